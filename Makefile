@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# make            build everything into $(OUT)
+# make demo       install missing packages, build, run the demo allreduce
+# make check      install missing packages, build, run every test
+# make V=1        show the commands
+
+OUT	?= build
+V	?= 0
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDARY:
+
+ARCH		:= $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+MULTIARCH	:= $(shell gcc -print-multiarch 2>/dev/null)
+CLANG		?= clang
+BPFTOOL		?= bpftool
+CC		?= gcc
+
+CFLAGS_COMMON	:= -g -O2 -Wall -Wextra -Werror -I. -I$(OUT)
+CFLAGS		?= $(CFLAGS_COMMON) -D_GNU_SOURCE -fPIC -std=gnu11 \
+		   -Wno-unused-parameter -fno-math-errno -fno-trapping-math
+BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wextra \
+		   -Werror -Wno-unused-parameter -I. -I/usr/include/$(MULTIARCH)
+LIBS		:= -lxdp -lbpf -lelf -lz -lm -lpthread
+
+UAPI_H		:= $(wildcard uapi/*.h)
+BPF_H		:= $(wildcard bpf/*.bpf.h)
+USER_H		:= $(wildcard user/*.h)
+BPF_SRC		:= $(wildcard bpf/*.bpf.c)
+BPF_OBJ		:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRC))
+SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
+LIB_SRC		:= $(wildcard user/*.c)
+LIB_OBJ		:= $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRC))
+TOOL_SRC	:= $(wildcard tools/*.c)
+TOOL_OBJ	:= $(patsubst tools/%.c,$(OUT)/tools/%.o,$(TOOL_SRC))
+TEST_SRC	:= $(wildcard selftests/*.c)
+TEST_BIN	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,$(TEST_SRC))
+
+LIB_A		:= $(OUT)/librinx.a
+LIB_SO		:= $(OUT)/librinx.so
+RINXCTL		:= $(OUT)/rinxctl
+
+.PHONY: all deps demo check clean abi-check soak
+all: $(RINXCTL) $(LIB_SO) $(TEST_BIN)
+
+deps:
+	$(Q)tools/deps.sh build
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(UAPI_H) $(BPF_H) Makefile
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(OUT)/user/%.o: user/%.c $(UAPI_H) $(USER_H) $(SKELS) Makefile
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJ) user/librinx.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,--version-script=user/librinx.map -o $@ $(LIB_OBJ) $(LIBS)
+
+$(OUT)/tools/%.o: tools/%.c $(UAPI_H) $(USER_H) $(wildcard tools/*.h) $(SKELS) Makefile
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(RINXCTL): $(TOOL_OBJ) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $(TOOL_OBJ) $(LIB_A) $(LIBS)
+
+$(OUT)/selftests/%: selftests/%.c $(wildcard selftests/*.h) $(UAPI_H) $(USER_H) $(SKELS) $(LIB_A) Makefile
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
+# Exported symbols of the shared library must be exactly those listed.
+abi-check: $(LIB_SO)
+	$(Q)tools/abi-check.sh $(LIB_SO) user/librinx.map
+
+demo:
+	$(Q)tools/deps.sh build
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(RINXCTL) demo
+
+check:
+	$(Q)tools/deps.sh build
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory abi-check
+	$(Q)selftests/run.sh $(OUT)
+
+clean:
+	$(Q)rm -rf $(OUT)

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * rinx host hop. Runs on the NIC of every host of a job.
+ *
+ * A rinx frame is checked against the job's tables (job id, token, round,
+ * sender and step for the block's class) and then handled as the plan says:
+ * add this host's share and forward, add and finish (store the result and
+ * start the gather), store and forward, or store and end. A frame that XDP
+ * cannot finish (share not written yet, next round, size disagreement) goes
+ * to the trainer's AF_XDP socket; everything else that is not rinx passes.
+ */
+#include "bpf/fixed.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before load. */
+const volatile __u16 rinx_port_be = bpf_htons(RINX_DEFAULT_PORT);
+const volatile __u32 rinx_window = RINX_DEFAULT_WINDOW;
+
+/* Job id -> job state (token, slot, round in progress). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RINX_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct rinx_job);
+} jobs SEC(".maps");
+
+/* (slot, node id) -> how that node is reached. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_NODES);
+	__type(key, __u32);
+	__type(value, struct rinx_node);
+} nodes SEC(".maps");
+
+/* (slot, class, type) -> what this node does (the plan). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_CLASSES * 2);
+	__type(key, __u32);
+	__type(value, struct rinx_hop);
+} hops SEC(".maps");
+
+/* (slot, block) -> this host's share, written by the trainer (mmapped). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_DEFAULT_WINDOW);
+	__type(key, __u32);
+	__type(value, struct rinx_slot);
+} share SEC(".maps");
+
+/* (slot, block) -> finished sum, written here, read by the trainer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_DEFAULT_WINDOW);
+	__type(key, __u32);
+	__type(value, struct rinx_slot);
+} result SEC(".maps");
+
+/* rx queue -> trainer's AF_XDP socket (slow path). */
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+/* enum rinx_stat -> count, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RINX_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline int count(__u32 what, int action)
+{
+	__u64 *c = bpf_map_lookup_elem(&stats, &what);
+
+	if (c)
+		*c += 1;
+	return action;
+}
+
+static __always_inline int slow_path(struct xdp_md *ctx, __u32 why)
+{
+	if (bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_DROP) ==
+	    XDP_REDIRECT)
+		return count(why, XDP_REDIRECT);
+	return count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+}
+
+static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
+				  __u32 epoch)
+{
+	__u64 *d = (__u64 *)r->v, *s = (__u64 *)f->v;
+	int i;
+
+	/* Too large for an inlined memcpy; a bounded loop of 8-byte moves. */
+	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+		d[i] = s[i];
+	r->exp = (__s16)bpf_ntohs(f->h->exp);
+	r->flags = f->h->flags;
+	r->count = bpf_ntohs(f->h->count);
+	/* The trainer polls epoch: it must become visible after the values.
+	 * BPF has no fence; the JIT keeps program order and x86 is TSO, and
+	 * this barrier keeps the compiler from sinking the stores. */
+	asm volatile("" ::: "memory");
+	r->epoch = epoch;
+}
+
+static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
+				   __u32 slot, __u16 to)
+{
+	struct rinx_node *self, *next;
+	__u32 k;
+
+	k = slot * RINX_MAX_NODES + job->self;
+	self = bpf_map_lookup_elem(&nodes, &k);
+	k = slot * RINX_MAX_NODES + to;
+	next = bpf_map_lookup_elem(&nodes, &k);
+	if (!self || !next)
+		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+	__builtin_memcpy(f->eth->h_dest, next->mac, ETH_ALEN);
+	__builtin_memcpy(f->eth->h_source, self->mac, ETH_ALEN);
+	f->ip->saddr = self->ip;
+	f->ip->daddr = next->ip;
+	rinx_csum_ip(f->ip);
+	f->udp->check = 0;
+	f->h->sender = bpf_htons(job->self);
+	return XDP_TX;
+}
+
+SEC("xdp")
+int rinx_host(struct xdp_md *ctx)
+{
+	struct rinx_frame f;
+	struct rinx_job *job;
+	struct rinx_hop *hop;
+	struct rinx_node *from;
+	struct rinx_slot *sh, *res;
+	__u32 jid, epoch, block, nblocks, klass, k, idx, type;
+	__u16 cnt;
+	int ret;
+
+	ret = rinx_parse(ctx, rinx_port_be, &f);
+	if (ret == RINX_P_OTHER)
+		return count(RINX_STAT_PASS, XDP_PASS);
+	count(RINX_STAT_RX, 0);
+	if (ret == RINX_P_SHORT)
+		return count(RINX_STAT_DROP_SHORT, XDP_DROP);
+	if (ret == RINX_P_VERSION)
+		return count(RINX_STAT_DROP_VERSION, XDP_DROP);
+
+	type = f.h->type;
+	if (type != RINX_T_REDUCE && type != RINX_T_GATHER)
+		return count(RINX_STAT_DROP_TYPE, XDP_DROP);
+	jid = bpf_ntohl(f.h->job);
+	job = bpf_map_lookup_elem(&jobs, &jid);
+	if (!job)
+		return count(RINX_STAT_DROP_JOB, XDP_DROP);
+	if (bpf_ntohl(f.h->token) != job->token)
+		return count(RINX_STAT_DROP_TOKEN, XDP_DROP);
+
+	epoch = bpf_ntohl(f.h->epoch);
+	block = bpf_ntohl(f.h->block);
+	nblocks = bpf_ntohl(f.h->nblocks);
+	klass = bpf_ntohs(f.h->klass);
+	cnt = bpf_ntohs(f.h->count);
+	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
+	    nblocks > rinx_window || job->slot >= RINX_MAX_JOBS ||
+	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
+	    klass != block % job->nclasses)
+		return count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
+
+	k = RINX_HOP_INDEX(job->slot, klass, type);
+	hop = bpf_map_lookup_elem(&hops, &k);
+	if (!hop)
+		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+	if (hop->action == RINX_A_NONE)
+		return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+	k = job->slot * RINX_MAX_NODES + hop->from;
+	from = bpf_map_lookup_elem(&nodes, &k);
+	if (!from)
+		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+	if (bpf_ntohs(f.h->sender) != hop->from || f.h->step != hop->step ||
+	    f.ip->saddr != from->ip)
+		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+
+	if (epoch != job->epoch) {
+		if (epoch == job->epoch + 1)
+			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
+		return count(RINX_STAT_DROP_STALE, XDP_DROP);
+	}
+	if (nblocks != job->nblocks ||
+	    cnt != (block == nblocks - 1 ? job->last_count : RINX_BLOCK_VALUES))
+		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
+
+	idx = job->slot * rinx_window + block;
+	switch (hop->action) {
+	case RINX_A_ADD_FWD:
+	case RINX_A_ADD_FINISH:
+		sh = bpf_map_lookup_elem(&share, &idx);
+		if (!sh)
+			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		if (sh->epoch != epoch)
+			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
+		f.h->exp = bpf_htons(rinx_block_add(f.v,
+					(__s16)bpf_ntohs(f.h->exp),
+					sh->v, sh->exp));
+		f.h->flags |= sh->flags;
+		f.h->step++;
+		if (hop->action == RINX_A_ADD_FWD) {
+			ret = forward(&f, job, job->slot, hop->to);
+			return count(RINX_STAT_REDUCE_FWD, ret);
+		}
+		res = bpf_map_lookup_elem(&result, &idx);
+		if (!res)
+			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		store(res, &f, epoch);
+		f.h->type = RINX_T_GATHER;
+		f.h->step = 0;
+		ret = forward(&f, job, job->slot, hop->to);
+		return count(RINX_STAT_REDUCE_FINISH, ret);
+	case RINX_A_STORE_FWD:
+	case RINX_A_STORE_END:
+		res = bpf_map_lookup_elem(&result, &idx);
+		if (!res)
+			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		store(res, &f, epoch);
+		if (hop->action == RINX_A_STORE_END)
+			return count(RINX_STAT_GATHER_END, XDP_DROP);
+		f.h->step++;
+		ret = forward(&f, job, job->slot, hop->to);
+		return count(RINX_STAT_GATHER_FWD, ret);
+	}
+	return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+}

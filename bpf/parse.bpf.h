@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Header parsing with a cursor, shared by the rinx XDP programs. */
+#ifndef RINX_PARSE_BPF_H
+#define RINX_PARSE_BPF_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/in.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "uapi/rinx.h"
+
+enum rinx_parse {
+	RINX_P_OK,	/* a rinx frame with a whole payload */
+	RINX_P_OTHER,	/* not ours: pass to the stack */
+	RINX_P_SHORT,	/* ours but truncated */
+	RINX_P_VERSION,	/* ours but bad magic/version */
+};
+
+struct rinx_frame {
+	struct ethhdr *eth;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	struct rinx_hdr *h;
+	__s32 *v;	/* RINX_BLOCK_VALUES values, bounds already checked */
+};
+
+/* Every frame carries a whole block: the tail of a short last block is zero.
+ * A fixed payload size keeps every payload access constant-bounded for the
+ * verifier after one range check. */
+static __always_inline int rinx_parse(struct xdp_md *ctx, __u16 port_be,
+				      struct rinx_frame *f)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	void *cur = data;
+
+	f->eth = cur;
+	if ((void *)(f->eth + 1) > data_end)
+		return RINX_P_OTHER;
+	if (f->eth->h_proto != bpf_htons(ETH_P_IP))
+		return RINX_P_OTHER;
+	cur = f->eth + 1;
+	f->ip = cur;
+	if ((void *)(f->ip + 1) > data_end)
+		return RINX_P_OTHER;
+	/* Options or fragments are never produced by rinx senders. */
+	if (f->ip->protocol != IPPROTO_UDP)
+		return RINX_P_OTHER;
+	cur = f->ip + 1;
+	f->udp = cur;
+	if ((void *)(f->udp + 1) > data_end)
+		return RINX_P_OTHER;
+	if (f->udp->dest != port_be)
+		return RINX_P_OTHER;
+	if (f->ip->ihl != 5 || (f->ip->frag_off & bpf_htons(0x3fff)))
+		return RINX_P_SHORT;
+	cur = f->udp + 1;
+	f->h = cur;
+	if ((void *)(f->h + 1) > data_end)
+		return RINX_P_SHORT;
+	if (f->h->magic != bpf_htonl(RINX_MAGIC) ||
+	    f->h->version != RINX_VERSION)
+		return RINX_P_VERSION;
+	cur = f->h + 1;
+	f->v = cur;
+	if (cur + RINX_BLOCK_BYTES > data_end)
+		return RINX_P_SHORT;
+	return RINX_P_OK;
+}
+
+static __always_inline void rinx_csum_ip(struct iphdr *ip)
+{
+	__u16 *w = (__u16 *)ip;
+	__u32 sum = 0;
+	int i;
+
+	ip->check = 0;
+#pragma unroll
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ip->check = ~sum & 0xffff;
+}
+
+#endif

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * rinx wire format and BPF map layout.
+ *
+ * This is the only header included by both the XDP programs (bpf/) and user
+ * space (user/, tools/, selftests/). Every structure that crosses the
+ * BPF/user boundary or the wire is defined here once.
+ *
+ * Frame: Ethernet | IPv4 (no options) | UDP (dst = configured port) |
+ *        struct rinx_hdr | count x __s32 payload
+ *
+ * Header fields are big-endian (the type says so). The fixed-point payload is
+ * little-endian: every supported host is little-endian and the XDP hop adds
+ * the values natively (see the _Static_assert at the end of this file).
+ */
+#ifndef RINX_UAPI_H
+#define RINX_UAPI_H
+
+#include <linux/types.h>
+
+#define RINX_MAGIC		0x52494e58	/* "RINX" */
+#define RINX_VERSION		1
+#define RINX_DEFAULT_PORT	47001
+
+/* Values of one block: one block travels in one packet. 768 x 4 B keeps the
+ * frame (3152 B) under the veth XDP limit of one page per frame. */
+#define RINX_BLOCK_VALUES	768
+#define RINX_BLOCK_BYTES	(RINX_BLOCK_VALUES * 4)
+
+#define RINX_MAX_JOBS		4	/* job (communicator) slots per node */
+#define RINX_MAX_NODES		64	/* ranks / nodes of one job */
+#define RINX_MAX_CLASSES	64	/* block classes of one plan */
+#define RINX_DEFAULT_WINDOW	8192	/* blocks per job slot (24 MiB) */
+
+/* Exponent of an all-zero block: shifts every other operand out. */
+#define RINX_EXP_ZERO		(-32768)
+
+enum rinx_type {
+	RINX_T_REDUCE = 1,	/* partial sum on the reduce path */
+	RINX_T_GATHER = 2,	/* finished block on the broadcast path */
+	RINX_T_MAX,
+};
+
+/* rinx_hdr.flags and rinx_slot.flags: non-finite inputs seen in the block */
+#define RINX_F_NAN	0x01
+#define RINX_F_PINF	0x02
+#define RINX_F_NINF	0x04
+#define RINX_F_NONFINITE (RINX_F_NAN | RINX_F_PINF | RINX_F_NINF)
+
+struct rinx_hdr {
+	__be32 magic;
+	__u8 version;
+	__u8 type;	/* enum rinx_type */
+	__u8 flags;	/* RINX_F_* */
+	__u8 step;	/* hops already done on the current path */
+	__be32 job;	/* job (communicator) id */
+	__be32 token;	/* per-job secret shared by its ranks */
+	__be32 epoch;	/* collective sequence number (one per round) */
+	__be32 block;	/* block index within the round */
+	__be32 nblocks;	/* blocks in the round */
+	__be16 sender;	/* node id of the node that sent this frame */
+	__be16 count;	/* values in this block, 1..RINX_BLOCK_VALUES */
+	__be16 klass;	/* plan class of the block: block % nclasses */
+	__be16 exp;	/* s16 block exponent: value = q * 2^(exp - qbits) */
+	__be16 resv;	/* zero */
+} __attribute__((packed));
+
+#define RINX_FRAME_HDR_LEN	(14 + 20 + 8 + (int)sizeof(struct rinx_hdr))
+#define RINX_FRAME_MAX		(RINX_FRAME_HDR_LEN + RINX_BLOCK_BYTES)
+
+/*
+ * One block of one job in the share map (this host's contribution, written by
+ * the trainer) or the result map (the finished sum, written by XDP). The
+ * writer stores values first and epoch last; a reader that sees the epoch it
+ * waits for sees the values.
+ */
+struct rinx_slot {
+	__u32 epoch;
+	__s16 exp;
+	__u8 flags;	/* RINX_F_* */
+	__u8 resv;
+	__u16 count;
+	__u16 resv2;
+	__u32 resv3;	/* keeps v 8-byte aligned for 64-bit copies */
+	__s32 v[RINX_BLOCK_VALUES];
+};
+
+/* Node table entry: where a node of the job is reached. */
+struct rinx_node {
+	__u8 mac[6];
+	__u8 resv[2];
+	__be32 ip;
+};
+
+/* Per-job state, keyed by job id (hash map). Written by the library. */
+struct rinx_job {
+	__u32 token;
+	__u32 slot;		/* job slot: base of its share/result/hop entries */
+	__u32 epoch;		/* round in progress on this node */
+	__u32 nblocks;		/* blocks of that round */
+	__u16 last_count;	/* values in its last block */
+	__u16 nclasses;		/* plan classes (ring: number of ranks) */
+	__u16 nnodes;
+	__u16 self;		/* this node's id */
+	__u16 qbits;		/* fixed-point bits of one contribution */
+	__u16 resv;
+	__u32 window;		/* blocks per round the slot holds */
+};
+
+enum rinx_action {
+	RINX_A_NONE = 0,	/* this node does not take this class/type */
+	RINX_A_ADD_FWD,		/* add local share, forward to next */
+	RINX_A_ADD_FINISH,	/* add local share, store result, start gather */
+	RINX_A_STORE_FWD,	/* store result, forward to next */
+	RINX_A_STORE_END,	/* store result, end of the path here */
+	RINX_A_MAX,
+};
+
+/* Hop table entry: what this node does with (class, type).
+ * Index: (slot * RINX_MAX_CLASSES + class) * 2 + (type - 1). */
+struct rinx_hop {
+	__u8 action;	/* enum rinx_action */
+	__u8 step;	/* step the frame must carry when it arrives */
+	__u16 from;	/* node id the frame must come from */
+	__u16 to;	/* next node id (forwarding actions) */
+	__u16 resv;
+};
+
+#define RINX_HOP_INDEX(slot, klass, type) \
+	(((slot) * RINX_MAX_CLASSES + (klass)) * 2 + ((type) - 1))
+
+/* Per-CPU counters of the host program. */
+enum rinx_stat {
+	RINX_STAT_RX,		/* rinx frames seen */
+	RINX_STAT_PASS,		/* non-rinx frames passed to the stack */
+	RINX_STAT_REDUCE_FWD,	/* reduce hop done, forwarded */
+	RINX_STAT_REDUCE_FINISH,/* last reduce hop: result stored, gather out */
+	RINX_STAT_GATHER_FWD,	/* gather stored and forwarded */
+	RINX_STAT_GATHER_END,	/* gather stored, path ends here */
+	RINX_STAT_SLOW_NOT_READY, /* to AF_XDP: local share not written yet */
+	RINX_STAT_SLOW_FUTURE,	/* to AF_XDP: frame of the next round */
+	RINX_STAT_SLOW_MISMATCH,/* to AF_XDP: size differs from local round */
+	RINX_STAT_DROP_SHORT,	/* truncated headers or payload */
+	RINX_STAT_DROP_VERSION,	/* bad magic or version */
+	RINX_STAT_DROP_TYPE,	/* unknown type */
+	RINX_STAT_DROP_JOB,	/* unknown job id */
+	RINX_STAT_DROP_TOKEN,	/* wrong token */
+	RINX_STAT_DROP_SENDER,	/* sender/step/source not the planned one */
+	RINX_STAT_DROP_BOUNDS,	/* count or block out of range */
+	RINX_STAT_DROP_STALE,	/* epoch of a finished round */
+	RINX_STAT_DROP_NO_ROUTE,/* no hop entry for (class, type) */
+	RINX_STAT_DROP_NO_XSK,	/* slow path wanted but no socket bound */
+	RINX_STAT_ABORTED,	/* internal error (map lookup failed) */
+	RINX_STAT_MAX,
+};
+
+/* Counters of the testbed switch. */
+enum rinx_sw_stat {
+	RINX_SW_FWD,		/* unicast redirected */
+	RINX_SW_FLOOD,		/* broadcast/multicast/unknown flooded */
+	RINX_SW_DROP_SHORT,	/* shorter than an Ethernet header */
+	RINX_SW_DROP_NO_PORT,	/* known MAC but port missing from devmap */
+	RINX_SW_DROP_HAIRPIN,	/* destination is the ingress port */
+	RINX_SW_STAT_MAX,
+};
+
+/* Switch MAC table value. */
+struct rinx_sw_port {
+	__u32 port;	/* index in the switch's devmap (= ifindex) */
+	__u32 resv;
+};
+
+_Static_assert(sizeof(struct rinx_hdr) == 38, "rinx_hdr size");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, job) == 8, "job offset");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, sender) == 28, "sender");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, exp) == 34, "exp");
+_Static_assert(RINX_FRAME_HDR_LEN == 80, "payload is 8-byte aligned");
+_Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
+_Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
+_Static_assert(sizeof(struct rinx_node) == 12, "node");
+_Static_assert(sizeof(struct rinx_job) == 32, "job");
+_Static_assert(sizeof(struct rinx_hop) == 8, "hop");
+_Static_assert(sizeof(struct rinx_sw_port) == 8, "sw port");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "payload is little-endian on the wire");
+
+#endif /* RINX_UAPI_H */

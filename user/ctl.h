@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * librinx internals shared by the library, rinxctl and the selftests:
+ * cluster spec, node attach/detach, namespaces, logging. Not installed;
+ * the public interface is librinx.h.
+ */
+#ifndef RINX_CTL_H
+#define RINX_CTL_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "uapi/rinx.h"
+
+#define RINX_API __attribute__((visibility("default")))
+
+/* ---- logging: the library never prints to stdout ---- */
+enum rinx_log_level { RINX_LOG_WARN, RINX_LOG_INFO, RINX_LOG_DEBUG };
+void rinx_log(enum rinx_log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void rinx_set_log_level(enum rinx_log_level lvl);
+#define pr_warn(...)  rinx_log(RINX_LOG_WARN, __VA_ARGS__)
+#define pr_info(...)  rinx_log(RINX_LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) rinx_log(RINX_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- cluster spec ----
+ * A text file, one record per line, '#' starts a comment:
+ *   cluster port=47001 window=8192 pin=/run/rinx mode=native
+ *   rack id=0 ina=none
+ *   host name=h0 rank=0 rack=0 ifname=eth0 mac=02:72:78:00:00:01 \
+ *        ip=10.71.0.1 netns=rxab12-h0
+ * The same format describes the testbed (netns= set) and real hosts
+ * (netns= absent: the host is the machine itself).
+ */
+#define RINX_NAME_MAX	48
+#define RINX_PATH_MAX	200
+
+enum rinx_ina { RINX_INA_NONE, RINX_INA_SWITCH, RINX_INA_AGENT };
+enum rinx_xdp_mode { RINX_XDP_NATIVE, RINX_XDP_GENERIC };
+
+struct rinx_spec_host {
+	char name[RINX_NAME_MAX];
+	int rank;
+	int rack;
+	char ifname[16];
+	__u8 mac[6];
+	__be32 ip;
+	char netns[RINX_NAME_MAX];
+};
+
+struct rinx_spec_rack {
+	int id;
+	int ina;	/* enum rinx_ina */
+};
+
+struct rinx_spec {
+	__u16 port;
+	__u32 window;		/* blocks per job slot on every node */
+	int mode;		/* enum rinx_xdp_mode */
+	char pin[RINX_PATH_MAX];/* bpffs directory; one subdirectory per node */
+	int nhosts;
+	struct rinx_spec_host hosts[RINX_MAX_NODES];
+	int nracks;
+	struct rinx_spec_rack racks[RINX_MAX_NODES];
+};
+
+void rinx_spec_init(struct rinx_spec *s);
+/* 0 or -errno; on error a message naming the line is put in err. */
+int rinx_spec_load(const char *path, struct rinx_spec *s, char *err,
+		   size_t errlen);
+int rinx_spec_save(const char *path, const struct rinx_spec *s);
+/* Checks ranks 0..n-1 once each, unique names/MACs/IPs, racks known. */
+int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen);
+const struct rinx_spec_host *rinx_spec_host(const struct rinx_spec *s,
+					    const char *name);
+const struct rinx_spec_host *rinx_spec_rank(const struct rinx_spec *s,
+					    int rank);
+int rinx_parse_mac(const char *str, __u8 mac[6]);
+
+/* ---- nodes: attach / detach the host program ----
+ * Must run in the node's network namespace (see rinx_netns_enter). The
+ * program, its link and its maps are pinned under <pin>/<node name>/. */
+int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h);
+int rinx_node_down(const struct rinx_spec *s, const struct rinx_spec_host *h);
+/* Sum over CPUs of the host program's counters. */
+int rinx_node_stats(const struct rinx_spec *s, const struct rinx_spec_host *h,
+		    __u64 out[RINX_STAT_MAX]);
+const char *rinx_stat_name(int stat);
+void rinx_node_pin_dir(const struct rinx_spec *s,
+		       const struct rinx_spec_host *h, char *buf, size_t len);
+/* Makes sure s->pin is on a bpffs, mounting one if needed. */
+int rinx_pin_root_ready(const char *pin);
+
+/* ---- network namespaces ---- */
+/* Moves the calling thread into netns `name` (NULL or "" = stay).
+ * *oldfd receives a handle to return with rinx_netns_leave. */
+int rinx_netns_enter(const char *name, int *oldfd);
+int rinx_netns_leave(int oldfd);
+
+#endif

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * librinx: allreduce for data-parallel training with the per-hop work in
+ * XDP. The one public header.
+ *
+ * Conventions: functions return 0 or a negative errno; they never print to
+ * stdout and never exit. rinx_comm_error() gives a one-line explanation of
+ * the last failure of a communicator.
+ */
+#ifndef LIBRINX_H
+#define LIBRINX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rinx_comm;
+struct rinx_req;
+
+enum rinx_dtype {
+	RINX_INT32 = 1,		/* exact, wraps on overflow like int32_t */
+	RINX_FLOAT32 = 2,	/* fixed point per block, see rinx(7) */
+};
+
+struct rinx_comm_opts {
+	size_t sz;		/* sizeof(struct rinx_comm_opts) */
+	const char *spec;	/* cluster spec file */
+	const char *node;	/* this host's name in the spec, or NULL: */
+	int rank;		/*   this rank (used when node is NULL) */
+	uint32_t job;		/* job id, the same on every rank, != 0 */
+	uint32_t token;		/* job secret, the same on every rank */
+	int timeout_ms;		/* per allreduce; 0 = 10000 */
+	int inflight;		/* blocks in flight per origin; 0 = 64 */
+};
+
+struct rinx_comm_stats {
+	uint64_t ops;		/* allreduce calls completed */
+	uint64_t rounds;	/* rounds (epochs) completed */
+	uint64_t bytes;		/* payload bytes reduced (count * 4) */
+	uint64_t blocks_sent;	/* blocks this rank originated */
+	uint64_t slow_path;	/* frames finished in user space */
+	uint64_t slow_dropped;	/* slow-path frames rejected */
+	uint64_t nonfinite;	/* result blocks with NaN/Inf */
+	uint64_t timeouts;	/* calls that ended in -ETIMEDOUT */
+	uint64_t ns_quant;	/* time in float->fixed conversion */
+	uint64_t ns_dequant;	/* time in fixed->float conversion */
+	uint64_t ns_total;	/* time inside allreduce calls */
+};
+
+int rinx_comm_open(const struct rinx_comm_opts *opts, struct rinx_comm **out);
+void rinx_comm_close(struct rinx_comm *c);
+int rinx_comm_rank(const struct rinx_comm *c);
+int rinx_comm_size(const struct rinx_comm *c);
+const char *rinx_comm_error(const struct rinx_comm *c);
+int rinx_comm_stats(const struct rinx_comm *c, struct rinx_comm_stats *st);
+
+/* SUM of `count` elements over all ranks; send == recv is allowed. */
+int rinx_allreduce(struct rinx_comm *c, const void *send, void *recv,
+		   size_t count, enum rinx_dtype dtype);
+/* Asynchronous form: one request in flight per communicator. Progress is
+ * made inside rinx_test/rinx_wait. The buffers must stay valid until the
+ * request ends. */
+int rinx_allreduce_start(struct rinx_comm *c, const void *send, void *recv,
+			 size_t count, enum rinx_dtype dtype,
+			 struct rinx_req **req);
+/* 1 when done (req freed, result valid), 0 when still running, or -errno
+ * (req freed). */
+int rinx_test(struct rinx_req *req);
+/* Waits up to timeout_ms (< 0: the communicator's timeout). Returns 0
+ * (req freed), -ETIMEDOUT (req still valid: wait again or cancel), or
+ * another -errno (req freed). */
+int rinx_wait(struct rinx_req *req, int timeout_ms);
+void rinx_cancel(struct rinx_req *req);
+
+/* Error bound of RINX_FLOAT32 results, see rinx(7): for every element,
+ * |result - exact| <= rinx_f32_bound(n, amax) where amax is the largest
+ * |input| of that element's block on any rank. */
+double rinx_f32_bound(int nranks, double amax);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
