@@ -194,7 +194,7 @@ int rinx_host(struct xdp_md *ctx)
 			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
 		return count(RINX_STAT_DROP_STALE, XDP_DROP);
 	}
-	if (nblocks != job->nblocks ||
+	if (nblocks != job->nblocks || bpf_ntohs(f.h->dtype) != job->dtype ||
 	    cnt != (block == nblocks - 1 ? job->last_count : RINX_BLOCK_VALUES))
 		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
 

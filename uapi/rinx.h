@@ -41,6 +41,12 @@ enum rinx_type {
 	RINX_T_MAX,
 };
 
+/* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */
+enum rinx_wire_dtype {
+	RINX_W_INT32 = 1,	/* raw int32, exp 0, wrapping sums */
+	RINX_W_FIXED = 2,	/* float32 as block fixed point */
+};
+
 /* rinx_hdr.flags and rinx_slot.flags: non-finite inputs seen in the block */
 #define RINX_F_NAN	0x01
 #define RINX_F_PINF	0x02
@@ -62,7 +68,7 @@ struct rinx_hdr {
 	__be16 count;	/* values in this block, 1..RINX_BLOCK_VALUES */
 	__be16 klass;	/* plan class of the block: block % nclasses */
 	__be16 exp;	/* s16 block exponent: value = q * 2^(exp - qbits) */
-	__be16 resv;	/* zero */
+	__be16 dtype;	/* enum rinx_wire_dtype of the job's round */
 } __attribute__((packed));
 
 #define RINX_FRAME_HDR_LEN	(14 + 20 + 8 + (int)sizeof(struct rinx_hdr))
@@ -103,7 +109,7 @@ struct rinx_job {
 	__u16 nnodes;
 	__u16 self;		/* this node's id */
 	__u16 qbits;		/* fixed-point bits of one contribution */
-	__u16 resv;
+	__u16 dtype;		/* enum rinx_wire_dtype of the round */
 	__u32 window;		/* blocks per round the slot holds */
 };
 

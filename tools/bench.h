@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+#ifndef RINX_BENCH_H
+#define RINX_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "user/ctl.h"
+
+#define BENCH_MAX_SIZES 32
+#define BENCH_MAX_ITERS 1000
+
+struct bench_opts {
+	uint64_t sizes[BENCH_MAX_SIZES];	/* bytes per rank */
+	int nsizes;
+	int iters, warmup;
+	int dtype;		/* enum rinx_dtype */
+	int verify, json;
+	int timeout_ms, inflight;
+	uint32_t job, token;
+	uint64_t seed;
+	uint64_t max_count;	/* filled by bench_run */
+	int hosts;		/* demo */
+	const char *mode;	/* demo */
+};
+
+void bench_defaults(struct bench_opts *o);
+int bench_parse_sizes(const char *list, struct bench_opts *o);
+int bench_getopt(int argc, char **argv, struct bench_opts *o,
+		 const char **spec, const char *usage);
+/* 0, -EDOM when a result was wrong, or another -errno. */
+int bench_run(const struct bench_opts *o, const char *spec_path,
+	      const struct rinx_spec *s, FILE *out);
+
+#endif

@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * rinxctl bench and rinxctl demo.
+ *
+ * One trainer process per host of the spec, each inside its host's network
+ * namespace, driven over pipes: for every size and run the parent has all
+ * ranks prepare their input (not timed), starts them together, and takes the
+ * slowest rank's time as the time of the collective. With --verify every
+ * rank checks every element against a reference it computes on its own from
+ * the generator (int32: exact wrapping sum; float32: double sum within the
+ * documented bound).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "tools/bench.h"
+#include "tools/cmds.h"
+#include "user/ctl.h"
+#include "user/librinx.h"
+
+enum { OP_PREP = 1, OP_GO, OP_CHECK, OP_QUIT };
+
+struct cmd_msg {
+	int op;
+	int iter;
+	uint64_t count;
+};
+
+struct reply_msg {
+	int err;
+	int wrong;		/* elements outside the bound / not exact */
+	uint64_t ns;
+	double worst;		/* largest |error| / bound seen */
+	char msg[240];
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/* Input element i of rank r in run `iter`: independent of rinx. Floats span
+ * 2^-8..2^7 in magnitude from block to block, with both signs. */
+static inline float gen_f32(uint64_t seed, int r, uint64_t i)
+{
+	uint64_t h = mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^ (i << 8));
+	int e = (int)((i / RINX_BLOCK_VALUES + r) % 16) - 8;
+	double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+
+	return (float)ldexp(u, e);
+}
+
+static inline int32_t gen_i32(uint64_t seed, int r, uint64_t i)
+{
+	return (int32_t)(uint32_t)mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^
+					(i << 8) ^ 0x5555);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int xread(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		got += n;
+	}
+	return 0;
+}
+
+static int xwrite(int fd, const void *buf, size_t len)
+{
+	size_t put = 0;
+	ssize_t n;
+
+	while (put < len) {
+		n = write(fd, (const char *)buf + put, len - put);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		put += n;
+	}
+	return 0;
+}
+
+static void verify(const struct bench_opts *o, int n, uint64_t seed,
+		   const void *recv, uint64_t count, struct reply_msg *rep)
+{
+	uint64_t b, i, base;
+	int r, k;
+
+	rep->wrong = 0;
+	rep->worst = 0;
+	if (o->dtype == RINX_INT32) {
+		const int32_t *out = recv;
+
+		for (i = 0; i < count; i++) {
+			uint32_t s = 0;
+
+			for (r = 0; r < n; r++)
+				s += (uint32_t)gen_i32(seed, r, i);
+			if ((uint32_t)out[i] != s) {
+				if (!rep->wrong++)
+					snprintf(rep->msg, sizeof(rep->msg),
+						 "element %llu: got %d, want %d",
+						 (unsigned long long)i, out[i],
+						 (int32_t)s);
+			}
+		}
+		return;
+	}
+	for (b = 0; b * RINX_BLOCK_VALUES < count; b++) {
+		double acc[RINX_BLOCK_VALUES], amax = 0, bound;
+		int cnt;
+
+		base = b * RINX_BLOCK_VALUES;
+		cnt = count - base < RINX_BLOCK_VALUES ? count - base :
+							 RINX_BLOCK_VALUES;
+		for (k = 0; k < cnt; k++)
+			acc[k] = 0;
+		for (r = 0; r < n; r++)
+			for (k = 0; k < cnt; k++) {
+				float v = gen_f32(seed, r, base + k);
+
+				acc[k] += v;
+				if (fabs(v) > amax)
+					amax = fabs(v);
+			}
+		bound = rinx_f32_bound(n, amax);
+		for (k = 0; k < cnt; k++) {
+			float got = ((const float *)recv)[base + k];
+			double err = fabs((double)got - acc[k]);
+
+			if (bound > 0 && err / bound > rep->worst)
+				rep->worst = err / bound;
+			if (!(err <= bound)) {
+				if (!rep->wrong++)
+					snprintf(rep->msg, sizeof(rep->msg),
+						 "element %llu: got %.9g, want "
+						 "%.9g (bound %.3g)",
+						 (unsigned long long)(base + k),
+						 got, acc[k], bound);
+			}
+		}
+	}
+}
+
+static void child(const struct bench_opts *o, const char *spec_path,
+		  const struct rinx_spec *s, int rank, int in, int out)
+{
+	struct rinx_comm_opts co = { .sz = sizeof(co) };
+	const struct rinx_spec_host *h = rinx_spec_rank(s, rank);
+	struct reply_msg rep;
+	struct rinx_comm *c = NULL;
+	struct cmd_msg cmd;
+	void *send = NULL, *recv = NULL;
+	uint64_t seed = 0, i, t;
+	int oldfd, err;
+
+	memset(&rep, 0, sizeof(rep));
+	err = rinx_netns_enter(h->netns, &oldfd);
+	if (!err) {
+		co.spec = spec_path;
+		co.rank = rank;
+		co.job = o->job;
+		co.token = o->token;
+		co.timeout_ms = o->timeout_ms;
+		co.inflight = o->inflight;
+		err = rinx_comm_open(&co, &c);
+		if (err)
+			snprintf(rep.msg, sizeof(rep.msg), "rank %d: %s", rank,
+				 rinx_comm_error(NULL));
+	} else {
+		snprintf(rep.msg, sizeof(rep.msg), "rank %d: cannot enter "
+			 "netns %s", rank, h->netns);
+	}
+	if (!err && o->max_count) {
+		send = malloc(o->max_count * 4);
+		recv = malloc(o->max_count * 4);
+		if (!send || !recv) {
+			err = -ENOMEM;
+			snprintf(rep.msg, sizeof(rep.msg), "rank %d: out of memory",
+				 rank);
+		}
+	}
+	rep.err = err;
+	xwrite(out, &rep, sizeof(rep));	/* open done */
+	if (err)
+		_exit(1);
+	while (!xread(in, &cmd, sizeof(cmd))) {
+		memset(&rep, 0, sizeof(rep));
+		switch (cmd.op) {
+		case OP_PREP:
+			seed = mix64(o->seed + cmd.iter * 7919 + cmd.count);
+			if (o->dtype == RINX_INT32)
+				for (i = 0; i < cmd.count; i++)
+					((int32_t *)send)[i] =
+						gen_i32(seed, rank, i);
+			else
+				for (i = 0; i < cmd.count; i++)
+					((float *)send)[i] =
+						gen_f32(seed, rank, i);
+			memset(recv, 0xa5, cmd.count * 4);
+			break;
+		case OP_GO:
+			t = now_ns();
+			rep.err = rinx_allreduce(c, send, recv, cmd.count,
+						 o->dtype);
+			rep.ns = now_ns() - t;
+			if (rep.err)
+				snprintf(rep.msg, sizeof(rep.msg), "%s",
+					 rinx_comm_error(c));
+			break;
+		case OP_CHECK:
+			verify(o, s->nhosts, seed, recv, cmd.count, &rep);
+			break;
+		case OP_QUIT:
+			rinx_comm_close(c);
+			_exit(0);
+		}
+		if (xwrite(out, &rep, sizeof(rep)))
+			break;
+	}
+	rinx_comm_close(c);
+	_exit(1);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct team {
+	int n;
+	pid_t pid[RINX_MAX_NODES];
+	int to[RINX_MAX_NODES], from[RINX_MAX_NODES];
+};
+
+static int team_cmd(struct team *t, int op, int iter, uint64_t count,
+		    struct reply_msg *reps)
+{
+	struct cmd_msg cmd = { .op = op, .iter = iter, .count = count };
+	int r, bad = 0;
+
+	for (r = 0; r < t->n; r++)
+		if (xwrite(t->to[r], &cmd, sizeof(cmd)))
+			bad = -EPIPE;
+	for (r = 0; r < t->n; r++)
+		if (xread(t->from[r], &reps[r], sizeof(reps[r]))) {
+			snprintf(reps[r].msg, sizeof(reps[r].msg),
+				 "rank %d: trainer process died", r);
+			reps[r].err = -EPIPE;
+			bad = -EPIPE;
+		}
+	return bad;
+}
+
+static void team_end(struct team *t)
+{
+	struct cmd_msg cmd = { .op = OP_QUIT };
+	int r, status;
+
+	for (r = 0; r < t->n; r++) {
+		if (t->to[r] >= 0) {
+			xwrite(t->to[r], &cmd, sizeof(cmd));
+			close(t->to[r]);
+		}
+		if (t->from[r] >= 0)
+			close(t->from[r]);
+	}
+	for (r = 0; r < t->n; r++)
+		if (t->pid[r] > 0)
+			waitpid(t->pid[r], &status, 0);
+}
+
+static int team_start(struct team *t, const struct bench_opts *o,
+		      const char *spec_path, const struct rinx_spec *s)
+{
+	struct reply_msg rep;
+	int r, p1[2], p2[2], err = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->n = s->nhosts;
+	for (r = 0; r < t->n; r++)
+		t->to[r] = t->from[r] = -1;
+	fflush(stdout);
+	fflush(stderr);
+	for (r = 0; r < t->n; r++) {
+		if (pipe(p1) || pipe(p2))
+			return -errno;
+		t->pid[r] = fork();
+		if (t->pid[r] < 0)
+			return -errno;
+		if (t->pid[r] == 0) {
+			int k;
+
+			for (k = 0; k < r; k++) {
+				close(t->to[k]);
+				close(t->from[k]);
+			}
+			close(p1[1]);
+			close(p2[0]);
+			child(o, spec_path, s, r, p1[0], p2[1]);
+		}
+		close(p1[0]);
+		close(p2[1]);
+		t->to[r] = p1[1];
+		t->from[r] = p2[0];
+	}
+	for (r = 0; r < t->n; r++) {
+		if (xread(t->from[r], &rep, sizeof(rep))) {
+			fprintf(stderr, "rinxctl bench: rank %d died while "
+				"opening\n", r);
+			err = -EPIPE;
+		} else if (rep.err) {
+			fprintf(stderr, "rinxctl bench: %s\n", rep.msg);
+			err = rep.err;
+		}
+	}
+	return err;
+}
+
+int bench_run(const struct bench_opts *o, const char *spec_path,
+	      const struct rinx_spec *s, FILE *out)
+{
+	struct reply_msg reps[RINX_MAX_NODES];
+	uint64_t times[BENCH_MAX_ITERS];
+	struct bench_opts oo = *o;
+	struct team t;
+	int n = s->nhosts, i, r, k, err = 0, wrong = 0, first = 1;
+	double worst = 0;
+
+	oo.max_count = 0;
+	for (k = 0; k < o->nsizes; k++)
+		if (o->sizes[k] / 4 > oo.max_count)
+			oo.max_count = o->sizes[k] / 4;
+	err = team_start(&t, &oo, spec_path, s);
+	if (err) {
+		team_end(&t);
+		return err;
+	}
+	if (o->json)
+		fprintf(out, "{\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,"
+			"\"warmup\":%d,\"verify\":%s,\"results\":[", n,
+			o->dtype == RINX_INT32 ? "int32" : "float32", o->iters,
+			o->warmup, o->verify ? "true" : "false");
+	else
+		fprintf(out, "# rinx allreduce: %d ranks, %s, median of %d runs "
+			"after %d warm-up, verify %s\n"
+			"# %12s %11s %10s %10s %10s %9s %9s %10s %s\n", n,
+			o->dtype == RINX_INT32 ? "int32" : "float32", o->iters,
+			o->warmup, o->verify ? "on" : "off", "bytes",
+			"elements", "min_us", "median_us", "max_us",
+			"algbw", "busbw", "Melem/s", "verify");
+	for (k = 0; k < o->nsizes && !err; k++) {
+		uint64_t count = o->sizes[k] / 4, med;
+		double algbw, busbw;
+		int bad = 0;
+
+		for (i = -o->warmup; i < o->iters && !err; i++) {
+			uint64_t tmax = 0;
+
+			err = team_cmd(&t, OP_PREP, i, count, reps);
+			if (!err)
+				err = team_cmd(&t, OP_GO, i, count, reps);
+			for (r = 0; r < n; r++) {
+				if (reps[r].err && !err)
+					err = reps[r].err;
+				if (reps[r].err)
+					fprintf(stderr, "rinxctl bench: rank %d: %s\n",
+						r, reps[r].msg);
+				if (reps[r].ns > tmax)
+					tmax = reps[r].ns;
+			}
+			if (err)
+				break;
+			if (o->verify) {
+				err = team_cmd(&t, OP_CHECK, i, count, reps);
+				for (r = 0; r < n; r++) {
+					if (reps[r].wrong) {
+						fprintf(stderr, "rinxctl bench: "
+							"rank %d: %d wrong elements "
+							"at %llu bytes, first: %s\n",
+							r, reps[r].wrong,
+							(unsigned long long)o->sizes[k],
+							reps[r].msg);
+						bad++;
+					}
+					if (reps[r].worst > worst)
+						worst = reps[r].worst;
+				}
+			}
+			if (i >= 0)
+				times[i] = tmax;
+		}
+		if (err)
+			break;
+		wrong += bad;
+		qsort(times, o->iters, sizeof(times[0]), cmp_u64);
+		med = times[o->iters / 2];
+		algbw = (double)o->sizes[k] / med;	/* bytes/ns = GB/s */
+		busbw = algbw * 2.0 * (n - 1) / n;
+		if (o->json)
+			fprintf(out, "%s{\"bytes\":%llu,\"elements\":%llu,"
+				"\"min_us\":%.1f,\"median_us\":%.1f,"
+				"\"max_us\":%.1f,\"algbw_gbs\":%.4f,"
+				"\"busbw_gbs\":%.4f,\"elements_per_s\":%.0f,"
+				"\"verified\":%s}", first ? "" : ",",
+				(unsigned long long)o->sizes[k],
+				(unsigned long long)count, times[0] / 1e3,
+				med / 1e3, times[o->iters - 1] / 1e3, algbw,
+				busbw, count * 1e9 / med,
+				!o->verify ? "null" : bad ? "false" : "true");
+		else
+			fprintf(out, "  %12llu %11llu %10.1f %10.1f %10.1f "
+				"%9.3f %9.3f %10.1f %s\n",
+				(unsigned long long)o->sizes[k],
+				(unsigned long long)count, times[0] / 1e3,
+				med / 1e3, times[o->iters - 1] / 1e3, algbw,
+				busbw, count * 1e3 / med,
+				!o->verify ? "-" : bad ? "WRONG" : "ok");
+		fflush(out);
+		first = 0;
+	}
+	if (o->json)
+		fprintf(out, "]}\n");
+	else if (o->verify && !err)
+		fprintf(out, "# verify: %s; float32 worst error %.3f of the "
+			"bound\n", wrong ? "FAILED" : "every element ok",
+			worst);
+	team_end(&t);
+	if (err)
+		return err;
+	return wrong ? -EDOM : 0;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	uint64_t m = 1;
+
+	if (end == s || v < 0)
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k')
+		m = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		m = 1024 * 1024, end++;
+	else if (*end == 'G' || *end == 'g')
+		m = 1024ull * 1024 * 1024, end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*out = (uint64_t)(v * m);
+	if (*out % 4)
+		return -EINVAL;
+	return 0;
+}
+
+int bench_parse_sizes(const char *list, struct bench_opts *o)
+{
+	char buf[512], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	o->nsizes = 0;
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (o->nsizes >= BENCH_MAX_SIZES ||
+		    parse_size(tok, &o->sizes[o->nsizes]))
+			return -EINVAL;
+		o->nsizes++;
+	}
+	return o->nsizes ? 0 : -EINVAL;
+}
+
+void bench_defaults(struct bench_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->iters = 5;
+	o->warmup = 1;
+	o->dtype = RINX_FLOAT32;
+	o->timeout_ms = 10000;
+	srand(getpid() ^ time(NULL));
+	o->job = 1 + (rand() & 0x3ffffff);
+	o->token = rand() ^ (rand() << 16);
+	o->seed = 12345;
+	bench_parse_sizes("1M,16M,64M", o);
+}
+
+static const char bench_usage[] =
+"--spec FILE [options]\n"
+"  --sizes LIST     bytes per rank, e.g. 4K,1M,16M,64M (suffix K, M, G; multiple of 4)\n"
+"  --iters N        timed runs per size (default 5; the median is reported)\n"
+"  --warmup N       untimed runs before them (default 1)\n"
+"  --dtype T        float32 (default) or int32\n"
+"  --verify         check every element against an independent reference\n"
+"  --json           one JSON object instead of the table\n"
+"  --timeout MS     per allreduce (default 10000)\n"
+"  --inflight N     blocks in flight per origin (default 64)\n"
+"  --job ID         job id (default random)\n"
+"output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
+"busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median";
+
+int bench_getopt(int argc, char **argv, struct bench_opts *o,
+		 const char **spec, const char *usage)
+{
+	static const struct option opts[] = {
+		{ "spec", required_argument, NULL, 's' },
+		{ "sizes", required_argument, NULL, 'S' },
+		{ "size", required_argument, NULL, 'S' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "dtype", required_argument, NULL, 'd' },
+		{ "verify", no_argument, NULL, 'V' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "inflight", required_argument, NULL, 'f' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "hosts", required_argument, NULL, 'H' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:S:i:w:d:Vjt:f:J:H:m:h", opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 's': *spec = optarg; break;
+		case 'S':
+			if (bench_parse_sizes(optarg, o)) {
+				fprintf(stderr, "rinxctl %s: bad --sizes '%s'\n",
+					argv[0], optarg);
+				return -1;
+			}
+			break;
+		case 'i': o->iters = atoi(optarg); break;
+		case 'w': o->warmup = atoi(optarg); break;
+		case 'd':
+			if (!strcmp(optarg, "float32") || !strcmp(optarg, "float"))
+				o->dtype = RINX_FLOAT32;
+			else if (!strcmp(optarg, "int32") || !strcmp(optarg, "int"))
+				o->dtype = RINX_INT32;
+			else {
+				fprintf(stderr, "rinxctl %s: --dtype float32|int32\n",
+					argv[0]);
+				return -1;
+			}
+			break;
+		case 'V': o->verify = 1; break;
+		case 'j': o->json = 1; break;
+		case 't': o->timeout_ms = atoi(optarg); break;
+		case 'f': o->inflight = atoi(optarg); break;
+		case 'J': o->job = strtoul(optarg, NULL, 0); break;
+		case 'H': o->hosts = atoi(optarg); break;
+		case 'm': o->mode = optarg; break;
+		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);
+			  exit(0);
+		default:
+			fprintf(stderr, "usage: rinxctl %s %s\n", argv[0], usage);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "rinxctl %s: unexpected argument %s\n", argv[0],
+			argv[optind]);
+		return -1;
+	}
+	if (o->iters < 1 || o->iters > BENCH_MAX_ITERS || o->warmup < 0 ||
+	    o->timeout_ms < 1 || !o->job) {
+		fprintf(stderr, "rinxctl %s: --iters 1..%d, --warmup >= 0, "
+			"--timeout >= 1, --job != 0\n", argv[0],
+			BENCH_MAX_ITERS);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_opts o;
+	struct rinx_spec s;
+	const char *spec = NULL;
+	char err[256];
+	int ret;
+
+	bench_defaults(&o);
+	if (bench_getopt(argc, argv, &o, &spec, bench_usage))
+		return RINX_EXIT_USAGE;
+	if (!spec) {
+		fprintf(stderr, "rinxctl bench: --spec FILE is required "
+			"(rinxctl testbed up prints one)\n");
+		return RINX_EXIT_USAGE;
+	}
+	if (rinx_spec_load(spec, &s, err, sizeof(err))) {
+		fprintf(stderr, "rinxctl bench: %s\n", err);
+		return RINX_EXIT_CONFIG;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	ret = bench_run(&o, spec, &s, stdout);
+	if (ret == -EDOM) {
+		fprintf(stderr, "rinxctl bench: WRONG RESULTS\n");
+		return RINX_EXIT_WRONG;
+	}
+	if (ret) {
+		fprintf(stderr, "rinxctl bench: failed: %s\n", strerror(-ret));
+		return rinx_exit_code(ret);
+	}
+	return 0;
+}

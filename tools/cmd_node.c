@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* rinxctl up, down, stats, plan. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tools/cmds.h"
+#include "user/ctl.h"
+#include "user/plan.h"
+
+int rinx_exit_code(int err)
+{
+	switch (err) {
+	case 0: return RINX_EXIT_OK;
+	case -EINVAL: case -ENOENT: case -ENODEV: case -EEXIST: case -EBUSY:
+	case -EPROTO:
+		return RINX_EXIT_CONFIG;
+	case -EMSGSIZE: return RINX_EXIT_WRONG;
+	case -ETIMEDOUT: return RINX_EXIT_TIMEOUT;
+	case -EPERM: case -EACCES: case -EOPNOTSUPP:
+		return RINX_EXIT_NOPERM;
+	default: return RINX_EXIT_FAIL;
+	}
+}
+
+struct node_args {
+	const char *spec;
+	const char *node;
+	int json;
+	int hosts;
+};
+
+static int parse_node_args(int argc, char **argv, struct node_args *a,
+			   const char *usage)
+{
+	static const struct option opts[] = {
+		{ "spec", required_argument, NULL, 's' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "hosts", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	memset(a, 0, sizeof(*a));
+	while ((o = getopt_long(argc, argv, "s:n:jH:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 's': a->spec = optarg; break;
+		case 'n': a->node = optarg; break;
+		case 'j': a->json = 1; break;
+		case 'H': a->hosts = atoi(optarg); break;
+		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);
+			  exit(0);
+		default:
+			fprintf(stderr, "usage: rinxctl %s %s\n", argv[0], usage);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "rinxctl %s: unexpected argument %s\n", argv[0],
+			argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+static int load_spec(const char *cmd, const char *path, struct rinx_spec *s)
+{
+	char err[256];
+
+	if (!path) {
+		fprintf(stderr, "rinxctl %s: --spec FILE is required\n", cmd);
+		return RINX_EXIT_USAGE;
+	}
+	if (rinx_spec_load(path, s, err, sizeof(err))) {
+		fprintf(stderr, "rinxctl %s: %s\n", cmd, err);
+		return RINX_EXIT_CONFIG;
+	}
+	return 0;
+}
+
+static int node_op(int argc, char **argv, int up)
+{
+	const struct rinx_spec_host *h;
+	struct node_args a;
+	struct rinx_spec s;
+	int ret, oldfd;
+
+	if (parse_node_args(argc, argv, &a, "--spec FILE --node NAME"))
+		return RINX_EXIT_USAGE;
+	ret = load_spec(argv[0], a.spec, &s);
+	if (ret)
+		return ret;
+	if (!a.node) {
+		fprintf(stderr, "rinxctl %s: --node NAME is required\n", argv[0]);
+		return RINX_EXIT_USAGE;
+	}
+	h = rinx_spec_host(&s, a.node);
+	if (!h) {
+		fprintf(stderr, "rinxctl %s: node %s is not in %s\n", argv[0],
+			a.node, a.spec);
+		return RINX_EXIT_CONFIG;
+	}
+	ret = rinx_netns_enter(h->netns, &oldfd);
+	if (ret) {
+		fprintf(stderr, "rinxctl %s: cannot enter netns %s of node %s\n",
+			argv[0], h->netns, h->name);
+		return RINX_EXIT_CONFIG;
+	}
+	ret = up ? rinx_node_up(&s, h) : rinx_node_down(&s, h);
+	rinx_netns_leave(oldfd);
+	if (ret == -ENOENT && !up) {
+		fprintf(stderr, "rinxctl down: node %s was not up\n", h->name);
+		return 0;
+	}
+	if (ret) {
+		fprintf(stderr, "rinxctl %s: node %s: %s\n", argv[0], h->name,
+			strerror(-ret));
+		return rinx_exit_code(ret);
+	}
+	return 0;
+}
+
+int cmd_up(int argc, char **argv) { return node_op(argc, argv, 1); }
+int cmd_down(int argc, char **argv) { return node_op(argc, argv, 0); }
+
+int cmd_stats(int argc, char **argv)
+{
+	__u64 v[RINX_STAT_MAX];
+	struct node_args a;
+	struct rinx_spec s;
+	int ret, i, k, first = 1, bad = 0;
+
+	if (parse_node_args(argc, argv, &a, "--spec FILE [--node NAME] [--json]"))
+		return RINX_EXIT_USAGE;
+	ret = load_spec(argv[0], a.spec, &s);
+	if (ret)
+		return ret;
+	if (a.node && !rinx_spec_host(&s, a.node)) {
+		fprintf(stderr, "rinxctl stats: node %s is not in %s\n", a.node,
+			a.spec);
+		return RINX_EXIT_CONFIG;
+	}
+	if (a.json)
+		printf("{\"nodes\":[");
+	for (i = 0; i < s.nhosts; i++) {
+		const struct rinx_spec_host *h = &s.hosts[i];
+
+		if (a.node && strcmp(a.node, h->name))
+			continue;
+		ret = rinx_node_stats(&s, h, v);
+		if (ret) {
+			fprintf(stderr, "rinxctl stats: node %s: %s\n", h->name,
+				ret == -ENOENT ? "not up" : strerror(-ret));
+			bad = ret;
+			continue;
+		}
+		if (a.json) {
+			printf("%s{\"node\":\"%s\",\"rank\":%d", first ? "" : ",",
+			       h->name, h->rank);
+			for (k = 0; k < RINX_STAT_MAX; k++)
+				printf(",\"%s\":%llu", rinx_stat_name(k),
+				       (unsigned long long)v[k]);
+			printf("}");
+		} else {
+			printf("node %s (rank %d)\n", h->name, h->rank);
+			for (k = 0; k < RINX_STAT_MAX; k++)
+				if (v[k])
+					printf("  %-16s %llu\n", rinx_stat_name(k),
+					       (unsigned long long)v[k]);
+		}
+		first = 0;
+	}
+	if (a.json)
+		printf("]}\n");
+	return bad ? rinx_exit_code(bad) : 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct node_args a;
+	struct rinx_spec s;
+	int ret, n;
+
+	if (parse_node_args(argc, argv, &a, "--spec FILE | --hosts N"))
+		return RINX_EXIT_USAGE;
+	if (a.spec) {
+		ret = load_spec(argv[0], a.spec, &s);
+		if (ret)
+			return ret;
+		n = s.nhosts;
+	} else if (a.hosts >= 1 && a.hosts <= RINX_MAX_NODES) {
+		n = a.hosts;
+	} else {
+		fprintf(stderr, "rinxctl plan: give --spec FILE or --hosts 1..%d\n",
+			RINX_MAX_NODES);
+		return RINX_EXIT_USAGE;
+	}
+	rinx_plan_ring_print(stdout, n);
+	return 0;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* rinxctl subcommands. Each takes argv with argv[0] = its name. */
+#ifndef RINX_CMDS_H
+#define RINX_CMDS_H
+
+#include <stdio.h>
+
+enum rinx_exit {
+	RINX_EXIT_OK = 0,
+	RINX_EXIT_FAIL = 1,
+	RINX_EXIT_USAGE = 2,
+	RINX_EXIT_CONFIG = 3,
+	RINX_EXIT_WRONG = 4,
+	RINX_EXIT_TIMEOUT = 5,
+	RINX_EXIT_NOPERM = 6,
+};
+
+struct rinx_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *args;
+	const char *help;
+};
+
+int cmd_testbed(int argc, char **argv);
+int cmd_up(int argc, char **argv);
+int cmd_down(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Maps a negative errno to an exit code. */
+int rinx_exit_code(int err);
+
+#endif

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * rinxctl: one tool, subcommands from one table (parsing, --help, man page).
+ *
+ * Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 bad spec or config,
+ * 4 verification failed (wrong sum), 5 timeout / dead peer, 6 not root or a
+ * kernel feature missing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tools/cmds.h"
+#include "user/ctl.h"
+
+static const struct rinx_cmd cmds[] = {
+	{ "testbed", cmd_testbed, "up|down|show [options]",
+	  "build or tear down the emulated cluster (namespaces, veth, XDP switches)" },
+	{ "up", cmd_up, "--spec FILE --node NAME",
+	  "attach the host program on a node and pin its maps" },
+	{ "down", cmd_down, "--spec FILE --node NAME",
+	  "detach the host program and remove its pins" },
+	{ "stats", cmd_stats, "--spec FILE [--node NAME] [--json]",
+	  "per-node counters of the host program" },
+	{ "plan", cmd_plan, "--spec FILE | --hosts N",
+	  "print the plan (per-node tables) of a cluster" },
+	{ "bench", cmd_bench, "--spec FILE [options]",
+	  "allreduce benchmark: size sweep, verify, time and bandwidth" },
+	{ "demo", cmd_demo, "[--hosts N] [--size BYTES]",
+	  "testbed up, verified float32 allreduce, figures, testbed down" },
+	{ NULL, NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	const struct rinx_cmd *c;
+
+	fprintf(f, "usage: rinxctl [-v] COMMAND [options]\n\n");
+	fprintf(f, "rinx: allreduce with the per-hop work in XDP.\n\n");
+	fprintf(f, "commands:\n");
+	for (c = cmds; c->name; c++)
+		fprintf(f, "  %-8s %s\n           %s\n", c->name, c->args,
+			c->help);
+	fprintf(f, "\n`rinxctl COMMAND --help` shows the options of a command.\n");
+	fprintf(f, "exit codes: 0 ok, 1 failure, 2 usage, 3 bad spec/config, "
+		"4 wrong result, 5 timeout/dead peer, 6 not root/no kernel support\n");
+}
+
+int main(int argc, char **argv)
+{
+	const struct rinx_cmd *c;
+	int i = 1;
+
+	while (i < argc && argv[i][0] == '-') {
+		if (!strcmp(argv[i], "-v")) {
+			rinx_set_log_level(RINX_LOG_DEBUG);
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "rinxctl: unknown option %s\n", argv[i]);
+			usage(stderr);
+			return RINX_EXIT_USAGE;
+		}
+		i++;
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return RINX_EXIT_USAGE;
+	}
+	for (c = cmds; c->name; c++)
+		if (!strcmp(c->name, argv[i])) {
+			if (geteuid() != 0 && strcmp(c->name, "plan")) {
+				fprintf(stderr, "rinxctl %s: must run as root "
+					"(BPF, XDP, namespaces)\n", c->name);
+				return RINX_EXIT_NOPERM;
+			}
+			optind = 1;
+			return c->fn(argc - i, argv + i);
+		}
+	fprintf(stderr, "rinxctl: unknown command '%s'\n", argv[i]);
+	usage(stderr);
+	return RINX_EXIT_USAGE;
+}

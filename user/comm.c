@@ -1,0 +1,1095 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Communicators and the trainer's side of the data path.
+ *
+ * Per round (epoch) of an allreduce a rank: publishes the round in its job
+ * entry, converts its input into the share map (mmapped), sends the blocks
+ * it originates through its AF_XDP socket (at most `inflight` unfinished at
+ * a time), finishes in user space the frames XDP handed up (slow path), and
+ * collects the finished blocks from the result map (mmapped) as XDP stores
+ * them. A round holds at most `window` blocks; longer tensors take several.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/xsk.h>
+#include "user/ctl.h"
+#include "user/librinx.h"
+#include "user/plan.h"
+#include "user/quant.h"
+
+#define FRAME_SIZE	4096
+#define NUM_FRAMES	4096
+#define RING_SIZE	2048
+#define MAX_PENDING	NUM_FRAMES
+
+/* ---- one AF_XDP socket per (process, interface), shared by comms ---- */
+struct xctx {
+	struct xctx *next;
+	int refs;
+	int ifindex;
+	char pin[RINX_PATH_MAX];
+	pthread_mutex_t lock;
+	void *area;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fq, tx;
+	struct xsk_ring_cons cq, rx;
+	__u64 free[NUM_FRAMES];
+	int nfree;
+	/* slow-path frames waiting for their round or their share */
+	__u64 pend_addr[MAX_PENDING];
+	__u32 pend_len[MAX_PENDING];
+	int npend;
+	int tx_unkicked;
+};
+
+static struct xctx *xctx_list;
+static pthread_mutex_t xctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct rinx_req {
+	struct rinx_comm *c;
+	const void *send;
+	void *recv;
+	size_t count;
+	int dtype;
+	size_t done_vals;	/* values finished in earlier rounds */
+	/* the round in progress */
+	__u32 nb, last_count;
+	__u32 *own;		/* blocks this rank originates */
+	__u32 nown, sent, head;	/* own[head..sent) are in flight */
+	__u32 cursor;		/* blocks < cursor are copied out */
+	int round_open;
+	__u64 deadline_ns;
+	__u64 t0;
+	int err;
+};
+
+struct rinx_comm {
+	struct rinx_spec spec;
+	const struct rinx_spec_host *self;
+	int rank, n;
+	__u32 job, token, slot, window;
+	int qbits;
+	int timeout_ms, inflight;
+	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
+	struct rinx_slot *share, *result;
+	size_t map_bytes;
+	struct xctx *x;
+	struct rinx_plan plan;
+	struct rinx_node nodes[RINX_MAX_NODES];
+	struct rinx_job jobent;
+	__u32 epoch;
+	struct rinx_req *active;
+	struct rinx_comm_stats st;
+	char err[320];
+};
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	pr_debug("%s\n", c->err);
+	return ret;
+}
+
+/* ---- AF_XDP context ---- */
+
+static void xctx_put(struct xctx *x)
+{
+	struct xctx **pp;
+
+	pthread_mutex_lock(&xctx_list_lock);
+	if (--x->refs > 0) {
+		pthread_mutex_unlock(&xctx_list_lock);
+		return;
+	}
+	for (pp = &xctx_list; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	pthread_mutex_unlock(&xctx_list_lock);
+	if (x->xsk)
+		xsk_socket__delete(x->xsk);
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	if (x->area)
+		munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+}
+
+static int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
+		    struct xctx **out)
+{
+	struct xsk_umem_config ucfg = {
+		.fill_size = RING_SIZE,
+		.comp_size = RING_SIZE,
+		.frame_size = FRAME_SIZE,
+		.frame_headroom = 0,
+	};
+	struct xsk_socket_config scfg = {
+		.rx_size = RING_SIZE,
+		.tx_size = RING_SIZE,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.bind_flags = XDP_USE_NEED_WAKEUP,
+	};
+	int ifindex = if_nametoindex(ifname), err, i;
+	struct xctx *x;
+	__u32 idx;
+
+	if (!ifindex)
+		return cerr(c, -ENODEV, "interface %s not found in this "
+			    "network namespace", ifname);
+	pthread_mutex_lock(&xctx_list_lock);
+	for (x = xctx_list; x; x = x->next)
+		if (x->ifindex == ifindex && !strcmp(x->pin, pin)) {
+			x->refs++;
+			pthread_mutex_unlock(&xctx_list_lock);
+			*out = x;
+			return 0;
+		}
+	pthread_mutex_unlock(&xctx_list_lock);
+
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->refs = 1;
+	x->ifindex = ifindex;
+	snprintf(x->pin, sizeof(x->pin), "%s", pin);
+	pthread_mutex_init(&x->lock, NULL);
+	x->area = mmap(NULL, (size_t)NUM_FRAMES * FRAME_SIZE,
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (x->area == MAP_FAILED) {
+		x->area = NULL;
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = xsk_umem__create(&x->umem, x->area,
+			       (__u64)NUM_FRAMES * FRAME_SIZE, &x->fq, &x->cq,
+			       &ucfg);
+	if (err) {
+		cerr(c, err, "cannot create AF_XDP umem: %s", strerror(-err));
+		goto fail;
+	}
+	err = xsk_socket__create(&x->xsk, ifname, 0, x->umem, &x->rx, &x->tx,
+				 &scfg);
+	if (err) {
+		cerr(c, err, "cannot create AF_XDP socket on %s queue 0: %s",
+		     ifname, strerror(-err));
+		goto fail;
+	}
+	err = xsk_socket__update_xskmap(x->xsk, c->fd_xsks);
+	if (err) {
+		cerr(c, err, "cannot register the AF_XDP socket: %s",
+		     strerror(-err));
+		goto fail;
+	}
+	for (i = 0; i < NUM_FRAMES; i++)
+		x->free[i] = (__u64)i * FRAME_SIZE;
+	x->nfree = NUM_FRAMES;
+	if (xsk_ring_prod__reserve(&x->fq, RING_SIZE, &idx) != RING_SIZE) {
+		err = -EIO;
+		goto fail;
+	}
+	for (i = 0; i < RING_SIZE; i++)
+		*xsk_ring_prod__fill_addr(&x->fq, idx + i) = x->free[--x->nfree];
+	xsk_ring_prod__submit(&x->fq, RING_SIZE);
+
+	pthread_mutex_lock(&xctx_list_lock);
+	x->next = xctx_list;
+	xctx_list = x;
+	pthread_mutex_unlock(&xctx_list_lock);
+	*out = x;
+	return 0;
+fail:
+	x->refs = 1;
+	if (x->xsk)
+		xsk_socket__delete(x->xsk);
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	if (x->area)
+		munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
+	free(x);
+	return err;
+}
+
+static void x_reclaim(struct xctx *x)
+{
+	__u32 idx, n, i;
+
+	n = xsk_ring_cons__peek(&x->cq, RING_SIZE, &idx);
+	for (i = 0; i < n; i++)
+		x->free[x->nfree++] = *xsk_ring_cons__comp_addr(&x->cq, idx + i);
+	if (n)
+		xsk_ring_cons__release(&x->cq, n);
+}
+
+static void x_refill(struct xctx *x)
+{
+	__u32 idx, n, free_slots, i;
+
+	free_slots = xsk_prod_nb_free(&x->fq, RING_SIZE);
+	n = free_slots;
+	/* keep a quarter of the frames for transmit */
+	if ((int)n > x->nfree - NUM_FRAMES / 4)
+		n = x->nfree > NUM_FRAMES / 4 ? x->nfree - NUM_FRAMES / 4 : 0;
+	if (!n)
+		return;
+	n = xsk_ring_prod__reserve(&x->fq, n, &idx);
+	for (i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&x->fq, idx + i) = x->free[--x->nfree];
+	xsk_ring_prod__submit(&x->fq, n);
+}
+
+static void x_kick(struct xctx *x)
+{
+	if (!x->tx_unkicked)
+		return;
+	if (xsk_ring_prod__needs_wakeup(&x->tx))
+		sendto(xsk_socket__fd(x->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+	x->tx_unkicked = 0;
+}
+
+/* Queues frame `addr` of `len` bytes for transmit; 0 or -EAGAIN. */
+static int x_send(struct xctx *x, __u64 addr, __u32 len)
+{
+	struct xdp_desc *d;
+	__u32 idx;
+
+	if (xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
+		x_kick(x);
+		return -EAGAIN;
+	}
+	d = xsk_ring_prod__tx_desc(&x->tx, idx);
+	d->addr = addr;
+	d->len = len;
+	d->options = 0;
+	xsk_ring_prod__submit(&x->tx, 1);
+	if (++x->tx_unkicked >= 32)
+		x_kick(x);
+	return 0;
+}
+
+/* ---- frames ---- */
+
+static __u16 ip_csum(const void *hdr)
+{
+	const __u16 *w = hdr;
+	__u32 sum = 0;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum & 0xffff;
+}
+
+struct frame {
+	__u8 *eth;
+	__u8 *ip;
+	__u8 *udp;
+	struct rinx_hdr *h;
+	__s32 *v;
+};
+
+static void frame_at(__u8 *p, struct frame *f)
+{
+	f->eth = p;
+	f->ip = p + 14;
+	f->udp = p + 34;
+	f->h = (struct rinx_hdr *)(p + 42);
+	f->v = (__s32 *)(p + RINX_FRAME_HDR_LEN);
+}
+
+/* Ethernet/IPv4/UDP headers from node `from` to node `to`. */
+static void frame_addr(struct rinx_comm *c, struct frame *f, int to)
+{
+	const struct rinx_node *s = &c->nodes[c->rank];
+	const struct rinx_node *d = &c->nodes[to];
+	__u16 len_ip = htons(RINX_FRAME_MAX - 14);
+	__u16 len_udp = htons(RINX_FRAME_MAX - 34);
+	__u16 sport = htons(c->spec.port), csum;
+
+	memcpy(f->eth, d->mac, 6);
+	memcpy(f->eth + 6, s->mac, 6);
+	f->eth[12] = 0x08;
+	f->eth[13] = 0x00;
+	f->ip[0] = 0x45;
+	f->ip[1] = 0;
+	memcpy(f->ip + 2, &len_ip, 2);
+	memset(f->ip + 4, 0, 4);	/* id, DF off, no fragment */
+	f->ip[8] = 64;
+	f->ip[9] = 17;
+	memset(f->ip + 10, 0, 2);
+	memcpy(f->ip + 12, &s->ip, 4);
+	memcpy(f->ip + 16, &d->ip, 4);
+	csum = ip_csum(f->ip);
+	memcpy(f->ip + 10, &csum, 2);
+	memcpy(f->udp, &sport, 2);
+	memcpy(f->udp + 2, &sport, 2);
+	memcpy(f->udp + 4, &len_udp, 2);
+	memset(f->udp + 6, 0, 2);
+	f->h->sender = htons(c->rank);
+}
+
+static int block_count(const struct rinx_req *r, __u32 b)
+{
+	return b == r->nb - 1 ? (int)r->last_count : RINX_BLOCK_VALUES;
+}
+
+/* ---- slow path: what XDP could not finish, done the same way here ---- */
+
+enum { SP_DONE, SP_KEEP, SP_DROP };
+
+static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
+{
+	struct xctx *x = c->x;
+	struct rinx_req *r = c->active;
+	struct rinx_slot *sh, *res;
+	const struct rinx_hop *hop;
+	struct frame f;
+	__u32 epoch, block, nblocks, klass, cnt, type, idx;
+
+	if (len < RINX_FRAME_MAX)
+		return SP_DROP;
+	frame_at(p, &f);
+	if (ntohl(f.h->job) != c->job)
+		return SP_KEEP - 10;	/* another communicator's frame */
+	if (ntohl(f.h->token) != c->token)
+		return SP_DROP;
+	epoch = ntohl(f.h->epoch);
+	if ((__s32)(epoch - c->epoch) < 0)
+		return SP_DROP;
+	if (epoch != c->epoch || !r || !r->round_open)
+		return SP_KEEP;
+	block = ntohl(f.h->block);
+	nblocks = ntohl(f.h->nblocks);
+	cnt = ntohs(f.h->count);
+	klass = ntohs(f.h->klass);
+	type = f.h->type;
+	if (nblocks != r->nb || block >= nblocks ||
+	    cnt != (__u32)block_count(r, block) ||
+	    ntohs(f.h->dtype) != c->jobent.dtype) {
+		r->err = cerr(c, -EMSGSIZE,
+			      "rank %d: rank %u sends a different tensor "
+			      "(round %u: %u blocks, block %u has %u values, "
+			      "dtype %u) than this rank (%u blocks, dtype %u)",
+			      c->rank, ntohs(f.h->sender), epoch, nblocks,
+			      block, cnt, ntohs(f.h->dtype), r->nb,
+			      c->jobent.dtype);
+		return SP_DROP;
+	}
+	if (klass >= (__u32)c->plan.nclasses || type < RINX_T_REDUCE ||
+	    type > RINX_T_GATHER)
+		return SP_DROP;
+	hop = &c->plan.hops[klass][type - 1];
+	if (hop->action == RINX_A_NONE || ntohs(f.h->sender) != hop->from ||
+	    f.h->step != hop->step)
+		return SP_DROP;
+	idx = c->slot * c->window + block;
+	sh = &c->share[idx];
+	res = &c->result[idx];
+	switch (hop->action) {
+	case RINX_A_ADD_FWD:
+	case RINX_A_ADD_FINISH:
+		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
+			return SP_KEEP;
+		f.h->exp = htons((__u16)rinx_payload_add(f.v,
+				(__s16)ntohs(f.h->exp), sh->v, sh->exp));
+		f.h->flags |= sh->flags;
+		f.h->step++;
+		if (hop->action == RINX_A_ADD_FINISH) {
+			memcpy(res->v, f.v, RINX_BLOCK_BYTES);
+			res->exp = (__s16)ntohs(f.h->exp);
+			res->flags = f.h->flags;
+			res->count = cnt;
+			__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+			f.h->type = RINX_T_GATHER;
+			f.h->step = 0;
+		}
+		break;
+	case RINX_A_STORE_FWD:
+	case RINX_A_STORE_END:
+		memcpy(res->v, f.v, RINX_BLOCK_BYTES);
+		res->exp = (__s16)ntohs(f.h->exp);
+		res->flags = f.h->flags;
+		res->count = cnt;
+		__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+		if (hop->action == RINX_A_STORE_END)
+			return SP_DROP + 10;	/* finished, frame free */
+		f.h->step++;
+		break;
+	default:
+		return SP_DROP;
+	}
+	frame_addr(c, &f, hop->to);
+	return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
+								 SP_DONE;
+}
+
+/* Runs the slow path over pending and newly received frames. Returns the
+ * number of frames finished. Called with x->lock held. */
+static int slow_path(struct rinx_comm *c)
+{
+	struct xctx *x = c->x;
+	__u32 idx, n, i;
+	int done = 0, j, keep = 0, ret;
+
+	n = xsk_ring_cons__peek(&x->rx, RING_SIZE, &idx);
+	for (i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x->rx,
+								  idx + i);
+
+		if (x->npend < MAX_PENDING) {
+			x->pend_addr[x->npend] = d->addr;
+			x->pend_len[x->npend++] = d->len;
+		} else {
+			x->free[x->nfree++] = d->addr;
+			c->st.slow_dropped++;
+		}
+	}
+	if (n)
+		xsk_ring_cons__release(&x->rx, n);
+	for (j = 0; j < x->npend; j++) {
+		__u64 a = x->pend_addr[j];
+
+		ret = slow_frame(c, (__u8 *)x->area + a, x->pend_len[j]);
+		if (ret == SP_DONE) {
+			done++;
+			c->st.slow_path++;
+		} else if (ret == SP_DROP + 10) {
+			done++;
+			c->st.slow_path++;
+			x->free[x->nfree++] = a;
+		} else if (ret == SP_DROP) {
+			c->st.slow_dropped++;
+			x->free[x->nfree++] = a;
+		} else {
+			x->pend_addr[keep] = a;
+			x->pend_len[keep++] = x->pend_len[j];
+		}
+	}
+	x->npend = keep;
+	x_refill(x);
+	return done;
+}
+
+/* ---- communicator ---- */
+
+static int open_pinned(struct rinx_comm *c, const char *dir, const char *name)
+{
+	char path[RINX_PATH_MAX + 16];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return cerr(c, -errno, "node %s is not up (cannot open %s: %s);"
+			    " run rinxctl up", c->self->name, path,
+			    strerror(errno));
+	return fd;
+}
+
+static int map_share(struct rinx_comm *c, int fd, struct rinx_slot **out)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	size_t bytes;
+	void *p;
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (info.value_size != sizeof(struct rinx_slot) ||
+	    info.max_entries % RINX_MAX_JOBS)
+		return cerr(c, -EPROTO, "pinned maps of node %s are from an "
+			    "incompatible rinx build", c->self->name);
+	c->window = info.max_entries / RINX_MAX_JOBS;
+	bytes = (size_t)info.max_entries * info.value_size;
+	bytes = (bytes + 4095) & ~(size_t)4095;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return cerr(c, -errno, "cannot mmap map: %s", strerror(errno));
+	c->map_bytes = bytes;
+	*out = p;
+	return 0;
+}
+
+static int install(struct rinx_comm *c)
+{
+	struct rinx_job other;
+	__u32 key, next, k, cl;
+	int i, t, err;
+
+	/* A slot belongs to one job; job % RINX_MAX_JOBS picks it. */
+	c->slot = c->job % RINX_MAX_JOBS;
+	for (err = bpf_map_get_next_key(c->fd_jobs, NULL, &next); !err;
+	     err = bpf_map_get_next_key(c->fd_jobs, &key, &next)) {
+		key = next;
+		if (key == c->job || bpf_map_lookup_elem(c->fd_jobs, &key, &other))
+			continue;
+		if (other.slot == c->slot)
+			return cerr(c, -EBUSY, "job slot %u of node %s is used by "
+				    "job %u; pick a job id with a different "
+				    "value mod %d", c->slot, c->self->name,
+				    key, RINX_MAX_JOBS);
+	}
+	for (i = 0; i < c->n; i++) {
+		const struct rinx_spec_host *h = rinx_spec_rank(&c->spec, i);
+
+		memcpy(c->nodes[i].mac, h->mac, 6);
+		c->nodes[i].ip = h->ip;
+		k = c->slot * RINX_MAX_NODES + i;
+		if (bpf_map_update_elem(c->fd_nodes, &k, &c->nodes[i], 0))
+			return cerr(c, -errno, "cannot write node table: %s",
+				    strerror(errno));
+	}
+	err = rinx_plan_ring(&c->plan, c->n, c->rank);
+	if (err)
+		return cerr(c, err, "cannot build the ring plan");
+	for (cl = 0; cl < RINX_MAX_CLASSES; cl++)
+		for (t = RINX_T_REDUCE; t <= RINX_T_GATHER; t++) {
+			struct rinx_hop none = {};
+			const struct rinx_hop *h = cl < (__u32)c->plan.nclasses ?
+				&c->plan.hops[cl][t - 1] : &none;
+
+			k = RINX_HOP_INDEX(c->slot, cl, t);
+			if (bpf_map_update_elem(c->fd_hops, &k, h, 0))
+				return cerr(c, -errno, "cannot write hop table: %s",
+					    strerror(errno));
+		}
+	memset(&c->jobent, 0, sizeof(c->jobent));
+	c->jobent.token = c->token;
+	c->jobent.slot = c->slot;
+	c->jobent.nclasses = c->plan.nclasses;
+	c->jobent.nnodes = c->n;
+	c->jobent.self = c->rank;
+	c->jobent.qbits = c->qbits;
+	c->jobent.window = c->window;
+	/* Start after whatever epoch results of an earlier job in this slot
+	 * carry: results are recognised by epoch, so never reuse one. */
+	c->epoch = 0;
+	for (i = 0; i < (int)c->window; i++) {
+		__u32 e = c->result[c->slot * c->window + i].epoch;
+
+		if ((__s32)(e - c->epoch) > 0)
+			c->epoch = e;
+		e = c->share[c->slot * c->window + i].epoch;
+		if ((__s32)(e - c->epoch) > 0)
+			c->epoch = e;
+	}
+	c->jobent.epoch = c->epoch;
+	key = c->job;
+	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
+		return cerr(c, -errno, "cannot write job entry: %s",
+			    strerror(errno));
+	return 0;
+}
+
+static struct rinx_comm open_fail_comm;
+
+RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
+			    struct rinx_comm **out)
+{
+	char dir[RINX_PATH_MAX];
+	struct rinx_comm *c;
+	int err, fd_share = -1, fd_result = -1;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
+	if (!o || o->sz < sizeof(*o) || !o->spec) {
+		err = cerr(c, -EINVAL, "missing options or spec");
+		goto fail;
+	}
+	err = rinx_spec_load(o->spec, &c->spec, c->err, sizeof(c->err));
+	if (err)
+		goto fail;
+	c->self = o->node ? rinx_spec_host(&c->spec, o->node) :
+			    rinx_spec_rank(&c->spec, o->rank);
+	if (!c->self) {
+		if (o->node)
+			err = cerr(c, -ENOENT, "node %s is not in spec %s",
+				   o->node, o->spec);
+		else
+			err = cerr(c, -ENOENT, "rank %d is not in spec %s "
+				   "(%d hosts)", o->rank, o->spec,
+				   c->spec.nhosts);
+		goto fail;
+	}
+	if (!o->job) {
+		err = cerr(c, -EINVAL, "job id 0 is reserved");
+		goto fail;
+	}
+	c->rank = c->self->rank;
+	c->n = c->spec.nhosts;
+	c->job = o->job;
+	c->token = o->token;
+	c->qbits = rinx_qbits(c->n);
+	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
+	c->inflight = o->inflight > 0 ? o->inflight : 64;
+	if (c->inflight > NUM_FRAMES / 4)
+		c->inflight = NUM_FRAMES / 4;
+
+	rinx_node_pin_dir(&c->spec, c->self, dir, sizeof(dir));
+	if ((c->fd_jobs = err = open_pinned(c, dir, "jobs")) < 0 ||
+	    (c->fd_nodes = err = open_pinned(c, dir, "nodes")) < 0 ||
+	    (c->fd_hops = err = open_pinned(c, dir, "hops")) < 0 ||
+	    (c->fd_xsks = err = open_pinned(c, dir, "xsks")) < 0 ||
+	    (fd_share = err = open_pinned(c, dir, "share")) < 0 ||
+	    (fd_result = err = open_pinned(c, dir, "result")) < 0)
+		goto fail;
+	err = map_share(c, fd_share, &c->share);
+	if (err)
+		goto fail;
+	err = map_share(c, fd_result, &c->result);
+	if (err)
+		goto fail;
+	close(fd_share);
+	close(fd_result);
+	fd_share = fd_result = -1;
+	if (c->n > 1) {
+		err = xctx_get(c, c->self->ifname, dir, &c->x);
+		if (err)
+			goto fail;
+	}
+	err = install(c);
+	if (err)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	if (fd_share >= 0)
+		close(fd_share);
+	if (fd_result >= 0)
+		close(fd_result);
+	/* keep the message reachable for the caller through a NULL comm */
+	memcpy(open_fail_comm.err, c->err, sizeof(c->err));
+	rinx_comm_close(c);
+	return err;
+}
+
+RINX_API void rinx_comm_close(struct rinx_comm *c)
+{
+	__u32 key;
+
+	if (!c)
+		return;
+	if (c->active)
+		rinx_cancel(c->active);
+	if (c->fd_jobs >= 0 && c->jobent.token == c->token && c->job) {
+		struct rinx_job cur;
+
+		key = c->job;
+		if (!bpf_map_lookup_elem(c->fd_jobs, &key, &cur) &&
+		    cur.slot == c->slot)
+			bpf_map_delete_elem(c->fd_jobs, &key);
+	}
+	if (c->x)
+		xctx_put(c->x);
+	if (c->share)
+		munmap(c->share, c->map_bytes);
+	if (c->result)
+		munmap(c->result, c->map_bytes);
+	if (c->fd_jobs >= 0)
+		close(c->fd_jobs);
+	if (c->fd_nodes >= 0)
+		close(c->fd_nodes);
+	if (c->fd_hops >= 0)
+		close(c->fd_hops);
+	if (c->fd_xsks >= 0)
+		close(c->fd_xsks);
+	free(c);
+}
+
+RINX_API int rinx_comm_rank(const struct rinx_comm *c) { return c->rank; }
+RINX_API int rinx_comm_size(const struct rinx_comm *c) { return c->n; }
+
+RINX_API const char *rinx_comm_error(const struct rinx_comm *c)
+{
+	return c ? c->err : open_fail_comm.err;
+}
+
+RINX_API int rinx_comm_stats(const struct rinx_comm *c,
+			     struct rinx_comm_stats *st)
+{
+	if (!c || !st)
+		return -EINVAL;
+	*st = c->st;
+	return 0;
+}
+
+/* ---- allreduce ---- */
+
+static int round_open(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	size_t left = r->count - r->done_vals;
+	size_t vals = left < (size_t)c->window * RINX_BLOCK_VALUES ?
+		      left : (size_t)c->window * RINX_BLOCK_VALUES;
+	__u64 t;
+	__u32 b, key = c->job;
+
+	r->nb = (vals + RINX_BLOCK_VALUES - 1) / RINX_BLOCK_VALUES;
+	r->last_count = vals - (size_t)(r->nb - 1) * RINX_BLOCK_VALUES;
+	c->epoch++;
+	c->jobent.epoch = c->epoch;
+	c->jobent.nblocks = r->nb;
+	c->jobent.last_count = r->last_count;
+	c->jobent.dtype = r->dtype == RINX_FLOAT32 ? RINX_W_FIXED :
+						     RINX_W_INT32;
+	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
+		return cerr(c, -errno, "cannot update job entry: %s",
+			    strerror(errno));
+	t = now_ns();
+	for (b = 0; b < r->nb; b++) {
+		struct rinx_slot *s = &c->share[c->slot * c->window + b];
+		int cnt = block_count(r, b);
+		size_t off = r->done_vals + (size_t)b * RINX_BLOCK_VALUES;
+
+		if (r->dtype == RINX_FLOAT32) {
+			rinx_quant_block(s, (const float *)r->send + off, cnt,
+					 c->qbits);
+		} else {
+			memcpy(s->v, (const int32_t *)r->send + off, cnt * 4);
+			if (cnt < RINX_BLOCK_VALUES)
+				memset(&s->v[cnt], 0,
+				       (RINX_BLOCK_VALUES - cnt) * 4);
+			s->exp = 0;
+			s->flags = 0;
+			s->count = cnt;
+		}
+		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
+	}
+	c->st.ns_quant += now_ns() - t;
+	r->nown = 0;
+	for (b = 0; b < r->nb; b++)
+		if (c->plan.origin[b % c->plan.nclasses] == c->rank)
+			r->own[r->nown++] = b;
+	r->sent = r->head = r->cursor = 0;
+	r->round_open = 1;
+	return 0;
+}
+
+static int send_own(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	int sent = 0;
+
+	while (r->sent < r->nown && r->sent - r->head < (__u32)c->inflight &&
+	       x->nfree > 0) {
+		__u32 b = r->own[r->sent], klass = b % c->plan.nclasses;
+		struct rinx_slot *s = &c->share[c->slot * c->window + b];
+		__u64 addr = x->free[x->nfree - 1];
+		struct frame f;
+
+		frame_at((__u8 *)x->area + addr, &f);
+		frame_addr(c, &f, c->plan.first_to[klass]);
+		f.h->magic = htonl(RINX_MAGIC);
+		f.h->version = RINX_VERSION;
+		f.h->type = RINX_T_REDUCE;
+		f.h->flags = s->flags;
+		f.h->step = 0;
+		f.h->job = htonl(c->job);
+		f.h->token = htonl(c->token);
+		f.h->epoch = htonl(c->epoch);
+		f.h->block = htonl(b);
+		f.h->nblocks = htonl(r->nb);
+		f.h->count = htons(block_count(r, b));
+		f.h->klass = htons(klass);
+		f.h->exp = htons((__u16)s->exp);
+		f.h->dtype = htons(c->jobent.dtype);
+		memcpy(f.v, s->v, RINX_BLOCK_BYTES);
+		if (x_send(x, addr, RINX_FRAME_MAX))
+			break;
+		x->nfree--;
+		r->sent++;
+		sent++;
+	}
+	c->st.blocks_sent += sent;
+	return sent;
+}
+
+static int collect(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	int got = 0;
+	__u64 t = 0;
+
+	while (r->head < r->sent &&
+	       __atomic_load_n(&c->result[c->slot * c->window +
+					  r->own[r->head]].epoch,
+			       __ATOMIC_ACQUIRE) == c->epoch)
+		r->head++;
+	while (r->cursor < r->nb) {
+		const struct rinx_slot *s =
+			&c->result[c->slot * c->window + r->cursor];
+		size_t off = r->done_vals +
+			     (size_t)r->cursor * RINX_BLOCK_VALUES;
+		int cnt = block_count(r, r->cursor);
+
+		if (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) != c->epoch)
+			break;
+		if (!t)
+			t = now_ns();
+		if (r->dtype == RINX_FLOAT32) {
+			rinx_dequant_block(s, (float *)r->recv + off, cnt,
+					   c->qbits);
+			if (s->flags & RINX_F_NONFINITE)
+				c->st.nonfinite++;
+		} else {
+			memcpy((int32_t *)r->recv + off, s->v, cnt * 4);
+		}
+		r->cursor++;
+		got++;
+	}
+	if (t)
+		c->st.ns_dequant += now_ns() - t;
+	return got;
+}
+
+static int timeout_error(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	int missing = 0, first = -1, origin = -1, one_origin = 1;
+	__u32 b;
+
+	for (b = r->cursor; b < r->nb; b++) {
+		if (c->result[c->slot * c->window + b].epoch == c->epoch)
+			continue;
+		if (first < 0) {
+			first = b;
+			origin = c->plan.origin[b % c->plan.nclasses];
+		} else if (c->plan.origin[b % c->plan.nclasses] != origin) {
+			one_origin = 0;
+		}
+		missing++;
+	}
+	c->st.timeouts++;
+	if (one_origin && origin >= 0)
+		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out after "
+			    "%d ms: %d of %u blocks of round %u missing, all "
+			    "originated by rank %d (%s): is its trainer "
+			    "running?", c->rank, c->timeout_ms, missing, r->nb,
+			    c->epoch, origin,
+			    rinx_spec_rank(&c->spec, origin)->name);
+	return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out after %d ms: "
+		    "%d of %u blocks of round %u missing (first: block %d from "
+		    "rank %d); a peer is dead, unreachable or not started",
+		    c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
+		    origin);
+}
+
+static void req_free(struct rinx_req *r)
+{
+	if (r->c && r->c->active == r)
+		r->c->active = NULL;
+	free(r->own);
+	free(r);
+}
+
+/* One step of progress; 1 = finished, 0 = running, < 0 = error. */
+static int progress(struct rinx_req *r, int *moved)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	int err = 0;
+
+	*moved = 0;
+	if (r->err)
+		return r->err;
+	pthread_mutex_lock(&x->lock);
+	if (!r->round_open) {
+		err = round_open(r);
+		if (err)
+			goto out;
+		*moved = 1;
+	}
+	x_reclaim(x);
+	*moved += slow_path(c);
+	if (r->err) {
+		err = r->err;
+		goto out;
+	}
+	*moved += send_own(r);
+	x_kick(x);
+	*moved += collect(r);
+	if (r->cursor == r->nb) {
+		r->done_vals += (size_t)r->nb * RINX_BLOCK_VALUES;
+		if (r->done_vals > r->count)
+			r->done_vals = r->count;
+		r->round_open = 0;
+		c->st.rounds++;
+		if (r->done_vals == r->count) {
+			pthread_mutex_unlock(&x->lock);
+			return 1;
+		}
+		/* frames of the next round may already be pending */
+		err = round_open(r);
+		if (err)
+			goto out;
+		*moved = 1;
+	}
+out:
+	pthread_mutex_unlock(&x->lock);
+	return err;
+}
+
+RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
+				  void *recv, size_t count,
+				  enum rinx_dtype dtype, struct rinx_req **out)
+{
+	struct rinx_req *r;
+
+	*out = NULL;
+	if (!c)
+		return -EINVAL;
+	if (dtype != RINX_FLOAT32 && dtype != RINX_INT32)
+		return cerr(c, -EINVAL, "unsupported dtype %d", dtype);
+	if (count && (!send || !recv))
+		return cerr(c, -EINVAL, "NULL buffer");
+	if (c->active)
+		return cerr(c, -EBUSY, "an allreduce is already in flight on "
+			    "this communicator");
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->c = c;
+	r->send = send;
+	r->recv = recv;
+	r->count = count;
+	r->dtype = dtype;
+	r->t0 = now_ns();
+	r->own = calloc(c->window, sizeof(*r->own));
+	if (!r->own) {
+		free(r);
+		return -ENOMEM;
+	}
+	c->active = r;
+	*out = r;
+	return 0;
+}
+
+static int finish(struct rinx_req *r, int ret)
+{
+	struct rinx_comm *c = r->c;
+
+	if (ret == 1) {
+		c->st.ops++;
+		c->st.bytes += r->count * 4;
+		ret = 0;
+	}
+	c->st.ns_total += now_ns() - r->t0;
+	req_free(r);
+	return ret;
+}
+
+static int trivial(struct rinx_req *r)
+{
+	if (r->count && r->send != r->recv)
+		memmove(r->recv, r->send, r->count * 4);
+	return 1;
+}
+
+RINX_API int rinx_test(struct rinx_req *r)
+{
+	int moved, ret;
+
+	if (!r)
+		return -EINVAL;
+	if (r->count == 0 || r->c->n == 1)
+		return finish(r, trivial(r));
+	ret = progress(r, &moved);
+	if (ret == 0)
+		return 0;
+	ret = finish(r, ret);
+	return ret ? ret : 1;
+}
+
+RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
+{
+	struct rinx_comm *c;
+	__u64 deadline, t;
+	int moved, ret, idle = 0;
+
+	if (!r)
+		return -EINVAL;
+	c = r->c;
+	if (r->count == 0 || c->n == 1)
+		return finish(r, trivial(r));
+	if (timeout_ms < 0)
+		timeout_ms = c->timeout_ms;
+	deadline = now_ns() + (__u64)timeout_ms * 1000000ull;
+	for (;;) {
+		ret = progress(r, &moved);
+		if (ret)
+			return finish(r, ret);
+		if (moved) {
+			idle = 0;
+			continue;
+		}
+		/* Nothing to do: the other ranks' frames are being processed
+		 * in softirq context on the same cores, so yield instead of
+		 * spinning once a few polls came back empty. */
+		if (++idle > 8) {
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+		t = now_ns();
+		if (t > deadline)
+			return timeout_error(r);	/* request still valid */
+	}
+}
+
+RINX_API void rinx_cancel(struct rinx_req *r)
+{
+	if (r)
+		req_free(r);
+}
+
+RINX_API int rinx_allreduce(struct rinx_comm *c, const void *send,
+			    void *recv, size_t count, enum rinx_dtype dtype)
+{
+	struct rinx_req *r;
+	int err;
+
+	err = rinx_allreduce_start(c, send, recv, count, dtype, &r);
+	if (err)
+		return err;
+	err = rinx_wait(r, -1);
+	if (err == -ETIMEDOUT)
+		rinx_cancel(r);
+	return err;
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Attaching the host program to a node and pinning it.
+ *
+ * Layout under <pin>/<node>/: link (the XDP bpf_link: unpinning it detaches),
+ * jobs, nodes, hops, share, result, xsks, stats (the maps the trainers and
+ * rinxctl open). Nothing is left behind by rinx_node_down.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "user/ctl.h"
+#include "host.skel.h"
+
+static const char *const pinned_maps[] = {
+	"jobs", "nodes", "hops", "share", "result", "xsks", "stats",
+};
+
+static const char *const stat_names[RINX_STAT_MAX] = {
+	[RINX_STAT_RX] = "rx",
+	[RINX_STAT_PASS] = "pass",
+	[RINX_STAT_REDUCE_FWD] = "reduce_fwd",
+	[RINX_STAT_REDUCE_FINISH] = "reduce_finish",
+	[RINX_STAT_GATHER_FWD] = "gather_fwd",
+	[RINX_STAT_GATHER_END] = "gather_end",
+	[RINX_STAT_SLOW_NOT_READY] = "slow_not_ready",
+	[RINX_STAT_SLOW_FUTURE] = "slow_future",
+	[RINX_STAT_SLOW_MISMATCH] = "slow_mismatch",
+	[RINX_STAT_DROP_SHORT] = "drop_short",
+	[RINX_STAT_DROP_VERSION] = "drop_version",
+	[RINX_STAT_DROP_TYPE] = "drop_type",
+	[RINX_STAT_DROP_JOB] = "drop_job",
+	[RINX_STAT_DROP_TOKEN] = "drop_token",
+	[RINX_STAT_DROP_SENDER] = "drop_sender",
+	[RINX_STAT_DROP_BOUNDS] = "drop_bounds",
+	[RINX_STAT_DROP_STALE] = "drop_stale",
+	[RINX_STAT_DROP_NO_ROUTE] = "drop_no_route",
+	[RINX_STAT_DROP_NO_XSK] = "drop_no_xsk",
+	[RINX_STAT_ABORTED] = "aborted",
+};
+
+const char *rinx_stat_name(int stat)
+{
+	if (stat < 0 || stat >= RINX_STAT_MAX || !stat_names[stat])
+		return "?";
+	return stat_names[stat];
+}
+
+void rinx_node_pin_dir(const struct rinx_spec *s,
+		       const struct rinx_spec_host *h, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", s->pin, h->name);
+}
+
+static int mkdir_p(const char *path)
+{
+	char tmp[RINX_PATH_MAX];
+	char *p;
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int rinx_pin_root_ready(const char *pin)
+{
+	struct statfs st;
+	int err;
+
+	err = mkdir_p(pin);
+	if (err) {
+		pr_warn("cannot create pin directory %s: %s\n", pin,
+			strerror(-err));
+		return err;
+	}
+	if (statfs(pin, &st))
+		return -errno;
+	if (st.f_type == BPF_FS_MAGIC)
+		return 0;
+	if (mount("bpf", pin, "bpf", 0, "mode=0700")) {
+		err = -errno;
+		pr_warn("cannot mount bpffs on %s: %s\n", pin, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+static void unpin_all(const char *dir)
+{
+	char path[RINX_PATH_MAX + 16];
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/link", dir);
+	unlink(path);
+	for (i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, pinned_maps[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, lopts);
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	struct host_bpf *skel = NULL;
+	struct bpf_map *map;
+	int ifindex, link_fd = -1, err;
+	size_t i;
+
+	ifindex = if_nametoindex(h->ifname);
+	if (!ifindex) {
+		pr_warn("node %s: interface %s not found%s%s\n", h->name,
+			h->ifname, h->netns[0] ? " in netns " : "", h->netns);
+		return -ENODEV;
+	}
+	err = rinx_pin_root_ready(s->pin);
+	if (err)
+		return err;
+	rinx_node_pin_dir(s, h, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/link", dir);
+	if (access(path, F_OK) == 0) {
+		pr_warn("node %s is already up (%s exists); run down first\n",
+			h->name, dir);
+		return -EEXIST;
+	}
+	err = mkdir_p(dir);
+	if (err)
+		return err;
+
+	skel = host_bpf__open();
+	if (!skel) {
+		err = -errno;
+		pr_warn("node %s: cannot open the host program\n", h->name);
+		goto fail;
+	}
+	skel->rodata->rinx_port_be = htons(s->port);
+	skel->rodata->rinx_window = s->window;
+	bpf_map__set_max_entries(skel->maps.share, RINX_MAX_JOBS * s->window);
+	bpf_map__set_max_entries(skel->maps.result, RINX_MAX_JOBS * s->window);
+	err = host_bpf__load(skel);
+	if (err) {
+		pr_warn("node %s: host program rejected by the kernel: %s "
+			"(rerun with -v for the verifier log)\n", h->name,
+			strerror(-err));
+		goto fail;
+	}
+	lopts.flags = s->mode == RINX_XDP_GENERIC ? XDP_FLAGS_SKB_MODE :
+						    XDP_FLAGS_DRV_MODE;
+	link_fd = bpf_link_create(bpf_program__fd(skel->progs.rinx_host),
+				  ifindex, BPF_XDP, &lopts);
+	if (link_fd < 0) {
+		err = -errno;
+		pr_warn("node %s: cannot attach XDP (%s mode) to %s: %s\n",
+			h->name, s->mode == RINX_XDP_GENERIC ? "generic" :
+			"native", h->ifname, strerror(errno));
+		goto fail;
+	}
+	for (i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
+		map = bpf_object__find_map_by_name(skel->obj, pinned_maps[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, pinned_maps[i]);
+		if (!map || bpf_obj_pin(bpf_map__fd(map), path)) {
+			err = map ? -errno : -ENOENT;
+			pr_warn("node %s: cannot pin %s: %s\n", h->name, path,
+				strerror(-err));
+			goto fail;
+		}
+	}
+	/* The link goes last: its pin is what "up" means. */
+	snprintf(path, sizeof(path), "%s/link", dir);
+	if (bpf_obj_pin(link_fd, path)) {
+		err = -errno;
+		pr_warn("node %s: cannot pin %s: %s\n", h->name, path,
+			strerror(errno));
+		goto fail;
+	}
+	close(link_fd);
+	host_bpf__destroy(skel);
+	return 0;
+fail:
+	if (link_fd >= 0)
+		close(link_fd);
+	host_bpf__destroy(skel);
+	unpin_all(dir);
+	return err;
+}
+
+int rinx_node_down(const struct rinx_spec *s, const struct rinx_spec_host *h)
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	int was_up;
+
+	rinx_node_pin_dir(s, h, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/link", dir);
+	was_up = access(path, F_OK) == 0;
+	unpin_all(dir);
+	if (access(dir, F_OK) == 0) {
+		pr_warn("node %s: %s could not be removed\n", h->name, dir);
+		return -EBUSY;
+	}
+	return was_up ? 0 : -ENOENT;
+}
+
+int rinx_node_stats(const struct rinx_spec *s, const struct rinx_spec_host *h,
+		    __u64 out[RINX_STAT_MAX])
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 vals[ncpu > 0 ? ncpu : 1];
+	int fd, i, c, err = 0;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	rinx_node_pin_dir(s, h, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/stats", dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		err = -errno;
+		return err;
+	}
+	for (i = 0; i < RINX_STAT_MAX; i++) {
+		__u32 k = i;
+
+		out[i] = 0;
+		if (bpf_map_lookup_elem(fd, &k, vals)) {
+			err = -errno;
+			break;
+		}
+		for (c = 0; c < ncpu; c++)
+			out[i] += vals[c];
+	}
+	close(fd);
+	return err;
+}

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Cluster spec: parse, check, write. Format in user/ctl.h and rinxctl(8). */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/ctl.h"
+
+void rinx_spec_init(struct rinx_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->port = RINX_DEFAULT_PORT;
+	s->window = RINX_DEFAULT_WINDOW;
+	s->mode = RINX_XDP_NATIVE;
+	snprintf(s->pin, sizeof(s->pin), "/run/rinx");
+}
+
+int rinx_parse_mac(const char *str, __u8 mac[6])
+{
+	unsigned int b[6];
+	char tail;
+	int i;
+
+	if (sscanf(str, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3],
+		   &b[4], &b[5], &tail) != 6)
+		return -EINVAL;
+	for (i = 0; i < 6; i++) {
+		if (b[i] > 255)
+			return -EINVAL;
+		mac[i] = b[i];
+	}
+	return 0;
+}
+
+static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && len) {
+		va_start(ap, fmt);
+		vsnprintf(err, len, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+static int parse_int(const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 0);
+	if (errno || end == v || *end || x < lo || x > hi)
+		return -EINVAL;
+	*out = x;
+	return 0;
+}
+
+static int copy_name(char *dst, size_t len, const char *v)
+{
+	size_t i, n = strlen(v);
+
+	if (n == 0 || n >= len)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)v[i]) && !strchr("-_.", v[i]))
+			return -EINVAL;
+	memcpy(dst, v, n + 1);
+	return 0;
+}
+
+#define BAD(...) seterr(err, errlen, -EINVAL, __VA_ARGS__)
+
+static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
+		      size_t errlen)
+{
+	char *save = NULL, *tok, *kind;
+	struct rinx_spec_host *h = NULL;
+	struct rinx_spec_rack *r = NULL;
+	long x;
+
+	kind = strtok_r(line, " \t\r\n", &save);
+	if (!kind)
+		return 0;
+	if (!strcmp(kind, "host")) {
+		if (s->nhosts >= RINX_MAX_NODES)
+			return BAD("line %d: more than %d hosts", lineno,
+				   RINX_MAX_NODES);
+		h = &s->hosts[s->nhosts++];
+		memset(h, 0, sizeof(*h));
+		h->rank = -1;
+		h->rack = 0;
+		snprintf(h->ifname, sizeof(h->ifname), "eth0");
+	} else if (!strcmp(kind, "rack")) {
+		if (s->nracks >= RINX_MAX_NODES)
+			return BAD("line %d: too many racks", lineno);
+		r = &s->racks[s->nracks++];
+		memset(r, 0, sizeof(*r));
+		r->id = -1;
+	} else if (strcmp(kind, "cluster")) {
+		return BAD("line %d: unknown record '%s' (cluster, rack, host)",
+			   lineno, kind);
+	}
+	while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
+		char *v = strchr(tok, '=');
+
+		if (!v)
+			return BAD("line %d: '%s' is not key=value", lineno,
+				   tok);
+		*v++ = 0;
+		if (h && !strcmp(tok, "name")) {
+			if (copy_name(h->name, sizeof(h->name), v))
+				return BAD("line %d: bad host name", lineno);
+		} else if (h && !strcmp(tok, "rank")) {
+			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
+				return BAD("line %d: rank must be 0..%d",
+					   lineno, RINX_MAX_NODES - 1);
+			h->rank = x;
+		} else if (h && !strcmp(tok, "rack")) {
+			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
+				return BAD("line %d: bad rack", lineno);
+			h->rack = x;
+		} else if (h && !strcmp(tok, "ifname")) {
+			if (copy_name(h->ifname, sizeof(h->ifname), v))
+				return BAD("line %d: bad ifname", lineno);
+		} else if (h && !strcmp(tok, "mac")) {
+			if (rinx_parse_mac(v, h->mac))
+				return BAD("line %d: bad mac '%s'", lineno, v);
+		} else if (h && !strcmp(tok, "ip")) {
+			struct in_addr a;
+
+			if (inet_pton(AF_INET, v, &a) != 1)
+				return BAD("line %d: bad ip '%s'", lineno, v);
+			h->ip = a.s_addr;
+		} else if (h && !strcmp(tok, "netns")) {
+			if (copy_name(h->netns, sizeof(h->netns), v))
+				return BAD("line %d: bad netns", lineno);
+		} else if (r && !strcmp(tok, "id")) {
+			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
+				return BAD("line %d: bad rack id", lineno);
+			r->id = x;
+		} else if (r && !strcmp(tok, "ina")) {
+			if (!strcmp(v, "none"))
+				r->ina = RINX_INA_NONE;
+			else if (!strcmp(v, "switch"))
+				r->ina = RINX_INA_SWITCH;
+			else if (!strcmp(v, "agent"))
+				r->ina = RINX_INA_AGENT;
+			else
+				return BAD("line %d: ina must be none, switch or agent",
+					   lineno);
+		} else if (!h && !r && !strcmp(tok, "port")) {
+			if (parse_int(v, 1, 65535, &x))
+				return BAD("line %d: bad port", lineno);
+			s->port = x;
+		} else if (!h && !r && !strcmp(tok, "window")) {
+			if (parse_int(v, 1, 1 << 20, &x))
+				return BAD("line %d: window must be 1..%d blocks",
+					   lineno, 1 << 20);
+			s->window = x;
+		} else if (!h && !r && !strcmp(tok, "pin")) {
+			if (strlen(v) >= sizeof(s->pin) || v[0] != '/')
+				return BAD("line %d: pin must be an absolute path",
+					   lineno);
+			snprintf(s->pin, sizeof(s->pin), "%s", v);
+		} else if (!h && !r && !strcmp(tok, "mode")) {
+			if (!strcmp(v, "native"))
+				s->mode = RINX_XDP_NATIVE;
+			else if (!strcmp(v, "generic"))
+				s->mode = RINX_XDP_GENERIC;
+			else
+				return BAD("line %d: mode must be native or generic",
+					   lineno);
+		} else {
+			return BAD("line %d: unknown key '%s' for %s", lineno,
+				   tok, kind);
+		}
+	}
+	if (h && (!h->name[0] || h->rank < 0 || !h->ip))
+		return BAD("line %d: host needs name=, rank=, mac= and ip=",
+			   lineno);
+	if (r && r->id < 0)
+		return BAD("line %d: rack needs id=", lineno);
+	return 0;
+}
+
+int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen)
+{
+	static const __u8 zero[6];
+	int i, j, found;
+
+	if (s->nhosts < 1)
+		return BAD("spec has no hosts");
+	for (i = 0; i < s->nhosts; i++) {
+		const struct rinx_spec_host *a = &s->hosts[i];
+
+		if (a->rank >= s->nhosts)
+			return BAD("host %s: rank %d but only %d hosts", a->name,
+				   a->rank, s->nhosts);
+		if (!memcmp(a->mac, zero, 6))
+			return BAD("host %s: mac missing", a->name);
+		for (j = 0; j < i; j++) {
+			const struct rinx_spec_host *b = &s->hosts[j];
+
+			if (a->rank == b->rank)
+				return BAD("hosts %s and %s share rank %d",
+					   b->name, a->name, a->rank);
+			if (!strcmp(a->name, b->name))
+				return BAD("host name %s used twice", a->name);
+			if (!memcmp(a->mac, b->mac, 6))
+				return BAD("hosts %s and %s share a mac",
+					   b->name, a->name);
+			if (a->ip == b->ip)
+				return BAD("hosts %s and %s share an ip",
+					   b->name, a->name);
+		}
+		found = s->nracks == 0 && a->rack == 0;
+		for (j = 0; j < s->nracks; j++)
+			found |= s->racks[j].id == a->rack;
+		if (!found)
+			return BAD("host %s: rack %d is not declared", a->name,
+				   a->rack);
+	}
+	for (i = 0; i < s->nracks; i++)
+		for (j = 0; j < i; j++)
+			if (s->racks[i].id == s->racks[j].id)
+				return BAD("rack %d declared twice",
+					   s->racks[i].id);
+	return 0;
+}
+
+int rinx_spec_load(const char *path, struct rinx_spec *s, char *err,
+		   size_t errlen)
+{
+	char line[1024];
+	int lineno = 0, ret = 0;
+	FILE *f;
+
+	rinx_spec_init(s);
+	f = fopen(path, "r");
+	if (!f)
+		return seterr(err, errlen, -errno, "cannot open spec %s: %s",
+			      path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *hash = strchr(line, '#');
+
+		lineno++;
+		if (hash)
+			*hash = 0;
+		ret = parse_line(s, line, lineno, err, errlen);
+		if (ret)
+			break;
+	}
+	fclose(f);
+	if (!ret)
+		ret = rinx_spec_check(s, err, errlen);
+	return ret;
+}
+
+static const char *ina_name(int ina)
+{
+	return ina == RINX_INA_SWITCH ? "switch" :
+	       ina == RINX_INA_AGENT ? "agent" : "none";
+}
+
+int rinx_spec_save(const char *path, const struct rinx_spec *s)
+{
+	char ip[INET_ADDRSTRLEN];
+	FILE *f = fopen(path, "w");
+	int i;
+
+	if (!f)
+		return -errno;
+	fprintf(f, "# rinx cluster spec\n");
+	fprintf(f, "cluster port=%u window=%u pin=%s mode=%s\n", s->port,
+		s->window, s->pin,
+		s->mode == RINX_XDP_GENERIC ? "generic" : "native");
+	for (i = 0; i < s->nracks; i++)
+		fprintf(f, "rack id=%d ina=%s\n", s->racks[i].id,
+			ina_name(s->racks[i].ina));
+	for (i = 0; i < s->nhosts; i++) {
+		const struct rinx_spec_host *h = &s->hosts[i];
+		const __u8 *m = h->mac;
+
+		inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
+		fprintf(f, "host name=%s rank=%d rack=%d ifname=%s "
+			"mac=%02x:%02x:%02x:%02x:%02x:%02x ip=%s",
+			h->name, h->rank, h->rack, h->ifname, m[0], m[1], m[2],
+			m[3], m[4], m[5], ip);
+		if (h->netns[0])
+			fprintf(f, " netns=%s", h->netns);
+		fprintf(f, "\n");
+	}
+	if (fclose(f))
+		return -errno;
+	return 0;
+}
+
+const struct rinx_spec_host *rinx_spec_host(const struct rinx_spec *s,
+					    const char *name)
+{
+	int i;
+
+	for (i = 0; i < s->nhosts; i++)
+		if (!strcmp(s->hosts[i].name, name))
+			return &s->hosts[i];
+	return NULL;
+}
+
+const struct rinx_spec_host *rinx_spec_rank(const struct rinx_spec *s,
+					    int rank)
+{
+	int i;
+
+	for (i = 0; i < s->nhosts; i++)
+		if (s->hosts[i].rank == rank)
+			return &s->hosts[i];
+	return NULL;
+}
