@@ -1,0 +1,1164 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Unit tests of the XDP host hop (rinx_host) through BPF_PROG_TEST_RUN.
+ *
+ * The program is loaded from its skeleton with a small window and a
+ * non-default port. Two jobs get a 4-node ring plan each (hop table, node
+ * table); two more jobs are broken on purpose (slot out of range, no
+ * classes). Every case of the table below builds one frame, writes the local
+ * share of its block, runs the program once and checks, each as one TAP line:
+ * the XDP action, the output frame, the result map and the exact delta of
+ * every counter. Expected frames and sums are computed here, independently of
+ * the BPF code: block alignment is done in 64-bit arithmetic with true
+ * round-to-nearest (either neighbour is accepted on an exact tie).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "uapi/rinx.h"
+#include "host.skel.h"
+#include "tap.h"
+
+#define WINDOW		16
+#define PORT		47123	/* not the default: checks the rodata port */
+#define NSLOTS		RINX_MAX_JOBS
+#define NRES		(NSLOTS * WINDOW)
+
+#define OFF_IP		14
+#define OFF_UDP		34
+#define OFF_HDR		42
+#define OFF_V		RINX_FRAME_HDR_LEN
+#define FULL_LEN	RINX_FRAME_MAX
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+struct jobcfg {
+	__u32 id, token, slot, epoch, nblocks;
+	__u16 last_count, nclasses, nnodes, self, qbits, dtype;
+};
+
+enum { J_MAIN, J_I32, J_BADSLOT, J_NOCLASS, J_MAX };
+
+static struct jobcfg jobcfg[J_MAX] = {
+	/* slot 2, node 1 of 4: class 0 ADD_FWD/STORE_FWD, class 1 -/STORE_FWD,
+	 * class 2 ADD_FINISH/-, class 3 ADD_FWD/STORE_END. */
+	[J_MAIN] = { 0x00c0ffee, 0x5eed1234, 2, 1000, 11, 100, 4, 4, 1, 28,
+		     RINX_W_FIXED },
+	/* slot 0, node 2 of 4, int32 sums, epoch about to wrap. */
+	[J_I32] = { 0x00000007, 0x0badf00d, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
+		    RINX_W_INT32 },
+	[J_BADSLOT] = { 0x00000009, 0x11111111, RINX_MAX_JOBS, 1, 4, 768,
+			4, 4, 1, 28, RINX_W_FIXED },
+	[J_NOCLASS] = { 0x0000000a, 0x22222222, 3, 1, 4, 768, 0, 4, 1, 28,
+			RINX_W_FIXED },
+};
+
+/* The plan of a ring of n nodes seen from node self: class c starts at node
+ * c, is reduced along c+1, ..., c-1 (ADD_FINISH) and gathered from there
+ * along c, c+1, ..., c-2 (STORE_END). */
+static struct rinx_hop ring_hop(int self, int n, int c, int type)
+{
+	struct rinx_hop h = {};
+	int fin = (c + n - 1) % n;
+
+	if (type == RINX_T_REDUCE) {
+		if (self == c)
+			return h;
+		h.action = self == fin ? RINX_A_ADD_FINISH : RINX_A_ADD_FWD;
+		h.step = (self - c - 1 + 2 * n) % n;
+	} else {
+		if (self == fin)
+			return h;
+		h.action = (self + 1) % n == fin ? RINX_A_STORE_END :
+						   RINX_A_STORE_FWD;
+		h.step = (self - c + n) % n;
+	}
+	h.from = (self + n - 1) % n;
+	h.to = (self + 1) % n;
+	return h;
+}
+
+static void node_mac(__u32 slot, __u32 id, __u8 *mac)
+{
+	const __u8 m[6] = { 0x02, 0x52, 0x58, 0x00, slot, id };
+
+	memcpy(mac, m, 6);
+}
+
+static __be32 node_ip(__u32 slot, __u32 id)
+{
+	return htonl(0x0a000001 | slot << 16 | id << 8);
+}
+
+/* ---- frames -------------------------------------------------------------- */
+
+enum tweak {
+	TW_NONE,
+	TW_LEN,		/* frame length = tv */
+	TW_ETHTYPE,
+	TW_IPPROTO,
+	TW_IHL,
+	TW_FRAG,
+	TW_SADDR,
+	TW_DPORT,
+	TW_MAGIC,
+	TW_VERSION,
+	TW_TYPE,	/* type byte only; the plan of .type is kept */
+	TW_STEP,	/* planned step + tv */
+	TW_SENDER,
+	TW_JOB,
+	TW_TOKEN,
+	TW_EPOCH,	/* job epoch + tv */
+	TW_NBLOCKS,
+	TW_COUNT,
+	TW_KLASS,
+	TW_DTYPE,
+	TW_HOP_TO,	/* hop table entry's 'to' = tv for this case */
+	TW_HOP_FROM,	/* hop table entry's 'from' = tv for this case */
+};
+
+enum share_state { SH_READY, SH_OLD, SH_NEW };
+enum vals { V_RAND, V_TIES, V_ZERO, V_BIG };
+
+enum expect {
+	EX_SAME,	/* output frame unchanged, result map unchanged */
+	EX_ANY,		/* output not checked, result map unchanged */
+	EX_ADD_FWD,
+	EX_ADD_FIN,
+	EX_STORE_FWD,
+	EX_STORE_END,
+	EX_STORE_ONLY,	/* result stored, output not checked */
+	EX_EINVAL,	/* the kernel refuses the input */
+};
+
+struct sd {
+	int stat, n;
+};
+
+struct tcase {
+	const char *name;
+	int job;		/* index in jobcfg */
+	__u8 type;
+	__u32 block;
+	__s16 exp;
+	__u8 flags;
+	enum tweak tw;
+	long long tv;
+	enum share_state sh;
+	__s16 sh_exp;
+	__u8 sh_flags;
+	enum vals vals, sh_vals;
+	__u32 nblocks;		/* 0: the job's; else job and frame use it */
+	int ret;
+	enum expect ex;
+	struct sd st[4];	/* counter deltas; every other must stay 0 */
+	const char *todo;	/* known program bug: TAP TODO */
+};
+
+static __u32 rng;
+
+static __u32 rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return rng;
+}
+
+/* Values of one operand; d is the shift it will get (ties are made). */
+static void gen_vals(__s32 *v, int count, enum vals kind, int qbits, int d)
+{
+	__s64 lim = (1LL << qbits) - 1;
+	int i;
+
+	memset(v, 0, RINX_BLOCK_BYTES);
+	for (i = 0; i < count; i++) {
+		switch (kind) {
+		case V_ZERO:
+			break;
+		case V_BIG:
+			v[i] = (__s32)rnd();
+			break;
+		case V_TIES:
+		case V_RAND:
+			v[i] = (__s32)((__s64)(rnd() % (__u64)(2 * lim + 1)) -
+				       lim);
+			if (kind == V_TIES && d >= 1 && d <= 30 && i % 3 == 0) {
+				__s32 m = (1 << d) - 1;
+
+				v[i] = (v[i] & ~m) | (1 << (d - 1));
+			}
+			break;
+		}
+	}
+	/* a few exact extremes */
+	if (kind == V_RAND || kind == V_TIES) {
+		v[1 % count] = (__s32)lim;
+		v[2 % count] = (__s32)-lim;
+	}
+}
+
+static __u16 csum16(const void *p, int len)
+{
+	const __u8 *b = p;
+	__u32 sum = 0;
+	int i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (__u32)b[i] << 8 | b[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;	/* host order of the big-endian sum */
+}
+
+static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = v; }
+
+static void ip_fix_csum(__u8 *ip)
+{
+	put16(ip + 10, 0);
+	put16(ip + 10, csum16(ip, 20));
+}
+
+struct built {
+	int len;
+	struct rinx_hop hop;	/* planned entry of (klass, type) */
+	__u16 klass, count;
+	__u32 epoch, nblocks;
+	int dshift_in, dshift_sh;
+};
+
+static __u16 planned_count(const struct jobcfg *j, __u32 nblocks,
+			   __u32 block)
+{
+	return block == nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES;
+}
+
+/* Build the case's frame into buf (payload from the current rng). */
+static void build(const struct tcase *c, __u8 *buf, struct built *b)
+{
+	const struct jobcfg *j = &jobcfg[c->job];
+	__u8 plan_type = c->type == RINX_T_GATHER ? RINX_T_GATHER :
+						    RINX_T_REDUCE;
+	__u8 *ip = buf + OFF_IP, *udp = buf + OFF_UDP;
+	struct rinx_hdr *h = (struct rinx_hdr *)(buf + OFF_HDR);
+	__s32 *v = (__s32 *)(buf + OFF_V);
+	int e = c->exp > c->sh_exp ? c->exp : c->sh_exp;
+	__u16 self = j->self;
+
+	memset(buf, 0, FULL_LEN);
+	b->nblocks = c->nblocks ? c->nblocks : j->nblocks;
+	b->klass = j->nclasses ? c->block % j->nclasses : 0;
+	b->count = planned_count(j, b->nblocks, c->block);
+	b->epoch = j->epoch;
+	b->hop = ring_hop(self, j->nnodes, b->klass, plan_type);
+	b->len = FULL_LEN;
+	b->dshift_in = e - c->exp;
+	b->dshift_sh = e - c->sh_exp;
+
+	node_mac(j->slot, self, buf);
+	node_mac(j->slot, b->hop.from, buf + 6);
+	put16(buf + 12, ETH_P_IP);
+
+	ip[0] = 0x45;
+	put16(ip + 2, FULL_LEN - OFF_IP);
+	put16(ip + 4, 0x4242);
+	put16(ip + 6, 0x4000);		/* DF */
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP;
+	memcpy(ip + 12, &(__be32){ node_ip(j->slot, b->hop.from) }, 4);
+	memcpy(ip + 16, &(__be32){ node_ip(j->slot, self) }, 4);
+
+	put16(udp, PORT);
+	put16(udp + 2, PORT);
+	put16(udp + 4, FULL_LEN - OFF_UDP);
+	put16(udp + 6, 0);
+
+	h->magic = htonl(RINX_MAGIC);
+	h->version = RINX_VERSION;
+	h->type = c->type;
+	h->flags = c->flags;
+	h->step = b->hop.step;
+	h->job = htonl(j->id);
+	h->token = htonl(j->token);
+	h->epoch = htonl(b->epoch);
+	h->block = htonl(c->block);
+	h->nblocks = htonl(b->nblocks);
+	h->sender = htons(b->hop.from);
+	h->count = htons(b->count);
+	h->klass = htons(b->klass);
+	h->exp = htons((__u16)c->exp);
+	h->dtype = htons(j->dtype);
+	gen_vals(v, b->count, c->vals, j->qbits, b->dshift_in);
+
+	switch (c->tw) {
+	case TW_NONE:
+	case TW_HOP_TO:
+	case TW_HOP_FROM:
+		break;
+	case TW_LEN:
+		b->len = (int)c->tv;
+		break;
+	case TW_ETHTYPE:
+		put16(buf + 12, (__u16)c->tv);
+		break;
+	case TW_IPPROTO:
+		ip[9] = (__u8)c->tv;
+		break;
+	case TW_IHL:
+		ip[0] = 0x40 | (__u8)c->tv;
+		break;
+	case TW_FRAG:
+		put16(ip + 6, (__u16)c->tv);
+		break;
+	case TW_SADDR:
+		memcpy(ip + 12, &(__be32){ htonl((__u32)c->tv) }, 4);
+		break;
+	case TW_DPORT:
+		put16(udp + 2, (__u16)c->tv);
+		break;
+	case TW_MAGIC:
+		h->magic = htonl((__u32)c->tv);
+		break;
+	case TW_VERSION:
+		h->version = (__u8)c->tv;
+		break;
+	case TW_TYPE:
+		h->type = (__u8)c->tv;
+		break;
+	case TW_STEP:
+		h->step = (__u8)(b->hop.step + c->tv);
+		break;
+	case TW_SENDER:
+		h->sender = htons((__u16)c->tv);
+		break;
+	case TW_JOB:
+		h->job = htonl((__u32)c->tv);
+		break;
+	case TW_TOKEN:
+		h->token = htonl((__u32)c->tv);
+		break;
+	case TW_EPOCH:
+		b->epoch = j->epoch + (__u32)c->tv;
+		h->epoch = htonl(b->epoch);
+		break;
+	case TW_NBLOCKS:
+		h->nblocks = htonl((__u32)c->tv);
+		break;
+	case TW_COUNT:
+		h->count = htons((__u16)c->tv);
+		break;
+	case TW_KLASS:
+		h->klass = htons((__u16)c->tv);
+		break;
+	case TW_DTYPE:
+		h->dtype = htons((__u16)c->tv);
+		break;
+	}
+	ip_fix_csum(ip);
+}
+
+/* ---- expected arithmetic ---------------------------------------------- */
+
+static __s64 floor_div(__s64 a, __s64 b)
+{
+	__s64 q = a / b;
+
+	if ((a % b) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+/* x / 2^d rounded to nearest: [lo, hi] (hi = lo + 1 only on an exact tie) */
+static void align_nearest(__s32 x, int d, __s64 *lo, __s64 *hi)
+{
+	__s64 den, fl, rem;
+
+	if (d == 0) {
+		*lo = *hi = x;
+		return;
+	}
+	if (d >= 62) {	/* |x| / 2^62 < 1/2 */
+		*lo = *hi = 0;
+		return;
+	}
+	den = 1LL << d;
+	fl = floor_div(x, den);
+	rem = (__s64)x - fl * den;
+	if (2 * rem < den) {
+		*lo = *hi = fl;
+	} else if (2 * rem > den) {
+		*lo = *hi = fl + 1;
+	} else {
+		*lo = fl;
+		*hi = fl + 1;
+	}
+}
+
+/* ---- environment --------------------------------------------------------- */
+
+static struct host_bpf *skel;
+static int prog_fd, jobs_fd, nodes_fd, hops_fd, share_fd, result_fd, stats_fd;
+static int ncpus;
+static struct rinx_slot *res_before, *res_after;
+
+static int read_stats(__u64 *out)
+{
+	__u64 *pc = calloc(ncpus, sizeof(*pc));
+	__u32 k;
+	int i;
+
+	if (!pc)
+		return -ENOMEM;
+	for (k = 0; k < RINX_STAT_MAX; k++) {
+		if (bpf_map_lookup_elem(stats_fd, &k, pc)) {
+			free(pc);
+			return -errno;
+		}
+		out[k] = 0;
+		for (i = 0; i < ncpus; i++)
+			out[k] += pc[i];
+	}
+	free(pc);
+	return 0;
+}
+
+static int read_results(struct rinx_slot *out)
+{
+	__u32 k;
+
+	for (k = 0; k < NRES; k++)
+		if (bpf_map_lookup_elem(result_fd, &k, &out[k]))
+			return -errno;
+	return 0;
+}
+
+static int put_job(const struct jobcfg *j, __u32 nblocks)
+{
+	struct rinx_job job = {
+		.token = j->token,
+		.slot = j->slot,
+		.epoch = j->epoch,
+		.nblocks = nblocks,
+		.last_count = j->last_count,
+		.nclasses = j->nclasses,
+		.nnodes = j->nnodes,
+		.self = j->self,
+		.qbits = j->qbits,
+		.dtype = j->dtype,
+		.window = WINDOW,
+	};
+
+	return bpf_map_update_elem(jobs_fd, &j->id, &job, BPF_ANY);
+}
+
+static int put_hop(__u32 slot, __u32 klass, __u32 type,
+		   const struct rinx_hop *h)
+{
+	__u32 k = RINX_HOP_INDEX(slot, klass, type);
+
+	return bpf_map_update_elem(hops_fd, &k, h, BPF_ANY);
+}
+
+static int setup_maps(void)
+{
+	const struct rinx_hop junk = { RINX_A_ADD_FWD, 77, 3, 0, 0 };
+	bool used[NSLOTS] = {};
+	struct rinx_slot *s;
+	__u32 k, slot, id, c;
+	int i, t, err = 0;
+
+	/* Every node of every slot, with slot-specific addresses. */
+	for (slot = 0; slot < NSLOTS; slot++) {
+		for (id = 0; id < RINX_MAX_NODES; id++) {
+			struct rinx_node n = {};
+
+			node_mac(slot, id, n.mac);
+			n.ip = node_ip(slot, id);
+			k = slot * RINX_MAX_NODES + id;
+			err |= bpf_map_update_elem(nodes_fd, &k, &n, BPF_ANY);
+		}
+	}
+	for (i = 0; i < J_MAX; i++) {
+		const struct jobcfg *j = &jobcfg[i];
+
+		err |= put_job(j, j->nblocks);
+		if (j->slot >= NSLOTS || !j->nclasses)
+			continue;
+		used[j->slot] = true;
+		for (c = 0; c < RINX_MAX_CLASSES; c++) {
+			for (t = RINX_T_REDUCE; t <= RINX_T_GATHER; t++) {
+				struct rinx_hop h = {};
+
+				if (c < j->nclasses)
+					h = ring_hop(j->self, j->nnodes, c, t);
+				err |= put_hop(j->slot, c, t, &h);
+			}
+		}
+	}
+	/* Slots without a plan get entries that would fail every check: a
+	 * lookup in the wrong slot shows as a counter difference. */
+	for (slot = 0; slot < NSLOTS; slot++) {
+		if (used[slot])
+			continue;
+		for (c = 0; c < RINX_MAX_CLASSES; c++)
+			for (t = RINX_T_REDUCE; t <= RINX_T_GATHER; t++)
+				err |= put_hop(slot, c, t, &junk);
+	}
+	/* Results start as a marker pattern, so any write shows. */
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (k = 0; k < NRES; k++) {
+		s->epoch = 0xdead0000 | k;
+		s->exp = 0x1234;
+		s->flags = 0x80;
+		s->resv = 0x5a;
+		s->count = 0x7777;
+		s->resv2 = 0x6666;
+		s->resv3 = 0x55555555;
+		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			s->v[i] = (__s32)(0xa5a5a5a5 ^ (k << 12) ^ i);
+		err |= bpf_map_update_elem(result_fd, &k, s, BPF_ANY);
+	}
+	free(s);
+	return err ? -EIO : 0;
+}
+
+/* ---- TAP with known-bug TODO -------------------------------------------- */
+
+static __attribute__((format(printf, 3, 4)))
+int check(const struct tcase *c, int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (c && c->todo)
+		printf(" # TODO %s", c->todo);
+	else if (!cond)
+		tap_fail++;
+	printf("\n");
+	fflush(stdout);
+	return cond;
+}
+
+static const char *stat_name[RINX_STAT_MAX] = {
+	[RINX_STAT_RX] = "RX",
+	[RINX_STAT_PASS] = "PASS",
+	[RINX_STAT_REDUCE_FWD] = "REDUCE_FWD",
+	[RINX_STAT_REDUCE_FINISH] = "REDUCE_FINISH",
+	[RINX_STAT_GATHER_FWD] = "GATHER_FWD",
+	[RINX_STAT_GATHER_END] = "GATHER_END",
+	[RINX_STAT_SLOW_NOT_READY] = "SLOW_NOT_READY",
+	[RINX_STAT_SLOW_FUTURE] = "SLOW_FUTURE",
+	[RINX_STAT_SLOW_MISMATCH] = "SLOW_MISMATCH",
+	[RINX_STAT_DROP_SHORT] = "DROP_SHORT",
+	[RINX_STAT_DROP_VERSION] = "DROP_VERSION",
+	[RINX_STAT_DROP_TYPE] = "DROP_TYPE",
+	[RINX_STAT_DROP_JOB] = "DROP_JOB",
+	[RINX_STAT_DROP_TOKEN] = "DROP_TOKEN",
+	[RINX_STAT_DROP_SENDER] = "DROP_SENDER",
+	[RINX_STAT_DROP_BOUNDS] = "DROP_BOUNDS",
+	[RINX_STAT_DROP_STALE] = "DROP_STALE",
+	[RINX_STAT_DROP_NO_ROUTE] = "DROP_NO_ROUTE",
+	[RINX_STAT_DROP_NO_XSK] = "DROP_NO_XSK",
+	[RINX_STAT_ABORTED] = "ABORTED",
+};
+
+static const char *act_name(int a)
+{
+	static const char *n[] = { "ABORTED", "DROP", "PASS", "TX",
+				   "REDIRECT" };
+
+	return a >= 0 && a < 5 ? n[a] : "?";
+}
+
+/* ---- the cases ----------------------------------------------------------- */
+
+#define R	RINX_T_REDUCE
+#define G	RINX_T_GATHER
+#define S(x)	RINX_STAT_##x
+#define RXD(x)	{ { S(RX), 1 }, { S(x), 1 } }
+#define RX_NO_XSK RXD(DROP_NO_XSK)
+
+static const struct tcase cases[] = {
+	/* reduce path */
+	{ "reduce ADD_FWD class 0, equal exponents", .type = R, .block = 0,
+	  .exp = 3, .sh_exp = 3, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD class 3 (step 1), equal exponents", .type = R,
+	  .block = 7, .exp = -5, .sh_exp = -5, .ret = XDP_TX,
+	  .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, share exponent 2 lower (ties)", .type = R,
+	  .block = 4, .exp = 5, .sh_exp = 3, .sh_vals = V_TIES,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, frame exponent 9 lower (ties)", .type = R,
+	  .block = 8, .exp = -2, .sh_exp = 7, .vals = V_TIES,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 1 (ties)", .type = R, .block = 3,
+	  .exp = 0, .sh_exp = 1, .vals = V_TIES, .ret = XDP_TX,
+	  .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 27", .type = R, .block = 0,
+	  .exp = 100, .sh_exp = 73, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 30", .type = R, .block = 0,
+	  .exp = -70, .sh_exp = -100, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 31", .type = R, .block = 4,
+	  .exp = 10, .sh_exp = 41, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 40", .type = R, .block = 4,
+	  .exp = 10, .sh_exp = -30, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 31 of full-range int32", .type = R,
+	  .block = 0, .exp = 0, .sh_exp = 31, .vals = V_BIG,
+	  .sh_vals = V_ZERO, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 32 of full-range int32", .type = R,
+	  .block = 3, .exp = 0, .sh_exp = 32, .vals = V_BIG,
+	  .sh_vals = V_ZERO, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, shift 40 of full-range int32 share", .type = R,
+	  .block = 7, .exp = 9, .sh_exp = -31, .sh_vals = V_BIG,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, zero frame (RINX_EXP_ZERO)", .type = R,
+	  .block = 0, .exp = RINX_EXP_ZERO, .vals = V_ZERO, .sh_exp = 4,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, zero share (RINX_EXP_ZERO)", .type = R,
+	  .block = 3, .exp = -9, .sh_exp = RINX_EXP_ZERO, .sh_vals = V_ZERO,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, extreme exponents", .type = R, .block = 7,
+	  .exp = 32767, .sh_exp = -32767, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, nonfinite flags OR'ed", .type = R, .block = 0,
+	  .flags = RINX_F_NAN, .sh_flags = RINX_F_PINF | RINX_F_NINF,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, IP DF bit is accepted", .type = R, .block = 0,
+	  .tw = TW_FRAG, .tv = 0x4000, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FWD, short last block (count 100)", .type = R,
+	  .block = 11, .nblocks = 12, .exp = 2, .sh_exp = 1, .ret = XDP_TX,
+	  .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "reduce ADD_FINISH class 2, equal exponents", .type = R,
+	  .block = 2, .exp = 1, .sh_exp = 1, .ret = XDP_TX,
+	  .ex = EX_ADD_FIN, .st = RXD(REDUCE_FINISH) },
+	{ "reduce ADD_FINISH, exponents differ, flags", .type = R,
+	  .block = 6, .exp = 2, .sh_exp = 6, .vals = V_TIES,
+	  .flags = RINX_F_NINF, .sh_flags = RINX_F_NAN, .ret = XDP_TX,
+	  .ex = EX_ADD_FIN, .st = RXD(REDUCE_FINISH) },
+	{ "reduce ADD_FINISH, short last block (count 100)", .type = R,
+	  .block = 10, .exp = -3, .sh_exp = -3, .ret = XDP_TX,
+	  .ex = EX_ADD_FIN, .st = RXD(REDUCE_FINISH) },
+	/* gather path */
+	{ "gather STORE_FWD class 1 (step 0)", .type = G, .block = 1,
+	  .exp = 7, .flags = RINX_F_PINF, .ret = XDP_TX, .ex = EX_STORE_FWD,
+	  .st = RXD(GATHER_FWD) },
+	{ "gather STORE_FWD class 0 (step 1)", .type = G, .block = 8,
+	  .exp = -7, .ret = XDP_TX, .ex = EX_STORE_FWD,
+	  .st = RXD(GATHER_FWD) },
+	{ "gather STORE_FWD needs no local share", .type = G, .block = 5,
+	  .sh = SH_OLD, .ret = XDP_TX, .ex = EX_STORE_FWD,
+	  .st = RXD(GATHER_FWD) },
+	{ "gather STORE_END class 3 (step 2)", .type = G, .block = 3,
+	  .exp = 12, .flags = RINX_F_NAN, .ret = XDP_DROP,
+	  .ex = EX_STORE_END, .st = RXD(GATHER_END) },
+	{ "gather STORE_END, short last block", .type = G, .block = 11,
+	  .nblocks = 12, .ret = XDP_DROP, .ex = EX_STORE_END,
+	  .st = RXD(GATHER_END) },
+	/* int32 job: wrapping sums, epoch wrap */
+	{ "int32 job: ADD_FWD wraps", .job = J_I32, .type = R, .block = 0,
+	  .vals = V_BIG, .sh_vals = V_BIG, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "int32 job: ADD_FINISH wraps", .job = J_I32, .type = R,
+	  .block = 3, .vals = V_BIG, .sh_vals = V_BIG, .ret = XDP_TX,
+	  .ex = EX_ADD_FIN, .st = RXD(REDUCE_FINISH) },
+	{ "int32 job: ADD_FWD last block of 1 value", .job = J_I32,
+	  .type = R, .block = 4, .vals = V_BIG, .sh_vals = V_BIG,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "int32 job: gather STORE_FWD class 1 (step 1)", .job = J_I32,
+	  .type = G, .block = 1, .vals = V_BIG, .ret = XDP_TX,
+	  .ex = EX_STORE_FWD, .st = RXD(GATHER_FWD) },
+	{ "int32 job: next epoch across the wrap -> slow path",
+	  .job = J_I32, .type = R, .block = 0, .tw = TW_EPOCH, .tv = 1,
+	  .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "int32 job: previous epoch -> stale", .job = J_I32, .type = R,
+	  .block = 0, .tw = TW_EPOCH, .tv = -1, .ret = XDP_DROP,
+	  .ex = EX_ANY, .st = RXD(DROP_STALE) },
+	/* slow path (no AF_XDP socket bound: dropped and counted) */
+	{ "share not ready (older epoch) at ADD_FWD", .type = R,
+	  .block = 0, .sh = SH_OLD, .ret = XDP_DROP, .ex = EX_SAME,
+	  .st = RX_NO_XSK },
+	{ "share not ready (newer epoch) at ADD_FWD", .type = R,
+	  .block = 3, .sh = SH_NEW, .ret = XDP_DROP, .ex = EX_SAME,
+	  .st = RX_NO_XSK },
+	{ "share not ready at ADD_FINISH", .type = R, .block = 2,
+	  .sh = SH_OLD, .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "next-epoch reduce frame", .type = R, .block = 0, .tw = TW_EPOCH,
+	  .tv = 1, .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "next-epoch gather frame", .type = G, .block = 1, .tw = TW_EPOCH,
+	  .tv = 1, .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "size mismatch: nblocks differs from the job's", .type = R,
+	  .block = 0, .tw = TW_NBLOCKS, .tv = 12, .ret = XDP_DROP,
+	  .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "size mismatch: count 700 on a full block", .type = R,
+	  .block = 0, .tw = TW_COUNT, .tv = 700, .ret = XDP_DROP,
+	  .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "size mismatch: count 768 on the last block", .type = R,
+	  .block = 10, .tw = TW_COUNT, .tv = 768,
+	  .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "size mismatch: gather count 99 on the last block", .type = G,
+	  .block = 11, .nblocks = 12, .tw = TW_COUNT, .tv = 99,
+	  .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
+	{ "dtype mismatch", .type = R, .block = 0, .tw = TW_DTYPE,
+	  .tv = RINX_W_INT32, .ret = XDP_DROP, .ex = EX_SAME,
+	  .st = RX_NO_XSK },
+	/* not rinx: passed untouched */
+	{ "13-byte frame: refused by the kernel", .type = R, .block = 0,
+	  .tw = TW_LEN, .tv = 13, .ex = EX_EINVAL },
+	{ "ethernet header only", .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = 14, .ret = XDP_PASS, .ex = EX_SAME, .st = { { S(PASS), 1 } } },
+	{ "truncated IPv4 header", .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = 33, .ret = XDP_PASS, .ex = EX_SAME, .st = { { S(PASS), 1 } } },
+	{ "truncated UDP header", .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = 41, .ret = XDP_PASS, .ex = EX_SAME, .st = { { S(PASS), 1 } } },
+	{ "ARP", .type = R, .block = 0, .tw = TW_ETHTYPE, .tv = ETH_P_ARP,
+	  .ret = XDP_PASS, .ex = EX_SAME, .st = { { S(PASS), 1 } } },
+	{ "IPv6 ethertype", .type = R, .block = 0, .tw = TW_ETHTYPE,
+	  .tv = ETH_P_IPV6, .ret = XDP_PASS, .ex = EX_SAME,
+	  .st = { { S(PASS), 1 } } },
+	{ "VLAN-tagged", .type = R, .block = 0, .tw = TW_ETHTYPE,
+	  .tv = ETH_P_8021Q, .ret = XDP_PASS, .ex = EX_SAME,
+	  .st = { { S(PASS), 1 } } },
+	{ "TCP to the rinx port", .type = R, .block = 0, .tw = TW_IPPROTO,
+	  .tv = IPPROTO_TCP, .ret = XDP_PASS, .ex = EX_SAME,
+	  .st = { { S(PASS), 1 } } },
+	{ "UDP to another port", .type = R, .block = 0, .tw = TW_DPORT,
+	  .tv = 53, .ret = XDP_PASS, .ex = EX_SAME, .st = { { S(PASS), 1 } } },
+	{ "UDP to the default port (rodata port is set)", .type = R,
+	  .block = 0, .tw = TW_DPORT, .tv = RINX_DEFAULT_PORT,
+	  .ret = XDP_PASS, .ex = EX_SAME, .st = { { S(PASS), 1 } } },
+	/* malformed rinx frames */
+	{ "UDP header, no rinx header", .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = OFF_HDR, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_SHORT) },
+	{ "truncated rinx header", .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = OFF_V - 1, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_SHORT) },
+	{ "rinx header, no payload", .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = OFF_V, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SHORT) },
+	{ "payload one byte short", .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = FULL_LEN - 1, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_SHORT) },
+	{ "short last block not padded", .type = R, .block = 10,
+	  .tw = TW_LEN, .tv = OFF_V + 4 * 100, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_SHORT) },
+	{ "IP options (ihl 6)", .type = R, .block = 0, .tw = TW_IHL, .tv = 6,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SHORT) },
+	{ "IP fragment (MF)", .type = R, .block = 0, .tw = TW_FRAG,
+	  .tv = 0x2000, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SHORT) },
+	{ "IP fragment (offset)", .type = R, .block = 0, .tw = TW_FRAG,
+	  .tv = 0x0001, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SHORT) },
+	{ "bad magic", .type = R, .block = 0, .tw = TW_MAGIC,
+	  .tv = 0x52494e59, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_VERSION) },
+	{ "bad version 0", .type = R, .block = 0, .tw = TW_VERSION, .tv = 0,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_VERSION) },
+	{ "bad version 2", .type = R, .block = 0, .tw = TW_VERSION, .tv = 2,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_VERSION) },
+	{ "bad type 0", .type = R, .block = 0, .tw = TW_TYPE, .tv = 0,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
+	{ "bad type 3", .type = R, .block = 0, .tw = TW_TYPE, .tv = 3,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
+	{ "bad type 255", .type = R, .block = 0, .tw = TW_TYPE, .tv = 255,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
+	{ "unknown job", .type = R, .block = 0, .tw = TW_JOB,
+	  .tv = 0x00c0ffef, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_JOB) },
+	{ "wrong token", .type = R, .block = 0, .tw = TW_TOKEN,
+	  .tv = 0x5eed1235, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_TOKEN) },
+	{ "token of another job", .type = G, .block = 1, .tw = TW_TOKEN,
+	  .tv = 0x0badf00d, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_TOKEN) },
+	{ "count 0", .type = R, .block = 0, .tw = TW_COUNT, .tv = 0,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "count 769", .type = R, .block = 0, .tw = TW_COUNT, .tv = 769,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "count 65535", .type = G, .block = 1, .tw = TW_COUNT, .tv = 65535,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "block == nblocks", .type = G, .block = 12, .tw = TW_NBLOCKS,
+	  .tv = 12, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "block 0xffffffff", .type = R, .block = 0xffffffff,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "nblocks 0", .type = R, .block = 0, .tw = TW_NBLOCKS, .tv = 0,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "nblocks > window", .type = G, .block = 1, .tw = TW_NBLOCKS,
+	  .tv = WINDOW + 1, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_BOUNDS) },
+	{ "block beyond window", .type = R, .block = WINDOW, .tw = TW_NBLOCKS,
+	  .tv = WINDOW + 1, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_BOUNDS) },
+	{ "wrong klass (block + 1)", .type = R, .block = 0, .tw = TW_KLASS,
+	  .tv = 1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "klass = nclasses", .type = R, .block = 0, .tw = TW_KLASS,
+	  .tv = 4, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "klass >= RINX_MAX_CLASSES", .type = R, .block = 0, .tw = TW_KLASS,
+	  .tv = RINX_MAX_CLASSES, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_BOUNDS) },
+	{ "job slot out of range", .job = J_BADSLOT, .type = R, .block = 0,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "job without classes", .job = J_NOCLASS, .type = R, .block = 0,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_BOUNDS) },
+	{ "reduce of this node's own class: no route", .type = R,
+	  .block = 1, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_NO_ROUTE) },
+	{ "gather of the class this node finishes: no route", .type = G,
+	  .block = 2, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_NO_ROUTE) },
+	{ "wrong sender id (self)", .type = R, .block = 0, .tw = TW_SENDER,
+	  .tv = 1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	{ "wrong sender id (next)", .type = G, .block = 1, .tw = TW_SENDER,
+	  .tv = 2, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	{ "sender id 64 + planned", .type = R, .block = 0, .tw = TW_SENDER,
+	  .tv = 64, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	{ "wrong step (+1)", .type = R, .block = 3, .tw = TW_STEP, .tv = 1,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	{ "wrong step (-1)", .type = G, .block = 3, .tw = TW_STEP, .tv = -1,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	{ "wrong step at ADD_FINISH", .type = R, .block = 2, .tw = TW_STEP,
+	  .tv = 1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	{ "wrong source IP (other node)", .type = R, .block = 0,
+	  .tw = TW_SADDR, .tv = 0x0a020301, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_SENDER) },
+	{ "wrong source IP (same node id, other slot)", .type = R,
+	  .block = 0, .tw = TW_SADDR, .tv = 0x0a000001, .ret = XDP_DROP,
+	  .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	{ "stale epoch (previous)", .type = R, .block = 0, .tw = TW_EPOCH,
+	  .tv = -1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
+	{ "stale epoch (long ago)", .type = G, .block = 1, .tw = TW_EPOCH,
+	  .tv = -1000, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
+	{ "far-future epoch (+2)", .type = R, .block = 0, .tw = TW_EPOCH,
+	  .tv = 2, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
+	{ "far-future epoch (+2^31)", .type = G, .block = 1, .tw = TW_EPOCH,
+	  .tv = 0x80000000LL, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_STALE) },
+	/* broken plan entries */
+	{ "hop 'from' outside the node table", .type = R, .block = 0,
+	  .tw = TW_HOP_FROM, .tv = 1000, .ret = XDP_ABORTED, .ex = EX_ANY,
+	  .st = RXD(ABORTED) },
+	{ "hop 'to' outside the node table (ADD_FWD)", .type = R,
+	  .block = 0, .tw = TW_HOP_TO, .tv = 1000, .ret = XDP_ABORTED,
+	  .ex = EX_ANY, .st = RXD(ABORTED),
+	  .todo = "forward() failure also counts REDUCE_FWD" },
+	{ "hop 'to' outside the node table (STORE_FWD)", .type = G,
+	  .block = 1, .tw = TW_HOP_TO, .tv = 1000, .ret = XDP_ABORTED,
+	  .ex = EX_STORE_ONLY, .st = RXD(ABORTED),
+	  .todo = "forward() failure also counts GATHER_FWD" },
+};
+
+/* ---- one case ------------------------------------------------------------ */
+
+static __u8 in[FULL_LEN], out[4096], want[FULL_LEN];
+static __s64 lo[RINX_BLOCK_VALUES], hi[RINX_BLOCK_VALUES];
+
+static void diag_bytes(const __u8 *got, const __u8 *exp, int len)
+{
+	int i, n = 0;
+
+	for (i = 0; i < len && n < 8; i++) {
+		if (got[i] == exp[i])
+			continue;
+		tap_diag("  byte %d: got 0x%02x want 0x%02x", i, got[i],
+			 exp[i]);
+		n++;
+	}
+}
+
+static void run_case(int ci)
+{
+	const struct tcase *c = &cases[ci];
+	const struct jobcfg *j = &jobcfg[c->job];
+	struct rinx_hdr *wh = (struct rinx_hdr *)(want + OFF_HDR);
+	const __s32 *ov = (const __s32 *)(out + OFF_V);
+	__s32 *wv = (__s32 *)(want + OFF_V);
+	__u64 st0[RINX_STAT_MAX], st1[RINX_STAT_MAX];
+	__s64 want_st[RINX_STAT_MAX] = {};
+	struct rinx_slot *sh = NULL;
+	struct rinx_hop saved_hop = {};
+	bool add, fwd, stores, ok;
+	__u32 idx = ~0u, hk = 0;
+	struct built b;
+	int err, i, e;
+
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	rng = 0x9e3779b9u * (ci + 1);
+	build(c, in, &b);
+	add = c->ex == EX_ADD_FWD || c->ex == EX_ADD_FIN;
+	fwd = c->ex == EX_ADD_FWD || c->ex == EX_ADD_FIN ||
+	      c->ex == EX_STORE_FWD;
+	stores = c->ex == EX_ADD_FIN || c->ex == EX_STORE_FWD ||
+		 c->ex == EX_STORE_END || c->ex == EX_STORE_ONLY;
+
+	/* Local state of the case. */
+	err = 0;
+	if (c->nblocks)
+		err |= put_job(j, c->nblocks);
+	if (j->slot < NSLOTS && c->block < WINDOW) {
+		idx = j->slot * WINDOW + c->block;
+		sh = calloc(1, sizeof(*sh));
+		if (!sh)
+			exit(1);
+		sh->epoch = j->epoch + (c->sh == SH_OLD ? -1 :
+					c->sh == SH_NEW ? 1 : 0);
+		sh->exp = c->sh_exp;
+		sh->flags = c->sh_flags;
+		sh->count = b.count;
+		gen_vals(sh->v, b.count, c->sh_vals, j->qbits, b.dshift_sh);
+		err |= bpf_map_update_elem(share_fd, &idx, sh, BPF_ANY);
+	}
+	if (c->tw == TW_HOP_TO || c->tw == TW_HOP_FROM) {
+		struct rinx_hop h = b.hop;
+
+		hk = RINX_HOP_INDEX(j->slot, b.klass, c->type);
+		saved_hop = h;
+		if (c->tw == TW_HOP_TO)
+			h.to = (__u16)c->tv;
+		else
+			h.from = (__u16)c->tv;
+		err |= bpf_map_update_elem(hops_fd, &hk, &h, BPF_ANY);
+	}
+	err |= read_stats(st0);
+	err |= read_results(res_before);
+	if (err) {
+		check(NULL, 0, "%s: set up state", c->name);
+		free(sh);
+		return;
+	}
+
+	opts.data_in = in;
+	opts.data_size_in = b.len;
+	opts.data_out = out;
+	opts.data_size_out = sizeof(out);
+	opts.repeat = 1;
+	memset(out, 0xee, sizeof(out));
+	err = bpf_prog_test_run_opts(prog_fd, &opts);
+	if (err)
+		err = -errno;
+
+	/* 1. action */
+	if (c->ex == EX_EINVAL) {
+		check(c, err == -EINVAL, "%s: test run refused (%d)", c->name,
+		      err);
+	} else if (!check(c, !err && (int)opts.retval == c->ret,
+			  "%s: %s", c->name, act_name(c->ret))) {
+		tap_diag("  test run %d, retval %u (%s)", err, opts.retval,
+			 act_name(opts.retval));
+	}
+
+	/* 2. output frame */
+	memcpy(want, in, b.len);
+	if (add) {
+		const __s32 *iv = (const __s32 *)(in + OFF_V);
+
+		e = c->exp > c->sh_exp ? c->exp : c->sh_exp;
+		for (i = 0; i < RINX_BLOCK_VALUES; i++) {
+			__s64 al, ah, bl, bh;
+
+			if (b.dshift_in == 0 && b.dshift_sh == 0) {
+				/* equal exponents: exact (wrapping) sum */
+				lo[i] = hi[i] = (__s32)((__u32)iv[i] +
+							(__u32)sh->v[i]);
+				continue;
+			}
+			align_nearest(iv[i], b.dshift_in, &al, &ah);
+			align_nearest(sh->v[i], b.dshift_sh, &bl, &bh);
+			lo[i] = al + bl;
+			hi[i] = ah + bh;
+		}
+		wh->exp = htons((__u16)e);
+		wh->flags |= c->sh_flags;
+	}
+	if (fwd) {
+		__u16 to = b.hop.to;
+		__u8 *wip = want + OFF_IP;
+
+		node_mac(j->slot, to, want);
+		node_mac(j->slot, j->self, want + 6);
+		memcpy(wip + 12, &(__be32){ node_ip(j->slot, j->self) }, 4);
+		memcpy(wip + 16, &(__be32){ node_ip(j->slot, to) }, 4);
+		ip_fix_csum(wip);
+		put16(want + OFF_UDP + 6, 0);
+		wh->sender = htons(j->self);
+		if (c->ex == EX_ADD_FIN) {
+			wh->type = RINX_T_GATHER;
+			wh->step = 0;
+		} else {
+			wh->step++;
+		}
+	}
+	if (c->ex == EX_SAME) {
+		ok = opts.data_size_out == (__u32)b.len &&
+		     !memcmp(out, in, b.len);
+		if (!check(c, ok, "%s: frame unchanged", c->name))
+			diag_bytes(out, in, b.len);
+	} else if (fwd) {
+		int bad = -1;
+
+		ok = opts.data_size_out == (__u32)b.len &&
+		     !memcmp(out, want, OFF_V);
+		for (i = 0; i < RINX_BLOCK_VALUES; i++) {
+			__s64 w = add ? lo[i] : wv[i];
+			__s64 wh2 = add ? hi[i] : wv[i];
+
+			if (ov[i] < w || ov[i] > wh2) {
+				bad = i;
+				break;
+			}
+		}
+		ok = ok && bad < 0 &&
+		     csum16(out + OFF_IP, 20) == 0;	/* valid checksum */
+		if (!check(c, ok, "%s: frame rewritten to node %u", c->name,
+			   b.hop.to)) {
+			tap_diag("  size out %u (want %d)", opts.data_size_out,
+				 b.len);
+			diag_bytes(out, want, OFF_V);
+			if (bad >= 0)
+				tap_diag("  v[%d] = %d, want [%lld, %lld]",
+					 bad, ov[bad], (long long)lo[bad],
+					 (long long)hi[bad]);
+		}
+		/* the verified payload is the one to expect in the result */
+		memcpy(wv, ov, RINX_BLOCK_BYTES);
+	} else if (c->ex == EX_STORE_END) {
+		check(c, opts.data_size_out == (__u32)b.len,
+		      "%s: frame length kept", c->name);
+	}
+
+	/* 3. result map: only the stored slot changes, exactly */
+	if (read_results(res_after)) {
+		check(c, 0, "%s: read result map", c->name);
+	} else {
+		int bad = -1;
+		__u32 k;
+
+		for (k = 0; k < NRES; k++) {
+			struct rinx_slot w = res_before[k];
+
+			if (stores && k == idx) {
+				const struct rinx_hdr *ih;
+
+				ih = (const struct rinx_hdr *)
+				     (fwd ? want + OFF_HDR : in + OFF_HDR);
+				w.epoch = b.epoch;
+				w.exp = (__s16)ntohs(ih->exp);
+				w.flags = ih->flags;
+				w.count = ntohs(ih->count);
+				memcpy(w.v, fwd ? want + OFF_V : in + OFF_V,
+				       RINX_BLOCK_BYTES);
+			}
+			if (memcmp(&w, &res_after[k], sizeof(w))) {
+				bad = k;
+				break;
+			}
+		}
+		if (!check(c, bad < 0, "%s: result map %s", c->name,
+			   stores ? "slot stored" : "unchanged"))
+			tap_diag("  result slot %d differs (epoch %u, exp %d, "
+				 "count %u)", bad, res_after[bad].epoch,
+				 res_after[bad].exp, res_after[bad].count);
+	}
+
+	/* 4. counters */
+	for (i = 0; i < (int)ARRAY_SIZE(c->st); i++)
+		if (c->st[i].n)
+			want_st[c->st[i].stat] += c->st[i].n;
+	if (read_stats(st1)) {
+		check(c, 0, "%s: read counters", c->name);
+	} else {
+		ok = true;
+		for (i = 0; i < RINX_STAT_MAX; i++)
+			if ((__s64)(st1[i] - st0[i]) != want_st[i])
+				ok = false;
+		if (!check(c, ok, "%s: counters", c->name)) {
+			for (i = 0; i < RINX_STAT_MAX; i++)
+				if ((__s64)(st1[i] - st0[i]) != want_st[i])
+					tap_diag("  %s: +%lld, want +%lld",
+						 stat_name[i],
+						 (long long)(st1[i] - st0[i]),
+						 (long long)want_st[i]);
+		}
+	}
+
+	/* Undo case-only state. */
+	if (c->nblocks)
+		put_job(j, j->nblocks);
+	if (c->tw == TW_HOP_TO || c->tw == TW_HOP_FROM)
+		bpf_map_update_elem(hops_fd, &hk, &saved_hop, BPF_ANY);
+	free(sh);
+}
+
+int main(void)
+{
+	size_t i;
+	int err;
+
+	if (geteuid())
+		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
+	if (!getenv("RINX_TEST_VERBOSE"))
+		libbpf_set_print(NULL);
+
+	skel = host_bpf__open();
+	if (!skel)
+		tap_skip_all("cannot open the host skeleton: %s",
+			     strerror(errno));
+	skel->rodata->rinx_port_be = htons(PORT);
+	skel->rodata->rinx_window = WINDOW;
+	err = bpf_map__set_max_entries(skel->maps.share, NRES);
+	err = err ?: bpf_map__set_max_entries(skel->maps.result, NRES);
+	err = err ?: host_bpf__load(skel);
+	tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT);
+	if (err) {
+		tap_diag("load: %s", strerror(-err));
+		tap_plan(tap_n);
+		return tap_done();
+	}
+	prog_fd = bpf_program__fd(skel->progs.rinx_host);
+	jobs_fd = bpf_map__fd(skel->maps.jobs);
+	nodes_fd = bpf_map__fd(skel->maps.nodes);
+	hops_fd = bpf_map__fd(skel->maps.hops);
+	share_fd = bpf_map__fd(skel->maps.share);
+	result_fd = bpf_map__fd(skel->maps.result);
+	stats_fd = bpf_map__fd(skel->maps.stats);
+	ncpus = libbpf_num_possible_cpus();
+	res_before = calloc(NRES, sizeof(*res_before));
+	res_after = calloc(NRES, sizeof(*res_after));
+	if (!tap_ok(ncpus > 0 && res_before && res_after && !setup_maps(),
+		    "set up jobs, nodes, hop plan, result markers")) {
+		tap_plan(tap_n);
+		return tap_done();
+	}
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		run_case(i);
+
+	tap_plan(tap_n);
+	host_bpf__destroy(skel);
+	free(res_before);
+	free(res_after);
+	return tap_done();
+}
