@@ -121,7 +121,9 @@ static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
 	self = bpf_map_lookup_elem(&nodes, &k);
 	k = slot * RINX_MAX_NODES + to;
 	next = bpf_map_lookup_elem(&nodes, &k);
-	if (!self || !next)
+	/* node ids index one slot's part of the table: never beyond it */
+	if (!self || !next || job->self >= RINX_MAX_NODES ||
+	    to >= RINX_MAX_NODES)
 		return count(RINX_STAT_ABORTED, XDP_ABORTED);
 	__builtin_memcpy(f->eth->h_dest, next->mac, ETH_ALEN);
 	__builtin_memcpy(f->eth->h_source, self->mac, ETH_ALEN);
@@ -181,6 +183,8 @@ int rinx_host(struct xdp_md *ctx)
 		return count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (hop->action == RINX_A_NONE)
 		return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+	if (hop->from >= RINX_MAX_NODES)
+		return count(RINX_STAT_ABORTED, XDP_ABORTED);
 	k = job->slot * RINX_MAX_NODES + hop->from;
 	from = bpf_map_lookup_elem(&nodes, &k);
 	if (!from)
@@ -194,6 +198,9 @@ int rinx_host(struct xdp_md *ctx)
 			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
 		return count(RINX_STAT_DROP_STALE, XDP_DROP);
 	}
+	/* int32 payloads are summed as they are: no exponent may shift them */
+	if (job->dtype == RINX_W_INT32 && f.h->exp != 0)
+		return count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
 	if (nblocks != job->nblocks || bpf_ntohs(f.h->dtype) != job->dtype ||
 	    cnt != (block == nblocks - 1 ? job->last_count : RINX_BLOCK_VALUES))
 		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
@@ -214,7 +221,8 @@ int rinx_host(struct xdp_md *ctx)
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FWD) {
 			ret = forward(&f, job, job->slot, hop->to);
-			return count(RINX_STAT_REDUCE_FWD, ret);
+			return ret == XDP_TX ?
+				count(RINX_STAT_REDUCE_FWD, ret) : ret;
 		}
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
@@ -223,7 +231,8 @@ int rinx_host(struct xdp_md *ctx)
 		f.h->type = RINX_T_GATHER;
 		f.h->step = 0;
 		ret = forward(&f, job, job->slot, hop->to);
-		return count(RINX_STAT_REDUCE_FINISH, ret);
+		return ret == XDP_TX ?
+			count(RINX_STAT_REDUCE_FINISH, ret) : ret;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
 		res = bpf_map_lookup_elem(&result, &idx);
@@ -234,7 +243,7 @@ int rinx_host(struct xdp_md *ctx)
 			return count(RINX_STAT_GATHER_END, XDP_DROP);
 		f.h->step++;
 		ret = forward(&f, job, job->slot, hop->to);
-		return count(RINX_STAT_GATHER_FWD, ret);
+		return ret == XDP_TX ? count(RINX_STAT_GATHER_FWD, ret) : ret;
 	}
 	return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 }

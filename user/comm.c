@@ -381,6 +381,9 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 
 	if (len < RINX_FRAME_MAX)
 		return SP_DROP;
+	/* The frame is rewritten in place: only start when it can leave. */
+	if (xsk_prod_nb_free(&x->tx, 1) < 1)
+		return SP_KEEP;
 	frame_at(p, &f);
 	if (ntohl(f.h->job) != c->job)
 		return SP_KEEP - 10;	/* another communicator's frame */
