@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* rinxctl testbed up|down|show: the emulated cluster of user/testbed.c. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include "tools/cmds.h"
+#include "user/testbed.h"
+
+static const char testbed_usage[] =
+"usage: rinxctl testbed up [options]\n"
+"       rinxctl testbed down PREFIX|SPEC | --all\n"
+"       rinxctl testbed show PREFIX|SPEC\n"
+"\n"
+"up: build the emulated cluster: one network namespace per host, one per\n"
+"rack's ToR switch and a spine when there are several racks, joined by\n"
+"veth pairs; XDP switches on the ToRs and the spine, the rinx host program\n"
+"on every host's eth0. Prints the prefix and the spec file.\n"
+"  --hosts N           N hosts (split evenly over --racks; default 4)\n"
+"  --racks R           racks, 1..8 (default 1)\n"
+"  --per-rack H        hosts per rack, 1..32 (total at most 64)\n"
+"  --prefix P          namespace prefix (default rx + 4 random hex digits)\n"
+"  --mode MODE         XDP mode: native (default) or generic\n"
+"  --spec FILE         where to write the spec (default "
+RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
+"  --pin DIR           bpffs root for pins (default " RINX_TB_PIN_ROOT
+"; pins go to DIR/PREFIX)\n"
+"  --window N          blocks per job slot (default 8192)\n"
+"  --port N            rinx UDP port (default 47001)\n"
+"  --ina LIST          INA kind of each rack, comma-separated: none, switch\n"
+"                      or agent (one value applies to every rack)\n"
+"  --no-nodes          leave the host program off (plain IP testbed)\n"
+"down: host programs off, namespaces deleted, pins and spec removed.\n"
+"  Succeeds when nothing is left. --all: every testbed with a spec in\n"
+"  " RINX_TB_SPEC_DIR ".\n"
+"show: hosts (rank, namespace, interface, MAC, IP, host program state)\n"
+"  and the counters of every switch.\n";
+
+enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
+	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
+	OPT_ALL };
+
+static const struct option testbed_opts[] = {
+	{ "hosts", required_argument, NULL, OPT_HOSTS },
+	{ "racks", required_argument, NULL, OPT_RACKS },
+	{ "per-rack", required_argument, NULL, OPT_PER_RACK },
+	{ "prefix", required_argument, NULL, OPT_PREFIX },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "spec", required_argument, NULL, OPT_SPEC },
+	{ "pin", required_argument, NULL, OPT_PIN },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "ina", required_argument, NULL, OPT_INA },
+	{ "no-nodes", no_argument, NULL, OPT_NO_NODES },
+	{ "all", no_argument, NULL, OPT_ALL },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_num(const char *what, const char *v, long lo, long hi,
+		     long *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 0);
+	if (errno || end == v || *end || x < lo || x > hi) {
+		fprintf(stderr, "rinxctl testbed: --%s must be %ld..%ld\n",
+			what, lo, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_ina_one(const char *v)
+{
+	if (!strcmp(v, "none"))
+		return RINX_INA_NONE;
+	if (!strcmp(v, "switch"))
+		return RINX_INA_SWITCH;
+	if (!strcmp(v, "agent"))
+		return RINX_INA_AGENT;
+	return -1;
+}
+
+/* "switch,none,agent" -> kinds; returns how many or -1. */
+static int parse_ina(const char *list, int *kinds, int max)
+{
+	char buf[256], *save = NULL, *tok;
+	int n = 0;
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n >= max || (kinds[n] = parse_ina_one(tok)) < 0)
+			return -1;
+		n++;
+	}
+	return n ? n : -1;
+}
+
+static const char *ina_str(int ina)
+{
+	return ina == RINX_INA_SWITCH ? "switch" :
+	       ina == RINX_INA_AGENT ? "agent" : "none";
+}
+
+static int random_prefix(char *buf, size_t len)
+{
+	char path[RINX_PATH_MAX], ns[64];
+	unsigned short r;
+	int tries;
+
+	for (tries = 0; tries < 64; tries++) {
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (unsigned short)(getpid() * 31 + tries);
+		snprintf(buf, len, "rx%04x", r);
+		rinx_testbed_spec_path(buf, path, sizeof(path));
+		snprintf(ns, sizeof(ns), "/run/netns/%sh0", buf);
+		if (access(path, F_OK) && access(ns, F_OK))
+			return 0;
+	}
+	return -1;
+}
+
+static int testbed_up(int argc, char **argv)
+{
+	struct rinx_testbed_opts o = { .racks = 1, .mode = RINX_XDP_NATIVE };
+	char prefix[RINX_TB_PREFIX_MAX + 1], spec_path[RINX_PATH_MAX];
+	char err[128];
+	int ina[RINX_TB_MAX_RACKS], nina = 0, ret, c, i;
+	long hosts = 0, per_rack = 0, x;
+	struct rinx_spec *s;
+
+	prefix[0] = 0;
+	while ((c = getopt_long(argc, argv, "h", testbed_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_HOSTS:
+			if (parse_num("hosts", optarg, 1, RINX_MAX_NODES,
+				      &hosts))
+				return RINX_EXIT_USAGE;
+			break;
+		case OPT_RACKS:
+			if (parse_num("racks", optarg, 1, RINX_TB_MAX_RACKS,
+				      &x))
+				return RINX_EXIT_USAGE;
+			o.racks = x;
+			break;
+		case OPT_PER_RACK:
+			if (parse_num("per-rack", optarg, 1,
+				      RINX_TB_MAX_PER_RACK, &per_rack))
+				return RINX_EXIT_USAGE;
+			break;
+		case OPT_PREFIX:
+			if (rinx_testbed_prefix_check(optarg, err,
+						      sizeof(err))) {
+				fprintf(stderr, "rinxctl testbed: %s\n", err);
+				return RINX_EXIT_USAGE;
+			}
+			snprintf(prefix, sizeof(prefix), "%s", optarg);
+			break;
+		case OPT_MODE:
+			if (!strcmp(optarg, "native")) {
+				o.mode = RINX_XDP_NATIVE;
+			} else if (!strcmp(optarg, "generic")) {
+				o.mode = RINX_XDP_GENERIC;
+			} else {
+				fprintf(stderr, "rinxctl testbed: --mode "
+					"native|generic\n");
+				return RINX_EXIT_USAGE;
+			}
+			break;
+		case OPT_SPEC:
+			o.spec_out = optarg;
+			break;
+		case OPT_PIN:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "rinxctl testbed: --pin needs "
+					"an absolute path\n");
+				return RINX_EXIT_USAGE;
+			}
+			o.pin = optarg;
+			break;
+		case OPT_WINDOW:
+			if (parse_num("window", optarg, 1, 1 << 20, &x))
+				return RINX_EXIT_USAGE;
+			o.window = x;
+			break;
+		case OPT_PORT:
+			if (parse_num("port", optarg, 1, 65535, &x))
+				return RINX_EXIT_USAGE;
+			o.port = x;
+			break;
+		case OPT_INA:
+			nina = parse_ina(optarg, ina, RINX_TB_MAX_RACKS);
+			if (nina < 0) {
+				fprintf(stderr, "rinxctl testbed: --ina takes "
+					"none|switch|agent per rack, "
+					"comma-separated\n");
+				return RINX_EXIT_USAGE;
+			}
+			break;
+		case OPT_NO_NODES:
+			o.no_nodes = 1;
+			break;
+		case 'h':
+			fputs(testbed_usage, stdout);
+			return 0;
+		default:
+			fputs(testbed_usage, stderr);
+			return RINX_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rinxctl testbed up: unexpected '%s'\n",
+			argv[optind]);
+		return RINX_EXIT_USAGE;
+	}
+	if (hosts && per_rack && hosts != per_rack * o.racks) {
+		fprintf(stderr, "rinxctl testbed: --hosts %ld does not match "
+			"--racks %d x --per-rack %ld\n", hosts, o.racks,
+			per_rack);
+		return RINX_EXIT_USAGE;
+	}
+	if (hosts && hosts % o.racks) {
+		fprintf(stderr, "rinxctl testbed: %ld hosts do not split "
+			"evenly over %d racks\n", hosts, o.racks);
+		return RINX_EXIT_USAGE;
+	}
+	o.hosts_per_rack = per_rack ? per_rack :
+			   hosts ? hosts / o.racks : 4;
+	if (o.hosts_per_rack > RINX_TB_MAX_PER_RACK ||
+	    o.racks * o.hosts_per_rack > RINX_MAX_NODES) {
+		fprintf(stderr, "rinxctl testbed: at most %d hosts per rack "
+			"and %d in all\n", RINX_TB_MAX_PER_RACK,
+			RINX_MAX_NODES);
+		return RINX_EXIT_USAGE;
+	}
+	if (nina > 1 && nina != o.racks) {
+		fprintf(stderr, "rinxctl testbed: --ina has %d entries for "
+			"%d racks\n", nina, o.racks);
+		return RINX_EXIT_USAGE;
+	}
+	for (i = nina; nina == 1 && i < o.racks; i++)
+		ina[i] = ina[0];
+	o.ina = nina ? ina : NULL;
+	if (!prefix[0] && random_prefix(prefix, sizeof(prefix))) {
+		fprintf(stderr, "rinxctl testbed: no free prefix found\n");
+		return RINX_EXIT_FAIL;
+	}
+	o.prefix = prefix;
+	if (o.spec_out)
+		snprintf(spec_path, sizeof(spec_path), "%s", o.spec_out);
+	else
+		rinx_testbed_spec_path(prefix, spec_path, sizeof(spec_path));
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return RINX_EXIT_FAIL;
+	ret = rinx_testbed_up(&o, s);
+	if (ret) {
+		fprintf(stderr, "rinxctl testbed up: %s\n", strerror(-ret));
+		free(s);
+		return ret == -EEXIST ? RINX_EXIT_CONFIG : rinx_exit_code(ret);
+	}
+	printf("testbed %s: %d rack%s x %d host%s, %s XDP%s\n", prefix,
+	       o.racks, o.racks > 1 ? "s" : "", o.hosts_per_rack,
+	       o.hosts_per_rack > 1 ? "s" : "",
+	       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
+	       o.no_nodes ? ", host program off" : "");
+	printf("spec: %s\n", spec_path);
+	printf("next: rinxctl testbed show %s; rinxctl testbed down %s\n",
+	       prefix, prefix);
+	free(s);
+	return 0;
+}
+
+/* PREFIX or SPEC from --prefix/--spec or the one positional argument. */
+static int get_target(int argc, char **argv, const char **what, int *all)
+{
+	int c;
+
+	*what = NULL;
+	while ((c = getopt_long(argc, argv, "h", testbed_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_PREFIX:
+		case OPT_SPEC:
+			*what = optarg;
+			break;
+		case OPT_ALL:
+			if (!all)
+				goto bad;
+			*all = 1;
+			break;
+		case 'h':
+			fputs(testbed_usage, stdout);
+			return 1;
+		default:
+			goto bad;
+		}
+	}
+	if (optind < argc && !*what)
+		*what = argv[optind++];
+	if (optind < argc || (!*what && !(all && *all)) ||
+	    (*what && all && *all))
+		goto bad;
+	return 0;
+bad:
+	fputs(testbed_usage, stderr);
+	return -1;
+}
+
+static int down_one(const char *what)
+{
+	int ret, n = 0;
+
+	ret = rinx_testbed_down(what, &n);
+	if (ret) {
+		fprintf(stderr, "rinxctl testbed down %s: %s\n", what,
+			strerror(-ret));
+		return ret;
+	}
+	printf("testbed %s: %d namespace%s removed\n", what, n,
+	       n == 1 ? "" : "s");
+	return 0;
+}
+
+static int testbed_down(int argc, char **argv)
+{
+	char path[RINX_PATH_MAX + 256];
+	const char *what;
+	struct dirent *e;
+	int all = 0, ret = 0;
+	DIR *d;
+
+	switch (get_target(argc, argv, &what, &all)) {
+	case 1:
+		return 0;
+	case -1:
+		return RINX_EXIT_USAGE;
+	}
+	if (what)
+		return down_one(what) ? RINX_EXIT_FAIL : 0;
+	d = opendir(RINX_TB_SPEC_DIR);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+
+		if (n <= 5 || strcmp(e->d_name + n - 5, ".spec"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", RINX_TB_SPEC_DIR,
+			 e->d_name);
+		if (down_one(path))
+			ret = RINX_EXIT_FAIL;
+	}
+	closedir(d);
+	return ret;
+}
+
+static int load_target(const char *what, char *path, size_t len,
+		       struct rinx_spec *s)
+{
+	char err[200];
+	size_t n = strlen(what);
+	int ret;
+
+	if (strchr(what, '/') || (n > 5 && !strcmp(what + n - 5, ".spec")))
+		snprintf(path, len, "%s", what);
+	else
+		rinx_testbed_spec_path(what, path, len);
+	ret = rinx_spec_load(path, s, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "rinxctl testbed show: %s: %s\n", path,
+			ret == -ENOENT ? "no such testbed spec" : err);
+	return ret;
+}
+
+static void show_switch(const char *ns, const char *ifname, const char *what)
+{
+	__u64 c[RINX_SW_STAT_MAX];
+	int i, ret;
+
+	ret = rinx_testbed_switch_stats(ns, ifname, c);
+	printf("  %-20s %-8s", ns, what);
+	if (ret) {
+		printf(" (no switch: %s)\n", strerror(-ret));
+		return;
+	}
+	for (i = 0; i < RINX_SW_STAT_MAX; i++)
+		printf(" %s=%llu", rinx_sw_stat_name(i),
+		       (unsigned long long)c[i]);
+	printf("\n");
+}
+
+static int testbed_show(int argc, char **argv)
+{
+	char path[RINX_PATH_MAX], prefix[64], ns[64], ifname[16], ip[16];
+	char dir[RINX_PATH_MAX], link[RINX_PATH_MAX + 8];
+	struct rinx_spec *s;
+	const char *what;
+	int i, r, ret;
+
+	switch (get_target(argc, argv, &what, NULL)) {
+	case 1:
+		return 0;
+	case -1:
+		return RINX_EXIT_USAGE;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return RINX_EXIT_FAIL;
+	ret = load_target(what, path, sizeof(path), s);
+	if (ret) {
+		free(s);
+		return ret == -ENOENT ? RINX_EXIT_FAIL : RINX_EXIT_CONFIG;
+	}
+	if (rinx_testbed_spec_prefix(s, prefix, sizeof(prefix)))
+		snprintf(prefix, sizeof(prefix), "-");
+	printf("testbed %s  spec %s\n", prefix, path);
+	printf("port %u  window %u  mode %s  pin %s\n", s->port, s->window,
+	       s->mode == RINX_XDP_GENERIC ? "generic" : "native", s->pin);
+	for (r = 0; r < s->nracks; r++)
+		printf("rack %d  ina %s\n", s->racks[r].id,
+		       ina_str(s->racks[r].ina));
+	printf("%-4s %-6s %-4s %-20s %-6s %-17s %-15s %s\n", "rank", "host",
+	       "rack", "netns", "if", "mac", "ip", "xdp");
+	for (i = 0; i < s->nhosts; i++) {
+		const struct rinx_spec_host *h = rinx_spec_rank(s, i);
+		const __u8 *m;
+
+		if (!h)
+			h = &s->hosts[i];
+		m = h->mac;
+		inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
+		rinx_node_pin_dir(s, h, dir, sizeof(dir));
+		snprintf(link, sizeof(link), "%s/link", dir);
+		printf("%-4d %-6s %-4d %-20s %-6s "
+		       "%02x:%02x:%02x:%02x:%02x:%02x %-15s %s\n", h->rank,
+		       h->name, h->rack, h->netns[0] ? h->netns : "-",
+		       h->ifname, m[0], m[1], m[2], m[3], m[4], m[5], ip,
+		       access(link, F_OK) ? "down" : "up");
+	}
+	if (strcmp(prefix, "-")) {
+		printf("switches:\n");
+		for (r = 0; r < s->nracks; r++) {
+			/* All ports of a switch share one program and its
+			 * counters: ask any of them. */
+			snprintf(ns, sizeof(ns), "%st%d", prefix, r);
+			for (i = 0; i < s->nhosts; i++)
+				if (s->hosts[i].rack == s->racks[r].id)
+					break;
+			if (i < s->nhosts)
+				snprintf(ifname, sizeof(ifname), "p%d", i);
+			else
+				snprintf(ifname, sizeof(ifname), "uplink");
+			show_switch(ns, ifname, "tor");
+		}
+		if (s->nracks > 1) {
+			snprintf(ns, sizeof(ns), "%ssp", prefix);
+			show_switch(ns, "t0", "spine");
+		}
+	}
+	free(s);
+	return 0;
+}
+
+int cmd_testbed(int argc, char **argv)
+{
+	const char *act = argc > 1 ? argv[1] : "";
+
+	/* getopt sees the action as its argv[0]; optind 0 resets GNU getopt
+	 * completely, whatever parsed before. */
+	optind = 0;
+	if (!strcmp(act, "up"))
+		return testbed_up(argc - 1, argv + 1);
+	if (!strcmp(act, "down"))
+		return testbed_down(argc - 1, argv + 1);
+	if (!strcmp(act, "show"))
+		return testbed_show(argc - 1, argv + 1);
+	if (!strcmp(act, "-h") || !strcmp(act, "--help")) {
+		fputs(testbed_usage, stdout);
+		return 0;
+	}
+	fputs(testbed_usage, stderr);
+	return RINX_EXIT_USAGE;
+}

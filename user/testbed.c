@@ -1,0 +1,935 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The emulated cluster (topology in user/testbed.h).
+ *
+ * Namespaces, veths, addresses and neighbours are made by ip(8) in batch
+ * mode: one process for the root namespace and one per testbed namespace,
+ * each fed its commands on stdin (a memfd), never through a shell. The
+ * switches are loaded and attached with libbpf from inside their namespace,
+ * because a devmap resolves ifindexes in the namespace of the caller. They
+ * are attached through netlink (no bpf_link): they stay when rinxctl exits
+ * and go away with their namespace.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/if_link.h>
+#include <linux/sockios.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "user/testbed.h"
+#include "switch.skel.h"
+
+extern char **environ;
+
+#define TB_NET_A	10	/* hosts are 10.71.<rack>.<h+1>/16 */
+#define TB_NET_B	71
+#define NS_NAME_MAX	(RINX_TB_PREFIX_MAX + 8)
+
+static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
+	[RINX_SW_FWD] = "fwd",
+	[RINX_SW_FLOOD] = "flood",
+	[RINX_SW_DROP_SHORT] = "drop_short",
+	[RINX_SW_DROP_NO_PORT] = "drop_no_port",
+	[RINX_SW_DROP_HAIRPIN] = "drop_hairpin",
+};
+
+const char *rinx_sw_stat_name(int stat)
+{
+	if (stat < 0 || stat >= RINX_SW_STAT_MAX || !sw_stat_names[stat])
+		return "?";
+	return sw_stat_names[stat];
+}
+
+/* ---- growing text buffer for ip batches ---- */
+
+struct tb_buf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+static __attribute__((format(printf, 2, 3)))
+void bput(struct tb_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	size_t cap;
+	char *p;
+	int n;
+
+	if (b->err)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL,
+			      b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->err = -EINVAL;
+			return;
+		}
+		if (b->p && b->len + n < b->cap) {
+			b->len += n;
+			return;
+		}
+		cap = (b->cap ? b->cap * 2 : 4096) + n;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+static void bfree(struct tb_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Runs `ip [-n netns] -batch -` with the commands of b on stdin. ip stops
+ * at the first failing command and names it on stderr. */
+static int run_ip_batch(const char *netns, struct tb_buf *b)
+{
+	char *argv[] = { "ip", "-n", (char *)netns, "-batch", "-", NULL };
+	char **av = netns ? argv : argv + 2;
+	posix_spawn_file_actions_t fa;
+	int fd, err, st;
+	size_t off = 0;
+	pid_t pid;
+
+	if (b->err)
+		return b->err;
+	if (!netns)
+		av[0] = "ip";
+	fd = memfd_create("rinx-ip-batch", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (off < b->len) {
+		ssize_t n = write(fd, b->p + off, b->len - off);
+
+		if (n < 0) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		off += n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fd, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	err = posix_spawnp(&pid, "ip", &fa, NULL, av, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fd);
+	if (err) {
+		pr_warn("cannot run ip: %s%s\n", strerror(err),
+			err == ENOENT ? " (install iproute2)" : "");
+		return -err;
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		pr_warn("ip%s%s -batch failed\n", netns ? " -n " : "",
+			netns ? netns : "");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- names ---- */
+
+int rinx_testbed_prefix_check(const char *prefix, char *err, size_t errlen)
+{
+	size_t i, n = prefix ? strlen(prefix) : 0;
+
+	if (n < 1 || n > RINX_TB_PREFIX_MAX) {
+		snprintf(err, errlen, "prefix must have 1..%d characters",
+			 RINX_TB_PREFIX_MAX);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)prefix[i]) && prefix[i] != '_') {
+			snprintf(err, errlen, "prefix '%s': only letters, "
+				 "digits and '_' are allowed", prefix);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void rinx_testbed_spec_path(const char *prefix, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s.spec", RINX_TB_SPEC_DIR, prefix);
+}
+
+static void host_ns(char *buf, const char *prefix, int i)
+{
+	snprintf(buf, NS_NAME_MAX, "%sh%d", prefix, i);
+}
+
+static void tor_ns(char *buf, const char *prefix, int r)
+{
+	snprintf(buf, NS_NAME_MAX, "%st%d", prefix, r);
+}
+
+static void spine_ns(char *buf, const char *prefix)
+{
+	snprintf(buf, NS_NAME_MAX, "%ssp", prefix);
+}
+
+/* Is netns `name` one of testbed `prefix`: <prefix>{h<n>,t<n>,sp}? */
+static int is_ours(const char *prefix, const char *name)
+{
+	size_t n = strlen(prefix);
+	const char *p;
+
+	if (strncmp(name, prefix, n))
+		return 0;
+	name += n;
+	if (!strcmp(name, "sp"))
+		return 1;
+	if (*name != 'h' && *name != 't')
+		return 0;
+	if (!isdigit((unsigned char)name[1]))
+		return 0;
+	for (p = name + 1; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return 0;
+	return 1;
+}
+
+/* Adds "netns del" for each namespace of prefix to b; returns how many. */
+static int ours_to_batch(const char *prefix, struct tb_buf *b)
+{
+	struct dirent *e;
+	DIR *d = opendir("/run/netns");
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || !is_ours(prefix, e->d_name))
+			continue;
+		if (b)
+			bput(b, "netns del %s\n", e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int rinx_testbed_spec_prefix(const struct rinx_spec *s, char *buf,
+			     size_t len)
+{
+	const char *ns;
+	size_t n;
+
+	if (s->nhosts < 1 || !s->hosts[0].netns[0])
+		return -EINVAL;
+	/* Host 0's namespace is <prefix>h<digits>. */
+	ns = s->hosts[0].netns;
+	n = strlen(ns);
+	while (n && isdigit((unsigned char)ns[n - 1]))
+		n--;
+	if (n < 2 || n == strlen(ns) || ns[n - 1] != 'h' || n - 1 >= len)
+		return -EINVAL;
+	memcpy(buf, ns, n - 1);
+	buf[n - 1] = 0;
+	return is_ours(buf, ns) ? 0 : -EINVAL;
+}
+
+/* ---- inside a namespace ---- */
+
+static void write_sysctl(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;	/* no IPv6 in this kernel: nothing to quiet */
+	if (write(fd, val, strlen(val)) < 0)
+		pr_debug("%s: %s\n", path, strerror(errno));
+	close(fd);
+}
+
+/* No IPv6 in the testbed: no router/neighbour solicitations or MLD reports
+ * on the wire, so the switch and host counters see only real traffic.
+ * /proc/sys/net follows the namespace of the calling thread. */
+static int ns_quiet(const char *ns)
+{
+	int old, err;
+
+	err = rinx_netns_enter(ns, &old);
+	if (err)
+		return err;
+	write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
+	write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+	return rinx_netns_leave(old);
+}
+
+static int ethtool_set(int sock, const char *ifname, __u32 cmd, __u32 val)
+{
+	struct ethtool_value ev = { .cmd = cmd, .data = val };
+	struct ifreq ifr = {};
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&ev;
+	return ioctl(sock, SIOCETHTOOL, &ifr) ? -errno : 0;
+}
+
+/*
+ * A frame redirected into a veth is lost unless the peer runs NAPI, i.e.
+ * has an XDP program or GRO on: GRO keeps a host reachable while its rinx
+ * program is down. Frames leave the host stack with a partial checksum that
+ * nobody completes once XDP redirects them, so the host computes checksums
+ * itself (tx checksum offload off).
+ */
+static int host_nic_prepare(const char *ifname)
+{
+	int sock, err;
+
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	err = ethtool_set(sock, ifname, ETHTOOL_SGRO, 1);
+	if (!err)
+		err = ethtool_set(sock, ifname, ETHTOOL_STXCSUM, 0);
+	close(sock);
+	return err;
+}
+
+/* ---- switches ---- */
+
+struct tb_switch {
+	char ns[NS_NAME_MAX];
+	int nports;
+	char ifname[RINX_TB_MAX_PER_RACK + 1][IFNAMSIZ];
+	int host_port[RINX_MAX_NODES];	/* host index -> index in ifname */
+};
+
+static __u64 mac_key(const __u8 mac[6])
+{
+	__u64 k = 0;
+
+	memcpy(&k, mac, 6);
+	return k;
+}
+
+static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
+{
+	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
+		      (s->mode == RINX_XDP_GENERIC ? XDP_FLAGS_SKB_MODE :
+						     XDP_FLAGS_DRV_MODE);
+	int ifindex[RINX_TB_MAX_PER_RACK + 1];
+	struct switch_bpf *skel = NULL;
+	int old, err, i, prog;
+
+	err = rinx_netns_enter(sw->ns, &old);
+	if (err)
+		return err;
+	skel = switch_bpf__open_and_load();
+	if (!skel) {
+		err = -errno;
+		pr_warn("switch %s: cannot load the switch program: %s\n",
+			sw->ns, strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < sw->nports; i++) {
+		__u32 idx = if_nametoindex(sw->ifname[i]);
+
+		if (!idx) {
+			err = -ENODEV;
+			pr_warn("switch %s: no port %s\n", sw->ns,
+				sw->ifname[i]);
+			goto out;
+		}
+		ifindex[i] = idx;
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.ports), &idx,
+					&idx, BPF_ANY)) {
+			err = -errno;
+			pr_warn("switch %s: devmap: %s\n", sw->ns,
+				strerror(errno));
+			goto out;
+		}
+	}
+	for (i = 0; i < s->nhosts; i++) {
+		struct rinx_sw_port p = {
+			.port = ifindex[sw->host_port[i]],
+		};
+		__u64 k = mac_key(s->hosts[i].mac);
+
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.macs), &k, &p,
+					BPF_ANY)) {
+			err = -errno;
+			pr_warn("switch %s: mac table: %s\n", sw->ns,
+				strerror(errno));
+			goto out;
+		}
+	}
+	prog = bpf_program__fd(skel->progs.rinx_switch);
+	for (i = 0; i < sw->nports; i++) {
+		err = bpf_xdp_attach(ifindex[i], prog, flags, NULL);
+		if (err) {
+			pr_warn("switch %s: cannot attach XDP (%s mode) to %s: "
+				"%s\n", sw->ns, s->mode == RINX_XDP_GENERIC ?
+				"generic" : "native", sw->ifname[i],
+				strerror(-err));
+			goto out;
+		}
+	}
+out:
+	/* The attached program holds itself and its maps. */
+	switch_bpf__destroy(skel);
+	rinx_netns_leave(old);
+	return err;
+}
+
+int rinx_testbed_switch_stats(const char *netns, const char *ifname,
+			      __u64 out[RINX_SW_STAT_MAX])
+{
+	struct bpf_prog_info pinfo = {};
+	__u32 map_ids[8], plen = sizeof(pinfo), prog_id = 0, i;
+	int old, err, ifindex, fd = -1, mfd = -1, ncpu;
+
+	memset(out, 0, sizeof(__u64) * RINX_SW_STAT_MAX);
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	err = rinx_netns_enter(netns, &old);
+	if (err)
+		return err;
+	ifindex = if_nametoindex(ifname);
+	if (!ifindex) {
+		err = -ENODEV;
+		goto out;
+	}
+	err = bpf_xdp_query_id(ifindex, 0, &prog_id);
+	if (!err && !prog_id)
+		err = -ENOENT;
+	if (err)
+		goto out;
+	fd = bpf_prog_get_fd_by_id(prog_id);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	pinfo.nr_map_ids = sizeof(map_ids) / sizeof(map_ids[0]);
+	pinfo.map_ids = (__u64)(unsigned long)map_ids;
+	if (bpf_obj_get_info_by_fd(fd, &pinfo, &plen)) {
+		err = -errno;
+		goto out;
+	}
+	err = -ENOENT;
+	for (i = 0; i < pinfo.nr_map_ids && i < 8; i++) {
+		struct bpf_map_info minfo = {};
+		__u32 mlen = sizeof(minfo);
+
+		mfd = bpf_map_get_fd_by_id(map_ids[i]);
+		if (mfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(mfd, &minfo, &mlen) &&
+		    !strcmp(minfo.name, "sw_stats"))
+			break;
+		close(mfd);
+		mfd = -1;
+	}
+	if (mfd >= 0) {
+		__u64 v[ncpu];
+		__u32 k;
+		int c;
+
+		err = 0;
+		for (k = 0; k < RINX_SW_STAT_MAX; k++) {
+			if (bpf_map_lookup_elem(mfd, &k, v)) {
+				err = -errno;
+				break;
+			}
+			for (c = 0; c < ncpu; c++)
+				out[k] += v[c];
+		}
+		close(mfd);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	rinx_netns_leave(old);
+	return err;
+}
+
+/* ---- pins and spec files ---- */
+
+/* Removes <pin>/<node>/<files> left under the testbed's own pin
+ * directory, then the directory (and its bpffs mount, if it has one). */
+static void pin_dir_remove(const char *pin)
+{
+	char path[RINX_PATH_MAX + 2 * 256 + 2];
+	struct dirent *e, *f;
+	struct stat st, pst;
+	char parent[RINX_PATH_MAX];
+	char *slash;
+	DIR *d, *sub;
+
+	d = opendir(pin);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", pin, e->d_name);
+		sub = opendir(path);
+		if (!sub) {
+			unlink(path);
+			continue;
+		}
+		while ((f = readdir(sub))) {
+			if (f->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/%s", pin,
+				 e->d_name, f->d_name);
+			unlink(path);
+		}
+		closedir(sub);
+		snprintf(path, sizeof(path), "%s/%s", pin, e->d_name);
+		rmdir(path);
+	}
+	closedir(d);
+	snprintf(parent, sizeof(parent), "%s", pin);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent)
+		*slash = 0;
+	if (!stat(pin, &st) && !stat(parent, &pst) && st.st_dev != pst.st_dev)
+		umount2(pin, MNT_DETACH);
+	rmdir(pin);
+}
+
+static int pin_is_ours(const struct rinx_spec *s, const char *prefix)
+{
+	const char *base = strrchr(s->pin, '/');
+
+	return base && !strcmp(base + 1, prefix);
+}
+
+static int mkdir_parent(const char *path)
+{
+	char dir[RINX_PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Removes everything of testbed prefix that s (may be NULL) describes. */
+static int teardown(const struct rinx_spec *s, const char *prefix,
+		    const char *spec_path, int *removed)
+{
+	char pin[RINX_PATH_MAX];
+	struct tb_buf b = {};
+	int i, n, err = 0;
+
+	if (s) {
+		/* Unpinning the link detaches the host program. */
+		for (i = 0; i < s->nhosts; i++)
+			rinx_node_down(s, &s->hosts[i]);
+		if (pin_is_ours(s, prefix))
+			pin_dir_remove(s->pin);
+	} else {
+		snprintf(pin, sizeof(pin), "%s/%s", RINX_TB_PIN_ROOT, prefix);
+		pin_dir_remove(pin);
+	}
+	n = ours_to_batch(prefix, &b);
+	if (n)
+		err = run_ip_batch(NULL, &b);
+	bfree(&b);
+	if (removed)
+		*removed = err ? 0 : n;
+	if (spec_path)
+		unlink(spec_path);
+	return err;
+}
+
+/* ---- up ---- */
+
+static void build_spec(const struct rinx_testbed_opts *o,
+		       struct rinx_spec *s)
+{
+	int r, h, i = 0;
+
+	rinx_spec_init(s);
+	s->port = o->port ? o->port : RINX_DEFAULT_PORT;
+	s->window = o->window ? o->window : RINX_DEFAULT_WINDOW;
+	s->mode = o->mode;
+	snprintf(s->pin, sizeof(s->pin), "%s/%s",
+		 o->pin ? o->pin : RINX_TB_PIN_ROOT, o->prefix);
+	s->nracks = o->racks;
+	for (r = 0; r < o->racks; r++) {
+		s->racks[r].id = r;
+		s->racks[r].ina = o->ina ? o->ina[r] : RINX_INA_NONE;
+		for (h = 0; h < o->hosts_per_rack; h++, i++) {
+			struct rinx_spec_host *x = &s->hosts[i];
+			__u8 mac[6] = { 0x02, 0x72, 0x78, 0, r, h + 1 };
+
+			snprintf(x->name, sizeof(x->name), "h%d", i);
+			x->rank = i;
+			x->rack = r;
+			snprintf(x->ifname, sizeof(x->ifname), "eth0");
+			memcpy(x->mac, mac, 6);
+			x->ip = htonl(TB_NET_A << 24 | TB_NET_B << 16 | r << 8 |
+				      (h + 1));
+			host_ns(x->netns, o->prefix, i);
+		}
+	}
+	s->nhosts = i;
+}
+
+static void fmt_mac(char *buf, const __u8 *m)
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+		 m[3], m[4], m[5]);
+}
+
+static int make_links(const struct rinx_spec *s, const char *prefix)
+{
+	char a[NS_NAME_MAX], b[NS_NAME_MAX], mac[18];
+	struct tb_buf cmd = {};
+	int i, err;
+
+	for (i = 0; i < s->nhosts; i++) {
+		tor_ns(b, prefix, s->hosts[i].rack);
+		fmt_mac(mac, s->hosts[i].mac);
+		bput(&cmd, "link add eth0 netns %s address %s mtu %d type veth "
+		     "peer name p%d netns %s mtu %d\n", s->hosts[i].netns, mac,
+		     RINX_TB_MTU, i, b, RINX_TB_MTU);
+	}
+	if (s->nracks > 1) {
+		spine_ns(a, prefix);
+		for (i = 0; i < s->nracks; i++) {
+			tor_ns(b, prefix, i);
+			bput(&cmd, "link add uplink netns %s mtu %d type veth "
+			     "peer name t%d netns %s mtu %d\n", b, RINX_TB_MTU,
+			     i, a, RINX_TB_MTU);
+		}
+	}
+	err = run_ip_batch(NULL, &cmd);
+	bfree(&cmd);
+	return err;
+}
+
+static int config_host(const struct rinx_spec *s, int i)
+{
+	const struct rinx_spec_host *h = &s->hosts[i];
+	char ip[INET_ADDRSTRLEN], mac[18];
+	struct tb_buf cmd = {};
+	int j, err;
+
+	inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
+	bput(&cmd, "link set lo up\nlink set dev %s up\naddr add %s/16 dev %s\n",
+	     h->ifname, ip, h->ifname);
+	for (j = 0; j < s->nhosts; j++) {
+		if (j == i)
+			continue;
+		inet_ntop(AF_INET, &s->hosts[j].ip, ip, sizeof(ip));
+		fmt_mac(mac, s->hosts[j].mac);
+		bput(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
+		     ip, mac, h->ifname);
+	}
+	err = run_ip_batch(h->netns, &cmd);
+	bfree(&cmd);
+	return err;
+}
+
+static int config_switch(const struct tb_switch *sw)
+{
+	struct tb_buf cmd = {};
+	int i, err;
+
+	bput(&cmd, "link set lo up\n");
+	for (i = 0; i < sw->nports; i++)
+		bput(&cmd, "link set dev %s up\n", sw->ifname[i]);
+	err = run_ip_batch(sw->ns, &cmd);
+	bfree(&cmd);
+	return err;
+}
+
+/* Switch r of the racks (r == nracks: the spine). */
+static void switch_layout(const struct rinx_spec *s, const char *prefix,
+			  int r, struct tb_switch *sw)
+{
+	int i, up = -1;
+
+	memset(sw, 0, sizeof(*sw));
+	if (r == s->nracks) {
+		spine_ns(sw->ns, prefix);
+		for (i = 0; i < s->nracks; i++)
+			snprintf(sw->ifname[sw->nports++], IFNAMSIZ, "t%d", i);
+		for (i = 0; i < s->nhosts; i++)
+			sw->host_port[i] = s->hosts[i].rack;
+		return;
+	}
+	tor_ns(sw->ns, prefix, r);
+	for (i = 0; i < s->nhosts; i++) {
+		if (s->hosts[i].rack != r)
+			continue;
+		sw->host_port[i] = sw->nports;
+		snprintf(sw->ifname[sw->nports++], IFNAMSIZ, "p%d", i);
+	}
+	if (s->nracks > 1) {
+		up = sw->nports;
+		snprintf(sw->ifname[sw->nports++], IFNAMSIZ, "uplink");
+	}
+	for (i = 0; i < s->nhosts; i++)
+		if (s->hosts[i].rack != r)
+			sw->host_port[i] = up;
+}
+
+static int check_opts(const struct rinx_testbed_opts *o)
+{
+	char err[128];
+	int r;
+
+	if (rinx_testbed_prefix_check(o->prefix, err, sizeof(err))) {
+		pr_warn("%s\n", err);
+		return -EINVAL;
+	}
+	if (o->racks < 1 || o->racks > RINX_TB_MAX_RACKS) {
+		pr_warn("racks must be 1..%d\n", RINX_TB_MAX_RACKS);
+		return -EINVAL;
+	}
+	if (o->hosts_per_rack < 1 ||
+	    o->hosts_per_rack > RINX_TB_MAX_PER_RACK) {
+		pr_warn("hosts per rack must be 1..%d\n",
+			RINX_TB_MAX_PER_RACK);
+		return -EINVAL;
+	}
+	if (o->racks * o->hosts_per_rack > RINX_MAX_NODES) {
+		pr_warn("at most %d hosts (asked for %d x %d)\n",
+			RINX_MAX_NODES, o->racks, o->hosts_per_rack);
+		return -EINVAL;
+	}
+	if (o->mode != RINX_XDP_NATIVE && o->mode != RINX_XDP_GENERIC) {
+		pr_warn("mode must be native or generic\n");
+		return -EINVAL;
+	}
+	if (o->pin && (o->pin[0] != '/' ||
+		       strlen(o->pin) + RINX_TB_PREFIX_MAX + 2 >
+		       RINX_PATH_MAX - RINX_NAME_MAX)) {
+		pr_warn("pin root must be a short absolute path\n");
+		return -EINVAL;
+	}
+	if (o->spec_out && strlen(o->spec_out) >= RINX_PATH_MAX) {
+		pr_warn("spec path too long\n");
+		return -EINVAL;
+	}
+	for (r = 0; o->ina && r < o->racks; r++) {
+		if (o->ina[r] < RINX_INA_NONE || o->ina[r] > RINX_INA_AGENT) {
+			pr_warn("rack %d: bad INA kind\n", r);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int rinx_testbed_up(const struct rinx_testbed_opts *o,
+		    struct rinx_spec *spec_out)
+{
+	char spec_path[RINX_PATH_MAX], ns[NS_NAME_MAX], msg[160];
+	struct rinx_spec *s;
+	struct tb_switch *sw;
+	struct tb_buf cmd = {};
+	int i, n, err, old;
+
+	err = check_opts(o);
+	if (err)
+		return err;
+	n = ours_to_batch(o->prefix, NULL);
+	if (n) {
+		pr_warn("testbed %s exists (%d namespaces); run "
+			"'rinxctl testbed down %s' first\n", o->prefix, n,
+			o->prefix);
+		return -EEXIST;
+	}
+	if (o->spec_out)
+		snprintf(spec_path, sizeof(spec_path), "%s", o->spec_out);
+	else
+		rinx_testbed_spec_path(o->prefix, spec_path,
+				       sizeof(spec_path));
+	s = calloc(1, sizeof(*s));
+	sw = calloc(1, sizeof(*sw));
+	if (!s || !sw) {
+		free(s);
+		free(sw);
+		return -ENOMEM;
+	}
+	build_spec(o, s);
+	err = rinx_spec_check(s, msg, sizeof(msg));
+	if (err) {
+		pr_warn("testbed spec: %s\n", msg);
+		goto out;
+	}
+
+	/* From here on a failure removes what was made, newest first:
+	 * host programs and pins, then the namespaces (which takes the
+	 * veths and the switches with them). */
+	for (i = 0; i < s->nhosts; i++)
+		bput(&cmd, "netns add %s\n", s->hosts[i].netns);
+	for (i = 0; i < s->nracks; i++) {
+		tor_ns(ns, o->prefix, i);
+		bput(&cmd, "netns add %s\n", ns);
+	}
+	if (s->nracks > 1) {
+		spine_ns(ns, o->prefix);
+		bput(&cmd, "netns add %s\n", ns);
+	}
+	err = run_ip_batch(NULL, &cmd);
+	bfree(&cmd);
+	if (err)
+		goto fail;
+	for (i = 0; i < s->nhosts && !err; i++)
+		err = ns_quiet(s->hosts[i].netns);
+	for (i = 0; i <= s->nracks && !err; i++) {
+		if (i == s->nracks && s->nracks == 1)
+			break;
+		switch_layout(s, o->prefix, i, sw);
+		err = ns_quiet(sw->ns);
+	}
+	if (err)
+		goto fail;
+	err = make_links(s, o->prefix);
+	if (err)
+		goto fail;
+	for (i = 0; i < s->nhosts; i++) {
+		err = config_host(s, i);
+		if (err)
+			goto fail;
+	}
+	for (i = 0; i <= s->nracks; i++) {
+		if (i == s->nracks && s->nracks == 1)
+			break;
+		switch_layout(s, o->prefix, i, sw);
+		err = config_switch(sw);
+		if (!err)
+			err = switch_attach(s, sw);
+		if (err)
+			goto fail;
+	}
+	for (i = 0; i < s->nhosts; i++) {
+		const struct rinx_spec_host *h = &s->hosts[i];
+
+		err = rinx_netns_enter(h->netns, &old);
+		if (err)
+			goto fail;
+		err = host_nic_prepare(h->ifname);
+		if (err)
+			pr_warn("host %s: cannot set GRO/checksum offload on "
+				"%s: %s\n", h->name, h->ifname,
+				strerror(-err));
+		else if (!o->no_nodes)
+			err = rinx_node_up(s, h);
+		rinx_netns_leave(old);
+		if (err)
+			goto fail;
+	}
+	if (!o->spec_out) {
+		err = mkdir_parent(spec_path);
+		if (err) {
+			pr_warn("cannot create the directory of %s: %s\n",
+				spec_path, strerror(-err));
+			goto fail;
+		}
+	}
+	err = rinx_spec_save(spec_path, s);
+	if (err) {
+		pr_warn("cannot write %s: %s\n", spec_path, strerror(-err));
+		unlink(spec_path);
+		goto fail;
+	}
+	if (spec_out)
+		*spec_out = *s;
+	goto out;
+fail:
+	teardown(s, o->prefix, NULL, NULL);
+out:
+	free(sw);
+	free(s);
+	return err;
+}
+
+/* ---- down ---- */
+
+int rinx_testbed_down(const char *what, int *removed)
+{
+	char prefix[RINX_TB_PREFIX_MAX + 1], path[RINX_PATH_MAX], msg[160];
+	struct rinx_spec *s = NULL;
+	size_t n = what ? strlen(what) : 0;
+	int by_path, err;
+
+	if (removed)
+		*removed = 0;
+	if (!n)
+		return -EINVAL;
+	by_path = strchr(what, '/') || (n > 5 && !strcmp(what + n - 5,
+							   ".spec"));
+	if (by_path) {
+		if (n >= sizeof(path))
+			return -ENAMETOOLONG;
+		snprintf(path, sizeof(path), "%s", what);
+	} else {
+		if (rinx_testbed_prefix_check(what, msg, sizeof(msg))) {
+			pr_warn("%s\n", msg);
+			return -EINVAL;
+		}
+		snprintf(prefix, sizeof(prefix), "%s", what);
+		rinx_testbed_spec_path(prefix, path, sizeof(path));
+	}
+	if (access(path, F_OK) == 0) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		err = rinx_spec_load(path, s, msg, sizeof(msg));
+		if (err) {
+			pr_warn("%s: %s\n", path, msg);
+			goto out;
+		}
+		if (rinx_testbed_spec_prefix(s, msg, sizeof(msg)) ||
+		    strlen(msg) > RINX_TB_PREFIX_MAX ||
+		    (!by_path && strcmp(msg, prefix))) {
+			pr_warn("%s does not describe testbed %s\n", path,
+				by_path ? "namespaces" : prefix);
+			err = -EINVAL;
+			goto out;
+		}
+		snprintf(prefix, sizeof(prefix), "%s", msg);
+	} else if (by_path) {
+		err = -errno;
+		pr_warn("%s: %s\n", path, strerror(-err));
+		return err;
+	}
+	err = teardown(s, prefix, s ? path : NULL, removed);
+out:
+	free(s);
+	return err;
+}
