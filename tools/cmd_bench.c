@@ -241,6 +241,23 @@ static void child(const struct bench_opts *o, const char *spec_path,
 			verify(o, s->nhosts, seed, recv, cmd.count, &rep);
 			break;
 		case OP_QUIT:
+			if (getenv("RINX_BENCH_STATS")) {
+				struct rinx_comm_stats st;
+
+				rinx_comm_stats(c, &st);
+				fprintf(stderr, "rank %d: ops %llu slow %llu "
+					"slow_dropped %llu quant %.1f ms dequant "
+					"%.1f ms total %.1f ms xsk rx_dropped %llu "
+					"ring_full %llu fill_empty %llu\n", rank,
+					(unsigned long long)st.ops,
+					(unsigned long long)st.slow_path,
+					(unsigned long long)st.slow_dropped,
+					st.ns_quant / 1e6, st.ns_dequant / 1e6,
+					st.ns_total / 1e6,
+					(unsigned long long)st.xsk_rx_dropped,
+					(unsigned long long)st.xsk_rx_ring_full,
+					(unsigned long long)st.xsk_fill_empty);
+			}
 			rinx_comm_close(c);
 			_exit(0);
 		}

@@ -269,13 +269,24 @@ static void x_refill(struct xctx *x)
 	xsk_ring_prod__submit(&x->fq, n);
 }
 
+/* Copy mode transmits at most a small batch per sendto() and leaves the rest
+ * of the ring for the next call: keep kicking while the kernel has not taken
+ * every descriptor, or frames sit in the ring with nobody to send them. */
 static void x_kick(struct xctx *x)
 {
-	if (!x->tx_unkicked)
-		return;
-	if (xsk_ring_prod__needs_wakeup(&x->tx))
-		sendto(xsk_socket__fd(x->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+	int i;
+
 	x->tx_unkicked = 0;
+	for (i = 0; i < RING_SIZE / 16; i++) {
+		if (xsk_prod_nb_free(&x->tx, RING_SIZE) >= RING_SIZE)
+			return;
+		if (!xsk_ring_prod__needs_wakeup(&x->tx))
+			return;
+		if (sendto(xsk_socket__fd(x->xsk), NULL, 0, MSG_DONTWAIT,
+			   NULL, 0) < 0 && errno != EAGAIN && errno != EBUSY &&
+		    errno != ENOBUFS)
+			return;
+	}
 }
 
 /* Queues frame `addr` of `len` bytes for transmit; 0 or -EAGAIN. */
@@ -746,9 +757,19 @@ RINX_API const char *rinx_comm_error(const struct rinx_comm *c)
 RINX_API int rinx_comm_stats(const struct rinx_comm *c,
 			     struct rinx_comm_stats *st)
 {
+	struct xdp_statistics xs;
+	socklen_t len = sizeof(xs);
+
 	if (!c || !st)
 		return -EINVAL;
 	*st = c->st;
+	if (c->x && !getsockopt(xsk_socket__fd(c->x->xsk), SOL_XDP,
+				XDP_STATISTICS, &xs, &len)) {
+		st->xsk_rx_dropped = xs.rx_dropped;
+		st->xsk_rx_ring_full = xs.rx_ring_full;
+		st->xsk_fill_empty = xs.rx_fill_ring_empty_descs;
+		st->xsk_tx_invalid = xs.tx_invalid_descs;
+	}
 	return 0;
 }
 

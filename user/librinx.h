@@ -48,6 +48,11 @@ struct rinx_comm_stats {
 	uint64_t ns_quant;	/* time in float->fixed conversion */
 	uint64_t ns_dequant;	/* time in fixed->float conversion */
 	uint64_t ns_total;	/* time inside allreduce calls */
+	/* the AF_XDP socket (shared by a process's communicators) */
+	uint64_t xsk_rx_dropped;	/* frames the kernel could not queue */
+	uint64_t xsk_rx_ring_full;
+	uint64_t xsk_fill_empty;
+	uint64_t xsk_tx_invalid;
 };
 
 int rinx_comm_open(const struct rinx_comm_opts *opts, struct rinx_comm **out);
