@@ -30,6 +30,9 @@ CFLAGS		?= $(CFLAGS_COMMON) -D_GNU_SOURCE -fPIC -std=gnu11 \
 		   -Wno-unused-parameter -Wno-format-truncation -fno-math-errno -fno-trapping-math
 BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wextra \
 		   -Werror -Wno-unused-parameter -I. -I/usr/include/$(MULTIARCH)
+# the conversion loops want the vectorizer at full strength
+$(OUT)/user/quant.o: CFLAGS += -O3
+
 LIBS		:= -lxdp -lbpf -lelf -lz -lm -lpthread
 
 UAPI_H		:= $(wildcard uapi/*.h)
@@ -50,7 +53,7 @@ LIB_SO		:= $(OUT)/librinx.so
 RINXCTL		:= $(OUT)/rinxctl
 
 .PHONY: all deps demo check clean abi-check soak
-all: $(RINXCTL) $(LIB_SO) $(TEST_BIN)
+all: $(RINXCTL) $(LIB_SO) $(TEST_BIN) $(OUT)/rinxctl.8
 
 deps:
 	$(Q)tools/deps.sh build
@@ -91,9 +94,24 @@ $(OUT)/selftests/%: selftests/%.c $(wildcard selftests/*.h) $(UAPI_H) $(USER_H) 
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
+$(OUT)/rinxctl.8: $(RINXCTL) tools/mkman.sh
+	$(call msg,MAN,$@)
+	$(Q)tools/mkman.sh $(RINXCTL) > $@
+
 # Exported symbols of the shared library must be exactly those listed.
 abi-check: $(LIB_SO)
 	$(Q)tools/abi-check.sh $(LIB_SO) user/librinx.map
+
+# The Open MPI peer of `rinxctl bench`, for `rinxctl peer mpi` (which runs
+# this target). Needs mpicc, so it is not part of all or check.
+MPICC		?= mpicc
+.PHONY: peers
+peers: $(OUT)/peers/mpi_bench
+
+$(OUT)/peers/mpi_bench: tools/peers/mpi_bench.c Makefile
+	$(call msg,MPICC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MPICC) -g -O2 -Wall -Wextra -Werror -std=gnu11 -o $@ $< -lm
 
 demo:
 	$(Q)tools/deps.sh build

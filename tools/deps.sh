@@ -6,7 +6,7 @@
 #   deps.sh plot    plotting for `rinxctl bench --plot`
 set -e
 case "${1:-build}" in
-build) pkgs="make gcc clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev pkg-config iproute2 linux-libc-dev" ;;
+build) pkgs="make gcc clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev pkg-config iproute2 iputils-ping linux-libc-dev" ;;
 peers) pkgs="openmpi-bin libopenmpi-dev python3-torch util-linux" ;;
 plot)  pkgs="gnuplot-nox" ;;
 *) echo "usage: $0 build|peers|plot" >&2; exit 2 ;;

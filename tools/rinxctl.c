@@ -27,8 +27,9 @@ static const struct rinx_cmd cmds[] = {
 	  "print the plan (per-node tables) of a cluster" },
 	{ "bench", cmd_bench, "--spec FILE [options]",
 	  "allreduce benchmark: size sweep, verify, time and bandwidth" },
-	{ "demo", cmd_demo, "[--hosts N] [--size BYTES]",
+	{ "demo", cmd_demo, "[--hosts N] [--sizes LIST] [--mode MODE]",
 	  "testbed up, verified float32 allreduce, figures, testbed down" },
+	{ "peer", cmd_peer, "mpi --spec FILE [options]", "the same sweep by Open MPI over TCP" },
 	{ NULL, NULL, NULL, NULL },
 };
 
