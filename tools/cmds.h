@@ -29,6 +29,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_peer(int argc, char **argv);
 
 /* Maps a negative errno to an exit code. */
 int rinx_exit_code(int err);

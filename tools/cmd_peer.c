@@ -1,0 +1,766 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * rinxctl peer mpi: the same allreduce sweep as `rinxctl bench`, done by
+ * Open MPI over TCP on the same testbed, for a side-by-side comparison.
+ *
+ * Installs Open MPI when missing (tools/deps.sh peers), builds
+ * $(OUT)/peers/mpi_bench (`make peers`, kept out of `make` so that the build
+ * and the tests do not need MPI), writes a hostfile with one line per host
+ * namespace, and runs mpirun inside the first host's namespace with
+ * tools/peers/mpi-agent.sh as its launcher: the agent starts the other ranks
+ * with `ip netns exec` in a UTS namespace named after the host, so that every
+ * namespace is a node of its own. mpi_bench prints JSON lines; they are shown
+ * in the table of rinxctl bench with a column naming the algorithm.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "tools/cmds.h"
+#include "user/ctl.h"
+
+#define PEER_MAX_SIZES	32
+
+struct peer_opts {
+	const char *spec;
+	const char *sizes;
+	int iters, warmup;
+	int ring;		/* force the ring algorithm */
+	int int32;
+	int json, verify;
+	int timeout_s;
+	int no_install;
+};
+
+struct peer_row {
+	unsigned long long bytes, elements;
+	double min_us, median_us, max_us, algbw, busbw, eps, worst;
+	long wrong;
+	int verified;		/* -1 not checked, 0 wrong, 1 ok */
+};
+
+struct peer_run {
+	int ranks, runs, warmup, verify, header;
+	char dtype[16];
+	struct peer_row rows[PEER_MAX_SIZES];
+	int nrows;
+};
+
+static volatile sig_atomic_t peer_stop;
+
+static void peer_sig(int sig)
+{
+	peer_stop = sig;
+}
+
+static const char peer_usage[] =
+"mpi --spec FILE [options]\n"
+"Open MPI's MPI_Allreduce(SUM) over TCP on the hosts of a testbed spec, one\n"
+"rank per host namespace, in the table of `rinxctl bench`.\n"
+"  --sizes LIST     bytes per rank, e.g. 1M,16M,64M (default; suffix K, M, G)\n"
+"  --iters N        timed runs per size (default 5; the median is reported)\n"
+"  --warmup N       untimed runs before them (default 1)\n"
+"  --algo A         tuned (Open MPI's choice, default) or ring\n"
+"  --dtype T        float32 (default) or int32\n"
+"  --no-verify      skip the check of every element after every run\n"
+"  --json           one JSON object instead of the table\n"
+"  --timeout S      limit of the whole mpirun, seconds (default 900)\n"
+"  --no-install     fail instead of installing missing packages\n"
+"Needs Open MPI (installed with tools/deps.sh peers when missing) and builds\n"
+"$(OUT)/peers/mpi_bench with `make peers`.\n"
+"output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
+"busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median";
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int in_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	const char *p, *e;
+
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p; p = *e ? e + 1 : e) {
+		e = strchrnul(p, ':');
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(e - p), p, prog);
+		if (e > p && !access(buf, X_OK))
+			return 1;
+	}
+	return 0;
+}
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/*
+ * The source tree: the parent of the directory holding rinxctl (build/ is
+ * $(OUT)), else the current directory. bindir receives rinxctl's directory.
+ */
+static int find_tree(char *root, size_t rlen, char *bindir, size_t blen)
+{
+	char exe[PATH_MAX], buf[PATH_MAX + 64];
+	ssize_t n;
+	char *slash;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -errno;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	snprintf(bindir, blen, "%s", exe);
+	slash = strrchr(exe, '/');
+	if (slash) {
+		*slash = 0;
+		snprintf(buf, sizeof(buf), "%s/tools/peers/mpi-agent.sh",
+			 *exe ? exe : "/");
+		if (is_file(buf)) {
+			snprintf(root, rlen, "%s", *exe ? exe : "/");
+			return 0;
+		}
+	}
+	if (getcwd(exe, sizeof(exe)) && is_file("tools/peers/mpi-agent.sh")) {
+		snprintf(root, rlen, "%s", exe);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void kill_group(pid_t pid)
+{
+	int i, status;
+
+	kill(-pid, SIGTERM);
+	for (i = 0; i < 50; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	kill(-pid, SIGKILL);
+}
+
+/*
+ * Runs argv in its own process group with stdout sent to stderr, waits at
+ * most timeout_s. Exit status, -ETIMEDOUT, -EINTR or -errno.
+ */
+static int run_quiet(char *const argv[], int timeout_s)
+{
+	double deadline = now_s() + timeout_s;
+	int status;
+	pid_t pid, w;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		setpgid(0, 0);
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+		execvp(argv[0], argv);
+		fprintf(stderr, "rinxctl peer: cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	for (;;) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (peer_stop || now_s() > deadline) {
+			kill_group(pid);
+			waitpid(pid, &status, 0);
+			return peer_stop ? -EINTR : -ETIMEDOUT;
+		}
+		usleep(50000);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+static int ensure_mpi(const struct peer_opts *o, const char *root)
+{
+	char deps[PATH_MAX + 32];
+	char *argv[] = { deps, "peers", NULL };
+	int ret;
+
+	if (in_path("mpirun") && in_path("mpicc"))
+		return 0;
+	snprintf(deps, sizeof(deps), "%s/tools/deps.sh", root);
+	if (o->no_install) {
+		fprintf(stderr, "rinxctl peer: Open MPI is not installed "
+			"(mpirun, mpicc); run %s peers\n", deps);
+		return -ENOENT;
+	}
+	if (!is_file(deps)) {
+		fprintf(stderr, "rinxctl peer: Open MPI is not installed and "
+			"%s is missing; install the Debian packages "
+			"openmpi-bin libopenmpi-dev\n", deps);
+		return -ENOENT;
+	}
+	fprintf(stderr, "rinxctl peer: Open MPI missing, running %s peers\n",
+		deps);
+	ret = run_quiet(argv, 1800);
+	if (ret || !in_path("mpirun") || !in_path("mpicc")) {
+		fprintf(stderr, "rinxctl peer: %s peers failed (%d); Open MPI "
+			"(openmpi-bin libopenmpi-dev) is needed\n", deps, ret);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int build_bench(const char *root, const char *bindir, char *bench,
+		       size_t len)
+{
+	char out[PATH_MAX + 8];
+	char *argv[] = { "make", "-s", "-C", (char *)root, "--no-print-directory",
+			 out, "peers", NULL };
+	int ret;
+
+	snprintf(out, sizeof(out), "OUT=%s", bindir);
+	snprintf(bench, len, "%s/peers/mpi_bench", bindir);
+	ret = run_quiet(argv, 300);
+	if (ret || access(bench, X_OK)) {
+		fprintf(stderr, "rinxctl peer: could not build %s "
+			"(make -C %s %s peers: %d)\n", bench, root, out, ret);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int json_num(const char *line, const char *key, double *v)
+{
+	char pat[64];
+	const char *p;
+	char *end;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(line, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	*v = strtod(p, &end);
+	return end == p ? -1 : 0;
+}
+
+static void parse_line(struct peer_run *run, const char *line)
+{
+	struct peer_row *r;
+	const char *p;
+	double v;
+
+	if (!strncmp(line, "{\"ranks\":", 9)) {
+		if (!json_num(line, "ranks", &v))
+			run->ranks = (int)v;
+		if (!json_num(line, "runs", &v))
+			run->runs = (int)v;
+		if (!json_num(line, "warmup", &v))
+			run->warmup = (int)v;
+		run->verify = !!strstr(line, "\"verify\":true");
+		p = strstr(line, "\"dtype\":\"");
+		if (p)
+			sscanf(p + 9, "%15[a-z0-9]", run->dtype);
+		run->header = 1;
+		return;
+	}
+	if (run->nrows >= PEER_MAX_SIZES)
+		return;
+	r = &run->rows[run->nrows];
+	memset(r, 0, sizeof(*r));
+	if (json_num(line, "bytes", &v))
+		return;
+	r->bytes = (unsigned long long)v;
+	if (!json_num(line, "elements", &v))
+		r->elements = (unsigned long long)v;
+	json_num(line, "min_us", &r->min_us);
+	json_num(line, "median_us", &r->median_us);
+	json_num(line, "max_us", &r->max_us);
+	json_num(line, "algbw_gbs", &r->algbw);
+	json_num(line, "busbw_gbs", &r->busbw);
+	json_num(line, "elements_per_s", &r->eps);
+	json_num(line, "worst", &r->worst);
+	if (!json_num(line, "wrong", &v))
+		r->wrong = (long)v;
+	r->verified = strstr(line, "\"verified\":true") ? 1 :
+		      strstr(line, "\"verified\":false") ? 0 : -1;
+	run->nrows++;
+}
+
+static void print_header(const struct peer_run *run, const char *algo)
+{
+	printf("# %s allreduce (Open MPI, TCP): %d ranks, %s, median of %d "
+	       "runs after %d warm-up, verify %s\n"
+	       "# %12s %11s %10s %10s %10s %9s %9s %10s %-6s %s\n", algo,
+	       run->ranks, run->dtype, run->runs, run->warmup,
+	       run->verify ? "on" : "off", "bytes", "elements", "min_us",
+	       "median_us", "max_us", "algbw", "busbw", "Melem/s", "verify",
+	       "algo");
+	fflush(stdout);
+}
+
+static void print_row(const struct peer_row *r, const char *algo)
+{
+	printf("  %12llu %11llu %10.1f %10.1f %10.1f %9.3f %9.3f %10.1f %-6s "
+	       "%s\n", r->bytes, r->elements, r->min_us, r->median_us,
+	       r->max_us, r->algbw, r->busbw, r->eps / 1e6,
+	       r->verified < 0 ? "-" : r->verified ? "ok" : "WRONG", algo);
+	fflush(stdout);
+}
+
+static void print_json(const struct peer_run *run, const char *algo)
+{
+	int k;
+
+	printf("{\"peer\":\"%s\",\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,"
+	       "\"warmup\":%d,\"verify\":%s,\"results\":[", algo, run->ranks,
+	       run->dtype, run->runs, run->warmup,
+	       run->verify ? "true" : "false");
+	for (k = 0; k < run->nrows; k++) {
+		const struct peer_row *r = &run->rows[k];
+
+		printf("%s{\"bytes\":%llu,\"elements\":%llu,\"min_us\":%.1f,"
+		       "\"median_us\":%.1f,\"max_us\":%.1f,\"algbw_gbs\":%.4f,"
+		       "\"busbw_gbs\":%.4f,\"elements_per_s\":%.0f,"
+		       "\"verified\":%s,\"algo\":\"%s\"}", k ? "," : "",
+		       r->bytes, r->elements, r->min_us, r->median_us,
+		       r->max_us, r->algbw, r->busbw, r->eps,
+		       r->verified < 0 ? "null" : r->verified ? "true" : "false",
+		       algo);
+	}
+	printf("]}\n");
+}
+
+/* Splits buf into lines; hands complete ones to fn, keeps the rest. */
+static void drain(int fd, char *buf, size_t cap, size_t *len, int *open,
+		  void (*fn)(const char *line, void *ctx), void *ctx)
+{
+	ssize_t n = read(fd, buf + *len, cap - 1 - *len);
+	char *nl, *start;
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		*open = 0;
+		if (*len) {
+			buf[*len] = 0;
+			fn(buf, ctx);
+			*len = 0;
+		}
+		return;
+	}
+	*len += n;
+	buf[*len] = 0;
+	start = buf;
+	while ((nl = strchr(start, '\n'))) {
+		*nl = 0;
+		fn(start, ctx);
+		start = nl + 1;
+	}
+	*len -= start - buf;
+	memmove(buf, start, *len);
+	if (*len == cap - 1) {	/* overlong line: pass it on in pieces */
+		buf[*len] = 0;
+		fn(buf, ctx);
+		*len = 0;
+	}
+}
+
+struct out_ctx {
+	struct peer_run *run;
+	const struct peer_opts *o;
+	const char *algo;
+};
+
+static void on_stdout(const char *line, void *p)
+{
+	struct out_ctx *c = p;
+	int had = c->run->header, rows = c->run->nrows;
+
+	if (line[0] != '{') {
+		if (*line)
+			fprintf(stderr, "%s\n", line);
+		return;
+	}
+	parse_line(c->run, line);
+	if (c->o->json)
+		return;
+	if (!had && c->run->header)
+		print_header(c->run, c->algo);
+	if (c->run->nrows > rows)
+		print_row(&c->run->rows[rows], c->algo);
+}
+
+static void on_stderr(const char *line, void *p)
+{
+	/* printed on every launch in a namespace, harmless (PEERS.md) */
+	if ((strstr(line, "plm:rsh:") && strstr(line, "setpgid")) || !*line)
+		return;
+	fprintf(stderr, "%s\n", line);
+}
+
+/*
+ * Runs argv (mpirun wrapped in ip netns exec / unshare) and parses its
+ * output. 0, -ETIMEDOUT, -EINTR, -EIO (mpirun failed) or -errno.
+ */
+static int run_mpirun(char *const argv[], const struct peer_opts *o,
+		      struct out_ctx *ctx)
+{
+	double deadline = now_s() + o->timeout_s;
+	char obuf[8192], ebuf[4096];
+	size_t olen = 0, elen = 0;
+	int po[2], pe[2], oopen = 1, eopen = 1, status, ret = 0, i;
+	pid_t pid;
+
+	if (pipe(po))
+		return -errno;
+	if (pipe(pe)) {
+		close(po[0]);
+		close(po[1]);
+		return -errno;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		setpgid(0, 0);
+		dup2(po[1], STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		close(po[0]);
+		close(po[1]);
+		close(pe[0]);
+		close(pe[1]);
+		execvp(argv[0], argv);
+		fprintf(stderr, "rinxctl peer: cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(po[1]);
+	close(pe[1]);
+	while (oopen || eopen) {
+		struct pollfd pfd[2];
+		int np = 0, left = (int)((deadline - now_s()) * 1000);
+
+		if (peer_stop || left <= 0) {
+			ret = peer_stop ? -EINTR : -ETIMEDOUT;
+			break;
+		}
+		if (oopen)
+			pfd[np++] = (struct pollfd){ .fd = po[0], .events = POLLIN };
+		if (eopen)
+			pfd[np++] = (struct pollfd){ .fd = pe[0], .events = POLLIN };
+		if (poll(pfd, np, left > 1000 ? 1000 : left) <= 0)
+			continue;
+		for (i = 0; i < np; i++) {
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (pfd[i].fd == po[0])
+				drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
+				      on_stdout, ctx);
+			else
+				drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
+				      on_stderr, ctx);
+		}
+	}
+	if (ret) {
+		fprintf(stderr, "rinxctl peer: %s, stopping mpirun\n",
+			ret == -EINTR ? "interrupted" : "timed out");
+		kill_group(pid);
+	}
+	close(po[0]);
+	close(pe[0]);
+	waitpid(pid, &status, 0);
+	/* leftovers of the group (orted of other namespaces) */
+	kill(-pid, SIGKILL);
+	if (!ret && !(WIFEXITED(status) && !WEXITSTATUS(status))) {
+		fprintf(stderr, "rinxctl peer: mpirun failed (%s %d)\n",
+			WIFEXITED(status) ? "exit" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) :
+					    WTERMSIG(status));
+		ret = -EIO;
+	}
+	return ret;
+}
+
+static int write_hostfile(const char *path, const struct rinx_spec *s)
+{
+	FILE *f = fopen(path, "w");
+	int r;
+
+	if (!f)
+		return -errno;
+	for (r = 0; r < s->nhosts; r++)
+		fprintf(f, "%s slots=1\n", rinx_spec_rank(s, r)->netns);
+	return fclose(f) ? -errno : 0;
+}
+
+static int peer_getopt(int argc, char **argv, struct peer_opts *o)
+{
+	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_ALGO, O_DTYPE,
+	       O_JSON, O_NOVERIFY, O_TIMEOUT, O_NOINSTALL, O_HELP };
+	static const struct option opts[] = {
+		{ "spec", required_argument, NULL, O_SPEC },
+		{ "sizes", required_argument, NULL, O_SIZES },
+		{ "size", required_argument, NULL, O_SIZES },
+		{ "iters", required_argument, NULL, O_ITERS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "algo", required_argument, NULL, O_ALGO },
+		{ "dtype", required_argument, NULL, O_DTYPE },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "no-verify", no_argument, NULL, O_NOVERIFY },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "no-install", no_argument, NULL, O_NOINSTALL },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *p;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_SPEC: o->spec = optarg; break;
+		case O_SIZES:
+			for (p = optarg; *p; p++)
+				if (!strchr("0123456789.,KkMmGgBb", *p))
+					break;
+			if (*p || !*optarg || strlen(optarg) > 400) {
+				fprintf(stderr, "rinxctl peer: bad --sizes '%s'\n",
+					optarg);
+				return -1;
+			}
+			o->sizes = optarg;
+			break;
+		case O_ITERS: o->iters = atoi(optarg); break;
+		case O_WARMUP: o->warmup = atoi(optarg); break;
+		case O_ALGO:
+			if (!strcmp(optarg, "ring"))
+				o->ring = 1;
+			else if (!strcmp(optarg, "tuned"))
+				o->ring = 0;
+			else {
+				fprintf(stderr, "rinxctl peer: --algo tuned|ring\n");
+				return -1;
+			}
+			break;
+		case O_DTYPE:
+			if (!strcmp(optarg, "float32") || !strcmp(optarg, "float"))
+				o->int32 = 0;
+			else if (!strcmp(optarg, "int32") || !strcmp(optarg, "int"))
+				o->int32 = 1;
+			else {
+				fprintf(stderr, "rinxctl peer: --dtype float32|int32\n");
+				return -1;
+			}
+			break;
+		case O_JSON: o->json = 1; break;
+		case O_NOVERIFY: o->verify = 0; break;
+		case O_TIMEOUT: o->timeout_s = atoi(optarg); break;
+		case O_NOINSTALL: o->no_install = 1; break;
+		case 'h':
+		case O_HELP:
+			printf("usage: rinxctl peer %s\n", peer_usage);
+			exit(0);
+		default:
+			fprintf(stderr, "usage: rinxctl peer %s\n", peer_usage);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "rinxctl peer: unexpected argument %s\n",
+			argv[optind]);
+		return -1;
+	}
+	if (o->iters < 1 || o->iters > 1000 || o->warmup < 0 ||
+	    o->timeout_s < 1) {
+		fprintf(stderr, "rinxctl peer: --iters 1..1000, --warmup >= 0, "
+			"--timeout >= 1\n");
+		return -1;
+	}
+	if (!o->spec) {
+		fprintf(stderr, "rinxctl peer: --spec FILE is required "
+			"(rinxctl testbed up prints one)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int peer_mpi(int argc, char **argv)
+{
+	struct peer_opts o = {
+		.sizes = "1M,16M,64M", .iters = 5, .warmup = 1, .verify = 1,
+		.timeout_s = 900,
+	};
+	char root[PATH_MAX], bindir[PATH_MAX], bench[PATH_MAX + 32];
+	char agent[PATH_MAX + 64], dir[] = "/tmp/rinx-peer-XXXXXX";
+	char hostfile[64], np[16], iters[16], warmup[16], err[256];
+	const char *algo, *ifname, *ns0;
+	struct peer_run run;
+	struct out_ctx ctx;
+	struct rinx_spec s;
+	char *av[80];
+	int a = 0, r, ret, wrong = 0;
+	double worst = 0;
+
+	if (peer_getopt(argc, argv, &o))
+		return RINX_EXIT_USAGE;
+	if (rinx_spec_load(o.spec, &s, err, sizeof(err))) {
+		fprintf(stderr, "rinxctl peer: %s\n", err);
+		return RINX_EXIT_CONFIG;
+	}
+	if (s.nhosts < 1) {
+		fprintf(stderr, "rinxctl peer: no hosts in %s\n", o.spec);
+		return RINX_EXIT_CONFIG;
+	}
+	ns0 = rinx_spec_rank(&s, 0)->netns;
+	ifname = rinx_spec_rank(&s, 0)->ifname;
+	for (r = 1; r < s.nhosts; r++)
+		if (strcmp(rinx_spec_rank(&s, r)->ifname, ifname)) {
+			fprintf(stderr, "rinxctl peer: hosts use different "
+				"interface names (%s, %s); Open MPI is given "
+				"one\n", ifname, rinx_spec_rank(&s, r)->ifname);
+			return RINX_EXIT_CONFIG;
+		}
+	if (!ns0[0]) {
+		fprintf(stderr, "rinxctl peer: host 0 has no netns in %s\n",
+			o.spec);
+		return RINX_EXIT_CONFIG;
+	}
+	if (find_tree(root, sizeof(root), bindir, sizeof(bindir))) {
+		fprintf(stderr, "rinxctl peer: cannot find the rinx source tree "
+			"(tools/peers/mpi-agent.sh) next to rinxctl or in the "
+			"current directory\n");
+		return RINX_EXIT_CONFIG;
+	}
+	signal(SIGINT, peer_sig);
+	signal(SIGTERM, peer_sig);
+	signal(SIGPIPE, SIG_IGN);
+	if (ensure_mpi(&o, root))
+		return RINX_EXIT_CONFIG;
+	if (build_bench(root, bindir, bench, sizeof(bench)))
+		return RINX_EXIT_FAIL;
+	snprintf(agent, sizeof(agent), "%s/tools/peers/mpi-agent.sh", root);
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "rinxctl peer: mkdtemp: %s\n", strerror(errno));
+		return RINX_EXIT_FAIL;
+	}
+	snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
+	ret = write_hostfile(hostfile, &s);
+	if (ret) {
+		fprintf(stderr, "rinxctl peer: %s: %s\n", hostfile,
+			strerror(-ret));
+		rmdir(dir);
+		return RINX_EXIT_FAIL;
+	}
+	algo = o.ring ? "ompi-ring" : "ompi-tuned";
+	snprintf(np, sizeof(np), "%d", s.nhosts);
+	snprintf(iters, sizeof(iters), "%d", o.iters);
+	snprintf(warmup, sizeof(warmup), "%d", o.warmup);
+
+	/* mpirun's own node is host 0: same namespace, hostname */
+	av[a++] = "ip"; av[a++] = "netns"; av[a++] = "exec";
+	av[a++] = (char *)ns0;
+	av[a++] = "unshare"; av[a++] = "--uts";
+	av[a++] = "sh"; av[a++] = "-c";
+	av[a++] = "hostname \"$0\" && exec \"$@\"";
+	av[a++] = (char *)ns0;
+	av[a++] = "mpirun"; av[a++] = "--allow-run-as-root";
+	av[a++] = "-np"; av[a++] = np;
+	av[a++] = "--hostfile"; av[a++] = hostfile;
+	av[a++] = "--bind-to"; av[a++] = "none";
+#define MCA(k, v) do { av[a++] = "--mca"; av[a++] = k; av[a++] = (char *)(v); } while (0)
+	MCA("plm_rsh_agent", agent);
+	MCA("plm_rsh_no_tree_spawn", "1");
+	MCA("pml", "ob1");
+	MCA("btl", "tcp,self");
+	MCA("btl_tcp_if_include", ifname);
+	MCA("oob_tcp_if_include", ifname);
+	MCA("mpi_yield_when_idle", "1");
+	if (o.ring) {
+		MCA("coll_tuned_use_dynamic_rules", "1");
+		MCA("coll_tuned_allreduce_algorithm", "4");
+	}
+#undef MCA
+	av[a++] = bench;
+	av[a++] = "--sizes"; av[a++] = (char *)o.sizes;
+	av[a++] = "--iters"; av[a++] = iters;
+	av[a++] = "--warmup"; av[a++] = warmup;
+	av[a++] = "--dtype"; av[a++] = o.int32 ? "int32" : "float32";
+	if (!o.verify)
+		av[a++] = "--no-verify";
+	av[a] = NULL;
+
+	memset(&run, 0, sizeof(run));
+	ctx = (struct out_ctx){ .run = &run, .o = &o, .algo = algo };
+	ret = run_mpirun(av, &o, &ctx);
+	unlink(hostfile);
+	rmdir(dir);
+
+	for (r = 0; r < run.nrows; r++) {
+		if (run.rows[r].verified == 0)
+			wrong++;
+		if (run.rows[r].worst > worst)
+			worst = run.rows[r].worst;
+	}
+	if (o.json && run.header)
+		print_json(&run, algo);
+	else if (!o.json && run.verify && run.nrows)
+		printf("# verify: %s; %s worst error %.3f of the bound\n",
+		       wrong ? "FAILED" : "every element ok", run.dtype, worst);
+	if (ret == -ETIMEDOUT)
+		return RINX_EXIT_TIMEOUT;
+	if (ret)
+		return RINX_EXIT_FAIL;
+	if (wrong) {
+		fprintf(stderr, "rinxctl peer: WRONG RESULTS\n");
+		return RINX_EXIT_WRONG;
+	}
+	if (!run.header || !run.nrows) {
+		fprintf(stderr, "rinxctl peer: mpi_bench printed no results\n");
+		return RINX_EXIT_FAIL;
+	}
+	return 0;
+}
+
+int cmd_peer(int argc, char **argv)
+{
+	if (argc < 2 || argv[1][0] == '-') {
+		if (argc >= 2 && (!strcmp(argv[1], "--help") ||
+				  !strcmp(argv[1], "-h"))) {
+			printf("usage: rinxctl peer %s\n", peer_usage);
+			return 0;
+		}
+		fprintf(stderr, "usage: rinxctl peer %s\n", peer_usage);
+		return RINX_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "mpi"))
+		return peer_mpi(argc - 1, argv + 1);
+	fprintf(stderr, "rinxctl peer: unknown peer '%s' (known: mpi)\n",
+		argv[1]);
+	return RINX_EXIT_USAGE;
+}
