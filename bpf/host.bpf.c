@@ -99,6 +99,7 @@ static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
 	int i;
 
 	/* Too large for an inlined memcpy; a bounded loop of 8-byte moves. */
+#pragma clang loop unroll_count(8)
 	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
 		d[i] = s[i];
 	r->exp = (__s16)bpf_ntohs(f->h->exp);

@@ -14,7 +14,7 @@ struct bench_opts {
 	int nsizes;
 	int iters, warmup;
 	int dtype;		/* enum rinx_dtype */
-	int verify, json;
+	int verify, json, profile;
 	int timeout_ms, inflight;
 	uint32_t job, token;
 	uint64_t seed;

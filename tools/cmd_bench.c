@@ -21,10 +21,14 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <net/if.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "tools/bench.h"
 #include "tools/cmds.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
+#include "user/testbed.h"
 
 enum { OP_PREP = 1, OP_GO, OP_CHECK, OP_QUIT };
 
@@ -39,6 +43,7 @@ struct reply_msg {
 	int wrong;		/* elements outside the bound / not exact */
 	uint64_t ns;
 	double worst;		/* largest |error| / bound seen */
+	uint64_t ns_quant, ns_dequant;	/* conversion time of this op */
 	char msg[240];
 };
 
@@ -228,15 +233,23 @@ static void child(const struct bench_opts *o, const char *spec_path,
 						gen_f32(seed, rank, i);
 			memset(recv, 0xa5, cmd.count * 4);
 			break;
-		case OP_GO:
+		case OP_GO: {
+			struct rinx_comm_stats a, b;
+
+			rinx_comm_stats(c, &a);
 			t = now_ns();
 			rep.err = rinx_allreduce(c, send, recv, cmd.count,
 						 o->dtype);
 			rep.ns = now_ns() - t;
+			rinx_comm_stats(c, &b);
+			rep.ns_quant = b.ns_quant - a.ns_quant;
+			rep.ns_dequant = b.ns_dequant - a.ns_dequant;
+		}
 			if (rep.err)
 				snprintf(rep.msg, sizeof(rep.msg), "%s",
 					 rinx_comm_error(c));
 			break;
+
 		case OP_CHECK:
 			verify(o, s->nhosts, seed, recv, cmd.count, &rep);
 			break;
@@ -266,6 +279,134 @@ static void child(const struct bench_opts *o, const char *spec_path,
 	}
 	rinx_comm_close(c);
 	_exit(1);
+}
+
+/* ---- --profile: where the time goes ----
+ * XDP program run time and run count come from the kernel's BPF run-time
+ * statistics (enabled only while the bench holds the stats fd); CPU time
+ * from /proc/stat, so it includes softirq work done on behalf of any rank. */
+struct prof_prog {
+	int fd;
+	uint64_t ns, cnt;
+};
+
+struct prof {
+	int stats_fd;
+	struct prof_prog host[RINX_MAX_NODES], sw[RINX_MAX_NODES + 1];
+	int nhost, nsw;
+	uint64_t cpu[8];	/* user nice system idle iowait irq softirq steal */
+};
+
+static int prog_fd_of_link(const char *path)
+{
+	struct bpf_link_info li = {};
+	__u32 len = sizeof(li);
+	int lfd = bpf_obj_get(path), fd = -1;
+
+	if (lfd < 0)
+		return -1;
+	if (!bpf_obj_get_info_by_fd(lfd, &li, &len))
+		fd = bpf_prog_get_fd_by_id(li.prog_id);
+	close(lfd);
+	return fd;
+}
+
+static int prog_fd_of_xdp(const char *netns, const char *ifname)
+{
+	__u32 id = 0;
+	int old, fd = -1, ifindex;
+
+	if (rinx_netns_enter(netns, &old))
+		return -1;
+	ifindex = if_nametoindex(ifname);
+	if (ifindex && !bpf_xdp_query_id(ifindex, 0, &id) && id)
+		fd = bpf_prog_get_fd_by_id(id);
+	rinx_netns_leave(old);
+	return fd;
+}
+
+static void prof_open(struct prof *p, const struct rinx_spec *s)
+{
+	char path[RINX_PATH_MAX + 16], dir[RINX_PATH_MAX], prefix[64];
+	char ns[RINX_NAME_MAX + 8], ifn[32];
+	int i, r, seen[RINX_MAX_NODES] = { 0 };
+
+	memset(p, 0, sizeof(*p));
+	p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	for (i = 0; i < s->nhosts; i++) {
+		rinx_node_pin_dir(s, &s->hosts[i], dir, sizeof(dir));
+		snprintf(path, sizeof(path), "%s/link", dir);
+		p->host[p->nhost++].fd = prog_fd_of_link(path);
+	}
+	/* testbed switches: one program per switch namespace */
+	if (rinx_testbed_spec_prefix(s, prefix, sizeof(prefix)))
+		return;
+	for (i = 0; i < s->nhosts; i++) {
+		const struct rinx_spec_host *h = &s->hosts[i];
+
+		r = h->rack;
+		if (r < 0 || r >= RINX_MAX_NODES || seen[r]++)
+			continue;
+		snprintf(ns, sizeof(ns), "%st%d", prefix, r);
+		snprintf(ifn, sizeof(ifn), "p%d", i);
+		p->sw[p->nsw++].fd = prog_fd_of_xdp(ns, ifn);
+	}
+	if (p->nsw > 1) {
+		snprintf(ns, sizeof(ns), "%ssp", prefix);
+		p->sw[p->nsw++].fd = prog_fd_of_xdp(ns, "t0");
+	}
+}
+
+static void prof_sample(struct prof *p, uint64_t *hns, uint64_t *hcnt,
+			uint64_t *sns, uint64_t *scnt, uint64_t cpu[8])
+{
+	struct bpf_prog_info pi;
+	__u32 len;
+	FILE *f;
+	int i;
+
+	*hns = *hcnt = *sns = *scnt = 0;
+	for (i = 0; i < p->nhost + p->nsw; i++) {
+		struct prof_prog *g = i < p->nhost ? &p->host[i] :
+					&p->sw[i - p->nhost];
+
+		if (g->fd < 0)
+			continue;
+		memset(&pi, 0, sizeof(pi));
+		len = sizeof(pi);
+		if (bpf_obj_get_info_by_fd(g->fd, &pi, &len))
+			continue;
+		if (i < p->nhost) {
+			*hns += pi.run_time_ns;
+			*hcnt += pi.run_cnt;
+		} else {
+			*sns += pi.run_time_ns;
+			*scnt += pi.run_cnt;
+		}
+	}
+	memset(cpu, 0, 8 * sizeof(cpu[0]));
+	f = fopen("/proc/stat", "r");
+	if (f) {
+		if (fscanf(f, "cpu %lu %lu %lu %lu %lu %lu %lu %lu", &cpu[0],
+			   &cpu[1], &cpu[2], &cpu[3], &cpu[4], &cpu[5], &cpu[6],
+			   &cpu[7]) != 8)
+			memset(cpu, 0, 8 * sizeof(cpu[0]));
+		fclose(f);
+	}
+}
+
+static void prof_close(struct prof *p)
+{
+	int i;
+
+	for (i = 0; i < p->nhost; i++)
+		if (p->host[i].fd >= 0)
+			close(p->host[i].fd);
+	for (i = 0; i < p->nsw; i++)
+		if (p->sw[i].fd >= 0)
+			close(p->sw[i].fd);
+	if (p->stats_fd >= 0)
+		close(p->stats_fd);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -372,8 +513,10 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	uint64_t times[BENCH_MAX_ITERS];
 	struct bench_opts oo = *o;
 	struct team t;
+	struct prof prof;
 	int n = s->nhosts, i, r, k, err = 0, wrong = 0, first = 1;
 	double worst = 0;
+	long hz = sysconf(_SC_CLK_TCK);
 
 	oo.max_count = 0;
 	for (k = 0; k < o->nsizes; k++)
@@ -384,6 +527,8 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		team_end(&t);
 		return err;
 	}
+	if (o->profile)
+		prof_open(&prof, s);
 	if (o->json)
 		fprintf(out, "{\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,"
 			"\"warmup\":%d,\"verify\":%s,\"results\":[", n,
@@ -399,15 +544,36 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 			"algbw", "busbw", "Melem/s", "verify");
 	for (k = 0; k < o->nsizes && !err; k++) {
 		uint64_t count = o->sizes[k] / 4, med;
+		uint64_t hns = 0, hcnt = 0, sns = 0, scnt = 0, qns = 0, dns = 0;
+		uint64_t cpu[8] = { 0 }, wall = 0;
 		double algbw, busbw;
 		int bad = 0;
 
 		for (i = -o->warmup; i < o->iters && !err; i++) {
-			uint64_t tmax = 0;
+			uint64_t tmax = 0, a[4], b[4], ca[8], cb[8], w0 = 0;
+			int c;
 
 			err = team_cmd(&t, OP_PREP, i, count, reps);
+			if (o->profile && i >= 0) {
+				prof_sample(&prof, &a[0], &a[1], &a[2], &a[3], ca);
+				w0 = now_ns();
+			}
 			if (!err)
 				err = team_cmd(&t, OP_GO, i, count, reps);
+			if (o->profile && i >= 0) {
+				wall += now_ns() - w0;
+				prof_sample(&prof, &b[0], &b[1], &b[2], &b[3], cb);
+				hns += b[0] - a[0];
+				hcnt += b[1] - a[1];
+				sns += b[2] - a[2];
+				scnt += b[3] - a[3];
+				for (c = 0; c < 8; c++)
+					cpu[c] += cb[c] - ca[c];
+				for (r = 0; r < n; r++) {
+					qns += reps[r].ns_quant;
+					dns += reps[r].ns_dequant;
+				}
+			}
 			for (r = 0; r < n; r++) {
 				if (reps[r].err && !err)
 					err = reps[r].err;
@@ -464,6 +630,38 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 				med / 1e3, times[o->iters - 1] / 1e3, algbw,
 				busbw, count * 1e3 / med,
 				!o->verify ? "-" : bad ? "WRONG" : "ok");
+		if (o->profile && !o->json) {
+			double nblk = (double)((count + RINX_BLOCK_VALUES - 1) /
+					       RINX_BLOCK_VALUES) * o->iters;
+			double tot = 0;
+			int c;
+
+			for (c = 0; c < 8; c++)
+				tot += cpu[c];
+			fprintf(out, "#   profile: XDP host %.1f runs/block %.0f ns/run"
+				", switch %.1f runs/block %.0f ns/run; float "
+				"conversion %.2f+%.2f ns/element/rank\n",
+				hcnt / nblk, hcnt ? (double)hns / hcnt : 0,
+				scnt / nblk, scnt ? (double)sns / scnt : 0,
+				(double)qns / n / (count * (double)o->iters),
+				(double)dns / n / (count * (double)o->iters));
+			if (tot > 0 && hz > 0)
+				fprintf(out, "#   cpu: %.2f of %ld cores busy (user "
+					"%.0f%%, system %.0f%%, softirq %.0f%%); "
+					"all-core cpu-ms per op: XDP host %.1f, "
+					"switch %.1f, conversion %.1f, total %.1f\n",
+					(tot - cpu[3] - cpu[4]) / tot *
+						sysconf(_SC_NPROCESSORS_ONLN),
+					sysconf(_SC_NPROCESSORS_ONLN),
+					100.0 * (cpu[0] + cpu[1]) / tot,
+					100.0 * cpu[2] / tot,
+					100.0 * cpu[6] / tot,
+					hns / 1e6 / o->iters, sns / 1e6 / o->iters,
+					(qns + dns) / 1e6 / o->iters,
+					(tot - cpu[3] - cpu[4]) * 1e3 / hz /
+						o->iters);
+			(void)wall;
+		}
 		fflush(out);
 		first = 0;
 	}
@@ -473,6 +671,8 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		fprintf(out, "# verify: %s; float32 worst error %.3f of the "
 			"bound\n", wrong ? "FAILED" : "every element ok",
 			worst);
+	if (o->profile)
+		prof_close(&prof);
 	team_end(&t);
 	if (err)
 		return err;
@@ -541,6 +741,8 @@ static const char bench_usage[] =
 "  --dtype T        float32 (default) or int32\n"
 "  --verify         check every element against an independent reference\n"
 "  --json           one JSON object instead of the table\n"
+"  --profile        after each size: XDP runs per block and ns per run (kernel\n"
+"                   BPF statistics), conversion ns per element, CPU use\n"
 "  --timeout MS     per allreduce (default 10000)\n"
 "  --inflight N     blocks in flight per origin (default 64)\n"
 "  --job ID         job id (default random)\n"
@@ -558,6 +760,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "dtype", required_argument, NULL, 'd' },
 		{ "verify", no_argument, NULL, 'V' },
+		{ "profile", no_argument, NULL, 'P' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "inflight", required_argument, NULL, 'f' },
@@ -569,7 +772,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:S:i:w:d:Vjt:f:J:H:m:h", opts,
+	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPjt:f:J:H:m:h", opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's': *spec = optarg; break;
@@ -594,6 +797,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 			}
 			break;
 		case 'V': o->verify = 1; break;
+		case 'P': o->profile = 1; break;
 		case 'j': o->json = 1; break;
 		case 't': o->timeout_ms = atoi(optarg); break;
 		case 'f': o->inflight = atoi(optarg); break;

@@ -22,7 +22,7 @@ struct rinx_req;
 
 enum rinx_dtype {
 	RINX_INT32 = 1,		/* exact, wraps on overflow like int32_t */
-	RINX_FLOAT32 = 2,	/* fixed point per block, see rinx(7) */
+	RINX_FLOAT32 = 2,	/* fixed point per block, see docs/rinx.md */
 };
 
 struct rinx_comm_opts {
@@ -80,7 +80,7 @@ int rinx_test(struct rinx_req *req);
 int rinx_wait(struct rinx_req *req, int timeout_ms);
 void rinx_cancel(struct rinx_req *req);
 
-/* Error bound of RINX_FLOAT32 results, see rinx(7): for every element,
+/* Error bound of RINX_FLOAT32 results, see docs/rinx.md: for every element,
  * |result - exact| <= rinx_f32_bound(n, amax) where amax is the largest
  * |input| of that element's block on any rank. */
 double rinx_f32_bound(int nranks, double amax);

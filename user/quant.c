@@ -9,7 +9,7 @@
  * applied per rank and per block). Hops align exponents by a rounded right
  * shift of the operand with the smaller exponent, which keeps the bound.
  *
- * Error (rinx(7)): with E the largest block exponent over the ranks and amax
+ * Error (docs/rinx.md): with E the largest block exponent over the ranks and amax
  * the largest |input| of the block over the ranks (2^(E-1) <= amax < 2^E):
  * n roundings of the contributions and at most n-1 alignment roundings,
  * each <= 2^(E-qbits)/2, then one float rounding of the result:
@@ -39,13 +39,13 @@ RINX_API double rinx_f32_bound(int n, double amax)
 		       (n + 1) * ldexp(1.0, -24));
 }
 
-void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
-		      int qbits)
+/* The hot loops, built for AVX2 where the CPU has it. */
+#define HOT __attribute__((target_clones("avx2", "default")))
+
+HOT static uint32_t absmax_bits(const float *x, int count)
 {
 	uint32_t maxbits = 0, b;
-	double scale;
-	int i, e;
-	uint8_t flags = 0;
+	int i;
 
 	/* The magnitude order of finite floats is the order of their bits
 	 * without the sign; an integer max vectorizes, fabsf max does not. */
@@ -54,6 +54,33 @@ void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
 		b &= 0x7fffffff;
 		maxbits = b > maxbits ? b : maxbits;
 	}
+	return maxbits;
+}
+
+HOT static void quant_f(int32_t *q, const float *x, int count, float scale)
+{
+	int i;
+
+	for (i = 0; i < count; i++)
+		q[i] = (int32_t)lrintf(x[i] * scale);
+}
+
+HOT static void dequant_f(float *x, const int32_t *q, int count, float scale)
+{
+	int i;
+
+	for (i = 0; i < count; i++)
+		x[i] = (float)q[i] * scale;
+}
+
+void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
+		      int qbits)
+{
+	uint32_t maxbits = absmax_bits(x, count);
+	double scale;
+	int i, e;
+	uint8_t flags = 0;
+
 	if (maxbits >= 0x7f800000) {
 		float m = 0;
 
@@ -84,9 +111,12 @@ void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
 		frexpf(m, &e);	/* m < 2^e */
 	}
 	s->exp = e;
-	/* double keeps the power-of-two scale exact for subnormal blocks */
 	scale = ldexp(1.0, qbits - e);
-	if (!flags) {
+	if (!flags && qbits - e <= 127) {
+		/* x * 2^k is exact in float while 2^k is a normal float */
+		quant_f(s->v, x, count, (float)scale);
+	} else if (!flags) {
+		/* tiny blocks: 2^k only fits a double */
 		for (i = 0; i < count; i++)
 			s->v[i] = (int32_t)lrint((double)x[i] * scale);
 	} else {
@@ -125,6 +155,11 @@ void rinx_dequant_block(const struct rinx_slot *s, float *x, int count,
 		return;
 	}
 	scale = ldexp(1.0, s->exp - qbits);
+	if (s->exp - qbits >= -126) {
+		/* one rounding (int -> float); the power of two is exact */
+		dequant_f(x, s->v, count, (float)scale);
+		return;
+	}
 	for (i = 0; i < count; i++)
 		x[i] = (float)((double)s->v[i] * scale);
 }
