@@ -744,7 +744,7 @@ static const char bench_usage[] =
 "  --profile        after each size: XDP runs per block and ns per run (kernel\n"
 "                   BPF statistics), conversion ns per element, CPU use\n"
 "  --timeout MS     per allreduce (default 10000)\n"
-"  --inflight N     blocks in flight per origin (default 64)\n"
+"  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
 "  --job ID         job id (default random)\n"
 "output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
 "busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median";

@@ -199,8 +199,16 @@ static int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 		cerr(c, err, "cannot create AF_XDP umem: %s", strerror(-err));
 		goto fail;
 	}
-	err = xsk_socket__create(&x->xsk, ifname, 0, x->umem, &x->rx, &x->tx,
-				 &scfg);
+	/* The kernel unbinds a closed socket from its queue in a work item:
+	 * right after another process on this host closed its communicator
+	 * the queue can still be busy for a moment. */
+	for (i = 0;; i++) {
+		err = xsk_socket__create(&x->xsk, ifname, 0, x->umem, &x->rx,
+					 &x->tx, &scfg);
+		if (err != -EBUSY || i >= 200)
+			break;
+		usleep(10000);
+	}
 	if (err) {
 		cerr(c, err, "cannot create AF_XDP socket on %s queue 0: %s",
 		     ifname, strerror(-err));
@@ -671,7 +679,11 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	c->token = o->token;
 	c->qbits = rinx_qbits(c->n);
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
-	c->inflight = o->inflight > 0 ? o->inflight : 64;
+	/* Default: all origins together keep at most ~128 frames in flight,
+	 * half of a veth ring (256 frames): without retransmission a ring
+	 * overflow on the way would cost a timeout. */
+	c->inflight = o->inflight > 0 ? o->inflight :
+		      c->n >= 16 ? 8 : 128 / c->n > 64 ? 64 : 128 / c->n;
 	if (c->inflight > NUM_FRAMES / 4)
 		c->inflight = NUM_FRAMES / 4;
 

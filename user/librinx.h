@@ -33,7 +33,8 @@ struct rinx_comm_opts {
 	uint32_t job;		/* job id, the same on every rank, != 0 */
 	uint32_t token;		/* job secret, the same on every rank */
 	int timeout_ms;		/* per allreduce; 0 = 10000 */
-	int inflight;		/* blocks in flight per origin; 0 = 64 */
+	int inflight;		/* blocks in flight per origin; 0 = 128/n
+				   (8..64) */
 };
 
 struct rinx_comm_stats {
