@@ -1,0 +1,193 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# End to end: verified allreduce (`rinxctl bench --verify`) on testbeds of
+# 2, 3, 4 and 8 hosts, 8 hosts also as 2 racks x 4 (blocks cross the spine),
+# and 3 hosts in generic XDP mode; float32 (within rinx_f32_bound) and int32
+# (bit-exact), sizes 1 element, 7 elements, one block (768 elements), one
+# block + 1, 1 MiB, and 64 MiB on 4 hosts and on 2 racks x 4.
+#
+#   one rack (<C> = a..f: one testbed per case)    two racks (case e)
+#
+#            <P><C>t0  ToR: rinx_switch                  <P>esp
+#          p0 / ... \ pN-1                           t0 /      \ t1
+#        eth0        eth0                           <P>et0     <P>et1
+#    <P><C>h0 ...  <P><C>hN-1                      p0..p3      p4..p7
+#    hosts: rinx host program on eth0,             <P>eh0..h3  <P>eh4..h7
+#    one trainer per host (forked by bench)
+#
+#   selftests/test_allreduce.sh [builddir]
+#
+# After the runs of a testbed every drop_* and aborted counter of every
+# host program and every switch drop counter must be 0. TAP output. Exit 0
+# pass, 1 fail, 4 skip (reason printed).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-${RINX_BUILD:-$here/../build}}
+rinxctl=$build/rinxctl
+P=rxE$$			# unique: runs can overlap; + one letter per case
+TIMEOUT_MS=20000	# per allreduce: a lost frame ends in bounded time
+BENCH_LIMIT=420		# seconds for one bench run, whatever happens
+SMALL=4,28,3072,3076,1048576
+LARGE=$SMALL,67108864
+n=0
+fail=0
+used=()
+
+ok() {	# ok COND-EXIT-STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fail=$((fail + 1))
+	fi
+}
+
+diag() { sed 's/^/# /'; }
+
+ours() {	# namespaces of testbed $1, one per line
+	ip netns list 2>/dev/null | awk '{print $1}' |
+		grep -E "^${1}(h[0-9]+|t[0-9]+|sp)\$"
+}
+
+cleanup() {
+	local p ns
+
+	for p in "${used[@]}"; do
+		"$rinxctl" testbed down "$p" >/dev/null 2>&1
+		for ns in $(ours "$p"); do
+			ip netns del "$ns" 2>/dev/null
+		done
+	done
+}
+
+# check_bench OUT SIZES: every size has a line whose verify column is "ok"
+# and the summary says every element is ok. Prints what is wrong.
+check_bench() {
+	local out=$1 sizes=$2 s line bad=0
+
+	for s in ${sizes//,/ }; do
+		line=$(echo "$out" | awk -v s="$s" \
+			'$1 == s && $2 == s / 4 { print $NF }')
+		if [ "$line" != ok ]; then
+			echo "size $s: verify column '${line:-missing}'"
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+# check_counters SPEC PREFIX: no drop and no abort on any host or switch.
+check_counters() {
+	local spec=$1 p=$2 hosts=$3 json show bad=0 nonzero cnt
+
+	json=$("$rinxctl" stats --spec "$spec" --json 2>&1) || {
+		echo "rinxctl stats failed: $json"
+		return 1
+	}
+	cnt=$(echo "$json" | grep -o '"aborted":[0-9]*' | wc -l)
+	if [ "$cnt" != "$hosts" ]; then
+		echo "stats --json lists $cnt hosts, want $hosts: $json"
+		bad=1
+	fi
+	nonzero=$(echo "$json" | grep -oE '"(node|drop_[a-z_]+|aborted)":"?[^,}]*' |
+		awk -F: '/"node"/ { node = $2; next } $2 != 0 { print node, $0 }')
+	if [ -n "$nonzero" ] || ! echo "$json" | grep -q '"drop_stale":0'; then
+		echo "host drops: ${nonzero:-no drop_stale field}"
+		bad=1
+	fi
+	show=$("$rinxctl" testbed show "$p" 2>&1)
+	nonzero=$(echo "$show" | grep -oE '^ *[^ ]+ +(tor|spine) |drop_[a-z_]+=[0-9]+' |
+		awk '/ (tor|spine) $/ { sw = $1; next } !/=0$/ { print sw, $0 }')
+	if [ -n "$nonzero" ] || ! echo "$show" | grep -q 'drop_hairpin='; then
+		echo "switch drops: ${nonzero:-no switch counters}"
+		echo "$show"
+		bad=1
+	fi
+	return $bad
+}
+
+# run_case LETTER MODE RACKS PER-RACK SIZES
+run_case() {
+	local p=$P$1 mode=$2 racks=$3 per=$4 sizes=$5 hosts=$(($3 * $4))
+	local name="$hosts hosts ($racks x $per, $mode)" spec out rc dt t0 msg
+
+	spec=/run/rinx-testbed/$p.spec
+	used+=("$p")
+	echo "# $name, prefix $p, sizes $sizes"
+	out=$("$rinxctl" testbed up --prefix "$p" --racks "$racks" \
+		--per-rack "$per" --mode "$mode" 2>&1)
+	rc=$?
+	ok $rc "$name: testbed up"
+	if [ $rc -ne 0 ]; then
+		echo "$out" | diag
+		# keep the plan: the 8 results of this case fail
+		for dt in float32 int32; do
+			for msg in "exit status" "every size verified" \
+				   "summary line"; do
+				ok 1 "$name: $dt: $msg (no testbed)"
+			done
+		done
+		ok 1 "$name: no drops (no testbed)"
+		"$rinxctl" testbed down "$p" >/dev/null 2>&1
+		[ -z "$(ours "$p")" ]
+		ok $? "$name: testbed down, no namespace left"
+		return
+	fi
+	for dt in float32 int32; do
+		t0=$SECONDS
+		out=$(timeout -k 5 $BENCH_LIMIT "$rinxctl" bench --spec "$spec" \
+			--verify --iters 2 --warmup 0 --dtype $dt \
+			--sizes "$sizes" --timeout $TIMEOUT_MS 2>&1)
+		rc=$?
+		echo "$out" | diag
+		echo "# ($((SECONDS - t0)) s)"
+		ok $rc "$name: $dt: bench --verify exit status ($rc)"
+		msg=$(check_bench "$out" "$sizes")
+		ok $? "$name: $dt: every size verified ok"
+		[ -n "$msg" ] && echo "$msg" | diag
+		echo "$out" | grep -q '^# verify: every element ok;'
+		ok $? "$name: $dt: summary says every element ok"
+	done
+	msg=$(check_counters "$spec" "$p" "$hosts")
+	ok $? "$name: no drop or abort counted by host programs or switches"
+	[ -n "$msg" ] && echo "$msg" | diag
+	"$rinxctl" testbed down "$p" 2>&1 | diag
+	rc=${PIPESTATUS[0]}
+	[ $rc -eq 0 ] && [ -z "$(ours "$p")" ] && [ ! -e "$spec" ]
+	ok $? "$name: testbed down, no namespace or spec left"
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "1..0 # SKIP needs root (namespaces, XDP)"
+	exit 4
+fi
+for tool in ip timeout awk; do
+	if ! command -v $tool >/dev/null; then
+		echo "1..0 # SKIP $tool not installed"
+		exit 4
+	fi
+done
+if [ ! -x "$rinxctl" ]; then
+	echo "1..0 # SKIP $rinxctl not built (make)"
+	exit 4
+fi
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+echo "1..54"
+run_case a native 1 2 "$SMALL"
+run_case b native 1 3 "$SMALL"
+run_case c native 1 4 "$LARGE"
+run_case d native 1 8 "$SMALL"
+run_case e native 2 4 "$LARGE"
+run_case f generic 1 3 "$SMALL"
+
+if [ $fail -ne 0 ]; then
+	echo "# $fail of $n failed"
+	exit 1
+fi
+exit 0
