@@ -9,7 +9,7 @@
  * cannot finish (share not written yet, next round, size disagreement) goes
  * to the trainer's AF_XDP socket; everything else that is not rinx passes.
  */
-#include "bpf/fixed.bpf.h"
+#include "bpf/agg.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -36,7 +36,7 @@ struct {
 /* (slot, class, type) -> what this node does (the plan). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_CLASSES * 2);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_CLASSES * RINX_HOP_TYPES);
 	__type(key, __u32);
 	__type(value, struct rinx_hop);
 } hops SEC(".maps");
@@ -58,6 +58,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rinx_slot);
 } result SEC(".maps");
+
+/* (slot, block) -> aggregator slot; sized for the whole window only on a
+ * rack's agent host (software INA), one entry elsewhere. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rinx_agg);
+} aggs SEC(".maps");
 
 /* rx queue -> trainer's AF_XDP socket (slow path). */
 struct {
@@ -126,14 +135,20 @@ static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
 	if (!self || !next || job->self >= RINX_MAX_NODES ||
 	    to >= RINX_MAX_NODES)
 		return count(RINX_STAT_ABORTED, XDP_ABORTED);
-	__builtin_memcpy(f->eth->h_dest, next->mac, ETH_ALEN);
-	__builtin_memcpy(f->eth->h_source, self->mac, ETH_ALEN);
-	f->ip->saddr = self->ip;
-	f->ip->daddr = next->ip;
-	rinx_csum_ip(f->ip);
-	f->udp->check = 0;
-	f->h->sender = bpf_htons(job->self);
+	rinx_readdress(f, self, next, job->self);
 	return XDP_TX;
+}
+
+/* Agent host: a complete slot or an arriving gather leaves for the rack's
+ * group (and on to the next member unless `to` is this node). */
+static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
+				    __u32 slot, __u16 to, __u8 rack)
+{
+	int ret = forward(f, job, slot, to);
+
+	if (ret == XDP_TX)
+		rinx_to_group(f, rack, to != job->self);
+	return ret;
 }
 
 SEC("xdp")
@@ -144,9 +159,10 @@ int rinx_host(struct xdp_md *ctx)
 	struct rinx_hop *hop;
 	struct rinx_node *from;
 	struct rinx_slot *sh, *res;
-	__u32 jid, epoch, block, nblocks, klass, k, idx, type;
+	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender;
+	struct rinx_agg *a;
 	__u16 cnt;
-	int ret;
+	int ret, agg, reset;
 
 	ret = rinx_parse(ctx, rinx_port_be, &f);
 	if (ret == RINX_P_OTHER)
@@ -158,7 +174,8 @@ int rinx_host(struct xdp_md *ctx)
 		return count(RINX_STAT_DROP_VERSION, XDP_DROP);
 
 	type = f.h->type;
-	if (type != RINX_T_REDUCE && type != RINX_T_GATHER)
+	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
+	    type != RINX_T_CONTRIB)
 		return count(RINX_STAT_DROP_TYPE, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
@@ -184,17 +201,36 @@ int rinx_host(struct xdp_md *ctx)
 		return count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (hop->action == RINX_A_NONE)
 		return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
-	if (hop->from >= RINX_MAX_NODES)
-		return count(RINX_STAT_ABORTED, XDP_ABORTED);
-	k = job->slot * RINX_MAX_NODES + hop->from;
+	agg = hop->action >= RINX_A_AGG_FWD;
+	/* a contribution comes from any worker of the aggregator's rack: its
+	 * node entry names the rack and its bit; anything else from `from` */
+	sender = type == RINX_T_CONTRIB ? bpf_ntohs(f.h->sender) : hop->from;
+	if (sender >= RINX_MAX_NODES ||
+	    (type == RINX_T_CONTRIB) != (hop->action == RINX_A_AGG_FWD ||
+					 hop->action == RINX_A_AGG_FINISH))
+		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+	k = job->slot * RINX_MAX_NODES + sender;
 	from = bpf_map_lookup_elem(&nodes, &k);
 	if (!from)
 		return count(RINX_STAT_ABORTED, XDP_ABORTED);
-	if (bpf_ntohs(f.h->sender) != hop->from || f.h->step != hop->step ||
-	    f.ip->saddr != from->ip)
-		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+	if (type == RINX_T_CONTRIB) {
+		bit = from->bit;
+		if (from->rack != hop->rack || bit >= RINX_MAX_RACK_WORKERS ||
+		    !(hop->mask & (1U << bit)) || f.h->step != 0 ||
+		    f.ip->saddr != from->ip)
+			return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+	} else {
+		bit = RINX_PARTIAL_BIT;
+		if (bpf_ntohs(f.h->sender) != hop->from ||
+		    f.h->step != hop->step || f.ip->saddr != from->ip)
+			return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+	}
 
 	if (epoch != job->epoch) {
+		/* an aggregator takes the next round's contributions before
+		 * its own trainer gets there: the slot keeps rounds apart */
+		if (epoch == job->epoch + 1 && agg && type != RINX_T_GATHER)
+			goto sized;
 		if (epoch == job->epoch + 1)
 			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
 		return count(RINX_STAT_DROP_STALE, XDP_DROP);
@@ -205,7 +241,7 @@ int rinx_host(struct xdp_md *ctx)
 	if (nblocks != job->nblocks || bpf_ntohs(f.h->dtype) != job->dtype ||
 	    cnt != (block == nblocks - 1 ? job->last_count : RINX_BLOCK_VALUES))
 		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
-
+sized:
 	idx = job->slot * rinx_window + block;
 	switch (hop->action) {
 	case RINX_A_ADD_FWD:
@@ -245,6 +281,46 @@ int rinx_host(struct xdp_md *ctx)
 		f.h->step++;
 		ret = forward(&f, job, job->slot, hop->to);
 		return ret == XDP_TX ? count(RINX_STAT_GATHER_FWD, ret) : ret;
+	case RINX_A_AGG_FWD:
+	case RINX_A_AGG_FINISH:
+		a = bpf_map_lookup_elem(&aggs, &idx);
+		if (!a)
+			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		ret = rinx_agg_add(a, &f, epoch, bit, hop->mask, &reset);
+		if (reset)
+			count(RINX_STAT_AGG_RESET, 0);
+		if (ret == RINX_AGG_DUP)
+			return count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
+		if (ret == RINX_AGG_STALE)
+			return count(RINX_STAT_DROP_AGG_STALE, XDP_DROP);
+		if (ret == RINX_AGG_CONSUMED)
+			return count(RINX_STAT_AGG_ADD, XDP_DROP);
+		f.h->step = hop->out_step;
+		if (hop->action == RINX_A_AGG_FWD) {
+			f.h->type = RINX_T_REDUCE;
+			ret = forward(&f, job, job->slot, hop->to);
+			return ret == XDP_TX ? count(RINX_STAT_AGG_DONE, ret) :
+					       ret;
+		}
+		/* the agent is one of the rack's workers: it keeps the sum */
+		res = bpf_map_lookup_elem(&result, &idx);
+		if (!res)
+			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		f.h->type = RINX_T_GATHER;
+		store(res, &f, epoch);
+		ret = to_group(&f, job, job->slot, hop->to, hop->rack);
+		return ret == XDP_TX ? count(RINX_STAT_AGG_DONE, ret) : ret;
+	case RINX_A_MCAST_FWD:
+	case RINX_A_MCAST_END:
+		res = bpf_map_lookup_elem(&result, &idx);
+		if (!res)
+			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		store(res, &f, epoch);
+		f.h->step = hop->out_step;
+		ret = to_group(&f, job, job->slot,
+			       hop->action == RINX_A_MCAST_FWD ? hop->to :
+			       job->self, hop->rack);
+		return ret == XDP_TX ? count(RINX_STAT_AGG_MCAST, ret) : ret;
 	}
 	return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 }

@@ -529,7 +529,8 @@ static struct pred host_model(const __u8 *b, int len)
 		return p;
 	}
 	type = b[H_TYPE];
-	if (type != RINX_T_REDUCE && type != RINX_T_GATHER) {
+	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
+	    type != RINX_T_CONTRIB) {
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
@@ -552,7 +553,9 @@ static struct pred host_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_BOUNDS;
 		return p;
 	}
-	h = plan(j, klass, (int)type);
+	/* this node aggregates nothing: no contribution has a route */
+	h = type == RINX_T_CONTRIB ? (struct rinx_hop){ 0 } :
+				     plan(j, klass, (int)type);
 	if (h.action == RINX_A_NONE) {
 		p.stat = RINX_STAT_DROP_NO_ROUTE;
 		return p;

@@ -473,7 +473,8 @@ static int put_hop(__u32 slot, __u32 klass, __u32 type,
 
 static int setup_maps(void)
 {
-	const struct rinx_hop junk = { RINX_A_ADD_FWD, 77, 3, 0, 0 };
+	const struct rinx_hop junk = { .action = RINX_A_ADD_FWD, .step = 77,
+					 .from = 3 };
 	bool used[NSLOTS] = {};
 	struct rinx_slot *s;
 	__u32 k, slot, id, c;
@@ -781,8 +782,11 @@ static const struct tcase cases[] = {
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_VERSION) },
 	{ "bad type 0", .type = R, .block = 0, .tw = TW_TYPE, .tv = 0,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
-	{ "bad type 3", .type = R, .block = 0, .tw = TW_TYPE, .tv = 3,
+	{ "bad type 4", .type = R, .block = 0, .tw = TW_TYPE, .tv = 4,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
+	{ "contribution to a host that aggregates nothing", .type = R,
+	  .block = 0, .tw = TW_TYPE, .tv = RINX_T_CONTRIB, .ret = XDP_DROP,
+	  .ex = EX_ANY, .st = RXD(DROP_NO_ROUTE) },
 	{ "bad type 255", .type = R, .block = 0, .tw = TW_TYPE, .tv = 255,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
 	{ "unknown job", .type = R, .block = 0, .tw = TW_JOB,
@@ -858,8 +862,8 @@ static const struct tcase cases[] = {
 	  .st = RXD(DROP_STALE) },
 	/* broken plan entries */
 	{ "hop 'from' outside the node table", .type = R, .block = 0,
-	  .tw = TW_HOP_FROM, .tv = 1000, .ret = XDP_ABORTED, .ex = EX_ANY,
-	  .st = RXD(ABORTED) },
+	  .tw = TW_HOP_FROM, .tv = 1000, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_SENDER) },
 	{ "hop 'to' outside the node table (ADD_FWD)", .type = R,
 	  .block = 0, .tw = TW_HOP_TO, .tv = 1000, .ret = XDP_ABORTED,
 	  .ex = EX_ANY, .st = RXD(ABORTED) },

@@ -198,6 +198,16 @@ int cmd_plan(int argc, char **argv)
 			RINX_MAX_NODES);
 		return RINX_EXIT_USAGE;
 	}
-	rinx_plan_ring_print(stdout, n);
+	if (a.spec)
+		rinx_plan_print(stdout, &s);
+	else {
+		rinx_spec_init(&s);
+		s.nhosts = n;
+		for (ret = 0; ret < n; ret++) {
+			snprintf(s.hosts[ret].name, sizeof(s.hosts[ret].name), "h%d", ret);
+			s.hosts[ret].rank = ret;
+		}
+		rinx_plan_print(stdout, &s);
+	}
 	return 0;
 }

@@ -17,6 +17,7 @@
 #define RINX_UAPI_H
 
 #include <linux/types.h>
+#include <linux/bpf.h>	/* struct bpf_spin_lock */
 
 #define RINX_MAGIC		0x52494e58	/* "RINX" */
 #define RINX_VERSION		1
@@ -38,6 +39,7 @@
 enum rinx_type {
 	RINX_T_REDUCE = 1,	/* partial sum on the reduce path */
 	RINX_T_GATHER = 2,	/* finished block on the broadcast path */
+	RINX_T_CONTRIB = 3,	/* a rack worker's share, to its aggregator */
 	RINX_T_MAX,
 };
 
@@ -94,9 +96,15 @@ struct rinx_slot {
 /* Node table entry: where a node of the job is reached. */
 struct rinx_node {
 	__u8 mac[6];
-	__u8 resv[2];
+	__u8 bit;	/* contributor bit at its rack's aggregator (< 31) */
+	__u8 rack;	/* rack index in the job (RINX_NO_RACK: none) */
 	__be32 ip;
 };
+
+#define RINX_NO_RACK		0xff
+/* Contributor bit of the partial sum arriving from the previous member. */
+#define RINX_PARTIAL_BIT	31
+#define RINX_MAX_RACK_WORKERS	31
 
 /* Per-job state, keyed by job id (hash map). Written by the library. */
 struct rinx_job {
@@ -119,21 +127,52 @@ enum rinx_action {
 	RINX_A_ADD_FINISH,	/* add local share, store result, start gather */
 	RINX_A_STORE_FWD,	/* store result, forward to next */
 	RINX_A_STORE_END,	/* store result, end of the path here */
+	/* aggregator (INA ToR, or an agent host for its rack) */
+	RINX_A_AGG_FWD,		/* into the slot; complete: reduce to next */
+	RINX_A_AGG_FINISH,	/* into the slot; complete: gather to the rack
+				 * (and on to next unless to == self) */
+	RINX_A_MCAST_FWD,	/* gather: into the rack and on to next */
+	RINX_A_MCAST_END,	/* gather: into the rack only */
 	RINX_A_MAX,
 };
 
 /* Hop table entry: what this node does with (class, type).
- * Index: (slot * RINX_MAX_CLASSES + class) * 2 + (type - 1). */
+ * Index: (slot * RINX_MAX_CLASSES + class) * 3 + (type - 1). */
 struct rinx_hop {
 	__u8 action;	/* enum rinx_action */
 	__u8 step;	/* step the frame must carry when it arrives */
-	__u16 from;	/* node id the frame must come from */
+	__u16 from;	/* node id the frame must come from (not CONTRIB) */
 	__u16 to;	/* next node id (forwarding actions) */
-	__u16 resv;
+	__u8 out_step;	/* aggregator: step of the frame it sends */
+	__u8 rack;	/* aggregator: its rack index (CONTRIB senders) */
+	__u32 mask;	/* aggregator: contributor bits that complete a slot */
 };
 
+#define RINX_HOP_TYPES	3
 #define RINX_HOP_INDEX(slot, klass, type) \
-	(((slot) * RINX_MAX_CLASSES + (klass)) * 2 + ((type) - 1))
+	(((slot) * RINX_MAX_CLASSES + (klass)) * RINX_HOP_TYPES + ((type) - 1))
+
+/* Aggregator slot: one block of one job at an INA ToR or agent host.
+ * Index: slot * window + block. The lock serializes contributors that
+ * arrive on several CPUs at once. */
+struct rinx_agg {
+	struct bpf_spin_lock lock;
+	__u32 epoch;	/* round the slot holds */
+	__u32 seen;	/* contributor bits added so far */
+	__s16 exp;
+	__u8 flags;
+	__u8 done;	/* seen == mask: the sum has left */
+	__u32 resv[2];
+	__s32 v[RINX_BLOCK_VALUES];
+};
+
+/* Group addresses of a rack's gather multicast: frames to these MACs are
+ * flooded by the rack's ToR to its host ports (..:00) or to its host ports
+ * and its uplink (..:01), where the uplink copy gets the MAC of its IP
+ * destination. Locally administered multicast: 03:72:78:<rack>:00:0x. */
+#define RINX_GROUP_MAC0		0x03
+#define RINX_GROUP_MAC1		0x72
+#define RINX_GROUP_MAC2		0x78
 
 /* Per-CPU counters of the host program. */
 enum rinx_stat {
@@ -157,6 +196,13 @@ enum rinx_stat {
 	RINX_STAT_DROP_NO_ROUTE,/* no hop entry for (class, type) */
 	RINX_STAT_DROP_NO_XSK,	/* slow path wanted but no socket bound */
 	RINX_STAT_ABORTED,	/* internal error (map lookup failed) */
+	RINX_STAT_AGG_ADD,	/* contribution added, slot not complete */
+	RINX_STAT_AGG_DONE,	/* contribution completed a slot, sum sent */
+	RINX_STAT_AGG_MCAST,	/* gather sent into the rack */
+	RINX_STAT_DROP_AGG_DUP,	/* contributor already in the slot */
+	RINX_STAT_DROP_AGG_STALE, /* contribution for an older round */
+	RINX_STAT_AGG_RESET,	/* slot taken over by a newer round before
+				 * it completed (a contribution was lost) */
 	RINX_STAT_MAX,
 };
 
@@ -167,6 +213,14 @@ enum rinx_sw_stat {
 	RINX_SW_DROP_SHORT,	/* shorter than an Ethernet header */
 	RINX_SW_DROP_NO_PORT,	/* known MAC but port missing from devmap */
 	RINX_SW_DROP_HAIRPIN,	/* destination is the ingress port */
+	RINX_SW_INA_FWD,	/* aggregator output redirected to its MAC */
+	RINX_SW_INA_GROUP,	/* aggregator output to the rack's group */
+	RINX_SW_INA_DROP,	/* taken by the aggregator: consumed or
+				 * dropped (its own counters say which) */
+	RINX_SW_INA_ABORTED,	/* aggregator internal error */
+	RINX_SW_GROUP,		/* a host's frame to its rack's group */
+	RINX_SW_HAIRPIN_SELF,	/* self-addressed: back out the ingress */
+	RINX_SW_DROP_NO_NEIGH,	/* group copy to the uplink: IP unknown */
 	RINX_SW_STAT_MAX,
 };
 
@@ -185,7 +239,9 @@ _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
 _Static_assert(sizeof(struct rinx_job) == 32, "job");
-_Static_assert(sizeof(struct rinx_hop) == 8, "hop");
+_Static_assert(sizeof(struct rinx_hop) == 12, "hop");
+_Static_assert(sizeof(struct rinx_agg) == 24 + RINX_BLOCK_BYTES, "agg");
+_Static_assert(__builtin_offsetof(struct rinx_agg, v) == 24, "agg.v");
 _Static_assert(sizeof(struct rinx_sw_port) == 8, "sw port");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "payload is little-endian on the wire");

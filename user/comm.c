@@ -85,6 +85,8 @@ struct rinx_comm {
 	int qbits;
 	int timeout_ms, inflight;
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
+	int fd_aggs;		/* agent host: its aggregator slots */
+	int tor_jobs_fd;	/* agent of an INA ToR: the ToR's job table */
 	struct rinx_slot *share, *result;
 	size_t map_bytes;
 	struct xctx *x;
@@ -431,7 +433,8 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		return SP_DROP;
 	}
 	if (klass >= (__u32)c->plan.nclasses || type < RINX_T_REDUCE ||
-	    type > RINX_T_GATHER)
+	    type > RINX_T_GATHER || c->plan.hops[klass][type - 1].action >=
+	    RINX_A_AGG_FWD)
 		return SP_DROP;
 	hop = &c->plan.hops[klass][type - 1];
 	if (hop->action == RINX_A_NONE || ntohs(f.h->sender) != hop->from ||
@@ -565,11 +568,131 @@ static int map_share(struct rinx_comm *c, int fd, struct rinx_slot **out)
 	return 0;
 }
 
+static int write_tables(struct rinx_comm *c, int fd_nodes, int fd_hops,
+			const struct rinx_plan *p)
+{
+	__u32 k, cl;
+	int i, t;
+
+	for (i = 0; i < p->nnodes; i++) {
+		k = c->slot * RINX_MAX_NODES + i;
+		if (bpf_map_update_elem(fd_nodes, &k, &p->nodes[i], 0))
+			return cerr(c, -errno, "cannot write node table: %s",
+				    strerror(errno));
+	}
+	for (cl = 0; cl < RINX_MAX_CLASSES; cl++)
+		for (t = 1; t <= RINX_HOP_TYPES; t++) {
+			struct rinx_hop none = {};
+			const struct rinx_hop *h = cl < (__u32)p->nclasses ?
+				&p->hops[cl][t - 1] : &none;
+
+			k = RINX_HOP_INDEX(c->slot, cl, t);
+			if (bpf_map_update_elem(fd_hops, &k, h, 0))
+				return cerr(c, -errno, "cannot write hop table: %s",
+					    strerror(errno));
+		}
+	return 0;
+}
+
+/* Empties this job slot's aggregator slots (an earlier job's rounds would
+ * make the new job's contributions look stale). */
+static int clear_aggs(struct rinx_comm *c, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), i, k;
+	struct rinx_agg *zero;
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (info.max_entries < (c->slot + 1) * c->window)
+		return cerr(c, -EPROTO, "aggregator of %s has %u slots, the "
+			    "job needs %u: was the node brought up as an "
+			    "agent/INA ToR with this spec?", c->self->name,
+			    info.max_entries, (c->slot + 1) * c->window);
+	zero = calloc(1, sizeof(*zero));
+	if (!zero)
+		return -ENOMEM;
+	for (i = 0; i < c->window; i++) {
+		k = c->slot * c->window + i;
+		if (bpf_map_update_elem(fd, &k, zero, 0)) {
+			free(zero);
+			return cerr(c, -errno, "cannot reset aggregator slots: %s",
+				    strerror(errno));
+		}
+	}
+	free(zero);
+	return 0;
+}
+
+/* The agent of an ina=switch rack installs the job on its ToR's
+ * aggregator (the rack's control point, Rina). */
+static int install_tor(struct rinx_comm *c, int ri)
+{
+	const struct rinx_spec_rack *r = &c->spec.racks[ri];
+	char dir[RINX_PATH_MAX + RINX_NAME_MAX];
+	struct rinx_plan p;
+	struct rinx_job j, other;
+	int fd_jobs = -1, fd_nodes = -1, fd_hops = -1, fd_aggs = -1, err;
+	int self = rinx_plan_agg_node(&c->spec, ri);
+	__u32 key, next;
+
+	snprintf(dir, sizeof(dir), "%s/%s", c->spec.pin, r->name);
+	if ((fd_jobs = err = open_pinned(c, dir, "jobs")) < 0 ||
+	    (fd_nodes = err = open_pinned(c, dir, "nodes")) < 0 ||
+	    (fd_hops = err = open_pinned(c, dir, "hops")) < 0 ||
+	    (fd_aggs = err = open_pinned(c, dir, "aggs")) < 0) {
+		cerr(c, err, "the INA ToR %s of rack %d is not up (no pinned "
+		     "maps in %s)", r->name, r->id, dir);
+		goto out;
+	}
+	for (err = bpf_map_get_next_key(fd_jobs, NULL, &next); !err;
+	     err = bpf_map_get_next_key(fd_jobs, &key, &next)) {
+		key = next;
+		if (key != c->job && !bpf_map_lookup_elem(fd_jobs, &key, &other) &&
+		    other.slot == c->slot) {
+			err = cerr(c, -EBUSY, "job slot %u of ToR %s is used by "
+				   "job %u", c->slot, r->name, key);
+			goto out;
+		}
+	}
+	err = rinx_plan_build(&p, &c->spec, self);
+	if (!err)
+		err = write_tables(c, fd_nodes, fd_hops, &p);
+	if (!err)
+		err = clear_aggs(c, fd_aggs);
+	if (err)
+		goto out;
+	memset(&j, 0, sizeof(j));
+	j.token = c->token;
+	j.slot = c->slot;
+	j.nclasses = p.nclasses;
+	j.nnodes = p.nnodes;
+	j.self = self;
+	j.qbits = c->qbits;
+	j.window = c->window;
+	key = c->job;
+	if (bpf_map_update_elem(fd_jobs, &key, &j, 0))
+		err = cerr(c, -errno, "cannot write the ToR's job entry: %s",
+			   strerror(errno));
+	else
+		c->tor_jobs_fd = fd_jobs, fd_jobs = -1;
+out:
+	if (fd_jobs >= 0)
+		close(fd_jobs);
+	if (fd_nodes >= 0)
+		close(fd_nodes);
+	if (fd_hops >= 0)
+		close(fd_hops);
+	if (fd_aggs >= 0)
+		close(fd_aggs);
+	return err < 0 ? err : 0;
+}
+
 static int install(struct rinx_comm *c)
 {
 	struct rinx_job other;
-	__u32 key, next, k, cl;
-	int i, t, err;
+	__u32 key, next;
+	int i, err, ri;
 
 	/* A slot belongs to one job; job % RINX_MAX_JOBS picks it. */
 	c->slot = c->job % RINX_MAX_JOBS;
@@ -584,55 +707,42 @@ static int install(struct rinx_comm *c)
 				    "value mod %d", c->slot, c->self->name,
 				    key, RINX_MAX_JOBS);
 	}
-	for (i = 0; i < c->n; i++) {
-		const struct rinx_spec_host *h = rinx_spec_rank(&c->spec, i);
-
-		memcpy(c->nodes[i].mac, h->mac, 6);
-		c->nodes[i].ip = h->ip;
-		k = c->slot * RINX_MAX_NODES + i;
-		if (bpf_map_update_elem(c->fd_nodes, &k, &c->nodes[i], 0))
-			return cerr(c, -errno, "cannot write node table: %s",
-				    strerror(errno));
-	}
-	err = rinx_plan_ring(&c->plan, c->n, c->rank);
+	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
-		return cerr(c, err, "cannot build the ring plan");
-	for (cl = 0; cl < RINX_MAX_CLASSES; cl++)
-		for (t = RINX_T_REDUCE; t <= RINX_T_GATHER; t++) {
-			struct rinx_hop none = {};
-			const struct rinx_hop *h = cl < (__u32)c->plan.nclasses ?
-				&c->plan.hops[cl][t - 1] : &none;
-
-			k = RINX_HOP_INDEX(c->slot, cl, t);
-			if (bpf_map_update_elem(c->fd_hops, &k, h, 0))
-				return cerr(c, -errno, "cannot write hop table: %s",
-					    strerror(errno));
-		}
+		return cerr(c, err, "cannot build a plan for spec (%s)",
+			    strerror(-err));
+	memcpy(c->nodes, c->plan.nodes, sizeof(c->nodes));
+	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
+	if (err)
+		return err;
 	memset(&c->jobent, 0, sizeof(c->jobent));
 	c->jobent.token = c->token;
 	c->jobent.slot = c->slot;
 	c->jobent.nclasses = c->plan.nclasses;
-	c->jobent.nnodes = c->n;
+	c->jobent.nnodes = c->plan.nnodes;
 	c->jobent.self = c->rank;
 	c->jobent.qbits = c->qbits;
 	c->jobent.window = c->window;
-	/* Start after whatever epoch results of an earlier job in this slot
-	 * carry: results are recognised by epoch, so never reuse one. */
+	/* Every rank starts at epoch 0 of a clean slot: results and shares
+	 * are recognised by epoch, so whatever an earlier job left is wiped. */
 	c->epoch = 0;
 	for (i = 0; i < (int)c->window; i++) {
-		__u32 e = c->result[c->slot * c->window + i].epoch;
-
-		if ((__s32)(e - c->epoch) > 0)
-			c->epoch = e;
-		e = c->share[c->slot * c->window + i].epoch;
-		if ((__s32)(e - c->epoch) > 0)
-			c->epoch = e;
+		c->result[c->slot * c->window + i].epoch = 0;
+		c->share[c->slot * c->window + i].epoch = 0;
+	}
+	if (c->fd_aggs >= 0) {
+		err = clear_aggs(c, c->fd_aggs);
+		if (err)
+			return err;
 	}
 	c->jobent.epoch = c->epoch;
 	key = c->job;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
 		return cerr(c, -errno, "cannot write job entry: %s",
 			    strerror(errno));
+	ri = rinx_plan_agent_of(&c->spec, c->rank);
+	if (ri >= 0 && c->spec.racks[ri].ina == RINX_INA_SWITCH)
+		return install_tor(c, ri);
 	return 0;
 }
 
@@ -650,6 +760,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	if (!c)
 		return -ENOMEM;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
+	c->fd_aggs = c->tor_jobs_fd = -1;
 	if (!o || o->sz < sizeof(*o) || !o->spec) {
 		err = cerr(c, -EINVAL, "missing options or spec");
 		goto fail;
@@ -694,6 +805,11 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	    (c->fd_xsks = err = open_pinned(c, dir, "xsks")) < 0 ||
 	    (fd_share = err = open_pinned(c, dir, "share")) < 0 ||
 	    (fd_result = err = open_pinned(c, dir, "result")) < 0)
+		goto fail;
+	if (rinx_plan_agent_of(&c->spec, c->rank) >= 0 &&
+	    c->spec.racks[rinx_plan_agent_of(&c->spec, c->rank)].ina ==
+		    RINX_INA_AGENT &&
+	    (c->fd_aggs = err = open_pinned(c, dir, "aggs")) < 0)
 		goto fail;
 	err = map_share(c, fd_share, &c->share);
 	if (err)
@@ -741,6 +857,13 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		    cur.slot == c->slot)
 			bpf_map_delete_elem(c->fd_jobs, &key);
 	}
+	if (c->tor_jobs_fd >= 0) {
+		key = c->job;
+		bpf_map_delete_elem(c->tor_jobs_fd, &key);
+		close(c->tor_jobs_fd);
+	}
+	if (c->fd_aggs >= 0)
+		close(c->fd_aggs);
 	if (c->x)
 		xctx_put(c->x);
 	if (c->share)
@@ -828,9 +951,12 @@ static int round_open(struct rinx_req *r)
 		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
 	}
 	c->st.ns_quant += now_ns() - t;
+	/* A worker of an INA rack sends every block to its aggregator; an
+	 * autonomous host sends the blocks of the classes it starts. */
 	r->nown = 0;
 	for (b = 0; b < r->nb; b++)
-		if (c->plan.origin[b % c->plan.nclasses] == c->rank)
+		if (c->plan.contrib_to >= 0 ||
+		    c->plan.origin[b % c->plan.nclasses] == c->rank)
 			r->own[r->nown++] = b;
 	r->sent = r->head = r->cursor = 0;
 	r->round_open = 1;
@@ -851,10 +977,12 @@ static int send_own(struct rinx_req *r)
 		struct frame f;
 
 		frame_at((__u8 *)x->area + addr, &f);
-		frame_addr(c, &f, c->plan.first_to[klass]);
+		frame_addr(c, &f, c->plan.contrib_to >= 0 ? c->plan.contrib_to :
+				  c->plan.first_to[klass]);
 		f.h->magic = htonl(RINX_MAGIC);
 		f.h->version = RINX_VERSION;
-		f.h->type = RINX_T_REDUCE;
+		f.h->type = c->plan.contrib_to >= 0 ? RINX_T_CONTRIB :
+						      RINX_T_REDUCE;
 		f.h->flags = s->flags;
 		f.h->step = 0;
 		f.h->job = htonl(c->job);
@@ -915,6 +1043,27 @@ static int collect(struct rinx_req *r)
 	return got;
 }
 
+/* "rank 3 (h3)" or "aggregator agg1" for messages. */
+static const char *node_label(struct rinx_comm *c, int id)
+{
+	static __thread char buf[RINX_NAME_MAX + 32];
+	int i;
+
+	if (id >= 0 && id < c->n) {
+		snprintf(buf, sizeof(buf), "rank %d (%s)", id,
+			 rinx_spec_rank(&c->spec, id)->name);
+		return buf;
+	}
+	for (i = 0; i < c->spec.nracks; i++)
+		if (rinx_plan_agg_node(&c->spec, i) == id) {
+			snprintf(buf, sizeof(buf), "the aggregator %s of rack %d",
+				 c->spec.racks[i].name, c->spec.racks[i].id);
+			return buf;
+		}
+	snprintf(buf, sizeof(buf), "node %d", id);
+	return buf;
+}
+
 static int timeout_error(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
@@ -936,15 +1085,15 @@ static int timeout_error(struct rinx_req *r)
 	if (one_origin && origin >= 0)
 		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out after "
 			    "%d ms: %d of %u blocks of round %u missing, all "
-			    "originated by rank %d (%s): is its trainer "
-			    "running?", c->rank, c->timeout_ms, missing, r->nb,
-			    c->epoch, origin,
-			    rinx_spec_rank(&c->spec, origin)->name);
+			    "started by %s: is its %s running?", c->rank,
+			    c->timeout_ms, missing, r->nb, c->epoch,
+			    node_label(c, origin), origin < c->n ?
+			    "trainer" : "INA ToR (or a worker of its rack)");
 	return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out after %d ms: "
-		    "%d of %u blocks of round %u missing (first: block %d from "
-		    "rank %d); a peer is dead, unreachable or not started",
+		    "%d of %u blocks of round %u missing (first: block %d "
+		    "started by %s); a peer is dead, unreachable or not started",
 		    c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
-		    origin);
+		    first >= 0 ? node_label(c, origin) : "?");
 }
 
 static void req_free(struct rinx_req *r)

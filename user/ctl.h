@@ -26,7 +26,10 @@ void rinx_set_log_level(enum rinx_log_level lvl);
 /* ---- cluster spec ----
  * A text file, one record per line, '#' starts a comment:
  *   cluster port=47001 window=8192 pin=/run/rinx mode=native
- *   rack id=0 ina=none
+ *   rack id=0 ina=none                 (or ina=agent: the rack's lowest
+ *                                       rank aggregates in its host program)
+ *   rack id=1 ina=switch name=agg1 mac=02:72:78:fe:01:01 ip=10.71.1.254 \
+ *        netns=rxab12t1                (the ToR aggregates; its own node)
  *   host name=h0 rank=0 rack=0 ifname=eth0 mac=02:72:78:00:00:01 \
  *        ip=10.71.0.1 netns=rxab12-h0
  * The same format describes the testbed (netns= set) and real hosts
@@ -51,6 +54,11 @@ struct rinx_spec_host {
 struct rinx_spec_rack {
 	int id;
 	int ina;	/* enum rinx_ina */
+	/* ina=switch: the aggregator on the rack's ToR, a node of its own */
+	char name[RINX_NAME_MAX];	/* pins under <pin>/<name>/ */
+	__u8 mac[6];
+	__be32 ip;
+	char netns[RINX_NAME_MAX];	/* the ToR's namespace (testbed) */
 };
 
 struct rinx_spec {

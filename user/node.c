@@ -20,10 +20,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "user/ctl.h"
+#include "user/plan.h"
 #include "host.skel.h"
 
 static const char *const pinned_maps[] = {
-	"jobs", "nodes", "hops", "share", "result", "xsks", "stats",
+	"jobs", "nodes", "hops", "share", "result", "xsks", "stats", "aggs",
 };
 
 static const char *const stat_names[RINX_STAT_MAX] = {
@@ -47,6 +48,12 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_DROP_NO_ROUTE] = "drop_no_route",
 	[RINX_STAT_DROP_NO_XSK] = "drop_no_xsk",
 	[RINX_STAT_ABORTED] = "aborted",
+	[RINX_STAT_AGG_ADD] = "agg_add",
+	[RINX_STAT_AGG_DONE] = "agg_done",
+	[RINX_STAT_AGG_MCAST] = "agg_mcast",
+	[RINX_STAT_DROP_AGG_DUP] = "drop_agg_dup",
+	[RINX_STAT_DROP_AGG_STALE] = "drop_agg_stale",
+	[RINX_STAT_AGG_RESET] = "agg_reset",
 };
 
 const char *rinx_stat_name(int stat)
@@ -157,6 +164,11 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 	skel->rodata->rinx_window = s->window;
 	bpf_map__set_max_entries(skel->maps.share, RINX_MAX_JOBS * s->window);
 	bpf_map__set_max_entries(skel->maps.result, RINX_MAX_JOBS * s->window);
+	/* only a rack's agent aggregates: the slots cost a window each */
+	if (rinx_plan_agent_of(s, h->rank) >= 0 &&
+	    s->racks[rinx_plan_agent_of(s, h->rank)].ina == RINX_INA_AGENT)
+		bpf_map__set_max_entries(skel->maps.aggs,
+					 RINX_MAX_JOBS * s->window);
 	err = host_bpf__load(skel);
 	if (err) {
 		pr_warn("node %s: host program rejected by the kernel: %s "

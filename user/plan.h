@@ -2,27 +2,44 @@
 /*
  * Plans: the per-node tables that tell the one data plane what to do with
  * each class of blocks (DESIGN "one engine, many plans").
+ *
+ * Node ids of a job: hosts are their ranks 0..n-1; the aggregator of the
+ * i-th ina=switch rack of the spec is node n + i. The ring's members are, in
+ * rack order: one member per INA rack (its ToR aggregator, or its agent =
+ * lowest rank host), and every host of a rack without INA (rank order).
  */
 #ifndef RINX_PLAN_H
 #define RINX_PLAN_H
 
+#include <stdio.h>
 #include "uapi/rinx.h"
+#include "user/ctl.h"
 
 struct rinx_plan {
 	int nclasses;
 	int nnodes;
-	/* hops[class][type-1] for this node */
-	struct rinx_hop hops[RINX_MAX_CLASSES][2];
-	/* origin of each class and, at the origin, the first hop */
+	int nmembers;
+	int member[RINX_MAX_NODES];	/* node id of each ring member */
+	struct rinx_node nodes[RINX_MAX_NODES];	/* addresses, rack, bit */
+	/* hops[class][type-1] of the node the plan was built for */
+	struct rinx_hop hops[RINX_MAX_CLASSES][RINX_HOP_TYPES];
+	/* node that starts each class: a host (sends its share as a reduce
+	 * frame to first_to) or an aggregator (started by contributions) */
 	int origin[RINX_MAX_CLASSES];
 	int first_to[RINX_MAX_CLASSES];
+	/* a worker of an INA rack sends every block to this aggregator node
+	 * (itself for an agent); -1 for autonomous hosts */
+	int contrib_to;
 };
 
-/* Ring allreduce over nodes 0..n-1 seen from node `self`: class k starts at
- * node k, is reduced along k+1, ..., k-1 (which finishes it) and gathered
- * along k, ..., k-2. */
-int rinx_plan_ring(struct rinx_plan *p, int n, int self);
-/* Human-readable dump of a plan (all nodes) for rinxctl plan. */
-void rinx_plan_ring_print(FILE *f, int n);
+/* Builds the plan of node `self` for the cluster of spec s (any mix of INA
+ * and plain racks; no racks at all is a plain ring in rank order). */
+int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s, int self);
+/* Node id of the i-th switch rack's aggregator, -1 if rack i is not one. */
+int rinx_plan_agg_node(const struct rinx_spec *s, int rack_index);
+/* Index of the rack whose agent (lowest rank) this host is, else -1. */
+int rinx_plan_agent_of(const struct rinx_spec *s, int rank);
+/* Human-readable plan of every node, for rinxctl plan. */
+void rinx_plan_print(FILE *f, const struct rinx_spec *s);
 
 #endif

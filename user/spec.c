@@ -145,6 +145,21 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
 				return BAD("line %d: bad rack id", lineno);
 			r->id = x;
+		} else if (r && !strcmp(tok, "name")) {
+			if (copy_name(r->name, sizeof(r->name), v))
+				return BAD("line %d: bad rack name", lineno);
+		} else if (r && !strcmp(tok, "mac")) {
+			if (rinx_parse_mac(v, r->mac))
+				return BAD("line %d: bad mac '%s'", lineno, v);
+		} else if (r && !strcmp(tok, "ip")) {
+			struct in_addr a;
+
+			if (inet_pton(AF_INET, v, &a) != 1)
+				return BAD("line %d: bad ip '%s'", lineno, v);
+			r->ip = a.s_addr;
+		} else if (r && !strcmp(tok, "netns")) {
+			if (copy_name(r->netns, sizeof(r->netns), v))
+				return BAD("line %d: bad netns", lineno);
 		} else if (r && !strcmp(tok, "ina")) {
 			if (!strcmp(v, "none"))
 				r->ina = RINX_INA_NONE;
@@ -187,6 +202,9 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 			   lineno);
 	if (r && r->id < 0)
 		return BAD("line %d: rack needs id=", lineno);
+	if (r && r->ina == RINX_INA_SWITCH && (!r->name[0] || !r->ip))
+		return BAD("line %d: an ina=switch rack needs name=, mac= and "
+			   "ip= of its aggregator", lineno);
 	return 0;
 }
 
@@ -227,11 +245,23 @@ int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen)
 			return BAD("host %s: rack %d is not declared", a->name,
 				   a->rack);
 	}
-	for (i = 0; i < s->nracks; i++)
+	for (i = 0; i < s->nracks; i++) {
+		int workers = 0;
+
 		for (j = 0; j < i; j++)
 			if (s->racks[i].id == s->racks[j].id)
 				return BAD("rack %d declared twice",
 					   s->racks[i].id);
+		for (j = 0; j < s->nhosts; j++)
+			workers += s->hosts[j].rack == s->racks[i].id;
+		if (s->racks[i].ina != RINX_INA_NONE &&
+		    workers > RINX_MAX_RACK_WORKERS)
+			return BAD("rack %d: an INA rack holds at most %d hosts",
+				   s->racks[i].id, RINX_MAX_RACK_WORKERS);
+		if (s->racks[i].ina != RINX_INA_NONE && !workers)
+			return BAD("rack %d: an INA rack without hosts",
+				   s->racks[i].id);
+	}
 	return 0;
 }
 
@@ -281,9 +311,22 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 	fprintf(f, "cluster port=%u window=%u pin=%s mode=%s\n", s->port,
 		s->window, s->pin,
 		s->mode == RINX_XDP_GENERIC ? "generic" : "native");
-	for (i = 0; i < s->nracks; i++)
-		fprintf(f, "rack id=%d ina=%s\n", s->racks[i].id,
-			ina_name(s->racks[i].ina));
+	for (i = 0; i < s->nracks; i++) {
+		const struct rinx_spec_rack *r = &s->racks[i];
+
+		fprintf(f, "rack id=%d ina=%s", r->id, ina_name(r->ina));
+		if (r->name[0])
+			fprintf(f, " name=%s", r->name);
+		if (r->ip) {
+			inet_ntop(AF_INET, &r->ip, ip, sizeof(ip));
+			fprintf(f, " mac=%02x:%02x:%02x:%02x:%02x:%02x ip=%s",
+				r->mac[0], r->mac[1], r->mac[2], r->mac[3],
+				r->mac[4], r->mac[5], ip);
+		}
+		if (r->netns[0])
+			fprintf(f, " netns=%s", r->netns);
+		fprintf(f, "\n");
+	}
 	for (i = 0; i < s->nhosts; i++) {
 		const struct rinx_spec_host *h = &s->hosts[i];
 		const __u8 *m = h->mac;

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Aggregator slots (Rina): an INA ToR or an agent host sums a rack's
+ * contributions and the partial sum arriving from the previous ring member
+ * in one slot per block. The contribution that completes the slot leaves
+ * carrying the sum; the others are consumed. Shared by the host program
+ * (agent placement) and the testbed switch (ToR placement).
+ *
+ * Concurrency: contributions to one slot may arrive on several CPUs at once
+ * (one per ingress port or queue); a bpf_spin_lock serializes them. The sum
+ * is copied into the completing frame under the lock, so no later writer can
+ * tear it. Idempotence: a contributor's bit is set once per round; a
+ * duplicate is dropped and counted, never added twice.
+ */
+#ifndef RINX_AGG_BPF_H
+#define RINX_AGG_BPF_H
+
+#include "bpf/fixed.bpf.h"
+
+enum rinx_agg_ret {
+	RINX_AGG_CONSUMED,	/* added; the slot waits for more */
+	RINX_AGG_COMPLETE,	/* added; the frame now carries the sum */
+	RINX_AGG_DUP,		/* contributor already counted this round */
+	RINX_AGG_STALE,		/* the slot holds a newer round */
+};
+
+/* Adds frame f (round epoch, contributor bit) into slot a. *reset is set
+ * when an unfinished older round had to give the slot up. */
+static __always_inline int rinx_agg_add(struct rinx_agg *a,
+					struct rinx_frame *f, __u32 epoch,
+					__u32 bit, __u32 mask, int *reset)
+{
+	__u32 b = 1U << (bit & 31);
+	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
+	int ret = RINX_AGG_CONSUMED, i;
+
+	*reset = 0;
+	bpf_spin_lock(&a->lock);
+	if (a->epoch != epoch) {
+		if ((__s32)(epoch - a->epoch) < 0 && a->epoch) {
+			bpf_spin_unlock(&a->lock);
+			return RINX_AGG_STALE;
+		}
+		*reset = a->seen && !a->done;
+		a->epoch = epoch;
+		a->seen = 0;
+		a->done = 0;
+	}
+	if (a->seen & b) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_DUP;
+	}
+	if (!a->seen) {
+		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			a->v[i] = f->v[i];
+		a->exp = fexp;
+		a->flags = f->h->flags;
+	} else {
+		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
+		a->flags |= f->h->flags;
+	}
+	a->seen |= b;
+	if ((a->seen & mask) == mask) {
+		a->done = 1;
+		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			f->v[i] = a->v[i];
+		f->h->exp = bpf_htons((__u16)a->exp);
+		f->h->flags = a->flags;
+		ret = RINX_AGG_COMPLETE;
+	}
+	bpf_spin_unlock(&a->lock);
+	return ret;
+}
+
+/* Addresses, sender and step of a frame leaving node self for node next. */
+static __always_inline void rinx_readdress(struct rinx_frame *f,
+					   const struct rinx_node *self,
+					   const struct rinx_node *next,
+					   __u16 self_id)
+{
+	__builtin_memcpy(f->eth->h_dest, next->mac, ETH_ALEN);
+	__builtin_memcpy(f->eth->h_source, self->mac, ETH_ALEN);
+	f->ip->saddr = self->ip;
+	f->ip->daddr = next->ip;
+	rinx_csum_ip(f->ip);
+	f->udp->check = 0;
+	f->h->sender = bpf_htons(self_id);
+}
+
+/* A gather for a rack's group: the rack's ToR floods it to the rack's host
+ * ports, and with `onward` also to its uplink, where the copy gets the MAC
+ * of its IP destination (next). */
+static __always_inline void rinx_to_group(struct rinx_frame *f, __u8 rack,
+					  int onward)
+{
+	f->eth->h_dest[0] = RINX_GROUP_MAC0;
+	f->eth->h_dest[1] = RINX_GROUP_MAC1;
+	f->eth->h_dest[2] = RINX_GROUP_MAC2;
+	f->eth->h_dest[3] = rack;
+	f->eth->h_dest[4] = 0;
+	f->eth->h_dest[5] = onward ? 1 : 0;
+}
+
+#endif
