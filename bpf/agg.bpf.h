@@ -10,7 +10,9 @@
  * (one per ingress port or queue); a bpf_spin_lock serializes them. The sum
  * is copied into the completing frame under the lock, so no later writer can
  * tear it. Idempotence: a contributor's bit is set once per round; a
- * duplicate is dropped and counted, never added twice.
+ * duplicate is never added twice: it is dropped and counted, or, when the
+ * slot is finished at the member that finishes the block, answered with the
+ * stored sum.
  */
 #ifndef RINX_AGG_BPF_H
 #define RINX_AGG_BPF_H
@@ -21,6 +23,8 @@ enum rinx_agg_ret {
 	RINX_AGG_CONSUMED,	/* added; the slot waits for more */
 	RINX_AGG_COMPLETE,	/* added; the frame now carries the sum */
 	RINX_AGG_DUP,		/* contributor already counted this round */
+	RINX_AGG_RESEND,	/* duplicate into a finished slot: the frame
+				 * now carries the stored sum */
 	RINX_AGG_STALE,		/* the slot holds a newer round */
 };
 
@@ -47,8 +51,19 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		a->done = 0;
 	}
 	if (a->seen & b) {
+		/* A retransmission into a finished slot: hand the stored sum
+		 * back (SwitchML's answer to a lost result). */
+		if (a->done) {
+			for (i = 0; i < RINX_BLOCK_VALUES; i++)
+				f->v[i] = a->v[i];
+			f->h->exp = bpf_htons((__u16)a->exp);
+			f->h->flags = a->flags;
+			ret = RINX_AGG_RESEND;
+		} else {
+			ret = RINX_AGG_DUP;
+		}
 		bpf_spin_unlock(&a->lock);
-		return RINX_AGG_DUP;
+		return ret;
 	}
 	if (!a->seen) {
 		for (i = 0; i < RINX_BLOCK_VALUES; i++)

@@ -175,7 +175,7 @@ int rinx_host(struct xdp_md *ctx)
 
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB)
+	    type != RINX_T_CONTRIB && type != RINX_T_HELLO)
 		return count(RINX_STAT_DROP_TYPE, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
@@ -183,6 +183,9 @@ int rinx_host(struct xdp_md *ctx)
 		return count(RINX_STAT_DROP_JOB, XDP_DROP);
 	if (bpf_ntohl(f.h->token) != job->token)
 		return count(RINX_STAT_DROP_TOKEN, XDP_DROP);
+	/* control frames of a known job are the trainer's business */
+	if (type == RINX_T_HELLO)
+		return slow_path(ctx, RINX_STAT_SLOW_HELLO);
 
 	epoch = bpf_ntohl(f.h->epoch);
 	block = bpf_ntohl(f.h->block);
@@ -289,7 +292,17 @@ sized:
 		ret = rinx_agg_add(a, &f, epoch, bit, hop->mask, &reset);
 		if (reset)
 			count(RINX_STAT_AGG_RESET, 0);
-		if (ret == RINX_AGG_DUP)
+		if (ret == RINX_AGG_RESEND &&
+		    hop->action == RINX_A_AGG_FINISH &&
+		    type == RINX_T_CONTRIB) {
+			/* the worker missed the result: send it the sum */
+			f.h->type = RINX_T_GATHER;
+			f.h->step = hop->out_step;
+			ret = forward(&f, job, job->slot, sender);
+			return ret == XDP_TX ?
+			       count(RINX_STAT_AGG_RESEND, ret) : ret;
+		}
+		if (ret == RINX_AGG_DUP || ret == RINX_AGG_RESEND)
 			return count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
 		if (ret == RINX_AGG_STALE)
 			return count(RINX_STAT_DROP_AGG_STALE, XDP_DROP);

@@ -189,7 +189,16 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	ret = rinx_agg_add(a, &f, epoch, bit, hop->mask, &reset);
 	if (reset)
 		ina_count(RINX_STAT_AGG_RESET, 0);
-	if (ret == RINX_AGG_DUP)
+	if (ret == RINX_AGG_RESEND && hop->action == RINX_A_AGG_FINISH &&
+	    type == RINX_T_CONTRIB) {
+		/* the worker missed the result: send it the sum */
+		f.h->type = RINX_T_GATHER;
+		f.h->step = hop->out_step;
+		ret = ina_out(&f, job, sender);
+		return ret == RINX_INA_UNICAST ?
+		       ina_count(RINX_STAT_AGG_RESEND, ret) : ret;
+	}
+	if (ret == RINX_AGG_DUP || ret == RINX_AGG_RESEND)
 		return ina_count(RINX_STAT_DROP_AGG_DUP, RINX_INA_DROP);
 	if (ret == RINX_AGG_STALE)
 		return ina_count(RINX_STAT_DROP_AGG_STALE, RINX_INA_DROP);

@@ -337,8 +337,6 @@ static void sc_badopts(struct ctx *x)
 		.sz = sizeof(o), .spec = spec_path, .rank = 0, .job = x->job,
 	};
 	struct rinx_comm *c = (struct rinx_comm *)&o;	/* must become NULL */
-	struct rinx_req *req = (struct rinx_req *)&o;
-	float buf[4] = { 1, 2, 3, 4 };
 	const char *m;
 	int err;
 
@@ -387,20 +385,15 @@ static void sc_badopts(struct ctx *x)
 	      "short opts.sz: err %d, message '%s'", err, m);
 	o.sz = sizeof(o);
 
-	/* control: the same options, valid, do open */
+	/* control: the same options are valid; alone, rank 0 waits in the
+	 * open barrier for its peers and names them when it gives up */
+	o.timeout_ms = 300;
 	err = rinx_comm_open(&o, &c);
-	if (!check(x, 4, err == 0 && c, "valid options: err %d: %s", err,
-		   rinx_comm_error(NULL)))
-		return;
-	check(x, 4, rinx_comm_rank(c) == 0 && rinx_comm_size(c) == NR,
-	      "rank %d size %d", rinx_comm_rank(c), rinx_comm_size(c));
-	err = rinx_allreduce_start(c, buf, buf, 4, (enum rinx_dtype)7, &req);
-	check(x, 4, err == -EINVAL && !req && *rinx_comm_error(c),
-	      "dtype 7: err %d", err);
-	err = rinx_allreduce_start(c, NULL, buf, 4, RINX_FLOAT32, &req);
-	check(x, 4, err == -EINVAL && !req && *rinx_comm_error(c),
-	      "NULL send buffer: err %d", err);
-	rinx_comm_close(c);
+	m = rinx_comm_error(NULL);
+	check(x, 4, err == -ETIMEDOUT && !c && m &&
+		    strstr(m, "rank 1 (") && strstr(m, "rank 3 (") &&
+		    strstr(m, "did not open"),
+	      "valid options, peers absent: err %d, message '%s'", err, m);
 }
 
 static void sc_blocking(struct ctx *x)
@@ -408,8 +401,18 @@ static void sc_blocking(struct ctx *x)
 	struct rinx_comm *c;
 	size_t count = 6 * BV + 392;
 
+	struct rinx_req *req = NULL;
+	float buf[4] = { 1, 2, 3, 4 };
+	int err;
+
 	if (open_comm(x, x->job, OP_TIMEOUT, &c, 0, 0))
 		return;
+	err = rinx_allreduce_start(c, buf, buf, 4, (enum rinx_dtype)7, &req);
+	check(x, 4, err == -EINVAL && !req && *rinx_comm_error(c),
+	      "dtype 7: err %d", err);
+	err = rinx_allreduce_start(c, NULL, buf, 4, RINX_FLOAT32, &req);
+	check(x, 4, err == -EINVAL && !req && *rinx_comm_error(c),
+	      "NULL send buffer: err %d", err);
 	reduce_check(x, c, 0, RINX_FLOAT32, 11, count, 0, "float32");
 	reduce_check(x, c, 1, RINX_INT32, 12, count, 0, "int32");
 	reduce_check(x, c, 2, RINX_FLOAT32, 13, count, 1, "in-place float32");
@@ -787,13 +790,14 @@ static const struct scenario scenarios[] = {
 		"rinx_comm_open with no spec / a missing spec file: -errno and a message",
 		"rinx_comm_open with a rank not in the spec (4, -1): -errno, message names the rank",
 		"rinx_comm_open with an unknown node / short opts.sz: -errno and a message",
-		"control: valid options open (rank 0 of 4); start with a bad dtype or NULL buffer: -EINVAL",
+		"valid options with the peers absent: the open barrier ends in -ETIMEDOUT naming the missing ranks",
 	} },
-	{ "blocking", sc_blocking, NR, 4, {
+	{ "blocking", sc_blocking, NR, 5, {
 		"blocking float32, 5000 elements (6 blocks + 392): within rinx_f32_bound",
 		"blocking int32, 5000 elements: bit-exact wrapping sum",
 		"in-place float32 (send == recv): within the bound",
 		"in-place int32 (send == recv): exact",
+		"start with a bad dtype or a NULL buffer: -EINVAL with a message",
 	} },
 	{ "async", sc_async, NR, 4, {
 		"rinx_allreduce_start + rinx_wait: float32 correct",

@@ -530,7 +530,7 @@ static struct pred host_model(const __u8 *b, int len)
 	}
 	type = b[H_TYPE];
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB) {
+	    type != RINX_T_CONTRIB && type != RINX_T_HELLO) {
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
@@ -543,6 +543,8 @@ static struct pred host_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_TOKEN;
 		return p;
 	}
+	if (type == RINX_T_HELLO)
+		return p;	/* control: slow path (dropped here, no socket) */
 	epoch = get32(b + H_EPOCH);
 	block = get32(b + H_BLOCK);
 	nblocks = get32(b + H_NBLOCKS);

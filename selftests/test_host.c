@@ -782,7 +782,7 @@ static const struct tcase cases[] = {
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_VERSION) },
 	{ "bad type 0", .type = R, .block = 0, .tw = TW_TYPE, .tv = 0,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
-	{ "bad type 4", .type = R, .block = 0, .tw = TW_TYPE, .tv = 4,
+	{ "bad type 5", .type = R, .block = 0, .tw = TW_TYPE, .tv = 5,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
 	{ "contribution to a host that aggregates nothing", .type = R,
 	  .block = 0, .tw = TW_TYPE, .tv = RINX_T_CONTRIB, .ret = XDP_DROP,

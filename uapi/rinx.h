@@ -40,7 +40,15 @@ enum rinx_type {
 	RINX_T_REDUCE = 1,	/* partial sum on the reduce path */
 	RINX_T_GATHER = 2,	/* finished block on the broadcast path */
 	RINX_T_CONTRIB = 3,	/* a rack worker's share, to its aggregator */
+	RINX_T_HELLO = 4,	/* control: open barrier, liveness probe (to
+				 * the trainer: step = enum rinx_hello) */
 	RINX_T_MAX,
+};
+
+enum rinx_hello {
+	RINX_HELLO_OPEN = 0,	/* the sender's communicator is open */
+	RINX_HELLO_PROBE = 1,	/* are you there? (answered with ALIVE) */
+	RINX_HELLO_ALIVE = 2,
 };
 
 /* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */
@@ -203,6 +211,9 @@ enum rinx_stat {
 	RINX_STAT_DROP_AGG_STALE, /* contribution for an older round */
 	RINX_STAT_AGG_RESET,	/* slot taken over by a newer round before
 				 * it completed (a contribution was lost) */
+	RINX_STAT_AGG_RESEND,	/* duplicate into a finished slot answered
+				 * with the stored sum */
+	RINX_STAT_SLOW_HELLO,	/* to AF_XDP: control frame of the job */
 	RINX_STAT_MAX,
 };
 

@@ -94,6 +94,8 @@ struct rinx_comm {
 	struct rinx_node nodes[RINX_MAX_NODES];
 	struct rinx_job jobent;
 	__u32 epoch;
+	__u64 heard;		/* ranks whose OPEN hello arrived */
+	__u64 alive;		/* ranks that answered a PROBE */
 	struct rinx_req *active;
 	struct rinx_comm_stats st;
 	char err[320];
@@ -410,6 +412,25 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		return SP_KEEP - 10;	/* another communicator's frame */
 	if (ntohl(f.h->token) != c->token)
 		return SP_DROP;
+	if (f.h->type == RINX_T_HELLO) {
+		__u16 from = ntohs(f.h->sender);
+		__be32 saddr;
+
+		memcpy(&saddr, f.ip + 12, 4);
+		if (from >= c->n || from == c->rank ||
+		    saddr != c->nodes[from].ip)
+			return SP_DROP;
+		if (f.h->step == RINX_HELLO_OPEN)
+			c->heard |= 1ull << from;
+		if (f.h->step == RINX_HELLO_ALIVE)
+			c->alive |= 1ull << from;
+		if (f.h->step != RINX_HELLO_PROBE)
+			return SP_DROP + 10;
+		f.h->step = RINX_HELLO_ALIVE;
+		frame_addr(c, &f, from);
+		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		       SP_KEEP : SP_DONE;
+	}
 	epoch = ntohl(f.h->epoch);
 	if ((__s32)(epoch - c->epoch) < 0)
 		return SP_DROP;
@@ -526,6 +547,123 @@ static int slow_path(struct rinx_comm *c)
 	x->npend = keep;
 	x_refill(x);
 	return done;
+}
+
+/* ---- control: open barrier and liveness probe ---- */
+
+static int send_hello(struct rinx_comm *c, int to, int kind)
+{
+	struct xctx *x = c->x;
+	struct frame f;
+	__u64 addr;
+
+	if (x->nfree <= 0)
+		return -EAGAIN;
+	addr = x->free[x->nfree - 1];
+	frame_at((__u8 *)x->area + addr, &f);
+	memset(f.h, 0, sizeof(*f.h));
+	frame_addr(c, &f, to);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = RINX_T_HELLO;
+	f.h->step = kind;
+	f.h->job = htonl(c->job);
+	f.h->token = htonl(c->token);
+	f.h->nblocks = htonl(1);
+	f.h->count = htons(1);
+	memset(f.v, 0, RINX_BLOCK_BYTES);
+	if (x_send(x, addr, RINX_FRAME_MAX))
+		return -EAGAIN;
+	x->nfree--;
+	return 0;
+}
+
+static __u64 peers_mask(const struct rinx_comm *c)
+{
+	__u64 all = c->n >= 64 ? ~0ull : (1ull << c->n) - 1;
+
+	return all & ~(1ull << c->rank);
+}
+
+static void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
+		       size_t len)
+{
+	size_t off = 0;
+	int r;
+
+	buf[0] = 0;
+	for (r = 0; r < c->n && off + 1 < len; r++)
+		if (mask & (1ull << r))
+			off += snprintf(buf + off, len - off, "%srank %d (%s)",
+					off ? ", " : "", r,
+					rinx_spec_rank(&c->spec, r)->name);
+}
+
+/* Frames sent to a peer before it installed the job would be dropped:
+ * every rank returns from open only once it heard from every other. Each
+ * rank repeats its hello until it heard from all, then sends one more, which
+ * reaches everybody (each has installed the job by then). */
+static int open_barrier(struct rinx_comm *c)
+{
+	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
+	__u64 next = 0, t, want = peers_mask(c);
+	char who[256];
+	int r;
+
+	for (;;) {
+		t = now_ns();
+		pthread_mutex_lock(&c->x->lock);
+		x_reclaim(c->x);
+		slow_path(c);
+		if ((c->heard & want) == want) {
+			for (r = 0; r < c->n; r++)
+				if (r != c->rank)
+					send_hello(c, r, RINX_HELLO_OPEN);
+			x_kick(c->x);
+			pthread_mutex_unlock(&c->x->lock);
+			return 0;
+		}
+		if (t >= next) {
+			for (r = 0; r < c->n; r++)
+				if (r != c->rank)
+					send_hello(c, r, RINX_HELLO_OPEN);
+			next = t + 10000000ull;
+		}
+		x_kick(c->x);
+		pthread_mutex_unlock(&c->x->lock);
+		if (t > deadline) {
+			list_ranks(c, want & ~c->heard, who, sizeof(who));
+			return cerr(c, -ETIMEDOUT, "rank %d: %s did not open "
+				    "job %u within %d ms", c->rank, who,
+				    c->job, c->timeout_ms);
+		}
+		usleep(200);
+	}
+}
+
+/* Which peers answer within `ms`? Called when an allreduce timed out. */
+static __u64 probe_peers(struct rinx_comm *c, int ms)
+{
+	__u64 deadline = now_ns() + (__u64)ms * 1000000ull;
+	int r;
+
+	c->alive = 0;
+	pthread_mutex_lock(&c->x->lock);
+	for (r = 0; r < c->n; r++)
+		if (r != c->rank)
+			send_hello(c, r, RINX_HELLO_PROBE);
+	x_kick(c->x);
+	pthread_mutex_unlock(&c->x->lock);
+	while (now_ns() < deadline && (c->alive & peers_mask(c)) !=
+					      peers_mask(c)) {
+		pthread_mutex_lock(&c->x->lock);
+		x_reclaim(c->x);
+		slow_path(c);
+		x_kick(c->x);
+		pthread_mutex_unlock(&c->x->lock);
+		usleep(200);
+	}
+	return c->alive;
 }
 
 /* ---- communicator ---- */
@@ -828,6 +966,11 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	err = install(c);
 	if (err)
 		goto fail;
+	if (c->n > 1) {
+		err = open_barrier(c);
+		if (err)
+			goto fail;
+	}
 	*out = c;
 	return 0;
 fail:
@@ -1082,6 +1225,19 @@ static int timeout_error(struct rinx_req *r)
 		missing++;
 	}
 	c->st.timeouts++;
+	{
+		__u64 dead = peers_mask(c) & ~probe_peers(c, 200);
+		char who[256];
+
+		if (dead) {
+			list_ranks(c, dead, who, sizeof(who));
+			return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed "
+				    "out after %d ms: %d of %u blocks of round "
+				    "%u missing; no answer from %s (dead or "
+				    "cut off)", c->rank, c->timeout_ms,
+				    missing, r->nb, c->epoch, who);
+		}
+	}
 	if (one_origin && origin >= 0)
 		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out after "
 			    "%d ms: %d of %u blocks of round %u missing, all "

@@ -54,6 +54,8 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_DROP_AGG_DUP] = "drop_agg_dup",
 	[RINX_STAT_DROP_AGG_STALE] = "drop_agg_stale",
 	[RINX_STAT_AGG_RESET] = "agg_reset",
+	[RINX_STAT_AGG_RESEND] = "agg_resend",
+	[RINX_STAT_SLOW_HELLO] = "slow_hello",
 };
 
 const char *rinx_stat_name(int stat)

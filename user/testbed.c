@@ -40,6 +40,7 @@ extern char **environ;
 
 #define TB_NET_A	10	/* hosts are 10.71.<rack>.<h+1>/16 */
 #define TB_NET_B	71
+#define TB_AGG_HOST	254	/* an INA ToR's aggregator: 10.71.<rack>.254 */
 #define NS_NAME_MAX	(RINX_TB_PREFIX_MAX + 8)
 
 static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
@@ -48,7 +49,21 @@ static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
 	[RINX_SW_DROP_SHORT] = "drop_short",
 	[RINX_SW_DROP_NO_PORT] = "drop_no_port",
 	[RINX_SW_DROP_HAIRPIN] = "drop_hairpin",
+	[RINX_SW_INA_FWD] = "ina_fwd",
+	[RINX_SW_INA_GROUP] = "ina_group",
+	[RINX_SW_INA_DROP] = "ina_drop",
+	[RINX_SW_INA_ABORTED] = "ina_aborted",
+	[RINX_SW_GROUP] = "group",
+	[RINX_SW_HAIRPIN_SELF] = "hairpin_self",
+	[RINX_SW_DROP_NO_NEIGH] = "drop_no_neigh",
 };
+
+/* Maps of an INA ToR's aggregator, pinned under <pin>/<rack name>/. */
+static const char *const agg_pinned_maps[] = {
+	"jobs", "nodes", "hops", "aggs", "stats",
+};
+
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
 const char *rinx_sw_stat_name(int stat)
 {
@@ -321,9 +336,12 @@ static int host_nic_prepare(const char *ifname)
 
 struct tb_switch {
 	char ns[NS_NAME_MAX];
+	int rack;			/* index in s->racks; -1: the spine */
 	int nports;
+	int uplink;			/* index in ifname; -1: none */
 	char ifname[RINX_TB_MAX_PER_RACK + 1][IFNAMSIZ];
 	int host_port[RINX_MAX_NODES];	/* host index -> index in ifname */
+	int agg_port[RINX_TB_MAX_RACKS];/* rack -> port to its aggregator */
 };
 
 static __u64 mac_key(const __u8 mac[6])
@@ -334,23 +352,111 @@ static __u64 mac_key(const __u8 mac[6])
 	return k;
 }
 
+static void agg_pin_dir(const struct rinx_spec *s,
+			const struct rinx_spec_rack *r, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", s->pin, r->name);
+}
+
+/* Removes the pins of rack r's aggregator; idempotent. */
+static void agg_unpin(const struct rinx_spec *s,
+		      const struct rinx_spec_rack *r)
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	size_t i;
+
+	if (r->ina != RINX_INA_SWITCH || !r->name[0])
+		return;
+	agg_pin_dir(s, r, dir, sizeof(dir));
+	for (i = 0; i < NELEM(agg_pinned_maps); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, agg_pinned_maps[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static int agg_pin(const struct rinx_spec *s, const struct rinx_spec_rack *r,
+		   struct switch_bpf *skel)
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	struct bpf_map *map;
+	size_t i;
+	int err;
+
+	err = rinx_pin_root_ready(s->pin);
+	if (err)
+		return err;
+	agg_pin_dir(s, r, dir, sizeof(dir));
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	for (i = 0; i < NELEM(agg_pinned_maps); i++) {
+		map = bpf_object__find_map_by_name(skel->obj,
+						   agg_pinned_maps[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, agg_pinned_maps[i]);
+		if (!map || bpf_obj_pin(bpf_map__fd(map), path)) {
+			err = map ? -errno : -ENOENT;
+			pr_warn("aggregator %s: cannot pin %s: %s\n", r->name,
+				path, strerror(-err));
+			agg_unpin(s, r);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int map_set(int fd, const void *k, const void *v, const char *ns,
+		   const char *what)
+{
+	if (bpf_map_update_elem(fd, k, v, BPF_ANY)) {
+		int err = -errno;
+
+		pr_warn("switch %s: %s: %s\n", ns, what, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/* Loads the switch program in sw's namespace (ToR of rack sw->rack, or the
+ * spine), fills its tables and attaches it to every port. An INA ToR also
+ * gets its aggregator's identity and pins the aggregator's maps. */
 static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 {
 	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
 		      (s->mode == RINX_XDP_GENERIC ? XDP_FLAGS_SKB_MODE :
 						     XDP_FLAGS_DRV_MODE);
+	const struct rinx_spec_rack *ina = NULL;
 	int ifindex[RINX_TB_MAX_PER_RACK + 1];
 	struct switch_bpf *skel = NULL;
-	int old, err, i, prog;
+	int old, err, i, prog, fd;
+	int pinned = 0;
 
+	if (sw->rack >= 0 && s->racks[sw->rack].ina == RINX_INA_SWITCH)
+		ina = &s->racks[sw->rack];
 	err = rinx_netns_enter(sw->ns, &old);
 	if (err)
 		return err;
-	skel = switch_bpf__open_and_load();
+	skel = switch_bpf__open();
 	if (!skel) {
 		err = -errno;
-		pr_warn("switch %s: cannot load the switch program: %s\n",
+		pr_warn("switch %s: cannot open the switch program: %s\n",
 			sw->ns, strerror(errno));
+		goto out;
+	}
+	skel->rodata->sw_rack = sw->rack >= 0 ? s->racks[sw->rack].id : 0xff;
+	skel->rodata->ina_port_be = htons(s->port);
+	skel->rodata->ina_window = s->window;
+	if (ina) {
+		memcpy((void *)skel->rodata->ina_mac, ina->mac, 6);
+		err = bpf_map__set_max_entries(skel->maps.aggs,
+					       RINX_MAX_JOBS * s->window);
+		if (err)
+			goto out;
+	}
+	err = switch_bpf__load(skel);
+	if (err) {
+		pr_warn("switch %s: switch program rejected by the kernel: %s "
+			"(rerun with -v for the verifier log)\n", sw->ns,
+			strerror(-err));
 		goto out;
 	}
 	for (i = 0; i < sw->nports; i++) {
@@ -363,27 +469,81 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 			goto out;
 		}
 		ifindex[i] = idx;
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.ports), &idx,
-					&idx, BPF_ANY)) {
-			err = -errno;
-			pr_warn("switch %s: devmap: %s\n", sw->ns,
-				strerror(errno));
+		err = map_set(bpf_map__fd(skel->maps.ports), &idx, &idx,
+			      sw->ns, "devmap");
+		if (err)
 			goto out;
-		}
 	}
+	/* MAC table: every host, and the aggregators of the other racks
+	 * (a ToR's own aggregator takes its frames before the table). */
+	fd = bpf_map__fd(skel->maps.macs);
 	for (i = 0; i < s->nhosts; i++) {
 		struct rinx_sw_port p = {
 			.port = ifindex[sw->host_port[i]],
 		};
 		__u64 k = mac_key(s->hosts[i].mac);
 
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.macs), &k, &p,
-					BPF_ANY)) {
-			err = -errno;
-			pr_warn("switch %s: mac table: %s\n", sw->ns,
-				strerror(errno));
+		err = map_set(fd, &k, &p, sw->ns, "mac table");
+		if (err)
 			goto out;
+	}
+	for (i = 0; i < s->nracks; i++) {
+		const struct rinx_spec_rack *r = &s->racks[i];
+		struct rinx_sw_port p = {};
+		__u64 k = mac_key(r->mac);
+
+		if (r->ina != RINX_INA_SWITCH || i == sw->rack ||
+		    sw->agg_port[i] < 0)
+			continue;
+		p.port = ifindex[sw->agg_port[i]];
+		err = map_set(fd, &k, &p, sw->ns, "mac table");
+		if (err)
+			goto out;
+	}
+	/* IP -> MAC of every node, for the uplink copy of a group frame. */
+	fd = bpf_map__fd(skel->maps.neigh);
+	for (i = 0; i < s->nhosts; i++) {
+		__u64 m = mac_key(s->hosts[i].mac);
+
+		err = map_set(fd, &s->hosts[i].ip, &m, sw->ns, "neigh");
+		if (err)
+			goto out;
+	}
+	for (i = 0; i < s->nracks; i++) {
+		__u64 m = mac_key(s->racks[i].mac);
+
+		if (s->racks[i].ina != RINX_INA_SWITCH)
+			continue;
+		err = map_set(fd, &s->racks[i].ip, &m, sw->ns, "neigh");
+		if (err)
+			goto out;
+	}
+	/* The rack's groups: host ports, and host ports + uplink. */
+	for (i = 0; sw->rack >= 0 && i < sw->nports; i++) {
+		struct bpf_devmap_val v = {
+			.ifindex = ifindex[i],
+			.bpf_prog.fd = -1,
+		};
+
+		if (i == sw->uplink) {
+			v.bpf_prog.fd = bpf_program__fd(
+				skel->progs.rinx_group_egress);
+		} else {
+			err = map_set(bpf_map__fd(skel->maps.group_hosts),
+				      &ifindex[i], &v, sw->ns, "group_hosts");
+			if (err)
+				goto out;
 		}
+		err = map_set(bpf_map__fd(skel->maps.group_all), &ifindex[i],
+			      &v, sw->ns, "group_all");
+		if (err)
+			goto out;
+	}
+	if (ina) {
+		err = agg_pin(s, ina, skel);
+		if (err)
+			goto out;
+		pinned = 1;
 	}
 	prog = bpf_program__fd(skel->progs.rinx_switch);
 	for (i = 0; i < sw->nports; i++) {
@@ -397,6 +557,8 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 		}
 	}
 out:
+	if (err && pinned)
+		agg_unpin(s, ina);
 	/* The attached program holds itself and its maps. */
 	switch_bpf__destroy(skel);
 	rinx_netns_leave(old);
@@ -555,6 +717,8 @@ static int teardown(const struct rinx_spec *s, const char *prefix,
 		/* Unpinning the link detaches the host program. */
 		for (i = 0; i < s->nhosts; i++)
 			rinx_node_down(s, &s->hosts[i]);
+		for (i = 0; i < s->nracks; i++)
+			agg_unpin(s, &s->racks[i]);
 		if (pin_is_ours(s, prefix))
 			pin_dir_remove(s->pin);
 	} else {
@@ -587,8 +751,21 @@ static void build_spec(const struct rinx_testbed_opts *o,
 		 o->pin ? o->pin : RINX_TB_PIN_ROOT, o->prefix);
 	s->nracks = o->racks;
 	for (r = 0; r < o->racks; r++) {
-		s->racks[r].id = r;
-		s->racks[r].ina = o->ina ? o->ina[r] : RINX_INA_NONE;
+		struct rinx_spec_rack *k = &s->racks[r];
+
+		k->id = r;
+		k->ina = o->ina ? o->ina[r] : RINX_INA_NONE;
+		if (k->ina == RINX_INA_SWITCH) {
+			/* The aggregator lives in the ToR: 10.71.<r>.254,
+			 * 02:72:78:fe:<r>:01 (hosts use .1-.32, 00:<r>). */
+			__u8 mac[6] = { 0x02, 0x72, 0x78, 0xfe, r, 0x01 };
+
+			snprintf(k->name, sizeof(k->name), "agg%d", r);
+			memcpy(k->mac, mac, 6);
+			k->ip = htonl(TB_NET_A << 24 | TB_NET_B << 16 | r << 8 |
+				      TB_AGG_HOST);
+			tor_ns(k->netns, o->prefix, r);
+		}
 		for (h = 0; h < o->hosts_per_rack; h++, i++) {
 			struct rinx_spec_host *x = &s->hosts[i];
 			__u8 mac[6] = { 0x02, 0x72, 0x78, 0, r, h + 1 };
@@ -657,6 +834,14 @@ static int config_host(const struct rinx_spec *s, int i)
 		bput(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
 		     ip, mac, h->ifname);
 	}
+	for (j = 0; j < s->nracks; j++) {
+		if (s->racks[j].ina != RINX_INA_SWITCH)
+			continue;
+		inet_ntop(AF_INET, &s->racks[j].ip, ip, sizeof(ip));
+		fmt_mac(mac, s->racks[j].mac);
+		bput(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
+		     ip, mac, h->ifname);
+	}
 	err = run_ip_batch(h->netns, &cmd);
 	bfree(&cmd);
 	return err;
@@ -682,14 +867,19 @@ static void switch_layout(const struct rinx_spec *s, const char *prefix,
 	int i, up = -1;
 
 	memset(sw, 0, sizeof(*sw));
+	sw->uplink = -1;
 	if (r == s->nracks) {
+		sw->rack = -1;
 		spine_ns(sw->ns, prefix);
-		for (i = 0; i < s->nracks; i++)
+		for (i = 0; i < s->nracks; i++) {
 			snprintf(sw->ifname[sw->nports++], IFNAMSIZ, "t%d", i);
+			sw->agg_port[i] = i;
+		}
 		for (i = 0; i < s->nhosts; i++)
 			sw->host_port[i] = s->hosts[i].rack;
 		return;
 	}
+	sw->rack = r;
 	tor_ns(sw->ns, prefix, r);
 	for (i = 0; i < s->nhosts; i++) {
 		if (s->hosts[i].rack != r)
@@ -699,11 +889,16 @@ static void switch_layout(const struct rinx_spec *s, const char *prefix,
 	}
 	if (s->nracks > 1) {
 		up = sw->nports;
+		sw->uplink = up;
 		snprintf(sw->ifname[sw->nports++], IFNAMSIZ, "uplink");
 	}
 	for (i = 0; i < s->nhosts; i++)
 		if (s->hosts[i].rack != r)
 			sw->host_port[i] = up;
+	/* Another rack's aggregator is behind the uplink; this rack's own
+	 * is the switch itself (no table entry). */
+	for (i = 0; i < s->nracks; i++)
+		sw->agg_port[i] = i == r ? -1 : up;
 }
 
 static int check_opts(const struct rinx_testbed_opts *o)
