@@ -209,8 +209,8 @@ int rinx_host(struct xdp_md *ctx)
 	 * node entry names the rack and its bit; anything else from `from` */
 	sender = type == RINX_T_CONTRIB ? bpf_ntohs(f.h->sender) : hop->from;
 	if (sender >= RINX_MAX_NODES ||
-	    (type == RINX_T_CONTRIB) != (hop->action == RINX_A_AGG_FWD ||
-					 hop->action == RINX_A_AGG_FINISH))
+	    (type == RINX_T_CONTRIB && hop->action != RINX_A_AGG_FWD &&
+	     hop->action != RINX_A_AGG_FINISH))
 		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
 	k = job->slot * RINX_MAX_NODES + sender;
 	from = bpf_map_lookup_elem(&nodes, &k);

@@ -146,8 +146,8 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		return ina_count(RINX_STAT_DROP_NO_ROUTE, RINX_INA_DROP);
 	sender = type == RINX_T_CONTRIB ? bpf_ntohs(f.h->sender) : hop->from;
 	if (sender >= RINX_MAX_NODES ||
-	    (type == RINX_T_CONTRIB) != (hop->action == RINX_A_AGG_FWD ||
-					 hop->action == RINX_A_AGG_FINISH))
+	    (type == RINX_T_CONTRIB && hop->action != RINX_A_AGG_FWD &&
+	     hop->action != RINX_A_AGG_FINISH))
 		return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
 	k = job->slot * RINX_MAX_NODES + sender;
 	from = bpf_map_lookup_elem(&nodes, &k);
