@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include "tools/cmds.h"
 #include "user/testbed.h"
 
@@ -38,8 +40,9 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "down: host programs off, namespaces deleted, pins and spec removed.\n"
 "  Succeeds when nothing is left. --all: every testbed with a spec in\n"
 "  " RINX_TB_SPEC_DIR ".\n"
-"show: hosts (rank, namespace, interface, MAC, IP, host program state)\n"
-"  and the counters of every switch.\n";
+"show: racks (INA kind; for ina=switch the ToR aggregator's name, MAC, IP\n"
+"  and its non-zero counters), hosts (rank, namespace, interface, MAC, IP,\n"
+"  host program state) and the counters of every switch.\n";
 
 enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
 	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
@@ -402,6 +405,78 @@ static void show_switch(const char *ns, const char *ifname, const char *what)
 	printf("\n");
 }
 
+/* Sum over CPUs of the counters the ToR aggregator of rack r pinned. */
+static int agg_stats(const struct rinx_spec *s, const struct rinx_spec_rack *r,
+		     __u64 out[RINX_STAT_MAX])
+{
+	char path[RINX_PATH_MAX + RINX_NAME_MAX + 16];
+	int ncpu = libbpf_num_possible_cpus();
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info);
+	int fd, i, c, err = 0;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/%s/stats", s->pin, r->name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	memset(out, 0, sizeof(__u64) * RINX_STAT_MAX);
+	/* A program built with fewer counters has a shorter map. */
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	for (i = 0; i < RINX_STAT_MAX && (__u32)i < info.max_entries; i++) {
+		__u64 v[ncpu];
+		__u32 k = i;
+
+		if (bpf_map_lookup_elem(fd, &k, v)) {
+			err = -errno;
+			break;
+		}
+		for (c = 0; c < ncpu; c++)
+			out[i] += v[c];
+	}
+	close(fd);
+	return err;
+}
+
+static void show_rack(const struct rinx_spec *s,
+		      const struct rinx_spec_rack *r)
+{
+	__u64 c[RINX_STAT_MAX];
+	char ip[INET_ADDRSTRLEN];
+	const __u8 *m = r->mac;
+	int i, ret, any = 0;
+
+	printf("rack %d  ina %s", r->id, ina_str(r->ina));
+	if (r->ina != RINX_INA_SWITCH) {
+		printf("\n");
+		return;
+	}
+	inet_ntop(AF_INET, &r->ip, ip, sizeof(ip));
+	printf("  aggregator %s %02x:%02x:%02x:%02x:%02x:%02x %s%s%s\n",
+	       r->name, m[0], m[1], m[2], m[3], m[4], m[5], ip,
+	       r->netns[0] ? " in " : "", r->netns);
+	ret = agg_stats(s, r, c);
+	if (ret) {
+		printf("  %s counters: (not pinned: %s)\n", r->name,
+		       strerror(-ret));
+		return;
+	}
+	printf("  %s counters:", r->name);
+	for (i = 0; i < RINX_STAT_MAX; i++) {
+		if (!c[i])
+			continue;
+		printf(" %s=%llu", rinx_stat_name(i),
+		       (unsigned long long)c[i]);
+		any = 1;
+	}
+	printf("%s\n", any ? "" : " all zero");
+}
+
 static int testbed_show(int argc, char **argv)
 {
 	char path[RINX_PATH_MAX], prefix[64], ns[64], ifname[16], ip[16];
@@ -430,8 +505,7 @@ static int testbed_show(int argc, char **argv)
 	printf("port %u  window %u  mode %s  pin %s\n", s->port, s->window,
 	       s->mode == RINX_XDP_GENERIC ? "generic" : "native", s->pin);
 	for (r = 0; r < s->nracks; r++)
-		printf("rack %d  ina %s\n", s->racks[r].id,
-		       ina_str(s->racks[r].ina));
+		show_rack(s, &s->racks[r]);
 	printf("%-4s %-6s %-4s %-20s %-6s %-17s %-15s %s\n", "rank", "host",
 	       "rack", "netns", "if", "mac", "ip", "xdp");
 	for (i = 0; i < s->nhosts; i++) {
