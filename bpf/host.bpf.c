@@ -154,7 +154,7 @@ static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
 SEC("xdp")
 int rinx_host(struct xdp_md *ctx)
 {
-	struct rinx_frame f;
+	struct rinx_frame f = {};
 	struct rinx_job *job;
 	struct rinx_hop *hop;
 	struct rinx_node *from;

@@ -98,7 +98,7 @@ static __always_inline int ina_out(struct rinx_frame *f, struct rinx_job *job,
 
 static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 {
-	struct rinx_frame f;
+	struct rinx_frame f = {};
 	struct rinx_job *job;
 	struct rinx_hop *hop;
 	struct rinx_node *from;

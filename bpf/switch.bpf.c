@@ -48,12 +48,17 @@ struct {
 	__type(value, struct rinx_sw_port);
 } macs SEC(".maps");
 
-/* ifindex -> ifindex: the switch's ports, targets of redirect and flood. */
+/* ifindex -> port: the switch's ports, targets of redirect and flood. The
+ * uplink entry carries rinx_group_egress as in group_all: the kernel's
+ * per-CPU bulk queue of a target device keeps the egress program of the
+ * first frame queued in a NAPI cycle for all of them, so every map that
+ * reaches the uplink must name the same program, or a group frame queued
+ * behind a unicast one would leave without its rewrite. */
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
 	__uint(max_entries, RINX_SW_MAX_PORTS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct bpf_devmap_val);
 } ports SEC(".maps");
 
 /* ifindex -> port: the rack's host ports (group ..:00). */
@@ -223,6 +228,13 @@ int rinx_group_egress(struct xdp_md *ctx)
 	__be32 daddr;
 	__u64 *mac;
 
+	if ((void *)(eth + 1) > data_end)
+		return XDP_PASS;
+	/* unicast frames share the uplink's queue: leave them alone */
+	if (eth->h_dest[0] != RINX_GROUP_MAC0 ||
+	    eth->h_dest[1] != RINX_GROUP_MAC1 ||
+	    eth->h_dest[2] != RINX_GROUP_MAC2)
+		return XDP_PASS;
 	if ((void *)(ip + 1) > data_end ||
 	    eth->h_proto != bpf_htons(ETH_P_IP))
 		return count(RINX_SW_DROP_NO_NEIGH, XDP_DROP);

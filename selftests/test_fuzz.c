@@ -1238,9 +1238,11 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	stats = bpf_map__fd(skel->maps.sw_stats);
 	macs = bpf_map__fd(skel->maps.macs);
 	ports = bpf_map__fd(skel->maps.ports);
-	for (n = 0; n < ARRAY_SIZE(sw_ports); n++)
-		err |= bpf_map_update_elem(ports, &sw_ports[n], &sw_ports[n],
-					   BPF_ANY);
+	for (n = 0; n < ARRAY_SIZE(sw_ports); n++) {
+		struct bpf_devmap_val v = { .ifindex = sw_ports[n] };
+
+		err |= bpf_map_update_elem(ports, &sw_ports[n], &v, BPF_ANY);
+	}
 	for (n = 0; n < ARRAY_SIZE(sw_tab); n++) {
 		struct rinx_sw_port p = { .port = sw_tab[n].port };
 		__u64 key = mac_key(sw_tab[n].mac);

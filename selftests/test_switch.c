@@ -280,9 +280,12 @@ static int setup_ports(struct switch_bpf *skel, int if_a, int if_b)
 	};
 	unsigned int i;
 
-	for (i = 0; i < sizeof(ifs) / sizeof(ifs[0]); i++)
-		if (bpf_map_update_elem(ports, &ifs[i], &ifs[i], BPF_ANY))
+	for (i = 0; i < sizeof(ifs) / sizeof(ifs[0]); i++) {
+		struct bpf_devmap_val v = { .ifindex = ifs[i] };
+
+		if (bpf_map_update_elem(ports, &ifs[i], &v, BPF_ANY))
 			return -errno;
+	}
 	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 		struct rinx_sw_port p = { .port = tab[i].port };
 		__u64 k = mac_key(tab[i].mac);
@@ -544,7 +547,8 @@ int main(void)
 	if (!tap_ok(!err, "ports and MAC table filled"))
 		tap_diag("%s", strerror(-err));
 	/* The devmap resolves ifindexes when an entry is added. */
-	tap_ok(bpf_map_update_elem(bpf_map__fd(skel->maps.ports), &bad, &bad,
+	tap_ok(bpf_map_update_elem(bpf_map__fd(skel->maps.ports), &bad,
+				   &(struct bpf_devmap_val){ .ifindex = bad },
 				   BPF_ANY) != 0,
 	       "devmap refuses an ifindex that does not exist");
 	skels[0] = skel;

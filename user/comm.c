@@ -422,7 +422,9 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			return SP_DROP;
 		if (f.h->step == RINX_HELLO_OPEN)
 			c->heard |= 1ull << from;
-		if (f.h->step == RINX_HELLO_ALIVE)
+		/* a peer that answers or probes is alive */
+		if (f.h->step == RINX_HELLO_ALIVE ||
+		    f.h->step == RINX_HELLO_PROBE)
 			c->alive |= 1ull << from;
 		if (f.h->step != RINX_HELLO_PROBE)
 			return SP_DROP + 10;

@@ -469,8 +469,17 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 			goto out;
 		}
 		ifindex[i] = idx;
-		err = map_set(bpf_map__fd(skel->maps.ports), &idx, &idx,
-			      sw->ns, "devmap");
+		{
+			struct bpf_devmap_val v = { .ifindex = idx };
+
+			/* see `ports` in switch.bpf.c: the uplink's egress
+			 * program must be the same in every map */
+			if (i == sw->uplink && sw->rack >= 0)
+				v.bpf_prog.fd = bpf_program__fd(
+					skel->progs.rinx_group_egress);
+			err = map_set(bpf_map__fd(skel->maps.ports), &idx, &v,
+				      sw->ns, "devmap");
+		}
 		if (err)
 			goto out;
 	}
