@@ -28,7 +28,7 @@ CC		?= gcc
 CFLAGS_COMMON	:= -g -O2 -Wall -Wextra -Werror -I. -I$(OUT)
 CFLAGS		?= $(CFLAGS_COMMON) -D_GNU_SOURCE -fPIC -std=gnu11 \
 		   -Wno-unused-parameter -Wno-format-truncation -fno-math-errno -fno-trapping-math
-BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Wextra \
+BPF_CFLAGS	:= -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Wextra \
 		   -Werror -Wno-unused-parameter -I. -I/usr/include/$(MULTIARCH)
 # the conversion loops want the vectorizer at full strength
 $(OUT)/user/quant.o: CFLAGS += -O3

@@ -68,6 +68,15 @@ struct {
 	__type(value, struct rinx_agg);
 } aggs SEC(".maps");
 
+/* job slot -> contribution cursor (mmapped, shared with the trainer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, RINX_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct rinx_cursor);
+} cursors SEC(".maps");
+
 /* rx queue -> trainer's AF_XDP socket (slow path). */
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -149,6 +158,48 @@ static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
 	if (ret == XDP_TX)
 		rinx_to_group(f, rack, to != job->self);
 	return ret;
+}
+
+/* A worker of an INA rack: the gather that ends here becomes this worker's
+ * next contribution (the share of the next unclaimed block of the round),
+ * so contributions after the first window never cross AF_XDP. Returns the
+ * action, or -1 when there is nothing to send. */
+static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
+				   __u32 epoch)
+{
+	struct rinx_cursor *cur;
+	struct rinx_slot *sh;
+	__u32 k = job->slot, b, idx;
+	__u64 *d, *s;
+	int i;
+
+	if (job->contrib == RINX_NO_CONTRIB || !job->nclasses)
+		return -1;
+	cur = bpf_map_lookup_elem(&cursors, &k);
+	if (!cur || cur->epoch != epoch)
+		return -1;
+	b = __sync_fetch_and_add(&cur->next, 1);
+	if (b >= job->nblocks || b >= rinx_window)
+		return -1;
+	idx = job->slot * rinx_window + b;
+	sh = bpf_map_lookup_elem(&share, &idx);
+	/* The trainer writes every share of a round before it opens the
+	 * cursor: a claimed block always has its share. */
+	if (!sh || sh->epoch != epoch)
+		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+	d = (__u64 *)f->v;
+	s = (__u64 *)sh->v;
+#pragma clang loop unroll_count(8)
+	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+		d[i] = s[i];
+	f->h->type = RINX_T_CONTRIB;
+	f->h->step = 0;
+	f->h->flags = sh->flags;
+	f->h->block = bpf_htonl(b);
+	f->h->klass = bpf_htons(b % job->nclasses);
+	f->h->count = bpf_htons(sh->count);
+	f->h->exp = bpf_htons((__u16)sh->exp);
+	return forward(f, job, job->slot, job->contrib);
 }
 
 SEC("xdp")
@@ -279,8 +330,14 @@ sized:
 		if (!res)
 			return count(RINX_STAT_ABORTED, XDP_ABORTED);
 		store(res, &f, epoch);
-		if (hop->action == RINX_A_STORE_END)
-			return count(RINX_STAT_GATHER_END, XDP_DROP);
+		if (hop->action == RINX_A_STORE_END) {
+			count(RINX_STAT_GATHER_END, 0);
+			ret = recycle(&f, job, epoch);
+			if (ret < 0)
+				return XDP_DROP;
+			return ret == XDP_TX ? count(RINX_STAT_RECYCLED, ret) :
+					       ret;
+		}
 		f.h->step++;
 		ret = forward(&f, job, job->slot, hop->to);
 		return ret == XDP_TX ? count(RINX_STAT_GATHER_FWD, ret) : ret;

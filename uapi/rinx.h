@@ -127,6 +127,21 @@ struct rinx_job {
 	__u16 qbits;		/* fixed-point bits of one contribution */
 	__u16 dtype;		/* enum rinx_wire_dtype of the round */
 	__u32 window;		/* blocks per round the slot holds */
+	__u16 contrib;		/* aggregator this worker contributes to, or
+				 * RINX_NO_CONTRIB */
+	__u16 resv;
+};
+
+#define RINX_NO_CONTRIB		0xffff
+
+/* Per job slot (mmapped): the next block of the round this worker
+ * contributes. Both the trainer and the host program claim blocks with an
+ * atomic add: a finished gather frame that ends at a worker is turned into
+ * its next contribution in XDP (no copy through AF_XDP), the trainer sends
+ * the first ones and whatever XDP did not. */
+struct rinx_cursor {
+	__u32 epoch;	/* round the cursor counts; written last */
+	__u32 next;	/* next block to contribute */
 };
 
 enum rinx_action {
@@ -214,6 +229,8 @@ enum rinx_stat {
 	RINX_STAT_AGG_RESEND,	/* duplicate into a finished slot answered
 				 * with the stored sum */
 	RINX_STAT_SLOW_HELLO,	/* to AF_XDP: control frame of the job */
+	RINX_STAT_RECYCLED,	/* gather stored, frame reused for the next
+				 * contribution of this worker */
 	RINX_STAT_MAX,
 };
 
@@ -249,7 +266,8 @@ _Static_assert(RINX_FRAME_HDR_LEN == 80, "payload is 8-byte aligned");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
-_Static_assert(sizeof(struct rinx_job) == 32, "job");
+_Static_assert(sizeof(struct rinx_job) == 36, "job");
+_Static_assert(sizeof(struct rinx_cursor) == 8, "cursor");
 _Static_assert(sizeof(struct rinx_hop) == 12, "hop");
 _Static_assert(sizeof(struct rinx_agg) == 24 + RINX_BLOCK_BYTES, "agg");
 _Static_assert(__builtin_offsetof(struct rinx_agg, v) == 24, "agg.v");

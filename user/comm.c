@@ -89,6 +89,7 @@ struct rinx_comm {
 	int tor_jobs_fd;	/* agent of an INA ToR: the ToR's job table */
 	struct rinx_slot *share, *result;
 	size_t map_bytes;
+	struct rinx_cursor *cursors;	/* mmapped, RINX_MAX_JOBS entries */
 	struct xctx *x;
 	struct rinx_plan plan;
 	struct rinx_node nodes[RINX_MAX_NODES];
@@ -863,6 +864,9 @@ static int install(struct rinx_comm *c)
 	c->jobent.self = c->rank;
 	c->jobent.qbits = c->qbits;
 	c->jobent.window = c->window;
+	c->jobent.contrib = c->plan.contrib_to >= 0 ? c->plan.contrib_to :
+						      RINX_NO_CONTRIB;
+	c->cursors[c->slot].epoch = 0;
 	/* Every rank starts at epoch 0 of a clean slot: results and shares
 	 * are recognised by epoch, so whatever an earlier job left is wiped. */
 	c->epoch = 0;
@@ -960,6 +964,23 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	close(fd_share);
 	close(fd_result);
 	fd_share = fd_result = -1;
+	{
+		int fd = open_pinned(c, dir, "cursors");
+		void *p;
+
+		if (fd < 0) {
+			err = fd;
+			goto fail;
+		}
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (p == MAP_FAILED) {
+			err = cerr(c, -errno, "cannot mmap cursors: %s",
+				   strerror(errno));
+			goto fail;
+		}
+		c->cursors = p;
+	}
 	if (c->n > 1) {
 		err = xctx_get(c, c->self->ifname, dir, &c->x);
 		if (err)
@@ -1011,6 +1032,8 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		close(c->fd_aggs);
 	if (c->x)
 		xctx_put(c->x);
+	if (c->cursors)
+		munmap(c->cursors, 4096);
 	if (c->share)
 		munmap(c->share, c->map_bytes);
 	if (c->result)
@@ -1096,6 +1119,13 @@ static int round_open(struct rinx_req *r)
 		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
 	}
 	c->st.ns_quant += now_ns() - t;
+	if (c->plan.contrib_to >= 0) {
+		struct rinx_cursor *cur = &c->cursors[c->slot];
+
+		/* every share of the round is written: open the cursor */
+		__atomic_store_n(&cur->next, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&cur->epoch, c->epoch, __ATOMIC_RELEASE);
+	}
 	/* A worker of an INA rack sends every block to its aggregator; an
 	 * autonomous host sends the blocks of the classes it starts. */
 	r->nown = 0;
@@ -1108,43 +1138,80 @@ static int round_open(struct rinx_req *r)
 	return 0;
 }
 
+/* Builds and queues the frame of block b (reduce from its origin, or a
+ * contribution to the rack's aggregator). 0 or -EAGAIN. */
+static int send_block(struct rinx_req *r, __u32 b)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	__u32 klass = b % c->plan.nclasses;
+	struct rinx_slot *s = &c->share[c->slot * c->window + b];
+	__u64 addr = x->free[x->nfree - 1];
+	struct frame f;
+
+	frame_at((__u8 *)x->area + addr, &f);
+	frame_addr(c, &f, c->plan.contrib_to >= 0 ? c->plan.contrib_to :
+			  c->plan.first_to[klass]);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = c->plan.contrib_to >= 0 ? RINX_T_CONTRIB : RINX_T_REDUCE;
+	f.h->flags = s->flags;
+	f.h->step = 0;
+	f.h->job = htonl(c->job);
+	f.h->token = htonl(c->token);
+	f.h->epoch = htonl(c->epoch);
+	f.h->block = htonl(b);
+	f.h->nblocks = htonl(r->nb);
+	f.h->count = htons(block_count(r, b));
+	f.h->klass = htons(klass);
+	f.h->exp = htons((__u16)s->exp);
+	f.h->dtype = htons(c->jobent.dtype);
+	memcpy(f.v, s->v, RINX_BLOCK_BYTES);
+	if (x_send(x, addr, RINX_FRAME_MAX))
+		return -EAGAIN;
+	x->nfree--;
+	return 0;
+}
+
 static int send_own(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
 	struct xctx *x = c->x;
 	int sent = 0;
 
-	while (r->sent < r->nown && r->sent - r->head < (__u32)c->inflight &&
-	       x->nfree > 0) {
-		__u32 b = r->own[r->sent], klass = b % c->plan.nclasses;
-		struct rinx_slot *s = &c->share[c->slot * c->window + b];
-		__u64 addr = x->free[x->nfree - 1];
-		struct frame f;
+	if (c->plan.contrib_to >= 0) {
+		/* Blocks are claimed from the cursor the host program shares:
+		 * it turns every gather that ends here into the next
+		 * contribution, so after the first window the trainer only
+		 * fills gaps. In flight: claimed beyond the finished prefix. */
+		struct rinx_cursor *cur = &c->cursors[c->slot];
 
-		frame_at((__u8 *)x->area + addr, &f);
-		frame_addr(c, &f, c->plan.contrib_to >= 0 ? c->plan.contrib_to :
-				  c->plan.first_to[klass]);
-		f.h->magic = htonl(RINX_MAGIC);
-		f.h->version = RINX_VERSION;
-		f.h->type = c->plan.contrib_to >= 0 ? RINX_T_CONTRIB :
-						      RINX_T_REDUCE;
-		f.h->flags = s->flags;
-		f.h->step = 0;
-		f.h->job = htonl(c->job);
-		f.h->token = htonl(c->token);
-		f.h->epoch = htonl(c->epoch);
-		f.h->block = htonl(b);
-		f.h->nblocks = htonl(r->nb);
-		f.h->count = htons(block_count(r, b));
-		f.h->klass = htons(klass);
-		f.h->exp = htons((__u16)s->exp);
-		f.h->dtype = htons(c->jobent.dtype);
-		memcpy(f.v, s->v, RINX_BLOCK_BYTES);
-		if (x_send(x, addr, RINX_FRAME_MAX))
-			break;
-		x->nfree--;
-		r->sent++;
-		sent++;
+		while (x->nfree > 0) {
+			__u32 next = __atomic_load_n(&cur->next,
+						     __ATOMIC_ACQUIRE), b;
+
+			if (next >= r->nb ||
+			    next - r->cursor >= (__u32)c->inflight ||
+			    xsk_prod_nb_free(&x->tx, 1) < 1)
+				break;
+			b = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
+			if (b >= r->nb)
+				break;
+			if (send_block(r, b)) {
+				/* cannot happen: a TX slot was checked */
+				r->err = cerr(c, -EIO, "AF_XDP ring full");
+				break;
+			}
+			sent++;
+		}
+	} else {
+		while (r->sent < r->nown &&
+		       r->sent - r->head < (__u32)c->inflight && x->nfree > 0) {
+			if (send_block(r, r->own[r->sent]))
+				break;
+			r->sent++;
+			sent++;
+		}
 	}
 	c->st.blocks_sent += sent;
 	return sent;

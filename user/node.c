@@ -25,6 +25,7 @@
 
 static const char *const pinned_maps[] = {
 	"jobs", "nodes", "hops", "share", "result", "xsks", "stats", "aggs",
+	"cursors",
 };
 
 static const char *const stat_names[RINX_STAT_MAX] = {
@@ -56,6 +57,7 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_AGG_RESET] = "agg_reset",
 	[RINX_STAT_AGG_RESEND] = "agg_resend",
 	[RINX_STAT_SLOW_HELLO] = "slow_hello",
+	[RINX_STAT_RECYCLED] = "recycled",
 };
 
 const char *rinx_stat_name(int stat)
