@@ -29,10 +29,12 @@ enum rinx_agg_ret {
 };
 
 /* Adds frame f (round epoch, contributor bit) into slot a. *reset is set
- * when an unfinished older round had to give the slot up. */
+ * when an unfinished older round had to give the slot up. With `resend`, a
+ * duplicate into the finished slot gets the stored sum (RINX_AGG_RESEND). */
 static __always_inline int rinx_agg_add(struct rinx_agg *a,
 					struct rinx_frame *f, __u32 epoch,
-					__u32 bit, __u32 mask, int *reset)
+					__u32 bit, __u32 mask, int resend,
+					int *reset)
 {
 	__u32 b = 1U << (bit & 31);
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
@@ -41,7 +43,8 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
 	if (a->epoch != epoch) {
-		if ((__s32)(epoch - a->epoch) < 0 && a->epoch) {
+		/* a slot never used (seen 0) takes any round; epochs wrap */
+		if (a->seen && (__s32)(epoch - a->epoch) < 0) {
 			bpf_spin_unlock(&a->lock);
 			return RINX_AGG_STALE;
 		}
@@ -53,7 +56,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	if (a->seen & b) {
 		/* A retransmission into a finished slot: hand the stored sum
 		 * back (SwitchML's answer to a lost result). */
-		if (a->done) {
+		if (a->done && resend) {
 			for (i = 0; i < RINX_BLOCK_VALUES; i++)
 				f->v[i] = a->v[i];
 			f->h->exp = bpf_htons((__u16)a->exp);

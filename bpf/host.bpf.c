@@ -346,7 +346,9 @@ sized:
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!a)
 			return count(RINX_STAT_ABORTED, XDP_ABORTED);
-		ret = rinx_agg_add(a, &f, epoch, bit, hop->mask, &reset);
+		ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
+				   hop->action == RINX_A_AGG_FINISH &&
+				   type == RINX_T_CONTRIB, &reset);
 		if (reset)
 			count(RINX_STAT_AGG_RESET, 0);
 		if (ret == RINX_AGG_RESEND &&

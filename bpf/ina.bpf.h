@@ -136,7 +136,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
 	    nblocks > ina_window || job->slot >= RINX_MAX_JOBS ||
 	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
-	    klass != block % job->nclasses || epoch == 0)
+	    klass != block % job->nclasses)
 		return ina_count(RINX_STAT_DROP_BOUNDS, RINX_INA_DROP);
 	k = RINX_HOP_INDEX(job->slot, klass, type);
 	hop = bpf_map_lookup_elem(&hops, &k);
@@ -186,7 +186,9 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 				 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
 	}
 
-	ret = rinx_agg_add(a, &f, epoch, bit, hop->mask, &reset);
+	ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
+				   hop->action == RINX_A_AGG_FINISH &&
+				   type == RINX_T_CONTRIB, &reset);
 	if (reset)
 		ina_count(RINX_STAT_AGG_RESET, 0);
 	if (ret == RINX_AGG_RESEND && hop->action == RINX_A_AGG_FINISH &&

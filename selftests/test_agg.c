@@ -719,10 +719,10 @@ static const struct tcase fixed_cases[] = {
 	  0xffffffffu, AGENT_ONLY, 6, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
 		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD },
-		{ .who = W1, .ep = 0, .exp = 3, .ex = O_STALE,
-		  .todo = "slot epoch 0 is taken for 'unused' in rinx_agg_add" } } },
-	{ "epoch 0 at the ToR: refused", 2, 0xffffffffu, TOR_ONLY, 1, {
-		{ .who = W0, .ep = 1, .exp = 3, .ex = O_BOUNDS } } },
+		{ .who = W1, .ep = 0, .exp = 3, .ex = O_STALE } } },
+	{ "epoch 0 at the ToR (after the wrap): taken", 2, 0xffffffffu,
+	  TOR_ONLY, 1, {
+		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD } } },
 };
 
 /* generated: every order of the 4 (or 3) contributors of classes 0, 1, 2 */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "tools/bench.h"
 #include "tools/cmds.h"
+#include "user/plan.h"
 #include "user/testbed.h"
 
 static char demo_prefix[RINX_TB_PREFIX_MAX + 1];
@@ -24,44 +25,81 @@ static void demo_signal(int sig)
 }
 
 static const char demo_usage[] =
-"[--hosts N] [--sizes LIST] [--iters N] [--mode native|generic] [--verify]\n"
-"  builds a testbed of N hosts (default 4) on one ToR switch, runs a\n"
-"  verified float32 allreduce at each size (default 1M,16M,64M), prints\n"
-"  the figures and tears the testbed down";
+"[--racks R --per-rack H --ina LIST | --hosts N] [--sizes LIST] [--iters N]\n"
+"       [--mode native|generic]\n"
+"  builds a testbed, prints its plan, runs a float32 allreduce at each size\n"
+"  (default 1M,16M,64M) with every element verified, prints the figures and\n"
+"  tears the testbed down. Default: Rina on 2 racks x 4 hosts, rack 0 with\n"
+"  an INA ToR, rack 1 plain (--ina switch,none); --hosts N: a plain ring of\n"
+"  N hosts on one switch";
 
 int cmd_demo(int argc, char **argv)
 {
 	struct rinx_testbed_opts to = { 0 };
+	int ina[RINX_TB_MAX_RACKS] = { RINX_INA_SWITCH, RINX_INA_NONE };
+	char *rest[64];
 	struct bench_opts o;
 	struct rinx_spec s;
 	char spec[RINX_PATH_MAX];
 	const char *ignored = NULL;
-	int ret, down;
+	int ret, down, i, n = 0, nina = 2, racks = 2, per_rack = 4;
 
+	/* the testbed's options here, the rest is bench's */
+	for (i = 0; i < argc && n < 63; i++) {
+		const char *a = argv[i];
+
+		if (i + 1 < argc && !strcmp(a, "--racks")) {
+			racks = atoi(argv[++i]);
+		} else if (i + 1 < argc && !strcmp(a, "--per-rack")) {
+			per_rack = atoi(argv[++i]);
+		} else if (i + 1 < argc && !strcmp(a, "--ina")) {
+			nina = testbed_parse_ina(argv[++i], ina,
+						 RINX_TB_MAX_RACKS);
+			if (nina < 0) {
+				fprintf(stderr, "rinxctl demo: --ina takes "
+					"none|switch|agent per rack\n");
+				return RINX_EXIT_USAGE;
+			}
+		} else {
+			rest[n++] = argv[i];
+		}
+	}
+	rest[n] = NULL;
 	bench_defaults(&o);
-	o.hosts = 4;
 	o.iters = 3;
-	if (bench_getopt(argc, argv, &o, &ignored, demo_usage))
+	if (bench_getopt(n, rest, &o, &ignored, demo_usage))
 		return RINX_EXIT_USAGE;
 	o.verify = 1;	/* the demo always checks every element */
-	if (o.hosts < 2 || o.hosts > RINX_TB_MAX_PER_RACK) {
-		fprintf(stderr, "rinxctl demo: --hosts 2..%d\n",
+	if (o.hosts) {
+		racks = 1;
+		per_rack = o.hosts;
+		nina = 1;
+		ina[0] = RINX_INA_NONE;
+	}
+	if (racks < 1 || racks > RINX_TB_MAX_RACKS || per_rack < 1 ||
+	    per_rack > RINX_TB_MAX_PER_RACK || racks * per_rack < 2 ||
+	    racks * per_rack > RINX_MAX_NODES) {
+		fprintf(stderr, "rinxctl demo: 2..%d hosts, racks 1..%d, "
+			"per rack 1..%d\n", RINX_MAX_NODES, RINX_TB_MAX_RACKS,
 			RINX_TB_MAX_PER_RACK);
 		return RINX_EXIT_USAGE;
 	}
+	for (i = nina; i < racks; i++)
+		ina[i] = nina == 1 ? ina[0] : RINX_INA_NONE;
 	srand(getpid() ^ time(NULL));
 	snprintf(demo_prefix, sizeof(demo_prefix), "rxd%04x",
 		 rand() & 0xffff);
 	to.prefix = demo_prefix;
-	to.racks = 1;
-	to.hosts_per_rack = o.hosts;
+	to.racks = racks;
+	to.hosts_per_rack = per_rack;
+	to.ina = ina;
 	to.mode = o.mode && !strcmp(o.mode, "generic") ? RINX_XDP_GENERIC :
 							 RINX_XDP_NATIVE;
 	signal(SIGINT, demo_signal);
 	signal(SIGTERM, demo_signal);
 	signal(SIGPIPE, SIG_IGN);
-	printf("rinx demo: testbed %s: %d hosts on one XDP switch (%s XDP)\n",
-	       demo_prefix, o.hosts,
+	printf("rinx demo: testbed %s: %d rack(s) x %d hosts, XDP switches "
+	       "(%s XDP)\n", demo_prefix, racks, per_rack,
 	       to.mode == RINX_XDP_GENERIC ? "generic" : "native");
 	fflush(stdout);
 	demo_up = 1;
@@ -73,8 +111,10 @@ int cmd_demo(int argc, char **argv)
 		return rinx_exit_code(ret);
 	}
 	rinx_testbed_spec_path(demo_prefix, spec, sizeof(spec));
+	rinx_plan_summary(stdout, &s);
 	printf("rinx demo: float32 allreduce SUM, every element checked "
 	       "against an independent reference\n");
+	fflush(stdout);
 	ret = bench_run(&o, spec, &s, stdout);
 	down = rinx_testbed_down(demo_prefix, NULL);
 	demo_up = 0;

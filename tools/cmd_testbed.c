@@ -94,7 +94,7 @@ static int parse_ina_one(const char *v)
 }
 
 /* "switch,none,agent" -> kinds; returns how many or -1. */
-static int parse_ina(const char *list, int *kinds, int max)
+int testbed_parse_ina(const char *list, int *kinds, int max)
 {
 	char buf[256], *save = NULL, *tok;
 	int n = 0;
@@ -204,7 +204,7 @@ static int testbed_up(int argc, char **argv)
 			o.port = x;
 			break;
 		case OPT_INA:
-			nina = parse_ina(optarg, ina, RINX_TB_MAX_RACKS);
+			nina = testbed_parse_ina(optarg, ina, RINX_TB_MAX_RACKS);
 			if (nina < 0) {
 				fprintf(stderr, "rinxctl testbed: --ina takes "
 					"none|switch|agent per rack, "

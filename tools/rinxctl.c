@@ -27,8 +27,9 @@ static const struct rinx_cmd cmds[] = {
 	  "print the plan (per-node tables) of a cluster" },
 	{ "bench", cmd_bench, "--spec FILE [options]",
 	  "allreduce benchmark: size sweep, verify, time and bandwidth" },
-	{ "demo", cmd_demo, "[--hosts N] [--sizes LIST] [--mode MODE]",
-	  "testbed up, verified float32 allreduce, figures, testbed down" },
+	{ "demo", cmd_demo, "[--racks R --per-rack H --ina LIST | --hosts N] [--sizes LIST]",
+	  "testbed up (default: Rina on 2 racks x 4, rack 0 INA), verified float32\n"
+	  "           allreduce, figures, testbed down" },
 	{ "peer", cmd_peer, "mpi --spec FILE [options]", "the same sweep by Open MPI over TCP" },
 	{ NULL, NULL, NULL, NULL },
 };

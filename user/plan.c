@@ -274,12 +274,11 @@ static void node_name(const struct rinx_spec *s, int id, char *buf, size_t len)
 	snprintf(buf, len, "node%d", id);
 }
 
-void rinx_plan_print(FILE *f, const struct rinx_spec *s)
+void rinx_plan_summary(FILE *f, const struct rinx_spec *s)
 {
-	static const char *const tname[] = { "reduce", "gather", "contrib" };
-	struct rinx_plan p, q;
-	char a[RINX_NAME_MAX], b[RINX_NAME_MAX], c[RINX_NAME_MAX];
-	int i, k, t, node, ina = 0;
+	struct rinx_plan p;
+	char a[RINX_NAME_MAX];
+	int i, ina = 0;
 
 	if (rinx_plan_build(&p, s, 0)) {
 		fprintf(f, "plan: cannot build a plan for this spec\n");
@@ -304,6 +303,20 @@ void rinx_plan_print(FILE *f, const struct rinx_spec *s)
 			fprintf(f, " %s", a);
 	}
 	fprintf(f, "\n");
+}
+
+void rinx_plan_print(FILE *f, const struct rinx_spec *s)
+{
+	static const char *const tname[] = { "reduce", "gather", "contrib" };
+	struct rinx_plan p, q;
+	char a[RINX_NAME_MAX], b[RINX_NAME_MAX], c[RINX_NAME_MAX];
+	int k, t, node;
+
+	if (rinx_plan_build(&p, s, 0)) {
+		fprintf(f, "plan: cannot build a plan for this spec\n");
+		return;
+	}
+	rinx_plan_summary(f, s);
 	for (node = 0; node < p.nnodes; node++) {
 		rinx_plan_build(&q, s, node);
 		if (q.contrib_to >= 0) {

@@ -39,6 +39,8 @@ int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s, int self);
 int rinx_plan_agg_node(const struct rinx_spec *s, int rack_index);
 /* Index of the rack whose agent (lowest rank) this host is, else -1. */
 int rinx_plan_agent_of(const struct rinx_spec *s, int rank);
+/* Two lines: the kind of plan and its ring members. */
+void rinx_plan_summary(FILE *f, const struct rinx_spec *s);
 /* Human-readable plan of every node, for rinxctl plan. */
 void rinx_plan_print(FILE *f, const struct rinx_spec *s);
 
