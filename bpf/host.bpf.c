@@ -160,25 +160,27 @@ static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
 	return ret;
 }
 
-/* A worker of an INA rack: the gather that ends here becomes this worker's
- * next contribution (the share of the next unclaimed block of the round),
- * so contributions after the first window never cross AF_XDP. Returns the
- * action, or -1 when there is nothing to send. */
+/* The gather that ends here becomes the next block this host starts: the
+ * next contribution of an INA rack's worker, or the next block of a ring
+ * origin's class. Blocks after the first window thus never cross AF_XDP.
+ * Returns the action, or -1 when there is nothing to send. */
 static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 				   __u32 epoch)
 {
 	struct rinx_cursor *cur;
 	struct rinx_slot *sh;
-	__u32 k = job->slot, b, idx;
+	__u32 k = job->slot, j, b, idx;
 	__u64 *d, *s;
 	int i;
 
-	if (job->contrib == RINX_NO_CONTRIB || !job->nclasses)
+	if (job->send_to == RINX_NO_SEND || !job->nclasses)
 		return -1;
 	cur = bpf_map_lookup_elem(&cursors, &k);
 	if (!cur || cur->epoch != epoch)
 		return -1;
-	b = __sync_fetch_and_add(&cur->next, 1);
+	j = __sync_fetch_and_add(&cur->next, 1);
+	b = job->send_type == RINX_T_CONTRIB ? j :
+	    j * job->nclasses + job->send_class;
 	if (b >= job->nblocks || b >= rinx_window)
 		return -1;
 	idx = job->slot * rinx_window + b;
@@ -192,14 +194,15 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 #pragma clang loop unroll_count(8)
 	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
 		d[i] = s[i];
-	f->h->type = RINX_T_CONTRIB;
+	f->h->type = job->send_type == RINX_T_CONTRIB ? RINX_T_CONTRIB :
+							RINX_T_REDUCE;
 	f->h->step = 0;
 	f->h->flags = sh->flags;
 	f->h->block = bpf_htonl(b);
 	f->h->klass = bpf_htons(b % job->nclasses);
 	f->h->count = bpf_htons(sh->count);
 	f->h->exp = bpf_htons((__u16)sh->exp);
-	return forward(f, job, job->slot, job->contrib);
+	return forward(f, job, job->slot, job->send_to);
 }
 
 SEC("xdp")

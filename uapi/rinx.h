@@ -127,21 +127,24 @@ struct rinx_job {
 	__u16 qbits;		/* fixed-point bits of one contribution */
 	__u16 dtype;		/* enum rinx_wire_dtype of the round */
 	__u32 window;		/* blocks per round the slot holds */
-	__u16 contrib;		/* aggregator this worker contributes to, or
-				 * RINX_NO_CONTRIB */
-	__u16 resv;
+	__u16 send_to;		/* node the blocks this rank starts go to, or
+				 * RINX_NO_SEND */
+	__u8 send_type;		/* RINX_T_CONTRIB: every block of the round
+				 * (INA rack worker); RINX_T_REDUCE: the
+				 * blocks of class send_class (ring origin) */
+	__u8 send_class;
 };
 
-#define RINX_NO_CONTRIB		0xffff
+#define RINX_NO_SEND		0xffff
 
-/* Per job slot (mmapped): the next block of the round this worker
- * contributes. Both the trainer and the host program claim blocks with an
- * atomic add: a finished gather frame that ends at a worker is turned into
- * its next contribution in XDP (no copy through AF_XDP), the trainer sends
- * the first ones and whatever XDP did not. */
+/* Per job slot (mmapped): how many of the blocks this rank starts in the
+ * round are claimed (the j-th is block j, or j * nclasses + send_class).
+ * Both the trainer and the host program claim with an atomic add: a gather
+ * that ends at this host is turned into its next block in XDP (no copy
+ * through AF_XDP); the trainer sends the first ones and fills gaps. */
 struct rinx_cursor {
 	__u32 epoch;	/* round the cursor counts; written last */
-	__u32 next;	/* next block to contribute */
+	__u32 next;	/* next own block to claim */
 };
 
 enum rinx_action {

@@ -864,8 +864,19 @@ static int install(struct rinx_comm *c)
 	c->jobent.self = c->rank;
 	c->jobent.qbits = c->qbits;
 	c->jobent.window = c->window;
-	c->jobent.contrib = c->plan.contrib_to >= 0 ? c->plan.contrib_to :
-						      RINX_NO_CONTRIB;
+	/* the blocks this rank starts, for the host program's recycling */
+	c->jobent.send_to = RINX_NO_SEND;
+	if (c->plan.contrib_to >= 0) {
+		c->jobent.send_to = c->plan.contrib_to;
+		c->jobent.send_type = RINX_T_CONTRIB;
+	} else {
+		for (i = 0; i < c->plan.nclasses; i++)
+			if (c->plan.origin[i] == c->rank && c->plan.nmembers > 1) {
+				c->jobent.send_to = c->plan.first_to[i];
+				c->jobent.send_type = RINX_T_REDUCE;
+				c->jobent.send_class = i;
+			}
+	}
 	c->cursors[c->slot].epoch = 0;
 	/* Every rank starts at epoch 0 of a clean slot: results and shares
 	 * are recognised by epoch, so whatever an earlier job left is wiped. */
@@ -1119,7 +1130,7 @@ static int round_open(struct rinx_req *r)
 		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
 	}
 	c->st.ns_quant += now_ns() - t;
-	if (c->plan.contrib_to >= 0) {
+	{
 		struct rinx_cursor *cur = &c->cursors[c->slot];
 
 		/* every share of the round is written: open the cursor */
@@ -1177,41 +1188,28 @@ static int send_own(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
 	struct xctx *x = c->x;
+	struct rinx_cursor *cur = &c->cursors[c->slot];
 	int sent = 0;
 
-	if (c->plan.contrib_to >= 0) {
-		/* Blocks are claimed from the cursor the host program shares:
-		 * it turns every gather that ends here into the next
-		 * contribution, so after the first window the trainer only
-		 * fills gaps. In flight: claimed beyond the finished prefix. */
-		struct rinx_cursor *cur = &c->cursors[c->slot];
+	/* Own blocks are claimed from the cursor the host program shares: it
+	 * turns every gather that ends here into the next own block, so after
+	 * the first window the trainer only fills gaps. In flight: claimed
+	 * beyond the finished prefix of own blocks. */
+	while (x->nfree > 0) {
+		__u32 next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE), j;
 
-		while (x->nfree > 0) {
-			__u32 next = __atomic_load_n(&cur->next,
-						     __ATOMIC_ACQUIRE), b;
-
-			if (next >= r->nb ||
-			    next - r->cursor >= (__u32)c->inflight ||
-			    xsk_prod_nb_free(&x->tx, 1) < 1)
-				break;
-			b = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
-			if (b >= r->nb)
-				break;
-			if (send_block(r, b)) {
-				/* cannot happen: a TX slot was checked */
-				r->err = cerr(c, -EIO, "AF_XDP ring full");
-				break;
-			}
-			sent++;
+		if (next >= r->nown || next - r->head >= (__u32)c->inflight ||
+		    xsk_prod_nb_free(&x->tx, 1) < 1)
+			break;
+		j = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
+		if (j >= r->nown)
+			break;
+		if (send_block(r, r->own[j])) {
+			/* cannot happen: a TX slot was checked */
+			r->err = cerr(c, -EIO, "AF_XDP transmit ring full");
+			break;
 		}
-	} else {
-		while (r->sent < r->nown &&
-		       r->sent - r->head < (__u32)c->inflight && x->nfree > 0) {
-			if (send_block(r, r->own[r->sent]))
-				break;
-			r->sent++;
-			sent++;
-		}
+		sent++;
 	}
 	c->st.blocks_sent += sent;
 	return sent;
@@ -1223,11 +1221,18 @@ static int collect(struct rinx_req *r)
 	int got = 0;
 	__u64 t = 0;
 
-	while (r->head < r->sent &&
-	       __atomic_load_n(&c->result[c->slot * c->window +
-					  r->own[r->head]].epoch,
-			       __ATOMIC_ACQUIRE) == c->epoch)
-		r->head++;
+	{
+		__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
+						__ATOMIC_ACQUIRE);
+
+		if (claimed > r->nown)
+			claimed = r->nown;
+		while (r->head < claimed &&
+		       __atomic_load_n(&c->result[c->slot * c->window +
+						  r->own[r->head]].epoch,
+				       __ATOMIC_ACQUIRE) == c->epoch)
+			r->head++;
+	}
 	while (r->cursor < r->nb) {
 		const struct rinx_slot *s =
 			&c->result[c->slot * c->window + r->cursor];
