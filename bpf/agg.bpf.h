@@ -24,16 +24,20 @@ enum rinx_agg_ret {
 	RINX_AGG_COMPLETE,	/* added; the frame now carries the sum */
 	RINX_AGG_DUP,		/* contributor already counted this round */
 	RINX_AGG_RESEND,	/* duplicate into a finished slot: the frame
-				 * now carries the stored sum */
+				 * now carries the stored partial sum */
+	RINX_AGG_FINAL,		/* duplicate into a slot that holds the
+				 * finished block: the frame carries it */
 	RINX_AGG_STALE,		/* the slot holds a newer round */
 };
 
 /* Adds frame f (round epoch, contributor bit) into slot a. *reset is set
- * when an unfinished older round had to give the slot up. With `resend`, a
- * duplicate into the finished slot gets the stored sum (RINX_AGG_RESEND). */
+ * when an unfinished older round had to give the slot up. A duplicate into
+ * the finished slot gets the stored sum (RINX_AGG_RESEND): the caller sends
+ * it on again or back. With `finish`, the completed sum is the finished
+ * block and stays marked so (NACKs). */
 static __always_inline int rinx_agg_add(struct rinx_agg *a,
 					struct rinx_frame *f, __u32 epoch,
-					__u32 bit, __u32 mask, int resend,
+					__u32 bit, __u32 mask, int finish,
 					int *reset)
 {
 	__u32 b = 1U << (bit & 31);
@@ -52,16 +56,17 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		a->epoch = epoch;
 		a->seen = 0;
 		a->done = 0;
+		a->final = 0;
 	}
 	if (a->seen & b) {
 		/* A retransmission into a finished slot: hand the stored sum
 		 * back (SwitchML's answer to a lost result). */
-		if (a->done && resend) {
+		if (a->done) {
 			for (i = 0; i < RINX_BLOCK_VALUES; i++)
 				f->v[i] = a->v[i];
 			f->h->exp = bpf_htons((__u16)a->exp);
 			f->h->flags = a->flags;
-			ret = RINX_AGG_RESEND;
+			ret = a->final ? RINX_AGG_FINAL : RINX_AGG_RESEND;
 		} else {
 			ret = RINX_AGG_DUP;
 		}
@@ -80,6 +85,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		a->done = 1;
+		a->final = !!finish;
 		for (i = 0; i < RINX_BLOCK_VALUES; i++)
 			f->v[i] = a->v[i];
 		f->h->exp = bpf_htons((__u16)a->exp);
@@ -88,6 +94,42 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	}
 	bpf_spin_unlock(&a->lock);
 	return ret;
+}
+
+/* Keeps the finished block of a gather passing an INA member, for NACKs. */
+static __always_inline void rinx_agg_keep(struct rinx_agg *a,
+					  struct rinx_frame *f, __u32 epoch)
+{
+	int i;
+
+	bpf_spin_lock(&a->lock);
+	if (a->epoch == epoch) {
+		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			a->v[i] = f->v[i];
+		a->exp = (__s16)bpf_ntohs(f->h->exp);
+		a->flags = f->h->flags;
+		a->final = 1;
+	}
+	bpf_spin_unlock(&a->lock);
+}
+
+/* Copies the finished block of round epoch into f; 0 if not held. */
+static __always_inline int rinx_agg_get_final(struct rinx_agg *a,
+					      struct rinx_frame *f,
+					      __u32 epoch)
+{
+	int i, ok = 0;
+
+	bpf_spin_lock(&a->lock);
+	if (a->epoch == epoch && a->final) {
+		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			f->v[i] = a->v[i];
+		f->h->exp = bpf_htons((__u16)a->exp);
+		f->h->flags = a->flags;
+		ok = 1;
+	}
+	bpf_spin_unlock(&a->lock);
+	return ok;
 }
 
 /* Addresses, sender and step of a frame leaving node self for node next. */

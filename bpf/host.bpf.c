@@ -205,6 +205,45 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	return forward(f, job, job->slot, job->send_to);
 }
 
+/* NACK: the asker (the frame's sender) misses the finished block; answer
+ * with the stored result if this node has it for that round. Any node that
+ * keeps the block may answer: results stay until the next round's gather,
+ * which cannot come before the asker has finished this one. */
+static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
+				__u32 epoch, __u32 block)
+{
+	struct rinx_node *asker;
+	struct rinx_slot *res;
+	__u32 k, idx, who = bpf_ntohs(f->h->sender);
+	__u64 *d, *s;
+	int i, ret;
+
+	if (who >= RINX_MAX_NODES || f->h->flags)
+		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+	k = job->slot * RINX_MAX_NODES + who;
+	asker = bpf_map_lookup_elem(&nodes, &k);
+	if (!asker)
+		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+	if (f->ip->saddr != asker->ip)
+		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+	idx = job->slot * rinx_window + block;
+	res = bpf_map_lookup_elem(&result, &idx);
+	if (!res)
+		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+	if (res->epoch != epoch || res->count != bpf_ntohs(f->h->count))
+		return count(RINX_STAT_NACK_MISS, XDP_DROP);
+	d = (__u64 *)f->v;
+	s = (__u64 *)res->v;
+#pragma clang loop unroll_count(8)
+	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+		d[i] = s[i];
+	f->h->exp = bpf_htons((__u16)res->exp);
+	f->h->flags = res->flags;
+	f->h->type = RINX_T_GATHER;
+	ret = forward(f, job, job->slot, who);
+	return ret == XDP_TX ? count(RINX_STAT_REPAIR, ret) : ret;
+}
+
 SEC("xdp")
 int rinx_host(struct xdp_md *ctx)
 {
@@ -213,7 +252,7 @@ int rinx_host(struct xdp_md *ctx)
 	struct rinx_hop *hop;
 	struct rinx_node *from;
 	struct rinx_slot *sh, *res;
-	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender;
+	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender, what;
 	struct rinx_agg *a;
 	__u16 cnt;
 	int ret, agg, reset;
@@ -229,7 +268,8 @@ int rinx_host(struct xdp_md *ctx)
 
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB && type != RINX_T_HELLO)
+	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
+	    type != RINX_T_NACK)
 		return count(RINX_STAT_DROP_TYPE, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
@@ -251,6 +291,9 @@ int rinx_host(struct xdp_md *ctx)
 	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
 	    klass != block % job->nclasses)
 		return count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
+
+	if (type == RINX_T_NACK)
+		return nack(&f, job, epoch, block);
 
 	k = RINX_HOP_INDEX(job->slot, klass, type);
 	hop = bpf_map_lookup_elem(&hops, &k);
@@ -350,32 +393,38 @@ sized:
 		if (!a)
 			return count(RINX_STAT_ABORTED, XDP_ABORTED);
 		ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
-				   hop->action == RINX_A_AGG_FINISH &&
-				   type == RINX_T_CONTRIB, &reset);
+				   hop->action == RINX_A_AGG_FINISH, &reset);
 		if (reset)
 			count(RINX_STAT_AGG_RESET, 0);
-		if (ret == RINX_AGG_RESEND &&
-		    hop->action == RINX_A_AGG_FINISH &&
-		    type == RINX_T_CONTRIB) {
-			/* the worker missed the result: send it the sum */
+		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB) {
+			/* the worker missed the finished block: send it. It
+			 * expects the step of this member's gather into the
+			 * rack: 0 where the block finishes, else out + 1 */
 			f.h->type = RINX_T_GATHER;
-			f.h->step = hop->out_step;
+			f.h->step = hop->action == RINX_A_AGG_FINISH ?
+				    hop->out_step : hop->out_step + 1;
 			ret = forward(&f, job, job->slot, sender);
 			return ret == XDP_TX ?
 			       count(RINX_STAT_AGG_RESEND, ret) : ret;
 		}
-		if (ret == RINX_AGG_DUP || ret == RINX_AGG_RESEND)
+		/* a partial sum again after the block finished: whoever
+		 * misses it asks for the finished block itself (NACK) */
+		if (ret == RINX_AGG_DUP ||
+		    (ret == RINX_AGG_FINAL && hop->action == RINX_A_AGG_FWD))
 			return count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
+		if (ret == RINX_AGG_RESEND || ret == RINX_AGG_FINAL)
+			reset = -1;	/* sent on again below: a retransmission
+					 * repairs a loss further on */
 		if (ret == RINX_AGG_STALE)
 			return count(RINX_STAT_DROP_AGG_STALE, XDP_DROP);
 		if (ret == RINX_AGG_CONSUMED)
 			return count(RINX_STAT_AGG_ADD, XDP_DROP);
 		f.h->step = hop->out_step;
+		what = reset < 0 ? RINX_STAT_AGG_REEMIT : RINX_STAT_AGG_DONE;
 		if (hop->action == RINX_A_AGG_FWD) {
 			f.h->type = RINX_T_REDUCE;
 			ret = forward(&f, job, job->slot, hop->to);
-			return ret == XDP_TX ? count(RINX_STAT_AGG_DONE, ret) :
-					       ret;
+			return ret == XDP_TX ? count(what, ret) : ret;
 		}
 		/* the agent is one of the rack's workers: it keeps the sum */
 		res = bpf_map_lookup_elem(&result, &idx);
@@ -384,13 +433,15 @@ sized:
 		f.h->type = RINX_T_GATHER;
 		store(res, &f, epoch);
 		ret = to_group(&f, job, job->slot, hop->to, hop->rack);
-		return ret == XDP_TX ? count(RINX_STAT_AGG_DONE, ret) : ret;
+		return ret == XDP_TX ? count(what, ret) : ret;
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:
 		res = bpf_map_lookup_elem(&result, &idx);
-		if (!res)
+		a = bpf_map_lookup_elem(&aggs, &idx);
+		if (!res || !a)
 			return count(RINX_STAT_ABORTED, XDP_ABORTED);
 		store(res, &f, epoch);
+		rinx_agg_keep(a, &f, epoch);
 		f.h->step = hop->out_step;
 		ret = to_group(&f, job, job->slot,
 			       hop->action == RINX_A_MCAST_FWD ? hop->to :

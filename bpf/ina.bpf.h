@@ -103,7 +103,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	struct rinx_hop *hop;
 	struct rinx_node *from;
 	struct rinx_agg *a;
-	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender;
+	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender, what;
 	__u16 cnt;
 	int ret, reset, i;
 
@@ -120,7 +120,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		return ina_count(RINX_STAT_DROP_VERSION, RINX_INA_DROP);
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB)
+	    type != RINX_T_CONTRIB && type != RINX_T_NACK)
 		return ina_count(RINX_STAT_DROP_TYPE, RINX_INA_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
@@ -138,6 +138,28 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
 	    klass != block % job->nclasses)
 		return ina_count(RINX_STAT_DROP_BOUNDS, RINX_INA_DROP);
+	if (type == RINX_T_NACK) {
+		/* answer with the finished block if the slot keeps it */
+		sender = bpf_ntohs(f.h->sender);
+		if (sender >= RINX_MAX_NODES || f.h->flags)
+			return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
+		k = job->slot * RINX_MAX_NODES + sender;
+		from = bpf_map_lookup_elem(&nodes, &k);
+		if (!from)
+			return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+		if (f.ip->saddr != from->ip)
+			return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
+		idx = job->slot * ina_window + block;
+		a = bpf_map_lookup_elem(&aggs, &idx);
+		if (!a)
+			return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+		if (!rinx_agg_get_final(a, &f, epoch))
+			return ina_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
+		f.h->type = RINX_T_GATHER;
+		ret = ina_out(&f, job, sender);
+		return ret == RINX_INA_UNICAST ?
+		       ina_count(RINX_STAT_REPAIR, ret) : ret;
+	}
 	k = RINX_HOP_INDEX(job->slot, klass, type);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	if (!hop)
@@ -175,6 +197,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		 * finished round of this gather: anything else is stale. */
 		if (a->epoch != epoch || !a->done)
 			return ina_count(RINX_STAT_DROP_STALE, RINX_INA_DROP);
+		rinx_agg_keep(a, &f, epoch);
 		f.h->step = hop->out_step;
 		ret = ina_out(&f, job, hop->action == RINX_A_MCAST_FWD ?
 				       hop->to : job->self);
@@ -187,21 +210,29 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	}
 
 	ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
-				   hop->action == RINX_A_AGG_FINISH &&
-				   type == RINX_T_CONTRIB, &reset);
+			   hop->action == RINX_A_AGG_FINISH, &reset);
 	if (reset)
 		ina_count(RINX_STAT_AGG_RESET, 0);
-	if (ret == RINX_AGG_RESEND && hop->action == RINX_A_AGG_FINISH &&
-	    type == RINX_T_CONTRIB) {
-		/* the worker missed the result: send it the sum */
+	if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB) {
+		/* the worker missed the finished block: send it. It expects
+		 * the step of this member's gather into the rack: 0 where the
+		 * block finishes, else out + 1 */
 		f.h->type = RINX_T_GATHER;
-		f.h->step = hop->out_step;
+		f.h->step = hop->action == RINX_A_AGG_FINISH ? hop->out_step :
+							       hop->out_step + 1;
 		ret = ina_out(&f, job, sender);
 		return ret == RINX_INA_UNICAST ?
 		       ina_count(RINX_STAT_AGG_RESEND, ret) : ret;
 	}
-	if (ret == RINX_AGG_DUP || ret == RINX_AGG_RESEND)
+	/* a partial sum again after the block finished: whoever misses it
+	 * asks for the finished block itself (NACK) */
+	if (ret == RINX_AGG_DUP ||
+	    (ret == RINX_AGG_FINAL && hop->action == RINX_A_AGG_FWD))
 		return ina_count(RINX_STAT_DROP_AGG_DUP, RINX_INA_DROP);
+	/* a duplicate into the finished slot: send the sum on again, which
+	 * repairs a loss further on (every receiver is idempotent) */
+	what = ret == RINX_AGG_RESEND || ret == RINX_AGG_FINAL ?
+	       RINX_STAT_AGG_REEMIT : RINX_STAT_AGG_DONE;
 	if (ret == RINX_AGG_STALE)
 		return ina_count(RINX_STAT_DROP_AGG_STALE, RINX_INA_DROP);
 	if (ret == RINX_AGG_CONSUMED)
@@ -210,15 +241,14 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	if (hop->action == RINX_A_AGG_FWD) {
 		f.h->type = RINX_T_REDUCE;
 		ret = ina_out(&f, job, hop->to);
-		return ret == RINX_INA_UNICAST ?
-		       ina_count(RINX_STAT_AGG_DONE, ret) : ret;
+		return ret == RINX_INA_UNICAST ? ina_count(what, ret) : ret;
 	}
 	f.h->type = RINX_T_GATHER;
 	ret = ina_out(&f, job, hop->to);
 	if (ret != RINX_INA_UNICAST)
 		return ret;
 	rinx_to_group(&f, hop->rack, hop->to != job->self);
-	return ina_count(RINX_STAT_AGG_DONE, hop->to != job->self ?
+	return ina_count(what, hop->to != job->self ?
 			 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
 }
 

@@ -479,6 +479,7 @@ struct mslot {
 	__u32 epoch, seen;
 	__s16 exp;
 	__u8 flags, done;
+	__u8 final;			/* v holds the finished block */
 	__s32 v[RINX_BLOCK_VALUES];
 	__s64 exact[RINX_BLOCK_VALUES];	/* unaligned 64-bit sum */
 	bool same_exp;			/* every contribution had one exp */
@@ -503,6 +504,7 @@ static int model_add(struct mslot *m, __u32 epoch, __u32 bit, __u32 mask,
 		m->epoch = epoch;
 		m->seen = 0;
 		m->done = 0;
+		m->final = 0;
 	}
 	if (m->seen & b)
 		return m->done ? M_DUP_DONE : M_DUP;
@@ -561,6 +563,8 @@ enum outcome {
 	O_MCAST,	/* AGG_MCAST: the gather into the rack */
 	O_JSTALE,	/* DROP_STALE */
 	O_BOUNDS,	/* DROP_BOUNDS */
+	O_REEMIT,	/* AGG_REEMIT: a duplicate into the finished slot
+			 * sends the sum on again as at completion */
 };
 
 struct tstep {
@@ -600,15 +604,23 @@ static const struct tcase fixed_cases[] = {
 		C(W2, O_ADD), C(W2, O_DUP), C(W1, O_ADD), C(W0, O_DONE) } },
 	{ "retransmission into a finished AGG_FINISH slot", 1, 0, BOTH, 7, {
 		C(W0, O_ADD), C(P, O_ADD), C(W2, O_ADD), C(W1, O_DONE),
-		C(W1, O_RESEND), C(W2, O_RESEND), C(P, O_DUP) } },
+		C(W1, O_RESEND), C(W2, O_RESEND), C(P, O_REEMIT) } },
 	{ "the agent's own retransmission (AGG_FINISH)", 7, 0, BOTH, 6, {
 		C(W1, O_ADD), C(W2, O_ADD), C(P, O_ADD), C(W0, O_DONE),
 		C(W0, O_RESEND), C(W0, O_RESEND) } },
 	{ "retransmission into a finished AGG_FWD slot", 2, 0, BOTH, 7, {
 		C(W2, O_ADD), C(W1, O_ADD), C(W0, O_ADD), C(P, O_DONE),
-		C(W1, O_DUP), C(P, O_DUP), C(W0, O_DUP) } },
+		C(W1, O_REEMIT), C(P, O_REEMIT), C(W0, O_REEMIT) } },
 	{ "retransmission into a finished slot (class 0)", 9, 0, BOTH, 4, {
-		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE), C(W2, O_DUP) } },
+		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE), C(W2, O_REEMIT) } },
+	{ "after the gather passed (class 0): a worker gets the finished "
+	  "block, a partial is dropped", 6, 0, BOTH, 6, {
+		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE), C(G, O_MCAST),
+		C(W1, O_RESEND), C(W0, O_RESEND) } },
+	{ "after the gather passed (class 2): a late partial is dropped", 11,
+	  0, BOTH, 7, {
+		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
+		C(G, O_MCAST), C(P, O_DUP), C(W2, O_RESEND) } },
 	{ "stale: the slot holds the next round (incomplete)", 5, 0, BOTH, 5, {
 		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD },
 		C(W1, O_STALE), C(P, O_STALE),
@@ -626,7 +638,7 @@ static const struct tcase fixed_cases[] = {
 		{ .who = W2, .ep = 1, .jo = 1, .exp = -4, .ex = O_ADD },
 		{ .who = W0, .ep = 1, .jo = 1, .exp = -4, .ex = O_ADD },
 		{ .who = W1, .ep = 1, .jo = 1, .exp = -4, .ex = O_DONE },
-		{ .who = W1, .ep = 1, .jo = 1, .exp = -4, .ex = O_DUP },
+		{ .who = W1, .ep = 1, .jo = 1, .exp = -4, .ex = O_REEMIT },
 		{ .who = W2, .ep = 0, .jo = 1, .exp = 3, .ex = O_JSTALE,
 		  .ex_sw = O_STALE } } },
 	{ "slot reuse: round e+1 before the agent's trainer gets there", 6, 0,
@@ -826,6 +838,7 @@ static int stat_of(int o)
 	case O_NOROUTE: return RINX_STAT_DROP_NO_ROUTE;
 	case O_MCAST: return RINX_STAT_AGG_MCAST;
 	case O_JSTALE: return RINX_STAT_DROP_STALE;
+	case O_REEMIT: return RINX_STAT_AGG_REEMIT;
 	default: return RINX_STAT_DROP_BOUNDS;
 	}
 }
@@ -834,7 +847,7 @@ static const char *oname(int o)
 {
 	static const char *n[] = { "-", "ADD", "DONE", "DUP", "RESEND",
 				   "STALE", "SENDER", "NOROUTE", "MCAST",
-				   "JOB_STALE", "BOUNDS" };
+				   "JOB_STALE", "BOUNDS", "REEMIT" };
 
 	return o >= 0 && o < (int)ARRAY_SIZE(n) ? n[o] : "?";
 }
@@ -940,7 +953,7 @@ static void run_step(struct stepctx *x)
 	/* the model */
 	mask = hop->mask;
 	if (ex == O_ADD || ex == O_DONE || ex == O_DUP || ex == O_RESEND ||
-	    ex == O_STALE) {
+	    ex == O_STALE || ex == O_REEMIT) {
 		int want_m;
 
 		bit = type == RINX_T_CONTRIB ? p->node[from].bit :
@@ -949,13 +962,21 @@ static void run_step(struct stepctx *x)
 				 &reset);
 		want_m = ex == O_ADD ? M_ADD : ex == O_DONE ? M_DONE :
 			 ex == O_STALE ? M_STALE :
-			 ex == O_RESEND ? M_DUP_DONE : -1;
+			 ex == O_RESEND || ex == O_REEMIT ? M_DUP_DONE : -1;
 		if (ex == O_DUP)
 			want_m = m->done ? M_DUP_DONE : M_DUP;
+		/* the rules: a worker's duplicate into a slot holding the
+		 * finished block gets it back; a partial duplicate there is
+		 * dropped where the block finished elsewhere; any other
+		 * duplicate into a finished slot is sent on again */
+		if (mret == M_DONE && hop->action == RINX_A_AGG_FINISH)
+			m->final = 1;
 		if (mret != want_m || reset != s->reset ||
-		    (ex == O_RESEND) != (mret == M_DUP_DONE &&
-					 hop->action == RINX_A_AGG_FINISH &&
-					 type == RINX_T_CONTRIB)) {
+		    (ex == O_RESEND) != (mret == M_DUP_DONE && m->final &&
+					 type == RINX_T_CONTRIB) ||
+		    (ex == O_REEMIT) != (mret == M_DUP_DONE && !(m->final &&
+					 (type == RINX_T_CONTRIB ||
+					  hop->action == RINX_A_AGG_FWD)))) {
 			model_ok = false;
 			tap_diag("  table and model disagree at step %d "
 				 "(model %d reset %d)", x->si, mret, reset);
@@ -986,6 +1007,7 @@ static void run_step(struct stepctx *x)
 	memcpy(fwant, fin, FLEN);
 	switch (ex) {
 	case O_DONE:
+	case O_REEMIT:
 		memcpy(vals(fwant), m->v, RINX_BLOCK_BYTES);
 		hdr(fwant)->exp = htons((__u16)m->exp);
 		hdr(fwant)->flags = m->flags;
@@ -1007,11 +1029,18 @@ static void run_step(struct stepctx *x)
 		hdr(fwant)->exp = htons((__u16)m->exp);
 		hdr(fwant)->flags = m->flags;
 		hdr(fwant)->type = RINX_T_GATHER;
-		hdr(fwant)->step = hop->out_step;
+		hdr(fwant)->step = hop->action == RINX_A_AGG_FINISH ?
+				   hop->out_step : hop->out_step + 1;
 		readdress(p, fwant, from);
 		want_ret = p->sw ? XDP_REDIRECT : XDP_TX;
 		break;
 	case O_MCAST:
+		/* the slot keeps the finished block */
+		memcpy(m->v, x_v, RINX_BLOCK_BYTES);
+		m->exp = s->exp;
+		m->flags = s->flags;
+		m->final = 1;
+		m->same_exp = false;
 		hdr(fwant)->step = hop->out_step;
 		readdress(p, fwant, hop->action == RINX_A_MCAST_FWD ?
 				     hop->to : p->self);
@@ -1045,10 +1074,11 @@ static void run_step(struct stepctx *x)
 
 	/* the slot: contents of the model (after a dropped frame: as before
 	 * the step; MCAST and sender drops never touch it) */
-	if (mret < 0)
+	if (mret < 0 && ex != O_MCAST)
 		*m = before;
 	slot_ok = ag.epoch == m->epoch && ag.seen == m->seen &&
-		  ag.done == m->done && !ag.resv[0] && !ag.resv[1];
+		  ag.done == m->done && ag.final == m->final && !ag.resv &&
+		  !ag.resv8[0] && !ag.resv8[1] && !ag.resv8[2];
 	if (m->seen)
 		slot_ok = slot_ok && ag.exp == m->exp && ag.flags == m->flags &&
 			  !memcmp(ag.v, m->v, sizeof(m->v));
@@ -1082,7 +1112,7 @@ static void run_step(struct stepctx *x)
 	}
 	if (p->sw) {
 		int sws = want_ret == XDP_DROP ? RINX_SW_INA_DROP :
-			  ex == O_RESEND || (ex == O_DONE &&
+			  ex == O_RESEND || ((ex == O_DONE || ex == O_REEMIT) &&
 					     hop->action == RINX_A_AGG_FWD) ?
 			  RINX_SW_INA_FWD : RINX_SW_INA_GROUP;
 

@@ -488,6 +488,7 @@ static int stat_action(int stat)
 	case RINX_STAT_REDUCE_FWD:
 	case RINX_STAT_REDUCE_FINISH:
 	case RINX_STAT_GATHER_FWD:
+	case RINX_STAT_REPAIR:
 		return XDP_TX;
 	case RINX_STAT_SLOW_NOT_READY:
 	case RINX_STAT_SLOW_FUTURE:
@@ -499,6 +500,9 @@ static int stat_action(int stat)
 		return XDP_DROP;
 	}
 }
+
+/* The result map as it must be (the shadow copy), for NACK answers. */
+static const struct rinx_slot *res_model;
 
 /* What the job's rules say about frame b (no AF_XDP socket is bound, so
  * every slow-path frame is dropped as NO_XSK). */
@@ -530,7 +534,8 @@ static struct pred host_model(const __u8 *b, int len)
 	}
 	type = b[H_TYPE];
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB && type != RINX_T_HELLO) {
+	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
+	    type != RINX_T_NACK) {
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
@@ -553,6 +558,21 @@ static struct pred host_model(const __u8 *b, int len)
 	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
 	    nblocks > WINDOW || klass != block % j->nclasses) {
 		p.stat = RINX_STAT_DROP_BOUNDS;
+		return p;
+	}
+	/* NACK: answered from the result map when it holds that round */
+	if (type == RINX_T_NACK) {
+		__u16 who = get16(b + H_SENDER);
+		const struct rinx_slot *r;
+
+		if (who >= RINX_MAX_NODES || b[H_FLAGS] ||
+		    get32(b + OFF_IP + 12) != node_ip(j->slot, who)) {
+			p.stat = RINX_STAT_DROP_SENDER;
+			return p;
+		}
+		r = &res_model[j->slot * WINDOW + block];
+		p.stat = r->epoch == epoch && r->count == cnt ?
+			 RINX_STAT_REPAIR : RINX_STAT_NACK_MISS;
 		return p;
 	}
 	/* this node aggregates nothing: no contribution has a route */
@@ -613,7 +633,9 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"GATHER_END", "SLOW_NOT_READY", "SLOW_FUTURE", "SLOW_MISMATCH",
 	"DROP_SHORT", "DROP_VERSION", "DROP_TYPE", "DROP_JOB", "DROP_TOKEN",
 	"DROP_SENDER", "DROP_BOUNDS", "DROP_STALE", "DROP_NO_ROUTE",
-	"DROP_NO_XSK", "ABORTED",
+	"DROP_NO_XSK", "ABORTED", "AGG_ADD", "AGG_DONE", "AGG_MCAST",
+	"DROP_AGG_DUP", "DROP_AGG_STALE", "AGG_RESET", "AGG_RESEND", "SLOW_HELLO",
+	"RECYCLED", "REPAIR", "NACK_MISS", "AGG_REEMIT",
 };
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {
@@ -755,7 +777,7 @@ static int host_setup(struct host_env *e)
 			.nblocks = j->nblocks, .last_count = j->last_count,
 			.nclasses = j->nclasses, .nnodes = j->nnodes,
 			.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
-			.window = WINDOW,
+			.window = WINDOW, .send_to = RINX_NO_SEND,
 		};
 
 		err |= bpf_map_update_elem(e->jobs, &j->id, &job, BPF_ANY);
@@ -857,7 +879,7 @@ static int host_tables_same(struct host_env *e)
 			.nblocks = j->nblocks, .last_count = j->last_count,
 			.nclasses = j->nclasses, .nnodes = j->nnodes,
 			.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
-			.window = WINDOW,
+			.window = WINDOW, .send_to = RINX_NO_SEND,
 		};
 
 		if (bpf_map_lookup_elem(e->jobs, &j->id, &job) ||
@@ -925,6 +947,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	map_sz = (map_sz + 4095) & ~(size_t)4095;
 	e.res_map = mmap(NULL, map_sz, PROT_READ, MAP_SHARED, e.result, 0);
 	e.shadow = calloc(NRES, sizeof(*e.shadow));
+	res_model = e.shadow;
 	e.share_want = calloc(NRES, sizeof(*e.share_want));
 	frame_seed(0, ~0ULL);
 	if (!tap_ok(e.res_map != MAP_FAILED && e.shadow && e.share_want &&

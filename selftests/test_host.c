@@ -458,6 +458,7 @@ static int put_job(const struct jobcfg *j, __u32 nblocks)
 		.qbits = j->qbits,
 		.dtype = j->dtype,
 		.window = WINDOW,
+		.send_to = RINX_NO_SEND,
 	};
 
 	return bpf_map_update_elem(jobs_fd, &j->id, &job, BPF_ANY);
@@ -782,7 +783,7 @@ static const struct tcase cases[] = {
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_VERSION) },
 	{ "bad type 0", .type = R, .block = 0, .tw = TW_TYPE, .tv = 0,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
-	{ "bad type 5", .type = R, .block = 0, .tw = TW_TYPE, .tv = 5,
+	{ "bad type 6", .type = R, .block = 0, .tw = TW_TYPE, .tv = 6,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
 	{ "contribution to a host that aggregates nothing", .type = R,
 	  .block = 0, .tw = TW_TYPE, .tv = RINX_T_CONTRIB, .ret = XDP_DROP,

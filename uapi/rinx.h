@@ -42,6 +42,9 @@ enum rinx_type {
 	RINX_T_CONTRIB = 3,	/* a rack worker's share, to its aggregator */
 	RINX_T_HELLO = 4,	/* control: open barrier, liveness probe (to
 				 * the trainer: step = enum rinx_hello) */
+	RINX_T_NACK = 5,	/* "send me the finished block": answered in
+				 * XDP with a gather frame carrying the stored
+				 * result (step = the step the asker expects) */
 	RINX_T_MAX,
 };
 
@@ -188,7 +191,10 @@ struct rinx_agg {
 	__s16 exp;
 	__u8 flags;
 	__u8 done;	/* seen == mask: the sum has left */
-	__u32 resv[2];
+	__u8 final;	/* v holds the finished block (the sum of all
+			 * ranks), kept to answer NACKs */
+	__u8 resv8[3];
+	__u32 resv;
 	__s32 v[RINX_BLOCK_VALUES];
 };
 
@@ -233,7 +239,11 @@ enum rinx_stat {
 				 * with the stored sum */
 	RINX_STAT_SLOW_HELLO,	/* to AF_XDP: control frame of the job */
 	RINX_STAT_RECYCLED,	/* gather stored, frame reused for the next
-				 * contribution of this worker */
+				 * block this host starts */
+	RINX_STAT_REPAIR,	/* NACK answered with the stored block */
+	RINX_STAT_NACK_MISS,	/* NACK for a block not finished here */
+	RINX_STAT_AGG_REEMIT,	/* duplicate into a finished slot: its sum
+				 * sent on again (repairs a loss downstream) */
 	RINX_STAT_MAX,
 };
 

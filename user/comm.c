@@ -72,6 +72,9 @@ struct rinx_req {
 	__u32 nown, sent, head;	/* own[head..sent) are in flight */
 	__u32 cursor;		/* blocks < cursor are copied out */
 	int round_open;
+	__u64 last_progress;	/* when a block last finished */
+	__u32 last_claimed;
+	__u64 rto;		/* repair after this long without one */
 	__u64 deadline_ns;
 	__u64 t0;
 	int err;
@@ -1335,6 +1338,80 @@ static void req_free(struct rinx_req *r)
 }
 
 /* One step of progress; 1 = finished, 0 = running, < 0 = error. */
+#define RTO_FIRST_NS	100000000ull	/* no progress for 100 ms: repair */
+#define RTO_MAX_NS	1000000000ull
+/* Blocks asked for per repair, from the first missing one: a stall on a
+ * busy machine must not turn into a storm of requests that slows it more. */
+#define REPAIR_MAX	32
+
+static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	struct frame f;
+	__u64 addr;
+
+	if (x->nfree <= 0 || xsk_prod_nb_free(&x->tx, 1) < 1)
+		return -EAGAIN;
+	addr = x->free[x->nfree - 1];
+	frame_at((__u8 *)x->area + addr, &f);
+	memset(f.h, 0, sizeof(*f.h));
+	frame_addr(c, &f, to);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = RINX_T_NACK;
+	f.h->step = step;
+	f.h->job = htonl(c->job);
+	f.h->token = htonl(c->token);
+	f.h->epoch = htonl(c->epoch);
+	f.h->block = htonl(b);
+	f.h->nblocks = htonl(r->nb);
+	f.h->count = htons(block_count(r, b));
+	f.h->klass = htons(b % c->plan.nclasses);
+	f.h->dtype = htons(c->jobent.dtype);
+	memset(f.v, 0, RINX_BLOCK_BYTES);
+	if (x_send(x, addr, RINX_FRAME_MAX))
+		return -EAGAIN;
+	x->nfree--;
+	return 0;
+}
+
+/* Nothing finished for a while: a frame was lost (or a peer is slow). For
+ * every missing block ask the node this one gets the finished block from
+ * (NACK, answered in XDP from its stored copy), and send the blocks this
+ * rank starts again (every hop is idempotent: a re-driven block only
+ * repeats sums and stores). */
+static void repair(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	__u32 b, claimed = __atomic_load_n(&c->cursors[c->slot].next,
+					   __ATOMIC_ACQUIRE);
+	int n = 0;
+
+	for (b = r->cursor; b < r->nb && n < REPAIR_MAX; b++) {
+		__u32 klass = b % c->plan.nclasses;
+		const struct rinx_hop *g = &c->plan.hops[klass][RINX_T_GATHER - 1];
+		int own = c->plan.contrib_to >= 0 ||
+			  c->plan.origin[klass] == c->rank;
+
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch)
+			continue;
+		n++;
+		if (g->action != RINX_A_NONE && g->action < RINX_A_AGG_FWD &&
+		    !send_nack(r, b, g->from, g->step))
+			c->st.nacks++;
+		/* own blocks: only those already claimed (sent once); the
+		 * j-th own block is block j or j * nclasses + class */
+		if (own && (c->plan.contrib_to >= 0 ? b :
+			    b / c->plan.nclasses) < claimed &&
+		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 && c->x->nfree > 0 &&
+		    !send_block(r, b))
+			c->st.retransmits++;
+	}
+	x_kick(c->x);
+}
+
 static int progress(struct rinx_req *r, int *moved)
 {
 	struct rinx_comm *c = r->c;
@@ -1359,7 +1436,27 @@ static int progress(struct rinx_req *r, int *moved)
 	}
 	*moved += send_own(r);
 	x_kick(x);
-	*moved += collect(r);
+	{
+		int got = collect(r);
+		__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
+						__ATOMIC_RELAXED);
+		__u64 t = now_ns();
+
+		*moved += got;
+		/* progress: blocks finished in order, or own blocks claimed
+		 * (the host program claims one per finished gather) */
+		if (got || claimed != r->last_claimed || !r->last_progress) {
+			r->last_claimed = claimed;
+			r->last_progress = t;
+			r->rto = RTO_FIRST_NS;
+		} else if (t - r->last_progress > r->rto) {
+			repair(r);
+			c->st.repairs++;
+			r->last_progress = t;
+			r->rto = r->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS :
+							   r->rto * 2;
+		}
+	}
 	if (r->cursor == r->nb) {
 		r->done_vals += (size_t)r->nb * RINX_BLOCK_VALUES;
 		if (r->done_vals > r->count)

@@ -58,6 +58,9 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_AGG_RESEND] = "agg_resend",
 	[RINX_STAT_SLOW_HELLO] = "slow_hello",
 	[RINX_STAT_RECYCLED] = "recycled",
+	[RINX_STAT_REPAIR] = "repair",
+	[RINX_STAT_NACK_MISS] = "nack_miss",
+	[RINX_STAT_AGG_REEMIT] = "agg_reemit",
 };
 
 const char *rinx_stat_name(int stat)
