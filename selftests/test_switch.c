@@ -18,9 +18,20 @@
  * group and hairpin rules, and that the aggregator's outputs are switched:
  * a reduce frame may leave by its ingress port, a gather goes to the group.
  * The aggregator's own logic is tested elsewhere.
+ *
+ * Link faults (on the first instance, port va): drop 100% and 0%, the rate
+ * limit's bucket, duplication (verdict and counters; with live frames, the
+ * two copies counted on vb) and the reorder slot (hold, swap of frames of
+ * different sizes, loss of a frame held too long).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <net/if.h>
 #include <sched.h>
 #include <spawn.h>
@@ -31,6 +42,7 @@
 #include <bpf/libbpf.h>
 #include "selftests/tap.h"
 #include "uapi/rinx.h"
+#include "user/testbed.h"
 #include "switch.skel.h"
 
 extern char **environ;
@@ -516,6 +528,307 @@ static void run_egress(struct switch_bpf *skel)
 	       "group egress: destination MAC from the IP destination");
 }
 
+/* ---- link faults ---- */
+
+#define NFAULT_TESTS	14
+
+struct frun {
+	__u32 retval, out_len;
+	__u64 d[RINX_SW_STAT_MAX];	/* counters moved */
+	__u8 out[4096];
+};
+
+/* Runs the switch on a frame of len bytes to M_A (byte 20 = tag) from vb,
+ * repeat times; 0 or -errno. */
+static int frun(struct switch_bpf *skel, int if_b, int len, __u8 tag,
+		int repeat, __u32 flags, int ncpu, struct frun *r)
+{
+	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
+	int fd = bpf_map__fd(skel->maps.sw_stats), i, err;
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = if_b };
+	static __u8 in[4096];
+
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < len; i++)
+		in[i] = (__u8)(i * 13 + tag);
+	memcpy(in, M_A, 6);
+	memcpy(in + 6, M_SRC, 6);
+	in[12] = 0x08;
+	in[13] = 0x00;
+	in[20] = tag;
+	o.data_in = in;
+	o.data_size_in = len;
+	o.ctx_in = &ctx;
+	o.ctx_size_in = sizeof(ctx);
+	o.repeat = repeat;
+	o.flags = flags;
+	if (!(flags & BPF_F_TEST_XDP_LIVE_FRAMES)) {
+		o.data_out = r->out;
+		o.data_size_out = sizeof(r->out);
+	}
+	if (read_stats(fd, ncpu, before))
+		return -errno;
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
+				     &o);
+	if (err)
+		return err;
+	if (read_stats(fd, ncpu, after))
+		return -errno;
+	for (i = 0; i < RINX_SW_STAT_MAX; i++)
+		r->d[i] = after[i] - before[i];
+	r->retval = o.retval;
+	r->out_len = o.data_size_out;
+	return 0;
+}
+
+/* Only the counters named (stat, n pairs, -1 ends) moved, by n. */
+static int moved_only(const struct frun *r, ...)
+{
+	__u64 want[RINX_SW_STAT_MAX] = {};
+	va_list ap;
+	int i, ok = 1;
+
+	va_start(ap, r);
+	while ((i = va_arg(ap, int)) >= 0)
+		want[i] = va_arg(ap, int);
+	va_end(ap);
+	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
+		if (r->d[i] != want[i]) {
+			tap_diag("counter %s moved %llu, want %llu",
+				 rinx_sw_stat_name(i),
+				 (unsigned long long)r->d[i],
+				 (unsigned long long)want[i]);
+			ok = 0;
+		}
+	}
+	return ok;
+}
+
+static int set_fault(struct switch_bpf *skel, __u32 port,
+		     const struct rinx_tb_fault *f)
+{
+	struct rinx_tb_fault_val v = { .set = *f };
+
+	return bpf_map_update_elem(bpf_map__fd(skel->maps.faults), &port, &v,
+				   BPF_ANY) ? -errno : 0;
+}
+
+/* Per-port held slot, zeroed (per CPU). */
+static int reset_held(struct switch_bpf *skel, __u32 port, int ncpu)
+{
+	size_t sz = (bpf_map__value_size(skel->maps.held) + 7) & ~7UL;
+	void *v = calloc(ncpu, sz);
+	int err;
+
+	if (!v)
+		return -ENOMEM;
+	err = bpf_map_update_elem(bpf_map__fd(skel->maps.held), &port, v,
+				  BPF_ANY) ? -errno : 0;
+	free(v);
+	return err;
+}
+
+static int same_frame(const struct frun *r, int len, __u8 tag)
+{
+	int i;
+
+	if (r->out_len != (__u32)len || r->out[20] != tag)
+		return 0;
+	for (i = 21; i < len; i++)
+		if (r->out[i] != (__u8)(i * 13 + tag))
+			return 0;
+	return !memcmp(r->out, M_A, 6);
+}
+
+static __u64 rx_packets(const char *ifname)
+{
+	char line[512], name[32];
+	unsigned long long rx = 0, pk;
+	FILE *f = fopen("/proc/net/dev", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " %31[^:]: %*u %llu", name, &pk) == 2 &&
+		    !strcmp(name, ifname))
+			rx = pk;
+	}
+	fclose(f);
+	return rx;
+}
+
+/* Live frames: the redirect really happens; vb (GRO on, so veth runs
+ * NAPI for it) counts what arrives. */
+static int live_dup(struct switch_bpf *skel, int if_b, int ncpu,
+		    struct frun *r, __u64 *got)
+{
+	char *up_a[] = { "ip", "link", "set", "va", "up", NULL };
+	char *up_b[] = { "ip", "link", "set", "vb", "up", NULL };
+	struct ethtool_value ev = { .cmd = ETHTOOL_SGRO, .data = 1 };
+	struct ifreq ifr = {};
+	__u64 before;
+	int sock, err, i;
+
+	if (run_ip(up_a) || run_ip(up_b))
+		return -EIO;
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "vb");
+	ifr.ifr_data = (void *)&ev;
+	err = ioctl(sock, SIOCETHTOOL, &ifr) ? -errno : 0;
+	close(sock);
+	if (err)
+		return err;
+	before = rx_packets("vb");
+	err = frun(skel, if_b, 60, 9, 10, BPF_F_TEST_XDP_LIVE_FRAMES, ncpu,
+		   r);
+	if (err)
+		return err;
+	/* delivery to vb runs in its NAPI: give it a moment */
+	for (i = 0; i < 100 && rx_packets("vb") - before < 20; i++)
+		usleep(10000);
+	*got = rx_packets("vb") - before;
+	return 0;
+}
+
+static void fault_tests(struct switch_bpf *skel, int if_a, int if_b,
+			int ncpu)
+{
+	struct rinx_tb_fault f = { .burst = 32768, .hold_ms = 50 };
+	struct frun *r = calloc(1, sizeof(*r));
+	struct bpf_devmap_val dv = { .ifindex = if_a };
+	__u32 port = if_a, k;
+	__u64 got = 0;
+	int err, dfd;
+
+	if (!r)
+		exit(1);
+	f.drop_ppm = RINX_TB_PPM;
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, 60, 1, 10, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_DROP &&
+	       moved_only(r, RINX_SW_FAULT_DROP, 10, -1),
+	       "fault: drop 100%%: 10 of 10 dropped and counted");
+
+	f.drop_ppm = 0;
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, 60, 1, 10, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT && same_frame(r, 60, 1) &&
+	       moved_only(r, RINX_SW_FWD, 10, -1),
+	       "fault: drop 0: 10 of 10 forwarded untouched");
+
+	f.drop_ppm = RINX_TB_PPM / 2;
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, 60, 1, 1000, 0, ncpu, r);
+	tap_ok(!err && r->d[RINX_SW_FAULT_DROP] > 0 && r->d[RINX_SW_FWD] > 0 &&
+	       r->d[RINX_SW_FAULT_DROP] + r->d[RINX_SW_FWD] == 1000,
+	       "fault: drop 50%%: %llu dropped, %llu forwarded of 1000",
+	       (unsigned long long)r->d[RINX_SW_FAULT_DROP],
+	       (unsigned long long)r->d[RINX_SW_FWD]);
+
+	/* 1 Mbit/s = 125 B/ms, bucket 2 frames: back-to-back runs outrun
+	 * it (no timing assumed beyond "20 runs take less than 0.5 s"). */
+	memset(&f, 0, sizeof(f));
+	f.rate_mbit = 1;
+	f.burst = 2 * RINX_FRAME_MAX;
+	f.hold_ms = 50;
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, RINX_FRAME_MAX, 2, 20, 0, ncpu, r);
+	tap_ok(!err && r->d[RINX_SW_FWD] >= 2 &&
+	       r->d[RINX_SW_FAULT_RATE] >= 1 &&
+	       r->d[RINX_SW_FWD] + r->d[RINX_SW_FAULT_RATE] == 20,
+	       "fault: rate limit: a burst passes (%llu), then drops (%llu)",
+	       (unsigned long long)r->d[RINX_SW_FWD],
+	       (unsigned long long)r->d[RINX_SW_FAULT_RATE]);
+	f.rate_mbit = 0;
+
+	f.dup_ppm = RINX_TB_PPM;
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, 60, 3, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT &&
+	       moved_only(r, RINX_SW_FWD, 1, RINX_SW_FAULT_SKIP, 1, -1),
+	       "fault: dup without a dup devmap: sent once, counted skipped");
+	dfd = bpf_map_create(BPF_MAP_TYPE_DEVMAP_HASH, "sw_dup", 4,
+			     sizeof(dv), 2, NULL);
+	err = dfd < 0 ? -errno : 0;
+	for (k = 0; k < 2 && !err; k++)
+		err = bpf_map_update_elem(dfd, &k, &dv, BPF_ANY) ? -errno : 0;
+	if (!err)
+		err = bpf_map_update_elem(bpf_map__fd(skel->maps.dups), &port,
+					  &dfd, BPF_ANY) ? -errno : 0;
+	if (dfd >= 0)
+		close(dfd);
+	if (!err)
+		err = frun(skel, if_b, 60, 3, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT && same_frame(r, 60, 3) &&
+	       moved_only(r, RINX_SW_FWD, 1, RINX_SW_FAULT_DUP, 1, -1),
+	       "fault: dup 100%%: broadcast into the port's dup devmap");
+	err = err ?: live_dup(skel, if_b, ncpu, r, &got);
+	if (err)
+		tap_ok(0, "fault: dup, live frames: %s", strerror(-err));
+	else
+		tap_ok(got == 20 && moved_only(r, RINX_SW_FWD, 10,
+					       RINX_SW_FAULT_DUP, 10, -1),
+		       "fault: dup, live frames: 10 frames in, %llu arrive on "
+		       "the peer (want 20)", (unsigned long long)got);
+	f.dup_ppm = 0;
+
+	/* Reorder: every frame drawn. The slot is per CPU: the process is
+	 * pinned to one (main). */
+	f.reorder_ppm = RINX_TB_PPM;
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, 60, 4, 1, 0, ncpu, r);
+	tap_ok(err == -ENOENT || (!err && r->retval == XDP_REDIRECT &&
+				  moved_only(r, RINX_SW_FWD, 1, -1)),
+	       "fault: reorder without a held slot: forwarded");
+	err = reset_held(skel, port, ncpu) ?:
+	      frun(skel, if_b, 60, 4, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_DROP &&
+	       moved_only(r, RINX_SW_FAULT_HOLD, 1, -1),
+	       "fault: reorder: first frame (60 B) held, slot was free");
+	err = frun(skel, if_b, RINX_FRAME_MAX, 5, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT && same_frame(r, 60, 4) &&
+	       moved_only(r, RINX_SW_FWD, 1, RINX_SW_FAULT_REORDER, 1, -1),
+	       "fault: reorder: second frame (%d B) leaves as the first "
+	       "(%u B out), itself held", RINX_FRAME_MAX, r->out_len);
+	err = frun(skel, if_b, 100, 6, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT &&
+	       same_frame(r, RINX_FRAME_MAX, 5) &&
+	       moved_only(r, RINX_SW_FWD, 1, RINX_SW_FAULT_REORDER, 1, -1),
+	       "fault: reorder: third frame (100 B) grows to carry the second "
+	       "(%u B out)", r->out_len);
+	/* No more draws, 1 ms hold limit: after 5 ms the held third frame
+	 * is lost when the next one comes. */
+	f.reorder_ppm = 0;
+	f.hold_ms = 1;
+	err = set_fault(skel, port, &f);
+	usleep(5000);
+	err = err ?: frun(skel, if_b, 60, 7, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT && same_frame(r, 60, 7) &&
+	       moved_only(r, RINX_SW_FWD, 1, -1),
+	       "fault: reorder 0: the next frame passes, the held one stays");
+	f.reorder_ppm = 1;	/* drawn almost never: only the age check */
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, 60, 8, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT && same_frame(r, 60, 8) &&
+	       r->d[RINX_SW_FAULT_HOLD_LOST] == 1,
+	       "fault: a frame held past the hold limit is dropped, counted "
+	       "lost");
+	f.reorder_ppm = RINX_TB_PPM;
+	f.hold_ms = 50;
+	err = set_fault(skel, port, &f) ?:
+	      frun(skel, if_b, 3600, 9, 1, 0, ncpu, r);
+	tap_ok(!err && r->retval == XDP_REDIRECT &&
+	       moved_only(r, RINX_SW_FWD, 1, RINX_SW_FAULT_SKIP, 1, -1),
+	       "fault: reorder: a frame larger than the slot is sent, counted "
+	       "skipped");
+	bpf_map_delete_elem(bpf_map__fd(skel->maps.faults), &port);
+	free(r);
+}
+
 int main(void)
 {
 	char *add[] = { "ip", "link", "add", "va", "type", "veth", "peer",
@@ -537,7 +850,16 @@ int main(void)
 	if (!if_a || !if_b || ncpu <= 0)
 		tap_skip_all("veth pair or CPU count not found");
 
-	tap_plan(NCASES + 5 + (int)(sizeof(ina_cases) / sizeof(ina_cases[0])));
+	/* the reorder slot is per CPU: stay on one */
+	{
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	tap_plan(NCASES + 5 + NFAULT_TESTS +
+		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])));
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "switch program loads")) {
 		tap_diag("open/load: %s", strerror(errno));
@@ -573,6 +895,7 @@ int main(void)
 		run_egress(skels[1]);
 	else
 		tap_ok(0, "group egress: no ToR");
+	fault_tests(skel, if_a, if_b, ncpu);
 	switch_bpf__destroy(skels[1]);
 	switch_bpf__destroy(skel);
 	return tap_done();

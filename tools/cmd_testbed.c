@@ -18,6 +18,7 @@ static const char testbed_usage[] =
 "usage: rinxctl testbed up [options]\n"
 "       rinxctl testbed down PREFIX|SPEC | --all\n"
 "       rinxctl testbed show PREFIX|SPEC\n"
+"       rinxctl testbed fault PREFIX|SPEC [--port NS:IF | --all] FAULTS\n"
 "\n"
 "up: build the emulated cluster: one network namespace per host, one per\n"
 "rack's ToR switch and a spine when there are several racks, joined by\n"
@@ -37,16 +38,32 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  --ina LIST          INA kind of each rack, comma-separated: none, switch\n"
 "                      or agent (one value applies to every rack)\n"
 "  --no-nodes          leave the host program off (plain IP testbed)\n"
+"  FAULTS              link faults on every switch port (see fault)\n"
 "down: host programs off, namespaces deleted, pins and spec removed.\n"
 "  Succeeds when nothing is left. --all: every testbed with a spec in\n"
 "  " RINX_TB_SPEC_DIR ".\n"
 "show: racks (INA kind; for ina=switch the ToR aggregator's name, MAC, IP\n"
 "  and its non-zero counters), hosts (rank, namespace, interface, MAC, IP,\n"
-"  host program state) and the counters of every switch.\n";
+"  host program state), the counters of every switch and the faults of\n"
+"  every switch port with what they did.\n"
+"fault: change the link faults of a running testbed; the switch injects\n"
+"  them into the frames it sends out of a port (XDP: tc netem never sees\n"
+"  these frames). Options not given keep their value.\n"
+"  --port NS:IF        one switch port, e.g. t0:p1, t1:uplink, sp:t0\n"
+"  --all               every port of every switch (default)\n"
+"  --drop PPM          loss probability, parts per million (0..1000000)\n"
+"  --dup PPM           duplication probability: the frame leaves twice\n"
+"  --reorder PPM       reorder probability: the frame is held back and\n"
+"                      sent in place of the port's next frame so drawn\n"
+"  --rate MBIT         rate limit in Mbit/s, token bucket (0: none)\n"
+"  --burst BYTES       bucket size (default 32768)\n"
+"  --hold MS           a held frame older than this is dropped (default\n"
+"                      50)\n";
 
 enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
 	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
-	OPT_ALL };
+	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
+	OPT_HOLD };
 
 static const struct option testbed_opts[] = {
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
@@ -61,6 +78,12 @@ static const struct option testbed_opts[] = {
 	{ "ina", required_argument, NULL, OPT_INA },
 	{ "no-nodes", no_argument, NULL, OPT_NO_NODES },
 	{ "all", no_argument, NULL, OPT_ALL },
+	{ "drop", required_argument, NULL, OPT_DROP },
+	{ "dup", required_argument, NULL, OPT_DUP },
+	{ "reorder", required_argument, NULL, OPT_REORDER },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "hold", required_argument, NULL, OPT_HOLD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -80,6 +103,53 @@ static int parse_num(const char *what, const char *v, long lo, long hi,
 	}
 	*out = x;
 	return 0;
+}
+
+/* A fault option into f and mask; 1 if c is not one, -1 if bad. */
+static int parse_fault(int c, const char *v, struct rinx_tb_fault *f,
+		       unsigned int *mask)
+{
+	long x;
+
+	switch (c) {
+	case OPT_DROP:
+		if (parse_num("drop", v, 0, RINX_TB_PPM, &x))
+			return -1;
+		f->drop_ppm = x;
+		*mask |= RINX_TB_F_DROP;
+		return 0;
+	case OPT_DUP:
+		if (parse_num("dup", v, 0, RINX_TB_PPM, &x))
+			return -1;
+		f->dup_ppm = x;
+		*mask |= RINX_TB_F_DUP;
+		return 0;
+	case OPT_REORDER:
+		if (parse_num("reorder", v, 0, RINX_TB_PPM, &x))
+			return -1;
+		f->reorder_ppm = x;
+		*mask |= RINX_TB_F_REORDER;
+		return 0;
+	case OPT_RATE:
+		if (parse_num("rate", v, 0, 1000000, &x))
+			return -1;
+		f->rate_mbit = x;
+		*mask |= RINX_TB_F_RATE;
+		return 0;
+	case OPT_BURST:
+		if (parse_num("burst", v, 1, 1 << 30, &x))
+			return -1;
+		f->burst = x;
+		*mask |= RINX_TB_F_BURST;
+		return 0;
+	case OPT_HOLD:
+		if (parse_num("hold", v, 1, 60000, &x))
+			return -1;
+		f->hold_ms = x;
+		*mask |= RINX_TB_F_HOLD;
+		return 0;
+	}
+	return 1;
 }
 
 static int parse_ina_one(const char *v)
@@ -139,6 +209,8 @@ static int testbed_up(int argc, char **argv)
 {
 	struct rinx_testbed_opts o = { .racks = 1, .mode = RINX_XDP_NATIVE };
 	char prefix[RINX_TB_PREFIX_MAX + 1], spec_path[RINX_PATH_MAX];
+	struct rinx_tb_fault fault = {};
+	unsigned int fmask = 0;
 	char err[128];
 	int ina[RINX_TB_MAX_RACKS], nina = 0, ret, c, i;
 	long hosts = 0, per_rack = 0, x;
@@ -219,10 +291,18 @@ static int testbed_up(int argc, char **argv)
 			fputs(testbed_usage, stdout);
 			return 0;
 		default:
+			switch (parse_fault(c, optarg, &fault, &fmask)) {
+			case 0:
+				continue;
+			case -1:
+				return RINX_EXIT_USAGE;
+			}
 			fputs(testbed_usage, stderr);
 			return RINX_EXIT_USAGE;
 		}
 	}
+	if (fmask)
+		o.fault = &fault;
 	if (optind < argc) {
 		fprintf(stderr, "rinxctl testbed up: unexpected '%s'\n",
 			argv[optind]);
@@ -280,6 +360,10 @@ static int testbed_up(int argc, char **argv)
 	       o.hosts_per_rack > 1 ? "s" : "",
 	       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
 	       o.no_nodes ? ", host program off" : "");
+	if (fmask)
+		printf("faults on every switch port: drop %u dup %u reorder "
+		       "%u ppm, rate %u Mbit/s\n", fault.drop_ppm,
+		       fault.dup_ppm, fault.reorder_ppm, fault.rate_mbit);
 	printf("spec: %s\n", spec_path);
 	printf("next: rinxctl testbed show %s; rinxctl testbed down %s\n",
 	       prefix, prefix);
@@ -477,6 +561,8 @@ static void show_rack(const struct rinx_spec *s,
 	printf("%s\n", any ? "" : " all zero");
 }
 
+static void show_faults(const struct rinx_spec *s);
+
 static int testbed_show(int argc, char **argv)
 {
 	char path[RINX_PATH_MAX], prefix[64], ns[64], ifname[16], ip[16];
@@ -543,8 +629,107 @@ static int testbed_show(int argc, char **argv)
 			snprintf(ns, sizeof(ns), "%ssp", prefix);
 			show_switch(ns, "t0", "spine");
 		}
+		show_faults(s);
 	}
 	free(s);
+	return 0;
+}
+
+static int port_cmp(const void *a, const void *b)
+{
+	const struct rinx_tb_port_fault *x = a, *y = b;
+	int c = strcmp(x->ns, y->ns);
+
+	return c ? c : strcmp(x->ifname, y->ifname);
+}
+
+static void show_faults(const struct rinx_spec *s)
+{
+	struct rinx_tb_port_fault *pf;
+	int i, n, max = 4 * RINX_MAX_NODES;
+
+	pf = calloc(max, sizeof(*pf));
+	if (!pf)
+		return;
+	n = rinx_testbed_fault_get(s, pf, max);
+	if (n < 0) {
+		printf("faults: (cannot read: %s)\n", strerror(-n));
+		free(pf);
+		return;
+	}
+	qsort(pf, n, sizeof(*pf), port_cmp);
+	printf("faults (ppm; rate Mbit/s, burst B, hold ms):%s\n",
+	       n ? "" : " (none pinned)");
+	for (i = 0; i < n; i++) {
+		const struct rinx_tb_fault_val *v = &pf[i].v;
+
+		printf("  %-20s %-8s drop=%u dup=%u reorder=%u rate=%u "
+		       "burst=%u hold=%u  dropped=%llu rate_dropped=%llu "
+		       "duplicated=%llu held=%llu reordered=%llu lost=%llu "
+		       "skipped=%llu\n", pf[i].ns, pf[i].ifname,
+		       v->set.drop_ppm, v->set.dup_ppm, v->set.reorder_ppm,
+		       v->set.rate_mbit, v->set.burst, v->set.hold_ms,
+		       (unsigned long long)v->n_drop,
+		       (unsigned long long)v->n_rate,
+		       (unsigned long long)v->n_dup,
+		       (unsigned long long)v->n_hold,
+		       (unsigned long long)v->n_reorder,
+		       (unsigned long long)v->n_lost,
+		       (unsigned long long)v->n_skip);
+	}
+	free(pf);
+}
+
+static int testbed_fault(int argc, char **argv)
+{
+	struct rinx_tb_fault f = {};
+	const char *what = NULL, *port = NULL;
+	unsigned int mask = 0;
+	int c, all = 0, ret, n = 0;
+
+	while ((c = getopt_long(argc, argv, "h", testbed_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_PREFIX:
+		case OPT_SPEC:
+			what = optarg;
+			break;
+		case OPT_PORT:
+			port = optarg;
+			break;
+		case OPT_ALL:
+			all = 1;
+			break;
+		case 'h':
+			fputs(testbed_usage, stdout);
+			return 0;
+		default:
+			switch (parse_fault(c, optarg, &f, &mask)) {
+			case 0:
+				continue;
+			case -1:
+				return RINX_EXIT_USAGE;
+			}
+			fputs(testbed_usage, stderr);
+			return RINX_EXIT_USAGE;
+		}
+	}
+	if (optind < argc && !what)
+		what = argv[optind++];
+	if (optind < argc || !what || (all && port) || !mask) {
+		fprintf(stderr, "rinxctl testbed fault: want PREFIX|SPEC, "
+			"--port NS:IF or --all, and at least one of --drop "
+			"--dup --reorder --rate --burst --hold\n");
+		return RINX_EXIT_USAGE;
+	}
+	ret = rinx_testbed_fault_set(what, port, &f, mask, &n);
+	if (ret) {
+		fprintf(stderr, "rinxctl testbed fault: %s\n",
+			strerror(-ret));
+		return ret == -EINVAL || ret == -ENODEV || ret == -ENOENT ?
+		       RINX_EXIT_CONFIG : rinx_exit_code(ret);
+	}
+	printf("testbed %s: faults set on %d port%s\n", what, n,
+	       n == 1 ? "" : "s");
 	return 0;
 }
 
@@ -561,6 +746,8 @@ int cmd_testbed(int argc, char **argv)
 		return testbed_down(argc - 1, argv + 1);
 	if (!strcmp(act, "show"))
 		return testbed_show(argc - 1, argv + 1);
+	if (!strcmp(act, "fault"))
+		return testbed_fault(argc - 1, argv + 1);
 	if (!strcmp(act, "-h") || !strcmp(act, "--help")) {
 		fputs(testbed_usage, stdout);
 		return 0;

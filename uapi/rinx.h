@@ -262,6 +262,16 @@ enum rinx_sw_stat {
 	RINX_SW_GROUP,		/* a host's frame to its rack's group */
 	RINX_SW_HAIRPIN_SELF,	/* self-addressed: back out the ingress */
 	RINX_SW_DROP_NO_NEIGH,	/* group copy to the uplink: IP unknown */
+	RINX_SW_FAULT_DROP,	/* injected loss (drop probability) */
+	RINX_SW_FAULT_RATE,	/* over the port's rate limit: dropped */
+	RINX_SW_FAULT_DUP,	/* injected duplicate: sent twice */
+	RINX_SW_FAULT_HOLD,	/* held back for reordering (slot was free) */
+	RINX_SW_FAULT_REORDER,	/* held frame sent in a later frame's place,
+				 * that one held in turn */
+	RINX_SW_FAULT_HOLD_LOST,/* held frame older than the hold limit:
+				 * dropped */
+	RINX_SW_FAULT_SKIP,	/* dup or reorder drawn but impossible (no
+				 * dup map, frame too big, no tailroom) */
 	RINX_SW_STAT_MAX,
 };
 

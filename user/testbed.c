@@ -56,6 +56,13 @@ static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
 	[RINX_SW_GROUP] = "group",
 	[RINX_SW_HAIRPIN_SELF] = "hairpin_self",
 	[RINX_SW_DROP_NO_NEIGH] = "drop_no_neigh",
+	[RINX_SW_FAULT_DROP] = "fault_drop",
+	[RINX_SW_FAULT_RATE] = "fault_rate",
+	[RINX_SW_FAULT_DUP] = "fault_dup",
+	[RINX_SW_FAULT_HOLD] = "fault_hold",
+	[RINX_SW_FAULT_REORDER] = "fault_reorder",
+	[RINX_SW_FAULT_HOLD_LOST] = "fault_hold_lost",
+	[RINX_SW_FAULT_SKIP] = "fault_skip",
 };
 
 /* Maps of an INA ToR's aggregator, pinned under <pin>/<rack name>/. */
@@ -416,10 +423,126 @@ static int map_set(int fd, const void *k, const void *v, const char *ns,
 	return 0;
 }
 
+/* ---- faults ---- */
+
+_Static_assert(sizeof(struct rinx_tb_fault_val) == 96, "faults value");
+
+static void fault_pin_dir(const struct rinx_spec *s, const char *ns,
+			  char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/sw-%s", s->pin, ns);
+}
+
+static void fault_defaults(struct rinx_tb_fault *f)
+{
+	if (!f->burst)
+		f->burst = RINX_TB_BURST;
+	if (!f->hold_ms)
+		f->hold_ms = RINX_TB_HOLD_MS;
+	if (f->drop_ppm > RINX_TB_PPM)
+		f->drop_ppm = RINX_TB_PPM;
+	if (f->dup_ppm > RINX_TB_PPM)
+		f->dup_ppm = RINX_TB_PPM;
+	if (f->reorder_ppm > RINX_TB_PPM)
+		f->reorder_ppm = RINX_TB_PPM;
+}
+
+/*
+ * Fault state of port ifindex of a switch being attached: its `faults`
+ * entry, its held-frame slot (per CPU) and its duplication devmap (the
+ * port under two keys, with the port's egress program: see `ports`).
+ */
+static int fault_port_init(struct switch_bpf *skel, const char *ns,
+			   __u32 ifindex, int egress_fd,
+			   const struct rinx_tb_fault *f)
+{
+	struct rinx_tb_fault_val v = {};
+	struct bpf_devmap_val dv = { .ifindex = ifindex };
+	int ncpu = libbpf_num_possible_cpus(), err, fd;
+	size_t hsz = bpf_map__value_size(skel->maps.held);
+	void *held;
+	__u32 k;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	if (f)
+		v.set = *f;
+	fault_defaults(&v.set);
+	err = map_set(bpf_map__fd(skel->maps.faults), &ifindex, &v, ns,
+		      "faults");
+	if (err)
+		return err;
+	held = calloc(ncpu, (hsz + 7) & ~(size_t)7);
+	if (!held)
+		return -ENOMEM;
+	err = map_set(bpf_map__fd(skel->maps.held), &ifindex, held, ns,
+		      "held");
+	free(held);
+	if (err)
+		return err;
+	fd = bpf_map_create(BPF_MAP_TYPE_DEVMAP_HASH, "sw_dup", sizeof(__u32),
+			    sizeof(dv), 2, NULL);
+	if (fd < 0) {
+		err = -errno;
+		pr_warn("switch %s: dup devmap: %s\n", ns, strerror(errno));
+		return err;
+	}
+	dv.bpf_prog.fd = egress_fd;
+	for (k = 0; k < 2 && !err; k++)
+		err = map_set(fd, &k, &dv, ns, "dup devmap");
+	if (!err)
+		err = map_set(bpf_map__fd(skel->maps.dups), &ifindex, &fd, ns,
+			      "dups");
+	close(fd);
+	return err;
+}
+
+static int fault_pin(const struct rinx_spec *s, const char *ns,
+		     struct switch_bpf *skel)
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	int err;
+
+	if (bpf_map__value_size(skel->maps.faults) !=
+	    sizeof(struct rinx_tb_fault_val)) {
+		pr_warn("switch %s: faults value is %u bytes, want %zu\n", ns,
+			bpf_map__value_size(skel->maps.faults),
+			sizeof(struct rinx_tb_fault_val));
+		return -EINVAL;
+	}
+	err = rinx_pin_root_ready(s->pin);
+	if (err)
+		return err;
+	fault_pin_dir(s, ns, dir, sizeof(dir));
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/faults", dir);
+	unlink(path);
+	if (bpf_obj_pin(bpf_map__fd(skel->maps.faults), path)) {
+		err = -errno;
+		pr_warn("switch %s: cannot pin %s: %s\n", ns, path,
+			strerror(errno));
+		rmdir(dir);
+		return err;
+	}
+	return 0;
+}
+
+static void fault_unpin(const struct rinx_spec *s, const char *ns)
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+
+	fault_pin_dir(s, ns, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/faults", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Loads the switch program in sw's namespace (ToR of rack sw->rack, or the
  * spine), fills its tables and attaches it to every port. An INA ToR also
  * gets its aggregator's identity and pins the aggregator's maps. */
-static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
+static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
+			 const struct rinx_tb_fault *fault)
 {
 	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
 		      (s->mode == RINX_XDP_GENERIC ? XDP_FLAGS_SKB_MODE :
@@ -427,8 +550,8 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 	const struct rinx_spec_rack *ina = NULL;
 	int ifindex[RINX_TB_MAX_PER_RACK + 1];
 	struct switch_bpf *skel = NULL;
-	int old, err, i, prog, fd;
-	int pinned = 0;
+	int old, err, i, prog, fd, port_egress, group_egress;
+	int pinned = 0, fpinned = 0;
 
 	if (sw->rack >= 0 && s->racks[sw->rack].ina == RINX_INA_SWITCH)
 		ina = &s->racks[sw->rack];
@@ -459,8 +582,11 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 			strerror(-err));
 		goto out;
 	}
+	port_egress = bpf_program__fd(skel->progs.rinx_port_egress);
+	group_egress = bpf_program__fd(skel->progs.rinx_group_egress);
 	for (i = 0; i < sw->nports; i++) {
 		__u32 idx = if_nametoindex(sw->ifname[i]);
+		struct bpf_devmap_val v = { .ifindex = idx };
 
 		if (!idx) {
 			err = -ENODEV;
@@ -469,17 +595,15 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 			goto out;
 		}
 		ifindex[i] = idx;
-		{
-			struct bpf_devmap_val v = { .ifindex = idx };
-
-			/* see `ports` in switch.bpf.c: the uplink's egress
-			 * program must be the same in every map */
-			if (i == sw->uplink && sw->rack >= 0)
-				v.bpf_prog.fd = bpf_program__fd(
-					skel->progs.rinx_group_egress);
-			err = map_set(bpf_map__fd(skel->maps.ports), &idx, &v,
-				      sw->ns, "devmap");
-		}
+		/* see `ports` in switch.bpf.c: a port's egress program must
+		 * be the same in every map (ports, groups, dups) */
+		v.bpf_prog.fd = i == sw->uplink && sw->rack >= 0 ?
+				group_egress : port_egress;
+		err = map_set(bpf_map__fd(skel->maps.ports), &idx, &v, sw->ns,
+			      "devmap");
+		if (!err)
+			err = fault_port_init(skel, sw->ns, idx,
+					      v.bpf_prog.fd, fault);
 		if (err)
 			goto out;
 	}
@@ -531,12 +655,11 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 	for (i = 0; sw->rack >= 0 && i < sw->nports; i++) {
 		struct bpf_devmap_val v = {
 			.ifindex = ifindex[i],
-			.bpf_prog.fd = -1,
+			.bpf_prog.fd = port_egress,
 		};
 
 		if (i == sw->uplink) {
-			v.bpf_prog.fd = bpf_program__fd(
-				skel->progs.rinx_group_egress);
+			v.bpf_prog.fd = group_egress;
 		} else {
 			err = map_set(bpf_map__fd(skel->maps.group_hosts),
 				      &ifindex[i], &v, sw->ns, "group_hosts");
@@ -554,6 +677,10 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 			goto out;
 		pinned = 1;
 	}
+	err = fault_pin(s, sw->ns, skel);
+	if (err)
+		goto out;
+	fpinned = 1;
 	prog = bpf_program__fd(skel->progs.rinx_switch);
 	for (i = 0; i < sw->nports; i++) {
 		err = bpf_xdp_attach(ifindex[i], prog, flags, NULL);
@@ -568,6 +695,8 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw)
 out:
 	if (err && pinned)
 		agg_unpin(s, ina);
+	if (err && fpinned)
+		fault_unpin(s, sw->ns);
 	/* The attached program holds itself and its maps. */
 	switch_bpf__destroy(skel);
 	rinx_netns_leave(old);
@@ -578,7 +707,7 @@ int rinx_testbed_switch_stats(const char *netns, const char *ifname,
 			      __u64 out[RINX_SW_STAT_MAX])
 {
 	struct bpf_prog_info pinfo = {};
-	__u32 map_ids[8], plen = sizeof(pinfo), prog_id = 0, i;
+	__u32 map_ids[64], plen = sizeof(pinfo), prog_id = 0, i;
 	int old, err, ifindex, fd = -1, mfd = -1, ncpu;
 
 	memset(out, 0, sizeof(__u64) * RINX_SW_STAT_MAX);
@@ -610,7 +739,7 @@ int rinx_testbed_switch_stats(const char *netns, const char *ifname,
 		goto out;
 	}
 	err = -ENOENT;
-	for (i = 0; i < pinfo.nr_map_ids && i < 8; i++) {
+	for (i = 0; i < pinfo.nr_map_ids && i < 64; i++) {
 		struct bpf_map_info minfo = {};
 		__u32 mlen = sizeof(minfo);
 
@@ -1036,7 +1165,7 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		switch_layout(s, o->prefix, i, sw);
 		err = config_switch(sw);
 		if (!err)
-			err = switch_attach(s, sw);
+			err = switch_attach(s, sw, o->fault);
 		if (err)
 			goto fail;
 	}
@@ -1136,4 +1265,214 @@ int rinx_testbed_down(const char *what, int *removed)
 out:
 	free(s);
 	return err;
+}
+
+/* ---- faults of a running testbed ---- */
+
+/* The spec of testbed `what` (PREFIX or SPEC) and its prefix. */
+static int tb_load(const char *what, struct rinx_spec *s, char *prefix,
+		   size_t plen)
+{
+	char path[RINX_PATH_MAX], msg[160];
+	size_t n = what ? strlen(what) : 0;
+	int err;
+
+	if (!n)
+		return -EINVAL;
+	if (strchr(what, '/') || (n > 5 && !strcmp(what + n - 5, ".spec"))) {
+		if (n >= sizeof(path))
+			return -ENAMETOOLONG;
+		snprintf(path, sizeof(path), "%s", what);
+	} else {
+		if (rinx_testbed_prefix_check(what, msg, sizeof(msg))) {
+			pr_warn("%s\n", msg);
+			return -EINVAL;
+		}
+		rinx_testbed_spec_path(what, path, sizeof(path));
+	}
+	err = rinx_spec_load(path, s, msg, sizeof(msg));
+	if (err) {
+		pr_warn("%s: %s\n", path, err == -ENOENT ?
+			"no such testbed spec" : msg);
+		return err;
+	}
+	if (rinx_testbed_spec_prefix(s, prefix, plen)) {
+		pr_warn("%s is not a testbed spec\n", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Namespace of switch i (racks, then the spine); 0 when there is none. */
+static int switch_ns(const struct rinx_spec *s, const char *prefix, int i,
+		     char *buf)
+{
+	if (i < s->nracks) {
+		tor_ns(buf, prefix, i);
+		return 1;
+	}
+	if (i == s->nracks && s->nracks > 1) {
+		spine_ns(buf, prefix);
+		return 1;
+	}
+	return 0;
+}
+
+static int fault_map_open(const struct rinx_spec *s, const char *ns)
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+
+	fault_pin_dir(s, ns, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/faults", dir);
+	return bpf_obj_get(path);
+}
+
+static int fault_update(int fd, __u32 ifindex, const struct rinx_tb_fault *f,
+			unsigned int mask)
+{
+	struct rinx_tb_fault_val v;
+
+	if (bpf_map_lookup_elem(fd, &ifindex, &v))
+		return -errno;
+	if (mask & RINX_TB_F_DROP)
+		v.set.drop_ppm = f->drop_ppm;
+	if (mask & RINX_TB_F_DUP)
+		v.set.dup_ppm = f->dup_ppm;
+	if (mask & RINX_TB_F_REORDER)
+		v.set.reorder_ppm = f->reorder_ppm;
+	if (mask & RINX_TB_F_RATE)
+		v.set.rate_mbit = f->rate_mbit;
+	if (mask & RINX_TB_F_BURST)
+		v.set.burst = f->burst;
+	if (mask & RINX_TB_F_HOLD)
+		v.set.hold_ms = f->hold_ms;
+	fault_defaults(&v.set);
+	/* a full bucket at the next frame */
+	v.tokens = 0;
+	v.last_ns = 0;
+	return bpf_map_update_elem(fd, &ifindex, &v, BPF_EXIST) ? -errno : 0;
+}
+
+int rinx_testbed_fault_set(const char *what, const char *port,
+			   const struct rinx_tb_fault *f, unsigned int mask,
+			   int *nports)
+{
+	char prefix[RINX_TB_PREFIX_MAX + 1], ns[NS_NAME_MAX];
+	char want_ns[NS_NAME_MAX], want_if[IFNAMSIZ];
+	struct rinx_spec *s;
+	int i, fd, err = 0, n = 0, found = 0, old;
+	const char *colon;
+
+	if (nports)
+		*nports = 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	err = tb_load(what, s, prefix, sizeof(prefix));
+	if (err)
+		goto out;
+	if (port) {
+		colon = strchr(port, ':');
+		if (!colon || colon == port || !colon[1] ||
+		    strlen(colon + 1) >= IFNAMSIZ ||
+		    (size_t)(colon - port) >= sizeof(want_ns)) {
+			pr_warn("port '%s': want NS:IF (e.g. t0:p1)\n", port);
+			err = -EINVAL;
+			goto out;
+		}
+		snprintf(want_if, sizeof(want_if), "%s", colon + 1);
+		if (!strncmp(port, prefix, strlen(prefix)) &&
+		    (size_t)(colon - port) > strlen(prefix))
+			snprintf(want_ns, sizeof(want_ns), "%.*s",
+				 (int)(colon - port), port);
+		else
+			snprintf(want_ns, sizeof(want_ns), "%s%.*s", prefix,
+				 (int)(colon - port), port);
+	}
+	for (i = 0; !err && switch_ns(s, prefix, i, ns); i++) {
+		__u32 key, next, *prev = NULL;
+
+		if (port && strcmp(ns, want_ns))
+			continue;
+		found = 1;
+		fd = fault_map_open(s, ns);
+		if (fd < 0) {
+			err = -errno;
+			pr_warn("switch %s: faults map not pinned: %s\n", ns,
+				strerror(errno));
+			break;
+		}
+		if (port) {
+			err = rinx_netns_enter(ns, &old);
+			if (!err) {
+				key = if_nametoindex(want_if);
+				rinx_netns_leave(old);
+				err = key ? fault_update(fd, key, f, mask) :
+					    -ENODEV;
+				if (err)
+					pr_warn("switch %s: port %s: %s\n", ns,
+						want_if, strerror(-err));
+				else
+					n++;
+			}
+			close(fd);
+			break;
+		}
+		while (!bpf_map_get_next_key(fd, prev, &next)) {
+			err = fault_update(fd, next, f, mask);
+			if (err)
+				break;
+			n++;
+			key = next;
+			prev = &key;
+		}
+		close(fd);
+	}
+	if (!err && port && !found) {
+		pr_warn("no switch %s in testbed %s\n", want_ns, prefix);
+		err = -ENOENT;
+	}
+out:
+	if (nports)
+		*nports = n;
+	free(s);
+	return err;
+}
+
+int rinx_testbed_fault_get(const struct rinx_spec *s,
+			   struct rinx_tb_port_fault *out, int max)
+{
+	char prefix[RINX_TB_PREFIX_MAX + 1], ns[NS_NAME_MAX];
+	int i, fd, n = 0, old, err;
+
+	if (rinx_testbed_spec_prefix(s, prefix, sizeof(prefix)))
+		return -EINVAL;
+	for (i = 0; switch_ns(s, prefix, i, ns); i++) {
+		__u32 key, next, *prev = NULL;
+
+		fd = fault_map_open(s, ns);
+		if (fd < 0)
+			continue;
+		err = rinx_netns_enter(ns, &old);
+		if (err) {
+			close(fd);
+			return err;
+		}
+		while (n < max && !bpf_map_get_next_key(fd, prev, &next)) {
+			struct rinx_tb_port_fault *p = &out[n];
+
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem(fd, &key, &p->v))
+				continue;
+			snprintf(p->ns, sizeof(p->ns), "%s", ns);
+			if (!if_indextoname(key, p->ifname))
+				snprintf(p->ifname, sizeof(p->ifname), "#%u",
+					 key);
+			n++;
+		}
+		rinx_netns_leave(old);
+		close(fd);
+	}
+	return n;
 }

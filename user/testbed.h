@@ -30,6 +30,52 @@
 #define RINX_TB_PIN_ROOT	"/run/rinx"	/* spec pin = <root>/<prefix> */
 #define RINX_TB_SPEC_DIR	"/run/rinx-testbed"	/* <prefix>.spec */
 
+/*
+ * Link faults of a switch port (bpf/switch.bpf.c), applied to the frames
+ * the switch sends out of it. Probabilities in parts per million.
+ */
+struct rinx_tb_fault {
+	__u32 drop_ppm;
+	__u32 dup_ppm;
+	__u32 reorder_ppm;
+	__u32 rate_mbit;	/* 0: no limit */
+	__u32 burst;		/* token bucket, bytes; 0: RINX_TB_BURST */
+	__u32 hold_ms;		/* held frame lost after; 0: default */
+};
+
+#define RINX_TB_BURST		32768
+#define RINX_TB_HOLD_MS		50
+#define RINX_TB_PPM		1000000
+
+/* Which fields of struct rinx_tb_fault rinx_testbed_fault_set changes. */
+enum {
+	RINX_TB_F_DROP = 1 << 0,
+	RINX_TB_F_DUP = 1 << 1,
+	RINX_TB_F_REORDER = 1 << 2,
+	RINX_TB_F_RATE = 1 << 3,
+	RINX_TB_F_BURST = 1 << 4,
+	RINX_TB_F_HOLD = 1 << 5,
+	RINX_TB_F_ALL = (1 << 6) - 1,
+};
+
+/* The value of a switch's `faults` map (struct rinx_sw_fault in
+ * bpf/switch.bpf.c): the settings, then state and counters kept by the
+ * program (per port: frames dropped, over the rate, duplicated, held,
+ * reordered, lost in the hold, dup/reorder not possible). */
+struct rinx_tb_fault_val {
+	struct rinx_tb_fault set;
+	__u64 tokens;
+	__u64 last_ns;
+	__u64 n_drop, n_rate, n_dup, n_hold, n_reorder, n_lost, n_skip;
+};
+
+/* One port of a switch and its faults. */
+struct rinx_tb_port_fault {
+	char ns[RINX_TB_PREFIX_MAX + 8];
+	char ifname[16];
+	struct rinx_tb_fault_val v;
+};
+
 struct rinx_testbed_opts {
 	const char *prefix;	/* namespace prefix: [A-Za-z0-9_], 1..16 chars */
 	int racks;		/* 1..RINX_TB_MAX_RACKS */
@@ -41,6 +87,8 @@ struct rinx_testbed_opts {
 	const char *pin;	/* pin root, NULL: RINX_TB_PIN_ROOT */
 	const int *ina;		/* racks entries of enum rinx_ina, NULL: none */
 	int no_nodes;		/* leave the host program off (plain IP only) */
+	const struct rinx_tb_fault *fault;	/* every switch port; NULL:
+						 * none */
 };
 
 /* 0 if prefix is usable, else -EINVAL with the reason in err. */
@@ -68,5 +116,22 @@ int rinx_testbed_spec_prefix(const struct rinx_spec *s, char *buf,
 int rinx_testbed_switch_stats(const char *netns, const char *ifname,
 			      __u64 out[RINX_SW_STAT_MAX]);
 const char *rinx_sw_stat_name(int stat);
+
+/*
+ * Faults of a running testbed (PREFIX or SPEC as for down), through the
+ * switches' `faults` maps pinned at <pin>/sw-<netns>/faults. port: "NS:IF"
+ * (NS the switch's namespace with or without the prefix: t0, sp, rxFt0) or
+ * NULL for every port of every switch. Sets the fields named by mask;
+ * resets the token bucket. *nports (may be NULL) receives the ports
+ * changed.
+ */
+int rinx_testbed_fault_set(const char *what, const char *port,
+			   const struct rinx_tb_fault *f, unsigned int mask,
+			   int *nports);
+
+/* Faults and fault counters of every port of every switch of testbed s
+ * (max entries of out); returns how many or -errno. */
+int rinx_testbed_fault_get(const struct rinx_spec *s,
+			   struct rinx_tb_port_fault *out, int max);
 
 #endif

@@ -1,0 +1,174 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# End to end: link faults injected by the testbed's XDP switch
+# (`rinxctl testbed up --drop/--dup/--reorder/--rate`, `testbed fault`,
+# `testbed show`) on a 2-host testbed, checked against ping and the
+# switch's counters. Only counters are compared, never times.
+#
+#   selftests/test_faults.sh [builddir]
+#
+# TAP output. Exit 0 pass, 1 fail, 4 skip (reason printed).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-${RINX_BUILD:-$here/../build}}
+rinxctl=$build/rinxctl
+P=rxF$$
+n=0
+fail=0
+
+ok() {	# ok COND-EXIT-STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fail=$((fail + 1))
+	fi
+}
+
+diag() { sed 's/^/# /'; }
+
+ours() {
+	ip netns list 2>/dev/null | awk '{print $1}' |
+		grep -E "^${P}(h[0-9]+|t[0-9]+|sp)\$"
+}
+
+cleanup() {
+	"$rinxctl" testbed down "$P" >/dev/null 2>&1
+	for ns in $(ours); do
+		ip netns del "$ns" 2>/dev/null
+	done
+}
+
+# received COUNT [ping options]: echo replies counted by ping (h0 -> h1)
+received() {
+	local c=$1
+	shift
+	ip netns exec "${P}h0" ping -q -c "$c" -W 1 "$@" 10.71.0.2 2>&1 |
+		awk '/packets transmitted/ { print $4 }'
+}
+
+# sw COUNTER: the ToR's switch counter
+sw() {
+	"$rinxctl" testbed show "$P" 2>/dev/null |
+		awk -v k="$1" '$2 == "tor" { for (i = 3; i <= NF; i++) {
+			split($i, a, "="); if (a[1] == k) print a[2] } }'
+}
+
+# port IF KEY: a per-port fault field of the ToR's port IF
+port() {
+	"$rinxctl" testbed show "$P" 2>/dev/null |
+		awk -v p="$1" -v k="$2" -v ns="${P}t0" '$1 == ns && $2 == p {
+			for (i = 3; i <= NF; i++) {
+				split($i, a, "="); if (a[1] == k) print a[2] } }'
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "1..0 # SKIP needs root (namespaces, XDP)"
+	exit 4
+fi
+for tool in ip ping awk; do
+	if ! command -v $tool >/dev/null; then
+		echo "1..0 # SKIP $tool not installed"
+		exit 4
+	fi
+done
+if [ ! -x "$rinxctl" ]; then
+	echo "1..0 # SKIP $rinxctl not built (make)"
+	exit 4
+fi
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+echo "1..17"
+out=$("$rinxctl" testbed up --prefix "$P" --hosts 2 --drop 200000 2>&1)
+ok $? "testbed up --hosts 2 --drop 200000"
+echo "$out" | diag
+[ -e "/run/rinx/$P/sw-${P}t0/faults" ]
+ok $? "the ToR's faults map is pinned at /run/rinx/$P/sw-${P}t0/faults"
+[ "$(port p0 drop)" = 200000 ] && [ "$(port p1 drop)" = 200000 ] &&
+	[ "$(port p1 rate)" = 0 ]
+ok $? "show: drop 200000 ppm on both ToR ports"
+
+# 20% on each way: a ping survives with p = 0.64
+got=$(received 50 -i 0.01)
+lost=$((50 - ${got:-0}))
+drops=$(sw fault_drop)
+echo "# 50 pings, $got answered; switch fault_drop=$drops" \
+	"(p0 $(port p0 dropped), p1 $(port p1 dropped))"
+[ "${got:-0}" -gt 0 ] && [ "${got:-0}" -lt 50 ]
+ok $? "drop 20%: some but not all pings lost ($lost of 50)"
+[ "${drops:-x}" = "$lost" ] &&
+	[ $(($(port p0 dropped) + $(port p1 dropped))) = "$lost" ]
+ok $? "every lost ping is one counted drop ($drops)"
+
+"$rinxctl" testbed fault "$P" --all --drop 0 2>&1 | diag
+ok "${PIPESTATUS[0]}" "testbed fault --all --drop 0"
+got=$(received 50 -i 0.01)
+[ "${got:-0}" = 50 ] && [ "$(sw fault_drop)" = "$drops" ]
+ok $? "drop 0: 50 of 50 answered, no new drop"
+
+# Duplication: every frame sent twice. h1 answers both copies of a
+# request, and each answer is doubled on p0: 1 + 3 duplicates a ping.
+"$rinxctl" testbed fault "$P" --dup 1000000 >/dev/null 2>&1
+res=$(ip netns exec "${P}h0" ping -q -c 20 -i 0.01 -W 1 10.71.0.2 2>&1)
+echo "$res" | diag
+echo "# dup counters: p1 $(port p1 duplicated), p0 $(port p0 duplicated)"
+[ "$(port p1 duplicated)" = 20 ] && [ "$(port p0 duplicated)" = 40 ] &&
+	[ "$(sw fault_dup)" = 60 ] && [ "$(sw fault_skip)" = 0 ]
+ok $? "dup 100%: 20 requests and 40 replies duplicated (counters)"
+dups=$(echo "$res" | sed -n 's/.* +\([0-9]*\) duplicates.*/\1/p')
+[ "${dups:-0}" -ge 40 ]
+ok $? "dup 100%: ping saw the copies (+${dups:-0} duplicates, 60 sent)"
+
+# Reorder: half the frames held and sent in a later frame's place.
+"$rinxctl" testbed fault "$P" --port t0:p1 --dup 0 --reorder 500000 \
+	--hold 1000 >/dev/null 2>&1 &&
+	"$rinxctl" testbed fault "$P" --port t0:p0 --dup 0 >/dev/null 2>&1
+ok $? "testbed fault --port t0:p1 --reorder 500000 --hold 1000"
+res=$(ip netns exec "${P}h0" ping -c 40 -i 0.01 -W 2 10.71.0.2 2>&1)
+seqs=$(echo "$res" | sed -n 's/.*icmp_seq=\([0-9]*\).*/\1/p' | tr '\n' ' ')
+echo "# reply order: $seqs"
+echo "# p1: held=$(port p1 held) reordered=$(port p1 reordered)" \
+	"lost=$(port p1 lost) skipped=$(port p1 skipped)"
+[ "$(port p1 held)" -ge 1 ] && [ "$(port p1 reordered)" -ge 1 ] &&
+	[ $(($(port p1 held) + $(port p1 reordered))) -le 40 ] &&
+	[ "$(port p1 skipped)" = 0 ] && [ "$(port p0 reordered)" = 0 ]
+ok $? "reorder: requests held and swapped on p1 only (counters)"
+echo "$seqs" | awk '{ for (i = 2; i <= NF; i++) if ($i < $(i-1)) b = 1 }
+	END { exit !b }'
+ok $? "reorder: ping saw replies out of order"
+"$rinxctl" testbed fault "$P" --reorder 0 >/dev/null 2>&1
+
+# Rate limit: 10 Mbit/s, 32 KiB bucket; 100 pings of 3 KB sent at once
+# (preload) are 300 KB, which takes 240 ms at that rate: the bucket
+# runs dry whatever the speed of this machine, short of a 200 ms stall.
+"$rinxctl" testbed fault "$P" --rate 10 >/dev/null 2>&1
+[ "$(port p0 rate)" = 10 ] && [ "$(port p1 rate)" = 10 ]
+ok $? "testbed fault --rate 10 on both ports"
+before=$(sw fault_rate)
+got=$(received 100 -l 100 -s 3000)
+rd=$(($(sw fault_rate) - before))
+echo "# 100 pings of 3 KB at once: $got answered, fault_rate +$rd"
+[ "$rd" -gt 0 ] && [ $((100 - ${got:-0})) = "$rd" ]
+ok $? "rate 10 Mbit/s: a flood is cut, every lost ping a counted rate drop ($rd)"
+"$rinxctl" testbed fault "$P" --rate 0 >/dev/null 2>&1
+before=$(sw fault_rate)
+got=$(received 100 -l 100 -s 3000)
+[ "${got:-0}" = 100 ] && [ "$(sw fault_rate)" = "$before" ]
+ok $? "rate 0: the same burst passes whole ($got of 100)"
+
+"$rinxctl" testbed show "$P" 2>&1 | diag
+"$rinxctl" testbed down "$P" 2>&1 | diag
+ok "${PIPESTATUS[0]}" "testbed down"
+[ -z "$(ours)" ] && [ ! -e "/run/rinx/$P" ]
+ok $? "namespaces and fault pins removed"
+
+if [ $fail -ne 0 ]; then
+	echo "# $fail of $n failed"
+	exit 1
+fi
+exit 0
