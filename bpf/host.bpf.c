@@ -274,7 +274,8 @@ int rinx_host(struct xdp_md *ctx)
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
 	if (!job)
-		return count(RINX_STAT_DROP_JOB, XDP_DROP);
+		return count(type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
+			     RINX_STAT_DROP_JOB, XDP_DROP);
 	if (bpf_ntohl(f.h->token) != job->token)
 		return count(RINX_STAT_DROP_TOKEN, XDP_DROP);
 	/* control frames of a known job are the trainer's business */

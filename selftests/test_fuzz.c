@@ -541,7 +541,8 @@ static struct pred host_model(const __u8 *b, int len)
 	}
 	j = find_job(get32(b + H_JOB));
 	if (!j) {
-		p.stat = RINX_STAT_DROP_JOB;
+		p.stat = type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
+						RINX_STAT_DROP_JOB;
 		return p;
 	}
 	if (get32(b + H_TOKEN) != j->token) {
@@ -635,7 +636,7 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"DROP_SENDER", "DROP_BOUNDS", "DROP_STALE", "DROP_NO_ROUTE",
 	"DROP_NO_XSK", "ABORTED", "AGG_ADD", "AGG_DONE", "AGG_MCAST",
 	"DROP_AGG_DUP", "DROP_AGG_STALE", "AGG_RESET", "AGG_RESEND", "SLOW_HELLO",
-	"RECYCLED", "REPAIR", "NACK_MISS", "AGG_REEMIT",
+	"RECYCLED", "REPAIR", "NACK_MISS", "AGG_REEMIT", "HELLO_EARLY",
 };
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {

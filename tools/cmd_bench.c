@@ -667,10 +667,12 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	}
 	if (o->json)
 		fprintf(out, "]}\n");
+	else if (o->verify && !err && o->dtype == RINX_INT32)
+		fprintf(out, "# verify: %s; int32 sums bit-exact\n",
+			wrong ? "FAILED" : "every element ok");
 	else if (o->verify && !err)
 		fprintf(out, "# verify: %s; float32 worst error %.3f of the "
-			"bound\n", wrong ? "FAILED" : "every element ok",
-			worst);
+			"bound\n", wrong ? "FAILED" : "every element ok", worst);
 	if (o->profile)
 		prof_close(&prof);
 	team_end(&t);

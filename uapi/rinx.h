@@ -244,6 +244,8 @@ enum rinx_stat {
 	RINX_STAT_NACK_MISS,	/* NACK for a block not finished here */
 	RINX_STAT_AGG_REEMIT,	/* duplicate into a finished slot: its sum
 				 * sent on again (repairs a loss downstream) */
+	RINX_STAT_HELLO_EARLY,	/* hello of a job not installed here (yet):
+				 * the open barrier repeats it */
 	RINX_STAT_MAX,
 };
 

@@ -1338,11 +1338,11 @@ static void req_free(struct rinx_req *r)
 }
 
 /* One step of progress; 1 = finished, 0 = running, < 0 = error. */
-#define RTO_FIRST_NS	100000000ull	/* no progress for 100 ms: repair */
+#define RTO_FIRST_NS	20000000ull	/* no progress for 20 ms: repair */
 #define RTO_MAX_NS	1000000000ull
 /* Blocks asked for per repair, from the first missing one: a stall on a
  * busy machine must not turn into a storm of requests that slows it more. */
-#define REPAIR_MAX	32
+#define REPAIR_MAX	64
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
 {

@@ -61,6 +61,7 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_REPAIR] = "repair",
 	[RINX_STAT_NACK_MISS] = "nack_miss",
 	[RINX_STAT_AGG_REEMIT] = "agg_reemit",
+	[RINX_STAT_HELLO_EARLY] = "hello_early",
 };
 
 const char *rinx_stat_name(int stat)
