@@ -124,5 +124,11 @@ check:
 	$(Q)$(MAKE) --no-print-directory abi-check
 	$(Q)selftests/run.sh $(OUT)
 
+# Long fault runs: 1000 lossy allreduces, a killed trainer (not in check).
+soak:
+	$(Q)tools/deps.sh build
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/soak.sh $(OUT) $(or $(RUNS),1000)
+
 clean:
 	$(Q)rm -rf $(OUT)
