@@ -9,37 +9,13 @@
  * cannot finish (share not written yet, next round, size disagreement) goes
  * to the trainer's AF_XDP socket; everything else that is not rinx passes.
  */
-#include "bpf/agg.bpf.h"
+#include "bpf/tables.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load. */
 const volatile __u16 rinx_port_be = bpf_htons(RINX_DEFAULT_PORT);
 const volatile __u32 rinx_window = RINX_DEFAULT_WINDOW;
-
-/* Job id -> job state (token, slot, round in progress). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RINX_MAX_JOBS);
-	__type(key, __u32);
-	__type(value, struct rinx_job);
-} jobs SEC(".maps");
-
-/* (slot, node id) -> how that node is reached. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_NODES);
-	__type(key, __u32);
-	__type(value, struct rinx_node);
-} nodes SEC(".maps");
-
-/* (slot, class, type) -> what this node does (the plan). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_CLASSES * RINX_HOP_TYPES);
-	__type(key, __u32);
-	__type(value, struct rinx_hop);
-} hops SEC(".maps");
 
 /* (slot, block) -> this host's share, written by the trainer (mmapped). */
 struct {
@@ -59,15 +35,6 @@ struct {
 	__type(value, struct rinx_slot);
 } result SEC(".maps");
 
-/* (slot, block) -> aggregator slot; sized for the whole window only on a
- * rack's agent host (software INA), one entry elsewhere. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct rinx_agg);
-} aggs SEC(".maps");
-
 /* job slot -> contribution cursor (mmapped, shared with the trainer). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -85,29 +52,12 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
-/* enum rinx_stat -> count, per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, RINX_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-static __always_inline int count(__u32 what, int action)
-{
-	__u64 *c = bpf_map_lookup_elem(&stats, &what);
-
-	if (c)
-		*c += 1;
-	return action;
-}
-
 static __always_inline int slow_path(struct xdp_md *ctx, __u32 why)
 {
 	if (bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_DROP) ==
 	    XDP_REDIRECT)
-		return count(why, XDP_REDIRECT);
-	return count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+		return rinx_count(why, XDP_REDIRECT);
+	return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
 }
 
 static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
@@ -143,7 +93,7 @@ static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
 	/* node ids index one slot's part of the table: never beyond it */
 	if (!self || !next || job->self >= RINX_MAX_NODES ||
 	    to >= RINX_MAX_NODES)
-		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	rinx_readdress(f, self, next, job->self);
 	return XDP_TX;
 }
@@ -188,7 +138,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	/* The trainer writes every share of a round before it opens the
 	 * cursor: a claimed block always has its share. */
 	if (!sh || sh->epoch != epoch)
-		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	d = (__u64 *)f->v;
 	s = (__u64 *)sh->v;
 #pragma clang loop unroll_count(8)
@@ -212,26 +162,21 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 				__u32 epoch, __u32 block)
 {
-	struct rinx_node *asker;
 	struct rinx_slot *res;
-	__u32 k, idx, who = bpf_ntohs(f->h->sender);
+	__u32 idx, who, bad;
 	__u64 *d, *s;
 	int i, ret;
 
-	if (who >= RINX_MAX_NODES || f->h->flags)
-		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
-	k = job->slot * RINX_MAX_NODES + who;
-	asker = bpf_map_lookup_elem(&nodes, &k);
-	if (!asker)
-		return count(RINX_STAT_ABORTED, XDP_ABORTED);
-	if (f->ip->saddr != asker->ip)
-		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
+	bad = rinx_check_asker(f, job, &who);
+	if (bad)
+		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
+								XDP_DROP);
 	idx = job->slot * rinx_window + block;
 	res = bpf_map_lookup_elem(&result, &idx);
 	if (!res)
-		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (res->epoch != epoch || res->count != bpf_ntohs(f->h->count))
-		return count(RINX_STAT_NACK_MISS, XDP_DROP);
+		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
 	d = (__u64 *)f->v;
 	s = (__u64 *)res->v;
 #pragma clang loop unroll_count(8)
@@ -241,7 +186,7 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 	f->h->flags = res->flags;
 	f->h->type = RINX_T_GATHER;
 	ret = forward(f, job, job->slot, who);
-	return ret == XDP_TX ? count(RINX_STAT_REPAIR, ret) : ret;
+	return ret == XDP_TX ? rinx_count(RINX_STAT_REPAIR, ret) : ret;
 }
 
 SEC("xdp")
@@ -250,34 +195,34 @@ int rinx_host(struct xdp_md *ctx)
 	struct rinx_frame f = {};
 	struct rinx_job *job;
 	struct rinx_hop *hop;
-	struct rinx_node *from;
 	struct rinx_slot *sh, *res;
 	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender, what;
+	__u32 bad;
 	struct rinx_agg *a;
 	__u16 cnt;
 	int ret, agg, reset;
 
 	ret = rinx_parse(ctx, rinx_port_be, &f);
 	if (ret == RINX_P_OTHER)
-		return count(RINX_STAT_PASS, XDP_PASS);
-	count(RINX_STAT_RX, 0);
+		return rinx_count(RINX_STAT_PASS, XDP_PASS);
+	rinx_count(RINX_STAT_RX, 0);
 	if (ret == RINX_P_SHORT)
-		return count(RINX_STAT_DROP_SHORT, XDP_DROP);
+		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
 	if (ret == RINX_P_VERSION)
-		return count(RINX_STAT_DROP_VERSION, XDP_DROP);
+		return rinx_count(RINX_STAT_DROP_VERSION, XDP_DROP);
 
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
 	    type != RINX_T_NACK)
-		return count(RINX_STAT_DROP_TYPE, XDP_DROP);
+		return rinx_count(RINX_STAT_DROP_TYPE, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
 	if (!job)
-		return count(type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
+		return rinx_count(type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
 			     RINX_STAT_DROP_JOB, XDP_DROP);
 	if (bpf_ntohl(f.h->token) != job->token)
-		return count(RINX_STAT_DROP_TOKEN, XDP_DROP);
+		return rinx_count(RINX_STAT_DROP_TOKEN, XDP_DROP);
 	/* control frames of a known job are the trainer's business */
 	if (type == RINX_T_HELLO)
 		return slow_path(ctx, RINX_STAT_SLOW_HELLO);
@@ -287,11 +232,9 @@ int rinx_host(struct xdp_md *ctx)
 	nblocks = bpf_ntohl(f.h->nblocks);
 	klass = bpf_ntohs(f.h->klass);
 	cnt = bpf_ntohs(f.h->count);
-	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
-	    nblocks > rinx_window || job->slot >= RINX_MAX_JOBS ||
-	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
-	    klass != block % job->nclasses)
-		return count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
+	bad = rinx_check_bounds(&f, job, rinx_window);
+	if (bad)
+		return rinx_count(bad, XDP_DROP);
 
 	if (type == RINX_T_NACK)
 		return nack(&f, job, epoch, block);
@@ -299,33 +242,14 @@ int rinx_host(struct xdp_md *ctx)
 	k = RINX_HOP_INDEX(job->slot, klass, type);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	if (!hop)
-		return count(RINX_STAT_ABORTED, XDP_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (hop->action == RINX_A_NONE)
-		return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 	agg = hop->action >= RINX_A_AGG_FWD;
-	/* a contribution comes from any worker of the aggregator's rack: its
-	 * node entry names the rack and its bit; anything else from `from` */
-	sender = type == RINX_T_CONTRIB ? bpf_ntohs(f.h->sender) : hop->from;
-	if (sender >= RINX_MAX_NODES ||
-	    (type == RINX_T_CONTRIB && hop->action != RINX_A_AGG_FWD &&
-	     hop->action != RINX_A_AGG_FINISH))
-		return count(RINX_STAT_DROP_SENDER, XDP_DROP);
-	k = job->slot * RINX_MAX_NODES + sender;
-	from = bpf_map_lookup_elem(&nodes, &k);
-	if (!from)
-		return count(RINX_STAT_ABORTED, XDP_ABORTED);
-	if (type == RINX_T_CONTRIB) {
-		bit = from->bit;
-		if (from->rack != hop->rack || bit >= RINX_MAX_RACK_WORKERS ||
-		    !(hop->mask & (1U << bit)) || f.h->step != 0 ||
-		    f.ip->saddr != from->ip)
-			return count(RINX_STAT_DROP_SENDER, XDP_DROP);
-	} else {
-		bit = RINX_PARTIAL_BIT;
-		if (bpf_ntohs(f.h->sender) != hop->from ||
-		    f.h->step != hop->step || f.ip->saddr != from->ip)
-			return count(RINX_STAT_DROP_SENDER, XDP_DROP);
-	}
+	bad = rinx_check_sender(&f, job, hop, type, &sender, &bit);
+	if (bad)
+		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
+								XDP_DROP);
 
 	if (epoch != job->epoch) {
 		/* an aggregator takes the next round's contributions before
@@ -334,11 +258,11 @@ int rinx_host(struct xdp_md *ctx)
 			goto sized;
 		if (epoch == job->epoch + 1)
 			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
-		return count(RINX_STAT_DROP_STALE, XDP_DROP);
+		return rinx_count(RINX_STAT_DROP_STALE, XDP_DROP);
 	}
 	/* int32 payloads are summed as they are: no exponent may shift them */
 	if (job->dtype == RINX_W_INT32 && f.h->exp != 0)
-		return count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
+		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
 	if (nblocks != job->nblocks || bpf_ntohs(f.h->dtype) != job->dtype ||
 	    cnt != (block == nblocks - 1 ? job->last_count : RINX_BLOCK_VALUES))
 		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
@@ -349,7 +273,7 @@ sized:
 	case RINX_A_ADD_FINISH:
 		sh = bpf_map_lookup_elem(&share, &idx);
 		if (!sh)
-			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		if (sh->epoch != epoch)
 			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
 		f.h->exp = bpf_htons(rinx_block_add(f.v,
@@ -360,43 +284,43 @@ sized:
 		if (hop->action == RINX_A_ADD_FWD) {
 			ret = forward(&f, job, job->slot, hop->to);
 			return ret == XDP_TX ?
-				count(RINX_STAT_REDUCE_FWD, ret) : ret;
+				rinx_count(RINX_STAT_REDUCE_FWD, ret) : ret;
 		}
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
-			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		store(res, &f, epoch);
 		f.h->type = RINX_T_GATHER;
 		f.h->step = 0;
 		ret = forward(&f, job, job->slot, hop->to);
 		return ret == XDP_TX ?
-			count(RINX_STAT_REDUCE_FINISH, ret) : ret;
+			rinx_count(RINX_STAT_REDUCE_FINISH, ret) : ret;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
-			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		store(res, &f, epoch);
 		if (hop->action == RINX_A_STORE_END) {
-			count(RINX_STAT_GATHER_END, 0);
+			rinx_count(RINX_STAT_GATHER_END, 0);
 			ret = recycle(&f, job, epoch);
 			if (ret < 0)
 				return XDP_DROP;
-			return ret == XDP_TX ? count(RINX_STAT_RECYCLED, ret) :
+			return ret == XDP_TX ? rinx_count(RINX_STAT_RECYCLED, ret) :
 					       ret;
 		}
 		f.h->step++;
 		ret = forward(&f, job, job->slot, hop->to);
-		return ret == XDP_TX ? count(RINX_STAT_GATHER_FWD, ret) : ret;
+		return ret == XDP_TX ? rinx_count(RINX_STAT_GATHER_FWD, ret) : ret;
 	case RINX_A_AGG_FWD:
 	case RINX_A_AGG_FINISH:
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!a)
-			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
 				   hop->action == RINX_A_AGG_FINISH, &reset);
 		if (reset)
-			count(RINX_STAT_AGG_RESET, 0);
+			rinx_count(RINX_STAT_AGG_RESET, 0);
 		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB) {
 			/* the worker missed the finished block: send it. It
 			 * expects the step of this member's gather into the
@@ -406,48 +330,48 @@ sized:
 				    hop->out_step : hop->out_step + 1;
 			ret = forward(&f, job, job->slot, sender);
 			return ret == XDP_TX ?
-			       count(RINX_STAT_AGG_RESEND, ret) : ret;
+			       rinx_count(RINX_STAT_AGG_RESEND, ret) : ret;
 		}
 		/* a partial sum again after the block finished: whoever
 		 * misses it asks for the finished block itself (NACK) */
 		if (ret == RINX_AGG_DUP ||
 		    (ret == RINX_AGG_FINAL && hop->action == RINX_A_AGG_FWD))
-			return count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
+			return rinx_count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
 		if (ret == RINX_AGG_RESEND || ret == RINX_AGG_FINAL)
 			reset = -1;	/* sent on again below: a retransmission
 					 * repairs a loss further on */
 		if (ret == RINX_AGG_STALE)
-			return count(RINX_STAT_DROP_AGG_STALE, XDP_DROP);
+			return rinx_count(RINX_STAT_DROP_AGG_STALE, XDP_DROP);
 		if (ret == RINX_AGG_CONSUMED)
-			return count(RINX_STAT_AGG_ADD, XDP_DROP);
+			return rinx_count(RINX_STAT_AGG_ADD, XDP_DROP);
 		f.h->step = hop->out_step;
 		what = reset < 0 ? RINX_STAT_AGG_REEMIT : RINX_STAT_AGG_DONE;
 		if (hop->action == RINX_A_AGG_FWD) {
 			f.h->type = RINX_T_REDUCE;
 			ret = forward(&f, job, job->slot, hop->to);
-			return ret == XDP_TX ? count(what, ret) : ret;
+			return ret == XDP_TX ? rinx_count(what, ret) : ret;
 		}
 		/* the agent is one of the rack's workers: it keeps the sum */
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
-			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		f.h->type = RINX_T_GATHER;
 		store(res, &f, epoch);
 		ret = to_group(&f, job, job->slot, hop->to, hop->rack);
-		return ret == XDP_TX ? count(what, ret) : ret;
+		return ret == XDP_TX ? rinx_count(what, ret) : ret;
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:
 		res = bpf_map_lookup_elem(&result, &idx);
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!res || !a)
-			return count(RINX_STAT_ABORTED, XDP_ABORTED);
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		store(res, &f, epoch);
 		rinx_agg_keep(a, &f, epoch);
 		f.h->step = hop->out_step;
 		ret = to_group(&f, job, job->slot,
 			       hop->action == RINX_A_MCAST_FWD ? hop->to :
 			       job->self, hop->rack);
-		return ret == XDP_TX ? count(RINX_STAT_AGG_MCAST, ret) : ret;
+		return ret == XDP_TX ? rinx_count(RINX_STAT_AGG_MCAST, ret) : ret;
 	}
-	return count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+	return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 }

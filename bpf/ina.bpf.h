@@ -7,58 +7,19 @@
  * comes out: a unicast reduce frame to the next ring member, or a gather for
  * the rack's host ports (and the uplink).
  *
- * Include once, from the switch program: it defines the maps the control
- * plane pins under <pin>/<rack name>/ (jobs, nodes, hops, aggs, stats).
+ * Include once, from the switch program: through bpf/tables.bpf.h it
+ * defines the maps the control plane pins under <pin>/<rack name>/ (jobs,
+ * nodes, hops, aggs, stats).
  */
 #ifndef RINX_INA_BPF_H
 #define RINX_INA_BPF_H
 
-#include "bpf/agg.bpf.h"
+#include "bpf/tables.bpf.h"
 
 /* Set by the loader: this ToR's aggregator identity and knobs. */
 const volatile __u8 ina_mac[6] = { 0 };
 const volatile __u16 ina_port_be = bpf_htons(RINX_DEFAULT_PORT);
 const volatile __u32 ina_window = RINX_DEFAULT_WINDOW;
-
-/* Job id -> job (token, slot, node id of this aggregator). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RINX_MAX_JOBS);
-	__type(key, __u32);
-	__type(value, struct rinx_job);
-} jobs SEC(".maps");
-
-/* (slot, node id) -> how that node is reached, its rack and bit. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_NODES);
-	__type(key, __u32);
-	__type(value, struct rinx_node);
-} nodes SEC(".maps");
-
-/* (slot, class, type) -> what the aggregator does (the plan). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_CLASSES * RINX_HOP_TYPES);
-	__type(key, __u32);
-	__type(value, struct rinx_hop);
-} hops SEC(".maps");
-
-/* (slot, block) -> aggregator slot; one entry unless this ToR is INA. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct rinx_agg);
-} aggs SEC(".maps");
-
-/* enum rinx_stat -> count, per CPU (the aggregator's counters). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, RINX_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
 
 enum rinx_ina_verdict {
 	RINX_INA_NOT_MINE,	/* not for the aggregator: switch it */
@@ -69,15 +30,6 @@ enum rinx_ina_verdict {
 	RINX_INA_GROUP_ALL,	/* to every host port and the uplink */
 };
 
-static __always_inline int ina_count(__u32 what, int verdict)
-{
-	__u64 *c = bpf_map_lookup_elem(&stats, &what);
-
-	if (c)
-		*c += 1;
-	return verdict;
-}
-
 static __always_inline int ina_out(struct rinx_frame *f, struct rinx_job *job,
 				   __u16 to)
 {
@@ -85,13 +37,13 @@ static __always_inline int ina_out(struct rinx_frame *f, struct rinx_job *job,
 	__u32 k;
 
 	if (job->self >= RINX_MAX_NODES || to >= RINX_MAX_NODES)
-		return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 	k = job->slot * RINX_MAX_NODES + job->self;
 	self = bpf_map_lookup_elem(&nodes, &k);
 	k = job->slot * RINX_MAX_NODES + to;
 	next = bpf_map_lookup_elem(&nodes, &k);
 	if (!self || !next)
-		return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 	rinx_readdress(f, self, next, job->self);
 	return RINX_INA_UNICAST;
 }
@@ -101,10 +53,8 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	struct rinx_frame f = {};
 	struct rinx_job *job;
 	struct rinx_hop *hop;
-	struct rinx_node *from;
 	struct rinx_agg *a;
-	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender, what;
-	__u16 cnt;
+	__u32 jid, epoch, block, k, idx, type, bit, sender, what, bad;
 	int ret, reset, i;
 
 	ret = rinx_parse(ctx, ina_port_be, &f);
@@ -113,90 +63,63 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	for (i = 0; i < 6; i++)
 		if (f.eth->h_dest[i] != ina_mac[i])
 			return RINX_INA_NOT_MINE;
-	ina_count(RINX_STAT_RX, 0);
+	rinx_count(RINX_STAT_RX, 0);
 	if (ret == RINX_P_SHORT)
-		return ina_count(RINX_STAT_DROP_SHORT, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_DROP_SHORT, RINX_INA_DROP);
 	if (ret == RINX_P_VERSION)
-		return ina_count(RINX_STAT_DROP_VERSION, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_DROP_VERSION, RINX_INA_DROP);
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_NACK)
-		return ina_count(RINX_STAT_DROP_TYPE, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_DROP_TYPE, RINX_INA_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
 	if (!job)
-		return ina_count(RINX_STAT_DROP_JOB, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_DROP_JOB, RINX_INA_DROP);
 	if (bpf_ntohl(f.h->token) != job->token)
-		return ina_count(RINX_STAT_DROP_TOKEN, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_DROP_TOKEN, RINX_INA_DROP);
 	epoch = bpf_ntohl(f.h->epoch);
 	block = bpf_ntohl(f.h->block);
-	nblocks = bpf_ntohl(f.h->nblocks);
-	klass = bpf_ntohs(f.h->klass);
-	cnt = bpf_ntohs(f.h->count);
-	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
-	    nblocks > ina_window || job->slot >= RINX_MAX_JOBS ||
-	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
-	    klass != block % job->nclasses)
-		return ina_count(RINX_STAT_DROP_BOUNDS, RINX_INA_DROP);
+	bad = rinx_check_bounds(&f, job, ina_window);
+	if (bad)
+		return rinx_count(bad, RINX_INA_DROP);
 	if (type == RINX_T_NACK) {
 		/* answer with the finished block if the slot keeps it */
-		sender = bpf_ntohs(f.h->sender);
-		if (sender >= RINX_MAX_NODES || f.h->flags)
-			return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
-		k = job->slot * RINX_MAX_NODES + sender;
-		from = bpf_map_lookup_elem(&nodes, &k);
-		if (!from)
-			return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
-		if (f.ip->saddr != from->ip)
-			return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
+		bad = rinx_check_asker(&f, job, &sender);
+		if (bad)
+			return rinx_count(bad, bad == RINX_STAT_ABORTED ?
+					  RINX_INA_ABORTED : RINX_INA_DROP);
 		idx = job->slot * ina_window + block;
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!a)
-			return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+			return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 		if (!rinx_agg_get_final(a, &f, epoch))
-			return ina_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
+			return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
 		f.h->type = RINX_T_GATHER;
 		ret = ina_out(&f, job, sender);
 		return ret == RINX_INA_UNICAST ?
-		       ina_count(RINX_STAT_REPAIR, ret) : ret;
+		       rinx_count(RINX_STAT_REPAIR, ret) : ret;
 	}
-	k = RINX_HOP_INDEX(job->slot, klass, type);
+	k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f.h->klass), type);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	if (!hop)
-		return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 	if (hop->action < RINX_A_AGG_FWD || hop->action >= RINX_A_MAX)
-		return ina_count(RINX_STAT_DROP_NO_ROUTE, RINX_INA_DROP);
-	sender = type == RINX_T_CONTRIB ? bpf_ntohs(f.h->sender) : hop->from;
-	if (sender >= RINX_MAX_NODES ||
-	    (type == RINX_T_CONTRIB && hop->action != RINX_A_AGG_FWD &&
-	     hop->action != RINX_A_AGG_FINISH))
-		return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
-	k = job->slot * RINX_MAX_NODES + sender;
-	from = bpf_map_lookup_elem(&nodes, &k);
-	if (!from)
-		return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
-	if (type == RINX_T_CONTRIB) {
-		bit = from->bit;
-		if (from->rack != hop->rack || bit >= RINX_MAX_RACK_WORKERS ||
-		    !(hop->mask & (1U << bit)) || f.h->step != 0 ||
-		    f.ip->saddr != from->ip)
-			return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
-	} else {
-		bit = RINX_PARTIAL_BIT;
-		if (bpf_ntohs(f.h->sender) != hop->from ||
-		    f.h->step != hop->step || f.ip->saddr != from->ip)
-			return ina_count(RINX_STAT_DROP_SENDER, RINX_INA_DROP);
-	}
+		return rinx_count(RINX_STAT_DROP_NO_ROUTE, RINX_INA_DROP);
+	bad = rinx_check_sender(&f, job, hop, type, &sender, &bit);
+	if (bad)
+		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
+				  RINX_INA_ABORTED : RINX_INA_DROP);
 	idx = job->slot * ina_window + block;
 	a = bpf_map_lookup_elem(&aggs, &idx);
 	if (!a)
-		return ina_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 
 	if (hop->action == RINX_A_MCAST_FWD || hop->action == RINX_A_MCAST_END) {
 		/* The rack contributed to every block, so the slot holds the
 		 * finished round of this gather: anything else is stale. */
 		if (a->epoch != epoch || !a->done)
-			return ina_count(RINX_STAT_DROP_STALE, RINX_INA_DROP);
+			return rinx_count(RINX_STAT_DROP_STALE, RINX_INA_DROP);
 		rinx_agg_keep(a, &f, epoch);
 		f.h->step = hop->out_step;
 		ret = ina_out(&f, job, hop->action == RINX_A_MCAST_FWD ?
@@ -204,7 +127,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		if (ret != RINX_INA_UNICAST)
 			return ret;
 		rinx_to_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
-		return ina_count(RINX_STAT_AGG_MCAST,
+		return rinx_count(RINX_STAT_AGG_MCAST,
 				 hop->action == RINX_A_MCAST_FWD ?
 				 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
 	}
@@ -212,7 +135,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
 			   hop->action == RINX_A_AGG_FINISH, &reset);
 	if (reset)
-		ina_count(RINX_STAT_AGG_RESET, 0);
+		rinx_count(RINX_STAT_AGG_RESET, 0);
 	if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB) {
 		/* the worker missed the finished block: send it. It expects
 		 * the step of this member's gather into the rack: 0 where the
@@ -222,33 +145,33 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 							       hop->out_step + 1;
 		ret = ina_out(&f, job, sender);
 		return ret == RINX_INA_UNICAST ?
-		       ina_count(RINX_STAT_AGG_RESEND, ret) : ret;
+		       rinx_count(RINX_STAT_AGG_RESEND, ret) : ret;
 	}
 	/* a partial sum again after the block finished: whoever misses it
 	 * asks for the finished block itself (NACK) */
 	if (ret == RINX_AGG_DUP ||
 	    (ret == RINX_AGG_FINAL && hop->action == RINX_A_AGG_FWD))
-		return ina_count(RINX_STAT_DROP_AGG_DUP, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_DROP_AGG_DUP, RINX_INA_DROP);
 	/* a duplicate into the finished slot: send the sum on again, which
 	 * repairs a loss further on (every receiver is idempotent) */
 	what = ret == RINX_AGG_RESEND || ret == RINX_AGG_FINAL ?
 	       RINX_STAT_AGG_REEMIT : RINX_STAT_AGG_DONE;
 	if (ret == RINX_AGG_STALE)
-		return ina_count(RINX_STAT_DROP_AGG_STALE, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_DROP_AGG_STALE, RINX_INA_DROP);
 	if (ret == RINX_AGG_CONSUMED)
-		return ina_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
+		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
 	f.h->step = hop->out_step;
 	if (hop->action == RINX_A_AGG_FWD) {
 		f.h->type = RINX_T_REDUCE;
 		ret = ina_out(&f, job, hop->to);
-		return ret == RINX_INA_UNICAST ? ina_count(what, ret) : ret;
+		return ret == RINX_INA_UNICAST ? rinx_count(what, ret) : ret;
 	}
 	f.h->type = RINX_T_GATHER;
 	ret = ina_out(&f, job, hop->to);
 	if (ret != RINX_INA_UNICAST)
 		return ret;
 	rinx_to_group(&f, hop->rack, hop->to != job->self);
-	return ina_count(what, hop->to != job->self ?
+	return rinx_count(what, hop->to != job->self ?
 			 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
 }
 

@@ -671,6 +671,21 @@ static int live_dup(struct switch_bpf *skel, int if_b, int ncpu,
 	__u64 before;
 	int sock, err, i;
 
+	/* no IPv6 on the pair: router solicitations and MLD reports sent
+	 * when the links come up would be counted on vb too */
+	for (i = 0; i < 2; i++) {
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path),
+			 "/proc/sys/net/ipv6/conf/%s/disable_ipv6",
+			 i ? "vb" : "va");
+		f = fopen(path, "w");
+		if (f) {
+			fputs("1", f);
+			fclose(f);
+		}
+	}
 	if (run_ip(up_a) || run_ip(up_b))
 		return -EIO;
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

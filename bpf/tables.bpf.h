@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The job tables every rinx data-plane node holds (host program and INA
+ * ToR), their counters, and the checks of a frame against them. Include
+ * once per program: it defines the maps the control plane pins (jobs,
+ * nodes, hops, aggs, stats).
+ */
+#ifndef RINX_TABLES_BPF_H
+#define RINX_TABLES_BPF_H
+
+#include "bpf/agg.bpf.h"
+
+/* Job id -> job (token, slot, round in progress, this node's id). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RINX_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct rinx_job);
+} jobs SEC(".maps");
+
+/* (slot, node id) -> how that node is reached, its rack and bit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_NODES);
+	__type(key, __u32);
+	__type(value, struct rinx_node);
+} nodes SEC(".maps");
+
+/* (slot, class, type) -> what this node does (the plan). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_CLASSES * RINX_HOP_TYPES);
+	__type(key, __u32);
+	__type(value, struct rinx_hop);
+} hops SEC(".maps");
+
+/* (slot, block) -> aggregator slot; the loader sizes it for the whole
+ * window on an aggregating node (agent host, INA ToR), one entry elsewhere. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rinx_agg);
+} aggs SEC(".maps");
+
+/* enum rinx_stat -> count, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RINX_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline int rinx_count(__u32 what, int ret)
+{
+	__u64 *c = bpf_map_lookup_elem(&stats, &what);
+
+	if (c)
+		*c += 1;
+	return ret;
+}
+
+/* The header fields of f that every node checks against the job: counts,
+ * block and class within the round and the window. 0 or the drop stat. */
+static __always_inline __u32 rinx_check_bounds(struct rinx_frame *f,
+					       struct rinx_job *job,
+					       __u32 window)
+{
+	__u32 block = bpf_ntohl(f->h->block), nblocks = bpf_ntohl(f->h->nblocks);
+	__u32 klass = bpf_ntohs(f->h->klass);
+	__u16 cnt = bpf_ntohs(f->h->count);
+
+	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
+	    nblocks > window || job->slot >= RINX_MAX_JOBS ||
+	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
+	    klass != block % job->nclasses)
+		return RINX_STAT_DROP_BOUNDS;
+	return 0;
+}
+
+/* Is f from the node the hop names (sender, step, source IP), or, for a
+ * contribution, from a worker of the aggregator's rack whose bit the slot
+ * waits for? Sets *sender and *bit. 0 or the drop stat. */
+static __always_inline __u32 rinx_check_sender(struct rinx_frame *f,
+					       struct rinx_job *job,
+					       struct rinx_hop *hop, __u32 type,
+					       __u32 *sender, __u32 *bit)
+{
+	struct rinx_node *from;
+	__u32 k;
+
+	*sender = type == RINX_T_CONTRIB ? bpf_ntohs(f->h->sender) : hop->from;
+	if (*sender >= RINX_MAX_NODES ||
+	    (type == RINX_T_CONTRIB && hop->action != RINX_A_AGG_FWD &&
+	     hop->action != RINX_A_AGG_FINISH))
+		return RINX_STAT_DROP_SENDER;
+	k = job->slot * RINX_MAX_NODES + *sender;
+	from = bpf_map_lookup_elem(&nodes, &k);
+	if (!from)
+		return RINX_STAT_ABORTED;
+	if (type == RINX_T_CONTRIB) {
+		*bit = from->bit;
+		if (from->rack != hop->rack || *bit >= RINX_MAX_RACK_WORKERS ||
+		    !(hop->mask & (1U << *bit)) || f->h->step != 0 ||
+		    f->ip->saddr != from->ip)
+			return RINX_STAT_DROP_SENDER;
+		return 0;
+	}
+	*bit = RINX_PARTIAL_BIT;
+	if (bpf_ntohs(f->h->sender) != hop->from || f->h->step != hop->step ||
+	    f->ip->saddr != from->ip)
+		return RINX_STAT_DROP_SENDER;
+	return 0;
+}
+
+/* A NACK's asker: a node of the job, sending from its own address. */
+static __always_inline __u32 rinx_check_asker(struct rinx_frame *f,
+					      struct rinx_job *job, __u32 *who)
+{
+	struct rinx_node *n;
+	__u32 k;
+
+	*who = bpf_ntohs(f->h->sender);
+	if (*who >= RINX_MAX_NODES || f->h->flags)
+		return RINX_STAT_DROP_SENDER;
+	k = job->slot * RINX_MAX_NODES + *who;
+	n = bpf_map_lookup_elem(&nodes, &k);
+	if (!n)
+		return RINX_STAT_ABORTED;
+	return f->ip->saddr == n->ip ? 0 : RINX_STAT_DROP_SENDER;
+}
+
+#endif
