@@ -108,10 +108,10 @@ MPICC		?= mpicc
 .PHONY: peers
 peers: $(OUT)/peers/mpi_bench
 
-$(OUT)/peers/mpi_bench: tools/peers/mpi_bench.c Makefile
+$(OUT)/peers/mpi_bench: tools/peers/mpi_bench.c tools/gen.h Makefile
 	$(call msg,MPICC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(MPICC) -g -O2 -Wall -Wextra -Werror -std=gnu11 -o $@ $< -lm
+	$(Q)$(MPICC) -g -O2 -Wall -Wextra -Werror -std=gnu11 -I. -o $@ $< -lm
 
 demo:
 	$(Q)tools/deps.sh build

@@ -25,6 +25,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/bench.h"
+#include "tools/gen.h"
 #include "tools/cmds.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
@@ -46,33 +47,6 @@ struct reply_msg {
 	uint64_t ns_quant, ns_dequant;	/* conversion time of this op */
 	char msg[240];
 };
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
-/* Input element i of rank r in run `iter`: independent of rinx. Floats span
- * 2^-8..2^7 in magnitude from block to block, with both signs. */
-static inline float gen_f32(uint64_t seed, int r, uint64_t i)
-{
-	uint64_t h = mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^ (i << 8));
-	int e = (int)((i / RINX_BLOCK_VALUES + r) % 16) - 8;
-	double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-
-	return (float)ldexp(u, e);
-}
-
-static inline int32_t gen_i32(uint64_t seed, int r, uint64_t i)
-{
-	return (int32_t)(uint32_t)mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^
-					(i << 8) ^ 0x5555);
-}
 
 static uint64_t now_ns(void)
 {
@@ -222,7 +196,7 @@ static void child(const struct bench_opts *o, const char *spec_path,
 		memset(&rep, 0, sizeof(rep));
 		switch (cmd.op) {
 		case OP_PREP:
-			seed = mix64(o->seed + cmd.iter * 7919 + cmd.count);
+			seed = gen_run_seed(o->seed, cmd.iter, cmd.count);
 			if (o->dtype == RINX_INT32)
 				for (i = 0; i < cmd.count; i++)
 					((int32_t *)send)[i] =

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 #include <mpi.h>
+#include "tools/gen.h"
 
 #define MAX_SIZES	32
 #define MAX_ITERS	1000
@@ -42,33 +43,6 @@ struct opts {
 	uint64_t seed;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
-/* Element i of rank r: floats of magnitude 2^-8..2^7 from block to block,
- * both signs; the same values `rinxctl bench` feeds rinx. */
-static inline float gen_f32(uint64_t seed, int r, uint64_t i)
-{
-	uint64_t h = mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^ (i << 8));
-	int e = (int)((i / BLOCK_VALUES + r) % 16) - 8;
-	double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-
-	return (float)ldexp(u, e);
-}
-
-static inline int32_t gen_i32(uint64_t seed, int r, uint64_t i)
-{
-	return (int32_t)(uint32_t)mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^
-					(i << 8) ^ 0x5555);
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -79,7 +53,7 @@ static double now_s(void)
 
 static uint64_t run_seed(const struct opts *o, int iter, uint64_t count)
 {
-	return mix64(o->seed + iter * 7919 + count);
+	return gen_run_seed(o->seed, iter, count);
 }
 
 static void fill(const struct opts *o, uint64_t seed, int rank, void *buf,

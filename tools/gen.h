@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The benchmark's input generator, shared by `rinxctl bench` and the peers
+ * it is compared with (tools/peers/), so that every candidate reduces the
+ * same numbers. Independent of rinx: the references of --verify are
+ * computed from it, never from a result.
+ */
+#ifndef RINX_GEN_H
+#define RINX_GEN_H
+
+#include <math.h>
+#include <stdint.h>
+
+#define GEN_BLOCK_VALUES	768	/* exponents change every block */
+
+static inline uint64_t gen_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/* The seed of run `iter` of a sweep at `count` elements. */
+static inline uint64_t gen_run_seed(uint64_t seed, int iter, uint64_t count)
+{
+	return gen_mix64(seed + iter * 7919 + count);
+}
+
+/* Element i of rank r: floats of magnitude 2^-8..2^7 from block to block,
+ * with both signs. */
+static inline float gen_f32(uint64_t seed, int r, uint64_t i)
+{
+	uint64_t h = gen_mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^ (i << 8));
+	int e = (int)((i / GEN_BLOCK_VALUES + r) % 16) - 8;
+	double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+
+	return (float)ldexp(u, e);
+}
+
+/* Element i of rank r: any int32 (sums wrap). */
+static inline int32_t gen_i32(uint64_t seed, int r, uint64_t i)
+{
+	return (int32_t)(uint32_t)gen_mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^
+					    (i << 8) ^ 0x5555);
+}
+
+#endif
