@@ -557,13 +557,16 @@ static int slow_path(struct rinx_comm *c)
 
 /* ---- control: open barrier and liveness probe ---- */
 
-static int send_hello(struct rinx_comm *c, int to, int kind)
+/* A control frame (hello, NACK) of the job to node `to`: header only, the
+ * payload zero. 0 or -EAGAIN. */
+static int send_ctl(struct rinx_comm *c, int to, int type, int step,
+		    __u32 epoch, __u32 block, __u32 nblocks, __u16 count)
 {
 	struct xctx *x = c->x;
 	struct frame f;
 	__u64 addr;
 
-	if (x->nfree <= 0)
+	if (x->nfree <= 0 || xsk_prod_nb_free(&x->tx, 1) < 1)
 		return -EAGAIN;
 	addr = x->free[x->nfree - 1];
 	frame_at((__u8 *)x->area + addr, &f);
@@ -571,17 +574,26 @@ static int send_hello(struct rinx_comm *c, int to, int kind)
 	frame_addr(c, &f, to);
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
-	f.h->type = RINX_T_HELLO;
-	f.h->step = kind;
+	f.h->type = type;
+	f.h->step = step;
 	f.h->job = htonl(c->job);
 	f.h->token = htonl(c->token);
-	f.h->nblocks = htonl(1);
-	f.h->count = htons(1);
+	f.h->epoch = htonl(epoch);
+	f.h->block = htonl(block);
+	f.h->nblocks = htonl(nblocks);
+	f.h->count = htons(count);
+	f.h->klass = htons(c->plan.nclasses ? block % c->plan.nclasses : 0);
+	f.h->dtype = htons(c->jobent.dtype);
 	memset(f.v, 0, RINX_BLOCK_BYTES);
 	if (x_send(x, addr, RINX_FRAME_MAX))
 		return -EAGAIN;
 	x->nfree--;
 	return 0;
+}
+
+static int send_hello(struct rinx_comm *c, int to, int kind)
+{
+	return send_ctl(c, to, RINX_T_HELLO, kind, 0, 0, 1, 1);
 }
 
 static __u64 peers_mask(const struct rinx_comm *c)
@@ -1346,34 +1358,8 @@ static void req_free(struct rinx_req *r)
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
 {
-	struct rinx_comm *c = r->c;
-	struct xctx *x = c->x;
-	struct frame f;
-	__u64 addr;
-
-	if (x->nfree <= 0 || xsk_prod_nb_free(&x->tx, 1) < 1)
-		return -EAGAIN;
-	addr = x->free[x->nfree - 1];
-	frame_at((__u8 *)x->area + addr, &f);
-	memset(f.h, 0, sizeof(*f.h));
-	frame_addr(c, &f, to);
-	f.h->magic = htonl(RINX_MAGIC);
-	f.h->version = RINX_VERSION;
-	f.h->type = RINX_T_NACK;
-	f.h->step = step;
-	f.h->job = htonl(c->job);
-	f.h->token = htonl(c->token);
-	f.h->epoch = htonl(c->epoch);
-	f.h->block = htonl(b);
-	f.h->nblocks = htonl(r->nb);
-	f.h->count = htons(block_count(r, b));
-	f.h->klass = htons(b % c->plan.nclasses);
-	f.h->dtype = htons(c->jobent.dtype);
-	memset(f.v, 0, RINX_BLOCK_BYTES);
-	if (x_send(x, addr, RINX_FRAME_MAX))
-		return -EAGAIN;
-	x->nfree--;
-	return 0;
+	return send_ctl(r->c, to, RINX_T_NACK, step, r->c->epoch, b, r->nb,
+			block_count(r, b));
 }
 
 /* Nothing finished for a while: a frame was lost (or a peer is slow). For
