@@ -31,6 +31,8 @@ static const struct rinx_cmd cmds[] = {
 	  "testbed up (default: Rina on 2 racks x 4, rack 0 INA), verified float32\n"
 	  "           allreduce, figures, testbed down" },
 	{ "peer", cmd_peer, "mpi --spec FILE [options]", "the same sweep by Open MPI over TCP" },
+	{ "compare", cmd_compare, "--spec FILE [options]",
+	  "rinx vs Open MPI and Gloo on the testbed: interleaved, verified, CPU" },
 	{ NULL, NULL, NULL, NULL },
 };
 

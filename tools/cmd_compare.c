@@ -1,0 +1,1256 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * rinxctl compare: rinx against Open MPI (tuned and ring) and PyTorch Gloo
+ * on the same testbed, interleaved, every result verified.
+ *
+ * Candidates: rinx on every --spec (the first one also carries the peers;
+ * a second spec of an INA testbed of the same size adds Rina), Open MPI's
+ * MPI_Allreduce with its tuned choice and with the ring forced
+ * (tools/peers/mpi_bench.c under mpirun, as `rinxctl peer mpi`), and
+ * torch.distributed over Gloo (tools/peers/gloo_bench.py with Debian's
+ * /usr/bin/python3), one rank per host namespace for all of them.
+ *
+ * Interleaving: for run index j = 0..iters-1, every candidate (in an order
+ * rotated by j) sweeps every size once: warm-up runs, then one timed run,
+ * verified. Machine drift over the minutes of a comparison thus hits every
+ * candidate alike; the median, min and max per size are over the j.
+ *
+ * Inputs: all candidates use the generator of rinxctl bench with run index
+ * 0, so every candidate reduces the same numbers.
+ *
+ * CPU: the busy ticks of /proc/stat (all processes, irq and softirq of the
+ * whole machine, so also the XDP switches and the TCP stacks) from just
+ * before to just after each timed run: rinx through bench_run's --profile,
+ * Open MPI through tools/peers/mpi_cpu.c (PMPI, preloaded), Gloo in its
+ * rank 0. Reported as CPU seconds per GiB of the reduced tensor.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include "tools/bench.h"
+#include "tools/cmds.h"
+#include "user/ctl.h"
+#include "user/librinx.h"
+
+#define CMP_MAX_SPECS	4
+#define CMP_MAX_CANDS	(CMP_MAX_SPECS + 3)
+#define CMP_MAX_RUNS	100
+#define GIB		(1024.0 * 1024.0 * 1024.0)
+
+enum cand_kind { K_RINX, K_MPI, K_GLOO };
+
+struct cand {
+	char name[32];
+	char algo[64];
+	int kind;
+	int spec;		/* K_RINX: index into the specs */
+	int ring;		/* K_MPI: force the ring */
+	int failed;
+	double us[BENCH_MAX_SIZES][CMP_MAX_RUNS];
+	int nus[BENCH_MAX_SIZES];
+	double cpu_s[BENCH_MAX_SIZES];	/* summed over the timed runs */
+	int ncpu[BENCH_MAX_SIZES];
+	int wrong[BENCH_MAX_SIZES];
+	int checked[BENCH_MAX_SIZES];
+};
+
+struct cmp_opts {
+	const char *spec_path[CMP_MAX_SPECS];
+	struct rinx_spec spec[CMP_MAX_SPECS];
+	int nspecs;
+	struct bench_opts b;	/* sizes, warmup, dtype */
+	char sizes_arg[512];
+	int iters;
+	int mpi_tuned, mpi_ring, gloo;
+	int csv, json, no_install;
+	const char *plot;
+	int timeout_s;
+	char root[PATH_MAX], bindir[PATH_MAX];
+};
+
+/* one size's figures of a candidate, after the runs */
+struct fig {
+	int ok;
+	double med, min, max, algbw, busbw, eps, cpu_gib;
+	int verified;
+};
+
+static volatile sig_atomic_t cmp_stop;
+
+static void cmp_sig(int sig)
+{
+	cmp_stop = sig;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int is_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+static int in_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	const char *p, *e;
+
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p; p = *e ? e + 1 : e) {
+		e = strchrnul(p, ':');
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(e - p), p, prog);
+		if (e > p && !access(buf, X_OK))
+			return 1;
+	}
+	return 0;
+}
+
+/* The source tree: the parent of rinxctl's directory, else the cwd. */
+static int find_tree(struct cmp_opts *o)
+{
+	char exe[PATH_MAX], buf[PATH_MAX + 64];
+	ssize_t n;
+	char *slash;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -errno;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	snprintf(o->bindir, sizeof(o->bindir), "%s", exe);
+	slash = strrchr(exe, '/');
+	if (slash) {
+		*slash = 0;
+		snprintf(buf, sizeof(buf), "%s/tools/peers/gloo_bench.py",
+			 *exe ? exe : "/");
+		if (is_file(buf)) {
+			snprintf(o->root, sizeof(o->root), "%s",
+				 *exe ? exe : "/");
+			return 0;
+		}
+	}
+	if (getcwd(exe, sizeof(exe)) && is_file("tools/peers/gloo_bench.py")) {
+		snprintf(o->root, sizeof(o->root), "%s", exe);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void kill_group(pid_t pid)
+{
+	int i, status;
+
+	kill(-pid, SIGTERM);
+	for (i = 0; i < 50; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	kill(-pid, SIGKILL);
+}
+
+typedef void (*line_fn)(const char *line, void *ctx);
+
+/* Splits what fd delivers into lines for fn; *open = 0 at EOF. */
+static void drain(int fd, char *buf, size_t cap, size_t *len, int *open,
+		  line_fn fn, void *ctx)
+{
+	ssize_t n = read(fd, buf + *len, cap - 1 - *len);
+	char *nl, *start;
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		*open = 0;
+		if (*len) {
+			buf[*len] = 0;
+			fn(buf, ctx);
+			*len = 0;
+		}
+		return;
+	}
+	*len += n;
+	buf[*len] = 0;
+	start = buf;
+	while ((nl = strchr(start, '\n'))) {
+		*nl = 0;
+		fn(start, ctx);
+		start = nl + 1;
+	}
+	*len -= start - buf;
+	memmove(buf, start, *len);
+	if (*len == cap - 1) {
+		buf[*len] = 0;
+		fn(buf, ctx);
+		*len = 0;
+	}
+}
+
+static void on_stderr(const char *line, void *ctx)
+{
+	/* mpirun in a namespace prints this on every launch (PEERS.md) */
+	if (!*line || (strstr(line, "plm:rsh:") && strstr(line, "setpgid")))
+		return;
+	fprintf(stderr, "%s\n", line);
+}
+
+/*
+ * Runs argv in its own process group; stdout lines go to out_fn, stderr is
+ * passed on (filtered). Exit status, -ETIMEDOUT, -EINTR or -errno.
+ */
+static int run_lines(char *const argv[], int timeout_s, line_fn out_fn,
+		     void *ctx)
+{
+	double deadline = now_s() + timeout_s;
+	char obuf[8192], ebuf[4096];
+	size_t olen = 0, elen = 0;
+	int po[2], pe[2], oopen = 1, eopen = 1, status, ret = 0, i;
+	pid_t pid;
+
+	if (pipe(po))
+		return -errno;
+	if (pipe(pe)) {
+		close(po[0]);
+		close(po[1]);
+		return -errno;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		setpgid(0, 0);
+		dup2(po[1], STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		close(po[0]);
+		close(po[1]);
+		close(pe[0]);
+		close(pe[1]);
+		execvp(argv[0], argv);
+		fprintf(stderr, "rinxctl compare: cannot run %s: %s\n",
+			argv[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(po[1]);
+	close(pe[1]);
+	while (oopen || eopen) {
+		struct pollfd pfd[2];
+		int np = 0, left = (int)((deadline - now_s()) * 1000);
+
+		if (cmp_stop || left <= 0) {
+			ret = cmp_stop ? -EINTR : -ETIMEDOUT;
+			break;
+		}
+		if (oopen)
+			pfd[np++] = (struct pollfd){ .fd = po[0], .events = POLLIN };
+		if (eopen)
+			pfd[np++] = (struct pollfd){ .fd = pe[0], .events = POLLIN };
+		if (poll(pfd, np, left > 1000 ? 1000 : left) <= 0)
+			continue;
+		for (i = 0; i < np; i++) {
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (pfd[i].fd == po[0])
+				drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
+				      out_fn, ctx);
+			else
+				drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
+				      on_stderr, NULL);
+		}
+	}
+	if (ret) {
+		fprintf(stderr, "rinxctl compare: %s, stopping %s\n",
+			ret == -EINTR ? "interrupted" : "timed out", argv[0]);
+		kill_group(pid);
+	}
+	close(po[0]);
+	close(pe[0]);
+	waitpid(pid, &status, 0);
+	kill(-pid, SIGKILL);	/* leftovers (orted, ranks) */
+	if (ret)
+		return ret;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+static void to_stderr(const char *line, void *ctx)
+{
+	if (*line)
+		fprintf(stderr, "%s\n", line);
+}
+
+static int run_quiet(char *const argv[], int timeout_s)
+{
+	return run_lines(argv, timeout_s, to_stderr, NULL);
+}
+
+static int json_num(const char *line, const char *key, double *v)
+{
+	char pat[64];
+	const char *p;
+	char *end;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(line, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	*v = strtod(p, &end);
+	return end == p ? -1 : 0;
+}
+
+static int size_index(const struct cmp_opts *o, uint64_t bytes)
+{
+	int k;
+
+	for (k = 0; k < o->b.nsizes; k++)
+		if (o->b.sizes[k] == bytes)
+			return k;
+	return -1;
+}
+
+/* ---- packages and helper builds ---- */
+
+static int torch_ok(void)
+{
+	char *argv[] = { "/usr/bin/python3", "-c",
+			 "import numpy, torch.distributed", NULL };
+
+	return access("/usr/bin/python3", X_OK) == 0 &&
+	       run_quiet(argv, 120) == 0;
+}
+
+static int run_deps(const struct cmp_opts *o, const char *what)
+{
+	char deps[PATH_MAX + 32];
+	char *argv[] = { deps, (char *)what, NULL };
+
+	snprintf(deps, sizeof(deps), "%s/tools/deps.sh", o->root);
+	if (o->no_install) {
+		fprintf(stderr, "rinxctl compare: packages missing; run %s %s\n",
+			deps, what);
+		return -ENOENT;
+	}
+	fprintf(stderr, "rinxctl compare: installing missing packages: %s %s\n",
+		deps, what);
+	return run_quiet(argv, 1800) ? -ENOENT : 0;
+}
+
+static int ensure_peers(const struct cmp_opts *o)
+{
+	int need_mpi = o->mpi_tuned || o->mpi_ring;
+
+	if ((!need_mpi || (in_path("mpirun") && in_path("mpicc"))) &&
+	    (!o->gloo || torch_ok()))
+		return 0;
+	if (run_deps(o, "peers") ||
+	    (need_mpi && (!in_path("mpirun") || !in_path("mpicc"))) ||
+	    (o->gloo && !torch_ok())) {
+		fprintf(stderr, "rinxctl compare: the peers need the Debian "
+			"packages openmpi-bin libopenmpi-dev python3-torch "
+			"(tools/deps.sh peers failed or was not allowed); "
+			"or leave them out with --peers\n");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int build_mpi(const struct cmp_opts *o, char *bench, size_t blen,
+		     char *shim, size_t slen)
+{
+	char out[PATH_MAX + 8], src[PATH_MAX + 32], dir[PATH_MAX + 8];
+	char *make[] = { "make", "-s", "-C", (char *)o->root,
+			 "--no-print-directory", out, "peers", NULL };
+	char *cc[] = { "mpicc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra",
+		       "-Werror", "-o", shim, src, NULL };
+	struct stat a, b;
+	int ret;
+
+	snprintf(out, sizeof(out), "OUT=%s", o->bindir);
+	snprintf(bench, blen, "%s/peers/mpi_bench", o->bindir);
+	snprintf(shim, slen, "%s/peers/mpi_cpu.so", o->bindir);
+	snprintf(src, sizeof(src), "%s/tools/peers/mpi_cpu.c", o->root);
+	snprintf(dir, sizeof(dir), "%s/peers", o->bindir);
+	ret = run_quiet(make, 300);
+	if (ret || access(bench, X_OK)) {
+		fprintf(stderr, "rinxctl compare: could not build %s (make "
+			"peers: %d)\n", bench, ret);
+		return -ENOENT;
+	}
+	if (!stat(shim, &a) && !stat(src, &b) && a.st_mtime >= b.st_mtime)
+		return 0;
+	mkdir(dir, 0755);
+	ret = run_quiet(cc, 120);
+	if (ret) {
+		fprintf(stderr, "rinxctl compare: could not build %s (%d)\n",
+			shim, ret);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* ---- candidates ---- */
+
+struct launch {
+	const struct cmp_opts *o;
+	struct cand *c;
+	int size_seen[BENCH_MAX_SIZES];	/* runs seen (cpu lines) */
+	int results;
+};
+
+static void record(struct launch *l, uint64_t bytes, double us, int verified,
+		   double cpu_s, int have_cpu)
+{
+	struct cand *c = l->c;
+	int k = size_index(l->o, bytes);
+
+	if (k < 0 || c->nus[k] >= CMP_MAX_RUNS)
+		return;
+	c->us[k][c->nus[k]++] = us;
+	c->checked[k]++;
+	if (!verified)
+		c->wrong[k]++;
+	if (have_cpu) {
+		c->cpu_s[k] += cpu_s;
+		c->ncpu[k]++;
+	}
+	l->results++;
+}
+
+/* rinxctl bench --profile text: table rows, then "#   cpu: ... total X" */
+static int run_rinx(const struct cmp_opts *o, struct cand *c)
+{
+	struct bench_opts b = o->b;
+	struct launch l = { .o = o, .c = c };
+	char *buf = NULL, *line, *save = NULL;
+	size_t len = 0;
+	FILE *mem;
+	uint64_t last = 0;
+	double last_us = 0;
+	int ret, pending = 0, last_ok = 0;
+
+	b.iters = 1;
+	b.verify = 1;
+	b.profile = 1;
+	b.json = 0;
+	b.job = 1 + (rand() & 0x3ffffff);
+	b.token = rand() ^ (rand() << 16);
+	mem = open_memstream(&buf, &len);
+	if (!mem)
+		return -ENOMEM;
+	ret = bench_run(&b, o->spec_path[c->spec], &o->spec[c->spec], mem);
+	fclose(mem);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long bytes, el;
+		double mn, md, mx, ab, bb, me;
+		char v[16];
+		const char *p;
+
+		if (sscanf(line, " %llu %llu %lf %lf %lf %lf %lf %lf %15s",
+			   &bytes, &el, &mn, &md, &mx, &ab, &bb, &me, v) == 9) {
+			if (pending)
+				record(&l, last, last_us, last_ok, 0, 1);
+			last = bytes;
+			last_us = md;
+			last_ok = !strcmp(v, "ok");
+			pending = 1;
+		} else if (pending && (p = strstr(line, "#   cpu:")) &&
+			   (p = strstr(line, " total "))) {
+			record(&l, last, last_us, last_ok, atof(p + 7) / 1e3,
+			       1);
+			pending = 0;
+		}
+	}
+	/* no cpu line: not one clock tick passed, 0 busy ticks */
+	if (pending)
+		record(&l, last, last_us, last_ok, 0, 1);
+	free(buf);
+	if (ret == -EDOM)
+		return 0;	/* counted as wrong per size */
+	return ret;
+}
+
+static void on_peer_line(const char *line, void *ctx)
+{
+	struct launch *l = ctx;
+	double v, us, cpu = 0, hz;
+	int k;
+
+	if (line[0] != '{') {
+		if (*line)
+			fprintf(stderr, "%s\n", line);
+		return;
+	}
+	if (!json_num(line, "cpu_bytes", &v)) {	/* mpi_cpu.so, per run */
+		k = size_index(l->o, (uint64_t)v);
+		if (k < 0 || json_num(line, "busy_ticks", &cpu) ||
+		    json_num(line, "hz", &hz) || hz <= 0)
+			return;
+		/* the runs of a size: warm-up first, then the timed one */
+		if (l->size_seen[k]++ >= l->o->b.warmup) {
+			l->c->cpu_s[k] += cpu / hz;
+			l->c->ncpu[k]++;
+		}
+		return;
+	}
+	if (json_num(line, "bytes", &v) || json_num(line, "median_us", &us))
+		return;
+	if (!json_num(line, "cpu_s", &cpu))
+		record(l, (uint64_t)v, us, !!strstr(line, "\"verified\":true"),
+		       cpu, 1);
+	else
+		record(l, (uint64_t)v, us, !!strstr(line, "\"verified\":true"),
+		       0, 0);
+}
+
+static int run_mpi(const struct cmp_opts *o, struct cand *c,
+		   const char *bench, const char *shim)
+{
+	const struct rinx_spec *s = &o->spec[0];
+	const char *ns0 = rinx_spec_rank(s, 0)->netns;
+	const char *ifname = rinx_spec_rank(s, 0)->ifname;
+	char agent[PATH_MAX + 64], dir[] = "/tmp/rinx-compare-XXXXXX";
+	char hostfile[64], np[16], warmup[16], preload[PATH_MAX + 16];
+	struct launch l = { .o = o, .c = c };
+	char *av[80];
+	FILE *f;
+	int a = 0, r, ret;
+
+	snprintf(agent, sizeof(agent), "%s/tools/peers/mpi-agent.sh", o->root);
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
+	f = fopen(hostfile, "w");
+	if (!f) {
+		rmdir(dir);
+		return -errno;
+	}
+	for (r = 0; r < s->nhosts; r++)
+		fprintf(f, "%s slots=1\n", rinx_spec_rank(s, r)->netns);
+	fclose(f);
+	snprintf(np, sizeof(np), "%d", s->nhosts);
+	snprintf(warmup, sizeof(warmup), "%d", o->b.warmup);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", shim);
+
+	av[a++] = "ip"; av[a++] = "netns"; av[a++] = "exec";
+	av[a++] = (char *)ns0;
+	av[a++] = "unshare"; av[a++] = "--uts";
+	av[a++] = "sh"; av[a++] = "-c";
+	av[a++] = "hostname \"$0\" && exec \"$@\"";
+	av[a++] = (char *)ns0;
+	av[a++] = "mpirun"; av[a++] = "--allow-run-as-root";
+	av[a++] = "-np"; av[a++] = np;
+	av[a++] = "--hostfile"; av[a++] = hostfile;
+	av[a++] = "--bind-to"; av[a++] = "none";
+	av[a++] = "-x"; av[a++] = preload;
+#define MCA(k, v) do { av[a++] = "--mca"; av[a++] = k; av[a++] = (char *)(v); } while (0)
+	MCA("plm_rsh_agent", agent);
+	MCA("plm_rsh_no_tree_spawn", "1");
+	MCA("pml", "ob1");
+	MCA("btl", "tcp,self");
+	MCA("btl_tcp_if_include", ifname);
+	MCA("oob_tcp_if_include", ifname);
+	MCA("mpi_yield_when_idle", "1");
+	if (c->ring) {
+		MCA("coll_tuned_use_dynamic_rules", "1");
+		MCA("coll_tuned_allreduce_algorithm", "4");
+	}
+#undef MCA
+	av[a++] = (char *)bench;
+	av[a++] = "--sizes"; av[a++] = (char *)o->sizes_arg;
+	av[a++] = "--iters"; av[a++] = "1";
+	av[a++] = "--warmup"; av[a++] = warmup;
+	av[a++] = "--dtype";
+	av[a++] = o->b.dtype == RINX_INT32 ? "int32" : "float32";
+	av[a] = NULL;
+	ret = run_lines(av, o->timeout_s, on_peer_line, &l);
+	unlink(hostfile);
+	rmdir(dir);
+	if (ret > 0)
+		fprintf(stderr, "rinxctl compare: %s: mpirun exit %d\n",
+			c->name, ret);
+	if (!ret && l.results != o->b.nsizes)
+		ret = -EIO;
+	return ret > 0 ? -EIO : ret;
+}
+
+static int run_gloo(const struct cmp_opts *o, struct cand *c)
+{
+	const struct rinx_spec *s = &o->spec[0];
+	struct launch l = { .o = o, .c = c };
+	char ip[INET_ADDRSTRLEN], *script, *av[4];
+	size_t cap = 4096 + s->nhosts * 1024, n = 0;
+	int r, port = 20000 + rand() % 20000, ret;
+	struct in_addr ia;
+
+	ia.s_addr = rinx_spec_rank(s, 0)->ip;
+	inet_ntop(AF_INET, &ia, ip, sizeof(ip));
+	script = malloc(cap);
+	if (!script)
+		return -ENOMEM;
+	/* every rank in the background; the exit status is the worst one */
+	n += snprintf(script + n, cap - n, "pids=\n");
+	for (r = 0; r < s->nhosts; r++) {
+		const struct rinx_spec_host *h = rinx_spec_rank(s, r);
+
+		n += snprintf(script + n, cap - n,
+			      "ip netns exec '%s' env RANK=%d WORLD_SIZE=%d "
+			      "MASTER_ADDR=%s MASTER_PORT=%d "
+			      "GLOO_SOCKET_IFNAME='%s' OMP_NUM_THREADS=1 "
+			      "/usr/bin/python3 '%s/tools/peers/gloo_bench.py' "
+			      "--sizes '%s' --iters 1 --warmup %d --dtype %s "
+			      "--timeout %d %s &\npids=\"$pids $!\"\n",
+			      h->netns, r, s->nhosts, ip, port, h->ifname,
+			      o->root, o->sizes_arg, o->b.warmup,
+			      o->b.dtype == RINX_INT32 ? "int32" : "float32",
+			      o->timeout_s, r ? ">/dev/null" : "");
+	}
+	snprintf(script + n, cap - n,
+		 "rc=0\nfor p in $pids; do wait $p || rc=1; done\nexit $rc\n");
+	av[0] = "sh";
+	av[1] = "-c";
+	av[2] = script;
+	av[3] = NULL;
+	ret = run_lines(av, o->timeout_s, on_peer_line, &l);
+	free(script);
+	if (ret > 0)
+		fprintf(stderr, "rinxctl compare: %s: a rank failed\n",
+			c->name);
+	if (!ret && l.results != o->b.nsizes)
+		ret = -EIO;
+	return ret > 0 ? -EIO : ret;
+}
+
+/* ---- figures and output ---- */
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct fig figure(const struct cmp_opts *o, const struct cand *c,
+			 int k)
+{
+	int n = o->spec[0].nhosts, m = c->nus[k];
+	double t[CMP_MAX_RUNS], bytes = o->b.sizes[k];
+	struct fig f = { 0 };
+
+	if (!m)
+		return f;
+	memcpy(t, c->us[k], m * sizeof(t[0]));
+	qsort(t, m, sizeof(t[0]), cmp_dbl);
+	f.ok = 1;
+	f.min = t[0];
+	f.max = t[m - 1];
+	f.med = m % 2 ? t[m / 2] : (t[m / 2 - 1] + t[m / 2]) / 2;
+	f.algbw = f.med > 0 ? bytes / (f.med * 1e3) : 0;
+	f.busbw = f.algbw * 2.0 * (n - 1) / n;
+	f.eps = f.med > 0 ? bytes / 4 / (f.med * 1e-6) : 0;
+	f.cpu_gib = c->ncpu[k] ? c->cpu_s[k] / c->ncpu[k] / (bytes / GIB) : -1;
+	f.verified = c->checked[k] && !c->wrong[k];
+	return f;
+}
+
+static void size_name(uint64_t b, char *buf, size_t len)
+{
+	if (b >= 1 << 20 && !(b % (1 << 20)))
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
+	else if (b >= 1024 && !(b % 1024))
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+}
+
+static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
+{
+	int k, i, j, n = o->spec[0].nhosts;
+	char sz[32];
+
+	printf("# rinxctl compare: %d ranks, %s, %d interleaved runs per size "
+	       "(%d warm-up per launch), every result verified\n"
+	       "# time = slowest rank; algbw = bytes/time; busbw = algbw * "
+	       "2(n-1)/n; GB/s = 1e9 B/s; cpu = busy CPU s of the whole "
+	       "machine per GiB reduced\n", n,
+	       o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters,
+	       o->b.warmup);
+	for (i = 0; i < nc; i++)
+		printf("#   %-11s %s\n", cs[i].name, cs[i].algo);
+	for (k = 0; k < o->b.nsizes; k++) {
+		size_name(o->b.sizes[k], sz, sizeof(sz));
+		printf("\n## %s per rank (%llu bytes, %llu elements)\n"
+		       "  %-11s %10s %10s %10s %8s %8s %9s %9s %-6s", sz,
+		       (unsigned long long)o->b.sizes[k],
+		       (unsigned long long)o->b.sizes[k] / 4, "candidate",
+		       "median_us", "min_us", "max_us", "algbw", "busbw",
+		       "Melem/s", "cpu_s/GiB", "verify");
+		for (j = 0; j < nc; j++)
+			if (cs[j].kind == K_RINX)
+				printf(" %9.9s/%-4s", cs[j].name, "bus");
+		printf("\n");
+		for (i = 0; i < nc; i++) {
+			struct fig f = figure(o, &cs[i], k);
+
+			if (!f.ok) {
+				printf("  %-11s %s\n", cs[i].name,
+				       cs[i].failed ? "failed" : "-");
+				continue;
+			}
+			printf("  %-11s %10.1f %10.1f %10.1f %8.3f %8.3f %9.1f ",
+			       cs[i].name, f.med, f.min, f.max, f.algbw,
+			       f.busbw, f.eps / 1e6);
+			if (f.cpu_gib >= 0)
+				printf("%9.3f", f.cpu_gib);
+			else
+				printf("%9s", "-");
+			printf(" %-6s", f.verified ? "ok" : "WRONG");
+			for (j = 0; j < nc; j++) {
+				struct fig r;
+
+				if (cs[j].kind != K_RINX)
+					continue;
+				r = figure(o, &cs[j], k);
+				if (i == j || !r.ok || f.busbw <= 0)
+					printf(" %14s", "");
+				else
+					printf(" %13.2fx", r.busbw / f.busbw);
+			}
+			printf("\n");
+		}
+		/* ratios: rinx busbw / peer busbw, peer cpu / rinx cpu */
+		for (j = 0; j < nc; j++) {
+			struct fig r = figure(o, &cs[j], k);
+			int first = 1;
+
+			if (cs[j].kind != K_RINX || !r.ok)
+				continue;
+			for (i = 0; i < nc; i++) {
+				struct fig f = figure(o, &cs[i], k);
+
+				if (cs[i].kind == K_RINX || !f.ok)
+					continue;
+				if (first)
+					printf("  # %s vs", cs[j].name);
+				printf("%s %s: busbw %.2fx, CPU/GiB peer/rinx ",
+				       first ? "" : ";", cs[i].name,
+				       f.busbw > 0 ? r.busbw / f.busbw : 0);
+				if (r.cpu_gib > 0 && f.cpu_gib >= 0)
+					printf("%.2fx", f.cpu_gib / r.cpu_gib);
+				else
+					printf("n/a");
+				first = 0;
+			}
+			if (!first)
+				printf("\n");
+		}
+	}
+	fflush(stdout);
+}
+
+static void print_csv(const struct cmp_opts *o, struct cand *cs, int nc)
+{
+	int k, i, j;
+
+	printf("bytes,candidate,algorithm,ranks,runs,median_us,min_us,max_us,"
+	       "algbw_gbs,busbw_gbs,elements_per_s,cpu_s_per_gib,verified");
+	for (j = 0; j < nc; j++)
+		if (cs[j].kind == K_RINX)
+			printf(",%s_busbw_ratio,%s_cpu_ratio", cs[j].name,
+			       cs[j].name);
+	printf("\n");
+	for (k = 0; k < o->b.nsizes; k++)
+		for (i = 0; i < nc; i++) {
+			struct fig f = figure(o, &cs[i], k);
+
+			if (!f.ok)
+				continue;
+			printf("%llu,%s,\"%s\",%d,%d,%.1f,%.1f,%.1f,%.4f,%.4f,"
+			       "%.0f,", (unsigned long long)o->b.sizes[k],
+			       cs[i].name, cs[i].algo, o->spec[0].nhosts,
+			       cs[i].nus[k], f.med, f.min, f.max, f.algbw,
+			       f.busbw, f.eps);
+			if (f.cpu_gib >= 0)
+				printf("%.4f", f.cpu_gib);
+			printf(",%s", f.verified ? "true" : "false");
+			for (j = 0; j < nc; j++) {
+				struct fig r;
+
+				if (cs[j].kind != K_RINX)
+					continue;
+				r = figure(o, &cs[j], k);
+				printf(",");
+				if (i != j && r.ok && f.busbw > 0)
+					printf("%.3f", r.busbw / f.busbw);
+				printf(",");
+				if (i != j && r.ok && r.cpu_gib > 0 &&
+				    f.cpu_gib >= 0)
+					printf("%.3f", f.cpu_gib / r.cpu_gib);
+			}
+			printf("\n");
+		}
+}
+
+static void print_json(const struct cmp_opts *o, struct cand *cs, int nc)
+{
+	int k, i, j, first = 1;
+
+	printf("{\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,\"warmup\":%d,"
+	       "\"interleaved\":true,\"candidates\":[", o->spec[0].nhosts,
+	       o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters,
+	       o->b.warmup);
+	for (i = 0; i < nc; i++)
+		printf("%s{\"name\":\"%s\",\"algorithm\":\"%s\",\"failed\":%s}",
+		       i ? "," : "", cs[i].name, cs[i].algo,
+		       cs[i].failed ? "true" : "false");
+	printf("],\"results\":[");
+	for (k = 0; k < o->b.nsizes; k++)
+		for (i = 0; i < nc; i++) {
+			struct fig f = figure(o, &cs[i], k);
+			int fr = 1;
+
+			if (!f.ok)
+				continue;
+			printf("%s{\"bytes\":%llu,\"candidate\":\"%s\","
+			       "\"runs\":%d,\"median_us\":%.1f,\"min_us\":%.1f,"
+			       "\"max_us\":%.1f,\"algbw_gbs\":%.4f,"
+			       "\"busbw_gbs\":%.4f,\"elements_per_s\":%.0f,",
+			       first ? "" : ",",
+			       (unsigned long long)o->b.sizes[k], cs[i].name,
+			       cs[i].nus[k], f.med, f.min, f.max, f.algbw,
+			       f.busbw, f.eps);
+			if (f.cpu_gib >= 0)
+				printf("\"cpu_s_per_gib\":%.4f,", f.cpu_gib);
+			else
+				printf("\"cpu_s_per_gib\":null,");
+			printf("\"verified\":%s,\"vs\":{",
+			       f.verified ? "true" : "false");
+			for (j = 0; j < nc; j++) {
+				struct fig r;
+
+				if (cs[j].kind != K_RINX || i == j)
+					continue;
+				r = figure(o, &cs[j], k);
+				if (!r.ok || f.busbw <= 0)
+					continue;
+				printf("%s\"%s\":{\"busbw_ratio\":%.3f", fr ?
+				       "" : ",", cs[j].name, r.busbw / f.busbw);
+				if (r.cpu_gib > 0 && f.cpu_gib >= 0)
+					printf(",\"cpu_ratio\":%.3f",
+					       f.cpu_gib / r.cpu_gib);
+				printf("}");
+				fr = 0;
+			}
+			printf("}}");
+			first = 0;
+		}
+	printf("]}\n");
+}
+
+static int gnuplot_ok(void)
+{
+	return in_path("gnuplot");
+}
+
+static int write_plot(const struct cmp_opts *o, struct cand *cs, int nc)
+{
+	char dir[] = "/tmp/rinx-plot-XXXXXX", dat[64], gp[64];
+	char *argv[] = { "gnuplot", gp, NULL };
+	FILE *f;
+	int i, k, ret, first = 1;
+
+	if (!gnuplot_ok() && (run_deps(o, "plot") || !gnuplot_ok())) {
+		fprintf(stderr, "rinxctl compare: --plot needs gnuplot (Debian "
+			"gnuplot-nox; tools/deps.sh plot)\n");
+		return -ENOENT;
+	}
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(dat, sizeof(dat), "%s/busbw.dat", dir);
+	snprintf(gp, sizeof(gp), "%s/busbw.gp", dir);
+	f = fopen(dat, "w");
+	if (!f)
+		return -errno;
+	for (i = 0; i < nc; i++) {
+		fprintf(f, "# %s\n", cs[i].name);
+		for (k = 0; k < o->b.nsizes; k++) {
+			struct fig g = figure(o, &cs[i], k);
+
+			if (g.ok)
+				fprintf(f, "%llu %.6f\n",
+					(unsigned long long)o->b.sizes[k],
+					g.busbw);
+		}
+		fprintf(f, "\n\n");
+	}
+	fclose(f);
+	f = fopen(gp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "set terminal pngcairo size 1000,640 noenhanced\n"
+		"set output '%s'\n"
+		"set title 'allreduce busbw, %d ranks, %s (median of %d "
+		"interleaved runs)'\n"
+		"set logscale x 2\nset format x '%%.0b%%B'\n"
+		"set xlabel 'bytes per rank'\nset ylabel 'busbw GB/s'\n"
+		"set key top left\nset grid\nplot ", o->plot,
+		o->spec[0].nhosts,
+		o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters);
+	for (i = 0; i < nc; i++) {
+		fprintf(f, "%s'%s' index %d using 1:2 with linespoints lw 2 "
+			"title '%s'", first ? "" : ", ", dat, i, cs[i].name);
+		first = 0;
+	}
+	fprintf(f, "\n");
+	fclose(f);
+	ret = run_quiet(argv, 120);
+	if (ret) {	/* no cairo: the libgd terminal */
+		char sed[] = "s/^set terminal pngcairo/set terminal png/";
+		char *sv[] = { "sed", "-i", sed, gp, NULL };
+
+		if (!run_quiet(sv, 10))
+			ret = run_quiet(argv, 120);
+	}
+	unlink(dat);
+	unlink(gp);
+	rmdir(dir);
+	if (ret) {
+		fprintf(stderr, "rinxctl compare: gnuplot failed (%d)\n", ret);
+		return -EIO;
+	}
+	fprintf(stderr, "rinxctl compare: wrote %s\n", o->plot);
+	return 0;
+}
+
+static const char compare_usage[] =
+"--spec FILE [options]\n"
+"rinx against Open MPI (TCP; tuned choice and forced ring) and PyTorch Gloo\n"
+"on the same testbed, one rank per host namespace, interleaved: for every run\n"
+"index each candidate sweeps every size once (warm-up, one timed run), so\n"
+"drift hits all alike; every result of every candidate is verified.\n"
+"  --spec FILE      testbed spec; repeat it for more rinx candidates of the\n"
+"                   same size (an --ina testbed: Rina); peers use the first\n"
+"  --sizes LIST     bytes per rank (default 4K,64K,1M,16M,64M,256M)\n"
+"  --iters N        interleaved runs (default 3; median, min, max over them)\n"
+"  --warmup N       untimed runs per size and launch (default 1)\n"
+"  --peers LIST     mpi, mpi-tuned, mpi-ring, gloo or none (default mpi,gloo)\n"
+"  --dtype T        float32 (default) or int32\n"
+"  --csv, --json    machine-readable output instead of the tables\n"
+"  --plot FILE.png  busbw against size for all candidates (gnuplot)\n"
+"  --timeout S      limit of one candidate's sweep, seconds (default 1800)\n"
+"  --no-install     fail instead of installing missing packages\n"
+"Missing packages are installed with tools/deps.sh peers (and plot for\n"
+"--plot). Tables: min/median/max time of the slowest rank, algbw = bytes /\n"
+"median, busbw = algbw * 2(n-1)/n, Melem/s, cpu_s/GiB = busy CPU seconds of\n"
+"the whole machine (all processes, irq, softirq) during the timed run per\n"
+"GiB reduced; <rinx>/bus = that rinx candidate's busbw / this row's busbw.\n"
+"See docs/benchmark.md.";
+
+static int parse_peers(const char *list, struct cmp_opts *o)
+{
+	char buf[128], *save = NULL, *t;
+
+	o->mpi_tuned = o->mpi_ring = o->gloo = 0;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "mpi"))
+			o->mpi_tuned = o->mpi_ring = 1;
+		else if (!strcmp(t, "mpi-tuned") || !strcmp(t, "ompi-tuned"))
+			o->mpi_tuned = 1;
+		else if (!strcmp(t, "mpi-ring") || !strcmp(t, "ompi-ring"))
+			o->mpi_ring = 1;
+		else if (!strcmp(t, "gloo"))
+			o->gloo = 1;
+		else if (strcmp(t, "none"))
+			return -1;
+	}
+	return 0;
+}
+
+static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
+{
+	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_PEERS, O_DTYPE,
+	       O_CSV, O_JSON, O_PLOT, O_TIMEOUT, O_NOINSTALL, O_HELP };
+	static const struct option opts[] = {
+		{ "spec", required_argument, NULL, O_SPEC },
+		{ "sizes", required_argument, NULL, O_SIZES },
+		{ "iters", required_argument, NULL, O_ITERS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "peers", required_argument, NULL, O_PEERS },
+		{ "dtype", required_argument, NULL, O_DTYPE },
+		{ "csv", no_argument, NULL, O_CSV },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "plot", required_argument, NULL, O_PLOT },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "no-install", no_argument, NULL, O_NOINSTALL },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *p;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_SPEC:
+			if (o->nspecs >= CMP_MAX_SPECS) {
+				fprintf(stderr, "rinxctl compare: at most %d "
+					"--spec\n", CMP_MAX_SPECS);
+				return -1;
+			}
+			o->spec_path[o->nspecs++] = optarg;
+			break;
+		case O_SIZES:
+			for (p = optarg; *p; p++)
+				if (!strchr("0123456789.,KkMmGgBb", *p))
+					break;
+			if (*p || strlen(optarg) >= sizeof(o->sizes_arg) ||
+			    bench_parse_sizes(optarg, &o->b)) {
+				fprintf(stderr, "rinxctl compare: bad --sizes "
+					"'%s'\n", optarg);
+				return -1;
+			}
+			snprintf(o->sizes_arg, sizeof(o->sizes_arg), "%s",
+				 optarg);
+			break;
+		case O_ITERS: o->iters = atoi(optarg); break;
+		case O_WARMUP: o->b.warmup = atoi(optarg); break;
+		case O_PEERS:
+			if (parse_peers(optarg, o)) {
+				fprintf(stderr, "rinxctl compare: --peers: mpi, "
+					"mpi-tuned, mpi-ring, gloo, none\n");
+				return -1;
+			}
+			break;
+		case O_DTYPE:
+			if (!strcmp(optarg, "float32") || !strcmp(optarg, "float"))
+				o->b.dtype = RINX_FLOAT32;
+			else if (!strcmp(optarg, "int32") || !strcmp(optarg, "int"))
+				o->b.dtype = RINX_INT32;
+			else {
+				fprintf(stderr, "rinxctl compare: --dtype "
+					"float32|int32\n");
+				return -1;
+			}
+			break;
+		case O_CSV: o->csv = 1; break;
+		case O_JSON: o->json = 1; break;
+		case O_PLOT: o->plot = optarg; break;
+		case O_TIMEOUT: o->timeout_s = atoi(optarg); break;
+		case O_NOINSTALL: o->no_install = 1; break;
+		case 'h':
+		case O_HELP:
+			printf("usage: rinxctl compare %s\n", compare_usage);
+			exit(0);
+		default:
+			fprintf(stderr, "usage: rinxctl compare %s\n",
+				compare_usage);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "rinxctl compare: unexpected argument %s\n",
+			argv[optind]);
+		return -1;
+	}
+	if (o->iters < 1 || o->iters > CMP_MAX_RUNS || o->b.warmup < 0 ||
+	    o->timeout_s < 1 || (o->csv && o->json)) {
+		fprintf(stderr, "rinxctl compare: --iters 1..%d, --warmup >= 0, "
+			"--timeout >= 1, one of --csv and --json\n",
+			CMP_MAX_RUNS);
+		return -1;
+	}
+	if (!o->nspecs) {
+		fprintf(stderr, "rinxctl compare: --spec FILE is required "
+			"(rinxctl testbed up prints one)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void name_rinx(struct cand *c, const struct rinx_spec *s,
+		      struct cand *cs, int nc)
+{
+	const char *kind = NULL;
+	int r, i, dup = 0;
+
+	for (r = 0; r < s->nracks; r++)
+		if (s->racks[r].ina == RINX_INA_SWITCH)
+			kind = "switch";
+		else if (s->racks[r].ina == RINX_INA_AGENT && !kind)
+			kind = "agent";
+	if (kind) {
+		snprintf(c->name, sizeof(c->name), "rinx-rina");
+		snprintf(c->algo, sizeof(c->algo), "rinx Rina (INA racks, "
+			 "ina=%s), XDP hops", kind);
+	} else {
+		snprintf(c->name, sizeof(c->name), "rinx-ring");
+		snprintf(c->algo, sizeof(c->algo), "rinx ring, XDP hops");
+	}
+	for (i = 0; i < nc; i++)
+		if (!strcmp(cs[i].name, c->name))
+			dup++;
+	if (dup)
+		snprintf(c->name + strlen(c->name),
+			 sizeof(c->name) - strlen(c->name), "%d", dup + 1);
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static struct cmp_opts o;
+	static struct cand cs[CMP_MAX_CANDS];
+	char bench[PATH_MAX + 32], shim[PATH_MAX + 32], err[256];
+	int nc = 0, i, j, k, ret, wrong = 0, failed = 0;
+	double t0 = now_s();
+
+	bench_defaults(&o.b);
+	bench_parse_sizes("4K,64K,1M,16M,64M,256M", &o.b);
+	snprintf(o.sizes_arg, sizeof(o.sizes_arg), "4K,64K,1M,16M,64M,256M");
+	o.iters = 3;
+	o.timeout_s = 1800;
+	o.mpi_tuned = o.mpi_ring = o.gloo = 1;
+	if (compare_getopt(argc, argv, &o))
+		return RINX_EXIT_USAGE;
+	for (i = 0; i < o.nspecs; i++) {
+		if (rinx_spec_load(o.spec_path[i], &o.spec[i], err,
+				   sizeof(err))) {
+			fprintf(stderr, "rinxctl compare: %s\n", err);
+			return RINX_EXIT_CONFIG;
+		}
+		if (o.spec[i].nhosts != o.spec[0].nhosts ||
+		    o.spec[i].nhosts < 2) {
+			fprintf(stderr, "rinxctl compare: %s: every spec needs "
+				"the same number of hosts (>= 2)\n",
+				o.spec_path[i]);
+			return RINX_EXIT_CONFIG;
+		}
+	}
+	for (i = 0; i < o.spec[0].nhosts; i++) {
+		const struct rinx_spec_host *h = rinx_spec_rank(&o.spec[0], i);
+
+		if (!h->netns[0] || strchr(h->netns, '\'') ||
+		    strcmp(h->ifname, rinx_spec_rank(&o.spec[0], 0)->ifname)) {
+			fprintf(stderr, "rinxctl compare: the peers need a "
+				"testbed spec (every host in a namespace, one "
+				"interface name)\n");
+			return RINX_EXIT_CONFIG;
+		}
+	}
+	if (find_tree(&o)) {
+		fprintf(stderr, "rinxctl compare: cannot find the rinx source "
+			"tree (tools/peers/gloo_bench.py) next to rinxctl or "
+			"in the current directory\n");
+		return RINX_EXIT_CONFIG;
+	}
+	signal(SIGINT, cmp_sig);
+	signal(SIGTERM, cmp_sig);
+	signal(SIGPIPE, SIG_IGN);
+	if (ensure_peers(&o))
+		return RINX_EXIT_CONFIG;
+	if ((o.mpi_tuned || o.mpi_ring) &&
+	    build_mpi(&o, bench, sizeof(bench), shim, sizeof(shim)))
+		return RINX_EXIT_FAIL;
+	if (o.plot && !gnuplot_ok() && (run_deps(&o, "plot") || !gnuplot_ok())) {
+		fprintf(stderr, "rinxctl compare: --plot needs gnuplot (Debian "
+			"gnuplot-nox; tools/deps.sh plot)\n");
+		return RINX_EXIT_CONFIG;
+	}
+
+	for (i = 0; i < o.nspecs; i++) {
+		cs[nc].kind = K_RINX;
+		cs[nc].spec = i;
+		name_rinx(&cs[nc], &o.spec[i], cs, nc);
+		nc++;
+	}
+	if (o.mpi_tuned) {
+		cs[nc].kind = K_MPI;
+		snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-tuned");
+		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
+			 "MPI_Allreduce, TCP, tuned fixed rules");
+		nc++;
+	}
+	if (o.mpi_ring) {
+		cs[nc].kind = K_MPI;
+		cs[nc].ring = 1;
+		snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-ring");
+		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
+			 "MPI_Allreduce, TCP, ring (tuned algorithm 4)");
+		nc++;
+	}
+	if (o.gloo) {
+		cs[nc].kind = K_GLOO;
+		snprintf(cs[nc].name, sizeof(cs[nc].name), "gloo-ring");
+		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "PyTorch Gloo "
+			 "all_reduce, TCP, ring");
+		nc++;
+	}
+
+	for (j = 0; j < o.iters && !cmp_stop; j++) {
+		for (k = 0; k < nc && !cmp_stop; k++) {
+			struct cand *c = &cs[(j + k) % nc];
+
+			if (c->failed)
+				continue;
+			fprintf(stderr, "rinxctl compare: run %d/%d: %s "
+				"(%.0f s)\n", j + 1, o.iters, c->name,
+				now_s() - t0);
+			if (c->kind == K_RINX)
+				ret = run_rinx(&o, c);
+			else if (c->kind == K_MPI)
+				ret = run_mpi(&o, c, bench, shim);
+			else
+				ret = run_gloo(&o, c);
+			if (ret) {
+				fprintf(stderr, "rinxctl compare: %s failed: "
+					"%s\n", c->name, strerror(-ret));
+				c->failed = 1;
+				failed++;
+			}
+		}
+	}
+	if (o.csv)
+		print_csv(&o, cs, nc);
+	else if (o.json)
+		print_json(&o, cs, nc);
+	else
+		print_table(&o, cs, nc);
+	for (i = 0; i < nc; i++)
+		for (k = 0; k < o.b.nsizes; k++)
+			wrong += cs[i].wrong[k];
+	if (o.plot && write_plot(&o, cs, nc))
+		failed++;
+	if (cmp_stop)
+		return RINX_EXIT_FAIL;
+	if (wrong) {
+		fprintf(stderr, "rinxctl compare: WRONG RESULTS (%d runs)\n",
+			wrong);
+		return RINX_EXIT_WRONG;
+	}
+	return failed ? RINX_EXIT_FAIL : 0;
+}
