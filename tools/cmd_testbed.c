@@ -33,7 +33,8 @@ static const char testbed_usage[] =
 RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  --pin DIR           bpffs root for pins (default " RINX_TB_PIN_ROOT
 "; pins go to DIR/PREFIX)\n"
-"  --window N          blocks per job slot (default 8192)\n"
+"  --window N          blocks per job slot (default 32768 up to 4 hosts,\n"
+"                      16384 up to 8, else 8192)\n"
 "  --port N            rinx UDP port (default 47001)\n"
 "  --ina LIST          INA kind of each rack, comma-separated: none, switch\n"
 "                      or agent (one value applies to every rack)\n"

@@ -883,7 +883,14 @@ static void build_spec(const struct rinx_testbed_opts *o,
 
 	rinx_spec_init(s);
 	s->port = o->port ? o->port : RINX_DEFAULT_PORT;
-	s->window = o->window ? o->window : RINX_DEFAULT_WINDOW;
+	/* Default window: a round as large as the memory allows (each host
+	 * holds share + result maps of RINX_MAX_JOBS windows of 3 KiB
+	 * blocks): fewer rounds mean fewer pipeline drains; 64 MiB fits one
+	 * round up to 4 hosts. */
+	s->window = o->window ? o->window :
+		    o->racks * o->hosts_per_rack <= 4 ? 4 * RINX_DEFAULT_WINDOW :
+		    o->racks * o->hosts_per_rack <= 8 ? 2 * RINX_DEFAULT_WINDOW :
+							RINX_DEFAULT_WINDOW;
 	s->mode = o->mode;
 	snprintf(s->pin, sizeof(s->pin), "%s/%s",
 		 o->pin ? o->pin : RINX_TB_PIN_ROOT, o->prefix);
