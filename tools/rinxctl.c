@@ -15,8 +15,8 @@
 #include "user/ctl.h"
 
 static const struct rinx_cmd cmds[] = {
-	{ "testbed", cmd_testbed, "up|down|show [options]",
-	  "build or tear down the emulated cluster (namespaces, veth, XDP switches)" },
+	{ "testbed", cmd_testbed, "up|down|show|fault [options]",
+	  "build, inspect, fault or tear down the emulated cluster (namespaces, veth,\n           XDP switches)" },
 	{ "up", cmd_up, "--spec FILE --node NAME",
 	  "attach the host program on a node and pin its maps" },
 	{ "down", cmd_down, "--spec FILE --node NAME",
