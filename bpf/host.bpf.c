@@ -4,10 +4,16 @@
  *
  * A rinx frame is checked against the job's tables (job id, token, round,
  * sender and step for the block's class) and then handled as the plan says:
- * add this host's share and forward, add and finish (store the result and
- * start the gather), store and forward, or store and end. A frame that XDP
- * cannot finish (share not written yet, next round, size disagreement) goes
- * to the trainer's AF_XDP socket; everything else that is not rinx passes.
+ *  - ring hops: add this host's share and forward, add and finish (store
+ *    the result and start the gather), store and forward, store and end;
+ *    a gather that ends here becomes this host's next block (recycle);
+ *  - on a rack's agent (software INA): sum the rack's contributions and the
+ *    previous member's partial sum in a slot, send the finished block into
+ *    the rack's group;
+ *  - NACK: answer with the stored result (loss repair).
+ * A frame that XDP cannot finish (share not written yet, next round, size
+ * disagreement, control frames) goes to the trainer's AF_XDP socket;
+ * everything that is not rinx passes.
  */
 #include "bpf/tables.bpf.h"
 
