@@ -3,11 +3,15 @@
  * Communicators and the trainer's side of the data path.
  *
  * Per round (epoch) of an allreduce a rank: publishes the round in its job
- * entry, converts its input into the share map (mmapped), sends the blocks
- * it originates through its AF_XDP socket (at most `inflight` unfinished at
- * a time), finishes in user space the frames XDP handed up (slow path), and
- * collects the finished blocks from the result map (mmapped) as XDP stores
- * them. A round holds at most `window` blocks; longer tensors take several.
+ * entry, converts its input into the share map (mmapped), claims the blocks
+ * it starts from a cursor it shares with the host program and sends the
+ * first ones through its AF_XDP socket (at most `inflight` unfinished; XDP
+ * turns every gather that ends here into the next one), finishes in user
+ * space the frames XDP handed up (slow path), collects the finished blocks
+ * from the result map (mmapped) as XDP stores them, and repairs losses when
+ * nothing finishes for a while. A round holds at most `window` blocks;
+ * longer tensors take several. Before the first round, an open barrier
+ * makes sure every peer knows the job.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -68,14 +72,13 @@ struct rinx_req {
 	size_t done_vals;	/* values finished in earlier rounds */
 	/* the round in progress */
 	__u32 nb, last_count;
-	__u32 *own;		/* blocks this rank originates */
-	__u32 nown, sent, head;	/* own[head..sent) are in flight */
+	__u32 *own;		/* blocks this rank starts, in claim order */
+	__u32 nown, head;	/* own[0..head) finished */
 	__u32 cursor;		/* blocks < cursor are copied out */
 	int round_open;
 	__u64 last_progress;	/* when a block last finished */
 	__u32 last_claimed;
 	__u64 rto;		/* repair after this long without one */
-	__u64 deadline_ns;
 	__u64 t0;
 	int err;
 };
@@ -395,7 +398,13 @@ static int block_count(const struct rinx_req *r, __u32 b)
 
 /* ---- slow path: what XDP could not finish, done the same way here ---- */
 
-enum { SP_DONE, SP_KEEP, SP_DROP };
+/* What became of a slow-path frame. */
+enum {
+	SP_SENT,	/* finished here and transmitted (the frame is in TX) */
+	SP_FREE,	/* finished here, nothing to send: the frame is free */
+	SP_KEEP,	/* not yet: its round, its share or a TX slot is missing */
+	SP_DROP,	/* rejected: the frame is free */
+};
 
 static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 {
@@ -413,7 +422,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		return SP_KEEP;
 	frame_at(p, &f);
 	if (ntohl(f.h->job) != c->job)
-		return SP_KEEP - 10;	/* another communicator's frame */
+		return SP_KEEP;	/* another communicator's frame */
 	if (ntohl(f.h->token) != c->token)
 		return SP_DROP;
 	if (f.h->type == RINX_T_HELLO) {
@@ -431,11 +440,11 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		    f.h->step == RINX_HELLO_PROBE)
 			c->alive |= 1ull << from;
 		if (f.h->step != RINX_HELLO_PROBE)
-			return SP_DROP + 10;
+			return SP_FREE;
 		f.h->step = RINX_HELLO_ALIVE;
 		frame_addr(c, &f, from);
 		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-		       SP_KEEP : SP_DONE;
+		       SP_KEEP : SP_SENT;
 	}
 	epoch = ntohl(f.h->epoch);
 	if ((__s32)(epoch - c->epoch) < 0)
@@ -497,7 +506,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		res->count = cnt;
 		__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
 		if (hop->action == RINX_A_STORE_END)
-			return SP_DROP + 10;	/* finished, frame free */
+			return SP_FREE;
 		f.h->step++;
 		break;
 	default:
@@ -505,7 +514,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	}
 	frame_addr(c, &f, hop->to);
 	return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
-								 SP_DONE;
+								 SP_SENT;
 }
 
 /* Runs the slow path over pending and newly received frames. Returns the
@@ -535,10 +544,10 @@ static int slow_path(struct rinx_comm *c)
 		__u64 a = x->pend_addr[j];
 
 		ret = slow_frame(c, (__u8 *)x->area + a, x->pend_len[j]);
-		if (ret == SP_DONE) {
+		if (ret == SP_SENT) {
 			done++;
 			c->st.slow_path++;
-		} else if (ret == SP_DROP + 10) {
+		} else if (ret == SP_FREE) {
 			done++;
 			c->st.slow_path++;
 			x->free[x->nfree++] = a;
@@ -1159,7 +1168,7 @@ static int round_open(struct rinx_req *r)
 		if (c->plan.contrib_to >= 0 ||
 		    c->plan.origin[b % c->plan.nclasses] == c->rank)
 			r->own[r->nown++] = b;
-	r->sent = r->head = r->cursor = 0;
+	r->head = r->cursor = 0;
 	r->round_open = 1;
 	return 0;
 }
