@@ -49,7 +49,8 @@ enum rinx_type {
 };
 
 enum rinx_hello {
-	RINX_HELLO_OPEN = 0,	/* the sender's communicator is open */
+	RINX_HELLO_OPEN = 0,	/* the sender's communicator is open (block: 1
+				 * when it has heard from every peer) */
 	RINX_HELLO_PROBE = 1,	/* are you there? (answered with ALIVE) */
 	RINX_HELLO_ALIVE = 2,
 };

@@ -103,6 +103,7 @@ struct rinx_comm {
 	__u32 epoch;
 	__u64 heard;		/* ranks whose OPEN hello arrived */
 	__u64 alive;		/* ranks that answered a PROBE */
+	int opened;		/* the open barrier completed here */
 	struct rinx_req *active;
 	struct rinx_comm_stats st;
 	char err[320];
@@ -439,9 +440,15 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		if (f.h->step == RINX_HELLO_ALIVE ||
 		    f.h->step == RINX_HELLO_PROBE)
 			c->alive |= 1ull << from;
-		if (f.h->step != RINX_HELLO_PROBE)
+		/* A peer still in its open barrier (block 0: it has not heard
+		 * from everybody) may have lost our hello: answer it. */
+		if (f.h->step == RINX_HELLO_OPEN && !f.h->block && c->opened) {
+			f.h->block = htonl(1);
+		} else if (f.h->step == RINX_HELLO_PROBE) {
+			f.h->step = RINX_HELLO_ALIVE;
+		} else {
 			return SP_FREE;
-		f.h->step = RINX_HELLO_ALIVE;
+		}
 		frame_addr(c, &f, from);
 		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
 		       SP_KEEP : SP_SENT;
@@ -600,9 +607,12 @@ static int send_ctl(struct rinx_comm *c, int to, int type, int step,
 	return 0;
 }
 
+/* An OPEN hello says in its block field whether the sender has heard from
+ * every peer. */
 static int send_hello(struct rinx_comm *c, int to, int kind)
 {
-	return send_ctl(c, to, RINX_T_HELLO, kind, 0, 0, 1, 1);
+	return send_ctl(c, to, RINX_T_HELLO, kind, 0,
+			kind == RINX_HELLO_OPEN && c->opened, 1, 1);
 }
 
 static __u64 peers_mask(const struct rinx_comm *c)
@@ -629,7 +639,8 @@ static void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
 /* Frames sent to a peer before it installed the job would be dropped:
  * every rank returns from open only once it heard from every other. Each
  * rank repeats its hello until it heard from all, then sends one more, which
- * reaches everybody (each has installed the job by then). */
+ * reaches everybody (each has installed the job by then); should that one be
+ * lost, the peer's next hello says it is still waiting and is answered. */
 static int open_barrier(struct rinx_comm *c)
 {
 	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
@@ -643,6 +654,7 @@ static int open_barrier(struct rinx_comm *c)
 		x_reclaim(c->x);
 		slow_path(c);
 		if ((c->heard & want) == want) {
+			c->opened = 1;
 			for (r = 0; r < c->n; r++)
 				if (r != c->rank)
 					send_hello(c, r, RINX_HELLO_OPEN);
