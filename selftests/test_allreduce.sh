@@ -95,6 +95,13 @@ check_counters() {
 	fi
 	nonzero=$(echo "$json" | grep -oE '"(node|drop_[a-z_]+|aborted)":"?[^,}]*' |
 		awk -F: '/"node"/ { node = $2; next } $2 != 0 { print node, $0 }')
+	# A repair (a stall on a busy machine looks like a loss) sends blocks
+	# again; their late copies are dropped as stale: legitimate then.
+	if echo "$json" | grep -qE '"(repair|nack_miss)":[1-9]'; then
+		echo "repairs ran: drop_stale tolerated" \
+		     "($(echo "$nonzero" | grep -c drop_stale) hosts)"
+		nonzero=$(echo "$nonzero" | grep -v '"drop_stale"')
+	fi
 	if [ -n "$nonzero" ] || ! echo "$json" | grep -q '"drop_stale":0'; then
 		echo "host drops: ${nonzero:-no drop_stale field}"
 		bad=1
