@@ -211,7 +211,7 @@ static void drain(int fd, char *buf, size_t cap, size_t *len, int *open,
 
 static void on_stderr(const char *line, void *ctx)
 {
-	/* mpirun in a namespace prints this on every launch (PEERS.md) */
+	/* mpirun in a namespace prints this on every launch: harmless */
 	if (!*line || (strstr(line, "plm:rsh:") && strstr(line, "setpgid")))
 		return;
 	fprintf(stderr, "%s\n", line);

@@ -416,7 +416,7 @@ static void on_stdout(const char *line, void *p)
 
 static void on_stderr(const char *line, void *p)
 {
-	/* printed on every launch in a namespace, harmless (PEERS.md) */
+	/* printed on every launch in a namespace, harmless */
 	if ((strstr(line, "plm:rsh:") && strstr(line, "setpgid")) || !*line)
 		return;
 	fprintf(stderr, "%s\n", line);
