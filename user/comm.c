@@ -58,7 +58,35 @@ struct xctx {
 	__u32 pend_len[MAX_PENDING];
 	int npend;
 	int tx_unkicked;
+	/* jobs of the communicators using this socket */
+	__u32 jobs[RINX_MAX_JOBS];
+	int njobs;
 };
+
+static void xctx_job(struct xctx *x, __u32 job, int add)
+{
+	int i;
+
+	pthread_mutex_lock(&x->lock);
+	for (i = 0; i < x->njobs; i++)
+		if (x->jobs[i] == job)
+			break;
+	if (add && i == x->njobs && x->njobs < RINX_MAX_JOBS)
+		x->jobs[x->njobs++] = job;
+	else if (!add && i < x->njobs)
+		x->jobs[i] = x->jobs[--x->njobs];
+	pthread_mutex_unlock(&x->lock);
+}
+
+static int xctx_has_job(const struct xctx *x, __u32 job)
+{
+	int i;
+
+	for (i = 0; i < x->njobs; i++)
+		if (x->jobs[i] == job)
+			return 1;
+	return 0;
+}
 
 static struct xctx *xctx_list;
 static pthread_mutex_t xctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -422,8 +450,8 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	if (xsk_prod_nb_free(&x->tx, 1) < 1)
 		return SP_KEEP;
 	frame_at(p, &f);
-	if (ntohl(f.h->job) != c->job)
-		return SP_KEEP;	/* another communicator's frame */
+	if (ntohl(f.h->job) != c->job)	/* another communicator's, or late */
+		return xctx_has_job(x, ntohl(f.h->job)) ? SP_KEEP : SP_DROP;
 	if (ntohl(f.h->token) != c->token)
 		return SP_DROP;
 	if (f.h->type == RINX_T_HELLO) {
@@ -1032,6 +1060,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		err = xctx_get(c, c->self->ifname, dir, &c->x);
 		if (err)
 			goto fail;
+		xctx_job(c->x, c->job, 1);
 	}
 	err = install(c);
 	if (err)
@@ -1077,8 +1106,10 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 	}
 	if (c->fd_aggs >= 0)
 		close(c->fd_aggs);
-	if (c->x)
+	if (c->x) {
+		xctx_job(c->x, c->job, 0);
 		xctx_put(c->x);
+	}
 	if (c->cursors)
 		munmap(c->cursors, 4096);
 	if (c->share)
