@@ -19,6 +19,7 @@ static const char testbed_usage[] =
 "       rinxctl testbed down PREFIX|SPEC | --all\n"
 "       rinxctl testbed show PREFIX|SPEC\n"
 "       rinxctl testbed fault PREFIX|SPEC [--port NS:IF | --all] FAULTS\n"
+"       rinxctl testbed ina-off PREFIX|SPEC RACK\n"
 "\n"
 "up: build the emulated cluster: one network namespace per host, one per\n"
 "rack's ToR switch and a spine when there are several racks, joined by\n"
@@ -47,6 +48,9 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  and its non-zero counters), hosts (rank, namespace, interface, MAC, IP,\n"
 "  host program state), the counters of every switch and the faults of\n"
 "  every switch port with what they did.\n"
+"ina-off: rack RACK's ToR loses its aggregator (it goes on switching);\n"
+"  running jobs fall back to ring members for that rack at their next\n"
+"  collective.\n"
 "fault: change the link faults of a running testbed; the switch injects\n"
 "  them into the frames it sends out of a port (XDP: tc netem never sees\n"
 "  these frames). Options not given keep their value.\n"
@@ -734,6 +738,35 @@ static int testbed_fault(int argc, char **argv)
 	return 0;
 }
 
+static int testbed_ina_off(int argc, char **argv)
+{
+	char *end;
+	long rack;
+	int ret;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: rinxctl testbed ina-off PREFIX|SPEC "
+			"RACK\n");
+		return RINX_EXIT_USAGE;
+	}
+	rack = strtol(argv[2], &end, 10);
+	if (*end || end == argv[2] || rack < 0 || rack >= RINX_TB_MAX_RACKS) {
+		fprintf(stderr, "rinxctl testbed ina-off: bad rack '%s'\n",
+			argv[2]);
+		return RINX_EXIT_USAGE;
+	}
+	ret = rinx_testbed_ina_off(argv[1], rack);
+	if (ret) {
+		fprintf(stderr, "rinxctl testbed ina-off: %s\n",
+			strerror(-ret));
+		return ret == -ENOENT || ret == -EINVAL ? RINX_EXIT_CONFIG :
+							  rinx_exit_code(ret);
+	}
+	printf("testbed %s: rack %ld's ToR no longer aggregates\n", argv[1],
+	       rack);
+	return 0;
+}
+
 int cmd_testbed(int argc, char **argv)
 {
 	const char *act = argc > 1 ? argv[1] : "";
@@ -749,6 +782,8 @@ int cmd_testbed(int argc, char **argv)
 		return testbed_show(argc - 1, argv + 1);
 	if (!strcmp(act, "fault"))
 		return testbed_fault(argc - 1, argv + 1);
+	if (!strcmp(act, "ina-off"))
+		return testbed_ina_off(argc - 1, argv + 1);
 	if (!strcmp(act, "-h") || !strcmp(act, "--help")) {
 		fputs(testbed_usage, stdout);
 		return 0;

@@ -15,7 +15,7 @@
 #include "user/ctl.h"
 
 static const struct rinx_cmd cmds[] = {
-	{ "testbed", cmd_testbed, "up|down|show|fault [options]",
+	{ "testbed", cmd_testbed, "up|down|show|fault|ina-off [options]",
 	  "build, inspect, fault or tear down the emulated cluster (namespaces, veth,\n           XDP switches)" },
 	{ "up", cmd_up, "--spec FILE --node NAME",
 	  "attach the host program on a node and pin its maps" },

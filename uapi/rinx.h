@@ -53,6 +53,10 @@ enum rinx_hello {
 				 * when it has heard from every peer) */
 	RINX_HELLO_PROBE = 1,	/* are you there? (answered with ALIVE) */
 	RINX_HELLO_ALIVE = 2,
+	RINX_HELLO_STATUS = 3,	/* collective `epoch` starts; block: the INA
+				 * racks (bit = rack index) the sender found
+				 * gone; count: 1 when it has every status */
+	RINX_HELLO_READY = 4,	/* new plan installed for collective `epoch` */
 };
 
 /* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */

@@ -132,6 +132,16 @@ struct rinx_comm {
 	__u64 heard;		/* ranks whose OPEN hello arrived */
 	__u64 alive;		/* ranks that answered a PROBE */
 	int opened;		/* the open barrier completed here */
+	/* INA health, agreed at the start of each collective (Rina racks
+	 * whose aggregator is gone run as plain ring members) */
+	__u32 coll;		/* collectives started */
+	__u32 down;		/* racks (bit = index) that fell back */
+	struct ctlbar {
+		__u32 coll;	/* collective of the barrier */
+		__u64 from;	/* ranks heard */
+		__u32 or;	/* OR of their words */
+	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
+	__u32 done_coll[2], done_word[2];	/* last completed, to answer */
 	struct rinx_req *active;
 	struct rinx_comm_stats st;
 	char err[320];
@@ -427,6 +437,33 @@ static int block_count(const struct rinx_req *r, __u32 b)
 
 /* ---- slow path: what XDP could not finish, done the same way here ---- */
 
+/* A STATUS or READY hello of collective `epoch` from rank `from`: noted in
+ * the barrier it belongs to. Returns 1 when the frame was turned into our
+ * answer (the peer lacks our word for a barrier we completed). */
+static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
+{
+	int kind = f->h->step == RINX_HELLO_STATUS ? 0 : 1, i;
+	__u32 coll = ntohl(f->h->epoch);
+
+	for (i = 0; i < 2; i++) {
+		struct ctlbar *b = &c->bar[kind][i];
+
+		if (b->coll != coll && i == 1 && !b->from)
+			b->coll = coll;	/* a peer a barrier ahead */
+		if (b->coll == coll) {
+			b->from |= 1ull << from;
+			b->or |= ntohl(f->h->block);
+			break;
+		}
+	}
+	if (ntohs(f->h->count) || coll != c->done_coll[kind] || !coll)
+		return 0;
+	f->h->block = htonl(c->done_word[kind]);
+	f->h->count = htons(1);
+	frame_addr(c, f, from);
+	return 1;
+}
+
 /* What became of a slow-path frame. */
 enum {
 	SP_SENT,	/* finished here and transmitted (the frame is in TX) */
@@ -468,6 +505,11 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		if (f.h->step == RINX_HELLO_ALIVE ||
 		    f.h->step == RINX_HELLO_PROBE)
 			c->alive |= 1ull << from;
+		if (f.h->step == RINX_HELLO_STATUS ||
+		    f.h->step == RINX_HELLO_READY)
+			return ctl_hello(c, &f, from) ?
+			       (x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+				SP_KEEP : SP_SENT) : SP_FREE;
 		/* A peer still in its open barrier (block 0: it has not heard
 		 * from everybody) may have lost our hello: answer it. */
 		if (f.h->step == RINX_HELLO_OPEN && !f.h->block && c->opened) {
@@ -708,6 +750,151 @@ static int open_barrier(struct rinx_comm *c)
 	}
 }
 
+/* A barrier of the ranks at the start of collective `coll` (kind 0:
+ * STATUS, 1: READY) that also ORs one word from every rank. Hellos are
+ * repeated until every peer was heard; a peer that lost ours says so in its
+ * own and is answered (ctl_hello), even after we left. */
+static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
+		       __u32 *or)
+{
+	struct ctlbar *b = &c->bar[kind][0], *nx = &c->bar[kind][1];
+	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
+	__u64 next = 0, t, want = peers_mask(c);
+	int step = kind ? RINX_HELLO_READY : RINX_HELLO_STATUS, r, done;
+	char who[256];
+
+	pthread_mutex_lock(&c->x->lock);
+	if (nx->coll == coll) {
+		*b = *nx;
+	} else {
+		b->coll = coll;
+		b->from = 0;
+		b->or = 0;
+	}
+	memset(nx, 0, sizeof(*nx));
+	pthread_mutex_unlock(&c->x->lock);
+	for (;;) {
+		t = now_ns();
+		pthread_mutex_lock(&c->x->lock);
+		x_reclaim(c->x);
+		slow_path(c);
+		done = (b->from & want) == want;
+		if (done || t >= next) {
+			for (r = 0; r < c->n; r++)
+				if (r != c->rank)
+					send_ctl(c, r, RINX_T_HELLO, step, coll,
+						 word, 1, done);
+			next = t + 10000000ull;
+		}
+		x_kick(c->x);
+		if (done) {
+			c->done_coll[kind] = coll;
+			c->done_word[kind] = word;
+			*or = b->or | word;
+		}
+		pthread_mutex_unlock(&c->x->lock);
+		if (done)
+			return 0;
+		if (t > deadline) {
+			list_ranks(c, want & ~b->from, who, sizeof(who));
+			return cerr(c, -ETIMEDOUT, "rank %d: %s did not start "
+				    "collective %u within %d ms", c->rank, who,
+				    coll, c->timeout_ms);
+		}
+		usleep(200);
+	}
+}
+
+/* The racks (bit = index) whose aggregator this rank, as their agent,
+ * finds gone: the INA ToR no longer holds the job. */
+static __u32 ina_health(struct rinx_comm *c)
+{
+	int ri = rinx_plan_agent_of(&c->spec, c->rank), fd;
+	char path[RINX_PATH_MAX + RINX_NAME_MAX + 8];
+	struct rinx_job j;
+	__u32 key = c->job, down = 0;
+
+	if (ri < 0 || c->spec.racks[ri].ina != RINX_INA_SWITCH || ri >= 32)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s/jobs", c->spec.pin,
+		 c->spec.racks[ri].name);
+	fd = bpf_obj_get(path);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &key, &j) || j.token != c->token)
+		down = 1U << ri;
+	if (fd >= 0)
+		close(fd);
+	return down;
+}
+
+static int install_tor(struct rinx_comm *c, int ri);
+static int write_tables(struct rinx_comm *c, int fd_nodes, int fd_hops,
+			const struct rinx_plan *p);
+static void plan_job(struct rinx_comm *c);
+
+/* Racks in `down` run as plain ring members from now on (Rina's incremental
+ * deployment the other way round): every rank rebuilds the same plan, and
+ * the agents of the INA racks left install it on their ToRs. */
+static int ina_replan(struct rinx_comm *c, __u32 down)
+{
+	__u32 key = c->job;
+	int i, ri, err;
+
+	for (i = 0; i < c->spec.nracks && i < 32; i++)
+		if (down & (1U << i))
+			c->spec.racks[i].ina = RINX_INA_NONE;
+	if (c->tor_jobs_fd >= 0) {
+		close(c->tor_jobs_fd);
+		c->tor_jobs_fd = -1;
+	}
+	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
+	if (err)
+		return cerr(c, err, "cannot rebuild the plan");
+	memcpy(c->nodes, c->plan.nodes, sizeof(c->nodes));
+	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
+	if (err)
+		return err;
+	plan_job(c);
+	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
+		return cerr(c, -errno, "cannot write job entry: %s",
+			    strerror(errno));
+	ri = rinx_plan_agent_of(&c->spec, c->rank);
+	if (ri >= 0 && c->spec.racks[ri].ina == RINX_INA_SWITCH) {
+		err = install_tor(c, ri);
+		if (err)
+			return err;
+	}
+	c->down = down;
+	c->st.ina_fallbacks++;
+	pr_info("rank %d: INA racks %#x fell back to ring members\n", c->rank,
+		down);
+	return 0;
+}
+
+/* At the start of a collective on a plan with INA ToRs: agree on which of
+ * them are gone, and fall back where needed before any block moves. */
+static int ina_check(struct rinx_comm *c)
+{
+	__u32 word, all;
+	int i, any = 0, err;
+
+	for (i = 0; i < c->spec.nracks; i++)
+		any |= c->spec.racks[i].ina == RINX_INA_SWITCH;
+	if (!any || c->n < 2)
+		return 0;
+	word = ina_health(c);
+	err = ctl_barrier(c, 0, ++c->coll, word, &all);
+	if (err)
+		return err;
+	all |= c->down;
+	if (all == c->down)
+		return 0;
+	err = ina_replan(c, all);
+	if (err)
+		return err;
+	/* nobody sends a block before every rank runs the new plan */
+	return ctl_barrier(c, 1, c->coll, 0, &all);
+}
+
 /* Which peers answer within `ms`? Called when an allreduce timed out. */
 static __u64 probe_peers(struct rinx_comm *c, int ms)
 {
@@ -893,6 +1080,30 @@ out:
 	return err < 0 ? err : 0;
 }
 
+/* The plan's part of the job entry: classes, nodes, and the blocks this
+ * rank starts (for the host program's recycling). */
+static void plan_job(struct rinx_comm *c)
+{
+	int i;
+
+	c->jobent.nclasses = c->plan.nclasses;
+	c->jobent.nnodes = c->plan.nnodes;
+	c->jobent.send_to = RINX_NO_SEND;
+	c->jobent.send_type = 0;
+	c->jobent.send_class = 0;
+	if (c->plan.contrib_to >= 0) {
+		c->jobent.send_to = c->plan.contrib_to;
+		c->jobent.send_type = RINX_T_CONTRIB;
+		return;
+	}
+	for (i = 0; i < c->plan.nclasses; i++)
+		if (c->plan.origin[i] == c->rank && c->plan.nmembers > 1) {
+			c->jobent.send_to = c->plan.first_to[i];
+			c->jobent.send_type = RINX_T_REDUCE;
+			c->jobent.send_class = i;
+		}
+}
+
 static int install(struct rinx_comm *c)
 {
 	struct rinx_job other;
@@ -928,19 +1139,7 @@ static int install(struct rinx_comm *c)
 	c->jobent.self = c->rank;
 	c->jobent.qbits = c->qbits;
 	c->jobent.window = c->window;
-	/* the blocks this rank starts, for the host program's recycling */
-	c->jobent.send_to = RINX_NO_SEND;
-	if (c->plan.contrib_to >= 0) {
-		c->jobent.send_to = c->plan.contrib_to;
-		c->jobent.send_type = RINX_T_CONTRIB;
-	} else {
-		for (i = 0; i < c->plan.nclasses; i++)
-			if (c->plan.origin[i] == c->rank && c->plan.nmembers > 1) {
-				c->jobent.send_to = c->plan.first_to[i];
-				c->jobent.send_type = RINX_T_REDUCE;
-				c->jobent.send_class = i;
-			}
-	}
+	plan_job(c);
 	c->cursors[c->slot].epoch = 0;
 	/* Every rank starts at epoch 0 of a clean slot: results and shares
 	 * are recognised by epoch, so whatever an earlier job left is wiped. */
@@ -1532,6 +1731,12 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	if (c->active)
 		return cerr(c, -EBUSY, "an allreduce is already in flight on "
 			    "this communicator");
+	if (count) {
+		int err = ina_check(c);
+
+		if (err)
+			return err;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

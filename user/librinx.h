@@ -49,6 +49,7 @@ struct rinx_comm_stats {
 	uint64_t repairs;	/* stalls longer than the repair timeout */
 	uint64_t nacks;		/* finished blocks asked for again */
 	uint64_t retransmits;	/* own blocks sent again */
+	uint64_t ina_fallbacks;	/* plan changes: INA racks gone */
 	uint64_t ns_quant;	/* time in float->fixed conversion */
 	uint64_t ns_dequant;	/* time in fixed->float conversion */
 	uint64_t ns_total;	/* time inside allreduce calls */

@@ -1360,6 +1360,52 @@ static int fault_update(int fd, __u32 ifindex, const struct rinx_tb_fault *f,
 	return bpf_map_update_elem(fd, &ifindex, &v, BPF_EXIST) ? -errno : 0;
 }
 
+int rinx_testbed_ina_off(const char *what, int rack)
+{
+	char prefix[RINX_TB_PREFIX_MAX + 1], dir[RINX_PATH_MAX];
+	char path[RINX_PATH_MAX + 16];
+	struct rinx_spec *s;
+	int i, fd, err = -ENOENT;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	err = tb_load(what, s, prefix, sizeof(prefix));
+	if (err)
+		goto out;
+	err = -ENOENT;
+	for (i = 0; i < s->nracks; i++) {
+		const struct rinx_spec_rack *r = &s->racks[i];
+		__u32 key, next;
+
+		if (r->id != rack || r->ina != RINX_INA_SWITCH)
+			continue;
+		/* the ToR keeps switching; its aggregator forgets every job
+		 * (frames to it are dropped) and its pins go */
+		agg_pin_dir(s, r, dir, sizeof(dir));
+		snprintf(path, sizeof(path), "%s/jobs", dir);
+		fd = bpf_obj_get(path);
+		if (fd < 0) {
+			err = -errno;
+			pr_warn("rack %d: its aggregator is not up\n", rack);
+			goto out;
+		}
+		while (!bpf_map_get_next_key(fd, NULL, &next)) {
+			key = next;
+			if (bpf_map_delete_elem(fd, &key))
+				break;
+		}
+		close(fd);
+		agg_unpin(s, r);
+		err = 0;
+	}
+	if (err)
+		pr_warn("rack %d has no INA ToR\n", rack);
+out:
+	free(s);
+	return err;
+}
+
 int rinx_testbed_fault_set(const char *what, const char *port,
 			   const struct rinx_tb_fault *f, unsigned int mask,
 			   int *nports)

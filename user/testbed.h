@@ -125,6 +125,11 @@ const char *rinx_sw_stat_name(int stat);
  * resets the token bucket. *nports (may be NULL) receives the ports
  * changed.
  */
+/* Takes the aggregator of rack `rack`'s INA ToR away (the ToR goes on
+ * switching): its job tables are emptied and its pins removed, as when a
+ * programmable switch loses its INA program. */
+int rinx_testbed_ina_off(const char *what, int rack);
+
 int rinx_testbed_fault_set(const char *what, const char *port,
 			   const struct rinx_tb_fault *f, unsigned int mask,
 			   int *nports);

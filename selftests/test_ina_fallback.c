@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * An INA ToR that loses its aggregator between collectives: its rack falls
+ * back to plain ring members at the next collective and every sum stays
+ * exact (Rina's incremental deployment, the other way round).
+ *
+ *   h0 h1 --- t0 (INA: agg0) ---+
+ *                               sp
+ *   h2 h3 --- t1 (plain) -------+
+ *
+ * 1. allreduce on the Rina plan: members agg0, h2, h3; h0/h1 contribute
+ *    and do no ring hop;
+ * 2. agg0 taken away (rinx_testbed_ina_off), two more allreduces: every
+ *    rank agrees on the fallback once, the ring is h0 h1 h2 h3, h0 now does
+ *    ring hops; int32 bit-exact, float32 within rinx_f32_bound.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "selftests/tap.h"
+#include "tools/gen.h"
+#include "user/ctl.h"
+#include "user/librinx.h"
+#include "user/testbed.h"
+
+#define NR	4
+#define COUNT	(5 * 768 + 77)
+
+static char prefix[RINX_TB_PREFIX_MAX + 1];
+static int up;
+
+static void cleanup(void)
+{
+	if (up)
+		rinx_testbed_down(prefix, NULL);
+	up = 0;
+}
+
+static void on_signal(int sig)
+{
+	cleanup();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+struct report {
+	int err;
+	int wrong;		/* elements off the reference */
+	uint64_t fallbacks;	/* plan changes seen by this rank */
+	char msg[200];
+};
+
+/* One collective on every rank: phase 1 and 2 int32, 3 float32. */
+static void collective(struct rinx_comm *c, int rank, int phase,
+		       struct report *rep)
+{
+	static int32_t in[COUNT], out[COUNT];
+	static float fin[COUNT], fout[COUNT];
+	struct rinx_comm_stats st;
+	uint64_t seed = 1000 + phase, i;
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	if (phase < 3) {
+		for (i = 0; i < COUNT; i++)
+			in[i] = gen_i32(seed, rank, i);
+		rep->err = rinx_allreduce(c, in, out, COUNT, RINX_INT32);
+		for (i = 0; !rep->err && i < COUNT; i++) {
+			uint32_t want = 0;
+
+			for (r = 0; r < NR; r++)
+				want += (uint32_t)gen_i32(seed, r, i);
+			rep->wrong += (uint32_t)out[i] != want;
+		}
+	} else {
+		for (i = 0; i < COUNT; i++)
+			fin[i] = gen_f32(seed, rank, i);
+		rep->err = rinx_allreduce(c, fin, fout, COUNT, RINX_FLOAT32);
+		for (i = 0; !rep->err && i < COUNT; i++) {
+			double want = 0, amax = 0;
+
+			for (r = 0; r < NR; r++) {
+				double v = gen_f32(seed, r, i);
+
+				want += v;
+				/* the bound takes the block's amax; the
+				 * element's own is a stricter check */
+				amax = fabs(v) > amax ? fabs(v) : amax;
+			}
+			for (r = 0; r < NR; r++) {
+				uint64_t b = i / 768 * 768, k;
+
+				for (k = b; k < b + 768 && k < COUNT; k++)
+					if (fabs(gen_f32(seed, r, k)) > amax)
+						amax = fabs(gen_f32(seed, r, k));
+			}
+			rep->wrong += !(fabs(fout[i] - want) <=
+					rinx_f32_bound(NR, amax));
+		}
+	}
+	if (rep->err)
+		snprintf(rep->msg, sizeof(rep->msg), "%s", rinx_comm_error(c));
+	rinx_comm_stats(c, &st);
+	rep->fallbacks = st.ina_fallbacks;
+}
+
+static void child(const char *spec, const struct rinx_spec *s, int rank,
+		  int in, int out)
+{
+	struct rinx_comm_opts o = { .sz = sizeof(o), .spec = spec,
+				    .rank = rank, .job = 4242, .token = 77,
+				    .timeout_ms = 8000 };
+	struct rinx_comm *c = NULL;
+	struct report rep = { 0 };
+	int oldfd, phase;
+
+	rep.err = rinx_netns_enter(rinx_spec_rank(s, rank)->netns, &oldfd);
+	if (!rep.err)
+		rep.err = rinx_comm_open(&o, &c);
+	if (rep.err)
+		snprintf(rep.msg, sizeof(rep.msg), "open: %s",
+			 rinx_comm_error(NULL));
+	if (write(out, &rep, sizeof(rep)) != sizeof(rep) || rep.err)
+		_exit(1);
+	while (read(in, &phase, sizeof(phase)) == sizeof(phase) && phase) {
+		collective(c, rank, phase, &rep);
+		if (write(out, &rep, sizeof(rep)) != sizeof(rep))
+			break;
+	}
+	rinx_comm_close(c);
+	_exit(0);
+}
+
+static __u64 host_stat(const struct rinx_spec *s, int rank, int stat)
+{
+	__u64 v[RINX_STAT_MAX];
+
+	if (rinx_node_stats(s, rinx_spec_rank(s, rank), v))
+		return ~0ull;
+	return v[stat];
+}
+
+int main(void)
+{
+	int ina[2] = { RINX_INA_SWITCH, RINX_INA_NONE };
+	struct rinx_testbed_opts to = { 0 };
+	int to_c[NR], from_c[NR], r, phase, status;
+	char spec[RINX_PATH_MAX];
+	struct report rep[NR];
+	pid_t pid[NR];
+	struct rinx_spec s;
+	__u64 fwd0, fwd1;
+
+	if (geteuid())
+		tap_skip_all("needs root (namespaces, XDP)");
+	snprintf(prefix, sizeof(prefix), "rxI%d", getpid() % 100000);
+	to.prefix = prefix;
+	to.racks = 2;
+	to.hosts_per_rack = 2;
+	to.ina = ina;
+	to.window = 64;
+	atexit(cleanup);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	alarm(300);
+	tap_plan(10);
+	up = 1;
+	if (!tap_ok(!rinx_testbed_up(&to, &s), "testbed %s: 2 racks x 2, "
+		    "rack 0 INA ToR", prefix))
+		return tap_done();
+	rinx_testbed_spec_path(prefix, spec, sizeof(spec));
+	fflush(stdout);
+	for (r = 0; r < NR; r++) {
+		int a[2], b[2];
+
+		if (pipe(a) || pipe(b))
+			return 1;
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			close(a[1]);
+			close(b[0]);
+			child(spec, &s, r, a[0], b[1]);
+		}
+		close(a[0]);
+		close(b[1]);
+		to_c[r] = a[1];
+		from_c[r] = b[0];
+	}
+	for (r = 0; r < NR; r++)
+		if (read(from_c[r], &rep[r], sizeof(rep[r])) != sizeof(rep[r]) ||
+		    rep[r].err)
+			tap_diag("rank %d: %s", r, rep[r].msg);
+
+	fwd0 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
+	       host_stat(&s, 0, RINX_STAT_REDUCE_FINISH);
+	for (phase = 1; phase <= 3; phase++) {
+		int bad = 0, fb_ok = 1;
+
+		if (phase == 2)
+			tap_ok(!rinx_testbed_ina_off(spec, 0),
+			       "rack 0's ToR loses its aggregator");
+		for (r = 0; r < NR; r++)
+			if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))
+				bad++;
+		for (r = 0; r < NR; r++) {
+			if (read(from_c[r], &rep[r], sizeof(rep[r])) !=
+			    sizeof(rep[r])) {
+				bad++;
+				continue;
+			}
+			if (rep[r].err || rep[r].wrong) {
+				tap_diag("phase %d rank %d: err %d, %d wrong: %s",
+					 phase, r, rep[r].err, rep[r].wrong,
+					 rep[r].msg);
+				bad++;
+			}
+			fb_ok &= rep[r].fallbacks == (phase == 1 ? 0 : 1);
+		}
+		tap_ok(!bad, "collective %d (%s): every element of every rank "
+		       "%s", phase, phase < 3 ? "int32" : "float32",
+		       phase < 3 ? "bit-exact" : "within the bound");
+		tap_ok(fb_ok, "collective %d: every rank ran %s", phase,
+		       phase == 1 ? "the Rina plan (no fallback)" :
+		       "the fallen-back plan (one plan change)");
+		if (phase == 1) {
+			fwd1 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
+			       host_stat(&s, 0, RINX_STAT_REDUCE_FINISH);
+			tap_ok(fwd1 == fwd0 &&
+			       host_stat(&s, 0, RINX_STAT_GATHER_END) > 0,
+			       "with INA, h0 contributed and did no ring hop");
+		}
+	}
+	fwd1 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
+	       host_stat(&s, 0, RINX_STAT_REDUCE_FINISH);
+	tap_ok(fwd1 > fwd0 && fwd1 != ~0ull,
+	       "after the fallback h0 is a ring member (%llu reduce hops)",
+	       (unsigned long long)(fwd1 - fwd0));
+	phase = 0;
+	for (r = 0; r < NR; r++) {
+		if (write(to_c[r], &phase, sizeof(phase)) < 0)
+			kill(pid[r], SIGKILL);
+		close(to_c[r]);
+		waitpid(pid[r], &status, 0);
+	}
+	cleanup();
+	return tap_done();
+}
