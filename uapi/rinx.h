@@ -7,7 +7,8 @@
  * BPF/user boundary or the wire is defined here once.
  *
  * Frame: Ethernet | IPv4 (no options) | UDP (dst = configured port) |
- *        struct rinx_hdr | count x __s32 payload
+ *        struct rinx_hdr | RINX_BLOCK_VALUES x __s32 payload (the first
+ *        `count` carry the block, the rest are zero)
  *
  * Header fields are big-endian (the type says so). The fixed-point payload is
  * little-endian: every supported host is little-endian and the XDP hop adds
@@ -113,7 +114,7 @@ struct rinx_slot {
 struct rinx_node {
 	__u8 mac[6];
 	__u8 bit;	/* contributor bit at its rack's aggregator (< 31) */
-	__u8 rack;	/* rack index in the job (RINX_NO_RACK: none) */
+	__u8 rack;	/* id of its rack (RINX_NO_RACK: none) */
 	__be32 ip;
 };
 
@@ -178,7 +179,7 @@ struct rinx_hop {
 	__u16 from;	/* node id the frame must come from (not CONTRIB) */
 	__u16 to;	/* next node id (forwarding actions) */
 	__u8 out_step;	/* aggregator: step of the frame it sends */
-	__u8 rack;	/* aggregator: its rack index (CONTRIB senders) */
+	__u8 rack;	/* aggregator: id of its rack (CONTRIB senders) */
 	__u32 mask;	/* aggregator: contributor bits that complete a slot */
 };
 
