@@ -750,16 +750,17 @@ static int open_barrier(struct rinx_comm *c)
 	}
 }
 
-/* A barrier of the ranks at the start of collective `coll` (kind 0:
- * STATUS, 1: READY) that also ORs one word from every rank. Hellos are
- * repeated until every peer was heard; a peer that lost ours says so in its
- * own and is answered (ctl_hello), even after we left. */
+/* A barrier at the start of collective `coll` (kind 0: STATUS, 1: READY)
+ * that waits for the ranks in `want` and ORs their words, sending this
+ * rank's word to the ranks in `to`. Hellos are repeated until all in `want`
+ * were heard; a peer that lost ours says so in its own (count 0) and is
+ * answered (ctl_hello), even after we left. */
 static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
-		       __u32 *or)
+		       __u64 want, __u64 to, __u32 *or)
 {
 	struct ctlbar *b = &c->bar[kind][0], *nx = &c->bar[kind][1];
 	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
-	__u64 next = 0, t, want = peers_mask(c);
+	__u64 next = 0, t;
 	int step = kind ? RINX_HELLO_READY : RINX_HELLO_STATUS, r, done;
 	char who[256];
 
@@ -781,7 +782,7 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 		done = (b->from & want) == want;
 		if (done || t >= next) {
 			for (r = 0; r < c->n; r++)
-				if (r != c->rank)
+				if (to & (1ull << r))
 					send_ctl(c, r, RINX_T_HELLO, step, coll,
 						 word, 1, done);
 			next = t + 10000000ull;
@@ -801,7 +802,11 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 				    "collective %u within %d ms", c->rank, who,
 				    coll, c->timeout_ms);
 		}
-		usleep(200);
+		{
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
 	}
 }
 
@@ -875,14 +880,28 @@ static int ina_replan(struct rinx_comm *c, __u32 down)
 static int ina_check(struct rinx_comm *c)
 {
 	__u32 word, all;
+	__u64 agents = 0;
 	int i, any = 0, err;
 
 	for (i = 0; i < c->spec.nracks; i++)
 		any |= c->spec.racks[i].ina == RINX_INA_SWITCH;
 	if (!any || c->n < 2)
 		return 0;
+	/* only the agents of INA ToR racks have something to say */
+	for (i = 0; i < c->spec.nracks; i++) {
+		int a = rinx_plan_agent_of_rack(&c->spec, i);
+
+		if (c->spec.racks[i].ina == RINX_INA_SWITCH && a >= 0 &&
+		    a != c->rank)
+			agents |= 1ull << a;
+	}
+	/* the agents tell everybody; the others ask the agents (their hello
+	 * is what gets a lost answer repeated) */
 	word = ina_health(c);
-	err = ctl_barrier(c, 0, ++c->coll, word, &all);
+	i = rinx_plan_agent_of(&c->spec, c->rank);
+	err = ctl_barrier(c, 0, ++c->coll, word, agents,
+			  i >= 0 && c->spec.racks[i].ina == RINX_INA_SWITCH ?
+			  peers_mask(c) : agents, &all);
 	if (err)
 		return err;
 	all |= c->down;
@@ -892,7 +911,8 @@ static int ina_check(struct rinx_comm *c)
 	if (err)
 		return err;
 	/* nobody sends a block before every rank runs the new plan */
-	return ctl_barrier(c, 1, c->coll, 0, &all);
+	return ctl_barrier(c, 1, c->coll, 0, peers_mask(c), peers_mask(c),
+			   &all);
 }
 
 /* Which peers answer within `ms`? Called when an allreduce timed out. */

@@ -51,6 +51,13 @@ static int rack_agent(const struct rinx_spec *s, int rack_id)
 	return best;
 }
 
+int rinx_plan_agent_of_rack(const struct rinx_spec *s, int ri)
+{
+	if (ri < 0 || ri >= s->nracks)
+		return -1;
+	return rack_agent(s, s->racks[ri].id);
+}
+
 int rinx_plan_agent_of(const struct rinx_spec *s, int rank)
 {
 	const struct rinx_spec_host *h = rinx_spec_rank(s, rank);

@@ -37,6 +37,8 @@ struct rinx_plan {
 int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s, int self);
 /* Node id of the i-th switch rack's aggregator, -1 if rack i is not one. */
 int rinx_plan_agg_node(const struct rinx_spec *s, int rack_index);
+/* The agent (lowest rank) of the i-th rack of the spec, -1 if empty. */
+int rinx_plan_agent_of_rack(const struct rinx_spec *s, int rack_index);
 /* Index of the rack whose agent (lowest rank) this host is, else -1. */
 int rinx_plan_agent_of(const struct rinx_spec *s, int rank);
 /* Two lines: the kind of plan and its ring members. */
