@@ -40,6 +40,7 @@
 #include <arpa/inet.h>
 #include "tools/bench.h"
 #include "tools/cmds.h"
+#include "tools/proc.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
 
@@ -93,37 +94,8 @@ static void cmp_sig(int sig)
 	cmp_stop = sig;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
-static int is_file(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st) && S_ISREG(st.st_mode);
-}
-
-static int in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-	const char *p, *e;
-
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; *p; p = *e ? e + 1 : e) {
-		e = strchrnul(p, ':');
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(e - p), p, prog);
-		if (e > p && !access(buf, X_OK))
-			return 1;
-	}
-	return 0;
-}
 
 /* The source tree: the parent of rinxctl's directory, else the cwd. */
 static int find_tree(struct cmp_opts *o)
@@ -146,68 +118,23 @@ static int find_tree(struct cmp_opts *o)
 		*slash = 0;
 		snprintf(buf, sizeof(buf), "%s/tools/peers/gloo_bench.py",
 			 *exe ? exe : "/");
-		if (is_file(buf)) {
+		if (proc_is_file(buf)) {
 			snprintf(o->root, sizeof(o->root), "%s",
 				 *exe ? exe : "/");
 			return 0;
 		}
 	}
-	if (getcwd(exe, sizeof(exe)) && is_file("tools/peers/gloo_bench.py")) {
+	if (getcwd(exe, sizeof(exe)) && proc_is_file("tools/peers/gloo_bench.py")) {
 		snprintf(o->root, sizeof(o->root), "%s", exe);
 		return 0;
 	}
 	return -ENOENT;
 }
 
-static void kill_group(pid_t pid)
-{
-	int i, status;
-
-	kill(-pid, SIGTERM);
-	for (i = 0; i < 50; i++) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		usleep(100000);
-	}
-	kill(-pid, SIGKILL);
-}
 
 typedef void (*line_fn)(const char *line, void *ctx);
 
 /* Splits what fd delivers into lines for fn; *open = 0 at EOF. */
-static void drain(int fd, char *buf, size_t cap, size_t *len, int *open,
-		  line_fn fn, void *ctx)
-{
-	ssize_t n = read(fd, buf + *len, cap - 1 - *len);
-	char *nl, *start;
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		*open = 0;
-		if (*len) {
-			buf[*len] = 0;
-			fn(buf, ctx);
-			*len = 0;
-		}
-		return;
-	}
-	*len += n;
-	buf[*len] = 0;
-	start = buf;
-	while ((nl = strchr(start, '\n'))) {
-		*nl = 0;
-		fn(start, ctx);
-		start = nl + 1;
-	}
-	*len -= start - buf;
-	memmove(buf, start, *len);
-	if (*len == cap - 1) {
-		buf[*len] = 0;
-		fn(buf, ctx);
-		*len = 0;
-	}
-}
 
 static void on_stderr(const char *line, void *ctx)
 {
@@ -224,7 +151,7 @@ static void on_stderr(const char *line, void *ctx)
 static int run_lines(char *const argv[], int timeout_s, line_fn out_fn,
 		     void *ctx)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = proc_now_s() + timeout_s;
 	char obuf[8192], ebuf[4096];
 	size_t olen = 0, elen = 0;
 	int po[2], pe[2], oopen = 1, eopen = 1, status, ret = 0, i;
@@ -260,7 +187,7 @@ static int run_lines(char *const argv[], int timeout_s, line_fn out_fn,
 	close(pe[1]);
 	while (oopen || eopen) {
 		struct pollfd pfd[2];
-		int np = 0, left = (int)((deadline - now_s()) * 1000);
+		int np = 0, left = (int)((deadline - proc_now_s()) * 1000);
 
 		if (cmp_stop || left <= 0) {
 			ret = cmp_stop ? -EINTR : -ETIMEDOUT;
@@ -276,17 +203,17 @@ static int run_lines(char *const argv[], int timeout_s, line_fn out_fn,
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			if (pfd[i].fd == po[0])
-				drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
+				proc_drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
 				      out_fn, ctx);
 			else
-				drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
+				proc_drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
 				      on_stderr, NULL);
 		}
 	}
 	if (ret) {
 		fprintf(stderr, "rinxctl compare: %s, stopping %s\n",
 			ret == -EINTR ? "interrupted" : "timed out", argv[0]);
-		kill_group(pid);
+		proc_kill_group(pid);
 	}
 	close(po[0]);
 	close(pe[0]);
@@ -310,20 +237,6 @@ static int run_quiet(char *const argv[], int timeout_s)
 	return run_lines(argv, timeout_s, to_stderr, NULL);
 }
 
-static int json_num(const char *line, const char *key, double *v)
-{
-	char pat[64];
-	const char *p;
-	char *end;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(line, pat);
-	if (!p)
-		return -1;
-	p += strlen(pat);
-	*v = strtod(p, &end);
-	return end == p ? -1 : 0;
-}
 
 static int size_index(const struct cmp_opts *o, uint64_t bytes)
 {
@@ -366,11 +279,11 @@ static int ensure_peers(const struct cmp_opts *o)
 {
 	int need_mpi = o->mpi_tuned || o->mpi_ring;
 
-	if ((!need_mpi || (in_path("mpirun") && in_path("mpicc"))) &&
+	if ((!need_mpi || (proc_in_path("mpirun") && proc_in_path("mpicc"))) &&
 	    (!o->gloo || torch_ok()))
 		return 0;
 	if (run_deps(o, "peers") ||
-	    (need_mpi && (!in_path("mpirun") || !in_path("mpicc"))) ||
+	    (need_mpi && (!proc_in_path("mpirun") || !proc_in_path("mpicc"))) ||
 	    (o->gloo && !torch_ok())) {
 		fprintf(stderr, "rinxctl compare: the peers need the Debian "
 			"packages openmpi-bin libopenmpi-dev python3-torch "
@@ -508,10 +421,10 @@ static void on_peer_line(const char *line, void *ctx)
 			fprintf(stderr, "%s\n", line);
 		return;
 	}
-	if (!json_num(line, "cpu_bytes", &v)) {	/* mpi_cpu.so, per run */
+	if (!proc_json_num(line, "cpu_bytes", &v)) {	/* mpi_cpu.so, per run */
 		k = size_index(l->o, (uint64_t)v);
-		if (k < 0 || json_num(line, "busy_ticks", &cpu) ||
-		    json_num(line, "hz", &hz) || hz <= 0)
+		if (k < 0 || proc_json_num(line, "busy_ticks", &cpu) ||
+		    proc_json_num(line, "hz", &hz) || hz <= 0)
 			return;
 		/* the runs of a size: warm-up first, then the timed one */
 		if (l->size_seen[k]++ >= l->o->b.warmup) {
@@ -520,9 +433,9 @@ static void on_peer_line(const char *line, void *ctx)
 		}
 		return;
 	}
-	if (json_num(line, "bytes", &v) || json_num(line, "median_us", &us))
+	if (proc_json_num(line, "bytes", &v) || proc_json_num(line, "median_us", &us))
 		return;
-	if (!json_num(line, "cpu_s", &cpu))
+	if (!proc_json_num(line, "cpu_s", &cpu))
 		record(l, (uint64_t)v, us, !!strstr(line, "\"verified\":true"),
 		       cpu, 1);
 	else
@@ -876,7 +789,7 @@ static void print_json(const struct cmp_opts *o, struct cand *cs, int nc)
 
 static int gnuplot_ok(void)
 {
-	return in_path("gnuplot");
+	return proc_in_path("gnuplot");
 }
 
 static int write_plot(const struct cmp_opts *o, struct cand *cs, int nc)
@@ -1127,7 +1040,7 @@ int cmd_compare(int argc, char **argv)
 	static struct cand cs[CMP_MAX_CANDS];
 	char bench[PATH_MAX + 32], shim[PATH_MAX + 32], err[256];
 	int nc = 0, i, j, k, ret, wrong = 0, failed = 0;
-	double t0 = now_s();
+	double t0 = proc_now_s();
 
 	bench_defaults(&o.b);
 	bench_parse_sizes("4K,64K,1M,16M,64M,256M", &o.b);
@@ -1219,7 +1132,7 @@ int cmd_compare(int argc, char **argv)
 				continue;
 			fprintf(stderr, "rinxctl compare: run %d/%d: %s "
 				"(%.0f s)\n", j + 1, o.iters, c->name,
-				now_s() - t0);
+				proc_now_s() - t0);
 			if (c->kind == K_RINX)
 				ret = run_rinx(&o, c);
 			else if (c->kind == K_MPI)

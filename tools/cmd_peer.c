@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "tools/cmds.h"
+#include "tools/proc.h"
 #include "user/ctl.h"
 
 #define PEER_MAX_SIZES	32
@@ -81,37 +82,8 @@ static const char peer_usage[] =
 "output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
 "busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median";
 
-static double now_s(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
-static int in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-	const char *p, *e;
-
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; *p; p = *e ? e + 1 : e) {
-		e = strchrnul(p, ':');
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(e - p), p, prog);
-		if (e > p && !access(buf, X_OK))
-			return 1;
-	}
-	return 0;
-}
-
-static int is_file(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st) && S_ISREG(st.st_mode);
-}
 
 /*
  * The source tree: the parent of the directory holding rinxctl (build/ is
@@ -137,30 +109,18 @@ static int find_tree(char *root, size_t rlen, char *bindir, size_t blen)
 		*slash = 0;
 		snprintf(buf, sizeof(buf), "%s/tools/peers/mpi-agent.sh",
 			 *exe ? exe : "/");
-		if (is_file(buf)) {
+		if (proc_is_file(buf)) {
 			snprintf(root, rlen, "%s", *exe ? exe : "/");
 			return 0;
 		}
 	}
-	if (getcwd(exe, sizeof(exe)) && is_file("tools/peers/mpi-agent.sh")) {
+	if (getcwd(exe, sizeof(exe)) && proc_is_file("tools/peers/mpi-agent.sh")) {
 		snprintf(root, rlen, "%s", exe);
 		return 0;
 	}
 	return -ENOENT;
 }
 
-static void kill_group(pid_t pid)
-{
-	int i, status;
-
-	kill(-pid, SIGTERM);
-	for (i = 0; i < 50; i++) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		usleep(100000);
-	}
-	kill(-pid, SIGKILL);
-}
 
 /*
  * Runs argv in its own process group with stdout sent to stderr, waits at
@@ -168,7 +128,7 @@ static void kill_group(pid_t pid)
  */
 static int run_quiet(char *const argv[], int timeout_s)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = proc_now_s() + timeout_s;
 	int status;
 	pid_t pid, w;
 
@@ -190,8 +150,8 @@ static int run_quiet(char *const argv[], int timeout_s)
 		w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
 			break;
-		if (peer_stop || now_s() > deadline) {
-			kill_group(pid);
+		if (peer_stop || proc_now_s() > deadline) {
+			proc_kill_group(pid);
 			waitpid(pid, &status, 0);
 			return peer_stop ? -EINTR : -ETIMEDOUT;
 		}
@@ -208,7 +168,7 @@ static int ensure_mpi(const struct peer_opts *o, const char *root)
 	char *argv[] = { deps, "peers", NULL };
 	int ret;
 
-	if (in_path("mpirun") && in_path("mpicc"))
+	if (proc_in_path("mpirun") && proc_in_path("mpicc"))
 		return 0;
 	snprintf(deps, sizeof(deps), "%s/tools/deps.sh", root);
 	if (o->no_install) {
@@ -216,7 +176,7 @@ static int ensure_mpi(const struct peer_opts *o, const char *root)
 			"(mpirun, mpicc); run %s peers\n", deps);
 		return -ENOENT;
 	}
-	if (!is_file(deps)) {
+	if (!proc_is_file(deps)) {
 		fprintf(stderr, "rinxctl peer: Open MPI is not installed and "
 			"%s is missing; install the Debian packages "
 			"openmpi-bin libopenmpi-dev\n", deps);
@@ -225,7 +185,7 @@ static int ensure_mpi(const struct peer_opts *o, const char *root)
 	fprintf(stderr, "rinxctl peer: Open MPI missing, running %s peers\n",
 		deps);
 	ret = run_quiet(argv, 1800);
-	if (ret || !in_path("mpirun") || !in_path("mpicc")) {
+	if (ret || !proc_in_path("mpirun") || !proc_in_path("mpicc")) {
 		fprintf(stderr, "rinxctl peer: %s peers failed (%d); Open MPI "
 			"(openmpi-bin libopenmpi-dev) is needed\n", deps, ret);
 		return -ENOENT;
@@ -252,20 +212,6 @@ static int build_bench(const char *root, const char *bindir, char *bench,
 	return 0;
 }
 
-static int json_num(const char *line, const char *key, double *v)
-{
-	char pat[64];
-	const char *p;
-	char *end;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(line, pat);
-	if (!p)
-		return -1;
-	p += strlen(pat);
-	*v = strtod(p, &end);
-	return end == p ? -1 : 0;
-}
 
 static void parse_line(struct peer_run *run, const char *line)
 {
@@ -274,11 +220,11 @@ static void parse_line(struct peer_run *run, const char *line)
 	double v;
 
 	if (!strncmp(line, "{\"ranks\":", 9)) {
-		if (!json_num(line, "ranks", &v))
+		if (!proc_json_num(line, "ranks", &v))
 			run->ranks = (int)v;
-		if (!json_num(line, "runs", &v))
+		if (!proc_json_num(line, "runs", &v))
 			run->runs = (int)v;
-		if (!json_num(line, "warmup", &v))
+		if (!proc_json_num(line, "warmup", &v))
 			run->warmup = (int)v;
 		run->verify = !!strstr(line, "\"verify\":true");
 		p = strstr(line, "\"dtype\":\"");
@@ -291,19 +237,19 @@ static void parse_line(struct peer_run *run, const char *line)
 		return;
 	r = &run->rows[run->nrows];
 	memset(r, 0, sizeof(*r));
-	if (json_num(line, "bytes", &v))
+	if (proc_json_num(line, "bytes", &v))
 		return;
 	r->bytes = (unsigned long long)v;
-	if (!json_num(line, "elements", &v))
+	if (!proc_json_num(line, "elements", &v))
 		r->elements = (unsigned long long)v;
-	json_num(line, "min_us", &r->min_us);
-	json_num(line, "median_us", &r->median_us);
-	json_num(line, "max_us", &r->max_us);
-	json_num(line, "algbw_gbs", &r->algbw);
-	json_num(line, "busbw_gbs", &r->busbw);
-	json_num(line, "elements_per_s", &r->eps);
-	json_num(line, "worst", &r->worst);
-	if (!json_num(line, "wrong", &v))
+	proc_json_num(line, "min_us", &r->min_us);
+	proc_json_num(line, "median_us", &r->median_us);
+	proc_json_num(line, "max_us", &r->max_us);
+	proc_json_num(line, "algbw_gbs", &r->algbw);
+	proc_json_num(line, "busbw_gbs", &r->busbw);
+	proc_json_num(line, "elements_per_s", &r->eps);
+	proc_json_num(line, "worst", &r->worst);
+	if (!proc_json_num(line, "wrong", &v))
 		r->wrong = (long)v;
 	r->verified = strstr(line, "\"verified\":true") ? 1 :
 		      strstr(line, "\"verified\":false") ? 0 : -1;
@@ -355,39 +301,6 @@ static void print_json(const struct peer_run *run, const char *algo)
 }
 
 /* Splits buf into lines; hands complete ones to fn, keeps the rest. */
-static void drain(int fd, char *buf, size_t cap, size_t *len, int *open,
-		  void (*fn)(const char *line, void *ctx), void *ctx)
-{
-	ssize_t n = read(fd, buf + *len, cap - 1 - *len);
-	char *nl, *start;
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		*open = 0;
-		if (*len) {
-			buf[*len] = 0;
-			fn(buf, ctx);
-			*len = 0;
-		}
-		return;
-	}
-	*len += n;
-	buf[*len] = 0;
-	start = buf;
-	while ((nl = strchr(start, '\n'))) {
-		*nl = 0;
-		fn(start, ctx);
-		start = nl + 1;
-	}
-	*len -= start - buf;
-	memmove(buf, start, *len);
-	if (*len == cap - 1) {	/* overlong line: pass it on in pieces */
-		buf[*len] = 0;
-		fn(buf, ctx);
-		*len = 0;
-	}
-}
 
 struct out_ctx {
 	struct peer_run *run;
@@ -429,7 +342,7 @@ static void on_stderr(const char *line, void *p)
 static int run_mpirun(char *const argv[], const struct peer_opts *o,
 		      struct out_ctx *ctx)
 {
-	double deadline = now_s() + o->timeout_s;
+	double deadline = proc_now_s() + o->timeout_s;
 	char obuf[8192], ebuf[4096];
 	size_t olen = 0, elen = 0;
 	int po[2], pe[2], oopen = 1, eopen = 1, status, ret = 0, i;
@@ -465,7 +378,7 @@ static int run_mpirun(char *const argv[], const struct peer_opts *o,
 	close(pe[1]);
 	while (oopen || eopen) {
 		struct pollfd pfd[2];
-		int np = 0, left = (int)((deadline - now_s()) * 1000);
+		int np = 0, left = (int)((deadline - proc_now_s()) * 1000);
 
 		if (peer_stop || left <= 0) {
 			ret = peer_stop ? -EINTR : -ETIMEDOUT;
@@ -481,17 +394,17 @@ static int run_mpirun(char *const argv[], const struct peer_opts *o,
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			if (pfd[i].fd == po[0])
-				drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
+				proc_drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
 				      on_stdout, ctx);
 			else
-				drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
+				proc_drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
 				      on_stderr, ctx);
 		}
 	}
 	if (ret) {
 		fprintf(stderr, "rinxctl peer: %s, stopping mpirun\n",
 			ret == -EINTR ? "interrupted" : "timed out");
-		kill_group(pid);
+		proc_kill_group(pid);
 	}
 	close(po[0]);
 	close(pe[0]);

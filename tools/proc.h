@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Process helpers shared by the peer launchers (tools/proc.c). */
+#ifndef RINX_PROC_H
+#define RINX_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef void (*proc_line_fn)(const char *line, void *ctx);
+
+double proc_now_s(void);
+int proc_is_file(const char *path);
+/* Is prog an executable somewhere on PATH? */
+int proc_in_path(const char *prog);
+/* TERM, then KILL after a grace period, to pid's process group; reaps. */
+void proc_kill_group(pid_t pid);
+/* Reads what fd has into buf and hands every complete line to fn; *open
+ * becomes 0 at end of file. */
+void proc_drain(int fd, char *buf, size_t cap, size_t *len, int *open,
+		proc_line_fn fn, void *ctx);
+/* The number after "key": in a JSON line; 0 or -1. */
+int proc_json_num(const char *line, const char *key, double *v);
+
+#endif
