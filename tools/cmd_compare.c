@@ -136,14 +136,6 @@ typedef void (*line_fn)(const char *line, void *ctx);
 
 /* Splits what fd delivers into lines for fn; *open = 0 at EOF. */
 
-static void on_stderr(const char *line, void *ctx)
-{
-	/* mpirun in a namespace prints this on every launch: harmless */
-	if (!*line || (strstr(line, "plm:rsh:") && strstr(line, "setpgid")))
-		return;
-	fprintf(stderr, "%s\n", line);
-}
-
 /*
  * Runs argv in its own process group; stdout lines go to out_fn, stderr is
  * passed on (filtered). Exit status, -ETIMEDOUT, -EINTR or -errno.
@@ -151,79 +143,8 @@ static void on_stderr(const char *line, void *ctx)
 static int run_lines(char *const argv[], int timeout_s, line_fn out_fn,
 		     void *ctx)
 {
-	double deadline = proc_now_s() + timeout_s;
-	char obuf[8192], ebuf[4096];
-	size_t olen = 0, elen = 0;
-	int po[2], pe[2], oopen = 1, eopen = 1, status, ret = 0, i;
-	pid_t pid;
-
-	if (pipe(po))
-		return -errno;
-	if (pipe(pe)) {
-		close(po[0]);
-		close(po[1]);
-		return -errno;
-	}
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		setpgid(0, 0);
-		dup2(po[1], STDOUT_FILENO);
-		dup2(pe[1], STDERR_FILENO);
-		close(po[0]);
-		close(po[1]);
-		close(pe[0]);
-		close(pe[1]);
-		execvp(argv[0], argv);
-		fprintf(stderr, "rinxctl compare: cannot run %s: %s\n",
-			argv[0], strerror(errno));
-		_exit(127);
-	}
-	setpgid(pid, pid);
-	close(po[1]);
-	close(pe[1]);
-	while (oopen || eopen) {
-		struct pollfd pfd[2];
-		int np = 0, left = (int)((deadline - proc_now_s()) * 1000);
-
-		if (cmp_stop || left <= 0) {
-			ret = cmp_stop ? -EINTR : -ETIMEDOUT;
-			break;
-		}
-		if (oopen)
-			pfd[np++] = (struct pollfd){ .fd = po[0], .events = POLLIN };
-		if (eopen)
-			pfd[np++] = (struct pollfd){ .fd = pe[0], .events = POLLIN };
-		if (poll(pfd, np, left > 1000 ? 1000 : left) <= 0)
-			continue;
-		for (i = 0; i < np; i++) {
-			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			if (pfd[i].fd == po[0])
-				proc_drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
-				      out_fn, ctx);
-			else
-				proc_drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
-				      on_stderr, NULL);
-		}
-	}
-	if (ret) {
-		fprintf(stderr, "rinxctl compare: %s, stopping %s\n",
-			ret == -EINTR ? "interrupted" : "timed out", argv[0]);
-		proc_kill_group(pid);
-	}
-	close(po[0]);
-	close(pe[0]);
-	waitpid(pid, &status, 0);
-	kill(-pid, SIGKILL);	/* leftovers (orted, ranks) */
-	if (ret)
-		return ret;
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + WTERMSIG(status);
+	return proc_run_lines("rinxctl compare", argv, timeout_s, &cmp_stop,
+			      out_fn, proc_stderr, ctx);
 }
 
 static void to_stderr(const char *line, void *ctx)

@@ -327,14 +327,6 @@ static void on_stdout(const char *line, void *p)
 		print_row(&c->run->rows[rows], c->algo);
 }
 
-static void on_stderr(const char *line, void *p)
-{
-	/* printed on every launch in a namespace, harmless */
-	if ((strstr(line, "plm:rsh:") && strstr(line, "setpgid")) || !*line)
-		return;
-	fprintf(stderr, "%s\n", line);
-}
-
 /*
  * Runs argv (mpirun wrapped in ip netns exec / unshare) and parses its
  * output. 0, -ETIMEDOUT, -EINTR, -EIO (mpirun failed) or -errno.
@@ -342,80 +334,13 @@ static void on_stderr(const char *line, void *p)
 static int run_mpirun(char *const argv[], const struct peer_opts *o,
 		      struct out_ctx *ctx)
 {
-	double deadline = proc_now_s() + o->timeout_s;
-	char obuf[8192], ebuf[4096];
-	size_t olen = 0, elen = 0;
-	int po[2], pe[2], oopen = 1, eopen = 1, status, ret = 0, i;
-	pid_t pid;
+	int ret = proc_run_lines("rinxctl peer", argv, o->timeout_s,
+				 &peer_stop, on_stdout, proc_stderr, ctx);
 
-	if (pipe(po))
-		return -errno;
-	if (pipe(pe)) {
-		close(po[0]);
-		close(po[1]);
-		return -errno;
-	}
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		setpgid(0, 0);
-		dup2(po[1], STDOUT_FILENO);
-		dup2(pe[1], STDERR_FILENO);
-		close(po[0]);
-		close(po[1]);
-		close(pe[0]);
-		close(pe[1]);
-		execvp(argv[0], argv);
-		fprintf(stderr, "rinxctl peer: cannot run %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	setpgid(pid, pid);
-	close(po[1]);
-	close(pe[1]);
-	while (oopen || eopen) {
-		struct pollfd pfd[2];
-		int np = 0, left = (int)((deadline - proc_now_s()) * 1000);
-
-		if (peer_stop || left <= 0) {
-			ret = peer_stop ? -EINTR : -ETIMEDOUT;
-			break;
-		}
-		if (oopen)
-			pfd[np++] = (struct pollfd){ .fd = po[0], .events = POLLIN };
-		if (eopen)
-			pfd[np++] = (struct pollfd){ .fd = pe[0], .events = POLLIN };
-		if (poll(pfd, np, left > 1000 ? 1000 : left) <= 0)
-			continue;
-		for (i = 0; i < np; i++) {
-			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			if (pfd[i].fd == po[0])
-				proc_drain(po[0], obuf, sizeof(obuf), &olen, &oopen,
-				      on_stdout, ctx);
-			else
-				proc_drain(pe[0], ebuf, sizeof(ebuf), &elen, &eopen,
-				      on_stderr, ctx);
-		}
-	}
-	if (ret) {
-		fprintf(stderr, "rinxctl peer: %s, stopping mpirun\n",
-			ret == -EINTR ? "interrupted" : "timed out");
-		proc_kill_group(pid);
-	}
-	close(po[0]);
-	close(pe[0]);
-	waitpid(pid, &status, 0);
-	/* leftovers of the group (orted of other namespaces) */
-	kill(-pid, SIGKILL);
-	if (!ret && !(WIFEXITED(status) && !WEXITSTATUS(status))) {
+	if (ret > 0) {
 		fprintf(stderr, "rinxctl peer: mpirun failed (%s %d)\n",
-			WIFEXITED(status) ? "exit" : "signal",
-			WIFEXITED(status) ? WEXITSTATUS(status) :
-					    WTERMSIG(status));
+			ret >= 128 ? "signal" : "exit",
+			ret >= 128 ? ret - 128 : ret);
 		ret = -EIO;
 	}
 	return ret;

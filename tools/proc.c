@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <poll.h>
 #include <unistd.h>
 #include "tools/proc.h"
 
@@ -106,4 +107,91 @@ int proc_json_num(const char *line, const char *key, double *v)
 	p += strlen(pat);
 	*v = strtod(p, &end);
 	return end == p ? -1 : 0;
+}
+
+void proc_stderr(const char *line, void *ctx)
+{
+	/* mpirun in a namespace prints this on every launch: harmless */
+	if (!*line || (strstr(line, "plm:rsh:") && strstr(line, "setpgid")))
+		return;
+	fprintf(stderr, "%s\n", line);
+}
+
+int proc_run_lines(const char *who, char *const argv[], int timeout_s,
+		   volatile sig_atomic_t *stop, proc_line_fn out_fn,
+		   proc_line_fn err_fn, void *ctx)
+{
+	double deadline = proc_now_s() + timeout_s;
+	char obuf[8192], ebuf[4096];
+	size_t olen = 0, elen = 0;
+	int po[2], pe[2], oopen = 1, eopen = 1, status, ret = 0, i;
+	pid_t pid;
+
+	if (pipe(po))
+		return -errno;
+	if (pipe(pe)) {
+		close(po[0]);
+		close(po[1]);
+		return -errno;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		setpgid(0, 0);
+		dup2(po[1], STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		close(po[0]);
+		close(po[1]);
+		close(pe[0]);
+		close(pe[1]);
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: cannot run %s: %s\n", who, argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(po[1]);
+	close(pe[1]);
+	while (oopen || eopen) {
+		struct pollfd pfd[2];
+		int np = 0, left = (int)((deadline - proc_now_s()) * 1000);
+
+		if ((stop && *stop) || left <= 0) {
+			ret = stop && *stop ? -EINTR : -ETIMEDOUT;
+			break;
+		}
+		if (oopen)
+			pfd[np++] = (struct pollfd){ .fd = po[0], .events = POLLIN };
+		if (eopen)
+			pfd[np++] = (struct pollfd){ .fd = pe[0], .events = POLLIN };
+		if (poll(pfd, np, left > 1000 ? 1000 : left) <= 0)
+			continue;
+		for (i = 0; i < np; i++) {
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (pfd[i].fd == po[0])
+				proc_drain(po[0], obuf, sizeof(obuf), &olen,
+					   &oopen, out_fn, ctx);
+			else
+				proc_drain(pe[0], ebuf, sizeof(ebuf), &elen,
+					   &eopen, err_fn, ctx);
+		}
+	}
+	if (ret) {
+		fprintf(stderr, "%s: %s, stopping %s\n", who,
+			ret == -EINTR ? "interrupted" : "timed out", argv[0]);
+		proc_kill_group(pid);
+	}
+	close(po[0]);
+	close(pe[0]);
+	waitpid(pid, &status, 0);
+	kill(-pid, SIGKILL);	/* leftovers of the group (orted, ranks) */
+	if (ret)
+		return ret;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
 }

@@ -4,6 +4,7 @@
 #define RINX_PROC_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <sys/types.h>
 
 typedef void (*proc_line_fn)(const char *line, void *ctx);
@@ -20,5 +21,14 @@ void proc_drain(int fd, char *buf, size_t cap, size_t *len, int *open,
 		proc_line_fn fn, void *ctx);
 /* The number after "key": in a JSON line; 0 or -1. */
 int proc_json_num(const char *line, const char *key, double *v);
+
+/* Forwards a child's stderr line, less mpirun's harmless namespace noise. */
+void proc_stderr(const char *line, void *ctx);
+/* Runs argv in its own process group, lines of its stdout to out_fn and of
+ * its stderr to err_fn, for at most timeout_s (or until *stop): -ETIMEDOUT
+ * or -EINTR (the group killed), else its exit status (128 + signal). */
+int proc_run_lines(const char *who, char *const argv[], int timeout_s,
+		   volatile sig_atomic_t *stop, proc_line_fn out_fn,
+		   proc_line_fn err_fn, void *ctx);
 
 #endif
