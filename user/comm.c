@@ -1375,6 +1375,12 @@ RINX_API int rinx_comm_stats(const struct rinx_comm *c,
 
 /* ---- allreduce ---- */
 
+#define RTO_FIRST_NS	20000000ull	/* no progress for 20 ms: repair */
+#define RTO_MAX_NS	1000000000ull
+/* Blocks asked for per repair, from the first missing one: a stall on a
+ * busy machine must not turn into a storm of requests that slows it more. */
+
+
 static int round_open(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
@@ -1416,6 +1422,13 @@ static int round_open(struct rinx_req *r)
 		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
 	}
 	c->st.ns_quant += now_ns() - t;
+	/* Peers convert their input too before anything can finish: a round
+	 * that has not started moving is not a loss. Wait a few times this
+	 * rank's conversion before the first repair. */
+	r->last_progress = now_ns();
+	r->rto = 4 * (r->last_progress - t);
+	if (r->rto < RTO_FIRST_NS)
+		r->rto = RTO_FIRST_NS;
 	{
 		struct rinx_cursor *cur = &c->cursors[c->slot];
 
@@ -1621,10 +1634,6 @@ static void req_free(struct rinx_req *r)
 }
 
 /* One step of progress; 1 = finished, 0 = running, < 0 = error. */
-#define RTO_FIRST_NS	20000000ull	/* no progress for 20 ms: repair */
-#define RTO_MAX_NS	1000000000ull
-/* Blocks asked for per repair, from the first missing one: a stall on a
- * busy machine must not turn into a storm of requests that slows it more. */
 #define REPAIR_MAX	64
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
