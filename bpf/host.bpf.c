@@ -229,7 +229,19 @@ int rinx_host(struct xdp_md *ctx)
 			     RINX_STAT_DROP_JOB, XDP_DROP);
 	if (bpf_ntohl(f.h->token) != job->token)
 		return rinx_count(RINX_STAT_DROP_TOKEN, XDP_DROP);
-	/* control frames of a known job are the trainer's business */
+	/* "do you know the job?": yes, now that it is installed here; the
+	 * answer needs no trainer, which may be busy elsewhere after open */
+	if (type == RINX_T_HELLO && f.h->step == RINX_HELLO_OPEN) {
+		bad = rinx_check_asker(&f, job, &sender);
+		if (bad)
+			return rinx_count(bad, bad == RINX_STAT_ABORTED ?
+					  XDP_ABORTED : XDP_DROP);
+		f.h->step = RINX_HELLO_OPEN_YES;
+		ret = forward(&f, job, job->slot, sender);
+		return ret == XDP_TX ? rinx_count(RINX_STAT_HELLO_YES, ret) :
+				       ret;
+	}
+	/* other control frames of a known job are the trainer's business */
 	if (type == RINX_T_HELLO)
 		return slow_path(ctx, RINX_STAT_SLOW_HELLO);
 

@@ -489,6 +489,7 @@ static int stat_action(int stat)
 	case RINX_STAT_REDUCE_FINISH:
 	case RINX_STAT_GATHER_FWD:
 	case RINX_STAT_REPAIR:
+	case RINX_STAT_HELLO_YES:
 		return XDP_TX;
 	case RINX_STAT_SLOW_NOT_READY:
 	case RINX_STAT_SLOW_FUTURE:
@@ -549,8 +550,18 @@ static struct pred host_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_TOKEN;
 		return p;
 	}
+	/* "do you know the job?" is answered in XDP; other control frames go
+	 * to the slow path (dropped here: no socket) */
+	if (type == RINX_T_HELLO && b[H_STEP] == RINX_HELLO_OPEN) {
+		__u16 who = get16(b + H_SENDER);
+
+		p.stat = who >= RINX_MAX_NODES || b[H_FLAGS] ||
+			 get32(b + OFF_IP + 12) != node_ip(j->slot, who) ?
+			 RINX_STAT_DROP_SENDER : RINX_STAT_HELLO_YES;
+		return p;
+	}
 	if (type == RINX_T_HELLO)
-		return p;	/* control: slow path (dropped here, no socket) */
+		return p;
 	epoch = get32(b + H_EPOCH);
 	block = get32(b + H_BLOCK);
 	nblocks = get32(b + H_NBLOCKS);
@@ -637,6 +648,7 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"DROP_NO_XSK", "ABORTED", "AGG_ADD", "AGG_DONE", "AGG_MCAST",
 	"DROP_AGG_DUP", "DROP_AGG_STALE", "AGG_RESET", "AGG_RESEND", "SLOW_HELLO",
 	"RECYCLED", "REPAIR", "NACK_MISS", "AGG_REEMIT", "HELLO_EARLY",
+	"HELLO_YES",
 };
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {

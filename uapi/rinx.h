@@ -50,14 +50,16 @@ enum rinx_type {
 };
 
 enum rinx_hello {
-	RINX_HELLO_OPEN = 0,	/* the sender's communicator is open (block: 1
-				 * when it has heard from every peer) */
+	RINX_HELLO_OPEN = 0,	/* do you know this job? Answered in XDP, by
+				 * the host program, with OPEN_YES as soon as
+				 * the job is installed there */
 	RINX_HELLO_PROBE = 1,	/* are you there? (answered with ALIVE) */
 	RINX_HELLO_ALIVE = 2,
 	RINX_HELLO_STATUS = 3,	/* collective `epoch` starts; block: the INA
 				 * racks (bit = rack index) the sender found
 				 * gone; count: 1 when it has every status */
 	RINX_HELLO_READY = 4,	/* new plan installed for collective `epoch` */
+	RINX_HELLO_OPEN_YES = 5,
 };
 
 /* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */
@@ -252,6 +254,8 @@ enum rinx_stat {
 				 * sent on again (repairs a loss downstream) */
 	RINX_STAT_HELLO_EARLY,	/* hello of a job not installed here (yet):
 				 * the open barrier repeats it */
+	RINX_STAT_HELLO_YES,	/* open barrier: "this node knows the job"
+				 * answered in XDP */
 	RINX_STAT_MAX,
 };
 

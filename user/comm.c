@@ -499,7 +499,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		if (from >= c->n || from == c->rank ||
 		    saddr != c->nodes[from].ip)
 			return SP_DROP;
-		if (f.h->step == RINX_HELLO_OPEN)
+		if (f.h->step == RINX_HELLO_OPEN_YES)
 			c->heard |= 1ull << from;
 		/* a peer that answers or probes is alive */
 		if (f.h->step == RINX_HELLO_ALIVE ||
@@ -510,11 +510,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			return ctl_hello(c, &f, from) ?
 			       (x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
 				SP_KEEP : SP_SENT) : SP_FREE;
-		/* A peer still in its open barrier (block 0: it has not heard
-		 * from everybody) may have lost our hello: answer it. */
-		if (f.h->step == RINX_HELLO_OPEN && !f.h->block && c->opened) {
-			f.h->block = htonl(1);
-		} else if (f.h->step == RINX_HELLO_PROBE) {
+		if (f.h->step == RINX_HELLO_PROBE) {
 			f.h->step = RINX_HELLO_ALIVE;
 		} else {
 			return SP_FREE;
@@ -677,12 +673,9 @@ static int send_ctl(struct rinx_comm *c, int to, int type, int step,
 	return 0;
 }
 
-/* An OPEN hello says in its block field whether the sender has heard from
- * every peer. */
 static int send_hello(struct rinx_comm *c, int to, int kind)
 {
-	return send_ctl(c, to, RINX_T_HELLO, kind, 0,
-			kind == RINX_HELLO_OPEN && c->opened, 1, 1);
+	return send_ctl(c, to, RINX_T_HELLO, kind, 0, 0, 1, 1);
 }
 
 static __u64 peers_mask(const struct rinx_comm *c)
@@ -707,10 +700,10 @@ static void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
 }
 
 /* Frames sent to a peer before it installed the job would be dropped:
- * every rank returns from open only once it heard from every other. Each
- * rank repeats its hello until it heard from all, then sends one more, which
- * reaches everybody (each has installed the job by then); should that one be
- * lost, the peer's next hello says it is still waiting and is answered. */
+ * every rank returns from open only once every peer's host program has
+ * answered "I know the job" (in XDP, so a peer that already returned from
+ * open and is busy elsewhere still answers). Asks are repeated every 10 ms,
+ * so lost ones do no harm. */
 static int open_barrier(struct rinx_comm *c)
 {
 	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
@@ -725,16 +718,12 @@ static int open_barrier(struct rinx_comm *c)
 		slow_path(c);
 		if ((c->heard & want) == want) {
 			c->opened = 1;
-			for (r = 0; r < c->n; r++)
-				if (r != c->rank)
-					send_hello(c, r, RINX_HELLO_OPEN);
-			x_kick(c->x);
 			pthread_mutex_unlock(&c->x->lock);
 			return 0;
 		}
 		if (t >= next) {
 			for (r = 0; r < c->n; r++)
-				if (r != c->rank)
+				if (want & ~c->heard & (1ull << r))
 					send_hello(c, r, RINX_HELLO_OPEN);
 			next = t + 10000000ull;
 		}
@@ -1174,13 +1163,18 @@ static int install(struct rinx_comm *c)
 			return err;
 	}
 	c->jobent.epoch = c->epoch;
+	/* The ToR first: once this host's job entry exists, its program tells
+	 * the peers the job is known here, and they start sending. */
+	ri = rinx_plan_agent_of(&c->spec, c->rank);
+	if (ri >= 0 && c->spec.racks[ri].ina == RINX_INA_SWITCH) {
+		err = install_tor(c, ri);
+		if (err)
+			return err;
+	}
 	key = c->job;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
 		return cerr(c, -errno, "cannot write job entry: %s",
 			    strerror(errno));
-	ri = rinx_plan_agent_of(&c->spec, c->rank);
-	if (ri >= 0 && c->spec.racks[ri].ina == RINX_INA_SWITCH)
-		return install_tor(c, ri);
 	return 0;
 }
 

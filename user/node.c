@@ -62,6 +62,7 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_NACK_MISS] = "nack_miss",
 	[RINX_STAT_AGG_REEMIT] = "agg_reemit",
 	[RINX_STAT_HELLO_EARLY] = "hello_early",
+	[RINX_STAT_HELLO_YES] = "hello_yes",
 };
 
 const char *rinx_stat_name(int stat)
