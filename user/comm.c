@@ -131,7 +131,6 @@ struct rinx_comm {
 	__u32 epoch;
 	__u64 heard;		/* ranks whose OPEN hello arrived */
 	__u64 alive;		/* ranks that answered a PROBE */
-	int opened;		/* the open barrier completed here */
 	/* INA health, agreed at the start of each collective (Rina racks
 	 * whose aggregator is gone run as plain ring members) */
 	__u32 coll;		/* collectives started */
@@ -717,7 +716,6 @@ static int open_barrier(struct rinx_comm *c)
 		x_reclaim(c->x);
 		slow_path(c);
 		if ((c->heard & want) == want) {
-			c->opened = 1;
 			pthread_mutex_unlock(&c->x->lock);
 			return 0;
 		}
