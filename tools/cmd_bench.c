@@ -655,44 +655,14 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	return wrong ? -EDOM : 0;
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	uint64_t m = 1;
-
-	if (end == s || v < 0)
-		return -EINVAL;
-	if (*end == 'K' || *end == 'k')
-		m = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		m = 1024 * 1024, end++;
-	else if (*end == 'G' || *end == 'g')
-		m = 1024ull * 1024 * 1024, end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -EINVAL;
-	*out = (uint64_t)(v * m);
-	if (*out % 4)
-		return -EINVAL;
-	return 0;
-}
-
 int bench_parse_sizes(const char *list, struct bench_opts *o)
 {
-	char buf[512], *save = NULL, *tok;
+	int n = gen_parse_sizes(list, o->sizes, BENCH_MAX_SIZES);
 
-	snprintf(buf, sizeof(buf), "%s", list);
-	o->nsizes = 0;
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes >= BENCH_MAX_SIZES ||
-		    parse_size(tok, &o->sizes[o->nsizes]))
-			return -EINVAL;
-		o->nsizes++;
-	}
-	return o->nsizes ? 0 : -EINVAL;
+	if (n < 0)
+		return n;
+	o->nsizes = n;
+	return 0;
 }
 
 void bench_defaults(struct bench_opts *o)

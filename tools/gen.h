@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The benchmark's input generator, shared by `rinxctl bench` and the peers
- * it is compared with (tools/peers/), so that every candidate reduces the
- * same numbers. Independent of rinx: the references of --verify are
- * computed from it, never from a result.
+ * The benchmark's input generator and size lists, shared by `rinxctl bench`
+ * and the peers it is compared with (tools/peers/), so that every candidate
+ * reduces the same numbers at the same sizes. Independent of rinx: the
+ * references of --verify are computed from it, never from a result.
  */
 #ifndef RINX_GEN_H
 #define RINX_GEN_H
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define GEN_BLOCK_VALUES	768	/* exponents change every block */
 
@@ -45,6 +49,39 @@ static inline int32_t gen_i32(uint64_t seed, int r, uint64_t i)
 {
 	return (int32_t)(uint32_t)gen_mix64(seed ^ (r * 0x9e3779b97f4a7c15ull) ^
 					    (i << 8) ^ 0x5555);
+}
+
+/* "4K,1M,64M" (suffixes K, M, G, an optional B; multiples of 4 bytes) into
+ * sizes[]: how many, or -EINVAL. */
+static inline int gen_parse_sizes(const char *list, uint64_t *sizes, int max)
+{
+	char buf[512], *save = NULL, *tok, *end;
+	int n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		double v = strtod(tok, &end);
+		uint64_t m = 1;
+
+		if (end == tok || v < 0 || n >= max)
+			return -EINVAL;
+		if (*end == 'K' || *end == 'k')
+			m = 1024, end++;
+		else if (*end == 'M' || *end == 'm')
+			m = 1024 * 1024, end++;
+		else if (*end == 'G' || *end == 'g')
+			m = 1024ull * 1024 * 1024, end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end)
+			return -EINVAL;
+		sizes[n] = (uint64_t)(v * m);
+		if (sizes[n] % 4)
+			return -EINVAL;
+		n++;
+	}
+	return n ? n : -EINVAL;
 }
 
 #endif

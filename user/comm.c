@@ -126,7 +126,6 @@ struct rinx_comm {
 	struct rinx_cursor *cursors;	/* mmapped, RINX_MAX_JOBS entries */
 	struct xctx *x;
 	struct rinx_plan plan;
-	struct rinx_node nodes[RINX_MAX_NODES];
 	struct rinx_job jobent;
 	__u32 epoch;
 	__u64 heard;		/* ranks whose OPEN hello arrived */
@@ -401,8 +400,8 @@ static void frame_at(__u8 *p, struct frame *f)
 /* Ethernet/IPv4/UDP headers from node `from` to node `to`. */
 static void frame_addr(struct rinx_comm *c, struct frame *f, int to)
 {
-	const struct rinx_node *s = &c->nodes[c->rank];
-	const struct rinx_node *d = &c->nodes[to];
+	const struct rinx_node *s = &c->plan.nodes[c->rank];
+	const struct rinx_node *d = &c->plan.nodes[to];
 	__u16 len_ip = htons(RINX_FRAME_MAX - 14);
 	__u16 len_udp = htons(RINX_FRAME_MAX - 34);
 	__u16 sport = htons(c->spec.port), csum;
@@ -496,7 +495,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 
 		memcpy(&saddr, f.ip + 12, 4);
 		if (from >= c->n || from == c->rank ||
-		    saddr != c->nodes[from].ip)
+		    saddr != c->plan.nodes[from].ip)
 			return SP_DROP;
 		if (f.h->step == RINX_HELLO_OPEN_YES)
 			c->heard |= 1ull << from;
@@ -841,7 +840,6 @@ static int ina_replan(struct rinx_comm *c, __u32 down)
 	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
 		return cerr(c, err, "cannot rebuild the plan");
-	memcpy(c->nodes, c->plan.nodes, sizeof(c->nodes));
 	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;
@@ -1134,7 +1132,6 @@ static int install(struct rinx_comm *c)
 	if (err)
 		return cerr(c, err, "cannot build a plan for spec (%s)",
 			    strerror(-err));
-	memcpy(c->nodes, c->plan.nodes, sizeof(c->nodes));
 	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;

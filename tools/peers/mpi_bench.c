@@ -125,45 +125,18 @@ static long check(const struct opts *o, uint64_t seed, int n, int rank,
 	return wrong;
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	uint64_t m = 1;
-
-	if (end == s || v <= 0)
-		return -EINVAL;
-	if (*end == 'K' || *end == 'k')
-		m = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		m = 1024 * 1024, end++;
-	else if (*end == 'G' || *end == 'g')
-		m = 1024ull * 1024 * 1024, end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -EINVAL;
-	*out = (uint64_t)(v * m);
-	/* MPI counts are int */
-	if (*out % 4 || *out / 4 > 0x7fffffff)
-		return -EINVAL;
-	return 0;
-}
-
 static int parse_sizes(const char *list, struct opts *o)
 {
-	char buf[512], *save = NULL, *tok;
+	int n = gen_parse_sizes(list, o->sizes, MAX_SIZES), i;
 
-	snprintf(buf, sizeof(buf), "%s", list);
-	o->nsizes = 0;
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes >= MAX_SIZES ||
-		    parse_size(tok, &o->sizes[o->nsizes]))
+	/* MPI counts are int; a size of 0 has nothing to reduce */
+	for (i = 0; i < n; i++)
+		if (!o->sizes[i] || o->sizes[i] / 4 > 0x7fffffff)
 			return -EINVAL;
-		o->nsizes++;
-	}
-	return o->nsizes ? 0 : -EINVAL;
+	if (n < 0)
+		return n;
+	o->nsizes = n;
+	return 0;
 }
 
 static const char usage[] =
