@@ -78,10 +78,15 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 			a->v[i] = f->v[i];
 		a->exp = fexp;
 		a->flags = f->h->flags;
+		a->ce = 0;
 	} else {
 		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
 		a->flags |= f->h->flags;
 	}
+	/* the congestion a consumed contribution met must reach the ranks
+	 * with the sum (ATP's aggregators forward ECN the same way) */
+	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
+		a->ce = 1;
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		a->done = 1;
@@ -90,6 +95,9 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 			f->v[i] = a->v[i];
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;
+		if (a->ce)
+			f->ip->tos |= RINX_ECN_CE;	/* readdress fixes
+							 * the checksum */
 		ret = RINX_AGG_COMPLETE;
 	}
 	bpf_spin_unlock(&a->lock);

@@ -66,6 +66,23 @@ static __always_inline int slow_path(struct xdp_md *ctx, __u32 why)
 	return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
 }
 
+/* Congestion feedback: a finished block stored here, and whether its frame
+ * saw a marking port on its way (CE stays on a frame for its whole path:
+ * hops keep the TOS byte, aggregators OR the marks of what they consume).
+ * The trainer's rate control reads the two counts from the cursor. */
+static __always_inline void note_stored(struct rinx_frame *f, __u32 slot)
+{
+	struct rinx_cursor *cur = bpf_map_lookup_elem(&cursors, &slot);
+
+	if (!cur)
+		return;
+	__sync_fetch_and_add(&cur->stored, 1);
+	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE) {
+		__sync_fetch_and_add(&cur->marked, 1);
+		rinx_count(RINX_STAT_ECN_CE, 0);
+	}
+}
+
 static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
 				  __u32 epoch)
 {
@@ -84,6 +101,14 @@ static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
 	 * this barrier keeps the compiler from sinking the stores. */
 	asm volatile("" ::: "memory");
 	r->epoch = epoch;
+}
+
+static __always_inline void store_job(struct rinx_slot *r,
+				      struct rinx_frame *f, __u32 epoch,
+				      __u32 slot)
+{
+	store(r, f, epoch);
+	note_stored(f, slot);
 }
 
 static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
@@ -116,6 +141,22 @@ static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
 	return ret;
 }
 
+/* Pacer of the own blocks: may one leave now? Takes its departure time
+ * with a compare-and-swap shared with the trainer's sender, which runs the
+ * same rule (user/comm.c); losing the race means another sender took the
+ * slot, so this one waits. Up to RINX_PACE_BURST blocks may leave back to
+ * back after an idle spell. */
+static __always_inline int pace_ok(struct rinx_cursor *cur)
+{
+	__u64 now = bpf_ktime_get_ns(), gap = cur->gap_ns;
+	__u64 t = cur->next_ns, lo = now - RINX_PACE_BURST * gap;
+
+	if (now < t)
+		return 0;
+	return __sync_val_compare_and_swap(&cur->next_ns, t,
+					   (t > lo ? t : lo) + gap) == t;
+}
+
 /* The gather that ends here becomes the next block this host starts: the
  * next contribution of an INA rack's worker, or the next block of a ring
  * origin's class. Blocks after the first window thus never cross AF_XDP.
@@ -134,6 +175,10 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	cur = bpf_map_lookup_elem(&cursors, &k);
 	if (!cur || cur->epoch != epoch)
 		return -1;
+	if (cur->gap_ns && !pace_ok(cur)) {
+		rinx_count(RINX_STAT_PACED, 0);
+		return -1;
+	}
 	j = __sync_fetch_and_add(&cur->next, 1);
 	b = job->send_type == RINX_T_CONTRIB ? j :
 	    j * job->nclasses + job->send_class;
@@ -154,6 +199,8 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 							RINX_T_REDUCE;
 	f->h->step = 0;
 	f->h->flags = sh->flags;
+	/* a new block: the marks of the old one are counted already */
+	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
 	f->h->block = bpf_htonl(b);
 	f->h->klass = bpf_htons(b % job->nclasses);
 	f->h->count = bpf_htons(sh->count);
@@ -307,7 +354,7 @@ sized:
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store(res, &f, epoch);
+		store_job(res, &f, epoch, job->slot);
 		f.h->type = RINX_T_GATHER;
 		f.h->step = 0;
 		ret = forward(&f, job, job->slot, hop->to);
@@ -318,7 +365,7 @@ sized:
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store(res, &f, epoch);
+		store_job(res, &f, epoch, job->slot);
 		if (hop->action == RINX_A_STORE_END) {
 			rinx_count(RINX_STAT_GATHER_END, 0);
 			ret = recycle(&f, job, epoch);
@@ -374,7 +421,7 @@ sized:
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		f.h->type = RINX_T_GATHER;
-		store(res, &f, epoch);
+		store_job(res, &f, epoch, job->slot);
 		ret = to_group(&f, job, job->slot, hop->to, hop->rack);
 		return ret == XDP_TX ? rinx_count(what, ret) : ret;
 	case RINX_A_MCAST_FWD:
@@ -383,7 +430,7 @@ sized:
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!res || !a)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store(res, &f, epoch);
+		store_job(res, &f, epoch, job->slot);
 		rinx_agg_keep(a, &f, epoch);
 		f.h->step = hop->out_step;
 		ret = to_group(&f, job, job->slot,

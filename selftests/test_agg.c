@@ -174,17 +174,7 @@ static int read_counters(const struct place *p, struct counters *c)
 
 static const char *stat_name(int i)
 {
-	static const char *n[RINX_STAT_MAX] = {
-		"RX", "PASS", "REDUCE_FWD", "REDUCE_FINISH", "GATHER_FWD",
-		"GATHER_END", "SLOW_NOT_READY", "SLOW_FUTURE", "SLOW_MISMATCH",
-		"DROP_SHORT", "DROP_VERSION", "DROP_TYPE", "DROP_JOB",
-		"DROP_TOKEN", "DROP_SENDER", "DROP_BOUNDS", "DROP_STALE",
-		"DROP_NO_ROUTE", "DROP_NO_XSK", "ABORTED", "AGG_ADD",
-		"AGG_DONE", "AGG_MCAST", "DROP_AGG_DUP", "DROP_AGG_STALE",
-		"AGG_RESET", "AGG_RESEND", "SLOW_HELLO",
-	};
-
-	return i >= 0 && i < RINX_STAT_MAX && n[i] ? n[i] : "?";
+	return rinx_stat_name(i);
 }
 
 /* ---- set up -------------------------------------------------------------- */
@@ -480,6 +470,7 @@ struct mslot {
 	__s16 exp;
 	__u8 flags, done;
 	__u8 final;			/* v holds the finished block */
+	bool ce;			/* a contribution arrived marked CE */
 	__s32 v[RINX_BLOCK_VALUES];
 	__s64 exact[RINX_BLOCK_VALUES];	/* unaligned 64-bit sum */
 	bool same_exp;			/* every contribution had one exp */
@@ -491,7 +482,8 @@ enum mret { M_ADD, M_DONE, M_DUP, M_DUP_DONE, M_STALE };
  * holds a round once a contributor was added (seen != 0); a round is older
  * than the one held if it is behind in serial-number order. */
 static int model_add(struct mslot *m, __u32 epoch, __u32 bit, __u32 mask,
-		     __s16 exp, __u8 flags, const __s32 *x, bool *reset)
+		     __s16 exp, __u8 flags, bool ce, const __s32 *x,
+		     bool *reset)
 {
 	__u32 b = 1U << bit;
 	int i;
@@ -512,6 +504,7 @@ static int model_add(struct mslot *m, __u32 epoch, __u32 bit, __u32 mask,
 		memcpy(m->v, x, sizeof(m->v));
 		m->exp = exp;
 		m->flags = flags;
+		m->ce = false;
 		m->same_exp = true;
 		for (i = 0; i < RINX_BLOCK_VALUES; i++)
 			m->exact[i] = x[i];
@@ -527,6 +520,7 @@ static int model_add(struct mslot *m, __u32 epoch, __u32 bit, __u32 mask,
 		m->exp = (__s16)e;
 		m->flags |= flags;
 	}
+	m->ce = m->ce || ce;
 	m->seen |= b;
 	if ((m->seen & mask) == mask) {
 		m->done = 1;
@@ -576,6 +570,7 @@ struct tstep {
 	int vk;		/* enum vkind */
 	int ex, ex_sw;	/* enum outcome (agent, ToR: O_SAME = as agent) */
 	bool reset;	/* AGG_RESET counted too */
+	bool ce;	/* the frame arrives marked CE (else ECT(0)) */
 	const char *todo;
 };
 
@@ -677,6 +672,21 @@ static const struct tcase fixed_cases[] = {
 		C(X_BIT5, O_SENDER), C(X_SADDR, O_SENDER), C(W1, O_ADD),
 		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER),
 		C(X_STEP, O_SENDER) } },
+	{ "ECN: a consumed contribution's CE leaves with the sum", 5, 0, BOTH,
+	  4, {
+		{ .who = W0, .exp = 3, .ex = O_ADD, .ce = true },
+		C(W1, O_ADD), C(P, O_ADD), C(W2, O_DONE) } },
+	{ "ECN: CE on the partial sum, AGG_FINISH", 4, 0, BOTH, 4, {
+		C(W2, O_ADD), { .who = P, .exp = 3, .ex = O_ADD, .ce = true },
+		C(W0, O_ADD), C(W1, O_DONE) } },
+	{ "ECN: an unmarked round after a marked one leaves unmarked", 5, 0,
+	  BOTH, 8, {
+		{ .who = W0, .exp = 3, .ex = O_ADD, .ce = true },
+		C(W1, O_ADD), C(P, O_ADD), C(W2, O_DONE),
+		{ .who = W0, .ep = 1, .jo = 1, .exp = 3, .ex = O_ADD },
+		{ .who = W1, .ep = 1, .jo = 1, .exp = 3, .ex = O_ADD },
+		{ .who = P, .ep = 1, .jo = 1, .exp = 3, .ex = O_ADD },
+		{ .who = W2, .ep = 1, .jo = 1, .exp = 3, .ex = O_DONE } } },
 	{ "a partial sum into the class the aggregator starts", 0, 0, BOTH,
 	  4, {
 		C(P, O_NOROUTE), C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE) } },
@@ -943,6 +953,8 @@ static void run_step(struct stepctx *x)
 		step = hop->step + 1;
 	build(p, fin, JOB_ID, type, step, from, sender, epoch, block, s->exp,
 	      s->flags);
+	fin[OFF_IP + 1] = s->ce ? RINX_ECN_CE : RINX_ECN_ECT0;
+	ip_fix_csum(fin + OFF_IP);
 	if (w == X_SADDR) {
 		memcpy(fin + OFF_IP + 12, &p->node[2].ip, 4);
 		ip_fix_csum(fin + OFF_IP);
@@ -958,8 +970,8 @@ static void run_step(struct stepctx *x)
 
 		bit = type == RINX_T_CONTRIB ? p->node[from].bit :
 					       RINX_PARTIAL_BIT;
-		mret = model_add(m, epoch, bit, mask, s->exp, s->flags, x_v,
-				 &reset);
+		mret = model_add(m, epoch, bit, mask, s->exp, s->flags, s->ce,
+				 x_v, &reset);
 		want_m = ex == O_ADD ? M_ADD : ex == O_DONE ? M_DONE :
 			 ex == O_STALE ? M_STALE :
 			 ex == O_RESEND || ex == O_REEMIT ? M_DUP_DONE : -1;
@@ -1008,6 +1020,9 @@ static void run_step(struct stepctx *x)
 	switch (ex) {
 	case O_DONE:
 	case O_REEMIT:
+		/* the sum carries the marks of every contribution */
+		if (ex == O_DONE && m->ce)
+			fwant[OFF_IP + 1] |= RINX_ECN_CE;
 		memcpy(vals(fwant), m->v, RINX_BLOCK_BYTES);
 		hdr(fwant)->exp = htons((__u16)m->exp);
 		hdr(fwant)->flags = m->flags;
@@ -1078,7 +1093,8 @@ static void run_step(struct stepctx *x)
 		*m = before;
 	slot_ok = ag.epoch == m->epoch && ag.seen == m->seen &&
 		  ag.done == m->done && ag.final == m->final && !ag.resv &&
-		  !ag.resv8[0] && !ag.resv8[1] && !ag.resv8[2];
+		  (!m->seen || ag.ce == m->ce) && !ag.resv8[0] &&
+		  !ag.resv8[1];
 	if (m->seen)
 		slot_ok = slot_ok && ag.exp == m->exp && ag.flags == m->flags &&
 			  !memcmp(ag.v, m->v, sizeof(m->v));
@@ -1101,7 +1117,10 @@ static void run_step(struct stepctx *x)
 	/* counters */
 	for (i = 0; i < RINX_STAT_MAX; i++) {
 		__u64 want = i == RINX_STAT_RX || i == stat_of(ex) ||
-			     (i == RINX_STAT_AGG_RESET && s->reset);
+			     (i == RINX_STAT_AGG_RESET && s->reset) ||
+			     (i == RINX_STAT_ECN_CE && stores && !p->sw &&
+			      (fwant[OFF_IP + 1] & RINX_ECN_MASK) ==
+			      RINX_ECN_CE);
 
 		if (c1.st[i] - c0.st[i] != want) {
 			tap_diag("  %s: +%llu, want +%llu", stat_name(i),

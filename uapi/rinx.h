@@ -156,7 +156,29 @@ struct rinx_job {
 struct rinx_cursor {
 	__u32 epoch;	/* round the cursor counts; written last */
 	__u32 next;	/* next own block to claim */
+	/* Congestion control (docs/rinx.md), set by the trainer: own blocks
+	 * leave at most one per gap_ns (0: unpaced); next_ns is the earliest
+	 * departure of the next one, advanced by whoever sends it (the host
+	 * program's recycle or the trainer) with a compare-and-swap. */
+	__u32 gap_ns;
+	__u32 resv;
+	__u64 next_ns;
+	/* Written by the host program: finished blocks stored here, and of
+	 * those the ones whose frame arrived marked CE (congestion on some
+	 * link of its path; an aggregator passes on the marks of the
+	 * contributions it consumed). */
+	__u64 stored;
+	__u64 marked;
 };
+
+/* Own blocks that may leave at once after an idle spell of the pacer. */
+#define RINX_PACE_BURST		4
+
+/* IPv4 ECN field (low two bits of the TOS byte). rinx frames leave as
+ * ECT(0); a congested switch port turns that into CE. */
+#define RINX_ECN_MASK		0x03
+#define RINX_ECN_ECT0		0x02
+#define RINX_ECN_CE		0x03
 
 enum rinx_action {
 	RINX_A_NONE = 0,	/* this node does not take this class/type */
@@ -201,7 +223,9 @@ struct rinx_agg {
 	__u8 done;	/* seen == mask: the sum has left */
 	__u8 final;	/* v holds the finished block (the sum of all
 			 * ranks), kept to answer NACKs */
-	__u8 resv8[3];
+	__u8 ce;	/* a contribution of this round arrived marked CE:
+			 * the sum leaves marked */
+	__u8 resv8[2];
 	__u32 resv;
 	__s32 v[RINX_BLOCK_VALUES];
 };
@@ -256,6 +280,11 @@ enum rinx_stat {
 				 * the open barrier repeats it */
 	RINX_STAT_HELLO_YES,	/* open barrier: "this node knows the job"
 				 * answered in XDP */
+	RINX_STAT_ECN_CE,	/* finished block stored from a frame marked
+				 * CE (congestion on its path) */
+	RINX_STAT_PACED,	/* gather ended here but the pacer held the
+				 * next own block back (the trainer sends it
+				 * when its time comes) */
 	RINX_STAT_MAX,
 };
 
@@ -302,7 +331,8 @@ _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
 _Static_assert(sizeof(struct rinx_job) == 36, "job");
-_Static_assert(sizeof(struct rinx_cursor) == 8, "cursor");
+_Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
+_Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");
 _Static_assert(sizeof(struct rinx_hop) == 12, "hop");
 _Static_assert(sizeof(struct rinx_agg) == 24 + RINX_BLOCK_BYTES, "agg");
 _Static_assert(__builtin_offsetof(struct rinx_agg, v) == 24, "agg.v");

@@ -141,6 +141,14 @@ struct rinx_comm {
 	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
 	__u32 done_coll[2], done_word[2];	/* last completed, to answer */
 	struct rinx_req *active;
+	struct cc {
+		__u64 t;		/* last update */
+		__u64 stored, marked;	/* cursor counts at t */
+		double rate;		/* own blocks per second; 0: unpaced */
+		double alpha;		/* smoothed fraction of marked blocks */
+		double ai;		/* additive increase per update */
+		int calm;		/* updates in a row without a mark */
+	} cc;
 	struct rinx_comm_stats st;
 	char err[320];
 };
@@ -411,7 +419,7 @@ static void frame_addr(struct rinx_comm *c, struct frame *f, int to)
 	f->eth[12] = 0x08;
 	f->eth[13] = 0x00;
 	f->ip[0] = 0x45;
-	f->ip[1] = 0;
+	f->ip[1] = RINX_ECN_ECT0;	/* ECN-capable: ports mark, not drop */
 	memcpy(f->ip + 2, &len_ip, 2);
 	memset(f->ip + 4, 0, 4);	/* id, DF off, no fragment */
 	f->ip[8] = 64;
@@ -1144,7 +1152,8 @@ static int install(struct rinx_comm *c)
 	c->jobent.qbits = c->qbits;
 	c->jobent.window = c->window;
 	plan_job(c);
-	c->cursors[c->slot].epoch = 0;
+	memset(&c->cursors[c->slot], 0, sizeof(c->cursors[c->slot]));
+	memset(&c->cc, 0, sizeof(c->cc));
 	/* Every rank starts at epoch 0 of a clean slot: results and shares
 	 * are recognised by epoch, so whatever an earlier job left is wiped. */
 	c->epoch = 0;
@@ -1472,6 +1481,94 @@ static int send_block(struct rinx_req *r, __u32 b)
 	return 0;
 }
 
+/* ---- congestion control ----
+ *
+ * Switch ports mark CE above a backlog threshold; the mark stays on the
+ * frame for its whole path (and an aggregator passes on the marks of what
+ * it consumes), and the host program counts every finished block stored
+ * here and the marked ones (cursor.stored, .marked). Every block of a ring
+ * crosses every link, so every rank sees the congestion of the whole plan.
+ * From that fraction each rank sets the rate of the blocks it starts, in
+ * the manner of DCTCP: alpha follows the marked fraction, a marked interval
+ * cuts the rate by alpha / 2, a clean one adds a step that doubles after
+ * every CC_CALM clean intervals (DCQCN's hyper increase), so the rate finds
+ * a link's share quickly and jobs sharing links converge to equal shares.
+ * A rank starts unpaced (line rate) and paces from its first mark, starting
+ * from the rate it measured. The pacer (cursor.gap_ns, .next_ns) is shared
+ * with the host program, whose recycling obeys it too (pace_ok in
+ * bpf/host.bpf.c follows the same rule as pace_ok below).
+ */
+#define CC_INTERVAL_NS	500000ull	/* update at most this often */
+#define CC_MIN_STORED	8		/* ... and after this many blocks */
+#define CC_G		(1.0 / 16)	/* DCTCP's gain */
+#define CC_AI		50.0		/* blocks/s added per clean update */
+#define CC_CALM		8
+#define CC_MIN_RATE	200.0		/* blocks/s: never starve */
+
+static int pace_ok(struct rinx_cursor *cur, __u64 now)
+{
+	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
+	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
+	__u64 lo = now - RINX_PACE_BURST * gap;
+
+	if (!gap)
+		return 1;
+	if (now < t)
+		return 0;
+	return __atomic_compare_exchange_n(&cur->next_ns, &t,
+					   (t > lo ? t : lo) + gap, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+static void cc_update(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+	struct cc *cc = &c->cc;
+	__u64 stored = __atomic_load_n(&cur->stored, __ATOMIC_RELAXED);
+	__u64 marked = __atomic_load_n(&cur->marked, __ATOMIC_RELAXED);
+	__u64 ds = stored - cc->stored, dm = marked - cc->marked;
+	double dt = (double)(now - cc->t) * 1e-9, f;
+
+	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
+		/* first call, or after an idle spell: a fresh interval */
+		cc->t = now;
+		cc->stored = stored;
+		cc->marked = marked;
+		return;
+	}
+	if (now - cc->t < CC_INTERVAL_NS || ds < CC_MIN_STORED)
+		return;
+	f = dm > ds ? 1.0 : (double)dm / (double)ds;
+	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
+	if (dm) {
+		if (!cc->rate) {
+			/* start pacing at the rate this rank's blocks went:
+			 * its share of the blocks finished here */
+			cc->rate = (double)ds / dt *
+				   (r->nb ? (double)r->nown / r->nb : 1.0);
+			cc->alpha = 1;	/* DCTCP's initial alpha */
+		}
+		cc->rate *= 1 - cc->alpha / 2;
+		cc->ai = CC_AI;
+		cc->calm = 0;
+		c->st.cc_cuts++;
+	} else if (cc->rate) {
+		if (++cc->calm % CC_CALM == 0 && cc->ai < cc->rate / 8)
+			cc->ai *= 2;
+		cc->rate += cc->ai;
+	}
+	if (cc->rate && cc->rate < CC_MIN_RATE)
+		cc->rate = CC_MIN_RATE;
+	__atomic_store_n(&cur->gap_ns, cc->rate ? (__u32)(1e9 / cc->rate) : 0,
+			 __ATOMIC_RELAXED);
+	c->st.ecn_marked += dm;
+	c->st.pace_rate = (uint64_t)cc->rate;
+	cc->t = now;
+	cc->stored = stored;
+	cc->marked = marked;
+}
+
 static int send_own(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
@@ -1487,7 +1584,7 @@ static int send_own(struct rinx_req *r)
 		__u32 next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE), j;
 
 		if (next >= r->nown || next - r->head >= (__u32)c->inflight ||
-		    xsk_prod_nb_free(&x->tx, 1) < 1)
+		    xsk_prod_nb_free(&x->tx, 1) < 1 || !pace_ok(cur, now_ns()))
 			break;
 		j = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
 		if (j >= r->nown)
@@ -1698,6 +1795,7 @@ static int progress(struct rinx_req *r, int *moved)
 		__u64 t = now_ns();
 
 		*moved += got;
+		cc_update(r, t);
 		/* progress: blocks finished in order, or own blocks claimed
 		 * (the host program claims one per finished gather) */
 		if (got || claimed != r->last_claimed || !r->last_progress) {

@@ -58,6 +58,10 @@ struct rinx_comm_stats {
 	uint64_t xsk_rx_ring_full;
 	uint64_t xsk_fill_empty;
 	uint64_t xsk_tx_invalid;
+	/* congestion control (docs/rinx.md) */
+	uint64_t ecn_marked;	/* finished blocks that arrived marked CE */
+	uint64_t cc_cuts;	/* rate decreases */
+	uint64_t pace_rate;	/* own blocks per second now; 0: unpaced */
 };
 
 int rinx_comm_open(const struct rinx_comm_opts *opts, struct rinx_comm **out);

@@ -63,6 +63,8 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_AGG_REEMIT] = "agg_reemit",
 	[RINX_STAT_HELLO_EARLY] = "hello_early",
 	[RINX_STAT_HELLO_YES] = "hello_yes",
+	[RINX_STAT_ECN_CE] = "ecn_ce",
+	[RINX_STAT_PACED] = "paced",
 };
 
 const char *rinx_stat_name(int stat)
