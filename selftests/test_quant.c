@@ -582,9 +582,12 @@ static void test_dequant(enum rinx_quant_path p)
 			s.exp = (int)rnd_below(60) - 160 + qbits;
 		else if (kind == 7)	/* overflow to infinity and beyond */
 			s.exp = 100 + (int)rnd_below(200);
-		else if (kind == 8)
+		else if (kind == 8) {	/* anything the wire can carry */
 			s.exp = rnd_below(2) ? RINX_EXP_ZERO :
 					       (int)rnd_below(65536) - 32768;
+			for (i = 0; i < count; i += 1 + rnd_below(8))
+				s.v[i] = 0;
+		}
 		else
 			s.flags = flagset[rnd_below(5)];
 		ref_dequant(&s, rbuf, count, qbits);

@@ -106,14 +106,15 @@ quant_double(int32_t *v, const float *x, int count, int k)
 		v[i] = isfinite(x[i]) ? (int32_t)lrint((double)x[i] * scale) : 0;
 }
 
+/* One rounding of the exact v * 2^j; ldexp per value, as 2^j alone may not
+ * fit a double for an exponent off the wire (0 * inf would be NaN). */
 static __attribute__((noinline)) void
 dequant_double(float *x, const int32_t *v, int count, int j)
 {
-	double scale = ldexp(1.0, j);
 	int i;
 
 	for (i = 0; i < count; i++)
-		x[i] = (float)((double)v[i] * scale);
+		x[i] = (float)ldexp((double)v[i], j);
 }
 
 static void fill_nonfinite(float *x, int count, uint8_t flags)
@@ -218,22 +219,20 @@ static inline int range_count(size_t left)
 attr static void quant_range_##name(struct rinx_slot *s, const float *x, \
 				    size_t nvals, int qbits)		\
 {									\
-	for (; nvals; s++, x += RINX_BLOCK_VALUES) {			\
-		int cnt = range_count(nvals);				\
+	size_t off;							\
 									\
-		quant_one(s, x, cnt, qbits, absmax, quant);		\
-		nvals -= cnt;						\
-	}								\
+	for (off = 0; off < nvals; off += RINX_BLOCK_VALUES, s++)	\
+		quant_one(s, x + off, range_count(nvals - off), qbits,	\
+			  absmax, quant);				\
 }									\
 attr static void dequant_range_##name(const struct rinx_slot *s,	\
 				      float *x, size_t nvals, int qbits) \
 {									\
-	for (; nvals; s++, x += RINX_BLOCK_VALUES) {			\
-		int cnt = range_count(nvals);				\
+	size_t off;							\
 									\
-		dequant_one(s, x, cnt, qbits, dequant);			\
-		nvals -= cnt;						\
-	}								\
+	for (off = 0; off < nvals; off += RINX_BLOCK_VALUES, s++)	\
+		dequant_one(s, x + off, range_count(nvals - off), qbits, \
+			    dequant);					\
 }
 
 /* ---- portable path: plain C, vectorized by the compiler for the base ISA */
