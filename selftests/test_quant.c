@@ -647,7 +647,21 @@ static void test_range(enum rinx_quant_path p)
 				   i < NB - 1 ? BV : NV - (NB - 1) * BV, 29);
 	if (memcmp(ya, yb, sizeof(ya)))
 		bad++;
-	tap_ok(!bad, "range calls %s: %d values in %d slots == block calls, nothing written past the range",
+	/* an empty block is a zero slot; an empty range writes nothing */
+	slot_poison(&a[0]);
+	rinx_quant_block(&a[0], x, 0, 29);
+	memset(&b[0], 0, sizeof(b[0]));
+	b[0].epoch = EPOCH_MARK;
+	b[0].exp = RINX_EXP_ZERO;
+	if (!slot_eq(&a[0], &b[0]))
+		bad++;
+	slot_poison(&a[1]);
+	b[1] = a[1];
+	rinx_quant_blocks(&a[1], x, 0, 29);
+	rinx_dequant_blocks(&a[0], ya, 0, 29);
+	if (!slot_eq(&a[1], &b[1]) || memcmp(ya, yb, sizeof(ya)))
+		bad++;
+	tap_ok(!bad, "range calls %s: %d values in %d slots == block calls, nothing written past the range; empty block and range",
 	       rinx_quant_path_name(p), NV, NB);
 }
 

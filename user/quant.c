@@ -498,6 +498,11 @@ static void path_init(void)
 	const char *env = getenv("RINX_QUANT");
 	int p, best = RINX_QUANT_PORTABLE;
 
+#if QUANT_X86
+	/* a conversion may run from a constructor that precedes libgcc's */
+	__builtin_cpu_init();
+#endif
+
 	for (p = RINX_QUANT_NPATHS - 1; p > RINX_QUANT_PORTABLE; p--)
 		if (rinx_quant_path_supported(p)) {
 			best = p;
