@@ -32,6 +32,8 @@ BPF_CFLAGS	:= -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Wextra 
 		   -Werror -Wno-unused-parameter -I. -I/usr/include/$(MULTIARCH)
 # the conversion loops want the vectorizer at full strength
 $(OUT)/user/quant.o: CFLAGS += -O3
+# the speed baseline in test_quant is the old conversion code, built as it was
+$(OUT)/selftests/test_quant: CFLAGS += -O3
 
 LIBS		:= -lxdp -lbpf -lelf -lz -lm -lpthread
 

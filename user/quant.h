@@ -3,18 +3,44 @@
 #ifndef RINX_QUANT_H
 #define RINX_QUANT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "uapi/rinx.h"
 
 /* Fixed-point bits of one contribution when n ranks add: the sum of n
  * values bounded by 2^qbits stays within int32. */
 int rinx_qbits(int nranks);
-/* Fills slot (values, count, exp, flags; tail zeroed) from x[0..count). */
+/* Fills slot (values, count, exp, flags; tail zeroed) from x[0..count),
+ * count <= RINX_BLOCK_VALUES. Leaves epoch alone. */
 void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
 		      int qbits);
 /* Writes slot's values as floats into x[0..count). */
 void rinx_dequant_block(const struct rinx_slot *s, float *x, int count,
 			int qbits);
+/* The same over a range: x[0..nvals) into the ceil(nvals / 768) slots
+ * s[0], s[1], ... (every block full but the last), one dispatch and one
+ * floating-point environment switch for the whole range. Lets a caller
+ * convert a window in chunks and send each chunk before converting the next.
+ * Leaves epoch alone. */
+void rinx_quant_blocks(struct rinx_slot *s, const float *x, size_t nvals,
+		       int qbits);
+void rinx_dequant_blocks(const struct rinx_slot *s, float *x, size_t nvals,
+			 int qbits);
+
+/* Conversion paths. All give bit-identical slots and floats for every input;
+ * the fastest the CPU runs is used unless RINX_QUANT (auto, portable, avx2,
+ * avx512) in the environment says otherwise (read at the first conversion). */
+enum rinx_quant_path {
+	RINX_QUANT_PORTABLE,
+	RINX_QUANT_AVX2,
+	RINX_QUANT_AVX512,
+	RINX_QUANT_NPATHS
+};
+const char *rinx_quant_path_name(enum rinx_quant_path p);
+int rinx_quant_path_supported(enum rinx_quant_path p);
+enum rinx_quant_path rinx_quant_get_path(void);
+/* For tests and measurement: -EOPNOTSUPP if this CPU cannot run p. */
+int rinx_quant_set_path(enum rinx_quant_path p);
 /* dst += src with exponent alignment; the same arithmetic as the XDP hop. */
 void rinx_block_add_user(struct rinx_slot *dst, const struct rinx_slot *src);
 /* Same on a wire payload: returns the new exponent. */
