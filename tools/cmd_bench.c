@@ -45,6 +45,8 @@ struct reply_msg {
 	uint64_t ns;
 	double worst;		/* largest |error| / bound seen */
 	uint64_t ns_quant, ns_dequant;	/* conversion time of this op */
+	/* loss repair and congestion control during this op */
+	uint64_t sent, retx, nacks, repairs, marked, cuts, rate;
 	char msg[240];
 };
 
@@ -218,6 +220,13 @@ static void child(const struct bench_opts *o, const char *spec_path,
 			rinx_comm_stats(c, &b);
 			rep.ns_quant = b.ns_quant - a.ns_quant;
 			rep.ns_dequant = b.ns_dequant - a.ns_dequant;
+			rep.sent = b.blocks_sent - a.blocks_sent;
+			rep.retx = b.retransmits - a.retransmits;
+			rep.nacks = b.nacks - a.nacks;
+			rep.repairs = b.repairs - a.repairs;
+			rep.marked = b.ecn_marked - a.ecn_marked;
+			rep.cuts = b.cc_cuts - a.cc_cuts;
+			rep.rate = b.pace_rate;
 		}
 			if (rep.err)
 				snprintf(rep.msg, sizeof(rep.msg), "%s",
@@ -519,6 +528,8 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	for (k = 0; k < o->nsizes && !err; k++) {
 		uint64_t count = o->sizes[k] / 4, med;
 		uint64_t hns = 0, hcnt = 0, sns = 0, scnt = 0, qns = 0, dns = 0;
+		uint64_t retx = 0, nacks = 0, repairs = 0, marked = 0, cuts = 0;
+		uint64_t rates[RINX_MAX_NODES];
 		uint64_t cpu[8] = { 0 }, wall = 0;
 		double algbw, busbw;
 		int bad = 0;
@@ -546,6 +557,12 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 				for (r = 0; r < n; r++) {
 					qns += reps[r].ns_quant;
 					dns += reps[r].ns_dequant;
+					retx += reps[r].retx;
+					nacks += reps[r].nacks;
+					repairs += reps[r].repairs;
+					marked += reps[r].marked;
+					cuts += reps[r].cuts;
+					rates[r] = reps[r].rate;
 				}
 			}
 			for (r = 0; r < n; r++) {
@@ -635,6 +652,19 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 					(tot - cpu[3] - cpu[4]) * 1e3 / hz /
 						o->iters);
 			(void)wall;
+			/* what congestion control and loss repair did; each
+			 * rank stores every finished block once */
+			qsort(rates, n, sizeof(rates[0]), cmp_u64);
+			fprintf(out, "#   network: %.2f%% of finished blocks "
+				"marked CE, %.1f rate cuts/op, pace rate median "
+				"%llu blocks/s per rank (%s); per op: %.1f stalls "
+				"repaired, %.1f NACKs, %.1f blocks resent (%.2f%% "
+				"of blocks)\n",
+				100.0 * marked / (nblk * n), (double)cuts / o->iters,
+				(unsigned long long)rates[n / 2],
+				rates[n / 2] ? "paced" : "unpaced",
+				(double)repairs / o->iters, (double)nacks / o->iters,
+				(double)retx / o->iters, 100.0 * retx / nblk);
 		}
 		fflush(out);
 		first = 0;

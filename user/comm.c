@@ -102,6 +102,11 @@ struct rinx_req {
 	__u32 nb, last_count;
 	__u32 *own;		/* blocks this rank starts, in claim order */
 	__u32 nown, head;	/* own[0..head) finished */
+	/* loss repair of own blocks: when own[j] was claimed (sent) last,
+	 * and how often it was sent again; own[0..stamped) are stamped */
+	__u64 *sent_at;
+	__u8 *resent;
+	__u32 stamped;
 	__u32 cursor;		/* blocks < cursor are copied out */
 	int round_open;
 	__u64 last_progress;	/* when a block last finished */
@@ -141,6 +146,7 @@ struct rinx_comm {
 	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
 	__u32 done_coll[2], done_word[2];	/* last completed, to answer */
 	struct rinx_req *active;
+	__u64 srtt, rttvar;	/* own blocks: claim to finished here */
 	struct cc {
 		__u64 t;		/* last update */
 		__u64 stored, marked;	/* cursor counts at t */
@@ -1373,11 +1379,11 @@ RINX_API int rinx_comm_stats(const struct rinx_comm *c,
 
 /* ---- allreduce ---- */
 
-#define RTO_FIRST_NS	20000000ull	/* no progress for 20 ms: repair */
+#define RTO_FIRST_NS	5000000ull	/* no progress for 5 ms: repair */
+/* Blocks asked for or sent again per repair: enough for every block a
+ * round loses at a few percent, few enough for the AF_XDP rings. */
+#define REPAIR_MAX	512
 #define RTO_MAX_NS	1000000000ull
-/* Blocks asked for per repair, from the first missing one: a stall on a
- * busy machine must not turn into a storm of requests that slows it more. */
-
 
 static int round_open(struct rinx_req *r)
 {
@@ -1441,7 +1447,8 @@ static int round_open(struct rinx_req *r)
 		if (c->plan.contrib_to >= 0 ||
 		    c->plan.origin[b % c->plan.nclasses] == c->rank)
 			r->own[r->nown++] = b;
-	r->head = r->cursor = 0;
+	r->head = r->cursor = r->stamped = 0;
+	memset(r->resent, 0, r->nown);
 	r->round_open = 1;
 	return 0;
 }
@@ -1600,6 +1607,70 @@ static int send_own(struct rinx_req *r)
 	return sent;
 }
 
+/* Time from claiming an own block to finding it finished here, smoothed
+ * as TCP smooths its RTT (RFC 6298): its timer is srtt + 4 rttvar. Only
+ * blocks sent once give samples (Karn). */
+static void rtt_sample(struct rinx_comm *c, __u64 m)
+{
+	__u64 d;
+
+	if (!c->srtt) {
+		c->srtt = m;
+		c->rttvar = m / 2;
+		return;
+	}
+	d = m > c->srtt ? m - c->srtt : c->srtt - m;
+	c->rttvar = (3 * c->rttvar + d) / 4;
+	c->srtt = (7 * c->srtt + m) / 8;
+}
+
+#define RTO_BLK_MIN_NS	2000000ull	/* own block timer at least 2 ms */
+
+static __u64 rto_blk(const struct rinx_comm *c)
+{
+	__u64 t = c->srtt + 4 * c->rttvar;
+
+	return c->srtt && t > RTO_BLK_MIN_NS ? t :
+	       c->srtt ? RTO_BLK_MIN_NS : RTO_FIRST_NS;
+}
+
+/* Selective repair of own blocks: one not finished here within its timer
+ * (doubled for every resend) is sent again - only that one, while the
+ * round goes on. Every hop is idempotent, so a block that was only late
+ * costs a duplicate, never a wrong sum. Claims are stamped here, when the
+ * trainer first sees them (the host program claims in XDP). */
+static void own_timers(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
+					__ATOMIC_ACQUIRE), j;
+	__u64 rto = rto_blk(c);
+	int n = 0;
+
+	if (claimed > r->nown)
+		claimed = r->nown;
+	for (; r->stamped < claimed; r->stamped++)
+		r->sent_at[r->stamped] = now;
+	for (j = r->head; j < r->stamped && n < REPAIR_MAX; j++) {
+		__u32 b = r->own[j];
+
+		if (now - r->sent_at[j] < rto << (r->resent[j] < 6 ?
+						   r->resent[j] : 6))
+			continue;
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch)
+			continue;
+		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0 ||
+		    send_block(r, b))
+			break;
+		r->sent_at[j] = now;
+		if (r->resent[j] < 255)
+			r->resent[j]++;
+		c->st.retransmits++;
+		n++;
+	}
+}
+
 static int collect(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
@@ -1615,8 +1686,11 @@ static int collect(struct rinx_req *r)
 		while (r->head < claimed &&
 		       __atomic_load_n(&c->result[c->slot * c->window +
 						  r->own[r->head]].epoch,
-				       __ATOMIC_ACQUIRE) == c->epoch)
+				       __ATOMIC_ACQUIRE) == c->epoch) {
+			if (r->head < r->stamped && !r->resent[r->head])
+				rtt_sample(c, now_ns() - r->sent_at[r->head]);
 			r->head++;
+		}
 	}
 	while (r->cursor < r->nb) {
 		const struct rinx_slot *s =
@@ -1716,11 +1790,12 @@ static void req_free(struct rinx_req *r)
 	if (r->c && r->c->active == r)
 		r->c->active = NULL;
 	free(r->own);
+	free(r->sent_at);
+	free(r->resent);
 	free(r);
 }
 
 /* One step of progress; 1 = finished, 0 = running, < 0 = error. */
-#define REPAIR_MAX	64
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
 {
@@ -1796,6 +1871,7 @@ static int progress(struct rinx_req *r, int *moved)
 
 		*moved += got;
 		cc_update(r, t);
+		own_timers(r, t);
 		/* progress: blocks finished in order, or own blocks claimed
 		 * (the host program claims one per finished gather) */
 		if (got || claimed != r->last_claimed || !r->last_progress) {
@@ -1863,7 +1939,12 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	r->dtype = dtype;
 	r->t0 = now_ns();
 	r->own = calloc(c->window, sizeof(*r->own));
-	if (!r->own) {
+	r->sent_at = calloc(c->window, sizeof(*r->sent_at));
+	r->resent = calloc(c->window, sizeof(*r->resent));
+	if (!r->own || !r->sent_at || !r->resent) {
+		free(r->own);
+		free(r->sent_at);
+		free(r->resent);
 		free(r);
 		return -ENOMEM;
 	}
