@@ -87,7 +87,7 @@ fi
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..23"
+echo "1..25"
 out=$("$rinxctl" testbed up --prefix "$P" --hosts 2 --drop 200000 2>&1)
 ok $? "testbed up --hosts 2 --drop 200000"
 echo "$out" | diag
@@ -192,6 +192,10 @@ ok $? "non-ECT pings above the threshold are not marked, counted not_ect"
 	grep -q '^host name=h1 .* link=5$' "$spec" &&
 	grep -q '^host name=h0 .* link=10$' "$spec"
 ok $? "fault --port t0:p1 --rate 5 --buffer 20000 --ecn off: that port only, counters afresh, spec link=5"
+# A flood's copies take the queue of their port too (devmap program).
+ip netns exec "${P}h0" ping -q -b -c 3 -i 0.2 -W 1 10.71.255.255 >/dev/null 2>&1
+[ "$(port p1 frames)" = 3 ] && [ "$(port p1 bytes)" = $((3 * 98)) ]
+ok $? "3 broadcast pings: 3 flooded copies through p1's queue ($(port p1 frames))"
 "$rinxctl" testbed fault "$P" --burst 32768 >/dev/null 2>&1
 [ $? = 2 ] && "$rinxctl" testbed fault "$P" --burst 1 2>&1 |
 	grep -q -- '--burst is gone.*--buffer'
@@ -202,6 +206,24 @@ got=$(received 100 -l 100 -s 3000)
 [ "${got:-0}" = 100 ] && [ "$(sw queue_drop)" = "$before" ] &&
 	[ "$(grep -c 'link=' "$spec")" = 0 ]
 ok $? "rate 0: the same burst passes whole ($got of 100), links gone from the spec"
+
+# Link rates in a spec of real hosts: parsed, checked, the slowest shown.
+tmp=$(mktemp -d)
+cat >"$tmp/ok.spec" <<EOF
+rack id=0 ina=none uplink=40
+rack id=1 ina=none
+host name=a rank=0 rack=0 mac=02:00:00:00:00:01 ip=10.9.0.1 link=100
+host name=b rank=1 rack=1 mac=02:00:00:00:00:02 ip=10.9.0.2 link=0
+EOF
+sed 's/link=100/link=fast/' "$tmp/ok.spec" >"$tmp/bad.spec"
+sed 's/uplink=40/uplink=1000001/' "$tmp/ok.spec" >"$tmp/big.spec"
+"$rinxctl" testbed show "$tmp/ok.spec" 2>&1 | grep -q '^slowest link: 40 Mbit/s$' &&
+	"$rinxctl" testbed show "$tmp/bad.spec" 2>&1 |
+	grep -q 'line 3: link must be 0..1000000 Mbit/s' &&
+	"$rinxctl" testbed show "$tmp/big.spec" 2>&1 |
+	grep -q 'line 1: uplink must be 0..1000000 Mbit/s'
+ok $? "spec link=/uplink=: slowest of 100 and 40 is 40; bad values refused by line"
+rm -rf "$tmp"
 
 "$rinxctl" testbed show "$P" 2>&1 | diag
 "$rinxctl" testbed down "$P" 2>&1 | diag
