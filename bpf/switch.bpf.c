@@ -25,15 +25,30 @@
  *  - a self-addressed frame (destination MAC = source MAC) goes back out
  *    the port it came in: the agent sends its own contribution to itself.
  *
- * Link faults (tc netem never sees XDP frames, so the switch injects them),
- * per egress port from `faults`, after the egress port is known:
- *  - frames sent to one port (unicast, INA output, self-addressed) get them
- *    here in rinx_switch, in this order: drop (probability), rate limit
- *    (token bucket), reorder, duplicate;
- *  - copies of a flood or group broadcast get drop and rate limit in the
- *    devmap program of their port (rinx_port_egress, rinx_group_egress),
- *    which leaves alone frames to a known unicast MAC (already decided
- *    here); copies are not duplicated or reordered;
+ * Links (tc netem and qdiscs never see XDP frames, so the switch plays
+ * the port), per egress port from `links` (uapi/rinx_switch.h), after the
+ * egress port is known, in this order: drop (probability), queue, reorder,
+ * duplicate:
+ *  - the queue is virtual: XDP cannot hold a frame, so frames are never
+ *    delayed; the port keeps the backlog a real port would have (bytes,
+ *    drained at rate_mbit since the last frame, wire overhead included).
+ *    A frame that does not fit in the buffer is tail-dropped; one admitted
+ *    above the ecn threshold gets CE if it is IPv4 with ECT(0) or ECT(1)
+ *    (the header checksum fixed), else it leaves unmarked and is counted.
+ *    Drop comes first, so injected loss does not use the port's capacity
+ *    (a frame lost on the wire would have; the difference is small at the
+ *    loss rates tested). Reorder and duplicate come after the queue: they
+ *    are faults of the wire behind it, and a marked frame stays marked
+ *    when it is held or copied. A duplicate is not charged to the queue.
+ *    Two CPUs may send to one port at once: the queue is updated under the
+ *    bpf_spin_lock of the port's `links` value (one queue per port, not
+ *    per CPU: a per-CPU queue would split the rate);
+ *  - frames sent to one port (unicast, INA output, self-addressed) get all
+ *    of it here in rinx_switch;
+ *  - copies of a flood or group broadcast get drop and queue in the devmap
+ *    program of their port (rinx_port_egress, rinx_group_egress), which
+ *    leaves alone frames to a known unicast MAC (already decided here);
+ *    copies are not duplicated or reordered;
  *  - duplicate: XDP clones only through a devmap broadcast, and a broadcast
  *    sends one copy per map entry, whatever its ifindex: `dups` maps the
  *    port to a DEVMAP_HASH of its own holding that port under two keys, so
@@ -45,9 +60,10 @@
  *    so no copy between them). A held frame thus leaves behind every frame
  *    sent meanwhile, at the next draw; one older than the port's hold limit
  *    is dropped (counted lost) when the next frame for the port comes.
- * Counters: RINX_SW_FAULT_* in sw_stats, and per port in the faults value.
+ * Counters: RINX_SW_* in sw_stats, and per port in the `links` value.
  */
 #include "bpf/ina.bpf.h"
+#include "uapi/rinx_switch.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -109,36 +125,20 @@ struct {
 	__type(value, __u64);
 } neigh SEC(".maps");
 
-/*
- * Faults of one egress port; the same layout as struct rinx_tb_fault_val in
- * user/testbed.h (the control plane checks the map's value size). The
- * control plane sets the first six fields; the token bucket and the
- * counters belong to the program (updated without a lock: approximate when
- * both CPUs send to one port at once).
- */
-struct rinx_sw_fault {
-	__u32 drop_ppm;		/* probability, parts per million */
-	__u32 dup_ppm;
-	__u32 reorder_ppm;
-	__u32 rate_mbit;	/* 0: no limit */
-	__u32 burst;		/* bucket size, bytes */
-	__u32 hold_ms;		/* a held frame older than this is lost */
-	__u64 tokens;		/* bytes x 8000 (1 Mbit/s = 1/8000 B/ns) */
-	__u64 last_ns;		/* last refill */
-	__u64 n_drop, n_rate, n_dup, n_hold, n_reorder, n_lost, n_skip;
-};
-
-#define SW_PPM		1000000U
 /* RINX_TB_MTU + Ethernet header, rounded */
 #define SW_HOLD_MAX	3456
+/* An idle gap this long empties any queue (buffer <= 2^30 B, rate >= 1
+ * Mbit/s); it also bounds dt * rate below 2^64. */
+#define SW_DRAIN_MAX_NS	(1ULL << 43)
 
-/* egress ifindex -> faults; no entry: no faults. */
+/* egress ifindex -> settings, queue and counters of the port; no entry:
+ * the port is a perfect link. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RINX_SW_MAX_PORTS);
 	__type(key, __u32);
-	__type(value, struct rinx_sw_fault);
-} faults SEC(".maps");
+	__type(value, struct rinx_sw_link);
+} links SEC(".maps");
 
 /* egress ifindex -> a devmap holding that port twice (see above). */
 struct sw_dup_map {
@@ -164,7 +164,7 @@ struct sw_held {
 };
 
 /* egress ifindex -> held frame, per CPU; entries made by the control
- * plane with the faults entry. */
+ * plane with the links entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, RINX_SW_MAX_PORTS);
@@ -191,41 +191,117 @@ static __always_inline int count(__u32 what, int action)
 
 static __always_inline int drawn(__u32 ppm)
 {
-	return ppm && (ppm >= SW_PPM || bpf_get_prandom_u32() % SW_PPM < ppm);
+	return ppm && (ppm >= RINX_SW_PPM ||
+		       bpf_get_prandom_u32() % RINX_SW_PPM < ppm);
 }
 
-/* Token bucket: may len bytes leave now? */
-static __always_inline int rate_ok(struct rinx_sw_fault *f, __u32 len)
-{
-	__u64 now = bpf_ktime_get_ns(), dt = now - f->last_ns;
-	__u64 cap = (__u64)(f->burst > len ? f->burst : len) * 8000;
-	__u64 t = f->tokens, cost = (__u64)len * 8000;
+enum { Q_DROP = -1, Q_OK = 0, Q_MARK = 1 };
 
-	if (dt > 10000000000ULL)	/* caps the product below */
-		dt = 10000000000ULL;
-	t += dt * f->rate_mbit;
-	if (t > cap)
-		t = cap;
-	f->last_ns = now;
-	if (t < cost) {
-		f->tokens = t;
-		return 0;
+/*
+ * The port's virtual queue takes a frame of len bytes at time now: drains
+ * the backlog for the time since the last frame, then tail-drops (Q_DROP)
+ * or admits it, Q_MARK when the backlog it makes is above the threshold.
+ * Without a rate there is no queue: every frame is admitted. No helper
+ * may be called under the lock: now and len come from the caller.
+ */
+static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
+				       __u64 now)
+{
+	__u64 wire = ((__u64)len + RINX_SW_WIRE_EXTRA) * RINX_SW_Q_UNIT;
+	__u64 q, dt, d, rate;
+	int ret = Q_OK;
+
+	rate = l->set.rate_mbit;
+	if (!rate) {
+		__sync_fetch_and_add(&l->n_frames, 1);
+		__sync_fetch_and_add(&l->n_bytes, len);
+		return Q_OK;
 	}
-	f->tokens = t - cost;
+	bpf_spin_lock(&l->lock);
+	q = l->backlog;
+	/* a last_ns ahead of now (set by a test) means no drain yet */
+	dt = now > l->last_ns ? now - l->last_ns : 0;
+	if (dt > SW_DRAIN_MAX_NS) {
+		q = 0;
+	} else {
+		d = dt * rate;
+		q = q > d ? q - d : 0;
+	}
+	if (now > l->last_ns)
+		l->last_ns = now;
+	if (q + wire > (__u64)l->set.buffer * RINX_SW_Q_UNIT) {
+		l->n_qdrop++;
+		ret = Q_DROP;
+	} else {
+		q += wire;
+		l->n_frames++;
+		l->n_bytes += len;
+		if (q / RINX_SW_Q_UNIT > l->peak)
+			l->peak = q / RINX_SW_Q_UNIT;
+		if (q > (__u64)l->set.ecn * RINX_SW_Q_UNIT)
+			ret = Q_MARK;
+	}
+	l->backlog = q;
+	bpf_spin_unlock(&l->lock);
+	return ret;
+}
+
+/*
+ * CE into an IPv4 ECT frame: 1 if the frame leaves with CE (set here or
+ * before), 0 if it is not ECT. The header checksum is updated for the one
+ * 16-bit word that changed (RFC 1624, eqn. 3); one's complement sums do
+ * not depend on byte order, so the words are used as they lie in memory.
+ */
+static __always_inline int ecn_set_ce(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	__u16 *w = (__u16 *)ip, old;
+	__u32 sum;
+
+	if ((void *)(ip + 1) > data_end ||
+	    eth->h_proto != bpf_htons(ETH_P_IP) || ip->version != 4 ||
+	    !(ip->tos & 3))
+		return 0;
+	if ((ip->tos & 3) == 3)
+		return 1;
+	old = *w;
+	ip->tos |= 3;
+	sum = (__u16)~ip->check;
+	sum += (__u16)~old;
+	sum += *w;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ip->check = (__u16)~sum;
 	return 1;
 }
 
-/* Drop and rate limit: XDP_DROP (counted) or XDP_PASS. */
-static __always_inline int fault_loss(struct xdp_md *ctx,
-				      struct rinx_sw_fault *f)
+/* Drop and queue: XDP_DROP (counted) or XDP_PASS (the frame leaves,
+ * marked if the queue says so). */
+static __always_inline int link_admit(struct xdp_md *ctx,
+				      struct rinx_sw_link *l)
 {
-	if (drawn(f->drop_ppm)) {
-		__sync_fetch_and_add(&f->n_drop, 1);
+	__u32 len;
+	int q;
+
+	if (drawn(l->set.drop_ppm)) {
+		__sync_fetch_and_add(&l->n_drop, 1);
 		return count(RINX_SW_FAULT_DROP, XDP_DROP);
 	}
-	if (f->rate_mbit && !rate_ok(f, bpf_xdp_get_buff_len(ctx))) {
-		__sync_fetch_and_add(&f->n_rate, 1);
-		return count(RINX_SW_FAULT_RATE, XDP_DROP);
+	len = bpf_xdp_get_buff_len(ctx);
+	q = queue_admit(l, len, bpf_ktime_get_ns());
+	if (q == Q_DROP)
+		return count(RINX_SW_QUEUE_DROP, XDP_DROP);
+	if (q == Q_MARK) {
+		if (ecn_set_ce(ctx)) {
+			__sync_fetch_and_add(&l->n_mark, 1);
+			count(RINX_SW_ECN_MARK, 0);
+		} else {
+			__sync_fetch_and_add(&l->n_nect, 1);
+			count(RINX_SW_ECN_NOT_ECT, 0);
+		}
 	}
 	return XDP_PASS;
 }
@@ -236,7 +312,7 @@ static __always_inline int fault_loss(struct xdp_md *ctx,
  * frame held before it).
  */
 static __noinline int fault_reorder(struct xdp_md *ctx,
-				    struct rinx_sw_fault *f, __u32 port)
+				    struct rinx_sw_link *f, __u32 port)
 {
 	struct sw_held *h = bpf_map_lookup_elem(&held, &port);
 	__u64 now = bpf_ktime_get_ns(), len, hl;
@@ -245,12 +321,12 @@ static __noinline int fault_reorder(struct xdp_md *ctx,
 
 	if (!h)
 		return XDP_PASS;
-	if (h->len && now - h->ts > (__u64)f->hold_ms * 1000000) {
+	if (h->len && now - h->ts > (__u64)f->set.hold_ms * 1000000) {
 		h->len = 0;
 		__sync_fetch_and_add(&f->n_lost, 1);
 		count(RINX_SW_FAULT_HOLD_LOST, 0);
 	}
-	draw = drawn(f->reorder_ppm);
+	draw = drawn(f->set.reorder_ppm);
 	if (!draw)
 		return XDP_PASS;
 	len = bpf_xdp_get_buff_len(ctx);
@@ -291,25 +367,25 @@ skip:
 }
 
 /*
- * Sends the frame to port through `ports` with the port's faults; stat is
- * the counter of a frame that leaves.
+ * Sends the frame to port through `ports` and the port's link; stat is the
+ * counter of a frame that leaves.
  */
 static __noinline int sw_send(struct xdp_md *ctx, __u32 port, __u32 stat)
 {
-	struct rinx_sw_fault *f;
+	struct rinx_sw_link *f;
 	void *dup;
 
 	/* Flags 0: a port missing from the devmap gives XDP_ABORTED. */
 	if (bpf_redirect_map(&ports, port, 0) != XDP_REDIRECT)
 		return count(RINX_SW_DROP_NO_PORT, XDP_DROP);
-	f = bpf_map_lookup_elem(&faults, &port);
+	f = bpf_map_lookup_elem(&links, &port);
 	if (!f)
 		return count(stat, XDP_REDIRECT);
-	if (fault_loss(ctx, f) == XDP_DROP)
+	if (link_admit(ctx, f) == XDP_DROP)
 		return XDP_DROP;
-	if (f->reorder_ppm && fault_reorder(ctx, f, port) == XDP_DROP)
+	if (f->set.reorder_ppm && fault_reorder(ctx, f, port) == XDP_DROP)
 		return XDP_DROP;
-	if (drawn(f->dup_ppm)) {
+	if (drawn(f->set.dup_ppm)) {
 		dup = bpf_map_lookup_elem(&dups, &port);
 		if (dup && bpf_redirect_map(dup, 0, BPF_F_BROADCAST) ==
 			   XDP_REDIRECT) {
@@ -326,18 +402,18 @@ static __noinline int sw_send(struct xdp_md *ctx, __u32 port, __u32 stat)
 }
 
 /*
- * Faults of a broadcast copy in the devmap program of its port: a frame to
- * a known unicast MAC was sent to this port alone and had its faults in
- * sw_send (a duplicate or a reordered frame too).
+ * Drop and queue of a broadcast copy in the devmap program of its port: a
+ * frame to a known unicast MAC was sent to this port alone and went
+ * through its link in sw_send (a duplicate or a reordered frame too).
  */
-static __always_inline int egress_faults(struct xdp_md *ctx,
-					 const struct ethhdr *eth)
+static __always_inline int egress_link(struct xdp_md *ctx,
+				       const struct ethhdr *eth)
 {
 	__u32 port = ctx->egress_ifindex;
-	struct rinx_sw_fault *f;
+	struct rinx_sw_link *f;
 	__u64 key = 0;
 
-	f = bpf_map_lookup_elem(&faults, &port);
+	f = bpf_map_lookup_elem(&links, &port);
 	if (!f)
 		return XDP_PASS;
 	if (!(eth->h_dest[0] & 1)) {
@@ -345,7 +421,7 @@ static __always_inline int egress_faults(struct xdp_md *ctx,
 		if (bpf_map_lookup_elem(&macs, &key))
 			return XDP_PASS;
 	}
-	return fault_loss(ctx, f);
+	return link_admit(ctx, f);
 }
 
 /* Is the aggregator configured? Constant after load: the verifier drops
@@ -469,7 +545,7 @@ int rinx_group_egress(struct xdp_md *ctx)
 
 	if ((void *)(eth + 1) > data_end)
 		return XDP_PASS;
-	if (egress_faults(ctx, eth) == XDP_DROP)
+	if (egress_link(ctx, eth) == XDP_DROP)
 		return XDP_DROP;
 	/* unicast frames share the uplink's queue: leave them alone */
 	if (eth->h_dest[0] != RINX_GROUP_MAC0 ||
@@ -488,8 +564,8 @@ int rinx_group_egress(struct xdp_md *ctx)
 }
 
 /*
- * Devmap program of every other port (host ports, spine ports): faults of
- * broadcast copies. Set on the port's entry in every devmap that reaches
+ * Devmap program of every other port (host ports, spine ports): drop and
+ * queue of broadcast copies. Set on the port's entry in every devmap that reaches
  * it, for the reason given at `ports`.
  */
 SEC("xdp/devmap")
@@ -501,5 +577,5 @@ int rinx_port_egress(struct xdp_md *ctx)
 
 	if ((void *)(eth + 1) > data_end)
 		return XDP_PASS;
-	return egress_faults(ctx, eth);
+	return egress_link(ctx, eth);
 }

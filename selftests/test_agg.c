@@ -49,6 +49,7 @@
 #include <bpf/libbpf.h>
 
 #include "uapi/rinx.h"
+#include "uapi/rinx_switch.h"
 #include "user/ctl.h"
 #include "user/plan.h"
 #include "host.skel.h"

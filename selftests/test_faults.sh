@@ -1,10 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
-# End to end: link faults injected by the testbed's XDP switch
-# (`rinxctl testbed up --drop/--dup/--reorder/--rate`, `testbed fault`,
-# `testbed show`) on a 2-host testbed, checked against ping and the
-# switch's counters. Only counters are compared, never times.
+# End to end: link faults and port queues of the testbed's XDP switch
+# (`rinxctl testbed up --drop/--dup/--reorder`, `testbed fault --rate
+# --buffer --ecn`, `testbed show`) on a 2-host testbed, checked against
+# ping, the hosts' own counters and the switch's counters. Only counters
+# are compared, never times.
+#
+#   <P>h0 eth0 -- p0 <P>t0 p1 -- eth0 <P>h1
+#   10.71.0.1      ToR           10.71.0.2
 #
 #   selftests/test_faults.sh [builddir]
 #
@@ -83,12 +87,12 @@ fi
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..17"
+echo "1..25"
 out=$("$rinxctl" testbed up --prefix "$P" --hosts 2 --drop 200000 2>&1)
 ok $? "testbed up --hosts 2 --drop 200000"
 echo "$out" | diag
-[ -e "/run/rinx/$P/sw-${P}t0/faults" ]
-ok $? "the ToR's faults map is pinned at /run/rinx/$P/sw-${P}t0/faults"
+[ -e "/run/rinx/$P/sw-${P}t0/links" ]
+ok $? "the ToR's links map is pinned at /run/rinx/$P/sw-${P}t0/links"
 [ "$(port p0 drop)" = 200000 ] && [ "$(port p1 drop)" = 200000 ] &&
 	[ "$(port p1 rate)" = 0 ]
 ok $? "show: drop 200000 ppm on both ToR ports"
@@ -143,23 +147,83 @@ echo "$seqs" | awk '{ for (i = 2; i <= NF; i++) if ($i < $(i-1)) b = 1 }
 ok $? "reorder: ping saw replies out of order"
 "$rinxctl" testbed fault "$P" --reorder 0 >/dev/null 2>&1
 
-# Rate limit: 10 Mbit/s, 32 KiB bucket; 100 pings of 3 KB sent at once
-# (preload) are 300 KB, which takes 240 ms at that rate: the bucket
-# runs dry whatever the speed of this machine, short of a 200 ms stall.
+# The port queue: 10 Mbit/s, defaults buffer 68760 B (about 22 frames of
+# 3 KB) and mark threshold 6876 B (two frames). 100 pings of 3 KB sent at
+# once (preload) with ECT(0) are 300 KB, 240 ms at that rate: the queue
+# overflows whatever the speed of this machine, short of a 200 ms stall.
+spec=/run/rinx-testbed/$P.spec
 "$rinxctl" testbed fault "$P" --rate 10 >/dev/null 2>&1
-[ "$(port p0 rate)" = 10 ] && [ "$(port p1 rate)" = 10 ]
-ok $? "testbed fault --rate 10 on both ports"
-before=$(sw fault_rate)
-got=$(received 100 -l 100 -s 3000)
-rd=$(($(sw fault_rate) - before))
-echo "# 100 pings of 3 KB at once: $got answered, fault_rate +$rd"
-[ "$rd" -gt 0 ] && [ $((100 - ${got:-0})) = "$rd" ]
-ok $? "rate 10 Mbit/s: a flood is cut, every lost ping a counted rate drop ($rd)"
+[ "$(port p0 rate)" = 10 ] && [ "$(port p1 rate)" = 10 ] &&
+	[ "$(port p1 buffer)" = 68760 ] && [ "$(port p1 ecn)" = 6876 ]
+ok $? "testbed fault --rate 10: both ports, default buffer and threshold"
+[ "$(grep -c '^host .* link=10$' "$spec")" = 2 ] &&
+	"$rinxctl" testbed show "$P" | grep -q '^slowest link: 10 Mbit/s$'
+ok $? "the spec gives both hosts link=10; show names the slowest link"
+before=$(sw queue_drop)
+ce0=$(ip netns exec "${P}h1" awk '/^IpExt:/ { if (!h) { split($0, k); h = 1 }
+	else for (i = 2; i <= NF; i++) if (k[i] == "InCEPkts") print $i }' \
+	/proc/net/netstat)
+got=$(received 100 -l 100 -s 3000 -Q 2)
+qd=$(($(sw queue_drop) - before))
+ce1=$(ip netns exec "${P}h1" awk '/^IpExt:/ { if (!h) { split($0, k); h = 1 }
+	else for (i = 2; i <= NF; i++) if (k[i] == "InCEPkts") print $i }' \
+	/proc/net/netstat)
+echo "# 100 pings of 3 KB at once: $got answered, queue_drop +$qd;" \
+	"p1: frames=$(port p1 frames) tail_drops=$(port p1 tail_drops)" \
+	"marks=$(port p1 marks) peak=$(port p1 peak) util=$(port p1 util);" \
+	"h1 received $((ce1 - ce0)) with CE"
+[ "$qd" -gt 0 ] && [ $((100 - ${got:-0})) = "$qd" ] &&
+	[ $(($(port p0 tail_drops) + $(port p1 tail_drops))) = "$qd" ]
+ok $? "rate 10 Mbit/s: the queue overflows, every lost ping a counted tail drop ($qd)"
+[ "$(port p1 marks)" -gt 0 ] && [ "$(port p1 not_ect)" = 0 ] &&
+	[ $(($(port p1 frames) + $(port p1 tail_drops))) = 100 ] &&
+	[ "$(port p1 peak)" -gt 6876 ] && [ "$(port p1 peak)" -le 68760 ]
+ok $? "ECT(0) requests above the threshold marked; peak between threshold and buffer"
+[ $((ce1 - ce0)) = "$(port p1 marks)" ]
+ok $? "h1's stack received every marked request with CE ($((ce1 - ce0)))"
+got=$(received 30 -l 30 -s 3000)
+[ "$(port p1 not_ect)" -gt 0 ]
+ok $? "non-ECT pings above the threshold are not marked, counted not_ect"
+"$rinxctl" testbed fault "$P" --port t0:p1 --rate 5 --buffer 20000 \
+	--ecn off >/dev/null 2>&1
+[ "$(port p1 rate)" = 5 ] && [ "$(port p1 buffer)" = 20000 ] &&
+	[ "$(port p1 ecn)" = off ] && [ "$(port p1 frames)" = 0 ] &&
+	[ "$(port p0 rate)" = 10 ] &&
+	grep -q '^host name=h1 .* link=5$' "$spec" &&
+	grep -q '^host name=h0 .* link=10$' "$spec"
+ok $? "fault --port t0:p1 --rate 5 --buffer 20000 --ecn off: that port only, counters afresh, spec link=5"
+# A flood's copies take the queue of their port too (devmap program).
+ip netns exec "${P}h0" ping -q -b -c 3 -i 0.2 -W 1 10.71.255.255 >/dev/null 2>&1
+[ "$(port p1 frames)" = 3 ] && [ "$(port p1 bytes)" = $((3 * 98)) ]
+ok $? "3 broadcast pings: 3 flooded copies through p1's queue ($(port p1 frames))"
+"$rinxctl" testbed fault "$P" --burst 32768 >/dev/null 2>&1
+[ $? = 2 ] && "$rinxctl" testbed fault "$P" --burst 1 2>&1 |
+	grep -q -- '--burst is gone.*--buffer'
+ok $? "--burst is refused with a pointer to --buffer"
 "$rinxctl" testbed fault "$P" --rate 0 >/dev/null 2>&1
-before=$(sw fault_rate)
+before=$(sw queue_drop)
 got=$(received 100 -l 100 -s 3000)
-[ "${got:-0}" = 100 ] && [ "$(sw fault_rate)" = "$before" ]
-ok $? "rate 0: the same burst passes whole ($got of 100)"
+[ "${got:-0}" = 100 ] && [ "$(sw queue_drop)" = "$before" ] &&
+	[ "$(grep -c 'link=' "$spec")" = 0 ]
+ok $? "rate 0: the same burst passes whole ($got of 100), links gone from the spec"
+
+# Link rates in a spec of real hosts: parsed, checked, the slowest shown.
+tmp=$(mktemp -d)
+cat >"$tmp/ok.spec" <<EOF
+rack id=0 ina=none uplink=40
+rack id=1 ina=none
+host name=a rank=0 rack=0 mac=02:00:00:00:00:01 ip=10.9.0.1 link=100
+host name=b rank=1 rack=1 mac=02:00:00:00:00:02 ip=10.9.0.2 link=0
+EOF
+sed 's/link=100/link=fast/' "$tmp/ok.spec" >"$tmp/bad.spec"
+sed 's/uplink=40/uplink=1000001/' "$tmp/ok.spec" >"$tmp/big.spec"
+"$rinxctl" testbed show "$tmp/ok.spec" 2>&1 | grep -q '^slowest link: 40 Mbit/s$' &&
+	"$rinxctl" testbed show "$tmp/bad.spec" 2>&1 |
+	grep -q 'line 3: link must be 0..1000000 Mbit/s' &&
+	"$rinxctl" testbed show "$tmp/big.spec" 2>&1 |
+	grep -q 'line 1: uplink must be 0..1000000 Mbit/s'
+ok $? "spec link=/uplink=: slowest of 100 and 40 is 40; bad values refused by line"
+rm -rf "$tmp"
 
 "$rinxctl" testbed show "$P" 2>&1 | diag
 "$rinxctl" testbed down "$P" 2>&1 | diag

@@ -43,6 +43,7 @@
 #include <bpf/libbpf.h>
 
 #include "uapi/rinx.h"
+#include "uapi/rinx_switch.h"
 #include "host.skel.h"
 #include "switch.skel.h"
 #include "selftests/tap.h"

@@ -19,12 +19,18 @@
  * a reduce frame may leave by its ingress port, a gather goes to the group.
  * The aggregator's own logic is tested elsewhere.
  *
- * Link faults (on the first instance, port va): drop 100% and 0%, the rate
- * limit's bucket, duplication (verdict and counters; with live frames, the
- * two copies counted on vb) and the reorder slot (hold, swap of frames of
+ * Links (on the first instance, port va): the virtual queue, table-driven
+ * (below and above the buffer, ECN marks with a valid IPv4 checksum on ECT
+ * frames only, the threshold, the drain over time, no rate: no queue, drop
+ * before queue), its counters per port and in sw_stats; the queue state is
+ * written into the port's `links` value before each run (a last-update
+ * time ahead of now: no drain) so that the arithmetic is exact. Then drop
+ * 100% and 0%, duplication (verdict and counters; with live frames, the two
+ * copies counted on vb) and the reorder slot (hold, swap of frames of
  * different sizes, loss of a frame held too long).
  */
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
@@ -42,6 +48,7 @@
 #include <bpf/libbpf.h>
 #include "selftests/tap.h"
 #include "uapi/rinx.h"
+#include "uapi/rinx_switch.h"
 #include "user/testbed.h"
 #include "switch.skel.h"
 
@@ -530,7 +537,7 @@ static void run_egress(struct switch_bpf *skel)
 
 /* ---- link faults ---- */
 
-#define NFAULT_TESTS	14
+#define NFAULT_TESTS	13
 
 struct frun {
 	__u32 retval, out_len;
@@ -607,11 +614,11 @@ static int moved_only(const struct frun *r, ...)
 }
 
 static int set_fault(struct switch_bpf *skel, __u32 port,
-		     const struct rinx_tb_fault *f)
+		     const struct rinx_sw_link_set *f)
 {
-	struct rinx_tb_fault_val v = { .set = *f };
+	struct rinx_sw_link v = { .set = *f };
 
-	return bpf_map_update_elem(bpf_map__fd(skel->maps.faults), &port, &v,
+	return bpf_map_update_elem(bpf_map__fd(skel->maps.links), &port, &v,
 				   BPF_ANY) ? -errno : 0;
 }
 
@@ -709,10 +716,264 @@ static int live_dup(struct switch_bpf *skel, int if_b, int ncpu,
 	return 0;
 }
 
+/* ---- the port's virtual queue ---- */
+
+enum { F_ECT0, F_ECT1, F_NECT, F_CE, F_ARP };
+enum { T_FUTURE, T_PAST };	/* last update: ahead of now (no drain),
+				 * 20 ms ago (drained for at least that) */
+
+#define Q_LEN		1000		/* frame length in the cases */
+#define Q_WIRE		(Q_LEN + RINX_SW_WIRE_EXTRA)
+
+struct q_case {
+	const char *desc;
+	__u32 rate, buffer, ecn, drop;	/* port settings */
+	__u64 backlog;			/* bytes queued before the frame */
+	int time;			/* T_* */
+	int frame;			/* F_* */
+	int verdict;
+	int marked;			/* leaves with CE set here */
+	/* per port counters moved: admitted, tail drop, marks, not ECT */
+	__u64 frames, qdrop, mark, nect;
+	__s64 after;			/* backlog after, bytes; -1: exact
+					 * drain computed from last_ns */
+};
+
+static const struct q_case q_cases[] = {
+	{ "queue: below the buffer: admitted, unmarked", 1000, 100000, 50000,
+	  0, 0, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, Q_WIRE },
+	{ "queue: fills the buffer to the byte: admitted", 1000, 100000,
+	  RINX_SW_ECN_OFF, 0, 100000 - Q_WIRE, T_FUTURE, F_ECT0, XDP_REDIRECT,
+	  0, 1, 0, 0, 0, 100000 },
+	{ "queue: one byte over the buffer: tail drop", 1000, 100000,
+	  RINX_SW_ECN_OFF, 0, 100000 - Q_WIRE + 1, T_FUTURE, F_ECT0, XDP_DROP,
+	  0, 0, 1, 0, 0, 100000 - Q_WIRE + 1 },
+	{ "queue: ECT(0) above the threshold: CE, checksum valid", 1000,
+	  100000, 50000, 0, 50000, T_FUTURE, F_ECT0, XDP_REDIRECT, 1, 1, 0, 1,
+	  0, 50000 + Q_WIRE },
+	{ "queue: ECT(1) above the threshold: CE, checksum valid", 1000,
+	  100000, 50000, 0, 50000, T_FUTURE, F_ECT1, XDP_REDIRECT, 1, 1, 0, 1,
+	  0, 50000 + Q_WIRE },
+	{ "queue: CE above the threshold: left as is, counted a mark", 1000,
+	  100000, 50000, 0, 50000, T_FUTURE, F_CE, XDP_REDIRECT, 0, 1, 0, 1,
+	  0, 50000 + Q_WIRE },
+	{ "queue: not-ECT IPv4 above the threshold: unmarked, counted", 1000,
+	  100000, 50000, 0, 50000, T_FUTURE, F_NECT, XDP_REDIRECT, 0, 1, 0, 0,
+	  1, 50000 + Q_WIRE },
+	{ "queue: ARP above the threshold: unmarked, counted", 1000, 100000,
+	  50000, 0, 50000, T_FUTURE, F_ARP, XDP_REDIRECT, 0, 1, 0, 0, 1,
+	  50000 + Q_WIRE },
+	{ "queue: ECT reaching the threshold exactly: unmarked", 1000, 100000,
+	  50000, 0, 50000 - Q_WIRE, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0,
+	  0, 50000 },
+	{ "queue: ecn off: a full queue marks nothing", 1000, 100000,
+	  RINX_SW_ECN_OFF, 0, 90000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0,
+	  0, 0, 90000 + Q_WIRE },
+	{ "queue: no rate: no queue, the backlog is not looked at", 0, 1000,
+	  10, 0, 5000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, 5000 },
+	{ "queue: full, 20 ms idle at 1 Gbit/s: drained, admitted", 1000,
+	  100000, 50000, 0, 100000, T_PAST, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0,
+	  0, Q_WIRE },
+	{ "queue: 20 ms idle at 1 Mbit/s: drained by exactly the time", 1,
+	  4000000, 3000000, 0, 2000000, T_PAST, F_ECT0, XDP_REDIRECT, 0, 1, 0,
+	  0, 0, -1 },
+	{ "queue: loss comes first: a dropped frame is not queued", 1000,
+	  100000, 50000, RINX_TB_PPM, 50000, T_FUTURE, F_ECT0, XDP_DROP, 0, 0,
+	  0, 0, 0, 50000 },
+};
+
+#define NQ_CASES	((int)(sizeof(q_cases) / sizeof(q_cases[0])))
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* One's complement sum of the IPv4 header: 0xffff when its checksum is
+ * right. */
+static __u16 ip_sum(const __u8 *ip)
+{
+	__u32 sum = 0;
+	int i;
+
+	for (i = 0; i < 20; i += 2)
+		sum += ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+static void q_frame(__u8 *b, int kind)
+{
+	static const __u8 ecn[] = { [F_ECT0] = 2, [F_ECT1] = 1, [F_NECT] = 0,
+				    [F_CE] = 3 };
+	__u16 sum;
+	int i;
+
+	memset(b, 0, Q_LEN);
+	for (i = 34; i < Q_LEN; i++)
+		b[i] = (__u8)(i * 11);
+	memcpy(b, M_A, 6);
+	memcpy(b + 6, M_SRC, 6);
+	if (kind == F_ARP) {
+		b[12] = 0x08, b[13] = 0x06;
+		return;
+	}
+	b[12] = 0x08, b[13] = 0x00;
+	b[14] = 0x45;
+	b[15] = 0xb8 | ecn[kind];	/* DSCP EF: must survive the mark */
+	b[16] = (Q_LEN - 14) >> 8, b[17] = (Q_LEN - 14) & 0xff;
+	b[18] = 0x12, b[19] = 0x34;
+	b[22] = 64, b[23] = 17;
+	b[26] = 10, b[27] = 71, b[29] = 1;
+	b[30] = 10, b[31] = 71, b[33] = 2;
+	sum = ~ip_sum(b + 14);
+	b[24] = sum >> 8, b[25] = sum & 0xff;
+}
+
+static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
+		 int if_b, int ncpu)
+{
+	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
+	__u64 d[RINX_SW_STAT_MAX] = {}, want[RINX_SW_STAT_MAX] = {};
+	int fd = bpf_map__fd(skel->maps.links), sfd, i, err, ok = 1;
+	struct xdp_md ctx = { .data_end = Q_LEN, .ingress_ifindex = if_b };
+	__u8 in[Q_LEN], out[Q_LEN + 64];
+	struct rinx_sw_link v = {}, w;
+	__u32 port = if_a;
+	__u64 exp_after;
+
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	v.set.rate_mbit = c->rate;
+	v.set.buffer = c->buffer;
+	v.set.ecn = c->ecn;
+	v.set.drop_ppm = c->drop;
+	v.set.hold_ms = 50;
+	v.backlog = c->backlog * RINX_SW_Q_UNIT;
+	v.last_ns = c->time == T_FUTURE ? mono_ns() + 3600000000000ULL :
+					  mono_ns() - 20000000ULL;
+	v.peak = 7;	/* below any backlog here: must rise to it */
+	q_frame(in, c->frame);
+	o.data_in = in;
+	o.data_size_in = Q_LEN;
+	o.data_out = out;
+	o.data_size_out = sizeof(out);
+	o.ctx_in = &ctx;
+	o.ctx_size_in = sizeof(ctx);
+	o.repeat = 1;
+	sfd = bpf_map__fd(skel->maps.sw_stats);
+	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
+	    read_stats(sfd, ncpu, before))
+		return tap_ok(0, "%s: set up: %s", c->desc, strerror(errno));
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
+				     &o);
+	if (err || read_stats(sfd, ncpu, after) ||
+	    bpf_map_lookup_elem(fd, &port, &w))
+		return tap_ok(0, "%s: run: %s", c->desc,
+			      strerror(err ? -err : errno));
+	for (i = 0; i < RINX_SW_STAT_MAX; i++)
+		d[i] = after[i] - before[i];
+	if (c->verdict == XDP_DROP)
+		want[c->drop ? RINX_SW_FAULT_DROP : RINX_SW_QUEUE_DROP] = 1;
+	else
+		want[RINX_SW_FWD] = 1;
+	want[RINX_SW_ECN_MARK] = c->mark;
+	want[RINX_SW_ECN_NOT_ECT] = c->nect;
+	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
+		if (d[i] != want[i]) {
+			tap_diag("%s: sw_stats %s moved %llu, want %llu",
+				 c->desc, rinx_sw_stat_name(i),
+				 (unsigned long long)d[i],
+				 (unsigned long long)want[i]);
+			ok = 0;
+		}
+	}
+	if (o.retval != (__u32)c->verdict) {
+		tap_diag("%s: verdict %u, want %d", c->desc, o.retval,
+			 c->verdict);
+		ok = 0;
+	}
+	if (w.n_frames != c->frames || w.n_bytes != c->frames * Q_LEN ||
+	    w.n_qdrop != c->qdrop || w.n_mark != c->mark ||
+	    w.n_nect != c->nect || w.n_drop != (c->drop ? 1U : 0U)) {
+		tap_diag("%s: port frames %llu bytes %llu tail drops %llu "
+			 "marks %llu not_ect %llu drops %llu", c->desc,
+			 (unsigned long long)w.n_frames,
+			 (unsigned long long)w.n_bytes,
+			 (unsigned long long)w.n_qdrop,
+			 (unsigned long long)w.n_mark,
+			 (unsigned long long)w.n_nect,
+			 (unsigned long long)w.n_drop);
+		ok = 0;
+	}
+	/* the drain: what the program's own clock says elapsed, at the
+	 * rate, from the backlog set, floored at 0, then the frame */
+	if (c->after >= 0) {
+		exp_after = c->after * RINX_SW_Q_UNIT;
+	} else {
+		__u64 dt = w.last_ns - v.last_ns;
+		__u64 q = v.backlog - dt * c->rate;
+
+		exp_after = q + Q_WIRE * RINX_SW_Q_UNIT;
+		if (dt < 20000000ULL || dt * c->rate >= v.backlog) {
+			tap_diag("%s: %llu ns elapsed: not a partial drain",
+				 c->desc, (unsigned long long)dt);
+			ok = 0;
+		}
+	}
+	if (w.backlog != exp_after) {
+		tap_diag("%s: backlog %llu/%llu B, want %llu/%llu", c->desc,
+			 (unsigned long long)w.backlog,
+			 RINX_SW_Q_UNIT, (unsigned long long)exp_after,
+			 RINX_SW_Q_UNIT);
+		ok = 0;
+	}
+	if (c->rate && c->frames &&
+	    w.peak != (exp_after / RINX_SW_Q_UNIT > 7 ?
+		       exp_after / RINX_SW_Q_UNIT : 7)) {
+		tap_diag("%s: peak %llu", c->desc,
+			 (unsigned long long)w.peak);
+		ok = 0;
+	}
+	if (c->verdict == XDP_REDIRECT) {
+		__u8 want_out[Q_LEN];
+
+		memcpy(want_out, in, Q_LEN);
+		if (c->marked)
+			want_out[15] |= 3;
+		if (o.data_size_out != Q_LEN ||
+		    memcmp(out, want_out, 24) ||
+		    memcmp(out + 26, want_out + 26, Q_LEN - 26) ||
+		    (!c->marked && memcmp(out + 24, in + 24, 2)) ||
+		    (c->frame != F_ARP && ip_sum(out + 14) != 0xffff)) {
+			tap_diag("%s: frame out: %u B, tos %02x, header sum "
+				 "%04x", c->desc, o.data_size_out, out[15],
+				 ip_sum(out + 14));
+			ok = 0;
+		}
+	}
+	return tap_ok(ok, "%s", c->desc);
+}
+
+static void queue_tests(struct switch_bpf *skel, int if_a, int if_b,
+			int ncpu)
+{
+	__u32 port = if_a;
+	int i;
+
+	for (i = 0; i < NQ_CASES; i++)
+		q_run(skel, &q_cases[i], if_a, if_b, ncpu);
+	bpf_map_delete_elem(bpf_map__fd(skel->maps.links), &port);
+}
+
 static void fault_tests(struct switch_bpf *skel, int if_a, int if_b,
 			int ncpu)
 {
-	struct rinx_tb_fault f = { .burst = 32768, .hold_ms = 50 };
+	struct rinx_sw_link_set f = { .hold_ms = 50 };
 	struct frun *r = calloc(1, sizeof(*r));
 	struct bpf_devmap_val dv = { .ifindex = if_a };
 	__u32 port = if_a, k;
@@ -744,22 +1005,7 @@ static void fault_tests(struct switch_bpf *skel, int if_a, int if_b,
 	       (unsigned long long)r->d[RINX_SW_FAULT_DROP],
 	       (unsigned long long)r->d[RINX_SW_FWD]);
 
-	/* 1 Mbit/s = 125 B/ms, bucket 2 frames: back-to-back runs outrun
-	 * it (no timing assumed beyond "20 runs take less than 0.5 s"). */
-	memset(&f, 0, sizeof(f));
-	f.rate_mbit = 1;
-	f.burst = 2 * RINX_FRAME_MAX;
-	f.hold_ms = 50;
-	err = set_fault(skel, port, &f) ?:
-	      frun(skel, if_b, RINX_FRAME_MAX, 2, 20, 0, ncpu, r);
-	tap_ok(!err && r->d[RINX_SW_FWD] >= 2 &&
-	       r->d[RINX_SW_FAULT_RATE] >= 1 &&
-	       r->d[RINX_SW_FWD] + r->d[RINX_SW_FAULT_RATE] == 20,
-	       "fault: rate limit: a burst passes (%llu), then drops (%llu)",
-	       (unsigned long long)r->d[RINX_SW_FWD],
-	       (unsigned long long)r->d[RINX_SW_FAULT_RATE]);
-	f.rate_mbit = 0;
-
+	f.drop_ppm = 0;
 	f.dup_ppm = RINX_TB_PPM;
 	err = set_fault(skel, port, &f) ?:
 	      frun(skel, if_b, 60, 3, 1, 0, ncpu, r);
@@ -840,7 +1086,7 @@ static void fault_tests(struct switch_bpf *skel, int if_a, int if_b,
 	       moved_only(r, RINX_SW_FWD, 1, RINX_SW_FAULT_SKIP, 1, -1),
 	       "fault: reorder: a frame larger than the slot is sent, counted "
 	       "skipped");
-	bpf_map_delete_elem(bpf_map__fd(skel->maps.faults), &port);
+	bpf_map_delete_elem(bpf_map__fd(skel->maps.links), &port);
 	free(r);
 }
 
@@ -873,7 +1119,7 @@ int main(void)
 		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
 		sched_setaffinity(0, sizeof(set), &set);
 	}
-	tap_plan(NCASES + 5 + NFAULT_TESTS +
+	tap_plan(NCASES + 5 + NQ_CASES + NFAULT_TESTS +
 		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])));
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "switch program loads")) {
@@ -910,6 +1156,7 @@ int main(void)
 		run_egress(skels[1]);
 	else
 		tap_ok(0, "group egress: no ToR");
+	queue_tests(skel, if_a, if_b, ncpu);
 	fault_tests(skel, if_a, if_b, ncpu);
 	switch_bpf__destroy(skels[1]);
 	switch_bpf__destroy(skel);

@@ -67,7 +67,7 @@ fi
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..52"
+echo "1..58"
 for mode in native generic; do
 	echo "# mode $mode, prefix $P"
 	spec=/run/rinx-testbed/$P.spec
@@ -118,6 +118,22 @@ for mode in native generic; do
 	echo "$show" | grep -q 'drop_no_port=[1-9]\|drop_hairpin=[1-9]'
 	[ $? -ne 0 ]
 	ok $? "$mode: no switch drops"
+	[ "$(ip netns exec "${P}h2" cat /proc/sys/net/ipv4/tcp_ecn)" = 1 ]
+	ok $? "$mode: hosts ask for ECN on TCP (tcp_ecn=1)"
+
+	# Link rates into the spec: a rack's uplink is the slower direction.
+	"$rinxctl" testbed fault "$P" --port sp:t1 --rate 500 >/dev/null &&
+		"$rinxctl" testbed fault "$P" --port t1:uplink --rate 800 \
+			>/dev/null &&
+		"$rinxctl" testbed fault "$P" --port t0:p1 --rate 2000 \
+			>/dev/null
+	ok $? "$mode: testbed fault --rate on sp:t1, t1:uplink, t0:p1"
+	grep -q '^rack id=1 ina=none uplink=500$' "$spec" &&
+		grep -q '^rack id=0 ina=none$' "$spec" &&
+		grep -q '^host name=h1 .* link=2000$' "$spec" &&
+		[ "$(grep -c 'link=' "$spec")" = 2 ] &&
+		"$rinxctl" testbed show "$P" | grep -q '^slowest link: 500 Mbit/s$'
+	ok $? "$mode: spec: rack 1 uplink=500, h1 link=2000; slowest link 500"
 
 	"$rinxctl" testbed up --prefix "$P" --hosts 2 >/dev/null 2>&1
 	rc=$?

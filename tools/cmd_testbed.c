@@ -18,13 +18,14 @@ static const char testbed_usage[] =
 "usage: rinxctl testbed up [options]\n"
 "       rinxctl testbed down PREFIX|SPEC | --all\n"
 "       rinxctl testbed show PREFIX|SPEC\n"
-"       rinxctl testbed fault PREFIX|SPEC [--port NS:IF | --all] FAULTS\n"
+"       rinxctl testbed fault PREFIX|SPEC [--port NS:IF | --all] LINK\n"
 "       rinxctl testbed ina-off PREFIX|SPEC RACK\n"
 "\n"
 "up: build the emulated cluster: one network namespace per host, one per\n"
 "rack's ToR switch and a spine when there are several racks, joined by\n"
 "veth pairs; XDP switches on the ToRs and the spine, the rinx host program\n"
-"on every host's eth0. Prints the prefix and the spec file.\n"
+"on every host's eth0; TCP of the hosts asks for ECN (tcp_ecn=1). Prints\n"
+"the prefix and the spec file.\n"
 "  --hosts N           N hosts (split evenly over --racks; default 4)\n"
 "  --racks R           racks, 1..8 (default 1)\n"
 "  --per-rack H        hosts per rack, 1..32 (total at most 64)\n"
@@ -40,35 +41,53 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  --ina LIST          INA kind of each rack, comma-separated: none, switch\n"
 "                      or agent (one value applies to every rack)\n"
 "  --no-nodes          leave the host program off (plain IP testbed)\n"
-"  FAULTS              link faults on every switch port (see fault)\n"
+"  LINK                link settings of every switch port (see fault)\n"
 "down: host programs off, namespaces deleted, pins and spec removed.\n"
 "  Succeeds when nothing is left. --all: every testbed with a spec in\n"
 "  " RINX_TB_SPEC_DIR ".\n"
 "show: racks (INA kind; for ina=switch the ToR aggregator's name, MAC, IP\n"
 "  and its non-zero counters), hosts (rank, namespace, interface, MAC, IP,\n"
-"  host program state), the counters of every switch and the faults of\n"
-"  every switch port with what they did.\n"
+"  host program state), the counters of every switch and, per switch port,\n"
+"  its link settings and what they did since they were set: frames and\n"
+"  bytes sent, tail drops, ECN marks, frames above the mark threshold that\n"
+"  were not ECT, the peak backlog, utilization (bytes x 8 / (rate x time\n"
+"  since set), Ethernet overhead not counted) and the faults injected.\n"
 "ina-off: rack RACK's ToR loses its aggregator (it goes on switching);\n"
 "  running jobs fall back to ring members for that rack at their next\n"
 "  collective.\n"
-"fault: change the link faults of a running testbed; the switch injects\n"
-"  them into the frames it sends out of a port (XDP: tc netem never sees\n"
-"  these frames). Options not given keep their value.\n"
+"fault: change the links of a running testbed. Each switch port acts as\n"
+"  the egress port of a switch (XDP: tc never sees these frames): injected\n"
+"  loss, then a queue, then reordering and duplication. The queue is\n"
+"  virtual (XDP cannot hold frames, so none is delayed): the port keeps the\n"
+"  backlog its rate would leave, tail-drops what does not fit the buffer\n"
+"  and sets CE on IPv4 ECT frames queued above the mark threshold, for\n"
+"  every frame alike (rinx, TCP, ARP). Options not given keep their value;\n"
+"  the port's queue and counters start afresh. A --rate is written into\n"
+"  the spec (link= of a host, uplink= of a rack).\n"
 "  --port NS:IF        one switch port, e.g. t0:p1, t1:uplink, sp:t0\n"
 "  --all               every port of every switch (default)\n"
 "  --drop PPM          loss probability, parts per million (0..1000000)\n"
 "  --dup PPM           duplication probability: the frame leaves twice\n"
 "  --reorder PPM       reorder probability: the frame is held back and\n"
 "                      sent in place of the port's next frame so drawn\n"
-"  --rate MBIT         rate limit in Mbit/s, token bucket (0: none)\n"
-"  --burst BYTES       bucket size (default 32768)\n"
 "  --hold MS           a held frame older than this is dropped (default\n"
-"                      50)\n";
+"                      50)\n"
+"  --rate MBIT         rate of the port's queue in Mbit/s (0: unlimited,\n"
+"                      no queue; the default). Resets --buffer and --ecn\n"
+"                      to the rate's defaults unless they are given\n"
+"  --buffer BYTES      queue size: frames beyond it are tail-dropped\n"
+"                      (default 10 x the --ecn default: 300000 at 1000\n"
+"                      Mbit/s, 948680 at 10000; at least 3438)\n"
+"  --ecn BYTES|off     mark threshold: CE on ECT frames queued above it\n"
+"                      (default 30000 x sqrt(MBIT / 1000), at least\n"
+"                      6876: 30000 at 1000 Mbit/s, 94868 at 10000, as\n"
+"                      DCTCP's K of 20 and 65 packets)\n"
+"  (--burst is gone: the token bucket became this queue; use --buffer)\n";
 
 enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
 	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
 	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
-	OPT_HOLD };
+	OPT_HOLD, OPT_BUFFER, OPT_ECN };
 
 static const struct option testbed_opts[] = {
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
@@ -89,6 +108,8 @@ static const struct option testbed_opts[] = {
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "burst", required_argument, NULL, OPT_BURST },
 	{ "hold", required_argument, NULL, OPT_HOLD },
+	{ "buffer", required_argument, NULL, OPT_BUFFER },
+	{ "ecn", required_argument, NULL, OPT_ECN },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -110,9 +131,9 @@ static int parse_num(const char *what, const char *v, long lo, long hi,
 	return 0;
 }
 
-/* A fault option into f and mask; 1 if c is not one, -1 if bad. */
-static int parse_fault(int c, const char *v, struct rinx_tb_fault *f,
-		       unsigned int *mask)
+/* A link option into f and mask; 1 if c is not one, -1 if bad. */
+static int parse_link(int c, const char *v, struct rinx_sw_link_set *f,
+		      unsigned int *mask)
 {
 	long x;
 
@@ -136,16 +157,32 @@ static int parse_fault(int c, const char *v, struct rinx_tb_fault *f,
 		*mask |= RINX_TB_F_REORDER;
 		return 0;
 	case OPT_RATE:
-		if (parse_num("rate", v, 0, 1000000, &x))
+		if (parse_num("rate", v, 0, RINX_SW_RATE_MAX, &x))
 			return -1;
 		f->rate_mbit = x;
 		*mask |= RINX_TB_F_RATE;
 		return 0;
 	case OPT_BURST:
-		if (parse_num("burst", v, 1, 1 << 30, &x))
+		fprintf(stderr, "rinxctl testbed: --burst is gone: a port has a "
+			"queue now, not a token bucket; use --buffer BYTES (and "
+			"--ecn BYTES for the mark threshold)\n");
+		return -1;
+	case OPT_BUFFER:
+		if (parse_num("buffer", v, RINX_TB_BUFFER_MIN,
+			      RINX_SW_BUFFER_MAX, &x))
 			return -1;
-		f->burst = x;
-		*mask |= RINX_TB_F_BURST;
+		f->buffer = x;
+		*mask |= RINX_TB_F_BUFFER;
+		return 0;
+	case OPT_ECN:
+		if (!strcmp(v, "off")) {
+			f->ecn = RINX_SW_ECN_OFF;
+		} else {
+			if (parse_num("ecn", v, 1, RINX_SW_BUFFER_MAX, &x))
+				return -1;
+			f->ecn = x;
+		}
+		*mask |= RINX_TB_F_ECN;
 		return 0;
 	case OPT_HOLD:
 		if (parse_num("hold", v, 1, 60000, &x))
@@ -210,11 +247,29 @@ static int random_prefix(char *buf, size_t len)
 	return -1;
 }
 
+/* The queue part of settings as given (zero: the rate's default). */
+static void show_rate(const struct rinx_sw_link_set *f)
+{
+	__u32 r = f->rate_mbit;
+
+	if (!r) {
+		printf("rate unlimited (no queue)\n");
+		return;
+	}
+	printf("rate %u Mbit/s, buffer %u B, ", r,
+	       f->buffer ? f->buffer : rinx_testbed_buffer_default(r));
+	if (f->ecn == RINX_SW_ECN_OFF)
+		printf("ecn off\n");
+	else
+		printf("ecn %u B\n", f->ecn ? f->ecn :
+		       rinx_testbed_ecn_default(r));
+}
+
 static int testbed_up(int argc, char **argv)
 {
 	struct rinx_testbed_opts o = { .racks = 1, .mode = RINX_XDP_NATIVE };
 	char prefix[RINX_TB_PREFIX_MAX + 1], spec_path[RINX_PATH_MAX];
-	struct rinx_tb_fault fault = {};
+	struct rinx_sw_link_set link = {};
 	unsigned int fmask = 0;
 	char err[128];
 	int ina[RINX_TB_MAX_RACKS], nina = 0, ret, c, i;
@@ -296,7 +351,7 @@ static int testbed_up(int argc, char **argv)
 			fputs(testbed_usage, stdout);
 			return 0;
 		default:
-			switch (parse_fault(c, optarg, &fault, &fmask)) {
+			switch (parse_link(c, optarg, &link, &fmask)) {
 			case 0:
 				continue;
 			case -1:
@@ -307,7 +362,7 @@ static int testbed_up(int argc, char **argv)
 		}
 	}
 	if (fmask)
-		o.fault = &fault;
+		o.link = &link;
 	if (optind < argc) {
 		fprintf(stderr, "rinxctl testbed up: unexpected '%s'\n",
 			argv[optind]);
@@ -365,10 +420,11 @@ static int testbed_up(int argc, char **argv)
 	       o.hosts_per_rack > 1 ? "s" : "",
 	       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
 	       o.no_nodes ? ", host program off" : "");
-	if (fmask)
-		printf("faults on every switch port: drop %u dup %u reorder "
-		       "%u ppm, rate %u Mbit/s\n", fault.drop_ppm,
-		       fault.dup_ppm, fault.reorder_ppm, fault.rate_mbit);
+	if (fmask) {
+		printf("every switch port: drop %u dup %u reorder %u ppm, ",
+		       link.drop_ppm, link.dup_ppm, link.reorder_ppm);
+		show_rate(&link);
+	}
 	printf("spec: %s\n", spec_path);
 	printf("next: rinxctl testbed show %s; rinxctl testbed down %s\n",
 	       prefix, prefix);
@@ -566,7 +622,7 @@ static void show_rack(const struct rinx_spec *s,
 	printf("%s\n", any ? "" : " all zero");
 }
 
-static void show_faults(const struct rinx_spec *s);
+static void show_links(const struct rinx_spec *s);
 
 static int testbed_show(int argc, char **argv)
 {
@@ -595,6 +651,10 @@ static int testbed_show(int argc, char **argv)
 	printf("testbed %s  spec %s\n", prefix, path);
 	printf("port %u  window %u  mode %s  pin %s\n", s->port, s->window,
 	       s->mode == RINX_XDP_GENERIC ? "generic" : "native", s->pin);
+	if (rinx_spec_min_link(s))
+		printf("slowest link: %u Mbit/s\n", rinx_spec_min_link(s));
+	else
+		printf("slowest link: unlimited\n");
 	for (r = 0; r < s->nracks; r++)
 		show_rack(s, &s->racks[r]);
 	printf("%-4s %-6s %-4s %-20s %-6s %-17s %-15s %s\n", "rank", "host",
@@ -634,7 +694,7 @@ static int testbed_show(int argc, char **argv)
 			snprintf(ns, sizeof(ns), "%ssp", prefix);
 			show_switch(ns, "t0", "spine");
 		}
-		show_faults(s);
+		show_links(s);
 	}
 	free(s);
 	return 0;
@@ -642,52 +702,72 @@ static int testbed_show(int argc, char **argv)
 
 static int port_cmp(const void *a, const void *b)
 {
-	const struct rinx_tb_port_fault *x = a, *y = b;
+	const struct rinx_tb_port_link *x = a, *y = b;
 	int c = strcmp(x->ns, y->ns);
 
 	return c ? c : strcmp(x->ifname, y->ifname);
 }
 
-static void show_faults(const struct rinx_spec *s)
+static void show_links(const struct rinx_spec *s)
 {
-	struct rinx_tb_port_fault *pf;
+	struct rinx_tb_port_link *pl;
 	int i, n, max = 4 * RINX_MAX_NODES;
+	char ecn[16], util[16];
 
-	pf = calloc(max, sizeof(*pf));
-	if (!pf)
+	pl = calloc(max, sizeof(*pl));
+	if (!pl)
 		return;
-	n = rinx_testbed_fault_get(s, pf, max);
+	n = rinx_testbed_link_get(s, pl, max);
 	if (n < 0) {
-		printf("faults: (cannot read: %s)\n", strerror(-n));
-		free(pf);
+		printf("links: (cannot read: %s)\n", strerror(-n));
+		free(pl);
 		return;
 	}
-	qsort(pf, n, sizeof(*pf), port_cmp);
-	printf("faults (ppm; rate Mbit/s, burst B, hold ms):%s\n",
+	qsort(pl, n, sizeof(*pl), port_cmp);
+	printf("links (rate Mbit/s, buffer and ecn B, faults ppm, hold ms; "
+	       "then since set: sent, drops, marks, peak B, utilization):%s\n",
 	       n ? "" : " (none pinned)");
 	for (i = 0; i < n; i++) {
-		const struct rinx_tb_fault_val *v = &pf[i].v;
+		const struct rinx_sw_link *v = &pl[i].v;
+		double dt = (pl[i].now_ns - v->set_ns) / 1e9;
 
-		printf("  %-20s %-8s drop=%u dup=%u reorder=%u rate=%u "
-		       "burst=%u hold=%u  dropped=%llu rate_dropped=%llu "
-		       "duplicated=%llu held=%llu reordered=%llu lost=%llu "
-		       "skipped=%llu\n", pf[i].ns, pf[i].ifname,
+		if (v->set.ecn == RINX_SW_ECN_OFF)
+			snprintf(ecn, sizeof(ecn), "off");
+		else
+			snprintf(ecn, sizeof(ecn), "%u", v->set.ecn);
+		/* frame bytes over what the rate could carry in the time */
+		if (v->set.rate_mbit && pl[i].now_ns > v->set_ns)
+			snprintf(util, sizeof(util), "%.1f%%", 100.0 *
+				 v->n_bytes * 8 / (v->set.rate_mbit * 1e6 * dt));
+		else
+			snprintf(util, sizeof(util), "-");
+		printf("  %-20s %-8s rate=%u buffer=%u ecn=%s drop=%u dup=%u "
+		       "reorder=%u hold=%u  for=%.1fs frames=%llu bytes=%llu "
+		       "tail_drops=%llu marks=%llu not_ect=%llu peak=%llu "
+		       "util=%s dropped=%llu duplicated=%llu held=%llu "
+		       "reordered=%llu lost=%llu skipped=%llu\n", pl[i].ns,
+		       pl[i].ifname, v->set.rate_mbit, v->set.buffer, ecn,
 		       v->set.drop_ppm, v->set.dup_ppm, v->set.reorder_ppm,
-		       v->set.rate_mbit, v->set.burst, v->set.hold_ms,
+		       v->set.hold_ms, dt,
+		       (unsigned long long)v->n_frames,
+		       (unsigned long long)v->n_bytes,
+		       (unsigned long long)v->n_qdrop,
+		       (unsigned long long)v->n_mark,
+		       (unsigned long long)v->n_nect,
+		       (unsigned long long)v->peak, util,
 		       (unsigned long long)v->n_drop,
-		       (unsigned long long)v->n_rate,
 		       (unsigned long long)v->n_dup,
 		       (unsigned long long)v->n_hold,
 		       (unsigned long long)v->n_reorder,
 		       (unsigned long long)v->n_lost,
 		       (unsigned long long)v->n_skip);
 	}
-	free(pf);
+	free(pl);
 }
 
 static int testbed_fault(int argc, char **argv)
 {
-	struct rinx_tb_fault f = {};
+	struct rinx_sw_link_set f = {};
 	const char *what = NULL, *port = NULL;
 	unsigned int mask = 0;
 	int c, all = 0, ret, n = 0;
@@ -708,7 +788,7 @@ static int testbed_fault(int argc, char **argv)
 			fputs(testbed_usage, stdout);
 			return 0;
 		default:
-			switch (parse_fault(c, optarg, &f, &mask)) {
+			switch (parse_link(c, optarg, &f, &mask)) {
 			case 0:
 				continue;
 			case -1:
@@ -723,7 +803,7 @@ static int testbed_fault(int argc, char **argv)
 	if (optind < argc || !what || (all && port) || !mask) {
 		fprintf(stderr, "rinxctl testbed fault: want PREFIX|SPEC, "
 			"--port NS:IF or --all, and at least one of --drop "
-			"--dup --reorder --rate --burst --hold\n");
+			"--dup --reorder --hold --rate --buffer --ecn\n");
 		return RINX_EXIT_USAGE;
 	}
 	ret = rinx_testbed_fault_set(what, port, &f, mask, &n);
@@ -733,7 +813,7 @@ static int testbed_fault(int argc, char **argv)
 		return ret == -EINVAL || ret == -ENODEV || ret == -ENOENT ?
 		       RINX_EXIT_CONFIG : rinx_exit_code(ret);
 	}
-	printf("testbed %s: faults set on %d port%s\n", what, n,
+	printf("testbed %s: links set on %d port%s\n", what, n,
 	       n == 1 ? "" : "s");
 	return 0;
 }

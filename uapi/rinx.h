@@ -2,9 +2,10 @@
 /*
  * rinx wire format and BPF map layout.
  *
- * This is the only header included by both the XDP programs (bpf/) and user
- * space (user/, tools/, selftests/). Every structure that crosses the
- * BPF/user boundary or the wire is defined here once.
+ * Included by both the XDP programs (bpf/) and user space (user/, tools/,
+ * selftests/). Every structure that crosses the BPF/user boundary or the
+ * wire is defined once, here or (the testbed switch's own) in
+ * uapi/rinx_switch.h.
  *
  * Frame: Ethernet | IPv4 (no options) | UDP (dst = configured port) |
  *        struct rinx_hdr | RINX_BLOCK_VALUES x __s32 payload (the first
@@ -288,40 +289,6 @@ enum rinx_stat {
 	RINX_STAT_MAX,
 };
 
-/* Counters of the testbed switch. */
-enum rinx_sw_stat {
-	RINX_SW_FWD,		/* unicast redirected */
-	RINX_SW_FLOOD,		/* broadcast/multicast/unknown flooded */
-	RINX_SW_DROP_SHORT,	/* shorter than an Ethernet header */
-	RINX_SW_DROP_NO_PORT,	/* known MAC but port missing from devmap */
-	RINX_SW_DROP_HAIRPIN,	/* destination is the ingress port */
-	RINX_SW_INA_FWD,	/* aggregator output redirected to its MAC */
-	RINX_SW_INA_GROUP,	/* aggregator output to the rack's group */
-	RINX_SW_INA_DROP,	/* taken by the aggregator: consumed or
-				 * dropped (its own counters say which) */
-	RINX_SW_INA_ABORTED,	/* aggregator internal error */
-	RINX_SW_GROUP,		/* a host's frame to its rack's group */
-	RINX_SW_HAIRPIN_SELF,	/* self-addressed: back out the ingress */
-	RINX_SW_DROP_NO_NEIGH,	/* group copy to the uplink: IP unknown */
-	RINX_SW_FAULT_DROP,	/* injected loss (drop probability) */
-	RINX_SW_FAULT_RATE,	/* over the port's rate limit: dropped */
-	RINX_SW_FAULT_DUP,	/* injected duplicate: sent twice */
-	RINX_SW_FAULT_HOLD,	/* held back for reordering (slot was free) */
-	RINX_SW_FAULT_REORDER,	/* held frame sent in a later frame's place,
-				 * that one held in turn */
-	RINX_SW_FAULT_HOLD_LOST,/* held frame older than the hold limit:
-				 * dropped */
-	RINX_SW_FAULT_SKIP,	/* dup or reorder drawn but impossible (no
-				 * dup map, frame too big, no tailroom) */
-	RINX_SW_STAT_MAX,
-};
-
-/* Switch MAC table value. */
-struct rinx_sw_port {
-	__u32 port;	/* index in the switch's devmap (= ifindex) */
-	__u32 resv;
-};
-
 _Static_assert(sizeof(struct rinx_hdr) == 38, "rinx_hdr size");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, job) == 8, "job offset");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, sender) == 28, "sender");
@@ -336,7 +303,6 @@ _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns")
 _Static_assert(sizeof(struct rinx_hop) == 12, "hop");
 _Static_assert(sizeof(struct rinx_agg) == 24 + RINX_BLOCK_BYTES, "agg");
 _Static_assert(__builtin_offsetof(struct rinx_agg, v) == 24, "agg.v");
-_Static_assert(sizeof(struct rinx_sw_port) == 8, "sw port");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "payload is little-endian on the wire");
 

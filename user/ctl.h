@@ -31,9 +31,12 @@ void rinx_set_log_level(enum rinx_log_level lvl);
  *   rack id=1 ina=switch name=agg1 mac=02:72:78:fe:01:01 ip=10.71.1.254 \
  *        netns=rxab12t1                (the ToR aggregates; its own node)
  *   host name=h0 rank=0 rack=0 ifname=eth0 mac=02:72:78:00:00:01 \
- *        ip=10.71.0.1 netns=rxab12-h0
+ *        ip=10.71.0.1 netns=rxab12-h0 link=1000
  * The same format describes the testbed (netns= set) and real hosts
- * (netns= absent: the host is the machine itself).
+ * (netns= absent: the host is the machine itself). Link rates in Mbit/s,
+ * absent or 0 when not known or unlimited: a host's link= is its access
+ * link (host <-> ToR), a rack's uplink= its ToR <-> spine link (the slower
+ * direction of each); `rinxctl bench` relates bandwidth to the slowest.
  */
 #define RINX_NAME_MAX	48
 #define RINX_PATH_MAX	200
@@ -49,6 +52,7 @@ struct rinx_spec_host {
 	__u8 mac[6];
 	__be32 ip;
 	char netns[RINX_NAME_MAX];
+	__u32 link_mbit;	/* access link rate; 0: not known/unlimited */
 };
 
 struct rinx_spec_rack {
@@ -59,6 +63,7 @@ struct rinx_spec_rack {
 	__u8 mac[6];
 	__be32 ip;
 	char netns[RINX_NAME_MAX];	/* the ToR's namespace (testbed) */
+	__u32 uplink_mbit;	/* ToR <-> spine rate; 0: not known/unlimited */
 };
 
 struct rinx_spec {
@@ -79,6 +84,9 @@ int rinx_spec_load(const char *path, struct rinx_spec *s, char *err,
 int rinx_spec_save(const char *path, const struct rinx_spec *s);
 /* Checks ranks 0..n-1 once each, unique names/MACs/IPs, racks known. */
 int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen);
+/* The slowest link of the spec (hosts' link=, racks' uplink=) in Mbit/s;
+ * 0 when none is set. */
+__u32 rinx_spec_min_link(const struct rinx_spec *s);
 const struct rinx_spec_host *rinx_spec_host(const struct rinx_spec *s,
 					    const char *name);
 const struct rinx_spec_host *rinx_spec_rank(const struct rinx_spec *s,

@@ -77,6 +77,9 @@ static int copy_name(char *dst, size_t len, const char *v)
 
 #define BAD(...) seterr(err, errlen, -EINVAL, __VA_ARGS__)
 
+/* 1 Tbit/s: above any link a spec describes */
+#define RINX_SPEC_RATE_MAX	1000000
+
 static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 		      size_t errlen)
 {
@@ -141,6 +144,11 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 		} else if (h && !strcmp(tok, "netns")) {
 			if (copy_name(h->netns, sizeof(h->netns), v))
 				return BAD("line %d: bad netns", lineno);
+		} else if (h && !strcmp(tok, "link")) {
+			if (parse_int(v, 0, RINX_SPEC_RATE_MAX, &x))
+				return BAD("line %d: link must be 0..%d Mbit/s",
+					   lineno, RINX_SPEC_RATE_MAX);
+			h->link_mbit = x;
 		} else if (r && !strcmp(tok, "id")) {
 			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
 				return BAD("line %d: bad rack id", lineno);
@@ -160,6 +168,11 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 		} else if (r && !strcmp(tok, "netns")) {
 			if (copy_name(r->netns, sizeof(r->netns), v))
 				return BAD("line %d: bad netns", lineno);
+		} else if (r && !strcmp(tok, "uplink")) {
+			if (parse_int(v, 0, RINX_SPEC_RATE_MAX, &x))
+				return BAD("line %d: uplink must be 0..%d Mbit/s",
+					   lineno, RINX_SPEC_RATE_MAX);
+			r->uplink_mbit = x;
 		} else if (r && !strcmp(tok, "ina")) {
 			if (!strcmp(v, "none"))
 				r->ina = RINX_INA_NONE;
@@ -244,6 +257,9 @@ int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen)
 		if (!found)
 			return BAD("host %s: rack %d is not declared", a->name,
 				   a->rack);
+		if (a->link_mbit > RINX_SPEC_RATE_MAX)
+			return BAD("host %s: link %u Mbit/s above %d", a->name,
+				   a->link_mbit, RINX_SPEC_RATE_MAX);
 	}
 	for (i = 0; i < s->nracks; i++) {
 		int workers = 0;
@@ -261,6 +277,10 @@ int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen)
 		if (s->racks[i].ina != RINX_INA_NONE && !workers)
 			return BAD("rack %d: an INA rack without hosts",
 				   s->racks[i].id);
+		if (s->racks[i].uplink_mbit > RINX_SPEC_RATE_MAX)
+			return BAD("rack %d: uplink %u Mbit/s above %d",
+				   s->racks[i].id, s->racks[i].uplink_mbit,
+				   RINX_SPEC_RATE_MAX);
 	}
 	return 0;
 }
@@ -325,6 +345,8 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 		}
 		if (r->netns[0])
 			fprintf(f, " netns=%s", r->netns);
+		if (r->uplink_mbit)
+			fprintf(f, " uplink=%u", r->uplink_mbit);
 		fprintf(f, "\n");
 	}
 	for (i = 0; i < s->nhosts; i++) {
@@ -338,11 +360,27 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 			m[3], m[4], m[5], ip);
 		if (h->netns[0])
 			fprintf(f, " netns=%s", h->netns);
+		if (h->link_mbit)
+			fprintf(f, " link=%u", h->link_mbit);
 		fprintf(f, "\n");
 	}
 	if (fclose(f))
 		return -errno;
 	return 0;
+}
+
+__u32 rinx_spec_min_link(const struct rinx_spec *s)
+{
+	__u32 min = 0, r;
+	int i;
+
+	for (i = 0; i < s->nhosts + s->nracks; i++) {
+		r = i < s->nhosts ? s->hosts[i].link_mbit :
+				    s->racks[i - s->nhosts].uplink_mbit;
+		if (r && (!min || r < min))
+			min = r;
+	}
+	return min;
 }
 
 const struct rinx_spec_host *rinx_spec_host(const struct rinx_spec *s,

@@ -11,6 +11,7 @@
  * and go away with their namespace.
  */
 #include <ctype.h>
+#include <math.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
@@ -57,12 +59,14 @@ static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
 	[RINX_SW_HAIRPIN_SELF] = "hairpin_self",
 	[RINX_SW_DROP_NO_NEIGH] = "drop_no_neigh",
 	[RINX_SW_FAULT_DROP] = "fault_drop",
-	[RINX_SW_FAULT_RATE] = "fault_rate",
+	[RINX_SW_QUEUE_DROP] = "queue_drop",
 	[RINX_SW_FAULT_DUP] = "fault_dup",
 	[RINX_SW_FAULT_HOLD] = "fault_hold",
 	[RINX_SW_FAULT_REORDER] = "fault_reorder",
 	[RINX_SW_FAULT_HOLD_LOST] = "fault_hold_lost",
 	[RINX_SW_FAULT_SKIP] = "fault_skip",
+	[RINX_SW_ECN_MARK] = "ecn_mark",
+	[RINX_SW_ECN_NOT_ECT] = "ecn_not_ect",
 };
 
 /* Maps of an INA ToR's aggregator, pinned under <pin>/<rack name>/. */
@@ -295,8 +299,11 @@ static void write_sysctl(const char *path, const char *val)
 
 /* No IPv6 in the testbed: no router/neighbour solicitations or MLD reports
  * on the wire, so the switch and host counters see only real traffic.
- * /proc/sys/net follows the namespace of the calling thread. */
-static int ns_quiet(const char *ns)
+ * Hosts ask for ECN on their TCP connections (tcp_ecn=1; the default, 2,
+ * only answers): the switch ports mark ECT frames, and TCP peers compared
+ * with rinx on these links react to marks as rinx does. /proc/sys/net
+ * follows the namespace of the calling thread. */
+static int ns_quiet(const char *ns, int host)
 {
 	int old, err;
 
@@ -305,6 +312,8 @@ static int ns_quiet(const char *ns)
 		return err;
 	write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
 	write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+	if (host)
+		write_sysctl("/proc/sys/net/ipv4/tcp_ecn", "1");
 	return rinx_netns_leave(old);
 }
 
@@ -423,20 +432,46 @@ static int map_set(int fd, const void *k, const void *v, const char *ns,
 	return 0;
 }
 
-/* ---- faults ---- */
+/* ---- links ---- */
 
-_Static_assert(sizeof(struct rinx_tb_fault_val) == 96, "faults value");
-
-static void fault_pin_dir(const struct rinx_spec *s, const char *ns,
-			  char *buf, size_t len)
+static void link_pin_dir(const struct rinx_spec *s, const char *ns,
+			 char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/sw-%s", s->pin, ns);
 }
 
-static void fault_defaults(struct rinx_tb_fault *f)
+static __u64 mono_ns(void)
 {
-	if (!f->burst)
-		f->burst = RINX_TB_BURST;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* DCTCP's marking thresholds, 20 packets (30 KB) at 1 Gbit/s and 65 (~97
+ * KB) at 10 Gbit/s, grow with the square root of the rate; below 1 Gbit/s
+ * the same law, but never under two full frames. */
+__u32 rinx_testbed_ecn_default(__u32 rate_mbit)
+{
+	double k = 30000.0 * sqrt(rate_mbit / 1000.0);
+
+	if (k < 2.0 * RINX_TB_BUFFER_MIN)
+		k = 2.0 * RINX_TB_BUFFER_MIN;
+	return (__u32)k;
+}
+
+/* Ten times the mark threshold: 300 KB at 1 Gbit/s, 949 KB at 10 Gbit/s,
+ * within what one port of a shallow-buffer ToR gets from its shared pool
+ * (docs/rinx.md). */
+__u32 rinx_testbed_buffer_default(__u32 rate_mbit)
+{
+	__u64 b = 10ULL * rinx_testbed_ecn_default(rate_mbit);
+
+	return b > RINX_SW_BUFFER_MAX ? RINX_SW_BUFFER_MAX : (__u32)b;
+}
+
+static void link_defaults(struct rinx_sw_link_set *f)
+{
 	if (!f->hold_ms)
 		f->hold_ms = RINX_TB_HOLD_MS;
 	if (f->drop_ppm > RINX_TB_PPM)
@@ -445,18 +480,38 @@ static void fault_defaults(struct rinx_tb_fault *f)
 		f->dup_ppm = RINX_TB_PPM;
 	if (f->reorder_ppm > RINX_TB_PPM)
 		f->reorder_ppm = RINX_TB_PPM;
+	if (f->rate_mbit > RINX_SW_RATE_MAX)
+		f->rate_mbit = RINX_SW_RATE_MAX;
+	if (f->buffer > RINX_SW_BUFFER_MAX)
+		f->buffer = RINX_SW_BUFFER_MAX;
+	if (f->rate_mbit && !f->buffer)
+		f->buffer = rinx_testbed_buffer_default(f->rate_mbit);
+	if (f->rate_mbit && !f->ecn)
+		f->ecn = rinx_testbed_ecn_default(f->rate_mbit);
+	f->resv = 0;
+}
+
+/* A fresh link value: settings f (defaults filled), queue empty, counters
+ * zero, settings time now. */
+static void link_fresh(struct rinx_sw_link *v, const struct rinx_sw_link_set *f)
+{
+	memset(v, 0, sizeof(*v));
+	if (f)
+		v->set = *f;
+	link_defaults(&v->set);
+	v->set_ns = mono_ns();
 }
 
 /*
- * Fault state of port ifindex of a switch being attached: its `faults`
+ * Link state of port ifindex of a switch being attached: its `links`
  * entry, its held-frame slot (per CPU) and its duplication devmap (the
  * port under two keys, with the port's egress program: see `ports`).
  */
-static int fault_port_init(struct switch_bpf *skel, const char *ns,
-			   __u32 ifindex, int egress_fd,
-			   const struct rinx_tb_fault *f)
+static int link_port_init(struct switch_bpf *skel, const char *ns,
+			  __u32 ifindex, int egress_fd,
+			  const struct rinx_sw_link_set *f)
 {
-	struct rinx_tb_fault_val v = {};
+	struct rinx_sw_link v;
 	struct bpf_devmap_val dv = { .ifindex = ifindex };
 	int ncpu = libbpf_num_possible_cpus(), err, fd;
 	size_t hsz = bpf_map__value_size(skel->maps.held);
@@ -465,11 +520,9 @@ static int fault_port_init(struct switch_bpf *skel, const char *ns,
 
 	if (ncpu <= 0)
 		return -EINVAL;
-	if (f)
-		v.set = *f;
-	fault_defaults(&v.set);
-	err = map_set(bpf_map__fd(skel->maps.faults), &ifindex, &v, ns,
-		      "faults");
+	link_fresh(&v, f);
+	err = map_set(bpf_map__fd(skel->maps.links), &ifindex, &v, ns,
+		      "links");
 	if (err)
 		return err;
 	held = calloc(ncpu, (hsz + 7) & ~(size_t)7);
@@ -497,28 +550,28 @@ static int fault_port_init(struct switch_bpf *skel, const char *ns,
 	return err;
 }
 
-static int fault_pin(const struct rinx_spec *s, const char *ns,
-		     struct switch_bpf *skel)
+static int link_pin(const struct rinx_spec *s, const char *ns,
+		    struct switch_bpf *skel)
 {
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
 	int err;
 
-	if (bpf_map__value_size(skel->maps.faults) !=
-	    sizeof(struct rinx_tb_fault_val)) {
-		pr_warn("switch %s: faults value is %u bytes, want %zu\n", ns,
-			bpf_map__value_size(skel->maps.faults),
-			sizeof(struct rinx_tb_fault_val));
+	if (bpf_map__value_size(skel->maps.links) !=
+	    sizeof(struct rinx_sw_link)) {
+		pr_warn("switch %s: links value is %u bytes, want %zu\n", ns,
+			bpf_map__value_size(skel->maps.links),
+			sizeof(struct rinx_sw_link));
 		return -EINVAL;
 	}
 	err = rinx_pin_root_ready(s->pin);
 	if (err)
 		return err;
-	fault_pin_dir(s, ns, dir, sizeof(dir));
+	link_pin_dir(s, ns, dir, sizeof(dir));
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	snprintf(path, sizeof(path), "%s/faults", dir);
+	snprintf(path, sizeof(path), "%s/links", dir);
 	unlink(path);
-	if (bpf_obj_pin(bpf_map__fd(skel->maps.faults), path)) {
+	if (bpf_obj_pin(bpf_map__fd(skel->maps.links), path)) {
 		err = -errno;
 		pr_warn("switch %s: cannot pin %s: %s\n", ns, path,
 			strerror(errno));
@@ -528,12 +581,12 @@ static int fault_pin(const struct rinx_spec *s, const char *ns,
 	return 0;
 }
 
-static void fault_unpin(const struct rinx_spec *s, const char *ns)
+static void link_unpin(const struct rinx_spec *s, const char *ns)
 {
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
 
-	fault_pin_dir(s, ns, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/faults", dir);
+	link_pin_dir(s, ns, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/links", dir);
 	unlink(path);
 	rmdir(dir);
 }
@@ -542,7 +595,7 @@ static void fault_unpin(const struct rinx_spec *s, const char *ns)
  * spine), fills its tables and attaches it to every port. An INA ToR also
  * gets its aggregator's identity and pins the aggregator's maps. */
 static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
-			 const struct rinx_tb_fault *fault)
+			 const struct rinx_sw_link_set *link)
 {
 	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
 		      (s->mode == RINX_XDP_GENERIC ? XDP_FLAGS_SKB_MODE :
@@ -602,8 +655,8 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 		err = map_set(bpf_map__fd(skel->maps.ports), &idx, &v, sw->ns,
 			      "devmap");
 		if (!err)
-			err = fault_port_init(skel, sw->ns, idx,
-					      v.bpf_prog.fd, fault);
+			err = link_port_init(skel, sw->ns, idx,
+					     v.bpf_prog.fd, link);
 		if (err)
 			goto out;
 	}
@@ -677,7 +730,7 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 			goto out;
 		pinned = 1;
 	}
-	err = fault_pin(s, sw->ns, skel);
+	err = link_pin(s, sw->ns, skel);
 	if (err)
 		goto out;
 	fpinned = 1;
@@ -696,7 +749,7 @@ out:
 	if (err && pinned)
 		agg_unpin(s, ina);
 	if (err && fpinned)
-		fault_unpin(s, sw->ns);
+		link_unpin(s, sw->ns);
 	/* The attached program holds itself and its maps. */
 	switch_bpf__destroy(skel);
 	rinx_netns_leave(old);
@@ -923,7 +976,10 @@ static void build_spec(const struct rinx_testbed_opts *o,
 			x->ip = htonl(TB_NET_A << 24 | TB_NET_B << 16 | r << 8 |
 				      (h + 1));
 			host_ns(x->netns, o->prefix, i);
+			x->link_mbit = o->link ? o->link->rate_mbit : 0;
 		}
+		if (o->racks > 1)
+			k->uplink_mbit = o->link ? o->link->rate_mbit : 0;
 	}
 	s->nhosts = i;
 }
@@ -1149,12 +1205,12 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 	if (err)
 		goto fail;
 	for (i = 0; i < s->nhosts && !err; i++)
-		err = ns_quiet(s->hosts[i].netns);
+		err = ns_quiet(s->hosts[i].netns, 1);
 	for (i = 0; i <= s->nracks && !err; i++) {
 		if (i == s->nracks && s->nracks == 1)
 			break;
 		switch_layout(s, o->prefix, i, sw);
-		err = ns_quiet(sw->ns);
+		err = ns_quiet(sw->ns, 0);
 	}
 	if (err)
 		goto fail;
@@ -1172,7 +1228,7 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		switch_layout(s, o->prefix, i, sw);
 		err = config_switch(sw);
 		if (!err)
-			err = switch_attach(s, sw, o->fault);
+			err = switch_attach(s, sw, o->link);
 		if (err)
 			goto fail;
 	}
@@ -1274,11 +1330,12 @@ out:
 	return err;
 }
 
-/* ---- faults of a running testbed ---- */
+/* ---- links of a running testbed ---- */
 
-/* The spec of testbed `what` (PREFIX or SPEC) and its prefix. */
+/* The spec of testbed `what` (PREFIX or SPEC), its prefix and (path, may be
+ * NULL; RINX_PATH_MAX bytes) the spec's file. */
 static int tb_load(const char *what, struct rinx_spec *s, char *prefix,
-		   size_t plen)
+		   size_t plen, char *spec_path)
 {
 	char path[RINX_PATH_MAX], msg[160];
 	size_t n = what ? strlen(what) : 0;
@@ -1307,6 +1364,8 @@ static int tb_load(const char *what, struct rinx_spec *s, char *prefix,
 		pr_warn("%s is not a testbed spec\n", path);
 		return -EINVAL;
 	}
+	if (spec_path)
+		memcpy(spec_path, path, RINX_PATH_MAX);
 	return 0;
 }
 
@@ -1325,39 +1384,52 @@ static int switch_ns(const struct rinx_spec *s, const char *prefix, int i,
 	return 0;
 }
 
-static int fault_map_open(const struct rinx_spec *s, const char *ns)
+static int link_map_open(const struct rinx_spec *s, const char *ns)
 {
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
 
-	fault_pin_dir(s, ns, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/faults", dir);
+	link_pin_dir(s, ns, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/links", dir);
 	return bpf_obj_get(path);
 }
 
-static int fault_update(int fd, __u32 ifindex, const struct rinx_tb_fault *f,
-			unsigned int mask)
+/*
+ * New settings for one port: the whole value is written under the value's
+ * lock (BPF_F_LOCK), so the program never sees new settings with the old
+ * queue, and counters restart with them.
+ */
+static int link_update(int fd, __u32 ifindex, const struct rinx_sw_link_set *f,
+		       unsigned int mask)
 {
-	struct rinx_tb_fault_val v;
+	struct rinx_sw_link v;
+	struct rinx_sw_link_set n;
 
-	if (bpf_map_lookup_elem(fd, &ifindex, &v))
+	if (bpf_map_lookup_elem_flags(fd, &ifindex, &v, BPF_F_LOCK))
 		return -errno;
+	n = v.set;
 	if (mask & RINX_TB_F_DROP)
-		v.set.drop_ppm = f->drop_ppm;
+		n.drop_ppm = f->drop_ppm;
 	if (mask & RINX_TB_F_DUP)
-		v.set.dup_ppm = f->dup_ppm;
+		n.dup_ppm = f->dup_ppm;
 	if (mask & RINX_TB_F_REORDER)
-		v.set.reorder_ppm = f->reorder_ppm;
-	if (mask & RINX_TB_F_RATE)
-		v.set.rate_mbit = f->rate_mbit;
-	if (mask & RINX_TB_F_BURST)
-		v.set.burst = f->burst;
+		n.reorder_ppm = f->reorder_ppm;
+	if (mask & RINX_TB_F_RATE) {
+		n.rate_mbit = f->rate_mbit;
+		/* the old rate's defaults would not fit the new rate */
+		if (!(mask & RINX_TB_F_BUFFER))
+			n.buffer = 0;
+		if (!(mask & RINX_TB_F_ECN))
+			n.ecn = 0;
+	}
+	if (mask & RINX_TB_F_BUFFER)
+		n.buffer = f->buffer;
+	if (mask & RINX_TB_F_ECN)
+		n.ecn = f->ecn;
 	if (mask & RINX_TB_F_HOLD)
-		v.set.hold_ms = f->hold_ms;
-	fault_defaults(&v.set);
-	/* a full bucket at the next frame */
-	v.tokens = 0;
-	v.last_ns = 0;
-	return bpf_map_update_elem(fd, &ifindex, &v, BPF_EXIST) ? -errno : 0;
+		n.hold_ms = f->hold_ms;
+	link_fresh(&v, &n);
+	return bpf_map_update_elem(fd, &ifindex, &v, BPF_EXIST | BPF_F_LOCK) ?
+	       -errno : 0;
 }
 
 int rinx_testbed_ina_off(const char *what, int rack)
@@ -1370,7 +1442,7 @@ int rinx_testbed_ina_off(const char *what, int rack)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	err = tb_load(what, s, prefix, sizeof(prefix));
+	err = tb_load(what, s, prefix, sizeof(prefix), NULL);
 	if (err)
 		goto out;
 	err = -ENOENT;
@@ -1406,11 +1478,72 @@ out:
 	return err;
 }
 
+/* Rate of port ifname of switch ns (full name) among the n of pl, or 0. */
+static __u32 port_rate(const struct rinx_tb_port_link *pl, int n,
+		       const char *ns, const char *ifname)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(pl[i].ns, ns) && !strcmp(pl[i].ifname, ifname))
+			return pl[i].v.set.rate_mbit;
+	return 0;
+}
+
+/* The slower of two rates, 0 meaning unlimited. */
+static __u32 rate_min(__u32 a, __u32 b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* The spec's link= and uplink= from the ports' rates: a host's link is its
+ * ToR port, a rack's uplink the slower of the ToR's uplink and the spine's
+ * port to it. */
+static int spec_rates_write(struct rinx_spec *s, const char *prefix,
+			    const char *path)
+{
+	int max = 4 * RINX_MAX_NODES, n, i, err;
+	struct rinx_tb_port_link *pl;
+	char ns[NS_NAME_MAX], sp[NS_NAME_MAX], ifname[IFNAMSIZ];
+
+	pl = calloc(max, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	n = rinx_testbed_link_get(s, pl, max);
+	if (n < 0) {
+		free(pl);
+		return n;
+	}
+	spine_ns(sp, prefix);
+	for (i = 0; i < s->nhosts; i++) {
+		struct rinx_spec_host *h = &s->hosts[i];
+
+		/* host i's ToR port is p<i> (switch_layout) */
+		tor_ns(ns, prefix, h->rack);
+		snprintf(ifname, sizeof(ifname), "p%d", i);
+		h->link_mbit = port_rate(pl, n, ns, ifname);
+	}
+	for (i = 0; i < s->nracks && s->nracks > 1; i++) {
+		struct rinx_spec_rack *r = &s->racks[i];
+
+		tor_ns(ns, prefix, r->id);
+		snprintf(ifname, sizeof(ifname), "t%d", r->id);
+		r->uplink_mbit = rate_min(port_rate(pl, n, ns, "uplink"),
+					  port_rate(pl, n, sp, ifname));
+	}
+	free(pl);
+	err = rinx_spec_save(path, s);
+	if (err)
+		pr_warn("cannot rewrite %s: %s\n", path, strerror(-err));
+	return err;
+}
+
 int rinx_testbed_fault_set(const char *what, const char *port,
-			   const struct rinx_tb_fault *f, unsigned int mask,
+			   const struct rinx_sw_link_set *f, unsigned int mask,
 			   int *nports)
 {
 	char prefix[RINX_TB_PREFIX_MAX + 1], ns[NS_NAME_MAX];
+	char path[RINX_PATH_MAX];
 	char want_ns[NS_NAME_MAX], want_if[IFNAMSIZ];
 	struct rinx_spec *s;
 	int i, fd, err = 0, n = 0, found = 0, old;
@@ -1421,7 +1554,7 @@ int rinx_testbed_fault_set(const char *what, const char *port,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	err = tb_load(what, s, prefix, sizeof(prefix));
+	err = tb_load(what, s, prefix, sizeof(prefix), path);
 	if (err)
 		goto out;
 	if (port) {
@@ -1448,10 +1581,10 @@ int rinx_testbed_fault_set(const char *what, const char *port,
 		if (port && strcmp(ns, want_ns))
 			continue;
 		found = 1;
-		fd = fault_map_open(s, ns);
+		fd = link_map_open(s, ns);
 		if (fd < 0) {
 			err = -errno;
-			pr_warn("switch %s: faults map not pinned: %s\n", ns,
+			pr_warn("switch %s: links map not pinned: %s\n", ns,
 				strerror(errno));
 			break;
 		}
@@ -1460,7 +1593,7 @@ int rinx_testbed_fault_set(const char *what, const char *port,
 			if (!err) {
 				key = if_nametoindex(want_if);
 				rinx_netns_leave(old);
-				err = key ? fault_update(fd, key, f, mask) :
+				err = key ? link_update(fd, key, f, mask) :
 					    -ENODEV;
 				if (err)
 					pr_warn("switch %s: port %s: %s\n", ns,
@@ -1472,7 +1605,7 @@ int rinx_testbed_fault_set(const char *what, const char *port,
 			break;
 		}
 		while (!bpf_map_get_next_key(fd, prev, &next)) {
-			err = fault_update(fd, next, f, mask);
+			err = link_update(fd, next, f, mask);
 			if (err)
 				break;
 			n++;
@@ -1485,6 +1618,8 @@ int rinx_testbed_fault_set(const char *what, const char *port,
 		pr_warn("no switch %s in testbed %s\n", want_ns, prefix);
 		err = -ENOENT;
 	}
+	if (!err && (mask & RINX_TB_F_RATE))
+		err = spec_rates_write(s, prefix, path);
 out:
 	if (nports)
 		*nports = n;
@@ -1492,8 +1627,8 @@ out:
 	return err;
 }
 
-int rinx_testbed_fault_get(const struct rinx_spec *s,
-			   struct rinx_tb_port_fault *out, int max)
+int rinx_testbed_link_get(const struct rinx_spec *s,
+			  struct rinx_tb_port_link *out, int max)
 {
 	char prefix[RINX_TB_PREFIX_MAX + 1], ns[NS_NAME_MAX];
 	int i, fd, n = 0, old, err;
@@ -1503,7 +1638,7 @@ int rinx_testbed_fault_get(const struct rinx_spec *s,
 	for (i = 0; switch_ns(s, prefix, i, ns); i++) {
 		__u32 key, next, *prev = NULL;
 
-		fd = fault_map_open(s, ns);
+		fd = link_map_open(s, ns);
 		if (fd < 0)
 			continue;
 		err = rinx_netns_enter(ns, &old);
@@ -1512,12 +1647,15 @@ int rinx_testbed_fault_get(const struct rinx_spec *s,
 			return err;
 		}
 		while (n < max && !bpf_map_get_next_key(fd, prev, &next)) {
-			struct rinx_tb_port_fault *p = &out[n];
+			struct rinx_tb_port_link *p = &out[n];
 
 			key = next;
 			prev = &key;
-			if (bpf_map_lookup_elem(fd, &key, &p->v))
+			/* under the lock: queue and counters of one moment */
+			if (bpf_map_lookup_elem_flags(fd, &key, &p->v,
+						      BPF_F_LOCK))
 				continue;
+			p->now_ns = mono_ns();
 			snprintf(p->ns, sizeof(p->ns), "%s", ns);
 			if (!if_indextoname(key, p->ifname))
 				snprintf(p->ifname, sizeof(p->ifname), "#%u",

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "user/ctl.h"
+#include "uapi/rinx_switch.h"
 
 #define RINX_TB_MAX_RACKS	8
 #define RINX_TB_MAX_PER_RACK	32
@@ -31,49 +32,43 @@
 #define RINX_TB_SPEC_DIR	"/run/rinx-testbed"	/* <prefix>.spec */
 
 /*
- * Link faults of a switch port (bpf/switch.bpf.c), applied to the frames
- * the switch sends out of it. Probabilities in parts per million.
+ * Links: every switch port has a struct rinx_sw_link (uapi/rinx_switch.h)
+ * in its switch's `links` map: drop, duplicate and reorder probabilities
+ * (parts per million), the hold limit of reordering, and a virtual queue
+ * (rate, buffer, ECN mark threshold) for the frames the switch sends out
+ * of the port. Zero buffer, ecn or hold_ms in the settings given to the
+ * functions below mean the default.
  */
-struct rinx_tb_fault {
-	__u32 drop_ppm;
-	__u32 dup_ppm;
-	__u32 reorder_ppm;
-	__u32 rate_mbit;	/* 0: no limit */
-	__u32 burst;		/* token bucket, bytes; 0: RINX_TB_BURST */
-	__u32 hold_ms;		/* held frame lost after; 0: default */
-};
-
-#define RINX_TB_BURST		32768
 #define RINX_TB_HOLD_MS		50
-#define RINX_TB_PPM		1000000
+#define RINX_TB_PPM		RINX_SW_PPM
+/* The smallest buffer: one full-size frame on the wire. */
+#define RINX_TB_BUFFER_MIN	(RINX_TB_MTU + 14 + RINX_SW_WIRE_EXTRA)
 
-/* Which fields of struct rinx_tb_fault rinx_testbed_fault_set changes. */
+/* Default ECN mark threshold and buffer of a port of rate_mbit (> 0):
+ * 30 KB x sqrt(rate / 1 Gbit/s), at least two frames; buffer 10 x that
+ * (reasons in docs/rinx.md, "Testbed links"). */
+__u32 rinx_testbed_ecn_default(__u32 rate_mbit);
+__u32 rinx_testbed_buffer_default(__u32 rate_mbit);
+
+/* Which settings rinx_testbed_fault_set changes. */
 enum {
 	RINX_TB_F_DROP = 1 << 0,
 	RINX_TB_F_DUP = 1 << 1,
 	RINX_TB_F_REORDER = 1 << 2,
 	RINX_TB_F_RATE = 1 << 3,
-	RINX_TB_F_BURST = 1 << 4,
-	RINX_TB_F_HOLD = 1 << 5,
-	RINX_TB_F_ALL = (1 << 6) - 1,
+	RINX_TB_F_BUFFER = 1 << 4,
+	RINX_TB_F_ECN = 1 << 5,
+	RINX_TB_F_HOLD = 1 << 6,
+	RINX_TB_F_ALL = (1 << 7) - 1,
 };
 
-/* The value of a switch's `faults` map (struct rinx_sw_fault in
- * bpf/switch.bpf.c): the settings, then state and counters kept by the
- * program (per port: frames dropped, over the rate, duplicated, held,
- * reordered, lost in the hold, dup/reorder not possible). */
-struct rinx_tb_fault_val {
-	struct rinx_tb_fault set;
-	__u64 tokens;
-	__u64 last_ns;
-	__u64 n_drop, n_rate, n_dup, n_hold, n_reorder, n_lost, n_skip;
-};
-
-/* One port of a switch and its faults. */
-struct rinx_tb_port_fault {
+/* One switch port: its settings, queue and counters; now_ns is the
+ * CLOCK_MONOTONIC time it was read (for rates since set_ns). */
+struct rinx_tb_port_link {
 	char ns[RINX_TB_PREFIX_MAX + 8];
 	char ifname[16];
-	struct rinx_tb_fault_val v;
+	__u64 now_ns;
+	struct rinx_sw_link v;
 };
 
 struct rinx_testbed_opts {
@@ -87,8 +82,8 @@ struct rinx_testbed_opts {
 	const char *pin;	/* pin root, NULL: RINX_TB_PIN_ROOT */
 	const int *ina;		/* racks entries of enum rinx_ina, NULL: none */
 	int no_nodes;		/* leave the host program off (plain IP only) */
-	const struct rinx_tb_fault *fault;	/* every switch port; NULL:
-						 * none */
+	const struct rinx_sw_link_set *link;	/* every switch port; NULL:
+						 * a perfect link */
 };
 
 /* 0 if prefix is usable, else -EINVAL with the reason in err. */
@@ -117,26 +112,28 @@ int rinx_testbed_switch_stats(const char *netns, const char *ifname,
 			      __u64 out[RINX_SW_STAT_MAX]);
 const char *rinx_sw_stat_name(int stat);
 
-/*
- * Faults of a running testbed (PREFIX or SPEC as for down), through the
- * switches' `faults` maps pinned at <pin>/sw-<netns>/faults. port: "NS:IF"
- * (NS the switch's namespace with or without the prefix: t0, sp, rxFt0) or
- * NULL for every port of every switch. Sets the fields named by mask;
- * resets the token bucket. *nports (may be NULL) receives the ports
- * changed.
- */
 /* Takes the aggregator of rack `rack`'s INA ToR away (the ToR goes on
  * switching): its job tables are emptied and its pins removed, as when a
  * programmable switch loses its INA program. */
 int rinx_testbed_ina_off(const char *what, int rack);
 
+/*
+ * Links of a running testbed (PREFIX or SPEC as for down), through the
+ * switches' `links` maps pinned at <pin>/sw-<netns>/links. port: "NS:IF"
+ * (NS the switch's namespace with or without the prefix: t0, sp, rxFt0) or
+ * NULL for every port of every switch. Sets the settings named by mask
+ * (RINX_TB_F_RATE without RINX_TB_F_BUFFER or _ECN: those go to the new
+ * rate's defaults); the port's queue and counters start afresh. A rate
+ * change is written into the spec's link= and uplink= too. *nports (may be
+ * NULL) receives the ports changed.
+ */
 int rinx_testbed_fault_set(const char *what, const char *port,
-			   const struct rinx_tb_fault *f, unsigned int mask,
+			   const struct rinx_sw_link_set *f, unsigned int mask,
 			   int *nports);
 
-/* Faults and fault counters of every port of every switch of testbed s
- * (max entries of out); returns how many or -errno. */
-int rinx_testbed_fault_get(const struct rinx_spec *s,
-			   struct rinx_tb_port_fault *out, int max);
+/* Links of every port of every switch of testbed s (max entries of out);
+ * returns how many or -errno. */
+int rinx_testbed_link_get(const struct rinx_spec *s,
+			  struct rinx_tb_port_link *out, int max);
 
 #endif
