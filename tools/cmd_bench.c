@@ -500,7 +500,15 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	int n = s->nhosts, i, r, k, err = 0, wrong = 0, first = 1;
 	double worst = 0;
 	long hz = sysconf(_SC_CLK_TCK);
+	char linkbuf[80] = "";
+	__u32 link;
 
+	/* link utilization: busbw over the slowest link, when the spec
+	 * gives link rates */
+	link = rinx_spec_min_link(s);
+	if (link)
+		snprintf(linkbuf, sizeof(linkbuf), "; slowest link %u Mbit/s "
+			 "(util = busbw / link rate)", link);
 	oo.max_count = 0;
 	for (k = 0; k < o->nsizes; k++)
 		if (o->sizes[k] / 4 > oo.max_count)
@@ -519,12 +527,13 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 			o->warmup, o->verify ? "true" : "false");
 	else
 		fprintf(out, "# rinx allreduce: %d ranks, %s, median of %d runs "
-			"after %d warm-up, verify %s\n"
-			"# %12s %11s %10s %10s %10s %9s %9s %10s %s\n", n,
+			"after %d warm-up, verify %s%s\n"
+			"# %12s %11s %10s %10s %10s %9s %9s %10s %s%s\n", n,
 			o->dtype == RINX_INT32 ? "int32" : "float32", o->iters,
-			o->warmup, o->verify ? "on" : "off", "bytes",
+			o->warmup, o->verify ? "on" : "off", linkbuf, "bytes",
 			"elements", "min_us", "median_us", "max_us",
-			"algbw", "busbw", "Melem/s", "verify");
+			"algbw", "busbw", "Melem/s", link ? "  util " : "",
+			"verify");
 	for (k = 0; k < o->nsizes && !err; k++) {
 		uint64_t count = o->sizes[k] / 4, med;
 		uint64_t hns = 0, hcnt = 0, sns = 0, scnt = 0, qns = 0, dns = 0;
@@ -532,6 +541,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		uint64_t rates[RINX_MAX_NODES];
 		uint64_t cpu[8] = { 0 }, wall = 0;
 		double algbw, busbw;
+		char utilbuf[16];
 		int bad = 0;
 
 		for (i = -o->warmup; i < o->iters && !err; i++) {
@@ -602,24 +612,31 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		med = times[o->iters / 2];
 		algbw = (double)o->sizes[k] / med;	/* bytes/ns = GB/s */
 		busbw = algbw * 2.0 * (n - 1) / n;
+		/* GB/s * 8000 = Mbit/s */
+		if (link)
+			snprintf(utilbuf, sizeof(utilbuf), "%5.3f",
+				 busbw * 8000 / link);
+		else
+			snprintf(utilbuf, sizeof(utilbuf), "null");
 		if (o->json)
 			fprintf(out, "%s{\"bytes\":%llu,\"elements\":%llu,"
 				"\"min_us\":%.1f,\"median_us\":%.1f,"
 				"\"max_us\":%.1f,\"algbw_gbs\":%.4f,"
 				"\"busbw_gbs\":%.4f,\"elements_per_s\":%.0f,"
-				"\"verified\":%s}", first ? "" : ",",
+				"\"util\":%s,\"verified\":%s}", first ? "" : ",",
 				(unsigned long long)o->sizes[k],
 				(unsigned long long)count, times[0] / 1e3,
 				med / 1e3, times[o->iters - 1] / 1e3, algbw,
-				busbw, count * 1e9 / med,
+				busbw, count * 1e9 / med, utilbuf,
 				!o->verify ? "null" : bad ? "false" : "true");
 		else
 			fprintf(out, "  %12llu %11llu %10.1f %10.1f %10.1f "
-				"%9.3f %9.3f %10.1f %s\n",
+				"%9.3f %9.3f %10.1f%s%s %s\n",
 				(unsigned long long)o->sizes[k],
 				(unsigned long long)count, times[0] / 1e3,
 				med / 1e3, times[o->iters - 1] / 1e3, algbw,
-				busbw, count * 1e3 / med,
+				busbw, count * 1e3 / med, link ? " " : "",
+				link ? utilbuf : "",
 				!o->verify ? "-" : bad ? "WRONG" : "ok");
 		if (o->profile && !o->json) {
 			double nblk = (double)((count + RINX_BLOCK_VALUES - 1) /
@@ -656,13 +673,15 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 			 * rank stores every finished block once */
 			qsort(rates, n, sizeof(rates[0]), cmp_u64);
 			fprintf(out, "#   network: %.2f%% of finished blocks "
-				"marked CE, %.1f rate cuts/op, pace rate median "
-				"%llu blocks/s per rank (%s); per op: %.1f stalls "
+				"marked CE, %.1f rate cuts/op, pace rate "
+				"min/median/max %llu/%llu/%llu blocks/s per rank "
+				"(0: unpaced); per op: %.1f stalls "
 				"repaired, %.1f NACKs, %.1f blocks resent (%.2f%% "
 				"of blocks)\n",
 				100.0 * marked / (nblk * n), (double)cuts / o->iters,
+				(unsigned long long)rates[0],
 				(unsigned long long)rates[n / 2],
-				rates[n / 2] ? "paced" : "unpaced",
+				(unsigned long long)rates[n - 1],
 				(double)repairs / o->iters, (double)nacks / o->iters,
 				(double)retx / o->iters, 100.0 * retx / nblk);
 		}
@@ -723,7 +742,8 @@ static const char bench_usage[] =
 "  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
 "  --job ID         job id (default random)\n"
 "output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
-"busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median";
+"busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median;\n"
+"util = busbw / slowest link rate of the spec (when it gives link rates)";
 
 int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		 const char **spec, const char *usage)

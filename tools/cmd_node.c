@@ -126,9 +126,17 @@ static int node_op(int argc, char **argv, int up)
 int cmd_up(int argc, char **argv) { return node_op(argc, argv, 1); }
 int cmd_down(int argc, char **argv) { return node_op(argc, argv, 0); }
 
+/* Own blocks per second the pacer lets out; 0: unpaced. */
+static double pace_rate(const struct rinx_cursor *c)
+{
+	return c->gap_ns ? 1e9 / c->gap_ns : 0;
+}
+
 int cmd_stats(int argc, char **argv)
 {
+	struct rinx_node_job jobs[RINX_MAX_JOBS * 2];
 	__u64 v[RINX_STAT_MAX];
+	int nj;
 	struct node_args a;
 	struct rinx_spec s;
 	int ret, i, k, first = 1, bad = 0;
@@ -157,19 +165,49 @@ int cmd_stats(int argc, char **argv)
 			bad = ret;
 			continue;
 		}
+		nj = rinx_node_jobs(&s, h, jobs, RINX_MAX_JOBS * 2);
 		if (a.json) {
 			printf("%s{\"node\":\"%s\",\"rank\":%d", first ? "" : ",",
 			       h->name, h->rank);
 			for (k = 0; k < RINX_STAT_MAX; k++)
 				printf(",\"%s\":%llu", rinx_stat_name(k),
 				       (unsigned long long)v[k]);
-			printf("}");
+			printf(",\"jobs\":[");
+			for (k = 0; k < nj; k++)
+				printf("%s{\"job\":%u,\"slot\":%u,\"round\":%u,"
+				       "\"pace_gap_ns\":%u,\"pace_rate\":%.0f,"
+				       "\"stored\":%llu,\"marked\":%llu}",
+				       k ? "," : "", jobs[k].id, jobs[k].job.slot,
+				       jobs[k].cursor.epoch, jobs[k].cursor.gap_ns,
+				       pace_rate(&jobs[k].cursor),
+				       (unsigned long long)jobs[k].cursor.stored,
+				       (unsigned long long)jobs[k].cursor.marked);
+			printf("]}");
 		} else {
 			printf("node %s (rank %d)\n", h->name, h->rank);
 			for (k = 0; k < RINX_STAT_MAX; k++)
 				if (v[k])
 					printf("  %-16s %llu\n", rinx_stat_name(k),
 					       (unsigned long long)v[k]);
+			for (k = 0; k < nj; k++) {
+				const struct rinx_cursor *cu = &jobs[k].cursor;
+
+				printf("  job %u (slot %u): round %u, ", jobs[k].id,
+				       jobs[k].job.slot, cu->epoch);
+				if (cu->gap_ns)
+					printf("paced at %.0f blocks/s (%.1f "
+					       "Mbit/s)", pace_rate(cu),
+					       pace_rate(cu) * RINX_FRAME_MAX *
+					       8 / 1e6);
+				else
+					printf("unpaced");
+				printf(", %llu blocks stored, %llu marked CE "
+				       "(%.2f%%)\n",
+				       (unsigned long long)cu->stored,
+				       (unsigned long long)cu->marked,
+				       cu->stored ? 100.0 * cu->marked /
+						    cu->stored : 0.0);
+			}
 		}
 		first = 0;
 	}

@@ -152,7 +152,9 @@ struct rinx_comm {
 		__u64 stored, marked;	/* cursor counts at t */
 		double rate;		/* own blocks per second; 0: unpaced */
 		double alpha;		/* smoothed fraction of marked blocks */
+		double target;		/* rate before the last cut */
 		double ai;		/* additive increase per update */
+		__u64 cut;		/* time of the last cut */
 		int calm;		/* updates in a row without a mark */
 	} cc;
 	struct rinx_comm_stats st;
@@ -1497,9 +1499,10 @@ static int send_block(struct rinx_req *r, __u32 b)
  * crosses every link, so every rank sees the congestion of the whole plan.
  * From that fraction each rank sets the rate of the blocks it starts, in
  * the manner of DCTCP: alpha follows the marked fraction, a marked interval
- * cuts the rate by alpha / 2, a clean one adds a step that doubles after
- * every CC_CALM clean intervals (DCQCN's hyper increase), so the rate finds
- * a link's share quickly and jobs sharing links converge to equal shares.
+ * cuts the rate by alpha / 2 (at most once per block round trip), clean
+ * ones bring it back as DCQCN does (halfway to the rate before the cut,
+ * then a growing additive step), so the rate finds a link's share quickly
+ * and jobs sharing links converge to equal shares.
  * A rank starts unpaced (line rate) and paces from its first mark, starting
  * from the rate it measured. The pacer (cursor.gap_ns, .next_ns) is shared
  * with the host program, whose recycling obeys it too (pace_ok in
@@ -1510,6 +1513,7 @@ static int send_block(struct rinx_req *r, __u32 b)
 #define CC_G		(1.0 / 16)	/* DCTCP's gain */
 #define CC_AI		50.0		/* blocks/s added per clean update */
 #define CC_CALM		8
+#define CC_FR		5		/* fast-recovery intervals */
 #define CC_MIN_RATE	200.0		/* blocks/s: never starve */
 
 static int pace_ok(struct rinx_cursor *cur, __u64 now)
@@ -1535,6 +1539,7 @@ static void cc_update(struct rinx_req *r, __u64 now)
 	__u64 stored = __atomic_load_n(&cur->stored, __ATOMIC_RELAXED);
 	__u64 marked = __atomic_load_n(&cur->marked, __ATOMIC_RELAXED);
 	__u64 ds = stored - cc->stored, dm = marked - cc->marked;
+	__u64 hold = c->srtt > CC_INTERVAL_NS ? c->srtt : CC_INTERVAL_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f;
 
 	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
@@ -1548,7 +1553,9 @@ static void cc_update(struct rinx_req *r, __u64 now)
 		return;
 	f = dm > ds ? 1.0 : (double)dm / (double)ds;
 	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
-	if (dm) {
+	if (dm && now - cc->cut > hold) {
+		/* at most one cut per block round trip: marks seen sooner
+		 * still tell of the backlog before the last cut */
 		if (!cc->rate) {
 			/* start pacing at the rate this rank's blocks went:
 			 * its share of the blocks finished here */
@@ -1556,14 +1563,23 @@ static void cc_update(struct rinx_req *r, __u64 now)
 				   (r->nb ? (double)r->nown / r->nb : 1.0);
 			cc->alpha = 1;	/* DCTCP's initial alpha */
 		}
+		cc->target = cc->rate;
 		cc->rate *= 1 - cc->alpha / 2;
 		cc->ai = CC_AI;
 		cc->calm = 0;
+		cc->cut = now;
 		c->st.cc_cuts++;
-	} else if (cc->rate) {
-		if (++cc->calm % CC_CALM == 0 && cc->ai < cc->rate / 8)
-			cc->ai *= 2;
-		cc->rate += cc->ai;
+	} else if (!dm && cc->rate) {
+		/* DCQCN's recovery: halfway back to the rate before the cut
+		 * for CC_FR clean intervals, then the target grows by a step
+		 * that doubles every CC_CALM clean intervals */
+		if (++cc->calm > CC_FR) {
+			cc->target += cc->ai;
+			if ((cc->calm - CC_FR) % CC_CALM == 0 &&
+			    cc->ai < cc->target / 8)
+				cc->ai *= 2;
+		}
+		cc->rate = (cc->rate + cc->target) / 2;
 	}
 	if (cc->rate && cc->rate < CC_MIN_RATE)
 		cc->rate = CC_MIN_RATE;
@@ -1571,6 +1587,10 @@ static void cc_update(struct rinx_req *r, __u64 now)
 			 __ATOMIC_RELAXED);
 	c->st.ecn_marked += dm;
 	c->st.pace_rate = (uint64_t)cc->rate;
+	if (getenv("RINX_CC_TRACE") && c->rank == 0)
+		fprintf(stderr, "cc %llu ds %llu dm %llu rate %.0f alpha %.3f claimed %u head %u nown %u srtt %llu\n",
+			(unsigned long long)(now / 1000), (unsigned long long)ds, (unsigned long long)dm, cc->rate, cc->alpha,
+			c->cursors[c->slot].next, r->head, r->nown, (unsigned long long)c->srtt/1000);
 	cc->t = now;
 	cc->stored = stored;
 	cc->marked = marked;

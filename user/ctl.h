@@ -102,6 +102,15 @@ int rinx_node_down(const struct rinx_spec *s, const struct rinx_spec_host *h);
 int rinx_node_stats(const struct rinx_spec *s, const struct rinx_spec_host *h,
 		    __u64 out[RINX_STAT_MAX]);
 const char *rinx_stat_name(int stat);
+/* The jobs installed on a node and their cursors (round in progress, the
+ * pacer's gap, finished blocks stored and those marked CE). */
+struct rinx_node_job {
+	__u32 id;
+	struct rinx_job job;
+	struct rinx_cursor cursor;
+};
+int rinx_node_jobs(const struct rinx_spec *s, const struct rinx_spec_host *h,
+		   struct rinx_node_job *out, int max);
 void rinx_node_pin_dir(const struct rinx_spec *s,
 		       const struct rinx_spec_host *h, char *buf, size_t len);
 /* Makes sure s->pin is on a bpffs, mounting one if needed. */

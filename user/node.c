@@ -274,3 +274,43 @@ int rinx_node_stats(const struct rinx_spec *s, const struct rinx_spec_host *h,
 	close(fd);
 	return err;
 }
+
+int rinx_node_jobs(const struct rinx_spec *s, const struct rinx_spec_host *h,
+		   struct rinx_node_job *out, int max)
+{
+	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	__u32 key, next, *prev = NULL;
+	int fj, fc, n = 0, err = 0;
+
+	rinx_node_pin_dir(s, h, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/jobs", dir);
+	fj = bpf_obj_get(path);
+	if (fj < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/cursors", dir);
+	fc = bpf_obj_get(path);
+	if (fc < 0) {
+		err = -errno;
+		close(fj);
+		return err;
+	}
+	/* read-only walk: the library may install or remove jobs meanwhile,
+	 * so a job may be missed or seen twice; bounded by the table size */
+	while (n < max && n < RINX_MAX_JOBS * 2 &&
+	       !bpf_map_get_next_key(fj, prev, &next)) {
+		struct rinx_node_job *o = &out[n];
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fj, &key, &o->job))
+			continue;
+		o->id = key;
+		if (o->job.slot >= RINX_MAX_JOBS ||
+		    bpf_map_lookup_elem(fc, &o->job.slot, &o->cursor))
+			memset(&o->cursor, 0, sizeof(o->cursor));
+		n++;
+	}
+	close(fc);
+	close(fj);
+	return n;
+}
