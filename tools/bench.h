@@ -9,6 +9,8 @@
 #define BENCH_MAX_SIZES 32
 #define BENCH_MAX_ITERS 1000
 
+#define BENCH_MAX_JOBS	RINX_MAX_JOBS
+
 struct bench_opts {
 	uint64_t sizes[BENCH_MAX_SIZES];	/* bytes per rank */
 	int nsizes;
@@ -16,6 +18,7 @@ struct bench_opts {
 	int dtype;		/* enum rinx_dtype */
 	int verify, json, profile;
 	int timeout_ms, inflight;
+	int jobs;		/* jobs at once over the same links (1..) */
 	uint32_t job, token;
 	uint64_t seed;
 	uint64_t max_count;	/* filled by bench_run */

@@ -47,6 +47,7 @@ struct reply_msg {
 	uint64_t ns_quant, ns_dequant;	/* conversion time of this op */
 	/* loss repair and congestion control during this op */
 	uint64_t sent, retx, nacks, repairs, marked, cuts, rate;
+	uint64_t job_ns[BENCH_MAX_JOBS];	/* --jobs: each job's time */
 	char msg[240];
 };
 
@@ -152,17 +153,75 @@ static void verify(const struct bench_opts *o, int n, uint64_t seed,
 	}
 }
 
+/* --jobs: every job's collective started at once and driven until all
+ * are done; each one's time from t0 into ns[]. */
+static int run_jobs(const struct bench_opts *o, struct rinx_comm **cs, int nj,
+		    char *sendb, char *recvb, uint64_t count, uint64_t t0,
+		    uint64_t *ns)
+{
+	struct rinx_req *rq[BENCH_MAX_JOBS] = { NULL };
+	int j, left = 0, err = 0, ret;
+
+	for (j = 0; j < nj; j++) {
+		ns[j] = 0;
+		ret = rinx_allreduce_start(cs[j], sendb + o->max_count * 4 * j,
+					   recvb + o->max_count * 4 * j, count,
+					   o->dtype, &rq[j]);
+		if (ret)
+			err = err ?: ret;
+		else
+			left++;
+	}
+	/* bounded: past the timeout, a wait of 0 ms ends a request with the
+	 * communicator's own timeout error */
+	while (left) {
+		int ended = 0;
+
+		for (j = 0; j < nj; j++) {
+			if (!rq[j])
+				continue;
+			ret = rinx_test(rq[j]);
+			if (ret == 0 && now_ns() - t0 >
+			    (uint64_t)(o->timeout_ms > 0 ? o->timeout_ms :
+				       10000) * 1000000ull)
+				ret = rinx_wait(rq[j], 0);
+			if (ret == 0 || ret == -ETIMEDOUT) {
+				if (ret == -ETIMEDOUT) {
+					rinx_cancel(rq[j]);
+					rq[j] = NULL;
+					left--;
+					err = err ?: ret;
+				}
+				continue;
+			}
+			rq[j] = NULL;
+			left--;
+			ended++;
+			ns[j] = now_ns() - t0;
+			if (ret < 0)
+				err = err ?: ret;
+		}
+		if (left && !ended) {
+			/* the frames are handled in softirq on these cores */
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return err;
+}
+
 static void child(const struct bench_opts *o, const char *spec_path,
 		  const struct rinx_spec *s, int rank, int in, int out)
 {
 	struct rinx_comm_opts co = { .sz = sizeof(co) };
 	const struct rinx_spec_host *h = rinx_spec_rank(s, rank);
 	struct reply_msg rep;
-	struct rinx_comm *c = NULL;
+	struct rinx_comm *cs[BENCH_MAX_JOBS] = { NULL }, *c;
 	struct cmd_msg cmd;
-	void *send = NULL, *recv = NULL;
+	char *sendb = NULL, *recvb = NULL;
 	uint64_t seed = 0, i, t;
-	int oldfd, err;
+	int oldfd, err, nj = o->jobs > 1 ? o->jobs : 1, j;
 
 	memset(&rep, 0, sizeof(rep));
 	err = rinx_netns_enter(h->netns, &oldfd);
@@ -173,18 +232,25 @@ static void child(const struct bench_opts *o, const char *spec_path,
 		co.token = o->token;
 		co.timeout_ms = o->timeout_ms;
 		co.inflight = o->inflight;
-		err = rinx_comm_open(&co, &c);
-		if (err)
-			snprintf(rep.msg, sizeof(rep.msg), "rank %d: %s", rank,
-				 rinx_comm_error(NULL));
+		/* --jobs: independent jobs (ids job, job + 1, ...) that run
+		 * their collectives at once over the same links */
+		for (j = 0; j < nj && !err; j++) {
+			co.job = o->job + j;
+			err = rinx_comm_open(&co, &cs[j]);
+			if (err)
+				snprintf(rep.msg, sizeof(rep.msg), "rank %d: "
+					 "job %u: %s", rank, co.job,
+					 rinx_comm_error(NULL));
+		}
 	} else {
 		snprintf(rep.msg, sizeof(rep.msg), "rank %d: cannot enter "
 			 "netns %s", rank, h->netns);
 	}
+	c = cs[0];
 	if (!err && o->max_count) {
-		send = malloc(o->max_count * 4);
-		recv = malloc(o->max_count * 4);
-		if (!send || !recv) {
+		sendb = malloc(o->max_count * 4 * nj);
+		recvb = malloc(o->max_count * 4 * nj);
+		if (!sendb || !recvb) {
 			err = -ENOMEM;
 			snprintf(rep.msg, sizeof(rep.msg), "rank %d: out of memory",
 				 rank);
@@ -198,24 +264,34 @@ static void child(const struct bench_opts *o, const char *spec_path,
 		memset(&rep, 0, sizeof(rep));
 		switch (cmd.op) {
 		case OP_PREP:
-			seed = gen_run_seed(o->seed, cmd.iter, cmd.count);
-			if (o->dtype == RINX_INT32)
-				for (i = 0; i < cmd.count; i++)
-					((int32_t *)send)[i] =
-						gen_i32(seed, rank, i);
-			else
-				for (i = 0; i < cmd.count; i++)
-					((float *)send)[i] =
-						gen_f32(seed, rank, i);
-			memset(recv, 0xa5, cmd.count * 4);
+			for (j = 0; j < nj; j++) {
+				void *send = sendb + o->max_count * 4 * j;
+
+				seed = gen_run_seed(o->seed + j, cmd.iter,
+						    cmd.count);
+				if (o->dtype == RINX_INT32)
+					for (i = 0; i < cmd.count; i++)
+						((int32_t *)send)[i] =
+							gen_i32(seed, rank, i);
+				else
+					for (i = 0; i < cmd.count; i++)
+						((float *)send)[i] =
+							gen_f32(seed, rank, i);
+				memset(recvb + o->max_count * 4 * j, 0xa5,
+				       cmd.count * 4);
+			}
 			break;
 		case OP_GO: {
 			struct rinx_comm_stats a, b;
 
 			rinx_comm_stats(c, &a);
 			t = now_ns();
-			rep.err = rinx_allreduce(c, send, recv, cmd.count,
-						 o->dtype);
+			if (nj == 1)
+				rep.err = rinx_allreduce(c, sendb, recvb,
+							 cmd.count, o->dtype);
+			else
+				rep.err = run_jobs(o, cs, nj, sendb, recvb,
+						   cmd.count, t, rep.job_ns);
 			rep.ns = now_ns() - t;
 			rinx_comm_stats(c, &b);
 			rep.ns_quant = b.ns_quant - a.ns_quant;
@@ -229,12 +305,29 @@ static void child(const struct bench_opts *o, const char *spec_path,
 			rep.rate = b.pace_rate;
 		}
 			if (rep.err)
-				snprintf(rep.msg, sizeof(rep.msg), "%s",
-					 rinx_comm_error(c));
+				for (j = 0; j < nj; j++)
+					if (*rinx_comm_error(cs[j]))
+						snprintf(rep.msg, sizeof(rep.msg),
+							 "%s", rinx_comm_error(cs[j]));
 			break;
 
 		case OP_CHECK:
-			verify(o, s->nhosts, seed, recv, cmd.count, &rep);
+			for (j = 0; j < nj; j++) {
+				struct reply_msg one = { 0 };
+
+				seed = gen_run_seed(o->seed + j, cmd.iter,
+						    cmd.count);
+				verify(o, s->nhosts, seed,
+				       recvb + o->max_count * 4 * j, cmd.count,
+				       &one);
+				if (one.wrong && !rep.wrong)
+					snprintf(rep.msg, sizeof(rep.msg),
+						 "job %u: %s", o->job + j,
+						 one.msg);
+				rep.wrong += one.wrong;
+				if (one.worst > rep.worst)
+					rep.worst = one.worst;
+			}
 			break;
 		case OP_QUIT:
 			if (getenv("RINX_BENCH_STATS")) {
@@ -254,13 +347,15 @@ static void child(const struct bench_opts *o, const char *spec_path,
 					(unsigned long long)st.xsk_rx_ring_full,
 					(unsigned long long)st.xsk_fill_empty);
 			}
-			rinx_comm_close(c);
+			for (j = 0; j < nj; j++)
+				rinx_comm_close(cs[j]);
 			_exit(0);
 		}
 		if (xwrite(out, &rep, sizeof(rep)))
 			break;
 	}
-	rinx_comm_close(c);
+	for (j = 0; j < nj; j++)
+		rinx_comm_close(cs[j]);
 	_exit(1);
 }
 
@@ -493,7 +588,8 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	      const struct rinx_spec *s, FILE *out)
 {
 	struct reply_msg reps[RINX_MAX_NODES];
-	uint64_t times[BENCH_MAX_ITERS];
+	uint64_t times[BENCH_MAX_ITERS], jt[BENCH_MAX_JOBS][BENCH_MAX_ITERS];
+	int nj = o->jobs > 1 ? o->jobs : 1, j;
 	struct bench_opts oo = *o;
 	struct team t;
 	struct prof prof;
@@ -584,6 +680,12 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 				if (reps[r].ns > tmax)
 					tmax = reps[r].ns;
 			}
+			for (j = 0; j < nj && i >= 0; j++) {
+				jt[j][i] = 0;
+				for (r = 0; r < n; r++)
+					if (reps[r].job_ns[j] > jt[j][i])
+						jt[j][i] = reps[r].job_ns[j];
+			}
 			if (err)
 				break;
 			if (o->verify) {
@@ -638,6 +740,26 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 				busbw, count * 1e3 / med, link ? " " : "",
 				link ? utilbuf : "",
 				!o->verify ? "-" : bad ? "WRONG" : "ok");
+		for (j = 0; j < nj && nj > 1; j++) {
+			double jb;
+
+			qsort(jt[j], o->iters, sizeof(jt[j][0]), cmp_u64);
+			jb = (double)o->sizes[k] / jt[j][o->iters / 2] * 2.0 *
+			     (n - 1) / n;
+			if (o->json)
+				fprintf(out, "%s{\"bytes\":%llu,\"job\":%u,"
+					"\"median_us\":%.1f,\"busbw_gbs\":%.4f}",
+					",", (unsigned long long)o->sizes[k],
+					o->job + j, jt[j][o->iters / 2] / 1e3, jb);
+			else
+				fprintf(out, "#   job %u of %d: median %.1f us, "
+					"busbw %.3f GB/s%s%s\n", o->job + j, nj,
+					jt[j][o->iters / 2] / 1e3, jb,
+					link ? ", util " : "",
+					link ? (snprintf(utilbuf, sizeof(utilbuf),
+							 "%.3f", jb * 8000 / link),
+						utilbuf) : "");
+		}
 		if (o->profile && !o->json) {
 			double nblk = (double)((count + RINX_BLOCK_VALUES - 1) /
 					       RINX_BLOCK_VALUES) * o->iters;
@@ -740,6 +862,8 @@ static const char bench_usage[] =
 "                   BPF statistics), conversion ns per element, CPU use\n"
 "  --timeout MS     per allreduce (default 10000)\n"
 "  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
+"  --jobs N         N jobs (ids job..job+N-1, 1..4) run each collective at\n"
+"                   once over the same links; a line per job gives its time\n"
 "  --job ID         job id (default random)\n"
 "output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
 "busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median;\n"
@@ -761,6 +885,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		{ "timeout", required_argument, NULL, 't' },
 		{ "inflight", required_argument, NULL, 'f' },
 		{ "job", required_argument, NULL, 'J' },
+		{ "jobs", required_argument, NULL, 'N' },
 		{ "hosts", required_argument, NULL, 'H' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
@@ -768,7 +893,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPjt:f:J:H:m:h", opts,
+	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPjt:f:J:N:H:m:h", opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's': *spec = optarg; break;
@@ -798,6 +923,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		case 't': o->timeout_ms = atoi(optarg); break;
 		case 'f': o->inflight = atoi(optarg); break;
 		case 'J': o->job = strtoul(optarg, NULL, 0); break;
+		case 'N': o->jobs = atoi(optarg); break;
 		case 'H': o->hosts = atoi(optarg); break;
 		case 'm': o->mode = optarg; break;
 		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);
@@ -810,6 +936,11 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 	if (optind != argc) {
 		fprintf(stderr, "rinxctl %s: unexpected argument %s\n", argv[0],
 			argv[optind]);
+		return -1;
+	}
+	if (o->jobs && (o->jobs < 1 || o->jobs > BENCH_MAX_JOBS)) {
+		fprintf(stderr, "rinxctl %s: --jobs 1..%d (job slots of a "
+			"node)\n", argv[0], BENCH_MAX_JOBS);
 		return -1;
 	}
 	if (o->iters < 1 || o->iters > BENCH_MAX_ITERS || o->warmup < 0 ||
