@@ -1,0 +1,143 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# End to end: rinx on rate-limited links (every switch port a queue with a
+# rate, a buffer and an ECN mark threshold), without and with loss, one and
+# two jobs at once. Every allreduce is verified element by element against
+# an independent reference (int32 bit-exact, float32 within the bound);
+# the congestion feedback is checked through counters: the ports marked
+# rinx frames (all of them ECN-capable), the hosts counted the marks, and the
+# ranks paced themselves. No time is asserted: the speed is the benchmark's
+# (docs/benchmark.md).
+#
+#   <P>h0 <P>h1         <P>h2 <P>h3
+#      \   /               \   /
+#      <P>t0 --- <P>sp --- <P>t1      every port: --rate 300 (Mbit/s)
+#
+#   selftests/test_congestion.sh [builddir]
+#
+# TAP output. Exit 0 pass, 1 fail, 4 skip (reason printed).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-${RINX_BUILD:-$here/../build}}
+rinxctl=$build/rinxctl
+P=rxK$$
+spec=
+n=0
+fail=0
+
+ok() {	# ok COND-EXIT-STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fail=$((fail + 1))
+	fi
+}
+
+diag() { sed 's/^/# /'; }
+
+ours() {
+	ip netns list 2>/dev/null | awk '{print $1}' |
+		grep -E "^${P}(h[0-9]+|t[0-9]+|sp)\$"
+}
+
+cleanup() {
+	"$rinxctl" testbed down "$P" >/dev/null 2>&1
+	for ns in $(ours); do
+		ip netns del "$ns" 2>/dev/null
+	done
+}
+
+# swsum KEY: a switch counter summed over every switch of the testbed
+swsum() {
+	"$rinxctl" testbed show "$P" 2>/dev/null |
+		awk -v k="$1" '$2 == "tor" || $2 == "spine" {
+			for (i = 3; i <= NF; i++) {
+				split($i, a, "="); if (a[1] == k) s += a[2] } }
+			END { print s + 0 }'
+}
+
+# hostsum KEY: a host-program counter summed over every host
+hostsum() {
+	"$rinxctl" stats --spec "$spec" --json 2>/dev/null |
+		grep -o "\"$1\":[0-9]*" | awk -F: '{ s += $2 } END { print s + 0 }'
+}
+
+# bench ARGS...: a verified run; its output goes to TAP diagnostics and
+# stays in $out for the checks
+bench() {
+	out=$(timeout 240 "$rinxctl" bench --spec "$spec" --verify --iters 2 \
+		--warmup 0 --timeout 20000 "$@" 2>&1)
+	rc=$?
+	echo "$out" | diag
+	return $rc
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "1..0 # SKIP needs root (namespaces, XDP)"
+	exit 4
+fi
+if [ ! -x "$rinxctl" ]; then
+	echo "1..0 # SKIP $rinxctl not built"
+	exit 4
+fi
+trap cleanup EXIT INT TERM
+
+out=$("$rinxctl" testbed up --racks 2 --per-rack 2 --prefix "$P" \
+	--rate 300 2>&1)
+ok $? "testbed up: 2 racks x 2 hosts, every port 300 Mbit/s"
+echo "$out" | diag
+spec=/run/rinx-testbed/$P.spec
+grep -q "link=300" "$spec"
+ok $? "the spec carries the link rates"
+
+# 1: rate-limited, no loss
+bench --sizes 4,3076,1M,4M --dtype int32
+ok $? "int32 on 300 Mbit/s links: every element exact"
+echo "$out" | grep -q "util"
+ok $? "bench reports link utilization when the spec has link rates"
+bench --sizes 3076,4M --profile
+ok $? "float32 on 300 Mbit/s links: every element within the bound"
+marks=$(swsum ecn_mark)
+notect=$(swsum ecn_not_ect)
+ce=$(hostsum ecn_ce)
+echo "switch marks $marks (not ECN-capable above the threshold: $notect), host ecn_ce $ce" | diag
+[ "$marks" -gt 0 ] && [ "$notect" -eq 0 ]
+ok $? "ports marked rinx frames, every one of them ECN-capable"
+# a mark stays on a block for the rest of its path, so every host that
+# stores the block afterwards counts it: at most 4 counts per mark
+[ "$ce" -gt 0 ] && [ "$ce" -le $((marks * 4)) ]
+ok $? "hosts counted marked blocks (at most one per host and mark)"
+echo "$out" | grep -q "pace rate min/median/max [1-9]"
+ok $? "every rank paced itself after the marks (pace rate > 0)"
+
+# 2: the same links with 1% loss, 1% duplicates and 1% reordering
+out=$("$rinxctl" testbed fault "$P" --drop 10000 --dup 10000 \
+	--reorder 10000 2>&1)
+ok $? "testbed fault: 1% drop, dup, reorder on top of the rate"
+bench --sizes 4,1M,4M --dtype int32 --profile
+ok $? "int32, rate-limited and lossy: every element exact"
+echo "$out" | grep -q "blocks resent"
+ok $? "loss repair reported"
+bench --sizes 3076,4M
+ok $? "float32, rate-limited and lossy: every element within the bound"
+out=$("$rinxctl" testbed fault "$P" --drop 0 --dup 0 --reorder 0 2>&1)
+ok $? "testbed fault: loss off"
+
+# 3: two jobs at once over the same links
+bench --sizes 1M,4M --dtype int32 --jobs 2
+ok $? "two jobs at once: every element of both exact"
+[ "$(echo "$out" | grep -c "#   job [0-9]* of 2: median")" -eq 4 ]
+ok $? "a time for each job at each size"
+
+"$rinxctl" testbed down "$P" 2>&1 | diag
+ok $? "testbed down"
+[ -z "$(ours)" ] && [ ! -e "$spec" ]
+ok $? "no namespace or spec of $P left"
+
+echo "1..$n"
+[ "$fail" -eq 0 ]
