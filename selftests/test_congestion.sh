@@ -23,7 +23,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxK$$
+P=rxQ$$
 spec=
 n=0
 fail=0
