@@ -106,7 +106,11 @@ struct rinx_req {
 	 * and how often it was sent again; own[0..stamped) are stamped */
 	__u64 *sent_at;
 	__u8 *resent;
-	__u32 stamped;
+	__u32 stamped, sampled;
+	__u32 fin_ahead;	/* own blocks finished beyond head */
+	__u64 cursor_t;		/* when the cursor last moved */
+	__u64 first_fin;	/* when an own block first finished */
+	int holes;		/* hole repairs since */
 	__u32 cursor;		/* blocks < cursor are copied out */
 	int round_open;
 	__u64 last_progress;	/* when a block last finished */
@@ -1381,10 +1385,11 @@ RINX_API int rinx_comm_stats(const struct rinx_comm *c,
 
 /* ---- allreduce ---- */
 
-#define RTO_FIRST_NS	5000000ull	/* no progress for 5 ms: repair */
+#define RTO_FIRST_NS	10000000ull	/* no progress for 10 ms: repair */
 /* Blocks asked for or sent again per repair: enough for every block a
  * round loses at a few percent, few enough for the AF_XDP rings. */
-#define REPAIR_MAX	512
+#define REPAIR_MAX	256
+#define REPAIR_AHEAD	16	/* ... of those past the last finished one */
 #define RTO_MAX_NS	1000000000ull
 
 static int round_open(struct rinx_req *r)
@@ -1449,7 +1454,8 @@ static int round_open(struct rinx_req *r)
 		if (c->plan.contrib_to >= 0 ||
 		    c->plan.origin[b % c->plan.nclasses] == c->rank)
 			r->own[r->nown++] = b;
-	r->head = r->cursor = r->stamped = 0;
+	r->head = r->cursor = r->stamped = r->sampled = r->fin_ahead = 0;
+	r->cursor_t = r->first_fin = 0;
 	memset(r->resent, 0, r->nown);
 	r->round_open = 1;
 	return 0;
@@ -1610,7 +1616,8 @@ static int send_own(struct rinx_req *r)
 	while (x->nfree > 0) {
 		__u32 next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE), j;
 
-		if (next >= r->nown || next - r->head >= (__u32)c->inflight ||
+		if (next >= r->nown ||
+		    next - r->head - r->fin_ahead >= (__u32)c->inflight ||
 		    xsk_prod_nb_free(&x->tx, 1) < 1 || !pace_ok(cur, now_ns()))
 			break;
 		j = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
@@ -1644,26 +1651,35 @@ static void rtt_sample(struct rinx_comm *c, __u64 m)
 	c->srtt = (7 * c->srtt + m) / 8;
 }
 
-#define RTO_BLK_MIN_NS	2000000ull	/* own block timer at least 2 ms */
+#define RTO_BLK_MIN_NS	2000000ull	/* own block timer: 2 ms .. */
+#define RTO_BLK_MAX_NS	50000000ull	/* .. 50 ms, then backoff */
 
 static __u64 rto_blk(const struct rinx_comm *c)
 {
 	__u64 t = c->srtt + 4 * c->rttvar;
 
-	return c->srtt && t > RTO_BLK_MIN_NS ? t :
-	       c->srtt ? RTO_BLK_MIN_NS : RTO_FIRST_NS;
+	if (!c->srtt)
+		return RTO_FIRST_NS;
+	return t < RTO_BLK_MIN_NS ? RTO_BLK_MIN_NS :
+	       t > RTO_BLK_MAX_NS ? RTO_BLK_MAX_NS : t;
 }
 
-/* Selective repair of own blocks: one not finished here within its timer
- * (doubled for every resend) is sent again - only that one, while the
- * round goes on. Every hop is idempotent, so a block that was only late
- * costs a duplicate, never a wrong sum. Claims are stamped here, when the
- * trainer first sees them (the host program claims in XDP). */
+/* Selective repair of own blocks, in the manner of RACK (RFC 8985): an
+ * own block not finished here is taken for lost when one claimed after it
+ * has finished and it is older than its timer (doubled for every resend);
+ * only that block is sent again, while the round goes on. A machine that
+ * is merely slow finishes nothing out of order, so it sends nothing again;
+ * a block lost at the end of a round is left to the stall repair. Every
+ * hop is idempotent: a block that was only late costs a duplicate, never a
+ * wrong sum. Claims are stamped here, when the trainer first sees them
+ * (the host program claims in XDP). */
+#define OWN_SCAN	256	/* own blocks looked at per call */
+
 static void own_timers(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
 	__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
-					__ATOMIC_ACQUIRE), j;
+					__ATOMIC_ACQUIRE), j, hi;
 	__u64 rto = rto_blk(c);
 	int n = 0;
 
@@ -1671,7 +1687,30 @@ static void own_timers(struct rinx_req *r, __u64 now)
 		claimed = r->nown;
 	for (; r->stamped < claimed; r->stamped++)
 		r->sent_at[r->stamped] = now;
-	for (j = r->head; j < r->stamped && n < REPAIR_MAX; j++) {
+	/* the last own block finished here, within the scan, and how many
+	 * finished beyond the head (they no longer count as in flight) */
+	hi = r->head;
+	r->fin_ahead = 0;
+	for (j = r->head; j < r->stamped && j < r->head + OWN_SCAN; j++)
+		if (__atomic_load_n(&c->result[c->slot * c->window +
+					       r->own[j]].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch) {
+			hi = j + 1;
+			r->fin_ahead++;
+		}
+	/* the round trip of the newest finished block (it finished since
+	 * the last call, or about): blocks waiting behind a hole would
+	 * measure the hole */
+	if (hi && !r->first_fin)
+		r->first_fin = now;
+	if (hi && hi > r->sampled) {
+		/* blocks sent before the round's first one finished here
+		 * also measure how late the peers started the round */
+		if (!r->resent[hi - 1] && r->sent_at[hi - 1] >= r->first_fin)
+			rtt_sample(c, now - r->sent_at[hi - 1]);
+		r->sampled = hi;
+	}
+	for (j = r->head; j + 1 < hi && n < REPAIR_MAX; j++) {
 		__u32 b = r->own[j];
 
 		if (now - r->sent_at[j] < rto << (r->resent[j] < 6 ?
@@ -1707,8 +1746,6 @@ static int collect(struct rinx_req *r)
 		       __atomic_load_n(&c->result[c->slot * c->window +
 						  r->own[r->head]].epoch,
 				       __ATOMIC_ACQUIRE) == c->epoch) {
-			if (r->head < r->stamped && !r->resent[r->head])
-				rtt_sample(c, now_ns() - r->sent_at[r->head]);
 			r->head++;
 		}
 	}
@@ -1828,32 +1865,69 @@ static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
  * (NACK, answered in XDP from its stored copy), and send the blocks this
  * rank starts again (every hop is idempotent: a re-driven block only
  * repeats sums and stores). */
-static void repair(struct rinx_req *r)
+/* One past the last block of the round finished here (the cursor when
+ * none beyond it is). */
+static __u32 done_end(const struct rinx_req *r)
+{
+	const struct rinx_comm *c = r->c;
+	__u32 end = r->nb;
+
+	while (end > r->cursor &&
+	       __atomic_load_n(&c->result[c->slot * c->window + end - 1].epoch,
+			       __ATOMIC_ACQUIRE) != c->epoch)
+		end--;
+	return end;
+}
+
+/* How long the next block in order may be missing while later ones
+ * finish before it is taken for lost. */
+static __u64 hole_wait(const struct rinx_comm *c)
+{
+	__u64 t = 2 * rto_blk(c);
+
+	return t > RTO_BLK_MIN_NS ? t : RTO_BLK_MIN_NS;
+}
+
+static void repair(struct rinx_req *r, int first)
 {
 	struct rinx_comm *c = r->c;
 	__u32 b, claimed = __atomic_load_n(&c->cursors[c->slot].next,
 					   __ATOMIC_ACQUIRE);
 	int n = 0;
+	/* blocks beyond the last one finished here may simply not be done
+	 * yet: ask for the holes below it and a few after */
+	__u32 end = done_end(r) + REPAIR_AHEAD;
 
-	for (b = r->cursor; b < r->nb && n < REPAIR_MAX; b++) {
+	if (end > r->nb)
+		end = r->nb;
+	if (getenv("RINX_CC_TRACE"))
+		fprintf(stderr, "repair rank %d first %d cursor %u end %u nb %u head %u nown %u claimed %u rto %llu blk %llu\n", c->rank, first, r->cursor, end, r->nb, r->head, r->nown, claimed, (unsigned long long)r->rto/1000, (unsigned long long)rto_blk(c)/1000);
+	for (b = r->cursor; b < end && n < REPAIR_MAX; b++) {
 		__u32 klass = b % c->plan.nclasses;
 		const struct rinx_hop *g = &c->plan.hops[klass][RINX_T_GATHER - 1];
 		int own = c->plan.contrib_to >= 0 ||
 			  c->plan.origin[klass] == c->rank;
 
+		int nackable = g->action != RINX_A_NONE &&
+			       g->action < RINX_A_AGG_FWD;
+
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			continue;
 		n++;
-		if (g->action != RINX_A_NONE && g->action < RINX_A_AGG_FWD &&
-		    !send_nack(r, b, g->from, g->step))
+		if (nackable && !send_nack(r, b, g->from, g->step))
 			c->st.nacks++;
 		/* own blocks: only those already claimed (sent once); the
-		 * j-th own block is block j or j * nclasses + class */
-		if (own && (c->plan.contrib_to >= 0 ? b :
-			    b / c->plan.nclasses) < claimed &&
-		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 && c->x->nfree > 0 &&
-		    !send_block(r, b))
+		 * j-th own block is block j or j * nclasses + class. Where a
+		 * NACK can bring the block, it is sent again only when the
+		 * last repair brought nothing (it was lost before finishing,
+		 * at the end of the round where RACK cannot see it): a
+		 * rack's workers would otherwise all resend their shares of
+		 * a block that one of them lost */
+		if (own && (!nackable || !first) &&
+		    (c->plan.contrib_to >= 0 ? b : b / c->plan.nclasses) <
+		    claimed && xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
+		    c->x->nfree > 0 && !send_block(r, b))
 			c->st.retransmits++;
 	}
 	x_kick(c->x);
@@ -1892,14 +1966,29 @@ static int progress(struct rinx_req *r, int *moved)
 		*moved += got;
 		cc_update(r, t);
 		own_timers(r, t);
-		/* progress: blocks finished in order, or own blocks claimed
+		/* a hole: the next block in order is missing for a while
+		 * though a later one finished here - ask for the holes now,
+		 * before the round drains (RACK's reasoning for the blocks of
+		 * every origin: a NACK is answered from a stored copy) */
+		if (got || !r->cursor_t) {
+			r->cursor_t = t;
+			r->holes = 0;
+		} else if (t - r->cursor_t > hole_wait(c) << (r->holes < 6 ?
+							      r->holes : 6) &&
+			   done_end(r) > r->cursor + 1) {
+			repair(r, !r->holes);
+			c->st.repairs++;
+			r->holes++;
+			r->cursor_t = t;
+		}
+		/* a stall: blocks finished in order, or own blocks claimed
 		 * (the host program claims one per finished gather) */
 		if (got || claimed != r->last_claimed || !r->last_progress) {
 			r->last_claimed = claimed;
 			r->last_progress = t;
 			r->rto = RTO_FIRST_NS;
 		} else if (t - r->last_progress > r->rto) {
-			repair(r);
+			repair(r, r->rto <= RTO_FIRST_NS);
 			c->st.repairs++;
 			r->last_progress = t;
 			r->rto = r->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS :
