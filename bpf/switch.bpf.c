@@ -569,8 +569,8 @@ int rinx_group_egress(struct xdp_md *ctx)
 
 /*
  * Devmap program of every other port (host ports, spine ports): drop and
- * queue of broadcast copies. Set on the port's entry in every devmap that reaches
- * it, for the reason given at `ports`.
+ * queue of broadcast copies. Set on the port's entry in every devmap that
+ * reaches it, for the reason given at `ports`.
  */
 SEC("xdp/devmap")
 int rinx_port_egress(struct xdp_md *ctx)
