@@ -202,16 +202,17 @@ enum { Q_DROP = -1, Q_OK = 0, Q_MARK = 1 };
  * the backlog for the time since the last frame, then tail-drops (Q_DROP)
  * or admits it, Q_MARK when the backlog it makes is above the threshold.
  * Without a rate there is no queue: every frame is admitted. No helper
- * may be called under the lock: now and len come from the caller.
+ * may be called under the lock: now and len come from the caller, and
+ * rate (the port's rate_mbit, read once: the control plane may change it
+ * meanwhile, and a zero now must not meet a non-zero rate).
  */
 static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
-				       __u64 now)
+				       __u64 rate, __u64 now)
 {
 	__u64 wire = ((__u64)len + RINX_SW_WIRE_EXTRA) * RINX_SW_Q_UNIT;
-	__u64 q, dt, d, rate;
+	__u64 q, dt, d;
 	int ret = Q_OK;
 
-	rate = l->set.rate_mbit;
 	if (!rate) {
 		__sync_fetch_and_add(&l->n_frames, 1);
 		__sync_fetch_and_add(&l->n_bytes, len);
@@ -283,7 +284,7 @@ static __always_inline int ecn_set_ce(struct xdp_md *ctx)
 static __always_inline int link_admit(struct xdp_md *ctx,
 				      struct rinx_sw_link *l)
 {
-	__u32 len;
+	__u32 len, rate;
 	int q;
 
 	if (drawn(l->set.drop_ppm)) {
@@ -291,7 +292,10 @@ static __always_inline int link_admit(struct xdp_md *ctx,
 		return count(RINX_SW_FAULT_DROP, XDP_DROP);
 	}
 	len = bpf_xdp_get_buff_len(ctx);
-	q = queue_admit(l, len, bpf_ktime_get_ns());
+	rate = l->set.rate_mbit;
+	/* the clock only for a queue: reading it costs more than the rest
+	 * of an unlimited port */
+	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0);
 	if (q == Q_DROP)
 		return count(RINX_SW_QUEUE_DROP, XDP_DROP);
 	if (q == Q_MARK) {
@@ -565,8 +569,8 @@ int rinx_group_egress(struct xdp_md *ctx)
 
 /*
  * Devmap program of every other port (host ports, spine ports): drop and
- * queue of broadcast copies. Set on the port's entry in every devmap that reaches
- * it, for the reason given at `ports`.
+ * queue of broadcast copies. Set on the port's entry in every devmap that
+ * reaches it, for the reason given at `ports`.
  */
 SEC("xdp/devmap")
 int rinx_port_egress(struct xdp_md *ctx)

@@ -24,12 +24,14 @@
  * frames only, the threshold, the drain over time, no rate: no queue, drop
  * before queue), its counters per port and in sw_stats; the queue state is
  * written into the port's `links` value before each run (a last-update
- * time ahead of now: no drain) so that the arithmetic is exact. Then drop
- * 100% and 0%, duplication (verdict and counters; with live frames, the two
- * copies counted on vb) and the reorder slot (hold, swap of frames of
- * different sizes, loss of a frame held too long).
+ * time ahead of now: no drain) so that the arithmetic is exact; two CPUs
+ * filling one port's queue at once (exact counts only with the lock).
+ * Then drop 100% and 0%, duplication (verdict and counters; with live
+ * frames, the two copies counted on vb) and the reorder slot (hold, swap
+ * of frames of different sizes, loss of a frame held too long).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <time.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -959,6 +961,124 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 	return tap_ok(ok, "%s", c->desc);
 }
 
+/* Two CPUs sending to one port at once: each thread runs the switch on
+ * its own CPU, CONC_RUNS frames of 60 B (84 on the wire) into a queue
+ * that never drains (last update ahead of now). Whatever the interleaving,
+ * exactly buffer / 84 frames fit and the rest are tail drops, if and only
+ * if the queue is updated atomically. */
+#define CONC_RUNS	1000000
+#define CONC_BUFFER	1000000
+
+struct conc_arg {
+	int prog, cpu, if_b, err;
+	__u32 retval;
+	pthread_barrier_t *go;	/* both threads start together */
+};
+
+static void *conc_run(void *p)
+{
+	struct conc_arg *a = p;
+	static const __u8 dst[6] = { 0x02, 0x72, 0x78, 0x00, 0x00, 0x01 };
+	struct xdp_md ctx = { .data_end = 60, .ingress_ifindex = a->if_b };
+	__u8 in[60] = { 0 };
+	cpu_set_t set;
+
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set)) {
+		a->err = -EINVAL;
+		return NULL;
+	}
+	memcpy(in, dst, 6);
+	in[12] = 0x08;
+	in[13] = 0x06;
+	o.data_in = in;
+	o.data_size_in = sizeof(in);
+	o.ctx_in = &ctx;
+	o.ctx_size_in = sizeof(ctx);
+	o.repeat = CONC_RUNS;
+	pthread_barrier_wait(a->go);
+	a->err = bpf_prog_test_run_opts(a->prog, &o);
+	a->retval = o.retval;
+	return NULL;
+}
+
+static void queue_concurrent(struct switch_bpf *skel, int if_a, int if_b,
+			     int ncpu)
+{
+	int fd = bpf_map__fd(skel->maps.links), sfd, i, err = 0;
+	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
+	__u64 fit = CONC_BUFFER / (60 + RINX_SW_WIRE_EXTRA);
+	struct conc_arg a[2] = {};
+	struct rinx_sw_link v = {}, w = {};
+	pthread_barrier_t go;
+	pthread_t t[2];
+	__u32 port = if_a;
+	cpu_set_t mine;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) ||
+	    libbpf_num_possible_cpus() < 2 || ncpu < 2) {
+		tap_ok(1, "queue: two CPUs at once # SKIP one CPU");
+		return;
+	}
+	v.set.rate_mbit = 1;
+	v.set.buffer = CONC_BUFFER;
+	v.set.ecn = RINX_SW_ECN_OFF;
+	v.set.hold_ms = 50;
+	v.last_ns = mono_ns() + 3600000000000ULL;
+	sfd = bpf_map__fd(skel->maps.sw_stats);
+	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
+	    read_stats(sfd, ncpu, before)) {
+		tap_ok(0, "queue: two CPUs at once: set up: %s",
+		       strerror(errno));
+		return;
+	}
+	pthread_barrier_init(&go, NULL, 2);
+	for (i = 0; i < 2; i++) {
+		a[i].prog = bpf_program__fd(skel->progs.rinx_switch);
+		a[i].cpu = i;
+		a[i].if_b = if_b;
+		a[i].go = &go;
+		/* a thread that cannot start would leave the other waiting */
+		if (pthread_create(&t[i], NULL, conc_run, &a[i])) {
+			tap_ok(0, "queue: two CPUs at once: no thread");
+			exit(1);
+		}
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&go);
+	err = err ?: a[0].err ?: a[1].err;
+	if (!err && (read_stats(sfd, ncpu, after) ||
+		     bpf_map_lookup_elem(fd, &port, &w)))
+		err = -errno;
+	bpf_map_delete_elem(fd, &port);
+	if (err) {
+		tap_ok(0, "queue: two CPUs at once: %s", strerror(-err));
+		return;
+	}
+	tap_diag("two CPUs, %d frames each: %llu admitted, %llu tail drops, "
+		 "backlog %llu B; sw_stats fwd +%llu queue_drop +%llu",
+		 CONC_RUNS, (unsigned long long)w.n_frames,
+		 (unsigned long long)w.n_qdrop,
+		 (unsigned long long)(w.backlog / RINX_SW_Q_UNIT),
+		 (unsigned long long)(after[RINX_SW_FWD] -
+				      before[RINX_SW_FWD]),
+		 (unsigned long long)(after[RINX_SW_QUEUE_DROP] -
+				      before[RINX_SW_QUEUE_DROP]));
+	tap_ok(w.n_frames == fit && w.n_qdrop == 2ULL * CONC_RUNS - fit &&
+	       w.backlog == fit * (60 + RINX_SW_WIRE_EXTRA) * RINX_SW_Q_UNIT &&
+	       w.peak == fit * (60 + RINX_SW_WIRE_EXTRA) &&
+	       after[RINX_SW_FWD] - before[RINX_SW_FWD] == fit &&
+	       after[RINX_SW_QUEUE_DROP] - before[RINX_SW_QUEUE_DROP] ==
+	       2ULL * CONC_RUNS - fit,
+	       "queue: two CPUs at once: exactly %llu of %d frames fit the "
+	       "buffer, the rest tail drops", (unsigned long long)fit,
+	       2 * CONC_RUNS);
+}
+
 static void queue_tests(struct switch_bpf *skel, int if_a, int if_b,
 			int ncpu)
 {
@@ -967,6 +1087,7 @@ static void queue_tests(struct switch_bpf *skel, int if_a, int if_b,
 
 	for (i = 0; i < NQ_CASES; i++)
 		q_run(skel, &q_cases[i], if_a, if_b, ncpu);
+	queue_concurrent(skel, if_a, if_b, ncpu);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.links), &port);
 }
 
@@ -1119,7 +1240,7 @@ int main(void)
 		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
 		sched_setaffinity(0, sizeof(set), &set);
 	}
-	tap_plan(NCASES + 5 + NQ_CASES + NFAULT_TESTS +
+	tap_plan(NCASES + 5 + NQ_CASES + 1 + NFAULT_TESTS +
 		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])));
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "switch program loads")) {

@@ -131,11 +131,14 @@ static void bfree(struct tb_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* Runs `ip [-n netns] -batch -` with the commands of b on stdin. ip stops
- * at the first failing command and names it on stderr. */
-static int run_ip_batch(const char *netns, struct tb_buf *b)
+/* Runs `tool [-n netns] -batch -` (tool: ip or tc) with the commands of b
+ * on stdin. The tool stops at the first failing command and names it on
+ * stderr, unless quiet (a failure then is expected and not reported). */
+static int run_batch(const char *tool, const char *netns, struct tb_buf *b,
+		     int quiet)
 {
-	char *argv[] = { "ip", "-n", (char *)netns, "-batch", "-", NULL };
+	char *argv[] = { (char *)tool, "-n", (char *)netns, "-batch", "-",
+			 NULL };
 	char **av = netns ? argv : argv + 2;
 	posix_spawn_file_actions_t fa;
 	int fd, err, st;
@@ -145,8 +148,8 @@ static int run_ip_batch(const char *netns, struct tb_buf *b)
 	if (b->err)
 		return b->err;
 	if (!netns)
-		av[0] = "ip";
-	fd = memfd_create("rinx-ip-batch", MFD_CLOEXEC);
+		av[0] = (char *)tool;
+	fd = memfd_create("rinx-batch", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	while (off < b->len) {
@@ -163,11 +166,14 @@ static int run_ip_batch(const char *netns, struct tb_buf *b)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fd, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	err = posix_spawnp(&pid, "ip", &fa, NULL, av, environ);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null",
+						 O_WRONLY, 0);
+	err = posix_spawnp(&pid, tool, &fa, NULL, av, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	close(fd);
 	if (err) {
-		pr_warn("cannot run ip: %s%s\n", strerror(err),
+		pr_warn("cannot run %s: %s%s\n", tool, strerror(err),
 			err == ENOENT ? " (install iproute2)" : "");
 		return -err;
 	}
@@ -175,11 +181,17 @@ static int run_ip_batch(const char *netns, struct tb_buf *b)
 		if (errno != EINTR)
 			return -errno;
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		pr_warn("ip%s%s -batch failed\n", netns ? " -n " : "",
-			netns ? netns : "");
+		if (!quiet)
+			pr_warn("%s%s%s -batch failed\n", tool,
+				netns ? " -n " : "", netns ? netns : "");
 		return -EIO;
 	}
 	return 0;
+}
+
+static int run_ip_batch(const char *netns, struct tb_buf *b)
+{
+	return run_batch("ip", netns, b, 0);
 }
 
 /* ---- names ---- */
@@ -446,6 +458,42 @@ static __u64 mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * The host's side of its access link. A NIC sends its frames one after the
+ * other at line rate; a veth sends them at once, so without this a host
+ * stack's burst (a TCP window) would reach its ToR port in one instant and
+ * fill the port's virtual queue, where on real links it arrives spaced and
+ * leaves no queue, and TCP, whose ACKs the queue never delays, would not
+ * be clocked to the link. A token bucket on the host's interface (burst
+ * max(2 frames, 50 us of the rate), queue of 1000 frames as a NIC's
+ * txqueuelen) serializes what the host's stack sends at the link's rate.
+ * Frames sent by XDP or AF_XDP (rinx) bypass it: rinx paces itself.
+ * rate 0: the bucket goes (its absence is no error).
+ */
+static int host_pace(const struct rinx_spec_host *h, __u32 rate_mbit)
+{
+	struct tb_buf cmd = {};
+	__u32 burst = rate_mbit * 25 / 4;	/* 50 us at rate_mbit */
+	int err;
+
+	if (burst < 2 * RINX_TB_BUFFER_MIN)
+		burst = 2 * RINX_TB_BUFFER_MIN;
+	if (rate_mbit)
+		bput(&cmd, "qdisc replace dev %s root tbf rate %umbit burst %u "
+		     "limit %u\n", h->ifname, rate_mbit, burst,
+		     1000 * (RINX_TB_MTU + 14));
+	else
+		bput(&cmd, "qdisc del dev %s root\n", h->ifname);
+	err = run_batch("tc", h->netns, &cmd, !rate_mbit);
+	bfree(&cmd);
+	if (!rate_mbit)
+		return 0;
+	if (err)
+		pr_warn("host %s: cannot pace %s at %u Mbit/s (tc tbf)\n",
+			h->name, h->ifname, rate_mbit);
+	return err;
 }
 
 /* DCTCP's marking thresholds, 20 packets (30 KB) at 1 Gbit/s and 65 (~97
@@ -1219,6 +1267,8 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		goto fail;
 	for (i = 0; i < s->nhosts; i++) {
 		err = config_host(s, i);
+		if (!err && s->hosts[i].link_mbit)
+			err = host_pace(&s->hosts[i], s->hosts[i].link_mbit);
 		if (err)
 			goto fail;
 	}
@@ -1518,10 +1568,14 @@ static int spec_rates_write(struct rinx_spec *s, const char *prefix,
 	for (i = 0; i < s->nhosts; i++) {
 		struct rinx_spec_host *h = &s->hosts[i];
 
+		__u32 was = h->link_mbit;
+
 		/* host i's ToR port is p<i> (switch_layout) */
 		tor_ns(ns, prefix, h->rack);
 		snprintf(ifname, sizeof(ifname), "p%d", i);
 		h->link_mbit = port_rate(pl, n, ns, ifname);
+		if (h->link_mbit != was)
+			host_pace(h, h->link_mbit);
 	}
 	for (i = 0; i < s->nracks && s->nracks > 1; i++) {
 		struct rinx_spec_rack *r = &s->racks[i];

@@ -124,8 +124,10 @@ int rinx_testbed_ina_off(const char *what, int rack);
  * NULL for every port of every switch. Sets the settings named by mask
  * (RINX_TB_F_RATE without RINX_TB_F_BUFFER or _ECN: those go to the new
  * rate's defaults); the port's queue and counters start afresh. A rate
- * change is written into the spec's link= and uplink= too. *nports (may be
- * NULL) receives the ports changed.
+ * change is written into the spec's link= and uplink= too, and a host whose
+ * link rate changed gets its stack paced at the new rate (tc tbf on its
+ * interface; none for 0). *nports (may be NULL) receives the ports
+ * changed.
  */
 int rinx_testbed_fault_set(const char *what, const char *port,
 			   const struct rinx_sw_link_set *f, unsigned int mask,
