@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -1389,7 +1390,7 @@ RINX_API int rinx_comm_stats(const struct rinx_comm *c,
 /* Blocks asked for or sent again per repair: enough for every block a
  * round loses at a few percent, few enough for the AF_XDP rings. */
 #define REPAIR_MAX	256
-#define REPAIR_AHEAD	16	/* ... of those past the last finished one */
+#define REPAIR_AHEAD	2	/* ... per class past its last finished one */
 #define RTO_MAX_NS	1000000000ull
 
 static int round_open(struct rinx_req *r)
@@ -1520,6 +1521,7 @@ static int send_block(struct rinx_req *r, __u32 b)
 #define CC_AI		50.0		/* blocks/s added per clean update */
 #define CC_CALM		8
 #define CC_FR		5		/* fast-recovery intervals */
+static double CC_AI_DIV = 8;
 #define CC_MIN_RATE	200.0		/* blocks/s: never starve */
 
 static int pace_ok(struct rinx_cursor *cur, __u64 now)
@@ -1548,6 +1550,14 @@ static void cc_update(struct rinx_req *r, __u64 now)
 	__u64 hold = c->srtt > CC_INTERVAL_NS ? c->srtt : CC_INTERVAL_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f;
 
+	if (getenv("RINX_AI_DIV"))
+		CC_AI_DIV = atof(getenv("RINX_AI_DIV"));
+	if (getenv("RINX_PACE_FIXED")) {
+		cc->rate = atof(getenv("RINX_PACE_FIXED"));
+		__atomic_store_n(&cur->gap_ns, (__u32)(1e9 / cc->rate), __ATOMIC_RELAXED);
+		c->st.pace_rate = (uint64_t)cc->rate;
+		return;
+	}
 	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
 		/* first call, or after an idle spell: a fresh interval */
 		cc->t = now;
@@ -1582,7 +1592,7 @@ static void cc_update(struct rinx_req *r, __u64 now)
 		if (++cc->calm > CC_FR) {
 			cc->target += cc->ai;
 			if ((cc->calm - CC_FR) % CC_CALM == 0 &&
-			    cc->ai < cc->target / 8)
+			    cc->ai < cc->target / CC_AI_DIV)
 				cc->ai *= 2;
 		}
 		cc->rate = (cc->rate + cc->target) / 2;
@@ -1865,18 +1875,39 @@ static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
  * (NACK, answered in XDP from its stored copy), and send the blocks this
  * rank starts again (every hop is idempotent: a re-driven block only
  * repeats sums and stores). */
-/* One past the last block of the round finished here (the cursor when
- * none beyond it is). */
-static __u32 done_end(const struct rinx_req *r)
+/* Per class, one past the last block of the class finished here (0: none
+ * beyond the cursor). The blocks of a class follow one path from one
+ * origin, so they finish in order unless one was lost; blocks of different
+ * classes drift apart freely (every origin has its own pacer). */
+static void class_ends(const struct rinx_req *r, __u32 *hi)
 {
 	const struct rinx_comm *c = r->c;
-	__u32 end = r->nb;
+	__u32 ncl = c->plan.nclasses, left = ncl, b, k;
 
-	while (end > r->cursor &&
-	       __atomic_load_n(&c->result[c->slot * c->window + end - 1].epoch,
-			       __ATOMIC_ACQUIRE) != c->epoch)
-		end--;
-	return end;
+	memset(hi, 0, ncl * sizeof(*hi));
+	for (b = r->nb; b > r->cursor && left; b--) {
+		k = (b - 1) % ncl;
+		if (!hi[k] && __atomic_load_n(&c->result[c->slot * c->window +
+							 b - 1].epoch,
+					      __ATOMIC_ACQUIRE) == c->epoch) {
+			hi[k] = b;
+			left--;
+		}
+	}
+}
+
+/* Is the next block in order a hole: a later block of its class finished? */
+static int cursor_hole(const struct rinx_req *r)
+{
+	const struct rinx_comm *c = r->c;
+	__u32 b;
+
+	for (b = r->cursor + c->plan.nclasses; b < r->nb;
+	     b += c->plan.nclasses)
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch)
+			return 1;
+	return 0;
 }
 
 /* How long the next block in order may be missing while later ones
@@ -1888,22 +1919,22 @@ static __u64 hole_wait(const struct rinx_comm *c)
 	return t > RTO_BLK_MIN_NS ? t : RTO_BLK_MIN_NS;
 }
 
-static void repair(struct rinx_req *r, int first)
+/* Asks for the holes (missing blocks with a later block of their class
+ * finished here) and, after a stall, for the next REPAIR_AHEAD missing
+ * blocks of every class too: blocks past the last finished one of their
+ * class may simply not be done yet. */
+static void repair(struct rinx_req *r, int first, int stall)
 {
 	struct rinx_comm *c = r->c;
 	__u32 b, claimed = __atomic_load_n(&c->cursors[c->slot].next,
 					   __ATOMIC_ACQUIRE);
+	__u32 hi[RINX_MAX_CLASSES], ncl = c->plan.nclasses;
 	int n = 0;
-	/* blocks beyond the last one finished here may simply not be done
-	 * yet: ask for the holes below it and a few after */
-	__u32 end = done_end(r) + REPAIR_AHEAD;
 
-	if (end > r->nb)
-		end = r->nb;
-	if (getenv("RINX_CC_TRACE"))
-		fprintf(stderr, "repair rank %d first %d cursor %u end %u nb %u head %u nown %u claimed %u rto %llu blk %llu\n", c->rank, first, r->cursor, end, r->nb, r->head, r->nown, claimed, (unsigned long long)r->rto/1000, (unsigned long long)rto_blk(c)/1000);
-	for (b = r->cursor; b < end && n < REPAIR_MAX; b++) {
-		__u32 klass = b % c->plan.nclasses;
+	class_ends(r, hi);
+	for (b = r->cursor; b < r->nb && n < REPAIR_MAX; b++) {
+		__u32 klass = b % ncl;
+		__u32 last = hi[klass] > r->cursor ? hi[klass] : r->cursor;
 		const struct rinx_hop *g = &c->plan.hops[klass][RINX_T_GATHER - 1];
 		int own = c->plan.contrib_to >= 0 ||
 			  c->plan.origin[klass] == c->rank;
@@ -1911,6 +1942,8 @@ static void repair(struct rinx_req *r, int first)
 		int nackable = g->action != RINX_A_NONE &&
 			       g->action < RINX_A_AGG_FWD;
 
+		if (b >= last + (stall ? REPAIR_AHEAD * ncl : 0))
+			continue;
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			continue;
@@ -1967,16 +2000,17 @@ static int progress(struct rinx_req *r, int *moved)
 		cc_update(r, t);
 		own_timers(r, t);
 		/* a hole: the next block in order is missing for a while
-		 * though a later one finished here - ask for the holes now,
-		 * before the round drains (RACK's reasoning for the blocks of
-		 * every origin: a NACK is answered from a stored copy) */
+		 * though a later one of its class finished here - ask for
+		 * the holes now, before the round drains (RACK's reasoning
+		 * for the blocks of every origin: a NACK is answered from a
+		 * stored copy) */
 		if (got || !r->cursor_t) {
 			r->cursor_t = t;
 			r->holes = 0;
 		} else if (t - r->cursor_t > hole_wait(c) << (r->holes < 6 ?
 							      r->holes : 6) &&
-			   done_end(r) > r->cursor + 1) {
-			repair(r, !r->holes);
+			   cursor_hole(r)) {
+			repair(r, !r->holes, 0);
 			c->st.repairs++;
 			r->holes++;
 			r->cursor_t = t;
@@ -1988,7 +2022,7 @@ static int progress(struct rinx_req *r, int *moved)
 			r->last_progress = t;
 			r->rto = RTO_FIRST_NS;
 		} else if (t - r->last_progress > r->rto) {
-			repair(r, r->rto <= RTO_FIRST_NS);
+			repair(r, r->rto <= RTO_FIRST_NS, 1);
 			c->st.repairs++;
 			r->last_progress = t;
 			r->rto = r->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS :
@@ -2102,7 +2136,7 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 {
 	struct rinx_comm *c;
 	__u64 deadline, t;
-	int moved, ret, idle = 0;
+	int moved, ret, idle = 0, slack;
 
 	if (!r)
 		return -EINVAL;
@@ -2112,10 +2146,15 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 	if (timeout_ms < 0)
 		timeout_ms = c->timeout_ms;
 	deadline = now_ns() + (__u64)timeout_ms * 1000000ull;
+	/* the naps below pace own blocks: the default timer slack (50 us)
+	 * would stretch each of them */
+	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
 	for (;;) {
 		ret = progress(r, &moved);
 		if (ret)
-			return finish(r, ret);
+			break;
 		if (moved) {
 			idle = 0;
 			continue;
@@ -2129,9 +2168,16 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 			nanosleep(&ts, NULL);
 		}
 		t = now_ns();
-		if (t > deadline)
-			return timeout_error(r);	/* request still valid */
+		if (t > deadline) {
+			ret = timeout_error(r);	/* request still valid */
+			if (slack > 0)
+				prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+			return ret;
+		}
 	}
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+	return finish(r, ret);
 }
 
 RINX_API void rinx_cancel(struct rinx_req *r)
