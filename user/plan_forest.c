@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Topology-adaptive forest packing: spanning trees of the topology, each
+ * rooted at a different worker, each reducing toward its root and
+ * broadcasting back a share of the tensor proportional to its rate, all
+ * at once (reduce and broadcast overlapped: a tree edge carries one stream
+ * each way). The rates come from fractional spanning-tree packing, solved
+ * with the multiplicative-weights method of Garg and Koenemann: the
+ * cheapest spanning tree under lengths l_e (Kruskal) gets its bottleneck
+ * capacity, the lengths of its edges grow by (1 + eps * c / c_e), until
+ * sum c_e l_e reaches 1; scaled, the trees pack at least (1 - eps)^2 of the
+ * largest fractional packing tau. By Nash-Williams and Tutte, tau is at
+ * least half the smallest cut between workers on a mesh of workers, and
+ * no allreduce beats that cut: the simulator prints rate / cut bound.
+ *
+ * On graphs with switches the trees are Steiner trees (switch leaves
+ * pruned); a switch that cannot aggregate only forwards, so its upward
+ * edge carries one stream per contributor below it, which the simulator
+ * counts; an INA switch in a tree aggregates.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/pplan.h"
+
+struct ftree {
+	int ne;
+	int *e;			/* link ids, sorted */
+	double f;
+};
+
+static const double *g_len;
+
+static int by_len(const void *a, const void *b)
+{
+	double x = g_len[*(const int *)a], y = g_len[*(const int *)b];
+
+	return x < y ? -1 : x > y ? 1 : *(const int *)a - *(const int *)b;
+}
+
+static int by_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static int uf_find(int *uf, int x)
+{
+	while (uf[x] != x)
+		x = uf[x] = uf[uf[x]];
+	return x;
+}
+
+/* Kruskal under len, then prune leaves that are not workers. Returns the
+ * number of tree links written to out. */
+static int min_tree(const struct topo *t, const double *len, int *ord,
+		    int *uf, int *deg, char *in, int *out)
+{
+	int i, n = 0, changed;
+
+	g_len = len;
+	for (i = 0; i < t->nlinks; i++)
+		ord[i] = i;
+	qsort(ord, t->nlinks, sizeof(int), by_len);
+	for (i = 0; i < t->nnodes; i++)
+		uf[i] = i, deg[i] = 0;
+	memset(in, 0, t->nlinks);
+	for (i = 0; i < t->nlinks; i++) {
+		int l = ord[i], a = uf_find(uf, t->link[l].a),
+		    b = uf_find(uf, t->link[l].b);
+
+		if (a == b)
+			continue;
+		uf[a] = b;
+		in[l] = 1;
+		deg[t->link[l].a]++;
+		deg[t->link[l].b]++;
+	}
+	do {
+		changed = 0;
+		for (i = 0; i < t->nlinks; i++) {
+			int a = t->link[i].a, b = t->link[i].b;
+
+			if (!in[i])
+				continue;
+			if ((deg[a] == 1 && t->node[a].kind != TOPO_HOST) ||
+			    (deg[b] == 1 && t->node[b].kind != TOPO_HOST)) {
+				in[i] = 0;
+				deg[a]--;
+				deg[b]--;
+				changed = 1;
+			}
+		}
+	} while (changed);
+	for (i = 0; i < t->nlinks; i++)
+		if (in[i])
+			out[n++] = i;
+	return n;
+}
+
+/* One class from a tree: reduce to root, broadcast mirrored. */
+static int tree_class(struct topo *t, const struct ftree *tr, int root,
+		      double share, struct pp_plan *p, int *par, int *q)
+{
+	struct pp_class *c = pp_class_new(p, PP_TREE, share);
+	int i, qh = 0, qt = 0, arcs[PP_MAX_HOPS];
+
+	if (!c)
+		return -ENOMEM;
+	c->root = root;
+	/* par[v]: the arc from v to its parent */
+	for (i = 0; i < t->nnodes; i++)
+		par[i] = -2;
+	par[root] = -1;
+	q[qt++] = root;
+	while (qh < qt) {
+		int u = q[qh++], k;
+
+		for (k = 0; k < tr->ne; k++) {
+			const struct topo_link *l = &t->link[tr->e[k]];
+			int v = l->a == u ? l->b : l->b == u ? l->a : -1;
+
+			if (v < 0 || par[v] != -2)
+				continue;
+			/* the arc v -> u */
+			par[v] = 2 * tr->e[k] + (l->a == u ? 1 : 0);
+			q[qt++] = v;
+		}
+	}
+	for (i = 0; i < qt; i++) {
+		int v = q[i], u = v, n = 0, ret;
+
+		if (v == root || !(t->node[v].kind == TOPO_HOST ||
+				   t->node[v].ina))
+			continue;
+		do {
+			if (n == PP_MAX_HOPS)
+				return -E2BIG;
+			arcs[n++] = par[u];
+			u = topo_arc_to(t, par[u]);
+		} while (u != root && t->node[u].kind != TOPO_HOST &&
+			 !t->node[u].ina);
+		ret = pp_xfer_arcs(c, 0, v, u, 1, arcs, n);
+		if (ret)
+			return ret;
+	}
+	return pp_mirror_bc(c);
+}
+
+int plan_forest(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
+		char *err, size_t errlen)
+{
+	double eps = o && o->eps > 0 ? o->eps : 0.1, delta, total = 0, scale;
+	int maxt = o && o->max_trees > 0 ? o->max_trees : 64;
+	int m = t->nlinks, nt = 0, i, k, it, ret = -ENOMEM, capped = 0;
+	int maxit = m > 2000 ? 300 : 20000;
+	double *len = malloc(m * sizeof(double)), *cap = malloc(m * sizeof(double));
+	int *ord = malloc(m * sizeof(int)), *buf = malloc(m * sizeof(int));
+	int *uf = malloc(t->nnodes * sizeof(int)), *deg = malloc(t->nnodes * sizeof(int));
+	int *par = malloc(t->nnodes * sizeof(int)), *q = malloc(t->nnodes * sizeof(int));
+	char *in = malloc(m + 1);
+	struct ftree *tr = calloc(maxt, sizeof(*tr));
+
+	if (!len || !cap || !ord || !buf || !uf || !deg || !par || !q || !in ||
+	    !tr)
+		goto out;
+	delta = (1 + eps) * pow((1 + eps) * m, -1 / eps);
+	for (i = 0; i < m; i++) {
+		cap[i] = fmin(t->link[i].gbps[0], t->link[i].gbps[1]);
+		len[i] = delta / cap[i];
+	}
+	for (it = 0; it < maxit; it++) {
+		double d = 0, cmin = INFINITY;
+		int ne;
+
+		for (i = 0; i < m; i++)
+			d += cap[i] * len[i];
+		if (d >= 1)
+			break;
+		ne = min_tree(t, len, ord, uf, deg, in, buf);
+		for (i = 0; i < ne; i++)
+			cmin = fmin(cmin, cap[buf[i]]);
+		qsort(buf, ne, sizeof(int), by_int);
+		for (k = 0; k < nt; k++)
+			if (tr[k].ne == ne && !memcmp(tr[k].e, buf, ne * sizeof(int)))
+				break;
+		if (k == nt) {
+			if (nt == maxt) {
+				capped = 1;
+				break;
+			}
+			tr[nt].e = malloc((ne + 1) * sizeof(int));
+			if (!tr[nt].e)
+				goto out;
+			memcpy(tr[nt].e, buf, ne * sizeof(int));
+			tr[nt].ne = ne;
+			nt++;
+		}
+		tr[k].f += cmin;
+		for (i = 0; i < ne; i++)
+			len[buf[i]] *= 1 + eps * cmin / cap[buf[i]];
+	}
+	if (it == maxit)
+		capped = 1;
+	scale = log((1 + eps) / delta) / log(1 + eps);
+	for (k = 0; k < nt; k++)
+		total += tr[k].f;
+	ret = 0;
+	for (k = 0; k < nt && !ret; k++)
+		ret = tree_class(t, &tr[k], t->hosts[k % t->nhosts],
+				 tr[k].f / total, p, par, q);
+	if (ret) {
+		snprintf(err, errlen, "%s: cannot build the trees", p->scheme);
+		goto out;
+	}
+	p->rate_gbps = capped ? 0 : total / scale;
+	snprintf(p->note, sizeof(p->note), "%d trees, packing %.4g Gbps, "
+		 "%d rounds, eps %.2g%s", nt, total / scale, it, eps,
+		 capped ? " (stopped early: no guarantee)" : "");
+out:
+	free(len);
+	free(cap);
+	free(ord);
+	free(buf);
+	free(uf);
+	free(deg);
+	free(par);
+	free(q);
+	free(in);
+	if (tr)
+		for (k = 0; k < maxt; k++)
+			free(tr[k].e);
+	free(tr);
+	return ret;
+}

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * PS with INA, as ATP does it: a worker's gradient goes on its shortest
+ * route to the PS and the first INA switch on that route (the nearest)
+ * aggregates it. A switch of capacity C holding n workers sums at most C
+ * Gbps of their input, C / n each; what a worker sends beyond that
+ * overflows and goes on to the PS unaggregated. Aggregated streams go on
+ * to the PS, which sums everything.
+ *
+ * The plan is a set of rate bands: at common rate r switch s aggregates
+ * a_s = min(r, C_s / n_s) of each worker's stream, so the tensor splits at
+ * the distinct a_s into classes; in a class a switch aggregates iff its
+ * a_s covers the class. The largest feasible r is found by bisection,
+ * checking each candidate with the simulator.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "user/pplan.h"
+
+struct atp {
+	int n, ps;
+	int *agg;		/* per worker: aggregating switch or -1 */
+	int *pre;		/* per worker: arcs of its route up to agg */
+	int *nh;		/* per worker: arcs of its whole route */
+	int *route;		/* per worker: PP_MAX_HOPS arcs */
+	int *cnt;		/* per node: workers it aggregates */
+};
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int build(struct topo *t, struct atp *a, double r, struct pp_plan *p)
+{
+	double *lv = malloc((t->nnodes + 2) * sizeof(double)), lo = 0;
+	int nl = 0, i, j, k, ret = 0;
+
+	if (!lv)
+		return -ENOMEM;
+	for (i = 0; i < t->nnodes; i++)
+		if (a->cnt[i])
+			lv[nl++] = fmin(r, t->node[i].cap / a->cnt[i]);
+	lv[nl++] = r;
+	qsort(lv, nl, sizeof(double), cmp_dbl);
+	for (k = 0; k < nl && !ret; k++) {
+		double hi = lv[k];
+		struct pp_class *c;
+
+		if (hi <= lo * (1 + 1e-12))
+			continue;
+		c = pp_class_new(p, PP_TREE, (hi - lo) / r);
+		if (!c) {
+			ret = -ENOMEM;
+			break;
+		}
+		c->root = a->ps;
+		for (i = 0; i < a->n && !ret; i++) {
+			int s = a->agg[i], *rt = a->route + i * PP_MAX_HOPS;
+			int w = t->hosts[i];
+
+			if (s >= 0 && fmin(r, t->node[s].cap / a->cnt[s]) >=
+			    hi * (1 - 1e-12))
+				ret = pp_xfer_arcs(c, 0, w, s, 1, rt, a->pre[i]);
+			else
+				ret = pp_xfer_arcs(c, 0, w, a->ps, 1, rt, a->nh[i]);
+		}
+		for (j = 0; j < t->nnodes && !ret; j++)
+			if (a->cnt[j] && fmin(r, t->node[j].cap / a->cnt[j]) >=
+			    hi * (1 - 1e-12))
+				ret = pp_red(t, c, j, a->ps, 1);
+		if (!ret)
+			ret = pp_mirror_bc(c);
+		lo = hi;
+	}
+	free(lv);
+	return ret;
+}
+
+int plan_psina(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
+	       char *err, size_t errlen)
+{
+	struct atp a = { .n = t->nhosts };
+	double lo = 0, hi = 0;
+	int i, j, it, ret = -ENOMEM, nagg = 0;
+
+	if (t->nps == 0) {
+		snprintf(err, errlen, "%s: the topology has no ps node", p->scheme);
+		return -EINVAL;
+	}
+	a.ps = t->ps[0];
+	a.agg = malloc(a.n * sizeof(int));
+	a.pre = malloc(a.n * sizeof(int));
+	a.nh = malloc(a.n * sizeof(int));
+	a.route = malloc((size_t)a.n * PP_MAX_HOPS * sizeof(int));
+	a.cnt = calloc(t->nnodes, sizeof(int));
+	if (!a.agg || !a.pre || !a.nh || !a.route || !a.cnt)
+		goto out;
+	for (i = 0; i < a.n; i++) {
+		int *rt = a.route + i * PP_MAX_HOPS;
+		double out = 0;
+
+		ret = topo_route(t, t->hosts[i], a.ps, rt, PP_MAX_HOPS);
+		if (ret < 0)
+			goto out;
+		a.nh[i] = ret;
+		a.agg[i] = -1;
+		for (j = 0; j < ret; j++) {
+			int v = topo_arc_to(t, rt[j]);
+
+			if (t->node[v].ina && t->node[v].cap > 0) {
+				a.agg[i] = v;
+				a.pre[i] = j + 1;
+				if (!a.cnt[v]++)
+					nagg++;
+				break;
+			}
+		}
+		for (j = t->off[t->hosts[i]]; j < t->off[t->hosts[i] + 1]; j++)
+			out += topo_arc_gbps(t, t->adj[j]);
+		hi = fmax(hi, out);
+	}
+	/* bisection on the common rate; 60 halvings reach double precision */
+	for (it = 0; it < 60; it++) {
+		double mid = (lo + hi) / 2;
+		struct pp_plan q;
+
+		pp_init(&q, "ps-ina");
+		ret = build(t, &a, mid, &q);
+		if (!ret && pp_sim_rate(t, &q) >= mid * (1 - 1e-9))
+			lo = mid;
+		else
+			hi = mid;
+		pp_free(&q);
+		if (ret)
+			goto out;
+	}
+	if (!(lo > 0)) {
+		snprintf(err, errlen, "%s: no rate is feasible", p->scheme);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = build(t, &a, lo, p);
+	p->rate_gbps = lo;
+	snprintf(p->note, sizeof(p->note), "%d aggregating switches, %d rate "
+		 "band%s, bisection", nagg, p->ncls, p->ncls > 1 ? "s" : "");
+out:
+	free(a.agg);
+	free(a.pre);
+	free(a.nh);
+	free(a.route);
+	free(a.cnt);
+	return ret;
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Fluid simulation of a plan on a topology. Model in user/sim.h. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/sim.h"
+
+static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && len) {
+		va_start(ap, fmt);
+		vsnprintf(err, len, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+void sim_res_free(struct sim_res *r)
+{
+	free(r->arc_gbps);
+	free(r->agg_gbps);
+	free(r->tx_gbps);
+	memset(r, 0, sizeof(*r));
+}
+
+static void add_xfer(const struct pp_xfer *x, double w, double *arc,
+		     double *tx)
+{
+	int h;
+
+	for (h = 0; h < x->nhop; h++)
+		arc[x->hop[h]] += w * x->vol;
+	tx[x->src] += w * x->vol;
+}
+
+int sim_run(const struct topo *t, const struct pp_plan *p,
+	    const struct sim_opts *o, struct sim_res *r, char *err,
+	    size_t errlen)
+{
+	int na = 2 * t->nlinks, i, j;
+	double *tx_node, x = INFINITY;
+
+	memset(r, 0, sizeof(*r));
+	r->arc_gbps = calloc(na + 1, sizeof(double));
+	r->agg_gbps = calloc(t->nnodes, sizeof(double));
+	r->tx_gbps = calloc(t->nhosts + 1, sizeof(double));
+	tx_node = calloc(t->nnodes, sizeof(double));
+	if (!r->arc_gbps || !r->agg_gbps || !r->tx_gbps || !tx_node) {
+		free(tx_node);
+		sim_res_free(r);
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	}
+	/* loads per unit of tensor rate first, scaled by x at the end */
+	for (i = 0; i < p->ncls; i++) {
+		const struct pp_class *c = &p->cls[i];
+
+		for (j = 0; j < c->nred; j++) {
+			const struct pp_xfer *xf = &c->red[j];
+
+			add_xfer(xf, c->share, r->arc_gbps, tx_node);
+			r->agg_gbps[xf->dst] += c->share * xf->vol;
+		}
+		for (j = 0; j < c->nbc; j++)
+			add_xfer(&c->bc[j], c->share, r->arc_gbps, tx_node);
+		for (j = 0; j < c->nring; j++) {
+			const struct pp_xfer *xf = &c->ring[j];
+
+			add_xfer(xf, c->share, r->arc_gbps, tx_node);
+			/* half of a ring hop is reduce-scatter, summed at
+			 * the receiver; the other half is all-gather */
+			r->agg_gbps[xf->dst] += c->share * xf->vol / 2;
+		}
+	}
+	r->bott = INT_MIN;
+	for (i = 0; i < na; i++)
+		if (r->arc_gbps[i] > 0 && topo_arc_gbps(t, i) / r->arc_gbps[i] < x) {
+			x = topo_arc_gbps(t, i) / r->arc_gbps[i];
+			r->bott = i;
+		}
+	for (i = 0; i < t->nnodes; i++) {
+		const struct topo_node *n = &t->node[i];
+
+		if (n->kind != TOPO_SWITCH || r->agg_gbps[i] <= 0)
+			continue;
+		if (!n->ina) {
+			free(tx_node);
+			sim_res_free(r);
+			return seterr(err, errlen, -EINVAL, "%s: switch %s "
+				      "cannot aggregate (no INA)", p->scheme,
+				      n->name);
+		}
+		if (n->cap / r->agg_gbps[i] < x) {
+			x = n->cap / r->agg_gbps[i];
+			r->bott = -(i + 1);
+		}
+	}
+	if (!isfinite(x))	/* one worker: nothing to move */
+		x = INFINITY;
+	r->rate_gbps = x;
+	r->bott_util = 1.0;
+	r->time_s = isfinite(x) ? o->bytes * 8 / (x * 1e9) : 0;
+	r->iter_s = o->compute_s + r->time_s;
+	r->agg_tput_gbps = t->nhosts * x;
+	for (i = 0; i < na; i++)
+		r->arc_gbps[i] *= isfinite(x) ? x : 0;
+	for (i = 0; i < t->nnodes; i++) {
+		r->agg_gbps[i] *= isfinite(x) ? x : 0;
+		if (t->node[i].kind == TOPO_SWITCH)
+			r->ina_gbps += r->agg_gbps[i];
+	}
+	r->tx_min = INFINITY;
+	r->tx_max = 0;
+	for (i = 0; i < t->nhosts; i++) {
+		double v = tx_node[t->hosts[i]] * (isfinite(x) ? x : 0);
+
+		r->tx_gbps[i] = v;
+		r->tx_min = v < r->tx_min ? v : r->tx_min;
+		r->tx_max = v > r->tx_max ? v : r->tx_max;
+	}
+	free(tx_node);
+	return 0;
+}
+
+const char *sim_bott_name(const struct topo *t, const struct sim_res *r,
+			  char *buf, size_t len)
+{
+	if (r->bott == INT_MIN)
+		snprintf(buf, len, "-");
+	else if (r->bott < 0)
+		snprintf(buf, len, "%s(agg)", t->node[-r->bott - 1].name);
+	else
+		topo_arc_name(t, r->bott, buf, len);
+	return buf;
+}
+
+double pp_sim_rate(const struct topo *t, const struct pp_plan *p)
+{
+	struct sim_opts o = { .bytes = 1 };
+	struct sim_res r;
+	double x;
+
+	if (sim_run(t, p, &o, &r, NULL, 0))
+		return 0;
+	x = r.rate_gbps;
+	sim_res_free(&r);
+	return x;
+}
