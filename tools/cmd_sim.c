@@ -118,7 +118,8 @@ static const char sim_usage[] =
 "                    gnuplot-nox, tools/deps.sh plot installs it)\n"
 "  --write-topo FILE write the topology in the file format\n"
 "  --list            scenarios and schemes\n"
-"Columns: rate = every worker's gradient rate (min_rate_gbps), time = one\n"
+"Columns: rate = every worker's gradient rate (min_rate_gbps), push = the\n"
+"same counting the reduce alone (the papers' sending rate), time = one\n"
 "allreduce, aggtput = workers x rate, bottleneck = the link direction or\n"
 "switch (agg) that limits it, cut = rate / the allreduce cut bound.\n";
 
@@ -425,11 +426,12 @@ int cmd_sim(int argc, char **argv)
 				printf("}");
 				continue;
 			}
-			printf(",\"min_rate_gbps\":%.6g,\"time_s\":%.6g,"
+			printf(",\"min_rate_gbps\":%.6g,\"push_rate_gbps\":%.6g,"
+			       "\"time_s\":%.6g,"
 			       "\"iter_s\":%.6g,\"agg_tput_gbps\":%.6g,"
 			       "\"ina_gbps\":%.6g,\"bottleneck\":",
-			       r->res.rate_gbps, r->res.time_s, r->res.iter_s,
-			       r->res.agg_tput_gbps, r->res.ina_gbps);
+			       r->res.rate_gbps, r->res.push_gbps, r->res.time_s,
+			       r->res.iter_s, r->res.agg_tput_gbps, r->res.ina_gbps);
 			json_str(sim_bott_name(&t, &r->res, b, sizeof(b)));
 			printf(",\"tx_min_gbps\":%.6g,\"tx_max_gbps\":%.6g,"
 			       "\"classes\":%d,\"plan_s\":%.4g",
@@ -476,8 +478,8 @@ int cmd_sim(int argc, char **argv)
 		printf("\n");
 		if (sc && sc->paper)
 			printf("paper: %s\n", sc->paper);
-		printf("%-9s %10s %11s %11s %-16s %6s %8s  %s\n", "scheme",
-		       "rate Gbps", compute_ms > 0 ? "iter ms" : "time ms",
+		printf("%-9s %10s %9s %11s %11s %-16s %6s %8s  %s\n", "scheme",
+		       "rate Gbps", "push", compute_ms > 0 ? "iter ms" : "time ms",
 		       "aggtput", "bottleneck", "cut", "plan s", "planner");
 		for (i = 0; i < nr; i++) {
 			struct row *r = &rows[i];
@@ -490,8 +492,8 @@ int cmd_sim(int argc, char **argv)
 			if (cut > 0)
 				snprintf(cr, sizeof(cr), "%.3f",
 					 r->res.rate_gbps / cut);
-			printf("%-9s %10.4g %11.4g %11.5g %-16s %6s %8.3f  %s\n",
-			       r->scheme, r->res.rate_gbps,
+			printf("%-9s %10.4g %9.4g %11.4g %11.5g %-16s %6s %8.3f  %s\n",
+			       r->scheme, r->res.rate_gbps, r->res.push_gbps,
 			       1e3 * (compute_ms > 0 ? r->res.iter_s : r->res.time_s),
 			       r->res.agg_tput_gbps,
 			       sim_bott_name(&t, &r->res, b, sizeof(b)), cr,

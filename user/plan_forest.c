@@ -152,9 +152,9 @@ int plan_forest(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		char *err, size_t errlen)
 {
 	double eps = o && o->eps > 0 ? o->eps : 0.1, delta, total = 0, scale;
-	int maxt = o && o->max_trees > 0 ? o->max_trees : 64;
+	int maxt = o && o->max_trees > 0 ? o->max_trees : 4096;
 	int m = t->nlinks, nt = 0, i, k, it, ret = -ENOMEM, capped = 0;
-	int maxit = m > 2000 ? 300 : 20000;
+	int maxit = m > 2000 ? 300 : 200000;
 	double *len = malloc(m * sizeof(double)), *cap = malloc(m * sizeof(double));
 	int *ord = malloc(m * sizeof(int)), *buf = malloc(m * sizeof(int));
 	int *uf = malloc(t->nnodes * sizeof(int)), *deg = malloc(t->nnodes * sizeof(int));

@@ -8,7 +8,10 @@
  *     (raw worker streams and aggregated streams alike, each r Gbps);
  *   - a switch of capacity C aggregates at most floor(C / r) streams
  *     (C limits the input it sums);
- *   - the PS receives through its own links (its ingress).
+ *   - the PS receives through its own links (its ingress);
+ *   - the result goes back down one multicast tree from the PS (a
+ *     shortest-path tree, switches replicate), one stream per tree arc,
+ *     reserved before anything else is routed.
  * At a fixed r this is an integer problem in stream units, so the best r
  * is one of the values c / k or C / k: binary search over them.
  *
@@ -38,6 +41,7 @@ struct grid {
 	int ps, n, nc;
 	int *cand;		/* INA switches */
 	int *near;		/* per node: workers it is nearest INA for */
+	char *bcarc;		/* arcs of the result's multicast tree */
 };
 
 static long long units(double c, double r)
@@ -148,6 +152,13 @@ static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 		ok = -ENOMEM;
 		goto out;
 	}
+	/* the result's multicast tree first */
+	for (i = 0; i < 2 * t->nlinks; i++)
+		if (g->bcarc[i]) {
+			if (pp_mf_cap(m, 2 * i) < 1)
+				goto out;
+			pp_mf_set_cap(m, 2 * i, pp_mf_cap(m, 2 * i) - 1);
+		}
 	for (i = 0; i < nord && nacc < P; i++) {
 		int e = pp_mf_edge(m, S, ord[i], 1);
 
@@ -215,7 +226,7 @@ static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 		if (pp_xfer_arcs(c, 0, acc[i], g->ps, 1, arcs, alen[i]))
 			ok = -ENOMEM;
 	}
-	if (ok == 1 && pp_mirror_bc(c))
+	if (ok == 1 && pp_bc_tree(t, c, g->ps, NULL))
 		ok = -ENOMEM;
 out:
 	pp_mf_free(m);
@@ -261,6 +272,14 @@ static int relax_ok(struct grid *g, double r)
 	m = arc_net(t, r, NULL);
 	if (!m)
 		return 1;
+	for (i = 0; i < 2 * t->nlinks; i++)
+		if (g->bcarc[i]) {
+			if (pp_mf_cap(m, 2 * i) < 1) {
+				pp_mf_free(m);
+				return 0;
+			}
+			pp_mf_set_cap(m, 2 * i, pp_mf_cap(m, 2 * i) - 1);
+		}
 	for (i = 0; i < g->n; i++)
 		pp_mf_edge(m, S, t->hosts[i], 1);
 	for (i = 0; i < g->nc; i++)
@@ -286,9 +305,22 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	g.ps = t->ps[0];
 	g.cand = malloc((t->nnodes + 1) * sizeof(int));
 	g.near = calloc(t->nnodes, sizeof(int));
+	g.bcarc = calloc(2 * t->nlinks + 1, 1);
 	caps = malloc((2 * t->nlinks + t->nnodes + 1) * sizeof(double));
-	if (!g.cand || !g.near || !caps)
+	if (!g.cand || !g.near || !g.bcarc || !caps)
 		goto out;
+	{
+		struct pp_plan tmp;
+		struct pp_class *c;
+
+		pp_init(&tmp, "grid");
+		c = pp_class_new(&tmp, PP_TREE, 1);
+		ret = c ? pp_bc_tree(t, c, g.ps, g.bcarc) : -ENOMEM;
+		pp_free(&tmp);
+		if (ret)
+			goto out;
+		ret = -ENOMEM;
+	}
 	for (i = 0; i < t->nnodes; i++)
 		if (t->node[i].ina && t->node[i].cap > 0) {
 			g.cand[g.nc++] = i;
@@ -361,6 +393,7 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 out:
 	free(g.cand);
 	free(g.near);
+	free(g.bcarc);
 	free(caps);
 	free(bp);
 	return ret;

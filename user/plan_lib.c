@@ -636,3 +636,59 @@ int pp_breakpoints(const double *caps, int ncaps, int kmax, double **out)
 	*out = r;
 	return k;
 }
+
+int pp_bc_tree(struct topo *t, struct pp_class *c, int root, char *arcs)
+{
+	int *par = malloc(t->nnodes * sizeof(int)), *q = malloc(t->nnodes * sizeof(int));
+	char *need = calloc(2 * t->nlinks + 1, 1);
+	int qh = 0, qt = 0, i, ret = 0;
+
+	if (!par || !q || !need) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < t->nnodes; i++)
+		par[i] = -2;
+	par[root] = -1;
+	q[qt++] = root;
+	while (qh < qt) {
+		int u = q[qh++], k;
+
+		/* workers do not pass the result on: only the root and
+		 * switches fan out */
+		if (u != root && t->node[u].kind != TOPO_SWITCH)
+			continue;
+		for (k = t->off[u]; k < t->off[u + 1]; k++) {
+			int v = topo_arc_to(t, t->adj[k]);
+
+			if (par[v] != -2)
+				continue;
+			par[v] = t->adj[k];
+			q[qt++] = v;
+		}
+	}
+	for (i = 0; i < t->nhosts; i++) {
+		int u = t->hosts[i];
+
+		if (par[u] == -2) {
+			ret = -EHOSTUNREACH;
+			goto out;
+		}
+		while (par[u] >= 0 && !need[par[u]]) {
+			need[par[u]] = 1;
+			u = topo_arc_from(t, par[u]);
+		}
+	}
+	for (i = 0; i < 2 * t->nlinks && !ret; i++)
+		if (need[i]) {
+			ret = pp_xfer_arcs(c, 1, topo_arc_from(t, i),
+					   topo_arc_to(t, i), 1, &i, 1);
+			if (arcs)
+				arcs[i] = 1;
+		}
+out:
+	free(par);
+	free(q);
+	free(need);
+	return ret;
+}

@@ -12,6 +12,10 @@
  * the distinct a_s into classes; in a class a switch aggregates iff its
  * a_s covers the class. The largest feasible r is found by bisection,
  * checking each candidate with the simulator.
+ *
+ * Several PSs: the tensor is sharded evenly over them, each shard planned
+ * the same way toward its own PS with 1/nps of every switch's capacity.
+ * The PS returns the result down a multicast tree (switches replicate).
  */
 #include <errno.h>
 #include <math.h>
@@ -20,7 +24,7 @@
 #include "user/pplan.h"
 
 struct atp {
-	int n, ps;
+	int n, ps, nps;
 	int *agg;		/* per worker: aggregating switch or -1 */
 	int *pre;		/* per worker: arcs of its route up to agg */
 	int *nh;		/* per worker: arcs of its whole route */
@@ -35,16 +39,27 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int build(struct topo *t, struct atp *a, double r, struct pp_plan *p)
+static double share_rate(const struct topo *t, const struct atp *a, int s,
+			 double r)
+{
+	return fmin(r, t->node[s].cap / a->nps / a->cnt[s]);
+}
+
+static int build_shard(struct topo *t, struct atp *a, double r,
+		       struct pp_plan *p, int sh)
 {
 	double *lv = malloc((t->nnodes + 2) * sizeof(double)), lo = 0;
-	int nl = 0, i, j, k, ret = 0;
+	int nl = 0, i, j, k, ret = 0, ps = t->ps[sh];
+	int *agg = a->agg + sh * a->n, *pre = a->pre + sh * a->n;
+	int *nh = a->nh + sh * a->n, *cnt = a->cnt + sh * t->nnodes;
+	struct atp one = *a;
 
+	one.cnt = cnt;
 	if (!lv)
 		return -ENOMEM;
 	for (i = 0; i < t->nnodes; i++)
-		if (a->cnt[i])
-			lv[nl++] = fmin(r, t->node[i].cap / a->cnt[i]);
+		if (cnt[i])
+			lv[nl++] = share_rate(t, &one, i, r);
 	lv[nl++] = r;
 	qsort(lv, nl, sizeof(double), cmp_dbl);
 	for (k = 0; k < nl && !ret; k++) {
@@ -53,31 +68,38 @@ static int build(struct topo *t, struct atp *a, double r, struct pp_plan *p)
 
 		if (hi <= lo * (1 + 1e-12))
 			continue;
-		c = pp_class_new(p, PP_TREE, (hi - lo) / r);
+		c = pp_class_new(p, PP_TREE, (hi - lo) / r / a->nps);
 		if (!c) {
 			ret = -ENOMEM;
 			break;
 		}
-		c->root = a->ps;
+		c->root = ps;
 		for (i = 0; i < a->n && !ret; i++) {
-			int s = a->agg[i], *rt = a->route + i * PP_MAX_HOPS;
-			int w = t->hosts[i];
+			int s = agg[i], w = t->hosts[i];
+			int *rt = a->route + ((size_t)sh * a->n + i) * PP_MAX_HOPS;
 
-			if (s >= 0 && fmin(r, t->node[s].cap / a->cnt[s]) >=
-			    hi * (1 - 1e-12))
-				ret = pp_xfer_arcs(c, 0, w, s, 1, rt, a->pre[i]);
+			if (s >= 0 && share_rate(t, &one, s, r) >= hi * (1 - 1e-12))
+				ret = pp_xfer_arcs(c, 0, w, s, 1, rt, pre[i]);
 			else
-				ret = pp_xfer_arcs(c, 0, w, a->ps, 1, rt, a->nh[i]);
+				ret = pp_xfer_arcs(c, 0, w, ps, 1, rt, nh[i]);
 		}
 		for (j = 0; j < t->nnodes && !ret; j++)
-			if (a->cnt[j] && fmin(r, t->node[j].cap / a->cnt[j]) >=
-			    hi * (1 - 1e-12))
-				ret = pp_red(t, c, j, a->ps, 1);
+			if (cnt[j] && share_rate(t, &one, j, r) >= hi * (1 - 1e-12))
+				ret = pp_red(t, c, j, ps, 1);
 		if (!ret)
-			ret = pp_mirror_bc(c);
+			ret = pp_bc_tree(t, c, ps, NULL);
 		lo = hi;
 	}
 	free(lv);
+	return ret;
+}
+
+static int build(struct topo *t, struct atp *a, double r, struct pp_plan *p)
+{
+	int sh, ret = 0;
+
+	for (sh = 0; sh < a->nps && !ret; sh++)
+		ret = build_shard(t, a, r, p, sh);
 	return ret;
 }
 
@@ -92,19 +114,20 @@ int plan_psina(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		snprintf(err, errlen, "%s: the topology has no ps node", p->scheme);
 		return -EINVAL;
 	}
-	a.ps = t->ps[0];
-	a.agg = malloc(a.n * sizeof(int));
-	a.pre = malloc(a.n * sizeof(int));
-	a.nh = malloc(a.n * sizeof(int));
-	a.route = malloc((size_t)a.n * PP_MAX_HOPS * sizeof(int));
-	a.cnt = calloc(t->nnodes, sizeof(int));
+	a.nps = t->nps;
+	a.agg = malloc((size_t)a.n * a.nps * sizeof(int));
+	a.pre = malloc((size_t)a.n * a.nps * sizeof(int));
+	a.nh = malloc((size_t)a.n * a.nps * sizeof(int));
+	a.route = malloc((size_t)a.n * a.nps * PP_MAX_HOPS * sizeof(int));
+	a.cnt = calloc((size_t)t->nnodes * a.nps, sizeof(int));
 	if (!a.agg || !a.pre || !a.nh || !a.route || !a.cnt)
 		goto out;
-	for (i = 0; i < a.n; i++) {
-		int *rt = a.route + i * PP_MAX_HOPS;
+	for (i = 0; i < a.n * a.nps; i++) {
+		int sh = i / a.n, w = t->hosts[i % a.n];
+		int *rt = a.route + (size_t)i * PP_MAX_HOPS;
 		double out = 0;
 
-		ret = topo_route(t, t->hosts[i], a.ps, rt, PP_MAX_HOPS);
+		ret = topo_route(t, w, t->ps[sh], rt, PP_MAX_HOPS);
 		if (ret < 0)
 			goto out;
 		a.nh[i] = ret;
@@ -115,12 +138,12 @@ int plan_psina(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 			if (t->node[v].ina && t->node[v].cap > 0) {
 				a.agg[i] = v;
 				a.pre[i] = j + 1;
-				if (!a.cnt[v]++)
+				if (!a.cnt[sh * t->nnodes + v]++ && sh == 0)
 					nagg++;
 				break;
 			}
 		}
-		for (j = t->off[t->hosts[i]]; j < t->off[t->hosts[i] + 1]; j++)
+		for (j = t->off[w]; j < t->off[w + 1]; j++)
 			out += topo_arc_gbps(t, t->adj[j]);
 		hi = fmax(hi, out);
 	}
@@ -146,8 +169,9 @@ int plan_psina(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	}
 	ret = build(t, &a, lo, p);
 	p->rate_gbps = lo;
-	snprintf(p->note, sizeof(p->note), "%d aggregating switches, %d rate "
-		 "band%s, bisection", nagg, p->ncls, p->ncls > 1 ? "s" : "");
+	snprintf(p->note, sizeof(p->note), "%d aggregating switches, %d PS, "
+		 "%d class%s, bisection", nagg, a.nps, p->ncls,
+		 p->ncls > 1 ? "es" : "");
 out:
 	free(a.agg);
 	free(a.pre);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* SwitchML: one INA switch aggregates every worker's whole gradient and
- * multicasts the result back. Of the INA switches, the one giving the
+ * multicasts the result back down a tree. Of the INA switches, the one giving the
  * highest simulated rate is taken (SwitchML's own setting is a single
  * rack, where that is the ToR). */
 #include <errno.h>
@@ -18,7 +18,7 @@ static int build(struct topo *t, int s, struct pp_plan *p)
 	for (i = 0; i < t->nhosts; i++)
 		if ((ret = pp_red(t, c, t->hosts[i], s, 1)))
 			return ret;
-	return pp_mirror_bc(c);
+	return pp_bc_tree(t, c, s, NULL);
 }
 
 int plan_switchml(struct topo *t, const struct pp_opts *o, struct pp_plan *p,

@@ -70,7 +70,7 @@ struct pp_plan {
 
 struct pp_opts {
 	double eps;		/* forest: precision of the packing (0.1) */
-	int max_trees;		/* forest: at most this many trees (64) */
+	int max_trees;		/* forest: at most this many trees (4096) */
 };
 
 struct pp_planner {
@@ -100,6 +100,11 @@ int pp_ring(struct topo *t, struct pp_class *c, const int *mem, int n);
 /* Broadcast = the reduce transfers reversed (an aggregator multicasts the
  * result back to its contributors along their own routes). */
 int pp_mirror_bc(struct pp_class *c);
+/* Broadcast = a multicast tree from root: a shortest-path tree of the
+ * topology pruned to the workers, one single-hop transfer per tree arc
+ * (switches replicate). If arcs is set, the tree's arcs are also flagged
+ * there (arcs[a] = 1). */
+int pp_bc_tree(struct topo *t, struct pp_class *c, int root, char *arcs);
 /* Builds agg[] of every class and checks the plan: every worker
  * contributes to every class exactly once, shares sum to 1, routes are
  * connected. 0 or -EINVAL with a message. */

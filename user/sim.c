@@ -45,15 +45,17 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 	    size_t errlen)
 {
 	int na = 2 * t->nlinks, i, j;
-	double *tx_node, x = INFINITY;
+	double *tx_node, *push, x = INFINITY, xp = INFINITY;
 
 	memset(r, 0, sizeof(*r));
 	r->arc_gbps = calloc(na + 1, sizeof(double));
 	r->agg_gbps = calloc(t->nnodes, sizeof(double));
 	r->tx_gbps = calloc(t->nhosts + 1, sizeof(double));
 	tx_node = calloc(t->nnodes, sizeof(double));
-	if (!r->arc_gbps || !r->agg_gbps || !r->tx_gbps || !tx_node) {
+	push = calloc(na + 1, sizeof(double));
+	if (!r->arc_gbps || !r->agg_gbps || !r->tx_gbps || !tx_node || !push) {
 		free(tx_node);
+		free(push);
 		sim_res_free(r);
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	}
@@ -65,6 +67,8 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 			const struct pp_xfer *xf = &c->red[j];
 
 			add_xfer(xf, c->share, r->arc_gbps, tx_node);
+			add_xfer(xf, c->share, push, tx_node);
+			tx_node[xf->src] -= c->share * xf->vol;
 			r->agg_gbps[xf->dst] += c->share * xf->vol;
 		}
 		for (j = 0; j < c->nbc; j++)
@@ -73,12 +77,17 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 			const struct pp_xfer *xf = &c->ring[j];
 
 			add_xfer(xf, c->share, r->arc_gbps, tx_node);
+			add_xfer(xf, c->share / 2, push, tx_node);
+			tx_node[xf->src] -= c->share / 2 * xf->vol;
 			/* half of a ring hop is reduce-scatter, summed at
 			 * the receiver; the other half is all-gather */
 			r->agg_gbps[xf->dst] += c->share * xf->vol / 2;
 		}
 	}
 	r->bott = INT_MIN;
+	for (i = 0; i < na; i++)
+		if (push[i] > 0)
+			xp = fmin(xp, topo_arc_gbps(t, i) / push[i]);
 	for (i = 0; i < na; i++)
 		if (r->arc_gbps[i] > 0 && topo_arc_gbps(t, i) / r->arc_gbps[i] < x) {
 			x = topo_arc_gbps(t, i) / r->arc_gbps[i];
@@ -91,11 +100,13 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 			continue;
 		if (!n->ina) {
 			free(tx_node);
+			free(push);
 			sim_res_free(r);
 			return seterr(err, errlen, -EINVAL, "%s: switch %s "
 				      "cannot aggregate (no INA)", p->scheme,
 				      n->name);
 		}
+		xp = fmin(xp, n->cap / r->agg_gbps[i]);
 		if (n->cap / r->agg_gbps[i] < x) {
 			x = n->cap / r->agg_gbps[i];
 			r->bott = -(i + 1);
@@ -104,6 +115,7 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 	if (!isfinite(x))	/* one worker: nothing to move */
 		x = INFINITY;
 	r->rate_gbps = x;
+	r->push_gbps = isfinite(xp) ? xp : INFINITY;
 	r->bott_util = 1.0;
 	r->time_s = isfinite(x) ? o->bytes * 8 / (x * 1e9) : 0;
 	r->iter_s = o->compute_s + r->time_s;
@@ -125,6 +137,7 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 		r->tx_max = v > r->tx_max ? v : r->tx_max;
 	}
 	free(tx_node);
+	free(push);
 	return 0;
 }
 

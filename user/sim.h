@@ -28,6 +28,9 @@ struct sim_opts {
 
 struct sim_res {
 	double rate_gbps;	/* x: every worker's gradient rate */
+	double push_gbps;	/* the same with the reduce alone (the result
+				 * coming back not counted): what GRID, ATP
+				 * and SwitchML report as a sending rate */
 	double time_s;		/* one allreduce of `bytes` */
 	double iter_s;		/* compute + allreduce */
 	double agg_tput_gbps;	/* workers x rate: gradient absorbed per s */

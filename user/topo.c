@@ -509,7 +509,8 @@ static int parse_opts(const char *s, struct genopt *o, const char *gen,
 		return seterr(err, errlen, __id, "cannot add %s", nm);	\
 	__id; })
 #define LINK(x, y, g) do {						\
-	int __r = topo_add_link(t, x, y, g, g);				\
+	double __g = (g);	/* once: g may draw a random number */	\
+	int __r = topo_add_link(t, x, y, __g, __g);			\
 	if (__r < 0)							\
 		return seterr(err, errlen, __r, "cannot add a link");	\
 } while (0)
