@@ -154,7 +154,7 @@ int plan_psina(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 
 		pp_init(&q, "ps-ina");
 		ret = build(t, &a, mid, &q);
-		if (!ret && pp_sim_rate(t, &q) >= mid * (1 - 1e-9))
+		if (!ret && pp_sim_rate(t, &q) >= mid * (1 - 1e-12))
 			lo = mid;
 		else
 			hi = mid;
