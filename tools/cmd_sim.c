@@ -57,7 +57,7 @@ static int sc_leaf(char *b, size_t l, int n)
 
 static int sc_forest(char *b, size_t l, int n)
 {
-	snprintf(b, l, "random:hosts=%d,deg=4,min=1,max=100,seed=7", n);
+	snprintf(b, l, "random:hosts=%d,deg=6,min=10,max=100,seed=3", n);
 	return 0;
 }
 
@@ -84,7 +84,7 @@ static const struct scenario scenarios[] = {
 	  64, "rina,ps-ina,ring,har",
 	  "Rina (ICNP'24): more than 50% over ATP at partial INA deployment",
 	  sc_leaf },
-	{ "forest-hetero", "a random mesh of workers, 1-100 Gbps links",
+	{ "forest-hetero", "a random mesh of workers, 10-100 Gbps links",
 	  16, "forest,ring,tree",
 	  "topology-adaptive forest (INFOCOM'21): up to 18.3x over ring / tree",
 	  sc_forest },
@@ -112,6 +112,8 @@ static const char sim_usage[] =
 "  --size BYTES      tensor size, suffixes K M G (default 100M)\n"
 "  --workers N       scenario size (default: the scenario's)\n"
 "  --compute MS      compute time of an iteration, added to the allreduce\n"
+"  --hop-us US       latency of one step (alpha): time adds US for every\n"
+"                    step of the plan's longest chain (default 0)\n"
 "  --links           per-link loads (table: busiest 10; JSON: all)\n"
 "  --json            one JSON object on stdout\n"
 "  --plot FILE.png   bar chart of the rate per scheme (gnuplot; Debian\n"
@@ -120,8 +122,9 @@ static const char sim_usage[] =
 "  --list            scenarios and schemes\n"
 "Columns: rate = every worker's gradient rate (min_rate_gbps), push = the\n"
 "same counting the reduce alone (the papers' sending rate), time = one\n"
-"allreduce, aggtput = workers x rate, bottleneck = the link direction or\n"
-"switch (agg) that limits it, cut = rate / the allreduce cut bound.\n";
+"allreduce (8 x size / rate + steps x hop), aggtput = workers x rate,\n"
+"bottleneck = the link direction or switch (agg) that limits it, cut = rate\n"
+"/ the allreduce cut bound (up to 256 workers).\n";
 
 struct row {
 	const char *scheme;
@@ -232,7 +235,7 @@ static void list_all(void)
 }
 
 enum { O_SCEN = 256, O_TOPO, O_GEN, O_SCHEME, O_SIZE, O_WORKERS, O_COMPUTE,
-       O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP };
+       O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP, O_HOP };
 
 int cmd_sim(int argc, char **argv)
 {
@@ -244,6 +247,7 @@ int cmd_sim(int argc, char **argv)
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "compute", required_argument, NULL, O_COMPUTE },
+		{ "hop-us", required_argument, NULL, O_HOP },
 		{ "links", no_argument, NULL, O_LINKS },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "plot", required_argument, NULL, O_PLOT },
@@ -258,7 +262,7 @@ int cmd_sim(int argc, char **argv)
 	char schemes[512] = "", spec[256], err[512], *save = NULL, *tok;
 	int workers = 0, links = 0, json = 0, c, nr = 0, i, ret = 0;
 	uint64_t size = 100ull << 20;
-	double compute_ms = 0, cut, t0;
+	double compute_ms = 0, hop_us = 0, cut, t0;
 	struct sim_opts so;
 	struct row rows[32];
 	struct topo t;
@@ -291,6 +295,14 @@ int cmd_sim(int argc, char **argv)
 			compute_ms = strtod(optarg, &end);
 			if (*end || !(compute_ms >= 0) || !isfinite(compute_ms)) {
 				fprintf(stderr, "rinxctl sim: bad --compute %s\n",
+					optarg);
+				return RINX_EXIT_USAGE;
+			}
+			break;
+		case O_HOP:
+			hop_us = strtod(optarg, &end);
+			if (*end || !(hop_us >= 0) || !isfinite(hop_us)) {
+				fprintf(stderr, "rinxctl sim: bad --hop-us %s\n",
 					optarg);
 				return RINX_EXIT_USAGE;
 			}
@@ -368,6 +380,7 @@ int cmd_sim(int argc, char **argv)
 	}
 	so.bytes = size;
 	so.compute_s = compute_ms / 1e3;
+	so.hop_s = hop_us / 1e6;
 	for (tok = strtok_r(schemes, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		const struct pp_planner *pl = pp_planner_find(tok);
@@ -434,9 +447,9 @@ int cmd_sim(int argc, char **argv)
 			       r->res.iter_s, r->res.agg_tput_gbps, r->res.ina_gbps);
 			json_str(sim_bott_name(&t, &r->res, b, sizeof(b)));
 			printf(",\"tx_min_gbps\":%.6g,\"tx_max_gbps\":%.6g,"
-			       "\"classes\":%d,\"plan_s\":%.4g",
+			       "\"classes\":%d,\"steps\":%d,\"plan_s\":%.4g",
 			       r->res.tx_min, r->res.tx_max, r->plan.ncls,
-			       r->plan_s);
+			       r->res.steps, r->plan_s);
 			if (r->plan.rate_gbps > 0)
 				printf(",\"planner_rate_gbps\":%.6g",
 				       r->plan.rate_gbps);

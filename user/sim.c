@@ -40,6 +40,71 @@ static void add_xfer(const struct pp_xfer *x, double w, double *arc,
 	tx[x->src] += w * x->vol;
 }
 
+/* Longest chain of transfers in xs (each node sends at most once). */
+static int depth(const struct topo *t, const struct pp_xfer *xs, int n,
+		 int *next)
+{
+	int i, best = 0;
+
+	for (i = 0; i < t->nnodes; i++)
+		next[i] = -1;
+	for (i = 0; i < n; i++)
+		next[xs[i].src] = xs[i].dst;
+	for (i = 0; i < n; i++) {
+		int u = xs[i].src, d = 0;
+
+		while (next[u] >= 0 && d <= n) {
+			u = next[u];
+			d++;
+		}
+		best = d > best ? d : best;
+	}
+	return best;
+}
+
+/* Broadcast depth: a node receives once, so follow receivers upward. */
+static int bc_depth(const struct topo *t, const struct pp_xfer *xs, int n,
+		    int *from)
+{
+	int i, best = 0;
+
+	for (i = 0; i < t->nnodes; i++)
+		from[i] = -1;
+	for (i = 0; i < n; i++)
+		from[xs[i].dst] = xs[i].src;
+	for (i = 0; i < n; i++) {
+		int u = xs[i].dst, d = 0;
+
+		while (from[u] >= 0 && d <= n) {
+			u = from[u];
+			d++;
+		}
+		best = d > best ? d : best;
+	}
+	return best;
+}
+
+static int plan_steps(const struct topo *t, const struct pp_plan *p)
+{
+	int *tmp = malloc(t->nnodes * sizeof(int)), i, best = 0;
+
+	if (!tmp)
+		return 0;
+	for (i = 0; i < p->ncls; i++) {
+		const struct pp_class *c = &p->cls[i];
+		int s;
+
+		if (c->kind == PP_RING)
+			s = 2 * (c->nmem - 1) + (c->nred ? 2 : 0);
+		else
+			s = depth(t, c->red, c->nred, tmp) +
+			    bc_depth(t, c->bc, c->nbc, tmp);
+		best = s > best ? s : best;
+	}
+	free(tmp);
+	return best;
+}
+
 int sim_run(const struct topo *t, const struct pp_plan *p,
 	    const struct sim_opts *o, struct sim_res *r, char *err,
 	    size_t errlen)
@@ -117,7 +182,9 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 	r->rate_gbps = x;
 	r->push_gbps = isfinite(xp) ? xp : INFINITY;
 	r->bott_util = 1.0;
-	r->time_s = isfinite(x) ? o->bytes * 8 / (x * 1e9) : 0;
+	r->steps = plan_steps(t, p);
+	r->time_s = (isfinite(x) ? o->bytes * 8 / (x * 1e9) : 0) +
+		    r->steps * o->hop_s;
 	r->iter_s = o->compute_s + r->time_s;
 	r->agg_tput_gbps = t->nhosts * x;
 	for (i = 0; i < na; i++)

@@ -12,7 +12,10 @@
  * (link direction) with the volume of the transfers routed over it, and
  * every aggregating switch with the volume it sums (its aggregation
  * capacity). x is the smallest of these; the arc or switch reaching it is
- * the bottleneck; an allreduce of S bytes takes 8 S / x.
+ * the bottleneck; an allreduce of S bytes takes 8 S / x, plus hop_s for
+ * every step on the plan's longest chain (the alpha of an alpha-beta
+ * model: a ring of n members has 2(n - 1) steps, a tree its reduce depth
+ * plus its broadcast depth).
  *
  * Internal to rinxctl and the selftests: nothing here is exported.
  */
@@ -24,6 +27,7 @@
 struct sim_opts {
 	double bytes;		/* tensor size */
 	double compute_s;	/* compute time of an iteration, 0 = none */
+	double hop_s;		/* latency of one step, 0 = none */
 };
 
 struct sim_res {
@@ -34,6 +38,7 @@ struct sim_res {
 	double time_s;		/* one allreduce of `bytes` */
 	double iter_s;		/* compute + allreduce */
 	double agg_tput_gbps;	/* workers x rate: gradient absorbed per s */
+	int steps;		/* the longest chain of the plan, in steps */
 	double ina_gbps;	/* input summed inside switches */
 	int bott;		/* arc id, or -(node + 1) for a switch's
 				 * aggregation capacity, or INT_MIN if none */
