@@ -196,7 +196,8 @@ static int write_plot(const char *png, const char *title, struct row *rows,
 	fprintf(f, "set terminal png size 900,560 noenhanced\n"
 		"set output '%s'\nset title '%s'\nset style fill solid 0.6\n"
 		"set boxwidth 0.6\nset ylabel 'rate per worker, Gbps'\n"
-		"set yrange [0:*]\nset grid ytics\n"
+		"set yrange [0:*]\nset offsets 0.5, 0.5, graph 0.12, 0\n"
+		"set grid ytics\n"
 		"plot '%s' using 0:2:xtic(1) with boxes notitle, '' using "
 		"0:2:(sprintf('%%.3g', $2)) with labels offset 0,1 notitle\n",
 		png, title, dat);
