@@ -148,6 +148,231 @@ static int tree_class(struct topo *t, const struct ftree *tr, int root,
 	return pp_mirror_bc(c);
 }
 
+static void free_trees(struct ftree *tr, int n)
+{
+	int k;
+
+	for (k = 0; k < n; k++) {
+		free(tr[k].e);
+		tr[k].e = NULL;
+		tr[k].ne = 0;
+		tr[k].f = 0;
+	}
+}
+
+static const struct ftree *g_tr;
+
+static int by_weight(const void *a, const void *b)
+{
+	double x = g_tr[*(const int *)a].f, y = g_tr[*(const int *)b].f;
+
+	return x > y ? -1 : x < y ? 1 : *(const int *)a - *(const int *)b;
+}
+
+/* GK's trees, heaviest first, each given what its thinnest link has
+ * left; into gr[]. Number of trees kept or -ENOMEM. */
+static int refill(const struct topo *t, const double *cap,
+		  const struct ftree *tr, int nt, struct ftree *gr, int maxt,
+		  double *res)
+{
+	int *ix = malloc((nt + 1) * sizeof(int)), i, k, n = 0;
+	double top = 0;
+
+	if (!ix)
+		return -ENOMEM;
+	for (i = 0; i < t->nlinks; i++) {
+		res[i] = cap[i];
+		top = fmax(top, cap[i]);
+	}
+	for (k = 0; k < nt; k++)
+		ix[k] = k;
+	g_tr = tr;
+	qsort(ix, nt, sizeof(int), by_weight);
+	for (k = 0; k < nt && n < maxt; k++) {
+		const struct ftree *a = &tr[ix[k]];
+		double b = INFINITY;
+
+		for (i = 0; i < a->ne; i++)
+			b = fmin(b, res[a->e[i]]);
+		if (!(b > 1e-9 * top))
+			continue;
+		for (i = 0; i < a->ne; i++)
+			res[a->e[i]] -= b;
+		gr[n].e = malloc((a->ne + 1) * sizeof(int));
+		if (!gr[n].e) {
+			free(ix);
+			return -ENOMEM;
+		}
+		memcpy(gr[n].e, a->e, a->ne * sizeof(int));
+		gr[n].ne = a->ne;
+		gr[n].f = b;
+		n++;
+	}
+	free(ix);
+	return n;
+}
+
+/*
+ * Carathéodory reduction: while the link-incidence vectors of the trees
+ * are linearly dependent, a null vector lambda (sum of lambda_T times T's
+ * vector = 0) lets weight move between trees without changing any link's
+ * load; moving it in the direction that does not lower the total weight,
+ * until a tree's weight reaches 0, drops that tree. What is left has
+ * independent vectors, so at most one tree per link, with every load as
+ * before and at least the same total: the same rate, far fewer classes.
+ * Trees are taken in chunks of m next to the independent set kept so
+ * far; each round is one Gaussian elimination of an m x (<= 2m) matrix.
+ * Returns the number of trees left in tr[] (compacted), or -ENOMEM.
+ */
+static int reduce_forest(const struct topo *t, struct ftree *tr, int nt)
+{
+	int m = t->nlinks, kept = 0, next = 0, i, j, k;
+	int *col = malloc(2 * (m + 1) * sizeof(int)), *piv = malloc((m + 1) * sizeof(int));
+	char *isb = malloc(2 * (m + 1));
+	double *a = malloc((size_t)m * 2 * (m + 1) * sizeof(double));
+	double ymax = 0;
+
+	if (!col || !piv || !a || !isb) {
+		free(col);
+		free(piv);
+		free(a);
+		free(isb);
+		return -ENOMEM;
+	}
+	for (k = 0; k < nt; k++)
+		ymax = fmax(ymax, tr[k].f);
+	/* col[0..kept) are independent trees; append a chunk and reduce */
+	while (next < nt || kept < 0) {
+		int nc, r, w = 2 * (m + 1), progress;
+
+		nc = kept;
+		while (next < nt && nc < kept + m + 1)
+			col[nc++] = next++;
+		do {
+			/* the incidence matrix, row per link */
+			for (i = 0; i < m; i++)
+				for (j = 0; j < nc; j++)
+					a[(size_t)i * w + j] = 0;
+			for (j = 0; j < nc; j++)
+				for (k = 0; k < tr[col[j]].ne; k++)
+					a[(size_t)tr[col[j]].e[k] * w + j] = 1;
+			/* reduced row echelon form, partial pivoting */
+			r = 0;
+			for (j = 0; j < nc && r < m; j++) {
+				int best = r;
+
+				for (i = r + 1; i < m; i++)
+					if (fabs(a[(size_t)i * w + j]) >
+					    fabs(a[(size_t)best * w + j]))
+						best = i;
+				if (fabs(a[(size_t)best * w + j]) < 1e-9) {
+					continue;
+				}
+				for (k = 0; k < nc; k++) {
+					double tmp = a[(size_t)r * w + k];
+
+					a[(size_t)r * w + k] = a[(size_t)best * w + k];
+					a[(size_t)best * w + k] = tmp;
+				}
+				for (k = nc - 1; k >= j; k--)
+					a[(size_t)r * w + k] /= a[(size_t)r * w + j];
+				for (i = 0; i < m; i++) {
+					double f = a[(size_t)i * w + j];
+
+					if (i == r || f == 0)
+						continue;
+					for (k = j; k < nc; k++)
+						a[(size_t)i * w + k] -= f * a[(size_t)r * w + k];
+				}
+				piv[r++] = j;
+			}
+			/* a null vector per free column f: e_f minus the
+			 * pivot columns' coefficients. Moving weight along
+			 * it zeroes f (f dropped) or a pivot column, which
+			 * f then replaces in the basis by one pivot step; so
+			 * one pass leaves only basic, independent columns. */
+			for (j = 0; j < nc; j++)
+				isb[j] = 0;
+			for (k = 0; k < r; k++)
+				isb[piv[k]] = 1;
+			for (j = 0; j < nc; j++) {
+				double sum = 1, theta, sgn, l;
+				int out = -1;
+
+				if (isb[j] || tr[col[j]].f <= 0)
+					continue;
+				for (k = 0; k < r; k++)
+					sum -= a[(size_t)k * w + j];
+				sgn = sum >= 0 ? 1 : -1;
+				theta = sgn < 0 ? tr[col[j]].f : INFINITY;
+				for (k = 0; k < r; k++) {
+					l = -a[(size_t)k * w + j] * sgn;
+					if (l < -1e-9 &&
+					    tr[col[piv[k]]].f / -l < theta) {
+						theta = tr[col[piv[k]]].f / -l;
+						out = k;
+					}
+				}
+				if (!isfinite(theta))
+					continue;	/* cannot happen: A >= 0 */
+				tr[col[j]].f += sgn * theta;
+				for (k = 0; k < r; k++)
+					tr[col[piv[k]]].f -= sgn * theta *
+							     a[(size_t)k * w + j];
+				if (out < 0) {
+					tr[col[j]].f = 0;
+					continue;
+				}
+				/* column j enters the basis in row out */
+				tr[col[piv[out]]].f = 0;
+				isb[piv[out]] = 0;
+				{
+					double d = a[(size_t)out * w + j];
+
+					for (k = 0; k < nc; k++)
+						a[(size_t)out * w + k] /= d;
+				}
+				for (i = 0; i < m; i++) {
+					double f = a[(size_t)i * w + j];
+
+					if (i == out || f == 0)
+						continue;
+					for (k = 0; k < nc; k++)
+						a[(size_t)i * w + k] -= f * a[(size_t)out * w + k];
+				}
+				piv[out] = j;
+				isb[j] = 1;
+			}
+			/* drop trees whose weight reached 0 */
+			for (j = 0, k = 0; j < nc; j++)
+				if (tr[col[j]].f > 1e-12 * ymax)
+					col[k++] = col[j];
+				else
+					tr[col[j]].f = 0;
+			progress = k < nc;
+			nc = k;
+		} while (nc > r && progress);
+		kept = nc;
+		if (next >= nt)
+			break;
+	}
+	/* compact: kept trees first */
+	for (j = 0; j < kept; j++) {
+		struct ftree tmp = tr[j];
+
+		tr[j] = tr[col[j]];
+		tr[col[j]] = tmp;
+		for (k = j + 1; k < kept; k++)
+			if (col[k] == j)
+				col[k] = col[j];
+	}
+	free(col);
+	free(piv);
+	free(a);
+	free(isb);
+	return kept;
+}
+
 static int build_forest(struct topo *t, const struct ftree *tr, int nt,
 			struct pp_plan *p, int *par, int *q)
 {
@@ -214,7 +439,7 @@ int plan_forest(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		char *err, size_t errlen)
 {
 	double eps = o && o->eps > 0 ? o->eps : 0.1, delta, total = 0, scale, full;
-	int ng, greedy_won = 0;
+	int ng, won = -1, nwon = 0, pass, nfull, nred;
 	int maxt = o && o->max_trees > 0 ? o->max_trees : 4096;
 	int m = t->nlinks, nt = 0, i, k, it, ret = -ENOMEM, capped = 0;
 	int maxit = m > 2000 ? 300 : 200000;
@@ -270,34 +495,60 @@ int plan_forest(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	scale = log((1 + eps) / delta) / log(1 + eps);
 	for (k = 0; k < nt; k++)
 		total += tr[k].f;
-	/* GK spreads its weight over many trees, one class each. A greedy
-	 * packing (saturate the widest spanning tree of what is left, at
-	 * most one tree per link) has few; it is taken when its simulated
-	 * rate is within 1% of GK's. */
+	/* GK spreads its weight over many trees, one class each. Two sparse
+	 * packings have at most one tree per link: greedy (saturate the
+	 * widest spanning tree of what is left) and GK's trees refilled in
+	 * the order of their GK weight, each taking what its thinnest link
+	 * has left. The sparsest within 1% of GK's simulated rate wins. */
+	nfull = nt;
 	ret = build_forest(t, tr, nt, p, par, q);
 	if (ret)
 		goto fail;
 	full = pp_sim_rate(t, p);
-	ng = greedy(t, cap, gr, maxt, len, ord, uf, deg, in, buf);
-	if (ng > 0) {
+	nred = reduce_forest(t, tr, nt);
+	if (nred > 0 && nred < nt) {
 		struct pp_plan g2;
 
+		pp_init(&g2, p->scheme);
+		ret = build_forest(t, tr, nred, &g2, par, q);
+		if (!ret && pp_sim_rate(t, &g2) >= full * (1 - 1e-9)) {
+			pp_free(p);
+			p->ncls = g2.ncls;
+			p->cls = g2.cls;
+			nt = nred;
+		} else {
+			pp_free(&g2);
+		}
+		ret = 0;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		struct pp_plan g2;
+
+		ng = pass ? refill(t, cap, tr, nt, gr, maxt, len) :
+			    greedy(t, cap, gr, maxt, len, ord, uf, deg, in, buf);
+		if (ng <= 0 || ng >= (won >= 0 ? nwon : p->ncls)) {
+			free_trees(gr, maxt);
+			continue;
+		}
 		pp_init(&g2, p->scheme);
 		ret = build_forest(t, gr, ng, &g2, par, q);
 		if (!ret && pp_sim_rate(t, &g2) >= 0.99 * full) {
 			pp_free(p);
 			p->ncls = g2.ncls;
 			p->cls = g2.cls;
-			greedy_won = 1;
+			won = pass;
+			nwon = ng;
 		} else {
 			pp_free(&g2);
 		}
+		free_trees(gr, maxt);
 		ret = 0;
 	}
 	p->rate_gbps = capped ? 0 : total / scale;
 	snprintf(p->note, sizeof(p->note), "%s: %d trees; GK packing %.4g Gbps "
-		 "(%d trees, %d rounds, eps %.2g%s)", greedy_won ? "greedy" :
-		 "GK", greedy_won ? ng : nt, total / scale, nt, it, eps,
+		 "(%d trees, %d rounds, eps %.2g%s)", won == 0 ? "greedy" :
+		 won == 1 ? "GK refilled" : nt < nfull ? "GK reduced" : "GK",
+		 won >= 0 ? nwon : nt, total / scale, nfull, it, eps,
 		 capped ? ", stopped early: no guarantee" : "");
 	goto out;
 fail:
@@ -312,12 +563,10 @@ out:
 	free(par);
 	free(q);
 	free(in);
-	for (k = 0; k < maxt; k++) {
-		if (tr)
-			free(tr[k].e);
-		if (gr)
-			free(gr[k].e);
-	}
+	if (tr)
+		free_trees(tr, maxt);
+	if (gr)
+		free_trees(gr, maxt);
 	free(tr);
 	free(gr);
 	return ret;

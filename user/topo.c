@@ -36,8 +36,10 @@ void topo_free(struct topo *t)
 	free(t->adj);
 	free(t->hosts);
 	free(t->ps);
+	if (t->dist)
+		for (int i = 0; i < t->nnodes; i++)
+			free(t->dist[i]);
 	free(t->dist);
-	free(t->distok);
 	topo_init(t);
 }
 
@@ -122,13 +124,17 @@ int topo_add_link(struct topo *t, int a, int b, double ab, double ba)
  * cached per destination. */
 static const int *dist_to(struct topo *t, int dst)
 {
-	int *d = t->dist + (size_t)dst * t->nnodes, *q, qh = 0, qt = 0, i;
+	int *d = t->dist[dst], *q, qh = 0, qt = 0, i;
 
-	if (t->distok[dst])
+	if (d)
 		return d;
+	d = malloc(t->nnodes * sizeof(*d));
 	q = malloc(t->nnodes * sizeof(*q));
-	if (!q)
+	if (!q || !d) {
+		free(d);
+		free(q);
 		return NULL;
+	}
 	for (i = 0; i < t->nnodes; i++)
 		d[i] = -1;
 	d[dst] = 0;
@@ -147,7 +153,7 @@ static const int *dist_to(struct topo *t, int dst)
 		}
 	}
 	free(q);
-	t->distok[dst] = 1;
+	t->dist[dst] = d;
 	return d;
 }
 
@@ -155,21 +161,24 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 {
 	int i, *cnt, nh = 0, np = 0;
 
+	if (t->nnodes > TOPO_MAX_NODES)
+		return seterr(err, errlen, -E2BIG, "%d nodes: at most %d",
+			      t->nnodes, TOPO_MAX_NODES);
 	free(t->off);
 	free(t->adj);
 	free(t->hosts);
 	free(t->ps);
+	if (t->dist)
+		for (i = 0; i < t->nnodes; i++)
+			free(t->dist[i]);
 	free(t->dist);
-	free(t->distok);
 	t->off = calloc(t->nnodes + 1, sizeof(int));
 	t->adj = malloc((2 * t->nlinks + 1) * sizeof(int));
 	t->hosts = malloc((t->nnodes + 1) * sizeof(int));
 	t->ps = malloc((t->nnodes + 1) * sizeof(int));
-	t->dist = malloc((size_t)t->nnodes * t->nnodes * sizeof(int) + 1);
-	t->distok = calloc(t->nnodes + 1, sizeof(int));
+	t->dist = calloc(t->nnodes + 1, sizeof(int *));
 	cnt = calloc(t->nnodes + 1, sizeof(int));
-	if (!t->off || !t->adj || !t->hosts || !t->ps || !t->dist ||
-	    !t->distok || !cnt) {
+	if (!t->off || !t->adj || !t->hosts || !t->ps || !t->dist || !cnt) {
 		free(cnt);
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	}
@@ -205,24 +214,19 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 	t->nps = np;
 	if (nh == 0)
 		return seterr(err, errlen, -EINVAL, "topology has no host");
-	/* every worker and server reaches the first worker and back */
-	for (i = 0; i < t->nnodes; i++) {
-		const int *d;
+	/* every link works both ways: one search from the first worker
+	 * shows that all workers and servers reach each other */
+	{
+		const int *d = dist_to(t, t->hosts[0]);
 
-		if (t->node[i].kind == TOPO_SWITCH)
-			continue;
-		d = dist_to(t, i);
 		if (!d)
 			return seterr(err, errlen, -ENOMEM, "out of memory");
-		if (d[t->hosts[0]] < 0)
-			return seterr(err, errlen, -EINVAL,
-				      "%s cannot reach %s",
-				      t->node[t->hosts[0]].name, t->node[i].name);
-		d = dist_to(t, t->hosts[0]);
-		if (d[i] < 0)
-			return seterr(err, errlen, -EINVAL,
-				      "%s cannot reach %s", t->node[i].name,
-				      t->node[t->hosts[0]].name);
+		for (i = 0; i < t->nnodes; i++)
+			if (t->node[i].kind != TOPO_SWITCH && d[i] < 0)
+				return seterr(err, errlen, -EINVAL,
+					      "%s cannot reach %s",
+					      t->node[i].name,
+					      t->node[t->hosts[0]].name);
 	}
 	return 0;
 }

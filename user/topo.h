@@ -22,6 +22,8 @@
 #include <stdio.h>
 
 #define TOPO_NAME_MAX	32
+#define TOPO_MAX_NODES	20000	/* routes cache a row of distances per
+				 * destination: keep rows * nodes sane */
 
 enum topo_kind { TOPO_HOST, TOPO_SWITCH, TOPO_PS };
 
@@ -47,8 +49,7 @@ struct topo {
 	int *off, *adj;		/* out-arcs of u: adj[off[u] .. off[u+1]) */
 	int nhosts, nps;
 	int *hosts, *ps;	/* node ids of workers and of servers */
-	int *dist;		/* hop distances to a destination, cached */
-	int *distok;
+	int **dist;		/* per destination: hop distances, on demand */
 };
 
 static inline int topo_arc_from(const struct topo *t, int arc)
