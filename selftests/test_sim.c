@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "selftests/tap.h"
 #include "user/sim.h"
 
@@ -303,6 +305,30 @@ static void test_forest(void)
 	}
 }
 
+/* GK's forest reduced: at most one tree per link, and the guarantee
+ * (1-eps)^2 / 2 of the cut bound on a mesh of workers. */
+static void test_forest_sparse(void)
+{
+	struct topo t;
+	struct pp_plan p;
+	double x, cut;
+
+	if (gen(&t, "random:hosts=24,deg=6,min=10,max=100,seed=11")) {
+		tap_ok(0, "random mesh generated");
+		return;
+	}
+	cut = pp_cut_bound(&t, 64);
+	x = run(&t, "forest", &p, 1e6, NULL);
+	tap_ok(x >= 0.81 / 2 * cut && x <= cut * (1 + 1e-9) &&
+	       p.ncls <= t.nlinks,
+	       "forest on a 24-worker mesh: %.4g Gbps of cut bound %.4g, "
+	       "%d trees for %d links (%s)", x, cut, x > 0 ? p.ncls : -1,
+	       t.nlinks, x > 0 ? p.note : "");
+	if (x > 0)
+		pp_free(&p);
+	topo_free(&t);
+}
+
 static void test_single_switch(void)
 {
 	/* 4 workers on one INA switch (cap 20), PS behind it on 10 Gbps:
@@ -442,16 +468,78 @@ static void test_scale(void)
 	topo_free(&t);
 }
 
+/* min_rate_gbps of `scheme` in rinxctl's JSON, or -1. */
+static double json_rate(const char *js, const char *scheme)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\"scheme\":\"%s\"", scheme);
+	p = strstr(js, key);
+	p = p ? strstr(p, "\"min_rate_gbps\":") : NULL;
+	return p ? strtod(p + strlen("\"min_rate_gbps\":"), NULL) : -1;
+}
+
+static void test_cli(void)
+{
+	const char *b = getenv("RINX_BUILD");
+	char cmd[512], js[8192], path[] = "/tmp/rinx-sim-XXXXXX";
+	size_t n = 0;
+	FILE *f;
+	int st, fd;
+
+	snprintf(cmd, sizeof(cmd), "%s/rinxctl sim --scenario grid-toy --json",
+		 b ? b : "build");
+	f = popen(cmd, "r");
+	if (f) {
+		n = fread(js, 1, sizeof(js) - 1, f);
+		st = pclose(f);
+	} else {
+		st = -1;
+	}
+	js[n] = 0;
+	tap_ok(st == 0 && fabs(json_rate(js, "ps") - 1) < 1e-6 &&
+	       fabs(json_rate(js, "ps-ina") - 2.4375) < 1e-4 &&
+	       fabs(json_rate(js, "grid") - 3) < 1e-6,
+	       "rinxctl sim --scenario grid-toy --json: min_rate_gbps 1, "
+	       "2.4375, 3 (exit %d)", st);
+	fd = mkstemp(path);
+	if (fd < 0 || write(fd, "host name=a\nhost name=b gbps=3\n", 31) != 31) {
+		tap_ok(0, "temporary topology file");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s/rinxctl sim --topo %s 2>&1",
+		 b ? b : "build", path);
+	f = popen(cmd, "r");
+	n = 0;
+	if (f) {
+		n = fread(js, 1, sizeof(js) - 1, f);
+		st = pclose(f);
+	} else {
+		st = -1;
+	}
+	js[n] = 0;
+	snprintf(cmd, sizeof(cmd), "%s:2: unknown key 'gbps' for host", path);
+	tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 3 && strstr(js, cmd),
+	       "rinxctl sim --topo with a bad line 2: exit 3, '%s'", cmd);
+	unlink(path);
+}
+
 int main(void)
 {
-	tap_plan(8 + 4 + 14 + 6 + 3 + 5 + 4 + 1);
+	tap_plan(8 + 4 + 14 + 6 + 1 + 3 + 5 + 4 + 1 + 2);
 	test_toy();
 	test_ring();
 	test_parser();
 	test_forest();
+	test_forest_sparse();
 	test_single_switch();
 	test_generators();
 	test_all();
 	test_scale();
+	test_cli();
 	return tap_done();
 }
