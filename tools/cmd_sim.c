@@ -109,7 +109,8 @@ static const char sim_usage[] =
 "  --scheme LIST     comma-separated: ring,tree,dbtree,har,ps,ps-ina,\n"
 "                    switchml,rina,grid,forest (default: the scenario's, or\n"
 "                    all that apply)\n"
-"  --size BYTES      tensor size, suffixes K M G (default 100M)\n"
+"  --size BYTES      tensor size, a multiple of 4, suffixes K M G\n"
+"                    (default 100M)\n"
 "  --workers N       scenario size (default: the scenario's)\n"
 "  --compute MS      compute time of an iteration, added to the allreduce\n"
 "  --hop-us US       latency of one step (alpha): time adds US for every\n"
@@ -155,6 +156,16 @@ static void json_str(const char *s)
 			putchar(*s);
 	}
 	putchar('"');
+}
+
+/* A JSON number; null where the model gives none (one worker: no
+ * transfer, an infinite rate). */
+static void json_num(const char *key, double v)
+{
+	if (isfinite(v))
+		printf(",\"%s\":%.6g", key, v);
+	else
+		printf(",\"%s\":null", key);
 }
 
 static int cmp_load(const void *a, const void *b, void *ctx)
@@ -440,17 +451,18 @@ int cmd_sim(int argc, char **argv)
 				printf("}");
 				continue;
 			}
-			printf(",\"min_rate_gbps\":%.6g,\"push_rate_gbps\":%.6g,"
-			       "\"time_s\":%.6g,"
-			       "\"iter_s\":%.6g,\"agg_tput_gbps\":%.6g,"
-			       "\"ina_gbps\":%.6g,\"bottleneck\":",
-			       r->res.rate_gbps, r->res.push_gbps, r->res.time_s,
-			       r->res.iter_s, r->res.agg_tput_gbps, r->res.ina_gbps);
+			json_num("min_rate_gbps", r->res.rate_gbps);
+			json_num("push_rate_gbps", r->res.push_gbps);
+			json_num("time_s", r->res.time_s);
+			json_num("iter_s", r->res.iter_s);
+			json_num("agg_tput_gbps", r->res.agg_tput_gbps);
+			json_num("ina_gbps", r->res.ina_gbps);
+			printf(",\"bottleneck\":");
 			json_str(sim_bott_name(&t, &r->res, b, sizeof(b)));
-			printf(",\"tx_min_gbps\":%.6g,\"tx_max_gbps\":%.6g,"
-			       "\"classes\":%d,\"steps\":%d,\"plan_s\":%.4g",
-			       r->res.tx_min, r->res.tx_max, r->plan.ncls,
-			       r->res.steps, r->plan_s);
+			json_num("tx_min_gbps", r->res.tx_min);
+			json_num("tx_max_gbps", r->res.tx_max);
+			printf(",\"classes\":%d,\"steps\":%d,\"plan_s\":%.4g",
+			       r->plan.ncls, r->res.steps, r->plan_s);
 			if (r->plan.rate_gbps > 0)
 				printf(",\"planner_rate_gbps\":%.6g",
 				       r->plan.rate_gbps);
@@ -458,7 +470,7 @@ int cmd_sim(int argc, char **argv)
 				printf(",\"planner_bound_gbps\":%.6g",
 				       r->plan.bound_gbps);
 			if (cut > 0)
-				printf(",\"cut_ratio\":%.4f", r->res.rate_gbps / cut);
+				json_num("cut_ratio", r->res.rate_gbps / cut);
 			printf(",\"note\":");
 			json_str(r->plan.note);
 			if (t.nhosts <= 64) {

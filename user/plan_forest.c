@@ -454,6 +454,15 @@ int plan_forest(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	if (!len || !cap || !ord || !buf || !uf || !deg || !par || !q || !in ||
 	    !tr || !gr)
 		goto out;
+	if (t->nhosts < 2 || m == 0) {	/* nothing to move */
+		struct pp_class *c = pp_class_new(p, PP_TREE, 1);
+
+		ret = c ? 0 : -ENOMEM;
+		if (c)
+			c->root = t->hosts[0];
+		snprintf(p->note, sizeof(p->note), "one worker");
+		goto out;
+	}
 	delta = (1 + eps) * pow((1 + eps) * m, -1 / eps);
 	for (i = 0; i < m; i++) {
 		cap[i] = fmin(t->link[i].gbps[0], t->link[i].gbps[1]);

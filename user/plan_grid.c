@@ -87,7 +87,6 @@ static struct pp_mf *arc_net(struct topo *t, double r, const long long *res)
 	return m;
 }
 
-static struct grid *sort_g;
 static double *sort_key;
 
 static int by_key(const void *a, const void *b)
@@ -135,7 +134,6 @@ static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 			key[s] = g->near[s] + 1e-9 * (k < 1e9 ? k : 1e9);
 		}
 	}
-	sort_g = g;
 	sort_key = key;
 	qsort(ord, nord, sizeof(int), by_key);
 	if (strategy == 0)	/* lean: just enough switches */

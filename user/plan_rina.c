@@ -5,9 +5,6 @@
  * own. */
 #include "user/pplan.h"
 
-int pp_rack_ring(struct topo *t, struct pp_plan *p, int ina, char *err,
-		 size_t errlen);
-
 int plan_rina(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	      char *err, size_t errlen)
 {

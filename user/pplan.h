@@ -123,6 +123,12 @@ int pp_breakpoints(const double *caps, int ncaps, int kmax, double **out);
 /* The rate the simulator gives a plan (Gbps per worker), 0 on error. */
 double pp_sim_rate(const struct topo *t, const struct pp_plan *p);
 
+/* A ring of rack representatives (H-AR's leaders; with ina set, Rina: a
+ * rack whose ToR aggregates is represented by the ToR, other racks'
+ * workers are members themselves). */
+int pp_rack_ring(struct topo *t, struct pp_plan *p, int ina, char *err,
+		 size_t errlen);
+
 /* Dinic max-flow on integer capacities, used by the planners that route
  * units of flow (PS, GRID) and by the cut bound. */
 struct pp_mf;

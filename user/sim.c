@@ -94,11 +94,10 @@ static int plan_steps(const struct topo *t, const struct pp_plan *p)
 		const struct pp_class *c = &p->cls[i];
 		int s;
 
+		s = depth(t, c->red, c->nred, tmp) +
+		    bc_depth(t, c->bc, c->nbc, tmp);
 		if (c->kind == PP_RING)
-			s = 2 * (c->nmem - 1) + (c->nred ? 2 : 0);
-		else
-			s = depth(t, c->red, c->nred, tmp) +
-			    bc_depth(t, c->bc, c->nbc, tmp);
+			s += 2 * (c->nmem - 1);
 		best = s > best ? s : best;
 	}
 	free(tmp);
