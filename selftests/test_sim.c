@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -468,6 +469,104 @@ static void test_scale(void)
 	topo_free(&t);
 }
 
+/* Mutated topology files: each is read or refused with a message; every
+ * planner on every one read gives a checked plan or a message. */
+static void test_fuzz(void)
+{
+	static const char seed[] =
+		"switch name=S1 ina=yes cap=9\nswitch name=S2\nps name=PS\n"
+		"host name=W1\nhost name=W2\nhost name=W3\n"
+		"link a=W1 b=S1 gbps=10\nlink a=W2 b=S1 gbps=5 back=7\n"
+		"link a=W3 b=S2 gbps=10\nlink a=S1 b=S2 gbps=3\n"
+		"link a=S2 b=S1 gbps=2\nlink a=PS b=S2 gbps=9\n";
+	static const char alphabet[] = "=# \n\tabSWP12390.-xyzlinkhostswitchps";
+	uint64_t st = 0x5eed;
+	int it, parsed = 0, planned = 0, silent = 0;
+
+	for (it = 0; it < 3000; it++) {
+		char text[sizeof(seed) + 64], err[256];
+		size_t len = sizeof(seed) - 1;
+		int k, edits;
+		struct topo t;
+		const struct pp_planner *pl;
+
+		memcpy(text, seed, len);
+		st = st * 6364136223846793005ull + 1442695040888963407ull;
+		edits = 1 + (st >> 61) % 2;
+		for (k = 0; k < edits; k++) {
+			size_t at;
+
+			st = st * 6364136223846793005ull + 1442695040888963407ull;
+			at = (st >> 33) % len;
+			switch ((st >> 20) % 5) {
+			case 3:	/* a digit for another: other bandwidths */
+				if (text[at] >= '0' && text[at] <= '9')
+					text[at] = '0' + (st >> 8) % 10;
+				break;
+			case 4:	/* drop a whole line */
+				while (at > 0 && text[at - 1] != '\n')
+					at--;
+				{
+					char *nl = memchr(text + at, '\n', len - at);
+					size_t e = nl ? (size_t)(nl - text) + 1 : len;
+
+					memmove(text + at, text + e, len - e);
+					len -= e - at;
+				}
+				if (len == 0)
+					len = 1, text[0] = '\n';
+				break;
+			case 0:	/* replace */
+				text[at] = alphabet[(st >> 8) % (sizeof(alphabet) - 1)];
+				break;
+			case 1:	/* delete */
+				memmove(text + at, text + at + 1, len - at - 1);
+				len--;
+				break;
+			default: /* insert */
+				if (len + 1 < sizeof(text)) {
+					memmove(text + at + 1, text + at, len - at);
+					text[at] = alphabet[(st >> 8) % (sizeof(alphabet) - 1)];
+					len++;
+				}
+			}
+		}
+		text[len] = 0;
+		err[0] = 0;
+		if (parse_str(&t, text, err, sizeof(err))) {
+			silent += !err[0];
+			topo_free(&t);
+			continue;
+		}
+		parsed++;
+		for (pl = pp_planners; pl->name; pl++) {
+			struct pp_plan p;
+			struct sim_opts o = { .bytes = 1e6 };
+			struct sim_res r;
+			int ret;
+
+			err[0] = 0;
+			pp_init(&p, pl->name);
+			ret = pl->plan(&t, NULL, &p, err, sizeof(err));
+			if (!ret)
+				ret = pp_finish(&t, &p, err, sizeof(err));
+			if (!ret) {
+				ret = sim_run(&t, &p, &o, &r, err, sizeof(err));
+				if (!ret) {
+					planned += r.rate_gbps > 0;
+					sim_res_free(&r);
+				}
+			}
+			silent += ret && !err[0];
+			pp_free(&p);
+		}
+		topo_free(&t);
+	}
+	tap_ok(!silent && parsed > 0 && planned > 0,
+	       "fuzz: 3000 mutated files, %d read, %d plans simulated, %d "
+	       "failures without a message", parsed, planned, silent);
+}
+
 /* min_rate_gbps of `scheme` in rinxctl's JSON, or -1. */
 static double json_rate(const char *js, const char *scheme)
 {
@@ -530,7 +629,7 @@ static void test_cli(void)
 
 int main(void)
 {
-	tap_plan(8 + 4 + 14 + 6 + 1 + 3 + 5 + 4 + 1 + 2);
+	tap_plan(8 + 4 + 14 + 6 + 1 + 3 + 5 + 4 + 1 + 2 + 1);
 	test_toy();
 	test_ring();
 	test_parser();
@@ -541,5 +640,6 @@ int main(void)
 	test_all();
 	test_scale();
 	test_cli();
+	test_fuzz();
 	return tap_done();
 }
