@@ -203,7 +203,8 @@ static void test_parser(void)
 	} bad[] = {
 		{ "host name=a\nswitch name=s ina=maybe cap=3\n", "mem:2:" },
 		{ "host name=a\n\n# c\nrouter name=r\n", "mem:4: unknown record" },
-		{ "host name=a\nlink a=a b=zz gbps=1\n", "mem:2: link to unknown node 'zz'" },
+		{ "host name=a\nlink a=a b=zz gbps=1\n",
+		  "mem:2: link to unknown node 'zz'" },
 		{ "host name=a\nhost name=b\nlink a=a b=b\n", "mem:3: link needs" },
 		{ "host name=a\nhost name=a\n", "mem:2: duplicate name" },
 		{ "switch name=s cap=4\n", "mem:1: cap= without ina=yes" },
@@ -517,7 +518,8 @@ static void test_fuzz(void)
 					len = 1, text[0] = '\n';
 				break;
 			case 0:	/* replace */
-				text[at] = alphabet[(st >> 8) % (sizeof(alphabet) - 1)];
+				text[at] = alphabet[(st >> 8) %
+						    (sizeof(alphabet) - 1)];
 				break;
 			case 1:	/* delete */
 				memmove(text + at, text + at + 1, len - at - 1);
@@ -525,8 +527,10 @@ static void test_fuzz(void)
 				break;
 			default: /* insert */
 				if (len + 1 < sizeof(text)) {
-					memmove(text + at + 1, text + at, len - at);
-					text[at] = alphabet[(st >> 8) % (sizeof(alphabet) - 1)];
+					memmove(text + at + 1, text + at,
+						len - at);
+					text[at] = alphabet[(st >> 8) %
+							    (sizeof(alphabet) - 1)];
 					len++;
 				}
 			}

@@ -227,7 +227,8 @@ static int refill(const struct topo *t, const double *cap,
 static int reduce_forest(const struct topo *t, struct ftree *tr, int nt)
 {
 	int m = t->nlinks, kept = 0, next = 0, i, j, k;
-	int *col = malloc(2 * (m + 1) * sizeof(int)), *piv = malloc((m + 1) * sizeof(int));
+	int *col = malloc(2 * (m + 1) * sizeof(int));
+	int *piv = malloc((m + 1) * sizeof(int));
 	char *isb = malloc(2 * (m + 1));
 	double *a = malloc((size_t)m * 2 * (m + 1) * sizeof(double));
 	double ymax = 0;
@@ -282,7 +283,8 @@ static int reduce_forest(const struct topo *t, struct ftree *tr, int nt)
 					if (i == r || f == 0)
 						continue;
 					for (k = j; k < nc; k++)
-						a[(size_t)i * w + k] -= f * a[(size_t)r * w + k];
+						a[(size_t)i * w + k] -=
+							f * a[(size_t)r * w + k];
 				}
 				piv[r++] = j;
 			}
@@ -338,7 +340,8 @@ static int reduce_forest(const struct topo *t, struct ftree *tr, int nt)
 					if (i == out || f == 0)
 						continue;
 					for (k = 0; k < nc; k++)
-						a[(size_t)i * w + k] -= f * a[(size_t)out * w + k];
+						a[(size_t)i * w + k] -=
+							f * a[(size_t)out * w + k];
 				}
 				piv[out] = j;
 				isb[j] = 1;

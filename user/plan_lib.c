@@ -9,16 +9,25 @@
 #include "user/pplan.h"
 
 const struct pp_planner pp_planners[] = {
-	{ "ring", "ring allreduce over all workers in rack order", plan_ring },
-	{ "tree", "one binary tree over the workers (reduce up, broadcast down)", plan_tree },
-	{ "dbtree", "double binary tree: two trees, half the tensor each", plan_dbtree },
-	{ "har", "hierarchical: rack leaders gather, ring of leaders, leaders spread", plan_har },
+	{ "ring", "ring allreduce over all workers in rack order",
+	  plan_ring },
+	{ "tree", "one binary tree over the workers (reduce up, broadcast "
+	  "down)", plan_tree },
+	{ "dbtree", "double binary tree: two trees, half the tensor each",
+	  plan_dbtree },
+	{ "har", "hierarchical: intra-rack reduce-scatter, rings across "
+	  "racks, intra-rack all-gather", plan_har },
 	{ "ps", "parameter server(s), no INA; routes by max-flow", plan_ps },
-	{ "ps-ina", "ATP: nearest INA switch aggregates, its overflow goes on to the PS", plan_psina },
-	{ "switchml", "SwitchML: one INA switch aggregates every worker", plan_switchml },
-	{ "rina", "Rina: INA racks as one ring member, other workers as members", plan_rina },
-	{ "grid", "GRID: per-worker route and aggregating switch, max-min rate", plan_grid },
-	{ "forest", "forest packing: trees rooted at different workers, shares by rate", plan_forest },
+	{ "ps-ina", "ATP: nearest INA switch aggregates, its overflow goes on "
+	  "to the PS", plan_psina },
+	{ "switchml", "SwitchML: one INA switch aggregates every worker",
+	  plan_switchml },
+	{ "rina", "Rina: INA racks as one ring member, other workers as "
+	  "members", plan_rina },
+	{ "grid", "GRID: per-worker route and aggregating switch, max-min "
+	  "rate", plan_grid },
+	{ "forest", "forest packing: trees rooted at different workers, "
+	  "shares by rate", plan_forest },
 	{ NULL, NULL, NULL },
 };
 

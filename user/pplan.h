@@ -152,15 +152,19 @@ void pp_mf_set_cap(struct pp_mf *m, int e, long long cap);
 double pp_cut_bound(struct topo *t, int maxw);
 
 /* planners, one file each */
-int plan_ring(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_tree(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_dbtree(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_har(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_ps(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_psina(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_switchml(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_rina(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_grid(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
-int plan_forest(struct topo *, const struct pp_opts *, struct pp_plan *, char *, size_t);
+#define PP_PLANNER(name)						\
+	int name(struct topo *t, const struct pp_opts *o,		\
+		 struct pp_plan *p, char *err, size_t errlen)
+PP_PLANNER(plan_ring);
+PP_PLANNER(plan_tree);
+PP_PLANNER(plan_dbtree);
+PP_PLANNER(plan_har);
+PP_PLANNER(plan_ps);
+PP_PLANNER(plan_psina);
+PP_PLANNER(plan_switchml);
+PP_PLANNER(plan_rina);
+PP_PLANNER(plan_grid);
+PP_PLANNER(plan_forest);
+#undef PP_PLANNER
 
 #endif
