@@ -116,6 +116,8 @@ static const char sim_usage[] =
 "  --hop-us US       latency of one step (alpha): time adds US for every\n"
 "                    step of the plan's longest chain (default 0)\n"
 "  --links           per-link loads (table: busiest 10; JSON: all)\n"
+"  --plan            with --json: each scheme's plan (classes, shares,\n"
+"                    aggregators and contributors, routes)\n"
 "  --json            one JSON object on stdout\n"
 "  --plot FILE.png   bar chart of the rate per scheme (gnuplot; Debian\n"
 "                    gnuplot-nox, tools/deps.sh plot installs it)\n"
@@ -166,6 +168,71 @@ static void json_num(const char *key, double v)
 		printf(",\"%s\":%.6g", key, v);
 	else
 		printf(",\"%s\":null", key);
+}
+
+static void json_xfers(const struct topo *t, const char *key,
+		       const struct pp_xfer *x, int n)
+{
+	int i, h;
+
+	printf(",\"%s\":[", key);
+	for (i = 0; i < n; i++) {
+		printf("%s{\"src\":\"%s\",\"dst\":\"%s\",\"vol\":%.6g,"
+		       "\"route\":[", i ? "," : "", t->node[x[i].src].name,
+		       t->node[x[i].dst].name, x[i].vol);
+		for (h = 0; h < x[i].nhop; h++)
+			printf("%s\"%s\"", h ? "," : "",
+			       t->node[topo_arc_to(t, x[i].hop[h])].name);
+		printf("]}");
+	}
+	printf("]");
+}
+
+/* The plan IR of one scheme: what a data-plane compiler would read.
+ * Routes list the nodes after the source. */
+static void json_plan(const struct topo *t, const struct pp_plan *p)
+{
+	int i, j, k;
+
+	printf(",\"plan\":[");
+	for (i = 0; i < p->ncls; i++) {
+		const struct pp_class *c = &p->cls[i];
+
+		printf("%s{\"kind\":\"%s\",\"share\":%.9g", i ? "," : "",
+		       c->kind == PP_RING ? "ring" : "tree", c->share);
+		if (c->root >= 0)
+			printf(",\"root\":\"%s\"", t->node[c->root].name);
+		if (c->kind == PP_RING) {
+			printf(",\"members\":[");
+			for (j = 0; j < c->nmem; j++)
+				printf("%s\"%s\"", j ? "," : "",
+				       t->node[c->mem[j]].name);
+			printf("]");
+		}
+		printf(",\"aggregators\":[");
+		for (j = 0; j < c->nagg; j++) {
+			const struct pp_agg *a = &c->agg[j];
+
+			printf("%s{\"node\":\"%s\",\"self\":%s,\"parent\":",
+			       j ? "," : "", t->node[a->node].name,
+			       a->self ? "true" : "false");
+			if (a->parent >= 0)
+				printf("\"%s\"", t->node[a->parent].name);
+			else
+				printf("null");
+			printf(",\"contributors\":[");
+			for (k = 0; k < a->ncontrib; k++)
+				printf("%s\"%s\"", k ? "," : "",
+				       t->node[a->contrib[k]].name);
+			printf("]}");
+		}
+		printf("]");
+		json_xfers(t, "reduce", c->red, c->nred);
+		json_xfers(t, "broadcast", c->bc, c->nbc);
+		json_xfers(t, "ring", c->ring, c->nring);
+		printf("}");
+	}
+	printf("]");
 }
 
 static int cmp_load(const void *a, const void *b, void *ctx)
@@ -247,7 +314,7 @@ static void list_all(void)
 }
 
 enum { O_SCEN = 256, O_TOPO, O_GEN, O_SCHEME, O_SIZE, O_WORKERS, O_COMPUTE,
-       O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP, O_HOP };
+       O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP, O_HOP, O_PLAN };
 
 int cmd_sim(int argc, char **argv)
 {
@@ -261,6 +328,7 @@ int cmd_sim(int argc, char **argv)
 		{ "compute", required_argument, NULL, O_COMPUTE },
 		{ "hop-us", required_argument, NULL, O_HOP },
 		{ "links", no_argument, NULL, O_LINKS },
+		{ "plan", no_argument, NULL, O_PLAN },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "plot", required_argument, NULL, O_PLOT },
 		{ "write-topo", required_argument, NULL, O_WRITE },
@@ -272,7 +340,7 @@ int cmd_sim(int argc, char **argv)
 	const char *wtopo = NULL;
 	const struct scenario *sc = NULL;
 	char schemes[512] = "", spec[256], err[512], *save = NULL, *tok;
-	int workers = 0, links = 0, json = 0, c, nr = 0, i, ret = 0;
+	int workers = 0, links = 0, json = 0, dump = 0, c, nr = 0, i, ret = 0;
 	uint64_t size = 100ull << 20;
 	double compute_ms = 0, hop_us = 0, cut, t0;
 	struct sim_opts so;
@@ -320,6 +388,7 @@ int cmd_sim(int argc, char **argv)
 			}
 			break;
 		case O_LINKS: links = 1; break;
+		case O_PLAN: dump = 1; break;
 		case O_JSON: json = 1; break;
 		case O_PLOT: plot = optarg; break;
 		case O_WRITE: wtopo = optarg; break;
@@ -481,6 +550,8 @@ int cmd_sim(int argc, char **argv)
 					       r->res.tx_gbps[k]);
 				printf("}");
 			}
+			if (dump)
+				json_plan(&t, &r->plan);
 			if (links) {
 				printf(",\"links\":[");
 				for (k = 0; k < 2 * t.nlinks; k++)
