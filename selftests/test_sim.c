@@ -571,6 +571,67 @@ static void test_fuzz(void)
 	       "failures without a message", parsed, planned, silent);
 }
 
+/* The event model by hand: two classes (1/4 and 3/4) over one 10 Gbps
+ * link A->B share it 5/5 until the small one ends at 0.25 S / 5, then the
+ * big one runs alone: the same 8 S / 10 as paced by shares, in 2 events;
+ * on the GRID toy ATP's two classes unpaced take longer than paced. */
+static void test_fair(void)
+{
+	static const char text[] = "host name=A\nhost name=B\n"
+				   "link a=A b=B gbps=10\n";
+	struct sim_opts o = { .bytes = 1e8, .fair = 1 };
+	struct topo t;
+	struct pp_plan p;
+	struct sim_res r;
+	char err[256];
+	int arc = 0, back = 1, k, ok = 0;
+	double want = 8e8 / 10e9;
+
+	if (parse_str(&t, text, err, sizeof(err))) {
+		tap_ok(0, "two hosts parse: %s", err);
+		return;
+	}
+	pp_init(&p, "hand");
+	for (k = 0; k < 2; k++) {
+		struct pp_class *c = pp_class_new(&p, PP_TREE, k ? 0.75 : 0.25);
+
+		c->root = 1;
+		pp_xfer_arcs(c, 0, 0, 1, 1, &arc, 1);
+		pp_xfer_arcs(c, 1, 1, 0, 1, &back, 1);
+	}
+	if (!pp_finish(&t, &p, err, sizeof(err)) &&
+	    !sim_run(&t, &p, &o, &r, err, sizeof(err))) {
+		ok = fabs(r.time_s - want) < 1e-12 &&
+		     fabs(r.fair_time_s - want) < 1e-12 && r.fair_events == 2;
+		tap_diag("paced %.9f s, fair %.9f s, %d events", r.time_s,
+			 r.fair_time_s, r.fair_events);
+		sim_res_free(&r);
+	} else {
+		tap_diag("%s", err);
+	}
+	tap_ok(ok, "fair model: two classes on one link end at 8 S / B, "
+	       "in two events");
+	pp_free(&p);
+	topo_free(&t);
+	ok = 0;
+	if (!gen(&t, "grid-toy")) {
+		const struct pp_planner *pl = pp_planner_find("ps-ina");
+
+		pp_init(&p, "ps-ina");
+		if (!pl->plan(&t, NULL, &p, err, sizeof(err)) &&
+		    !pp_finish(&t, &p, err, sizeof(err)) &&
+		    !sim_run(&t, &p, &o, &r, err, sizeof(err))) {
+			ok = r.fair_time_s > r.time_s * 1.01;
+			tap_diag("ATP on the toy: paced %.4f s, fair %.4f s",
+				 r.time_s, r.fair_time_s);
+			sim_res_free(&r);
+		}
+		pp_free(&p);
+		topo_free(&t);
+	}
+	tap_ok(ok, "fair model: ATP's classes unpaced take longer than paced");
+}
+
 /* min_rate_gbps of `scheme` in rinxctl's JSON, or -1. */
 static double json_rate(const char *js, const char *scheme)
 {
@@ -633,7 +694,7 @@ static void test_cli(void)
 
 int main(void)
 {
-	tap_plan(8 + 4 + 14 + 6 + 1 + 3 + 5 + 4 + 1 + 2 + 1);
+	tap_plan(8 + 4 + 14 + 6 + 1 + 3 + 5 + 4 + 1 + 2 + 1 + 2);
 	test_toy();
 	test_ring();
 	test_parser();
@@ -645,5 +706,6 @@ int main(void)
 	test_scale();
 	test_cli();
 	test_fuzz();
+	test_fair();
 	return tap_done();
 }

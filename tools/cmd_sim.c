@@ -113,6 +113,8 @@ static const char sim_usage[] =
 "                    (default 100M)\n"
 "  --workers N       scenario size (default: the scenario's)\n"
 "  --compute MS      compute time of an iteration, added to the allreduce\n"
+"  --fair            also run the classes as independent flows sharing\n"
+"                    links max-min fairly, event by event (fair ms)\n"
 "  --hop-us US       latency of one step (alpha): time adds US for every\n"
 "                    step of the plan's longest chain (default 0)\n"
 "  --links           per-link loads (table: busiest 10; JSON: all)\n"
@@ -314,7 +316,8 @@ static void list_all(void)
 }
 
 enum { O_SCEN = 256, O_TOPO, O_GEN, O_SCHEME, O_SIZE, O_WORKERS, O_COMPUTE,
-       O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP, O_HOP, O_PLAN };
+       O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP, O_HOP, O_PLAN,
+       O_FAIR };
 
 int cmd_sim(int argc, char **argv)
 {
@@ -329,6 +332,7 @@ int cmd_sim(int argc, char **argv)
 		{ "hop-us", required_argument, NULL, O_HOP },
 		{ "links", no_argument, NULL, O_LINKS },
 		{ "plan", no_argument, NULL, O_PLAN },
+		{ "fair", no_argument, NULL, O_FAIR },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "plot", required_argument, NULL, O_PLOT },
 		{ "write-topo", required_argument, NULL, O_WRITE },
@@ -343,7 +347,7 @@ int cmd_sim(int argc, char **argv)
 	int workers = 0, links = 0, json = 0, dump = 0, c, nr = 0, i, ret = 0;
 	uint64_t size = 100ull << 20;
 	double compute_ms = 0, hop_us = 0, cut, t0;
-	struct sim_opts so;
+	struct sim_opts so = { 0 };
 	struct row rows[32];
 	struct topo t;
 	char *end;
@@ -389,6 +393,7 @@ int cmd_sim(int argc, char **argv)
 			break;
 		case O_LINKS: links = 1; break;
 		case O_PLAN: dump = 1; break;
+		case O_FAIR: so.fair = 1; break;
 		case O_JSON: json = 1; break;
 		case O_PLOT: plot = optarg; break;
 		case O_WRITE: wtopo = optarg; break;
@@ -526,6 +531,8 @@ int cmd_sim(int argc, char **argv)
 			json_num("iter_s", r->res.iter_s);
 			json_num("agg_tput_gbps", r->res.agg_tput_gbps);
 			json_num("ina_gbps", r->res.ina_gbps);
+			if (so.fair)
+				json_num("fair_time_s", r->res.fair_time_s);
 			printf(",\"bottleneck\":");
 			json_str(sim_bott_name(&t, &r->res, b, sizeof(b)));
 			json_num("tx_min_gbps", r->res.tx_min);
@@ -575,9 +582,12 @@ int cmd_sim(int argc, char **argv)
 		printf("\n");
 		if (sc && sc->paper)
 			printf("paper: %s\n", sc->paper);
-		printf("%-9s %10s %9s %11s %11s %-16s %6s %8s  %s\n", "scheme",
-		       "rate Gbps", "push", compute_ms > 0 ? "iter ms" : "time ms",
-		       "aggtput", "bottleneck", "cut", "plan s", "planner");
+		printf("%-9s %10s %9s %11s ", "scheme", "rate Gbps", "push",
+		       compute_ms > 0 ? "iter ms" : "time ms");
+		if (so.fair)
+			printf("%9s ", "fair ms");
+		printf("%11s %-16s %6s %8s  %s\n", "aggtput", "bottleneck",
+		       "cut", "plan s", "planner");
 		for (i = 0; i < nr; i++) {
 			struct row *r = &rows[i];
 			char b[96], cr[16] = "-";
@@ -589,9 +599,13 @@ int cmd_sim(int argc, char **argv)
 			if (cut > 0)
 				snprintf(cr, sizeof(cr), "%.3f",
 					 r->res.rate_gbps / cut);
-			printf("%-9s %10.4g %9.4g %11.4g %11.5g %-16s %6s %8.3f  %s\n",
-			       r->scheme, r->res.rate_gbps, r->res.push_gbps,
-			       1e3 * (compute_ms > 0 ? r->res.iter_s : r->res.time_s),
+			printf("%-9s %10.4g %9.4g %11.4g ", r->scheme,
+			       r->res.rate_gbps, r->res.push_gbps,
+			       1e3 * (compute_ms > 0 ? r->res.iter_s : r->res.time_s));
+			if (so.fair)
+				printf("%9.4g ", 1e3 * (r->res.fair_time_s +
+						       so.compute_s));
+			printf("%11.5g %-16s %6s %8.3f  %s\n",
 			       r->res.agg_tput_gbps,
 			       sim_bott_name(&t, &r->res, b, sizeof(b)), cr,
 			       r->plan_s, r->plan.note);

@@ -104,6 +104,9 @@ static int plan_steps(const struct topo *t, const struct pp_plan *p)
 	return best;
 }
 
+static int run_fair(const struct topo *t, const struct pp_plan *p,
+		    const struct sim_opts *o, struct sim_res *r);
+
 int sim_run(const struct topo *t, const struct pp_plan *p,
 	    const struct sim_opts *o, struct sim_res *r, char *err,
 	    size_t errlen)
@@ -193,6 +196,12 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 		if (t->node[i].kind == TOPO_SWITCH)
 			r->ina_gbps += r->agg_gbps[i];
 	}
+	if (o->fair && run_fair(t, p, o, r)) {
+		free(tx_node);
+		free(push);
+		sim_res_free(r);
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	}
 	r->tx_min = INFINITY;
 	r->tx_max = 0;
 	for (i = 0; i < t->nhosts; i++) {
@@ -217,6 +226,173 @@ const char *sim_bott_name(const struct topo *t, const struct sim_res *r,
 	else
 		topo_arc_name(t, r->bott, buf, len);
 	return buf;
+}
+
+/* Per class, its load per unit rate on every resource it uses: arcs
+ * 0..na-1, switches na + node. */
+struct usage {
+	int n;
+	int *res;
+	double *coef;
+};
+
+static int add_use(struct usage *u, double *dense, int *touched, int *nt,
+		   int res, double v)
+{
+	if (dense[res] == 0)
+		touched[(*nt)++] = res;
+	dense[res] += v;
+	return 0;
+}
+
+static int class_usage(const struct topo *t, const struct pp_class *c,
+		       struct usage *u, double *dense, int *touched)
+{
+	int na = 2 * t->nlinks, nt = 0, i, j, h;
+
+	for (j = 0; j < c->nred + c->nbc + c->nring; j++) {
+		const struct pp_xfer *x = j < c->nred ? &c->red[j] :
+			j < c->nred + c->nbc ? &c->bc[j - c->nred] :
+			&c->ring[j - c->nred - c->nbc];
+		int kind = j < c->nred ? 0 : j < c->nred + c->nbc ? 1 : 2;
+
+		for (h = 0; h < x->nhop; h++)
+			add_use(u, dense, touched, &nt, x->hop[h], x->vol);
+		if (kind != 1 && t->node[x->dst].kind == TOPO_SWITCH)
+			add_use(u, dense, touched, &nt, na + x->dst,
+				kind == 2 ? x->vol / 2 : x->vol);
+	}
+	u->res = malloc((nt + 1) * sizeof(int));
+	u->coef = malloc((nt + 1) * sizeof(double));
+	if (!u->res || !u->coef)
+		return -ENOMEM;
+	for (i = 0; i < nt; i++) {
+		u->res[i] = touched[i];
+		u->coef[i] = dense[touched[i]];
+		dense[touched[i]] = 0;
+	}
+	u->n = nt;
+	return 0;
+}
+
+static double res_cap(const struct topo *t, int res)
+{
+	int na = 2 * t->nlinks;
+
+	return res < na ? topo_arc_gbps(t, res) : t->node[res - na].cap;
+}
+
+/* The event model: progressive filling, advance to the next class end. */
+static int run_fair(const struct topo *t, const struct pp_plan *p,
+		    const struct sim_opts *o, struct sim_res *r)
+{
+	int na = 2 * t->nlinks, nres = na + t->nnodes, n = p->ncls, i, k;
+	int left = 0, ret = -ENOMEM;
+	struct usage *u = calloc(n + 1, sizeof(*u));
+	double *dense = calloc(nres, sizeof(double));
+	int *touched = malloc(nres * sizeof(int));
+	double *rem = malloc((n + 1) * sizeof(double));
+	double *y = malloc((n + 1) * sizeof(double));
+	double *capl = malloc(nres * sizeof(double));
+	double *dem = malloc(nres * sizeof(double));
+	char *frozen = malloc(n + 1), *done = calloc(n + 1, 1);
+	double now = 0;
+
+	if (!u || !dense || !touched || !rem || !y || !capl || !dem ||
+	    !frozen || !done)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (class_usage(t, &p->cls[i], &u[i], dense, touched))
+			goto out;
+		rem[i] = p->cls[i].share * o->bytes * 8 / 1e9;	/* Gbit */
+		if (u[i].n == 0 || rem[i] <= 0)
+			done[i] = 1;
+		else
+			left++;
+	}
+	r->fair_events = 0;
+	while (left > 0) {
+		double dt = INFINITY, last = -1;
+		int active = 0;
+
+		for (k = 0; k < nres; k++)
+			capl[k] = res_cap(t, k);
+		for (i = 0; i < n; i++) {
+			frozen[i] = done[i];
+			y[i] = 0;
+			active += !done[i];
+		}
+		/* progressive filling: raise every unfrozen class alike
+		 * until a resource fills, freeze its classes, repeat */
+		while (active > 0) {
+			double d = INFINITY;
+
+			for (k = 0; k < nres; k++)
+				dem[k] = 0;
+			for (i = 0; i < n; i++)
+				if (!frozen[i])
+					for (k = 0; k < u[i].n; k++)
+						dem[u[i].res[k]] += u[i].coef[k];
+			for (k = 0; k < nres; k++)
+				if (dem[k] > 0)
+					d = fmin(d, capl[k] / dem[k]);
+			if (!isfinite(d))
+				break;
+			for (k = 0; k < nres; k++)
+				capl[k] -= d * dem[k];
+			for (i = 0; i < n; i++) {
+				int full = 0;
+
+				if (frozen[i])
+					continue;
+				y[i] += d;
+				for (k = 0; k < u[i].n; k++)
+					if (capl[u[i].res[k]] <=
+					    1e-12 * res_cap(t, u[i].res[k]))
+						full = 1;
+				if (full) {
+					frozen[i] = 1;
+					active--;
+				}
+			}
+		}
+		for (i = 0; i < n; i++)
+			if (!done[i] && y[i] > 0)
+				dt = fmin(dt, rem[i] / y[i]);
+		if (!isfinite(dt))
+			break;
+		now += dt;
+		for (i = 0; i < n; i++) {
+			if (done[i])
+				continue;
+			rem[i] -= y[i] * dt;
+			if (rem[i] <= 1e-12 * o->bytes * 8 / 1e9) {
+				done[i] = 1;
+				left--;
+				if (now != last)
+					r->fair_events++;
+				last = now;
+			}
+		}
+	}
+	r->fair_time_s = now + r->steps * o->hop_s;
+	ret = 0;
+out:
+	if (u)
+		for (i = 0; i < n; i++) {
+			free(u[i].res);
+			free(u[i].coef);
+		}
+	free(u);
+	free(dense);
+	free(touched);
+	free(rem);
+	free(y);
+	free(capl);
+	free(dem);
+	free(frozen);
+	free(done);
+	return ret;
 }
 
 double pp_sim_rate(const struct topo *t, const struct pp_plan *p)

@@ -17,6 +17,13 @@
  * model: a ring of n members has 2(n - 1) steps, a tree its reduce depth
  * plus its broadcast depth).
  *
+ * With `fair` set the run is also played event by event with the classes
+ * as independent flows: at every moment their rates are max-min fair over
+ * the same resources (progressive filling), a class that finishes frees
+ * its share, and the allreduce ends with the last class (fair_time_s).
+ * This is what uncoordinated classes get; the proportional time is what
+ * classes paced by their shares get.
+ *
  * Internal to rinxctl and the selftests: nothing here is exported.
  */
 #ifndef RINX_SIM_H
@@ -28,6 +35,7 @@ struct sim_opts {
 	double bytes;		/* tensor size */
 	double compute_s;	/* compute time of an iteration, 0 = none */
 	double hop_s;		/* latency of one step, 0 = none */
+	int fair;		/* also run the max-min fair event model */
 };
 
 struct sim_res {
@@ -47,6 +55,8 @@ struct sim_res {
 	double *agg_gbps;	/* per node: input it aggregates */
 	double *tx_gbps;	/* per worker (t->hosts order): bytes it sends */
 	double tx_min, tx_max;
+	double fair_time_s;	/* with opts.fair: the last class's end */
+	int fair_events;	/* classes finishing at distinct times */
 };
 
 /* 0 or -errno with a message (e.g. a plan asking a switch without INA to
