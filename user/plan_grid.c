@@ -20,9 +20,12 @@
  * aggregated streams to the PS one by one by augmenting paths (a later
  * one may reroute earlier ones, never drop them), as many as the PS's
  * ingress admits; (2) in what bandwidth is left, route every worker's raw
- * stream to an aggregator with room or to the PS by one max-flow. Three
+ * stream to an aggregator with room or to the PS by one max-flow. Six
  * priority orders are tried (lean: fewest switches covering all workers
- * by nearness; all by nearness; all by what a switch can absorb).
+ * by nearness; all by nearness; by what a switch can absorb; nearest the
+ * PS first; biggest capacity first; most workers in the relaxation's
+ * max-flow below first); and the other way round: raw streams first, then
+ * the aggregated streams of the switches that got workers.
  *
  * Upper bound (a relaxation, exact in stream units): the raw streams alone
  * must reach aggregators within their capacities, and the at most P
@@ -42,7 +45,12 @@ struct grid {
 	int *cand;		/* INA switches */
 	int *near;		/* per node: workers it is nearest INA for */
 	char *bcarc;		/* arcs of the result's multicast tree */
+	int *dps;		/* per node: hops to the PS */
 };
+
+#define GRID_ORDERS	7
+
+static void relax_load(struct grid *g, double r, double *key);
 
 static long long units(double c, double r)
 {
@@ -98,6 +106,115 @@ static int by_key(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* Raw streams first (one max-flow to any aggregator with room or the
+ * PS), then the aggregated streams of the switches that got workers, in
+ * what is left. 1 feasible (plan into p if set), 0 not, -errno. */
+static int try_raw_first(struct grid *g, double r, struct pp_plan *p)
+{
+	struct topo *t = g->t;
+	int nn = t->nnodes, S = nn, T = nn + 1, i, j, ok = 0, nu = 0;
+	int *sink = malloc((g->nc + 1) * sizeof(int));
+	int *agg = malloc((g->n + 1) * sizeof(int));
+	int *wpath = malloc(((size_t)g->n + 1) * PP_MAX_HOPS * sizeof(int));
+	int *wlen = malloc((g->n + 1) * sizeof(int));
+	int *used = calloc(nn, sizeof(int));
+	long long *res = malloc((2 * t->nlinks + 1) * sizeof(long long));
+	struct pp_mf *m = NULL, *m2 = NULL;
+	int edges[PP_MAX_HOPS], arcs[PP_MAX_HOPS];
+	struct pp_class *c;
+
+	if (!sink || !agg || !wpath || !wlen || !used || !res) {
+		ok = -ENOMEM;
+		goto out;
+	}
+	m = arc_net(t, r, NULL);
+	if (!m) {
+		ok = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < 2 * t->nlinks; i++)
+		if (g->bcarc[i]) {
+			if (pp_mf_cap(m, 2 * i) < 1)
+				goto out;
+			pp_mf_set_cap(m, 2 * i, pp_mf_cap(m, 2 * i) - 1);
+		}
+	for (i = 0; i < g->n; i++)
+		pp_mf_edge(m, S, t->hosts[i], 1);
+	for (i = 0; i < g->nc; i++)
+		sink[i] = pp_mf_edge(m, g->cand[i], T,
+				     units(t->node[g->cand[i]].cap, r));
+	pp_mf_edge(m, g->ps, T, g->n);
+	if (pp_mf_run(m, S, T, g->n) < g->n)
+		goto out;
+	for (i = 0; i < 2 * t->nlinks; i++)
+		res[i] = pp_mf_cap(m, 2 * i) - pp_mf_flow(m, 2 * i);
+	for (i = 0; i < g->n; i++) {
+		int k = pp_mf_take_path(m, t->hosts[i], T, edges, PP_MAX_HOPS);
+
+		if (k < 1) {
+			ok = -EINVAL;
+			goto out;
+		}
+		for (j = 0; j < k - 1; j++)
+			wpath[i * PP_MAX_HOPS + j] = edges[j] / 2;
+		wlen[i] = k - 1;
+		agg[i] = k > 1 ? topo_arc_to(t, edges[k - 2] / 2) : t->hosts[i];
+		if (agg[i] != g->ps && !used[agg[i]]++)
+			nu++;
+	}
+	/* the aggregated streams in what is left */
+	m2 = arc_net(t, r, res);
+	if (!m2) {
+		ok = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nn; i++)
+		if (used[i])
+			pp_mf_edge(m2, S, i, 1);
+	if (pp_mf_run(m2, S, g->ps, nu) < nu)
+		goto out;
+	ok = 1;
+	if (!p)
+		goto out;
+	c = pp_class_new(p, PP_TREE, 1);
+	if (!c) {
+		ok = -ENOMEM;
+		goto out;
+	}
+	c->root = g->ps;
+	for (i = 0; i < g->n && ok == 1; i++)
+		if (pp_xfer_arcs(c, 0, t->hosts[i], agg[i], 1,
+				 wpath + i * PP_MAX_HOPS, wlen[i]))
+			ok = -ENOMEM;
+	for (i = 0; i < nn && ok == 1; i++) {
+		int k;
+
+		if (!used[i])
+			continue;
+		k = pp_mf_take_path(m2, i, g->ps, edges, PP_MAX_HOPS);
+		if (k < 0) {
+			ok = -EINVAL;
+			break;
+		}
+		for (j = 0; j < k; j++)
+			arcs[j] = edges[j] / 2;
+		if (pp_xfer_arcs(c, 0, i, g->ps, 1, arcs, k))
+			ok = -ENOMEM;
+	}
+	if (ok == 1 && pp_bc_tree(t, c, g->ps, NULL))
+		ok = -ENOMEM;
+out:
+	pp_mf_free(m);
+	pp_mf_free(m2);
+	free(sink);
+	free(agg);
+	free(wpath);
+	free(wlen);
+	free(used);
+	free(res);
+	return ok;
+}
+
 /* 1 feasible (plan written to p if set), 0 not, -errno. */
 static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 {
@@ -115,6 +232,10 @@ static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 	int edges[PP_MAX_HOPS], arcs[PP_MAX_HOPS], nord = 0;
 	struct pp_class *c;
 
+	if (strategy == 6) {
+		ok = try_raw_first(g, r, p);
+		goto out;
+	}
 	if (!ord || !acc || !apath || !alen || !used || !key || !res) {
 		ok = -ENOMEM;
 		goto out;
@@ -130,10 +251,18 @@ static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 			long long in = in_units(g, s, r);
 
 			key[s] = (in < k ? in : k) + 1e-6 * g->near[s];
+		} else if (strategy == 3) {	/* nearest the PS first */
+			key[s] = -g->dps[s] + 1e-6 * g->near[s];
+		} else if (strategy == 5) {
+			/* filled below from the relaxation's flows */
+		} else if (strategy == 4) {	/* biggest first */
+			key[s] = (k < 1e9 ? k : 1e9) + 1e-6 * g->near[s];
 		} else {
 			key[s] = g->near[s] + 1e-9 * (k < 1e9 ? k : 1e9);
 		}
 	}
+	if (strategy == 5)	/* what the relaxation sends each switch */
+		relax_load(g, r, key);
 	sort_key = key;
 	qsort(ord, nord, sizeof(int), by_key);
 	if (strategy == 0)	/* lean: just enough switches */
@@ -288,6 +417,34 @@ static int relax_ok(struct grid *g, double r)
 	return ok;
 }
 
+/* key[s] = workers the relaxation's max-flow sends to switch s. */
+static void relax_load(struct grid *g, double r, double *key)
+{
+	struct topo *t = g->t;
+	int nn = t->nnodes, S = nn, T = nn + 1, i;
+	int *e = malloc((g->nc + 1) * sizeof(int));
+	struct pp_mf *m = arc_net(t, r, NULL);
+
+	if (!m || !e)
+		goto out;
+	for (i = 0; i < 2 * t->nlinks; i++)
+		if (g->bcarc[i] && pp_mf_cap(m, 2 * i) >= 1)
+			pp_mf_set_cap(m, 2 * i, pp_mf_cap(m, 2 * i) - 1);
+	for (i = 0; i < g->n; i++)
+		pp_mf_edge(m, S, t->hosts[i], 1);
+	for (i = 0; i < g->nc; i++)
+		e[i] = pp_mf_edge(m, g->cand[i], T,
+				  units(t->node[g->cand[i]].cap, r));
+	pp_mf_edge(m, g->ps, T, g->n);
+	pp_mf_run(m, S, T, g->n);
+	for (i = 0; i < g->nc; i++)
+		key[g->cand[i]] = e[i] >= 0 ? pp_mf_flow(m, e[i]) +
+			1e-6 * g->near[g->cand[i]] : 0;
+out:
+	pp_mf_free(m);
+	free(e);
+}
+
 int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	      char *err, size_t errlen)
 {
@@ -304,8 +461,9 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	g.cand = malloc((t->nnodes + 1) * sizeof(int));
 	g.near = calloc(t->nnodes, sizeof(int));
 	g.bcarc = calloc(2 * t->nlinks + 1, 1);
+	g.dps = calloc(t->nnodes, sizeof(int));
 	caps = malloc((2 * t->nlinks + t->nnodes + 1) * sizeof(double));
-	if (!g.cand || !g.near || !g.bcarc || !caps)
+	if (!g.cand || !g.near || !g.bcarc || !g.dps || !caps)
 		goto out;
 	{
 		struct pp_plan tmp;
@@ -323,6 +481,7 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		if (t->node[i].ina && t->node[i].cap > 0) {
 			g.cand[g.nc++] = i;
 			caps[ncap++] = t->node[i].cap;
+			g.dps[i] = topo_route(t, i, g.ps, rt, PP_MAX_HOPS);
 		}
 	for (i = 0; i < 2 * t->nlinks; i++)
 		caps[ncap++] = topo_arc_gbps(t, i);
@@ -346,7 +505,7 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	while (hi - lo > 1) {
 		int mid = (lo + hi) / 2, s, f = 0;
 
-		for (s = 0; s < 3 && !f; s++) {
+		for (s = 0; s < GRID_ORDERS && !f; s++) {
 			f = try_rate(&g, bp[mid], s, NULL);
 			if (f < 0) {
 				ret = f;
@@ -363,7 +522,7 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		ret = -EINVAL;
 		goto out;
 	}
-	for (strat = 0; strat < 3; strat++)
+	for (strat = 0; strat < GRID_ORDERS; strat++)
 		if (try_rate(&g, bp[lo], strat, NULL) == 1)
 			break;
 	ret = try_rate(&g, bp[lo], strat, p);
@@ -392,6 +551,7 @@ out:
 	free(g.cand);
 	free(g.near);
 	free(g.bcarc);
+	free(g.dps);
 	free(caps);
 	free(bp);
 	return ret;
