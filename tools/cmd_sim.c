@@ -478,8 +478,11 @@ int cmd_sim(int argc, char **argv)
 			ret = RINX_EXIT_USAGE;
 			goto out;
 		}
-		if (nr == (int)(sizeof(rows) / sizeof(rows[0])))
-			break;
+		if (nr == (int)(sizeof(rows) / sizeof(rows[0]))) {
+			fprintf(stderr, "rinxctl sim: at most %d schemes\n", nr);
+			ret = RINX_EXIT_USAGE;
+			goto out;
+		}
 		r = &rows[nr++];
 		memset(r, 0, sizeof(*r));
 		r->scheme = pl->name;

@@ -29,7 +29,8 @@
  *
  * Upper bound (a relaxation, exact in stream units): the raw streams alone
  * must reach aggregators within their capacities, and the at most P
- * streams the PS can take must cover every worker. The plan reports both;
+ * streams the PS can take must cover every worker (a switch covering no
+ * more than its capacity and its incoming links allow). The plan reports both;
  * where they meet the plan is optimal.
  */
 #include <errno.h>
@@ -386,8 +387,20 @@ static int relax_ok(struct grid *g, double r)
 
 	if (!k)
 		return 1;
-	for (i = 0; i < g->nc; i++)
-		k[i] = units(t->node[g->cand[i]].cap, r);
+	/* a switch sums no more streams than its links can bring it (less
+	 * the result's multicast tree) */
+	for (i = 0; i < g->nc; i++) {
+		int s = g->cand[i], a;
+		long long in = 0;
+
+		for (a = t->off[s]; a < t->off[s + 1]; a++) {
+			int arc = t->adj[a] ^ 1;	/* into s */
+
+			in += units(topo_arc_gbps(t, arc), r) - !!g->bcarc[arc];
+		}
+		k[i] = units(t->node[s].cap, r);
+		k[i] = in < k[i] ? in : k[i];
+	}
 	qsort(k, g->nc, sizeof(long long), cmp_ll_desc);
 	/* every stream into the PS covers one switch's workers or one
 	 * worker; the best P streams must cover all */

@@ -157,6 +157,34 @@ static const int *dist_to(struct topo *t, int dst)
 	return d;
 }
 
+static const struct topo *name_sort_t;
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(name_sort_t->node[*(const int *)a].name,
+		      name_sort_t->node[*(const int *)b].name);
+}
+
+/* Names must be unique; files small enough are checked line by line in
+ * topo_add_node, everything here in n log n. */
+static int check_names(const struct topo *t, char *err, size_t errlen)
+{
+	int *ix = malloc((t->nnodes + 1) * sizeof(int)), i, ret = 0;
+
+	if (!ix)
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	for (i = 0; i < t->nnodes; i++)
+		ix[i] = i;
+	name_sort_t = t;
+	qsort(ix, t->nnodes, sizeof(int), by_name);
+	for (i = 1; i < t->nnodes && !ret; i++)
+		if (!strcmp(t->node[ix[i]].name, t->node[ix[i - 1]].name))
+			ret = seterr(err, errlen, -EINVAL, "duplicate name '%s'",
+				     t->node[ix[i]].name);
+	free(ix);
+	return ret;
+}
+
 int topo_finish(struct topo *t, char *err, size_t errlen)
 {
 	int i, *cnt, nh = 0, np = 0;
@@ -164,6 +192,9 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 	if (t->nnodes > TOPO_MAX_NODES)
 		return seterr(err, errlen, -E2BIG, "%d nodes: at most %d",
 			      t->nnodes, TOPO_MAX_NODES);
+	i = check_names(t, err, errlen);
+	if (i)
+		return i;
 	free(t->off);
 	free(t->adj);
 	free(t->hosts);
