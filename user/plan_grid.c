@@ -24,7 +24,8 @@
  * priority orders are tried (lean: fewest switches covering all workers
  * by nearness; all by nearness; by what a switch can absorb; nearest the
  * PS first; biggest capacity first; most workers in the relaxation's
- * max-flow below first); and the other way round: raw streams first, then
+ * max-flow below first; farthest from the workers, i.e. core-most,
+ * first); and the other way round: raw streams first, then
  * the aggregated streams of the switches that got workers.
  *
  * Upper bound (a relaxation, exact in stream units): the raw streams alone
@@ -47,9 +48,10 @@ struct grid {
 	int *near;		/* per node: workers it is nearest INA for */
 	char *bcarc;		/* arcs of the result's multicast tree */
 	int *dps;		/* per node: hops to the PS */
+	int *dw;		/* per node: hops from the nearest worker */
 };
 
-#define GRID_ORDERS	7
+#define GRID_ORDERS	8
 
 static void relax_load(struct grid *g, double r, double *key);
 
@@ -233,7 +235,7 @@ static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 	int edges[PP_MAX_HOPS], arcs[PP_MAX_HOPS], nord = 0;
 	struct pp_class *c;
 
-	if (strategy == 6) {
+	if (strategy == 6) {	/* raw streams first */
 		ok = try_raw_first(g, r, p);
 		goto out;
 	}
@@ -254,6 +256,10 @@ static int try_rate(struct grid *g, double r, int strategy, struct pp_plan *p)
 			key[s] = (in < k ? in : k) + 1e-6 * g->near[s];
 		} else if (strategy == 3) {	/* nearest the PS first */
 			key[s] = -g->dps[s] + 1e-6 * g->near[s];
+		} else if (strategy == 7) {	/* core-most first */
+			long long in = in_units(g, s, r);
+
+			key[s] = g->dw[s] + 1e-3 * (in < k ? in : k);
 		} else if (strategy == 5) {
 			/* filled below from the relaxation's flows */
 		} else if (strategy == 4) {	/* biggest first */
@@ -475,9 +481,35 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	g.near = calloc(t->nnodes, sizeof(int));
 	g.bcarc = calloc(2 * t->nlinks + 1, 1);
 	g.dps = calloc(t->nnodes, sizeof(int));
+	g.dw = malloc((t->nnodes + 1) * sizeof(int));
 	caps = malloc((2 * t->nlinks + t->nnodes + 1) * sizeof(double));
-	if (!g.cand || !g.near || !g.bcarc || !g.dps || !caps)
+	if (!g.cand || !g.near || !g.bcarc || !g.dps || !g.dw || !caps)
 		goto out;
+	{	/* hops from the nearest worker: BFS from all of them */
+		int qh = 0, qt = 0, *q = malloc((t->nnodes + 1) * sizeof(int));
+
+		if (!q)
+			goto out;
+		for (i = 0; i < t->nnodes; i++)
+			g.dw[i] = -1;
+		for (i = 0; i < g.n; i++) {
+			g.dw[t->hosts[i]] = 0;
+			q[qt++] = t->hosts[i];
+		}
+		while (qh < qt) {
+			int u = q[qh++], a;
+
+			for (a = t->off[u]; a < t->off[u + 1]; a++) {
+				int v = topo_arc_to(t, t->adj[a]);
+
+				if (g.dw[v] < 0) {
+					g.dw[v] = g.dw[u] + 1;
+					q[qt++] = v;
+				}
+			}
+		}
+		free(q);
+	}
 	{
 		struct pp_plan tmp;
 		struct pp_class *c;
@@ -565,6 +597,7 @@ out:
 	free(g.near);
 	free(g.bcarc);
 	free(g.dps);
+	free(g.dw);
 	free(caps);
 	free(bp);
 	return ret;
