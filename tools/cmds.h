@@ -31,6 +31,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_peer(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 /* "switch,none,agent" -> enum rinx_ina per rack; how many, or -1. */
 int testbed_parse_ina(const char *list, int *kinds, int max);

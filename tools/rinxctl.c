@@ -33,6 +33,9 @@ static const struct rinx_cmd cmds[] = {
 	{ "peer", cmd_peer, "mpi --spec FILE [options]", "the same sweep by Open MPI over TCP" },
 	{ "compare", cmd_compare, "--spec FILE [options]",
 	  "rinx vs Open MPI and Gloo on the testbed: interleaved, verified, CPU" },
+	{ "sim", cmd_sim, "(--scenario NAME | --topo FILE | --gen SPEC) [options]",
+	  "plan with ring, tree, H-AR, PS, ATP, SwitchML, Rina, GRID or forest and\n"
+	  "           simulate the allreduce (fluid model); no root needed" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -75,7 +78,8 @@ int main(int argc, char **argv)
 	}
 	for (c = cmds; c->name; c++)
 		if (!strcmp(c->name, argv[i])) {
-			if (geteuid() != 0 && strcmp(c->name, "plan")) {
+			if (geteuid() != 0 && strcmp(c->name, "plan") &&
+			    strcmp(c->name, "sim")) {
 				fprintf(stderr, "rinxctl %s: must run as root "
 					"(BPF, XDP, namespaces)\n", c->name);
 				return RINX_EXIT_NOPERM;
