@@ -155,6 +155,7 @@ struct rinx_comm {
 	struct cc {
 		__u64 t;		/* last update */
 		__u64 stored, marked;	/* cursor counts at t */
+		__u32 claimed;		/* cursor next at t */
 		double rate;		/* own blocks per second; 0: unpaced */
 		double alpha;		/* smoothed fraction of marked blocks */
 		double target;		/* rate before the last cut */
@@ -1389,7 +1390,7 @@ RINX_API int rinx_comm_stats(const struct rinx_comm *c,
 #define RTO_FIRST_NS	10000000ull	/* no progress for 10 ms: repair */
 /* Blocks asked for or sent again per repair: enough for every block a
  * round loses at a few percent, few enough for the AF_XDP rings. */
-#define REPAIR_MAX	256
+#define REPAIR_MAX	32
 #define REPAIR_AHEAD	2	/* ... per class past its last finished one */
 #define RTO_MAX_NS	1000000000ull
 
@@ -1521,8 +1522,10 @@ static int send_block(struct rinx_req *r, __u32 b)
 #define CC_AI		50.0		/* blocks/s added per clean update */
 #define CC_CALM		8
 #define CC_FR		5		/* fast-recovery intervals */
-static double CC_AI_DIV = 8;
+#define CC_AI_DIV	8		/* the step stays below rate / 8 */
 #define CC_MIN_RATE	200.0		/* blocks/s: never starve */
+#define CC_USED		0.8		/* share of the rate that must be
+					 * used before it may grow */
 
 static int pace_ok(struct rinx_cursor *cur, __u64 now)
 {
@@ -1547,22 +1550,19 @@ static void cc_update(struct rinx_req *r, __u64 now)
 	__u64 stored = __atomic_load_n(&cur->stored, __ATOMIC_RELAXED);
 	__u64 marked = __atomic_load_n(&cur->marked, __ATOMIC_RELAXED);
 	__u64 ds = stored - cc->stored, dm = marked - cc->marked;
+	__u32 next = __atomic_load_n(&cur->next, __ATOMIC_RELAXED);
+	/* own blocks that left in the interval (the cursor restarts with
+	 * every round) */
+	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
 	__u64 hold = c->srtt > CC_INTERVAL_NS ? c->srtt : CC_INTERVAL_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f;
 
-	if (getenv("RINX_AI_DIV"))
-		CC_AI_DIV = atof(getenv("RINX_AI_DIV"));
-	if (getenv("RINX_PACE_FIXED")) {
-		cc->rate = atof(getenv("RINX_PACE_FIXED"));
-		__atomic_store_n(&cur->gap_ns, (__u32)(1e9 / cc->rate), __ATOMIC_RELAXED);
-		c->st.pace_rate = (uint64_t)cc->rate;
-		return;
-	}
 	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
 		/* first call, or after an idle spell: a fresh interval */
 		cc->t = now;
 		cc->stored = stored;
 		cc->marked = marked;
+		cc->claimed = next;
 		return;
 	}
 	if (now - cc->t < CC_INTERVAL_NS || ds < CC_MIN_STORED)
@@ -1585,6 +1585,11 @@ static void cc_update(struct rinx_req *r, __u64 now)
 		cc->calm = 0;
 		cc->cut = now;
 		c->st.cc_cuts++;
+	} else if (!dm && cc->rate &&
+		   (double)sent / dt < CC_USED * cc->rate) {
+		/* the rank did not send at its rate (the round's tail, a
+		 * slow trainer): a clean interval proves nothing about a
+		 * higher one (as TCP validates its window, RFC 7661) */
 	} else if (!dm && cc->rate) {
 		/* DCQCN's recovery: halfway back to the rate before the cut
 		 * for CC_FR clean intervals, then the target grows by a step
@@ -1603,13 +1608,10 @@ static void cc_update(struct rinx_req *r, __u64 now)
 			 __ATOMIC_RELAXED);
 	c->st.ecn_marked += dm;
 	c->st.pace_rate = (uint64_t)cc->rate;
-	if (getenv("RINX_CC_TRACE") && c->rank == 0)
-		fprintf(stderr, "cc %llu ds %llu dm %llu rate %.0f alpha %.3f claimed %u head %u nown %u srtt %llu\n",
-			(unsigned long long)(now / 1000), (unsigned long long)ds, (unsigned long long)dm, cc->rate, cc->alpha,
-			c->cursors[c->slot].next, r->head, r->nown, (unsigned long long)c->srtt/1000);
 	cc->t = now;
 	cc->stored = stored;
 	cc->marked = marked;
+	cc->claimed = next;
 }
 
 static int send_own(struct rinx_req *r)
