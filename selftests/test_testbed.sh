@@ -154,13 +154,17 @@ done
 
 # frames: python3 sending/capturing raw frames on eth0 (optional)
 frames_py='
-import socket, struct, sys, time
+import os, socket, struct, sys, time
 def mac(s): return bytes(int(x, 16) for x in s.split(":"))
 if sys.argv[1] == "recv":
+    # recv SECONDS READY DONE: says READY once bound; stops SECONDS after
+    # the start, or half a second after DONE appears
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-    s.bind(("eth0", 0)); s.settimeout(0.2)
+    s.bind(("eth0", 0)); s.settimeout(0.1)
+    open(sys.argv[3], "w").close()
     end = time.time() + float(sys.argv[2])
     while time.time() < end:
+        if os.path.exists(sys.argv[4]): end = min(end, time.time() + 0.5)
         try: d, a = s.recvfrom(4096)
         except socket.timeout: continue
         if a[2] == socket.PACKET_OUTGOING or len(d) < 42: continue
@@ -235,16 +239,22 @@ for mode in native generic; do
 	if command -v python3 >/dev/null; then
 		cap=$(mktemp -d)
 		for h in 0 1 2 3; do
-			ip netns exec "${P}h$h" python3 -c "$frames_py" recv 2 \
-				>"$cap/h$h" 2>&1 &
+			ip netns exec "${P}h$h" python3 -c "$frames_py" recv 20 \
+				"$cap/ready$h" "$cap/done" >"$cap/h$h" 2>&1 &
 		done
-		sleep 0.6
+		# the receivers are up (bounded: they stop by themselves)
+		for i in $(seq 100); do
+			[ -e "$cap/ready0" ] && [ -e "$cap/ready1" ] &&
+				[ -e "$cap/ready2" ] && [ -e "$cap/ready3" ] && break
+			sleep 0.1
+		done
 		ip netns exec "${P}h2" python3 -c "$frames_py" send \
 			03:72:78:01:00:01 $H2MAC 10.71.1.1 10.71.0.1 all
 		ip netns exec "${P}h2" python3 -c "$frames_py" send \
 			03:72:78:01:00:00 $H2MAC 10.71.1.1 10.71.1.2 hosts
 		ip netns exec "${P}h2" python3 -c "$frames_py" send \
 			$H2MAC $H2MAC 10.71.1.1 10.71.1.1 self
+		touch "$cap/done"
 		wait
 		for h in 0 1 2 3; do
 			sed "s/^/h$h /" "$cap/h$h"
