@@ -133,7 +133,7 @@ while [ $left -gt 0 ]; do
 	for ((r = 0; r < n; r++)); do
 		[ -n "${rc[$r]:-}" ] && continue
 		if ! kill -0 "${pids[$r]}" 2>/dev/null; then
-			wait "${pids[$r]}"
+			wait "${pids[$r]}" 2>/dev/null
 			rc[$r]=$?
 			left=$((left - 1))
 			[ "${rc[$r]}" -ne 0 ] && [ $failed_at -eq 0 ] && failed_at=$SECONDS

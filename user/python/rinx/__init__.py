@@ -13,10 +13,12 @@ float32 or int32. librinx works on their memory directly; nothing is copied
 in Python. `rinx.torch.allreduce_hook` is a DistributedDataParallel
 communication hook. docs/python.md has the details.
 """
+import atexit
 import ctypes
 import errno as _errno
 import os
 import threading
+import weakref
 
 from . import _lib
 
@@ -34,6 +36,20 @@ BLOCK_VALUES = 768
 PLANS = ("ring", "rina")
 
 _lib_handle = _lib.load()
+
+# Communicators still open. A process that exits without closing one
+# (sys.exit, an uncaught exception) would leave its job installed on the
+# node, and the job's slot busy for the next job: close them at exit.
+_open_comms = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for c in list(_open_comms):
+        try:
+            c.close()
+        except Exception:
+            pass
 
 
 # ---- errors ----
@@ -274,6 +290,7 @@ class Comm:
         if ret:
             _raise("rinx_comm_open", ret, _text(None))
         self._c = c
+        _open_comms.add(self)
         self.rank = _lib_handle.rinx_comm_rank(c)
         self.size = _lib_handle.rinx_comm_size(c)
         self.job = opts.job
@@ -295,6 +312,12 @@ class Comm:
         world = kw.pop("world_size", None)
         if world is None:
             world = _env_int("WORLD_SIZE", True)
+            hosts = _read_spec(spec)[0]
+            if world != hosts:
+                raise _config_error(
+                    "rinx.Comm.from_env", "WORLD_SIZE=%d but spec %s has %d "
+                    "hosts: rinx runs one rank per host of the spec"
+                    % (world, spec, hosts))
         job = kw.pop("job", None)
         if job is None:
             job = _env_int("RINX_JOB", True)
