@@ -2,7 +2,8 @@
 #
 # make            build everything into $(OUT)
 # make demo       install missing packages, build, run the demo allreduce
-# make check      install missing packages, build, run every test
+# make check      install missing packages (with the Python group), build,
+#                 run every test
 # make V=1        show the commands
 
 OUT	?= build
@@ -138,6 +139,7 @@ demo:
 
 check:
 	$(Q)tools/deps.sh build
+	$(Q)tools/deps.sh python
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory abi-check
 	$(Q)selftests/run.sh $(OUT)

@@ -341,6 +341,12 @@ def phase_sums(comm):
         cmp_f32("rinx.torch.allreduce_future #%d: the mean within "
                 "bound/n" % k, t.numpy(), 20 + k, average=True)
 
+    t = torch.from_numpy(gen_i32(25, RANK, 3000))
+    f = rinx.torch.allreduce_future(comm, t, average=False)
+    nops += 1
+    cmp_i32("rinx.torch.allreduce_future, average=False: int32 exact sums",
+            f.wait().numpy(), 25)
+
     class Bucket:      # what the hook uses of dist.GradBucket
         def __init__(self, t):
             self.t = t
