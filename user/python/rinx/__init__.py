@@ -259,6 +259,9 @@ class Comm:
         if job is None:
             raise _config_error("rinx.Comm", "job= is required: a job id "
                                 "!= 0, the same on every rank")
+        if not 0 <= int(job) < 1 << 32 or not 0 <= int(token) < 1 << 32:
+            raise _config_error("rinx.Comm", "job %d / token %d: both are "
+                                "unsigned 32-bit numbers" % (job, token))
         hosts, implied = _read_spec(spec)
         _check_plan(plan, spec, implied)
         if world_size is not None and world_size != hosts:
@@ -270,9 +273,11 @@ class Comm:
             raise _config_error("rinx.Comm", "rank %d is not in spec %s "
                                 "(%d hosts: ranks 0..%d)"
                                 % (rank, spec, hosts, hosts - 1))
-        self._lock = threading.Lock()
+        # reentrant: a request freed by the garbage collector inside a
+        # locked section cancels itself under the same lock
+        self._lock = threading.RLock()
         self._c = None
-        self._active = None
+        self._active = None     # weak reference to the request in flight
         self._on_close = []     # callables run once the comm is closed
         self.plan = implied
         self.spec = spec
@@ -282,7 +287,7 @@ class Comm:
         opts.node = None
         opts.rank = int(rank)
         opts.job = int(job)
-        opts.token = int(token) & 0xffffffff
+        opts.token = int(token)
         opts.timeout_ms = int(timeout_ms)
         opts.inflight = int(inflight)
         c = ctypes.c_void_p()
@@ -337,10 +342,11 @@ class Comm:
         with self._lock:
             if self._c is None:
                 return
-            if self._active is not None:
+            r = self._active() if self._active is not None else None
+            if r is not None:
                 # librinx frees the request with the communicator
-                self._active._forget()
-                self._active = None
+                r._forget()
+            self._active = None
             _lib_handle.rinx_comm_close(self._c)
             self._c = None
             hooks, self._on_close = self._on_close, []
@@ -369,6 +375,10 @@ class Comm:
             return "<rinx.Comm closed>"
         return "<rinx.Comm rank %d of %d, job %d, %s plan>" % (
             self.rank, self.size, self.job, self.plan)
+
+    def _forget(self, req):
+        if self._active is not None and self._active() in (req, None):
+            self._active = None
 
     def _handle(self, op):
         if self._c is None:
@@ -402,7 +412,8 @@ class Comm:
             if ret:
                 _raise("rinx_allreduce_start", ret, _text(c))
             r = Request(self, req, x)
-            self._active = r
+            # weak: a request nobody holds any more is cancelled (__del__)
+            self._active = weakref.ref(r)
         return r
 
     def stats(self):
@@ -452,8 +463,7 @@ class Request:
         """Called with the communicator's lock held, after librinx freed
         the request (any return but -ETIMEDOUT from rinx_wait)."""
         self._req = None
-        if self._comm._active is self:
-            self._comm._active = None
+        self._comm._forget(self)
         if ret < 0:
             _raise(op, ret, _text(self._comm._c))
         self._done = True
@@ -504,8 +514,7 @@ class Request:
         if self._req is not None:
             _lib_handle.rinx_cancel(self._req)
             self._req = None
-        if self._comm._active is self:
-            self._comm._active = None
+        self._comm._forget(self)
 
     def cancel(self):
         """Abandons the request; the tensor's contents are undefined."""

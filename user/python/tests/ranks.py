@@ -186,6 +186,8 @@ def phase_config(spec, job):
            "/nonexistent/rinx.spec")
     raises("ConfigError: job is required", rinx.ConfigError,
            lambda: rinx.Comm(spec, RANK), "job")
+    raises("ConfigError: job id beyond 32 bits", rinx.ConfigError,
+           lambda: rinx.Comm(spec, RANK, job=(1 << 32) + job), "32-bit")
     # librinx's own check, its text carried by the exception
     raises("ConfigError from librinx: job 0", rinx.ConfigError,
            lambda: rinx.Comm(spec, RANK, job=0), "rinx_comm_open",
@@ -327,6 +329,20 @@ def phase_sums(comm):
     req.wait()
     nops += 1
     cmp_i32("the first request completes correctly after BusyError", x, 18)
+
+    # a request dropped before any progress is cancelled on every rank
+    # alike: the communicator is free again and the next sum is right
+    req = comm.start(np.ones(4 * BV, np.float32))
+    del req
+    x = gen_i32(19, RANK, count)
+    try:
+        comm.allreduce(x)
+        nops += 1
+        cmp_i32("a dropped request is cancelled: the next allreduce works",
+                x, 19)
+    except rinx.Error as e:
+        check("a dropped request is cancelled: the next allreduce works",
+              False, e)
 
     # hook path: three tensors queued back to back, averaged
     ts = [torch.from_numpy(gen_f32(20 + k, RANK, n))
