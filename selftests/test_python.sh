@@ -20,10 +20,12 @@
 # when every rank that reached it passed it and ranks 0-2 all reached it.
 # Every rank's float32 results must be bit-identical.
 #
-# Training: digits (or synthetic) data, 4 ranks, Gloo DDP then DDP with
-# rinx.torch.allreduce_hook in the same processes and seed: parameters
-# compared across ranks (SHA-256 all-gathered) after every step, final
-# accuracies within 0.5 percentage points, the hook used for every bucket.
+# Training: digits (or synthetic) data, 4 ranks, Gloo DDP, DDP with
+# rinx.torch.allreduce_hook, and rinx.osp in the same processes and seed:
+# parameters compared across ranks (SHA-256 all-gathered) after every step,
+# final accuracies within 0.5 percentage points, the hook used for every
+# bucket; OSP's staleness bound (one stage-2 sum in flight) and a
+# correction per step.
 #
 #   selftests/test_python.sh [builddir]
 #
@@ -151,14 +153,14 @@ ok $? "binding: ranks 0-2 exit 0, rank 3 killed (exits: $codes)"
 ndig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" | wc -l)
 ddig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" |
 	cut -f2,3 | sort -u | wc -l)
-[ "$ndig" -eq 8 ] && [ "$ddig" -eq 2 ]
-ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 8 and 2)"
+[ "$ndig" -eq 12 ] && [ "$ddig" -eq 3 ]
+ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 12 and 3)"
 
 # ---- DDP: Gloo, then the rinx hook ----
 t0=$SECONDS
 RINX_JOB=$((job + 3)) timeout -k 5 300 "$run" --spec "$spec" --build "$build" \
 	--time 240 --logs "$logs/train" \
-	-- --backend gloo,rinx --epochs $EPOCHS --check step >"$logs/train.out" 2>&1
+	-- --backend gloo,rinx,osp --epochs $EPOCHS --check step >"$logs/train.out" 2>&1
 rc=$?
 grep -vE '^\[rank [1-9]\]' "$logs/train.out" | diag
 echo "# training: $((SECONDS - t0)) s"
@@ -194,6 +196,25 @@ print("%d\trinx hook: %d allreduces over %d steps (%.2f buckets per step), "
 print("%d\tsame data and steps: %d epochs, %d steps each" % (
       not (g["steps"] == x["steps"] and g["epochs"] == x["epochs"]),
       x["epochs"], x["steps"]))
+o = r.get("osp")
+if not o:
+    print("1\tosp: no result"); print("1\t-"); sys.exit()
+lost = (g["accuracy"] - o["accuracy"]) * 100
+print("%d\tosp: accuracy %.2f%%, %.2f pp below gloo (max %s)" % (
+      not (lost <= float(os.environ["MAX_PP"]) and
+           o["accuracy"] >= float(os.environ["MIN_ACC"])),
+      o["accuracy"] * 100, lost, os.environ["MAX_PP"]))
+os_ = o["osp"]
+print("%d\tosp: %d steps, %d corrections, at most %d stage-2 sum in flight, "
+      "stage 2 = %d of %d elements, agreed parameters identical after every "
+      "step and all at every epoch end (%d checks)" % (
+      not (os_["corrections"] == os_["steps"] == o["steps"] > 0 and
+           os_["max_inflight"] == 1 and os_["stage2_elements"] > 0 and
+           o["checks_passed"] == o["steps"] + o["epochs"] and
+           o["check_detects_one_ulp"]),
+      os_["steps"], os_["corrections"], os_["max_inflight"],
+      os_["stage2_elements"], os_["stage1_elements"] + os_["stage2_elements"],
+      o["checks_passed"]))
 ' 2>&1)
 nv=0
 while IFS=$'\t' read -r st what; do
@@ -202,8 +223,8 @@ while IFS=$'\t' read -r st what; do
 	*) echo "$st $what" | diag ;;
 	esac
 done <<<"$verdict"
-[ $nv -eq 4 ]
-ok $? "training: results parsed ($nv of 4 verdicts)"
+[ $nv -eq 6 ]
+ok $? "training: results parsed ($nv of 6 verdicts)"
 
 "$rinxctl" testbed down "$P" 2>&1 | diag
 [ -z "$(ours)" ] && [ ! -e "$spec" ]

@@ -55,6 +55,8 @@ def parse_args():
                         "or every epoch")
     p.add_argument("--timeout-ms", type=int, default=20000,
                    help="rinx: bound of one allreduce")
+    p.add_argument("--osp-split", type=float, default=0.5,
+                   help="osp: share of the parameters in stage 1")
     p.add_argument("--skew-step", type=int, default=-1,
                    help="test of the check: after this step the last rank "
                         "changes one parameter by one ulp")
@@ -91,8 +93,10 @@ def load_data(kind, seed):
 
 
 def param_digest(model):
+    """SHA-256 of a model's parameters (or of a list of tensors)."""
     h = hashlib.sha256()
-    for p in model.parameters():
+    ts = model.parameters() if hasattr(model, "parameters") else model
+    for p in ts:
         h.update(p.detach().contiguous().numpy().tobytes())
     return h.digest()
 
@@ -139,12 +143,24 @@ def train(a, backend, comm, data, rank, world):
     # comment invites setting this): small buckets, several per step, so
     # that the hook's pipeline is exercised
     dist._DEFAULT_FIRST_BUCKET_BYTES = int(a.bucket_mb * (1 << 20))
-    model = DDP(net, bucket_cap_mb=a.bucket_mb)
+    osp = None
+    if backend == "osp":
+        # no DDP: OSP reduces and updates itself; rank 0's start, as DDP
+        import rinx.osp
+        for p in net.parameters():
+            dist.broadcast(p.data, 0)
+        model = net
+        osp = rinx.osp.OSP(comm, net.parameters(), lr=a.lr, momentum=0.9,
+                           split=a.osp_split)
+        opt = None
+    else:
+        model = DDP(net, bucket_cap_mb=a.bucket_mb)
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     if backend == "rinx":
         import rinx.torch
         model.register_comm_hook(comm, rinx.torch.allreduce_hook)
+    if comm is not None:
         st0 = comm.stats()
-    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     check_ok = check_the_check(net, rank, world)
     if not check_ok:
         print("train: rank %d: the parameter check did not see a one-ulp "
@@ -169,10 +185,13 @@ def train(a, backend, comm, data, rank, world):
         for s in range(steps_per_epoch):
             idx = mine[s * a.batch:(s + 1) * a.batch]
             ts = time.time()
-            opt.zero_grad()
+            model.zero_grad()
             loss = F.cross_entropy(model(xtr[idx]), ytr[idx])
             loss.backward()
-            opt.step()
+            if osp is not None:
+                osp.step()
+            else:
+                opt.step()
             t_train += time.time() - ts
             loss_v = loss.item()
             if step == a.skew_step and rank == world - 1:
@@ -182,7 +201,10 @@ def train(a, backend, comm, data, rank, world):
                                               np.float32(np.inf)))
             step += 1
             if a.check == "step":
-                ok, digs = same_everywhere(net, world)
+                # OSP: the parameters all ranks agree on (stage 2 before
+                # its pending local step)
+                ok, digs = same_everywhere(
+                    net if osp is None else [osp.synced()], world)
                 checks += 1
                 if not ok:
                     print("train: %s: rank %d: parameters differ between "
@@ -193,7 +215,9 @@ def train(a, backend, comm, data, rank, world):
             if a.steps and step >= a.steps:
                 done = True
                 break
-        if a.check == "epoch":
+        if osp is not None:
+            osp.finish()    # every parameter synchronized at epoch ends
+        if a.check == "epoch" or osp is not None:
             ok, digs = same_everywhere(net, world)
             checks += 1
             if not ok:
@@ -217,7 +241,12 @@ def train(a, backend, comm, data, rank, world):
         "s_per_step": t_train / max(step, 1),
         "seconds": time.time() - t0,
     }
-    if backend == "rinx":
+    if osp is not None:
+        result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
+                         "stage2_elements": osp.n2, "steps": osp.steps,
+                         "corrections": osp.corrections,
+                         "max_inflight": osp.max_inflight}
+    if comm is not None:
         st = comm.stats()
         d = {k: st[k] - st0[k] for k in ("ops", "bytes", "timeouts",
                                          "repairs", "slow_path")}
@@ -232,14 +261,14 @@ def main():
     world = int(os.environ["WORLD_SIZE"])
     backends = a.backend.split(",")
     for b in backends:
-        if b not in ("rinx", "gloo"):
-            sys.exit("train: --backend: rinx, gloo or a list of them, not %r"
-                     % b)
+        if b not in ("rinx", "gloo", "osp"):
+            sys.exit("train: --backend: rinx, gloo, osp or a list of them, "
+                     "not %r" % b)
     torch.set_num_threads(1)    # one core per rank at most, no oversubscription
 
     dist.init_process_group("gloo", rank=rank, world_size=world)
     comm = None
-    if "rinx" in backends:
+    if "rinx" in backends or "osp" in backends:
         import rinx
         comm = rinx.Comm.from_env(timeout_ms=a.timeout_ms)
     data = load_data(a.data, a.seed)
