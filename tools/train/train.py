@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """Data-parallel training of a small classifier with PyTorch DDP, gradients
-reduced by rinx (--backend rinx, the default) or by Gloo (--backend gloo).
+reduced by rinx (--backend rinx, the default) or by Gloo (--backend gloo),
+or with rinx's OSP in place of DDP and the optimizer (--backend osp); a
+comma-separated list runs them one after the other in the same processes.
 
 One process per rank, started as torchrun starts them: RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT in the environment (tools/train/run.sh does that on
@@ -13,7 +15,9 @@ same data order and the same batches, so with the same --seed they differ
 only in how the gradient sums are rounded. After every step (--check step,
 the default) or every epoch (--check epoch) each rank hashes its parameters
 and the digests are all-gathered through the Gloo process group: any
-difference between ranks fails the run (exit 3).
+difference between ranks fails the run (exit 3). For OSP the parameters
+compared after a step are the agreed ones (rinx.osp.OSP.synced), and all
+of them at every epoch end.
 
 Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
 every epoch, final loss, steps, seconds per step, parameter digest, and for

@@ -21,11 +21,12 @@ stage 2 the rest. Each step:
    with the next forward and backward pass) and meanwhile moves the stage-2
    parameters with this rank's local gradient (LGP).
 
-Consistency: stage-1 parameters are identical on every rank after every
-step; stage-2 parameters are identical after every correction, and between
-two corrections differ from them by one local-gradient step at most
-(staleness bound 1: at most one stage-2 sum in flight). `synced()` returns
-the parameters as all ranks agree on them.
+Consistency, given the gradients each rank computed: stage-1 parameters
+get the synchronous (BSP) update and are identical on every rank after every
+step; stage 2's agreed value (`synced()`) is identical on every rank and
+trails the synchronous update by one step; the stage-2 parameters the next
+forward pass sees are one local-gradient step from it (staleness bound 1:
+at most one stage-2 sum in flight). After `finish()` everything is agreed.
 """
 import torch
 
