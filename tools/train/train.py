@@ -61,6 +61,10 @@ def parse_args():
                    help="rinx: bound of one allreduce")
     p.add_argument("--osp-split", type=float, default=0.5,
                    help="osp: share of the parameters in stage 1")
+    p.add_argument("--slow-rank", type=int, default=-1,
+                   help="a straggler: this rank sleeps --slow-ms every "
+                        "step between forward and backward pass")
+    p.add_argument("--slow-ms", type=float, default=5.0)
     p.add_argument("--skew-step", type=int, default=-1,
                    help="test of the check: after this step the last rank "
                         "changes one parameter by one ulp")
@@ -191,6 +195,8 @@ def train(a, backend, comm, data, rank, world):
             ts = time.time()
             model.zero_grad()
             loss = F.cross_entropy(model(xtr[idx]), ytr[idx])
+            if rank == a.slow_rank:
+                time.sleep(a.slow_ms / 1000)
             loss.backward()
             if osp is not None:
                 osp.step()
@@ -243,6 +249,7 @@ def train(a, backend, comm, data, rank, world):
         "check_detects_one_ulp": check_ok,
         "digest": param_digest(net).hex(),
         "s_per_step": t_train / max(step, 1),
+        "slow_rank": a.slow_rank, "slow_ms": a.slow_ms,
         "seconds": time.time() - t0,
     }
     if osp is not None:
