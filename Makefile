@@ -2,7 +2,8 @@
 #
 # make            build everything into $(OUT)
 # make demo       install missing packages, build, run the demo allreduce
-# make check      install missing packages, build, run every test
+# make check      install missing packages (with the Python group), build,
+#                 run every test
 # make V=1        show the commands
 
 OUT	?= build
@@ -50,12 +51,16 @@ TOOL_OBJ	:= $(patsubst tools/%.c,$(OUT)/tools/%.o,$(TOOL_SRC))
 TEST_SRC	:= $(wildcard selftests/*.c)
 TEST_BIN	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,$(TEST_SRC))
 
+PY_SRC		:= $(wildcard user/python/rinx/*.py)
+PY_PKG		:= $(patsubst user/python/%,$(OUT)/python/%,$(PY_SRC)) \
+		   $(OUT)/python/rinx/librinx.so
+
 LIB_A		:= $(OUT)/librinx.a
 LIB_SO		:= $(OUT)/librinx.so
 RINXCTL		:= $(OUT)/rinxctl
 
 .PHONY: all deps demo check clean abi-check soak
-all: $(RINXCTL) $(LIB_SO) $(TEST_BIN) $(OUT)/rinxctl.8
+all: $(RINXCTL) $(LIB_SO) $(TEST_BIN) $(OUT)/rinxctl.8 $(PY_PKG)
 
 deps:
 	$(Q)tools/deps.sh build
@@ -81,6 +86,18 @@ $(LIB_A): $(LIB_OBJ)
 $(LIB_SO): $(LIB_OBJ) user/librinx.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -Wl,--version-script=user/librinx.map -o $@ $(LIB_OBJ) $(LIBS)
+
+# The Python package: its modules and the library beside them, so that
+# PYTHONPATH=$(OUT)/python is all a trainer needs (docs/python.md).
+$(OUT)/python/rinx/%.py: user/python/rinx/%.py
+	$(call msg,PY,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
+
+$(OUT)/python/rinx/librinx.so: $(LIB_SO)
+	$(call msg,CP,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
 
 $(OUT)/tools/%.o: tools/%.c $(UAPI_H) $(USER_H) $(wildcard tools/*.h) $(SKELS) Makefile
 	$(call msg,CC,$@)
@@ -122,6 +139,7 @@ demo:
 
 check:
 	$(Q)tools/deps.sh build
+	$(Q)tools/deps.sh python
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory abi-check
 	$(Q)selftests/run.sh $(OUT)

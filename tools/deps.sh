@@ -4,12 +4,15 @@
 #   deps.sh build   compiler, BPF toolchain, libraries, iproute2
 #   deps.sh peers   Open MPI and PyTorch (side-by-side benchmark)
 #   deps.sh plot    plotting for `rinxctl bench --plot`
+#   deps.sh python  the Python package and its training example (PyTorch,
+#                   NumPy, scikit-learn's bundled digits data set)
 set -e
 case "${1:-build}" in
 build) pkgs="make gcc clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev pkg-config iproute2 iputils-ping linux-libc-dev" ;;
 peers) pkgs="openmpi-bin libopenmpi-dev python3-torch util-linux" ;;
 plot)  pkgs="gnuplot-nox" ;;
-*) echo "usage: $0 build|peers|plot" >&2; exit 2 ;;
+python) pkgs="python3 python3-torch python3-numpy python3-sklearn" ;;
+*) echo "usage: $0 build|peers|plot|python" >&2; exit 2 ;;
 esac
 missing=
 for p in $pkgs; do

@@ -1,0 +1,239 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# The Python package on the testbed: the binding (user/python/tests/ranks.py
+# in every host namespace) and the DDP training example (tools/train) with
+# the rinx hook against plain Gloo DDP. Both started by tools/train/run.sh,
+# one process per host, environment as torchrun sets it.
+#
+#              <P>t0              ToR: rinx_switch on p0..p3
+#         p0 /  p1|  p2|  \ p3
+#       eth0   eth0  eth0  eth0   host program on eth0, window 2048 blocks
+#      <P>h0  <P>h1  <P>h2  <P>h3 one Python process per host (rank 0..3)
+#
+# Binding: types and errors (TypeError / ValueError / rinx.ConfigError ...),
+# in-place sums of numpy arrays and torch tensors compared element by element
+# with a numpy reference (int32 exact, float32 within rinx.f32_bound),
+# asynchronous requests, BusyError, the hook's futures, stats, closed
+# communicators; then rank 3 is killed and ranks 0-2 must raise
+# rinx.TimeoutError naming it within the timeout (1.5 s). A check passes
+# when every rank that reached it passed it and ranks 0-2 all reached it.
+# Every rank's float32 results must be bit-identical.
+#
+# Training: digits (or synthetic) data, 4 ranks, Gloo DDP, DDP with
+# rinx.torch.allreduce_hook, and rinx.osp in the same processes and seed:
+# parameters compared across ranks (SHA-256 all-gathered) after every step,
+# final accuracies within 0.5 percentage points, the hook used for every
+# bucket; OSP's staleness bound (one stage-2 sum in flight) and a
+# correction per step.
+#
+#   selftests/test_python.sh [builddir]
+#
+# TAP output. Exit 0 pass, 1 fail, 4 skip (reason printed).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-${RINX_BUILD:-$root/build}}
+build=$(cd "$build" 2>/dev/null && pwd || echo "$build")
+rinxctl=$build/rinxctl
+python=/usr/bin/python3
+run=$root/tools/train/run.sh
+P=rxY$$
+EPOCHS=6		# 114 steps of 4 x 16 samples
+MAX_PP=0.5		# accuracy difference allowed, percentage points
+MIN_ACC=0.85		# a run that learns nothing would match trivially
+DEAD_MS=1500
+n=0
+fail=0
+logs=
+up=0
+
+ok() {	# ok COND-EXIT-STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fail=$((fail + 1))
+	fi
+}
+
+diag() { sed 's/^/# /'; }
+
+ours() {
+	ip netns list 2>/dev/null | awk '{print $1}' |
+		grep -E "^${P}(h[0-9]+|t[0-9]+|sp)\$"
+}
+
+cleanup() {
+	local ns
+
+	if [ $up -eq 1 ]; then
+		"$rinxctl" testbed down "$P" >/dev/null 2>&1
+		for ns in $(ours); do
+			ip netns del "$ns" 2>/dev/null
+		done
+	fi
+	[ -n "$logs" ] && rm -rf "$logs"
+}
+
+skip() { echo "1..0 # SKIP $*"; exit 4; }
+
+[ "$(id -u)" = 0 ] || skip "needs root (namespaces, XDP)"
+[ -x "$python" ] || skip "$python missing (tools/deps.sh python)"
+"$python" -c 'import numpy, torch' 2>/dev/null ||
+	skip "python3-torch or python3-numpy missing (tools/deps.sh python)"
+[ -x "$rinxctl" ] || skip "$rinxctl not built (make)"
+[ -f "$build/python/rinx/__init__.py" ] || skip "$build/python/rinx not built (make)"
+for tool in ip timeout awk; do
+	command -v $tool >/dev/null || skip "$tool not installed"
+done
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+logs=$(mktemp -d)
+
+# jobs J (slot 1), J+1, J+2 (binding), J+3 (training): four different
+# slots, so the job the killed rank leaves behind is in nobody's way
+job=$((0x100001 + (RANDOM % 4096) * 64))
+
+up=1
+out=$("$rinxctl" testbed up --hosts 4 --prefix "$P" --window 2048 2>&1)
+rc=$?
+echo "$out" | diag
+ok $rc "testbed up (4 hosts, prefix $P)"
+spec=/run/rinx-testbed/$P.spec
+if [ $rc -ne 0 ]; then
+	echo "Bail out! no testbed"
+	exit 1
+fi
+
+# ---- the binding ----
+t0=$SECONDS
+RINX_JOB=$job timeout -k 5 240 "$run" --spec "$spec" --build "$build" \
+	--time 180 --logs "$logs/binding" --script "$root/user/python/tests/ranks.py" \
+	-- --header "$root/user/librinx.h" --uapi "$root/uapi/rinx.h" \
+	--dead-timeout-ms $DEAD_MS >"$logs/binding.out" 2>&1
+grep -v $'^\\[rank [0-9]\\] check\t[^\t]*\t1\t' "$logs/binding.out" | diag
+echo "# binding: $((SECONDS - t0)) s"
+
+# one TAP line per check name, in the order rank 0 reported them
+checks=$(awk -F'\t' '
+	/^\[rank [0-9]+\] check\t/ {
+		r = substr($1, 7) + 0
+		name = $2
+		if (!(name in seen)) { seen[name] = 1; order[++k] = name }
+		if (r < 3) reached[name]++
+		if ($3 != 1) { bad[name] = bad[name] " rank " r ": " $4 }
+	}
+	END {
+		for (i = 1; i <= k; i++) {
+			nm = order[i]
+			if (reached[nm] < 3)
+				bad[nm] = bad[nm] " reached by " reached[nm] " of ranks 0-2"
+			print (nm in bad ? "1" : "0") "\t" nm "\t" bad[nm]
+		}
+	}' "$logs/binding.out")
+nchecks=0
+while IFS=$'\t' read -r st name why; do
+	[ -n "$name" ] || continue
+	nchecks=$((nchecks + 1))
+	ok "$st" "binding: $name"
+	[ "$st" = 0 ] || echo "$why" | diag
+done <<<"$checks"
+ndone=$(grep -cE $'^\\[rank [012]\\] phase\tdone\t' "$logs/binding.out")
+[ $nchecks -gt 0 ] && [ "$ndone" -eq 3 ]
+ok $? "binding: ranks 0-2 ran every phase to the end ($ndone of 3; $nchecks checks)"
+
+codes=$(grep -E '^# rank [0-9]+: exit' "$logs/binding.out" | awk '{print $5}' | tr '\n' ' ')
+[ "$codes" = "0 0 0 killed " ] || [ "$codes" = "0 0 0 137 " ]
+ok $? "binding: ranks 0-2 exit 0, rank 3 killed (exits: $codes)"
+
+ndig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" | wc -l)
+ddig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" |
+	cut -f2,3 | sort -u | wc -l)
+[ "$ndig" -eq 12 ] && [ "$ddig" -eq 3 ]
+ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 12 and 3)"
+
+# ---- DDP: Gloo, then the rinx hook ----
+t0=$SECONDS
+RINX_JOB=$((job + 3)) timeout -k 5 300 "$run" --spec "$spec" --build "$build" \
+	--time 240 --logs "$logs/train" \
+	-- --backend gloo,rinx,osp --epochs $EPOCHS --check step >"$logs/train.out" 2>&1
+rc=$?
+grep -vE '^\[rank [1-9]\]' "$logs/train.out" | diag
+echo "# training: $((SECONDS - t0)) s"
+ok $rc "training: every rank exits 0 (parameters identical after every step)"
+
+verdict=$(grep -E '^\[rank 0\] result ' "$logs/train.out" | sed 's/^\[rank 0\] result //' |
+	MAX_PP=$MAX_PP MIN_ACC=$MIN_ACC "$python" -c '
+import json, os, sys
+r = {}
+for line in sys.stdin:
+    d = json.loads(line)
+    r[d["backend"]] = d
+g, x = r.get("gloo"), r.get("rinx")
+if not g or not x:
+    print("1\tresults missing: %s" % sorted(r)); print("1\t-"); print("1\t-")
+    print("1\t-"); sys.exit()
+pp = abs(g["accuracy"] - x["accuracy"]) * 100
+lo = min(g["accuracy"], x["accuracy"])
+print("%d\taccuracy gloo %.2f%% rinx %.2f%%, difference %.2f pp (max %s), "
+      "both >= %s" % (not (pp <= float(os.environ["MAX_PP"]) and
+                           lo >= float(os.environ["MIN_ACC"])),
+                      g["accuracy"] * 100, x["accuracy"] * 100, pp,
+                      os.environ["MAX_PP"], os.environ["MIN_ACC"]))
+both = all(d["checks_passed"] == d["steps"] > 0 and d["check"] == "step" and
+           d["check_detects_one_ulp"] for d in (g, x))
+print("%d\tparameters compared after each of %d/%d steps, the check sees "
+      "one ulp" % (not both, g["checks_passed"], x["checks_passed"]))
+ops = x["rinx"]["ops"]
+print("%d\trinx hook: %d allreduces over %d steps (%.2f buckets per step), "
+      "%d timeouts" % (not (ops > x["steps"] and
+                            x["rinx"]["timeouts"] == 0), ops, x["steps"],
+                       x["rinx"]["ops_per_step"], x["rinx"]["timeouts"]))
+print("%d\tsame data and steps: %d epochs, %d steps each" % (
+      not (g["steps"] == x["steps"] and g["epochs"] == x["epochs"]),
+      x["epochs"], x["steps"]))
+o = r.get("osp")
+if not o:
+    print("1\tosp: no result"); print("1\t-"); sys.exit()
+lost = (g["accuracy"] - o["accuracy"]) * 100
+print("%d\tosp: accuracy %.2f%%, %.2f pp below gloo (max %s)" % (
+      not (lost <= float(os.environ["MAX_PP"]) and
+           o["accuracy"] >= float(os.environ["MIN_ACC"])),
+      o["accuracy"] * 100, lost, os.environ["MAX_PP"]))
+os_ = o["osp"]
+print("%d\tosp: %d steps, %d corrections, at most %d stage-2 sum in flight, "
+      "stage 2 = %d of %d elements, agreed parameters identical after every "
+      "step and all at every epoch end (%d checks)" % (
+      not (os_["corrections"] == os_["steps"] == o["steps"] > 0 and
+           os_["max_inflight"] == 1 and os_["stage2_elements"] > 0 and
+           o["checks_passed"] == o["steps"] + o["epochs"] and
+           o["check_detects_one_ulp"]),
+      os_["steps"], os_["corrections"], os_["max_inflight"],
+      os_["stage2_elements"], os_["stage1_elements"] + os_["stage2_elements"],
+      o["checks_passed"]))
+' 2>&1)
+nv=0
+while IFS=$'\t' read -r st what; do
+	case $st in
+	0|1) ok "$st" "training: $what"; nv=$((nv + 1)) ;;
+	*) echo "$st $what" | diag ;;
+	esac
+done <<<"$verdict"
+[ $nv -eq 6 ]
+ok $? "training: results parsed ($nv of 6 verdicts)"
+
+"$rinxctl" testbed down "$P" 2>&1 | diag
+[ -z "$(ours)" ] && [ ! -e "$spec" ]
+ok $? "testbed down, no namespace or spec left"
+up=0
+
+echo "1..$n"
+if [ $fail -ne 0 ]; then
+	echo "# $fail of $n failed"
+	exit 1
+fi
+exit 0

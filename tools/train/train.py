@@ -1,0 +1,297 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""Data-parallel training of a small classifier with PyTorch DDP, gradients
+reduced by rinx (--backend rinx, the default) or by Gloo (--backend gloo),
+or with rinx's OSP in place of DDP and the optimizer (--backend osp); a
+comma-separated list runs them one after the other in the same processes.
+
+One process per rank, started as torchrun starts them: RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT in the environment (tools/train/run.sh does that on
+the testbed), plus RINX_SPEC, RINX_JOB (and RINX_TOKEN) for rinx. Nothing is
+downloaded: the data set is scikit-learn's bundled 8x8 digits (1797 images)
+when scikit-learn is installed, else a synthetic 10-class problem.
+
+Both backends see the same initial parameters (DDP broadcasts rank 0's), the
+same data order and the same batches, so with the same --seed they differ
+only in how the gradient sums are rounded. After every step (--check step,
+the default) or every epoch (--check epoch) each rank hashes its parameters
+and the digests are all-gathered through the Gloo process group: any
+difference between ranks fails the run (exit 3). For OSP the parameters
+compared after a step are the agreed ones (rinx.osp.OSP.synced), and all
+of them at every epoch end.
+
+Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
+every epoch, final loss, steps, seconds per step, parameter digest, and for
+rinx the communicator's counters.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--backend", default="rinx",
+                   help="rinx, gloo, or a comma-separated list run one "
+                        "after the other in the same processes")
+    p.add_argument("--data", choices=("auto", "digits", "synthetic"),
+                   default="auto")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--steps", type=int, default=0,
+                   help="stop after this many steps (0: all epochs)")
+    p.add_argument("--batch", type=int, default=16, help="per rank")
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bucket-mb", type=float, default=0.01,
+                   help="DDP bucket size (small: several buckets per step)")
+    p.add_argument("--check", choices=("step", "epoch"), default="step",
+                   help="compare the ranks' parameters after every step "
+                        "or every epoch")
+    p.add_argument("--timeout-ms", type=int, default=20000,
+                   help="rinx: bound of one allreduce")
+    p.add_argument("--osp-split", type=float, default=0.5,
+                   help="osp: share of the parameters in stage 1")
+    p.add_argument("--slow-rank", type=int, default=-1,
+                   help="a straggler: this rank sleeps --slow-ms every "
+                        "step between forward and backward pass")
+    p.add_argument("--slow-ms", type=float, default=5.0)
+    p.add_argument("--skew-step", type=int, default=-1,
+                   help="test of the check: after this step the last rank "
+                        "changes one parameter by one ulp")
+    return p.parse_args()
+
+
+def load_data(kind, seed):
+    """(x_train, y_train, x_test, y_test, name), the same on every rank."""
+    if kind in ("auto", "digits"):
+        try:
+            from sklearn.datasets import load_digits
+        except ImportError:
+            if kind == "digits":
+                sys.exit("train: --data digits needs scikit-learn "
+                         "(tools/deps.sh python)")
+        else:
+            d = load_digits()
+            x = d.data.astype(np.float32) / 16.0
+            y = d.target.astype(np.int64)
+            name = "digits"
+            kind = None
+    if kind is not None:
+        # ten Gaussian clusters in 64 dimensions with overlapping tails
+        g = np.random.RandomState(1234)
+        centers = g.normal(0, 1, (10, 64)).astype(np.float32)
+        y = g.randint(0, 10, 4000).astype(np.int64)
+        x = centers[y] + g.normal(0, 1.6, (4000, 64)).astype(np.float32)
+        name = "synthetic"
+    perm = np.random.RandomState(seed).permutation(len(y))
+    ntest = len(y) * 3 // 10
+    te, tr = perm[:ntest], perm[ntest:]
+    return (torch.from_numpy(x[tr]), torch.from_numpy(y[tr]),
+            torch.from_numpy(x[te]), torch.from_numpy(y[te]), name)
+
+
+def param_digest(model):
+    """SHA-256 of a model's parameters (or of a list of tensors)."""
+    h = hashlib.sha256()
+    ts = model.parameters() if hasattr(model, "parameters") else model
+    for p in ts:
+        h.update(p.detach().contiguous().numpy().tobytes())
+    return h.digest()
+
+
+def same_everywhere(model, world):
+    """True when every rank's parameters hash alike (all-gather of the
+    first 8 bytes of each rank's SHA-256 through Gloo)."""
+    mine = torch.tensor([int.from_bytes(param_digest(model)[:8], "little",
+                                        signed=True)], dtype=torch.int64)
+    all_ = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(all_, mine)
+    return all(int(t) == int(mine) for t in all_), [int(t) for t in all_]
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return (model(x).argmax(1) == y).float().mean().item()
+
+
+def check_the_check(net, rank, world):
+    """The parameter check must be able to fail: with one parameter one ulp
+    off on the last rank (put back right after) every rank has to see a
+    difference, and none without it."""
+    with torch.no_grad():
+        w = next(net.parameters()).view(-1)
+        saved = w[0].item()
+        if rank == world - 1:
+            w[0] = float(np.nextafter(np.float32(saved), np.float32(np.inf)))
+        skewed, _ = same_everywhere(net, world)
+        w[0] = saved
+    same, _ = same_everywhere(net, world)
+    return (not skewed) and same
+
+
+def train(a, backend, comm, data, rank, world):
+    """One training run; returns its result dict or exits 3 when the ranks'
+    parameters differ."""
+    xtr, ytr, xte, yte, name = data
+    torch.manual_seed(a.seed + rank)    # DDP's broadcast makes rank 0's win
+    net = nn.Sequential(nn.Linear(xtr.shape[1], a.hidden), nn.ReLU(),
+                        nn.Linear(a.hidden, a.hidden), nn.ReLU(),
+                        nn.Linear(a.hidden, 10))
+    # DDP keeps its first bucket at 1 MiB unless told (the module's own
+    # comment invites setting this): small buckets, several per step, so
+    # that the hook's pipeline is exercised
+    dist._DEFAULT_FIRST_BUCKET_BYTES = int(a.bucket_mb * (1 << 20))
+    osp = None
+    if backend == "osp":
+        # no DDP: OSP reduces and updates itself; rank 0's start, as DDP
+        import rinx.osp
+        for p in net.parameters():
+            dist.broadcast(p.data, 0)
+        model = net
+        osp = rinx.osp.OSP(comm, net.parameters(), lr=a.lr, momentum=0.9,
+                           split=a.osp_split)
+        opt = None
+    else:
+        model = DDP(net, bucket_cap_mb=a.bucket_mb)
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    if backend == "rinx":
+        import rinx.torch
+        model.register_comm_hook(comm, rinx.torch.allreduce_hook)
+    if comm is not None:
+        st0 = comm.stats()
+    check_ok = check_the_check(net, rank, world)
+    if not check_ok:
+        print("train: rank %d: the parameter check did not see a one-ulp "
+              "change" % rank, file=sys.stderr)
+        sys.exit(3)
+
+    per_rank = len(ytr) // world
+    steps_per_epoch = per_rank // a.batch
+    step = 0
+    checks = 0
+    accs = []
+    loss_v = float("nan")
+    t0 = time.time()
+    t_train = 0.0
+    done = False
+    for epoch in range(a.epochs):
+        # the same permutation on every rank, each takes its own slice
+        g = torch.Generator().manual_seed(a.seed * 1000 + epoch)
+        order = torch.randperm(len(ytr), generator=g)
+        mine = order[rank * per_rank:(rank + 1) * per_rank]
+        model.train()
+        for s in range(steps_per_epoch):
+            idx = mine[s * a.batch:(s + 1) * a.batch]
+            ts = time.time()
+            model.zero_grad()
+            loss = F.cross_entropy(model(xtr[idx]), ytr[idx])
+            if rank == a.slow_rank:
+                time.sleep(a.slow_ms / 1000)
+            loss.backward()
+            if osp is not None:
+                osp.step()
+            else:
+                opt.step()
+            t_train += time.time() - ts
+            loss_v = loss.item()
+            if step == a.skew_step and rank == world - 1:
+                with torch.no_grad():
+                    w = next(net.parameters()).view(-1)
+                    w[0] = float(np.nextafter(np.float32(w[0].item()),
+                                              np.float32(np.inf)))
+            step += 1
+            if a.check == "step":
+                # OSP: the parameters all ranks agree on (stage 2 before
+                # its pending local step)
+                ok, digs = same_everywhere(
+                    net if osp is None else [osp.synced()], world)
+                checks += 1
+                if not ok:
+                    print("train: %s: rank %d: parameters differ between "
+                          "ranks after step %d: %s" % (backend, rank, step,
+                                                       digs),
+                          file=sys.stderr)
+                    sys.exit(3)
+            if a.steps and step >= a.steps:
+                done = True
+                break
+        if osp is not None:
+            osp.finish()    # every parameter synchronized at epoch ends
+        if a.check == "epoch" or osp is not None:
+            ok, digs = same_everywhere(net, world)
+            checks += 1
+            if not ok:
+                print("train: %s: rank %d: parameters differ between ranks "
+                      "after epoch %d: %s" % (backend, rank, epoch + 1, digs),
+                      file=sys.stderr)
+                sys.exit(3)
+        model.eval()
+        accs.append(accuracy(net, xte, yte))
+        if done:
+            break
+
+    result = {
+        "backend": backend, "ranks": world, "data": name,
+        "train": len(ytr), "test": len(yte), "seed": a.seed,
+        "epochs": len(accs), "steps": step, "batch_per_rank": a.batch,
+        "accuracy": accs[-1] if accs else None, "accuracy_by_epoch": accs,
+        "loss": loss_v, "check": a.check, "checks_passed": checks,
+        "check_detects_one_ulp": check_ok,
+        "digest": param_digest(net).hex(),
+        "s_per_step": t_train / max(step, 1),
+        "slow_rank": a.slow_rank, "slow_ms": a.slow_ms,
+        "seconds": time.time() - t0,
+    }
+    if osp is not None:
+        result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
+                         "stage2_elements": osp.n2, "steps": osp.steps,
+                         "corrections": osp.corrections,
+                         "max_inflight": osp.max_inflight}
+    if comm is not None:
+        st = comm.stats()
+        d = {k: st[k] - st0[k] for k in ("ops", "bytes", "timeouts",
+                                         "repairs", "slow_path")}
+        d["ops_per_step"] = d["ops"] / max(step, 1)
+        result["rinx"] = d
+    return result
+
+
+def main():
+    a = parse_args()
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    backends = a.backend.split(",")
+    for b in backends:
+        if b not in ("rinx", "gloo", "osp"):
+            sys.exit("train: --backend: rinx, gloo, osp or a list of them, "
+                     "not %r" % b)
+    torch.set_num_threads(1)    # one core per rank at most, no oversubscription
+
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    comm = None
+    if "rinx" in backends or "osp" in backends:
+        import rinx
+        comm = rinx.Comm.from_env(timeout_ms=a.timeout_ms)
+    data = load_data(a.data, a.seed)
+    for b in backends:
+        result = train(a, b, comm, data, rank, world)
+        if rank == 0:
+            print("result " + json.dumps(result), flush=True)
+    if comm is not None:
+        comm.close()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
