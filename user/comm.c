@@ -1757,9 +1757,8 @@ static int collect(struct rinx_req *r)
 		while (r->head < claimed &&
 		       __atomic_load_n(&c->result[c->slot * c->window +
 						  r->own[r->head]].epoch,
-				       __ATOMIC_ACQUIRE) == c->epoch) {
+				       __ATOMIC_ACQUIRE) == c->epoch)
 			r->head++;
-		}
 	}
 	while (r->cursor < r->nb) {
 		const struct rinx_slot *s =
@@ -1864,19 +1863,12 @@ static void req_free(struct rinx_req *r)
 	free(r);
 }
 
-/* One step of progress; 1 = finished, 0 = running, < 0 = error. */
-
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
 {
 	return send_ctl(r->c, to, RINX_T_NACK, step, r->c->epoch, b, r->nb,
 			block_count(r, b));
 }
 
-/* Nothing finished for a while: a frame was lost (or a peer is slow). For
- * every missing block ask the node this one gets the finished block from
- * (NACK, answered in XDP from its stored copy), and send the blocks this
- * rank starts again (every hop is idempotent: a re-driven block only
- * repeats sums and stores). */
 /* Per class, one past the last block of the class finished here (0: none
  * beyond the cursor). The blocks of a class follow one path from one
  * origin, so they finish in order unless one was lost; blocks of different
@@ -1921,10 +1913,14 @@ static __u64 hole_wait(const struct rinx_comm *c)
 	return t > RTO_BLK_MIN_NS ? t : RTO_BLK_MIN_NS;
 }
 
-/* Asks for the holes (missing blocks with a later block of their class
- * finished here) and, after a stall, for the next REPAIR_AHEAD missing
- * blocks of every class too: blocks past the last finished one of their
- * class may simply not be done yet. */
+/* A frame was lost (or a peer is slow): ask the node this one gets the
+ * finished block from for it (NACK, answered in XDP from its stored copy)
+ * and send the own ones again where that cannot help (every hop is
+ * idempotent: a re-driven block only repeats sums and stores). Asks for
+ * the holes (missing blocks with a later block of their class finished
+ * here) and, after a stall, for the next REPAIR_AHEAD missing blocks of
+ * every class too: blocks past the last finished one of their class may
+ * simply not be done yet. */
 static void repair(struct rinx_req *r, int first, int stall)
 {
 	struct rinx_comm *c = r->c;
@@ -1968,6 +1964,7 @@ static void repair(struct rinx_req *r, int first, int stall)
 	x_kick(c->x);
 }
 
+/* One step of progress; 1 = finished, 0 = running, < 0 = error. */
 static int progress(struct rinx_req *r, int *moved)
 {
 	struct rinx_comm *c = r->c;
