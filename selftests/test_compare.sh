@@ -3,9 +3,15 @@
 #
 # rinxctl compare on a 3-host testbed: rinx, Open MPI (tuned and ring) and
 # Gloo, two tiny sizes (4 KiB and one block + 1 element), 2 interleaved runs,
-# every result verified; table, --csv and --json. Needs Open MPI and Debian's
-# python3-torch: when they are missing the test SKIPs (exit 4) instead of
-# installing them (run tools/deps.sh peers to enable it). TAP output.
+# every result verified; table, --csv and --json; the peers on their bridge
+# network (the default), on both networks, and on rate-limited links.
+# Needs Open MPI and Debian's python3-torch: when they are missing the test
+# SKIPs (exit 4) instead of installing them (run tools/deps.sh peers to
+# enable it). TAP output.
+#
+#   rinx:  P h0..h2 -- eth0 -- [P t0: XDP switch] (host programs on eth0)
+#   peers: P-b<pid> h0..h2 -- eth0 -- [P-b<pid> t0: br0] (no XDP), made and
+#          deleted by every compare run
 #
 #   selftests/test_compare.sh [builddir]
 
@@ -14,7 +20,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxK$$
+P=rxC$$
 spec=/run/rinx-testbed/$P.spec
 SIZES=4K,3076
 n=0
@@ -48,32 +54,52 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "1..7"
+# namespaces of the peers' bridge networks of this testbed still there
+leftover() {
+	ip netns list | awk '{print $1}' | grep -c "^$P-b"
+}
+
+echo "1..13"
 out=$("$rinxctl" testbed up --hosts 3 --prefix "$P" 2>&1)
 ok $? "testbed up (3 hosts)"
 [ -f "$spec" ] || { echo "$out" | sed 's/^/# /'; exit 1; }
 
-# table: one row per candidate and size, every verify column ok
+# table: one row per candidate and size, every verify column ok, rinx on
+# the testbed, the peers on the bridge (the default --peer-net)
 out=$(timeout 600 "$rinxctl" compare --spec "$spec" --sizes $SIZES \
 	--iters 2 --no-install 2>&1)
 rc=$?
 ok $rc "compare (table) exits 0"
-rows=$(echo "$out" | awk '$1 ~ /^(rinx-ring|ompi-tuned|ompi-ring|gloo-ring)$/ && $9 == "ok"' | wc -l)
+rows=$(echo "$out" | awk '(($1 == "rinx-ring" && $2 == "testbed") ||
+	($1 ~ /^(ompi-tuned|ompi-ring|gloo-ring)$/ && $2 == "bridge")) &&
+	$10 == "ok"' | wc -l)
 [ "$rows" -eq 8 ]
-ok $? "table: 4 candidates x 2 sizes verified ok ($rows rows)"
+ok $? "table: 4 candidates x 2 sizes verified ok, peers on bridge ($rows rows)"
 [ "$rc" -eq 0 ] && [ "$rows" -eq 8 ] || echo "$out" | sed 's/^/# /'
-echo "$out" | grep -q 'rinx-ring vs ompi-tuned: busbw [0-9.]*x'
-ok $? "table: ratio lines"
+echo "$out" | grep -q 'rinx-ring vs ompi-tuned (bridge): busbw [0-9.]*x'
+ok $? "table: ratio lines name the network"
+echo "$out" | grep -q "^# net bridge .*TSO on the hosts' interfaces: on$"
+ok $? "table: the bridge network keeps TSO on the hosts"
+[ "$(leftover)" -eq 0 ]
+ok $? "no namespace of the bridge network left"
 
-# csv: header + 8 rows, every row verified, 2 runs each
+# csv, both networks (Gloo only): rinx + gloo on bridge + gloo on testbed
 out=$(timeout 600 "$rinxctl" compare --spec "$spec" --sizes $SIZES \
-	--iters 1 --warmup 0 --csv --no-install 2>/dev/null)
-echo "$out" | head -1 | grep -q '^bytes,candidate,algorithm,ranks,runs,median_us' &&
-	[ "$(echo "$out" | grep -c ',true')" -eq 8 ]
-ok $? "--csv: header and 8 verified rows"
+	--iters 1 --warmup 0 --csv --peers gloo --peer-net both \
+	--no-install 2>/dev/null)
+echo "$out" | head -1 |
+	grep -q '^bytes,candidate,network,algorithm,ranks,runs,median_us' &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,rinx-ring,testbed,.*,true,')" -eq 2 ] &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,bridge,.*,true,')" -eq 2 ] &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,testbed,.*,true,')" -eq 2 ]
+ok $? "--csv --peer-net both: header, 6 verified rows on their networks"
 [ $? -eq 0 ] || echo "$out" | sed 's/^/# /'
+[ "$(leftover)" -eq 0 ]
+ok $? "no namespace left after --peer-net both"
 
-# json: one object, peers compared with rinx
+# json on rate-limited links: the bridge is shaped, rows carry util
+"$rinxctl" testbed fault "$P" --rate 500 >/dev/null 2>&1
+ok $? "testbed fault --rate 500"
 out=$(timeout 600 "$rinxctl" compare --spec "$spec" --sizes 4K --iters 1 \
 	--peers gloo --json --no-install 2>/dev/null)
 echo "$out" | /usr/bin/python3 -c '
@@ -81,12 +107,25 @@ import json, sys
 d = json.load(sys.stdin)
 r = {x["candidate"]: x for x in d["results"]}
 assert d["ranks"] == 3 and set(r) == {"rinx-ring", "gloo-ring"}, d
+assert r["rinx-ring"]["network"] == "testbed", r
+assert r["gloo-ring"]["network"] == "bridge", r
 assert all(x["verified"] for x in r.values()), r
 assert r["gloo-ring"]["vs"]["rinx-ring"]["busbw_ratio"] > 0, r
+assert d["slowest_link_mbit"] == 500, d
+assert d["networks"]["bridge"]["tso"] is True, d
+assert d["networks"]["bridge"]["shaped"] == "tbf", d
+for x in r.values():
+	u = x["busbw_gbs"] * 1e9 * 8 / 500e6
+	assert abs(x["util"] - u) <= 2e-3 + 1e-3 * u, (x, u)
 '
-ok $? "--json: parses, candidates, verified, ratios"
+ok $? "--json: networks, verified, ratios, bridge shaped, util = busbw/link"
+[ "$(leftover)" -eq 0 ]
+ok $? "no namespace left after the shaped run"
 
 "$rinxctl" compare --spec "$spec" --peers bogus >/dev/null 2>&1
 [ $? -eq 2 ]
 ok $? "bad --peers is a usage error"
+"$rinxctl" compare --spec "$spec" --peer-net bogus >/dev/null 2>&1
+[ $? -eq 2 ]
+ok $? "bad --peer-net is a usage error"
 exit $((fail > 0))
