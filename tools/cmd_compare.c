@@ -10,6 +10,12 @@
  * torch.distributed over Gloo (tools/peers/gloo_bench.py with Debian's
  * /usr/bin/python3), one rank per host namespace for all of them.
  *
+ * Networks: rinx runs on the testbed. The peers run on the testbed's hosts
+ * copied into a bridge network (tools/peernet.c: kernel bridges, no XDP,
+ * so TCP keeps the GSO that XDP on a veth takes from its peer; ports shaped
+ * to the testbed's rates and buffers), on the testbed itself, or on both
+ * (--peer-net); every row names its network.
+ *
  * Interleaving: for run index j = 0..iters-1, every candidate (in an order
  * rotated by j) sweeps every size once: warm-up runs, then one timed run,
  * verified. Machine drift over the minutes of a comparison thus hits every
@@ -1014,7 +1020,7 @@ static int write_plot(const struct cmp_opts *o, struct cand *cs, int nc)
 static const char compare_usage[] =
 "--spec FILE [options]\n"
 "rinx against Open MPI (TCP; tuned choice and forced ring) and PyTorch Gloo\n"
-"on the same testbed, one rank per host namespace, interleaved: for every run\n"
+"on the same hosts, one rank per host namespace, interleaved: for every run\n"
 "index each candidate sweeps every size once (warm-up, one timed run), so\n"
 "drift hits all alike; every result of every candidate is verified.\n"
 "  --spec FILE      testbed spec; repeat it for more rinx candidates of the\n"
