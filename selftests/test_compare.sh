@@ -114,11 +114,14 @@ assert r["gloo-ring"]["vs"]["rinx-ring"]["busbw_ratio"] > 0, r
 assert d["slowest_link_mbit"] == 500, d
 assert d["networks"]["bridge"]["tso"] is True, d
 assert d["networks"]["bridge"]["shaped"] == "tbf", d
+assert d["networks"]["bridge"]["ecn_marks"] is True, d
+c = {x["name"]: x for x in d["candidates"]}
+assert c["gloo-ring"]["ce_packets"] >= 0, c
 for x in r.values():
 	u = x["busbw_gbs"] * 1e9 * 8 / 500e6
 	assert abs(x["util"] - u) <= 2e-3 + 1e-3 * u, (x, u)
 '
-ok $? "--json: networks, verified, ratios, bridge shaped, util = busbw/link"
+ok $? "--json: networks, verified, ratios, bridge shaped and marking, util = busbw/link"
 [ "$(leftover)" -eq 0 ]
 ok $? "no namespace left after the shaped run"
 

@@ -74,6 +74,7 @@ struct cand {
 	int ring;		/* K_MPI: force the ring */
 	int net;		/* enum cand_net */
 	__u64 tx_bytes, tx_pkts;	/* sent by the hosts' interfaces */
+	__u64 ce;		/* IPv4 packets the hosts received with CE */
 	int failed;
 	double us[BENCH_MAX_SIZES][CMP_MAX_RUNS];
 	int nus[BENCH_MAX_SIZES];
@@ -279,19 +280,24 @@ static const struct rinx_spec *cand_spec(const struct cmp_opts *o,
 	return c->net == NET_BRIDGE ? &o->pn.spec : &o->spec[0];
 }
 
-/* Bytes and packets the hosts of s have sent so far. */
-static void tx_sum(const struct rinx_spec *s, __u64 *bytes, __u64 *pkts)
+/* Bytes and packets the hosts of s have sent so far, CE packets they
+ * received. */
+static void tx_sum(const struct rinx_spec *s, __u64 *bytes, __u64 *pkts,
+		   __u64 *ce)
 {
 	__u64 b, p;
 	int i;
 
-	*bytes = *pkts = 0;
-	for (i = 0; i < s->nhosts; i++)
+	*bytes = *pkts = *ce = 0;
+	for (i = 0; i < s->nhosts; i++) {
 		if (!peernet_tx(s->hosts[i].netns, s->hosts[i].ifname, &b,
 				&p)) {
 			*bytes += b;
 			*pkts += p;
 		}
+		if (!peernet_ce(s->hosts[i].netns, &b))
+			*ce += b;
+	}
 }
 
 /* TSO of the hosts of s: 1 when on for all, 0 when off for all, -1 mixed
@@ -542,6 +548,52 @@ static int run_gloo(const struct cmp_opts *o, struct cand *c)
 
 /* ---- the peers' bridge network ---- */
 
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#else
+#define MULTIARCH "."
+#endif
+
+/*
+ * The CE marker of a bridge port (tools/peers/ecn_mark.bpf.c) built for
+ * one rate, buffer and threshold into <bindir>/peers/ (once; again when the
+ * source is newer). 0, or -errno and out = "".
+ */
+static int build_marker(const struct cmp_opts *o, const struct pn_port *p,
+			__u32 ecn, char *out, size_t len)
+{
+	char src[PATH_MAX + 64], dir[PATH_MAX + 8], dr[32], db[32], de[32];
+	char *cc[] = { "clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3",
+		       "-Wall", "-Werror", "-I/usr/include/" MULTIARCH, dr, db,
+		       de, "-c", src, "-o", out, NULL };
+	struct stat a, b;
+	int ret;
+
+	snprintf(src, sizeof(src), "%s/tools/peers/ecn_mark.bpf.c", o->root);
+	snprintf(dir, sizeof(dir), "%s/peers", o->bindir);
+	snprintf(dr, sizeof(dr), "-DRATE_MBIT=%u", p->rate_mbit);
+	snprintf(db, sizeof(db), "-DBUFFER=%u", p->buffer);
+	snprintf(de, sizeof(de), "-DECN_BYTES=%u", ecn);
+	ret = snprintf(out, len, "%s/ecn_mark-%u-%u-%u.o", dir, p->rate_mbit,
+		       p->buffer, ecn);
+	if (ret < 0 || (size_t)ret >= len) {
+		*out = 0;
+		return -ENAMETOOLONG;
+	}
+	if (!stat(out, &a) && !stat(src, &b) && a.st_mtime >= b.st_mtime)
+		return 0;
+	mkdir(dir, 0755);
+	ret = proc_in_path("clang") ? run_quiet(cc, 120) : -ENOENT;
+	if (ret) {
+		unlink(out);
+		*out = 0;
+		return ret < 0 ? ret : -EIO;
+	}
+	return 0;
+}
+
 /*
  * The ports of the bridge network get the rate and buffer of the testbed's
  * ports of the same name (read from the switches, so `testbed fault
@@ -549,9 +601,11 @@ static int run_gloo(const struct cmp_opts *o, struct cand *c)
  * cannot be read is shaped from the spec's link= and uplink= with the
  * testbed's default buffers.
  */
-static int bridge_ports(const struct rinx_spec *s, struct pn_port *ports,
+static int bridge_ports(const struct cmp_opts *o, struct pn_port *ports,
 			int max, int *faults)
 {
+	const struct rinx_spec *s = &o->spec[0];
+	__u32 ecn[PN_MAX_PORTS];
 	struct rinx_tb_port_link *pl;
 	char prefix[RINX_NAME_MAX];
 	int n, i, np = 0;
@@ -579,11 +633,12 @@ static int bridge_ports(const struct rinx_spec *s, struct pn_port *ports,
 			 pl[i].ifname);
 		ports[np].rate_mbit = f->rate_mbit;
 		ports[np].buffer = f->buffer;
+		ecn[np] = f->ecn;
 		np++;
 	}
 	free(pl);
 	if (n >= 0)
-		return np;
+		goto markers;
 	/* from the spec */
 	for (i = 0; i < s->nhosts && np < max; i++) {
 		const struct rinx_spec_host *h = &s->hosts[i];
@@ -594,6 +649,7 @@ static int bridge_ports(const struct rinx_spec *s, struct pn_port *ports,
 		snprintf(ports[np].ifname, sizeof(ports[np].ifname), "p%d", i);
 		ports[np].rate_mbit = h->link_mbit;
 		ports[np].buffer = rinx_testbed_buffer_default(h->link_mbit);
+		ecn[np] = rinx_testbed_ecn_default(h->link_mbit);
 		np++;
 	}
 	for (i = 0; s->nracks > 1 && i < s->nracks && np + 1 < max; i++) {
@@ -609,7 +665,24 @@ static int bridge_ports(const struct rinx_spec *s, struct pn_port *ports,
 		ports[np].rate_mbit = ports[np + 1].rate_mbit = r->uplink_mbit;
 		ports[np].buffer = ports[np + 1].buffer =
 			rinx_testbed_buffer_default(r->uplink_mbit);
+		ecn[np] = ecn[np + 1] = rinx_testbed_ecn_default(r->uplink_mbit);
 		np += 2;
+	}
+markers:
+	for (i = 0; i < np; i++) {
+		int ret;
+
+		if (ecn[i] == RINX_SW_ECN_OFF || ecn[i] >= ports[i].buffer)
+			continue;	/* this port never marks */
+		ret = build_marker(o, &ports[i], ecn[i], ports[i].mark_obj,
+				   sizeof(ports[i].mark_obj));
+		if (ret) {
+			fprintf(stderr, "rinxctl compare: cannot build the ECN "
+				"marker of the bridge ports (clang, "
+				"tools/peers/ecn_mark.bpf.c: %s): their queues "
+				"drop but do not mark\n", strerror(-ret));
+			break;
+		}
 	}
 	return np;
 }
@@ -623,7 +696,8 @@ static int bridge_up(struct cmp_opts *o, char *err, size_t len)
 	if (n > 0)
 		fprintf(stderr, "rinxctl compare: deleted %d namespaces left "
 			"by an earlier compare that was killed\n", n);
-	np = bridge_ports(&o->spec[0], ports, PN_MAX_PORTS, &faults);
+	memset(ports, 0, sizeof(ports));
+	np = bridge_ports(o, ports, PN_MAX_PORTS, &faults);
 	if (np < 0) {
 		snprintf(err, len, "reading the testbed's links");
 		return np;
@@ -732,13 +806,16 @@ static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
 	if (util)
 		printf("# util = busbw / slowest link of the spec (%u Mbit/s)"
 		       "%s\n", rinx_spec_min_link(&o->spec[0]),
-		       o->pn.nshaped ? "; bridge ports shaped alike (tbf)" :
-		       "");
+		       !o->pn.nshaped ? "" : o->pn.nmarking ?
+		       "; bridge ports shaped alike (tbf, CE marks)" :
+		       "; bridge ports shaped alike (tbf, no CE marks)");
 	for (i = 0; i < nc; i++) {
 		printf("#   %-11s %-7s %s", cs[i].name, cand_net(&cs[i]),
 		       cs[i].algo);
 		if (cs[i].tx_pkts)
 			printf("; hosts sent %.0f B per packet", mean_pkt(&cs[i]));
+		if (util && cs[i].kind != K_RINX)
+			printf(", received %llu CE", (unsigned long long)cs[i].ce);
 		printf("\n");
 	}
 	for (k = 0; k < o->b.nsizes; k++) {
@@ -879,8 +956,9 @@ static void print_json(const struct cmp_opts *o, struct cand *cs, int nc)
 	for (i = 0; i < NET_MAX; i++)
 		printf("%s\"%s\":{\"tso\":%s%s}", i ? "," : "", net_name[i],
 		       o->tso[i] < 0 ? "null" : o->tso[i] ? "true" : "false",
-		       i == NET_BRIDGE && o->pn.nshaped ?
-		       ",\"shaped\":\"tbf\"" : "");
+		       i == NET_BRIDGE && o->pn.nshaped ? (o->pn.nmarking ?
+		       ",\"shaped\":\"tbf\",\"ecn_marks\":true" :
+		       ",\"shaped\":\"tbf\",\"ecn_marks\":false") : "");
 	printf("},\"candidates\":[");
 	for (i = 0; i < nc; i++) {
 		printf("%s{\"name\":\"%s\",\"network\":\"%s\","
@@ -889,6 +967,9 @@ static void print_json(const struct cmp_opts *o, struct cand *cs, int nc)
 		       cs[i].failed ? "true" : "false");
 		if (cs[i].tx_pkts)
 			printf(",\"tx_bytes_per_packet\":%.0f", mean_pkt(&cs[i]));
+		if (cs[i].kind != K_RINX)
+			printf(",\"ce_packets\":%llu",
+			       (unsigned long long)cs[i].ce);
 		printf("}");
 	}
 	printf("],\"results\":[");
@@ -1216,7 +1297,7 @@ int cmd_compare(int argc, char **argv)
 	static struct cand cs[CMP_MAX_CANDS];
 	char bench[PATH_MAX + 32], shim[PATH_MAX + 32], err[256];
 	int nc = 0, i, j, k, ret, wrong = 0, failed = 0, net, peers = 0;
-	__u64 b0, p0, b1, p1;
+	__u64 b0, p0, ce0, b1, p1, ce1;
 	double t0 = proc_now_s();
 
 	bench_defaults(&o.b);
@@ -1335,7 +1416,7 @@ int cmd_compare(int argc, char **argv)
 				"(%.0f s)\n", j + 1, o.iters, c->name,
 				proc_now_s() - t0);
 			if (c->kind != K_RINX)
-				tx_sum(cand_spec(&o, c), &b0, &p0);
+				tx_sum(cand_spec(&o, c), &b0, &p0, &ce0);
 			if (c->kind == K_RINX)
 				ret = run_rinx(&o, c);
 			else if (c->kind == K_MPI)
@@ -1343,9 +1424,10 @@ int cmd_compare(int argc, char **argv)
 			else
 				ret = run_gloo(&o, c);
 			if (c->kind != K_RINX) {
-				tx_sum(cand_spec(&o, c), &b1, &p1);
+				tx_sum(cand_spec(&o, c), &b1, &p1, &ce1);
 				c->tx_bytes += b1 - b0;
 				c->tx_pkts += p1 - p0;
+				c->ce += ce1 - ce0;
 			}
 			if (ret) {
 				fprintf(stderr, "rinxctl compare: %s failed: "

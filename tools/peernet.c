@@ -18,7 +18,9 @@
  * Ports with a rate get `tbf rate R burst 64K+MTU limit <buffer>` as root
  * qdisc: the frames the bridge sends out of the port (towards the host, or
  * along the uplink) queue at R and are tail-dropped beyond the buffer, as
- * the testbed switch's virtual queue drops them.
+ * the testbed switch's virtual queue drops them. Ports with a mark threshold
+ * also get a tc egress program (tools/peers/ecn_mark.bpf.c) that marks CE
+ * by the testbed's rule, as this kernel has no marking qdisc.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -267,6 +269,42 @@ int peernet_tx(const char *ns, const char *ifname, __u64 *bytes,
 	return found ? 0 : -ENODEV;
 }
 
+int peernet_ce(const char *ns, __u64 *ce)
+{
+	char names[4096], vals[4096];
+	int old, err, found = 0;
+	FILE *f;
+
+	err = rinx_netns_enter(ns, &old);
+	if (err)
+		return err;
+	f = fopen("/proc/net/netstat", "re");
+	err = f ? 0 : -errno;
+	/* pairs of lines: "IpExt: name name ...", "IpExt: value value ..." */
+	while (f && fgets(names, sizeof(names), f) &&
+	       fgets(vals, sizeof(vals), f)) {
+		char *sn = NULL, *sv = NULL, *n, *v;
+
+		if (strncmp(names, "IpExt:", 6))
+			continue;
+		n = strtok_r(names, " \n", &sn);
+		v = strtok_r(vals, " \n", &sv);
+		while ((n = strtok_r(NULL, " \n", &sn)) &&
+		       (v = strtok_r(NULL, " \n", &sv)))
+			if (!strcmp(n, "InCEPkts")) {
+				*ce = strtoull(v, NULL, 10);
+				found = 1;
+			}
+		break;
+	}
+	if (f)
+		fclose(f);
+	rinx_netns_leave(old);
+	if (err)
+		return err;
+	return found ? 0 : -ENOENT;
+}
+
 static int ns_exists(const char *name)
 {
 	char path[RINX_PATH_MAX];
@@ -475,6 +513,13 @@ static int shape(struct peernet *pn, const struct pn_port *ports, int n,
 			pput(&b, "qdisc replace dev %s root handle 1: tbf rate "
 			     "%umbit burst %u limit %u\n", p->ifname,
 			     p->rate_mbit, burst, p->buffer ? p->buffer : burst);
+			if (p->mark_obj[0]) {
+				pput(&b, "qdisc add dev %s clsact\n"
+				     "filter add dev %s egress bpf "
+				     "direct-action obj %s sec tc\n",
+				     p->ifname, p->ifname, p->mark_obj);
+				pn->nmarking++;
+			}
 			any++;
 		}
 		if (!any)

@@ -26,6 +26,9 @@ struct pn_port {
 	char ifname[16];
 	__u32 rate_mbit;	/* 0: not shaped */
 	__u32 buffer;		/* bytes the queue holds */
+	/* tc program that marks CE above the port's threshold
+	 * (tools/peers/ecn_mark.bpf.c built for it); "": no marks */
+	char mark_obj[256];
 };
 
 struct peernet {
@@ -37,6 +40,7 @@ struct peernet {
 	int mtu;
 	int made;			/* namespaces exist */
 	int nshaped;			/* ports with a tbf */
+	int nmarking;			/* ports that mark CE */
 };
 
 /*
@@ -55,6 +59,9 @@ int peernet_reap(void);
 /* TSO of ifname in netns ns as the kernel reports it (ETHTOOL_GTSO): 1 on,
  * 0 off, or -errno. */
 int peernet_tso(const char *ns, const char *ifname);
+/* IPv4 packets ns has received with CE (IpExt InCEPkts: every segment of
+ * a GSO/GRO packet counts). */
+int peernet_ce(const char *ns, __u64 *ce);
 /* Bytes and packets ifname in ns has sent (/proc/net/dev of ns). */
 int peernet_tx(const char *ns, const char *ifname, __u64 *bytes,
 	       __u64 *packets);
