@@ -12,6 +12,8 @@
 #   rinx:  P h0..h2 -- eth0 -- [P t0: XDP switch] (host programs on eth0)
 #   peers: P-b<pid> h0..h2 -- eth0 -- [P-b<pid> t0: br0] (no XDP), made and
 #          deleted by every compare run
+#   marker: Pm eth0 10.9.0.1 -- p0 [ecn_mark: 1 Mbit/s, mark above 3000 B]
+#           Pn 10.9.0.2
 #
 #   selftests/test_compare.sh [builddir]
 
@@ -50,8 +52,12 @@ command -v mpirun >/dev/null && command -v mpicc >/dev/null ||
 	skip "Debian python3-torch not installed (tools/deps.sh peers)"
 
 cleanup() {
+	ip netns del "${P}m" 2>/dev/null
+	ip netns del "${P}n" 2>/dev/null
+	rm -rf "$tmp"
 	"$rinxctl" testbed down "$P" >/dev/null 2>&1
 }
+tmp=$(mktemp -d)
 trap cleanup EXIT
 
 # namespaces of the peers' bridge networks of this testbed still there
@@ -59,7 +65,7 @@ leftover() {
 	ip netns list | awk '{print $1}' | grep -c "^$P-b"
 }
 
-echo "1..13"
+echo "1..16"
 out=$("$rinxctl" testbed up --hosts 3 --prefix "$P" 2>&1)
 ok $? "testbed up (3 hosts)"
 [ -f "$spec" ] || { echo "$out" | sed 's/^/# /'; exit 1; }
@@ -124,6 +130,39 @@ for x in r.values():
 ok $? "--json: networks, verified, ratios, bridge shaped and marking, util = busbw/link"
 [ "$(leftover)" -eq 0 ]
 ok $? "no namespace left after the shaped run"
+
+# The bridge ports' CE marker alone: 30 back-to-back 1442 B pings into a
+# 1 Mbit/s port (nothing drains between them) that marks above 3000 B:
+# the first three arrive at or below 3000 B of backlog, the rest above.
+in_ce() {
+	ip netns exec "${P}m" awk '/^IpExt:/ { if (!h) { for (i = 1; i <= NF; i++)
+		n[i] = $i; h = 1 } else for (i = 1; i <= NF; i++)
+		if (n[i] == "InCEPkts") print $i }' /proc/net/netstat
+}
+clang -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
+	-I/usr/include/"$(gcc -dumpmachine)" -DRATE_MBIT=1 -DBUFFER=100000 \
+	-DECN_BYTES=3000 -c "$here/../tools/peers/ecn_mark.bpf.c" \
+	-o "$tmp/mark.o" &&
+	ip netns add "${P}m" && ip netns add "${P}n" &&
+	ip link add eth0 netns "${P}m" type veth peer name p0 netns "${P}n" &&
+	ip -n "${P}m" addr add 10.9.0.1/24 dev eth0 &&
+	ip -n "${P}n" addr add 10.9.0.2/24 dev p0 &&
+	ip -n "${P}m" link set eth0 up && ip -n "${P}n" link set p0 up &&
+	tc -n "${P}n" qdisc add dev p0 clsact &&
+	tc -n "${P}n" filter add dev p0 egress bpf direct-action \
+		obj "$tmp/mark.o" sec tc
+ok $? "ECN marker built and attached"
+ce0=$(in_ce)
+timeout 20 ip netns exec "${P}n" ping -q -f -c 30 -s 1400 -Q 2 10.9.0.1 \
+	>/dev/null
+ce1=$(in_ce)
+[ $((ce1 - ce0)) -ge 20 ] && [ $((ce1 - ce0)) -le 27 ]
+ok $? "ECN marker: ECT pings above the threshold get CE ($((ce1 - ce0)) of 30)"
+timeout 20 ip netns exec "${P}n" ping -q -f -c 30 -s 1400 -Q 0 10.9.0.1 \
+	>/dev/null
+ce2=$(in_ce)
+[ "$ce2" -eq "$ce1" ]
+ok $? "ECN marker: not-ECT pings are left alone ($((ce2 - ce1)) CE)"
 
 "$rinxctl" compare --spec "$spec" --peers bogus >/dev/null 2>&1
 [ $? -eq 2 ]
