@@ -10,6 +10,12 @@
  * torch.distributed over Gloo (tools/peers/gloo_bench.py with Debian's
  * /usr/bin/python3), one rank per host namespace for all of them.
  *
+ * Networks: rinx runs on the testbed. The peers run on the testbed's hosts
+ * copied into a bridge network (tools/peernet.c: kernel bridges, no XDP,
+ * so TCP keeps the GSO that XDP on a veth takes from its peer; ports shaped
+ * to the testbed's rates and buffers), on the testbed itself, or on both
+ * (--peer-net); every row names its network.
+ *
  * Interleaving: for run index j = 0..iters-1, every candidate (in an order
  * rotated by j) sweeps every size once: warm-up runs, then one timed run,
  * verified. Machine drift over the minutes of a comparison thus hits every
@@ -40,16 +46,25 @@
 #include <arpa/inet.h>
 #include "tools/bench.h"
 #include "tools/cmds.h"
+#include "tools/peernet.h"
 #include "tools/proc.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
 
 #define CMP_MAX_SPECS	4
-#define CMP_MAX_CANDS	(CMP_MAX_SPECS + 3)
+#define CMP_MAX_CANDS	(CMP_MAX_SPECS + 6)
 #define CMP_MAX_RUNS	100
 #define GIB		(1024.0 * 1024.0 * 1024.0)
 
 enum cand_kind { K_RINX, K_MPI, K_GLOO };
+
+/* The network a candidate runs on: rinx always on the testbed; the peers
+ * on the bridge network (tools/peernet.c), on the testbed, or both. */
+enum cand_net { NET_TESTBED, NET_BRIDGE, NET_MAX };
+#define PEER_NET_BRIDGE	(1 << NET_BRIDGE)
+#define PEER_NET_SAME	(1 << NET_TESTBED)
+
+static const char *const net_name[NET_MAX] = { "testbed", "bridge" };
 
 struct cand {
 	char name[32];
@@ -57,6 +72,9 @@ struct cand {
 	int kind;
 	int spec;		/* K_RINX: index into the specs */
 	int ring;		/* K_MPI: force the ring */
+	int net;		/* enum cand_net */
+	__u64 tx_bytes, tx_pkts;	/* sent by the hosts' interfaces */
+	__u64 ce;		/* IPv4 packets the hosts received with CE */
 	int failed;
 	double us[BENCH_MAX_SIZES][CMP_MAX_RUNS];
 	int nus[BENCH_MAX_SIZES];
@@ -74,6 +92,9 @@ struct cmp_opts {
 	char sizes_arg[512];
 	int iters;
 	int mpi_tuned, mpi_ring, gloo;
+	int peer_net;		/* PEER_NET_* */
+	struct peernet pn;	/* the bridge network, while it exists */
+	int tso[NET_MAX];	/* hosts' TSO: 1 on, 0 off, -1 unknown */
 	int csv, json, no_install;
 	const char *plot;
 	int timeout_s;
@@ -84,6 +105,7 @@ struct cmp_opts {
 struct fig {
 	int ok;
 	double med, min, max, algbw, busbw, eps, cpu_gib;
+	double util;		/* busbw / slowest link; -1: no link rates */
 	int verified;
 };
 
@@ -251,6 +273,48 @@ static int build_mpi(const struct cmp_opts *o, char *bench, size_t blen,
 
 /* ---- candidates ---- */
 
+/* The hosts a peer candidate runs on. */
+static const struct rinx_spec *cand_spec(const struct cmp_opts *o,
+					 const struct cand *c)
+{
+	return c->net == NET_BRIDGE ? &o->pn.spec : &o->spec[0];
+}
+
+/* Bytes and packets the hosts of s have sent so far, CE packets they
+ * received. */
+static void tx_sum(const struct rinx_spec *s, __u64 *bytes, __u64 *pkts,
+		   __u64 *ce)
+{
+	__u64 b, p;
+	int i;
+
+	*bytes = *pkts = *ce = 0;
+	for (i = 0; i < s->nhosts; i++) {
+		if (!peernet_tx(s->hosts[i].netns, s->hosts[i].ifname, &b,
+				&p)) {
+			*bytes += b;
+			*pkts += p;
+		}
+		if (!peernet_ce(s->hosts[i].netns, &b))
+			*ce += b;
+	}
+}
+
+/* TSO of the hosts of s: 1 when on for all, 0 when off for all, -1 mixed
+ * or unknown. */
+static int tso_of(const struct rinx_spec *s)
+{
+	int i, t, all = -2;
+
+	for (i = 0; i < s->nhosts; i++) {
+		t = peernet_tso(s->hosts[i].netns, s->hosts[i].ifname);
+		if (t < 0 || (all != -2 && t != all))
+			return -1;
+		all = t;
+	}
+	return all < 0 ? -1 : all;
+}
+
 struct launch {
 	const struct cmp_opts *o;
 	struct cand *c;
@@ -367,7 +431,7 @@ static void on_peer_line(const char *line, void *ctx)
 static int run_mpi(const struct cmp_opts *o, struct cand *c,
 		   const char *bench, const char *shim)
 {
-	const struct rinx_spec *s = &o->spec[0];
+	const struct rinx_spec *s = cand_spec(o, c);
 	const char *ns0 = rinx_spec_rank(s, 0)->netns;
 	const char *ifname = rinx_spec_rank(s, 0)->ifname;
 	char agent[PATH_MAX + 64], dir[] = "/tmp/rinx-compare-XXXXXX";
@@ -437,7 +501,7 @@ static int run_mpi(const struct cmp_opts *o, struct cand *c,
 
 static int run_gloo(const struct cmp_opts *o, struct cand *c)
 {
-	const struct rinx_spec *s = &o->spec[0];
+	const struct rinx_spec *s = cand_spec(o, c);
 	struct launch l = { .o = o, .c = c };
 	char ip[INET_ADDRSTRLEN], *script, *av[4];
 	size_t cap = 4096 + s->nhosts * 1024, n = 0;
@@ -482,6 +546,170 @@ static int run_gloo(const struct cmp_opts *o, struct cand *c)
 	return ret > 0 ? -EIO : ret;
 }
 
+/* ---- the peers' bridge network ---- */
+
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#else
+#define MULTIARCH "."
+#endif
+
+/*
+ * The CE marker of a bridge port (tools/peers/ecn_mark.bpf.c) built for
+ * one rate, buffer and threshold into <bindir>/peers/ (once; again when the
+ * source is newer). 0, or -errno and out = "".
+ */
+static int build_marker(const struct cmp_opts *o, const struct pn_port *p,
+			__u32 ecn, char *out, size_t len)
+{
+	char src[PATH_MAX + 64], dir[PATH_MAX + 8], dr[32], db[32], de[32];
+	char *cc[] = { "clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3",
+		       "-Wall", "-Werror", "-I/usr/include/" MULTIARCH, dr, db,
+		       de, "-c", src, "-o", out, NULL };
+	struct stat a, b;
+	int ret;
+
+	snprintf(src, sizeof(src), "%s/tools/peers/ecn_mark.bpf.c", o->root);
+	snprintf(dir, sizeof(dir), "%s/peers", o->bindir);
+	snprintf(dr, sizeof(dr), "-DRATE_MBIT=%u", p->rate_mbit);
+	snprintf(db, sizeof(db), "-DBUFFER=%u", p->buffer);
+	snprintf(de, sizeof(de), "-DECN_BYTES=%u", ecn);
+	ret = snprintf(out, len, "%s/ecn_mark-%u-%u-%u.o", dir, p->rate_mbit,
+		       p->buffer, ecn);
+	if (ret < 0 || (size_t)ret >= len) {
+		*out = 0;
+		return -ENAMETOOLONG;
+	}
+	if (!stat(out, &a) && !stat(src, &b) && a.st_mtime >= b.st_mtime)
+		return 0;
+	mkdir(dir, 0755);
+	ret = proc_in_path("clang") ? run_quiet(cc, 120) : -ENOENT;
+	if (ret) {
+		unlink(out);
+		*out = 0;
+		return ret < 0 ? ret : -EIO;
+	}
+	return 0;
+}
+
+/*
+ * The ports of the bridge network get the rate and buffer of the testbed's
+ * ports of the same name (read from the switches, so `testbed fault
+ * --rate/--buffer` on one port is mirrored too); a testbed whose switches
+ * cannot be read is shaped from the spec's link= and uplink= with the
+ * testbed's default buffers.
+ */
+static int bridge_ports(const struct cmp_opts *o, struct pn_port *ports,
+			int max, int *faults)
+{
+	const struct rinx_spec *s = &o->spec[0];
+	__u32 ecn[PN_MAX_PORTS];
+	struct rinx_tb_port_link *pl;
+	char prefix[RINX_NAME_MAX];
+	int n, i, np = 0;
+	size_t plen;
+
+	*faults = 0;
+	pl = calloc(max, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	n = rinx_testbed_spec_prefix(s, prefix, sizeof(prefix)) ? -EINVAL :
+	    rinx_testbed_link_get(s, pl, max);
+	plen = strlen(prefix);
+	for (i = 0; i < n && np < max; i++) {
+		const struct rinx_sw_link_set *f = &pl[i].v.set;
+
+		if (strncmp(pl[i].ns, prefix, plen))
+			continue;
+		if (f->drop_ppm || f->dup_ppm || f->reorder_ppm)
+			(*faults)++;
+		if (!f->rate_mbit)
+			continue;
+		snprintf(ports[np].sw, sizeof(ports[np].sw), "%s",
+			 pl[i].ns + plen);
+		snprintf(ports[np].ifname, sizeof(ports[np].ifname), "%s",
+			 pl[i].ifname);
+		ports[np].rate_mbit = f->rate_mbit;
+		ports[np].buffer = f->buffer;
+		ecn[np] = f->ecn;
+		np++;
+	}
+	free(pl);
+	if (n >= 0)
+		goto markers;
+	/* from the spec */
+	for (i = 0; i < s->nhosts && np < max; i++) {
+		const struct rinx_spec_host *h = &s->hosts[i];
+
+		if (!h->link_mbit)
+			continue;
+		snprintf(ports[np].sw, sizeof(ports[np].sw), "t%d", h->rack);
+		snprintf(ports[np].ifname, sizeof(ports[np].ifname), "p%d", i);
+		ports[np].rate_mbit = h->link_mbit;
+		ports[np].buffer = rinx_testbed_buffer_default(h->link_mbit);
+		ecn[np] = rinx_testbed_ecn_default(h->link_mbit);
+		np++;
+	}
+	for (i = 0; s->nracks > 1 && i < s->nracks && np + 1 < max; i++) {
+		const struct rinx_spec_rack *r = &s->racks[i];
+
+		if (!r->uplink_mbit)
+			continue;
+		snprintf(ports[np].sw, sizeof(ports[np].sw), "t%d", r->id);
+		snprintf(ports[np].ifname, sizeof(ports[np].ifname), "uplink");
+		snprintf(ports[np + 1].sw, sizeof(ports[np].sw), "sp");
+		snprintf(ports[np + 1].ifname, sizeof(ports[np].ifname), "t%d",
+			 r->id);
+		ports[np].rate_mbit = ports[np + 1].rate_mbit = r->uplink_mbit;
+		ports[np].buffer = ports[np + 1].buffer =
+			rinx_testbed_buffer_default(r->uplink_mbit);
+		ecn[np] = ecn[np + 1] = rinx_testbed_ecn_default(r->uplink_mbit);
+		np += 2;
+	}
+markers:
+	for (i = 0; i < np; i++) {
+		int ret;
+
+		if (ecn[i] == RINX_SW_ECN_OFF || ecn[i] >= ports[i].buffer)
+			continue;	/* this port never marks */
+		ret = build_marker(o, &ports[i], ecn[i], ports[i].mark_obj,
+				   sizeof(ports[i].mark_obj));
+		if (ret) {
+			fprintf(stderr, "rinxctl compare: cannot build the ECN "
+				"marker of the bridge ports (clang, "
+				"tools/peers/ecn_mark.bpf.c: %s): their queues "
+				"drop but do not mark\n", strerror(-ret));
+			break;
+		}
+	}
+	return np;
+}
+
+static int bridge_up(struct cmp_opts *o, char *err, size_t len)
+{
+	static struct pn_port ports[PN_MAX_PORTS];
+	int np, faults, n;
+
+	n = peernet_reap();
+	if (n > 0)
+		fprintf(stderr, "rinxctl compare: deleted %d namespaces left "
+			"by an earlier compare that was killed\n", n);
+	memset(ports, 0, sizeof(ports));
+	np = bridge_ports(o, ports, PN_MAX_PORTS, &faults);
+	if (np < 0) {
+		snprintf(err, len, "reading the testbed's links");
+		return np;
+	}
+	if (faults)
+		fprintf(stderr, "rinxctl compare: %d testbed ports inject "
+			"loss, duplication or reordering; the bridge network "
+			"does not (rates and buffers only): use --peer-net "
+			"same or both for the peers on those links\n", faults);
+	return peernet_up(&o->pn, &o->spec[0], ports, np, err, len);
+}
+
 /* ---- figures and output ---- */
 
 static int cmp_dbl(const void *a, const void *b)
@@ -497,6 +725,7 @@ static struct fig figure(const struct cmp_opts *o, const struct cand *c,
 	int n = o->spec[0].nhosts, m = c->nus[k];
 	double t[CMP_MAX_RUNS], bytes = o->b.sizes[k];
 	struct fig f = { 0 };
+	__u32 link;
 
 	if (!m)
 		return f;
@@ -511,7 +740,38 @@ static struct fig figure(const struct cmp_opts *o, const struct cand *c,
 	f.eps = f.med > 0 ? bytes / 4 / (f.med * 1e-6) : 0;
 	f.cpu_gib = c->ncpu[k] ? c->cpu_s[k] / c->ncpu[k] / (bytes / GIB) : -1;
 	f.verified = c->checked[k] && !c->wrong[k];
+	/* the bridge's ports have the testbed's rates: the same links */
+	link = rinx_spec_min_link(&o->spec[c->kind == K_RINX ? c->spec : 0]);
+	f.util = link ? f.busbw * 1e9 * 8 / (link * 1e6) : -1;
 	return f;
+}
+
+static const char *cand_net(const struct cand *c)
+{
+	return net_name[c->net];
+}
+
+/* Does any candidate run on links with a rate (util column)? */
+static int have_util(const struct cmp_opts *o)
+{
+	int i;
+
+	for (i = 0; i < o->nspecs; i++)
+		if (rinx_spec_min_link(&o->spec[i]))
+			return 1;
+	return 0;
+}
+
+/* Mean size of what the hosts' interfaces sent during a peer's launches
+ * (TCP payload and acks); with GSO a packet is a whole superpacket. */
+static double mean_pkt(const struct cand *c)
+{
+	return c->tx_pkts ? (double)c->tx_bytes / c->tx_pkts : 0;
+}
+
+static const char *tso_name(int t)
+{
+	return t < 0 ? "unknown" : t ? "on" : "off";
 }
 
 static void size_name(uint64_t b, char *buf, size_t len)
@@ -526,7 +786,7 @@ static void size_name(uint64_t b, char *buf, size_t len)
 
 static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
 {
-	int k, i, j, n = o->spec[0].nhosts;
+	int k, i, j, n = o->spec[0].nhosts, util = have_util(o), net;
 	char sz[32];
 
 	printf("# rinxctl compare: %d ranks, %s, %d interleaved runs per size "
@@ -536,16 +796,38 @@ static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
 	       "machine per GiB reduced\n", n,
 	       o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters,
 	       o->b.warmup);
-	for (i = 0; i < nc; i++)
-		printf("#   %-11s %s\n", cs[i].name, cs[i].algo);
+	for (net = 0; net < NET_MAX; net++)
+		if (o->tso[net] >= 0 || (net == NET_BRIDGE && o->pn.made))
+			printf("# net %-7s %s; TSO on the hosts' interfaces: "
+			       "%s\n", net_name[net], net == NET_BRIDGE ?
+			       "peers' namespaces joined by kernel bridges, no "
+			       "XDP" : "the rinx testbed: XDP switches and host "
+			       "programs", tso_name(o->tso[net]));
+	if (util)
+		printf("# util = busbw / slowest link of the spec (%u Mbit/s)"
+		       "%s\n", rinx_spec_min_link(&o->spec[0]),
+		       !o->pn.nshaped ? "" : o->pn.nmarking ?
+		       "; bridge ports shaped alike (tbf, CE marks)" :
+		       "; bridge ports shaped alike (tbf, no CE marks)");
+	for (i = 0; i < nc; i++) {
+		printf("#   %-11s %-7s %s", cs[i].name, cand_net(&cs[i]),
+		       cs[i].algo);
+		if (cs[i].tx_pkts)
+			printf("; hosts sent %.0f B per packet", mean_pkt(&cs[i]));
+		if (util && cs[i].kind != K_RINX)
+			printf(", received %llu CE", (unsigned long long)cs[i].ce);
+		printf("\n");
+	}
 	for (k = 0; k < o->b.nsizes; k++) {
 		size_name(o->b.sizes[k], sz, sizeof(sz));
 		printf("\n## %s per rank (%llu bytes, %llu elements)\n"
-		       "  %-11s %10s %10s %10s %8s %8s %9s %9s %-6s", sz,
+		       "  %-11s %-7s %10s %10s %10s %8s %8s %9s %9s %-6s", sz,
 		       (unsigned long long)o->b.sizes[k],
 		       (unsigned long long)o->b.sizes[k] / 4, "candidate",
-		       "median_us", "min_us", "max_us", "algbw", "busbw",
+		       "net", "median_us", "min_us", "max_us", "algbw", "busbw",
 		       "Melem/s", "cpu_s/GiB", "verify");
+		if (util)
+			printf(" %6s", "util");
 		for (j = 0; j < nc; j++)
 			if (cs[j].kind == K_RINX)
 				printf(" %9.9s/%-4s", cs[j].name, "bus");
@@ -554,18 +836,23 @@ static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
 			struct fig f = figure(o, &cs[i], k);
 
 			if (!f.ok) {
-				printf("  %-11s %s\n", cs[i].name,
+				printf("  %-11s %-7s %s\n", cs[i].name,
+				       cand_net(&cs[i]),
 				       cs[i].failed ? "failed" : "-");
 				continue;
 			}
-			printf("  %-11s %10.1f %10.1f %10.1f %8.3f %8.3f %9.1f ",
-			       cs[i].name, f.med, f.min, f.max, f.algbw,
-			       f.busbw, f.eps / 1e6);
+			printf("  %-11s %-7s %10.1f %10.1f %10.1f %8.3f %8.3f "
+			       "%9.1f ", cs[i].name, cand_net(&cs[i]), f.med,
+			       f.min, f.max, f.algbw, f.busbw, f.eps / 1e6);
 			if (f.cpu_gib >= 0)
 				printf("%9.3f", f.cpu_gib);
 			else
 				printf("%9s", "-");
 			printf(" %-6s", f.verified ? "ok" : "WRONG");
+			if (util && f.util >= 0)
+				printf(" %6.3f", f.util);
+			else if (util)
+				printf(" %6s", "-");
 			for (j = 0; j < nc; j++) {
 				struct fig r;
 
@@ -593,8 +880,9 @@ static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
 					continue;
 				if (first)
 					printf("  # %s vs", cs[j].name);
-				printf("%s %s: busbw %.2fx, CPU/GiB peer/rinx ",
-				       first ? "" : ";", cs[i].name,
+				printf("%s %s (%s): busbw %.2fx, CPU/GiB "
+				       "peer/rinx ", first ? "" : ";", cs[i].name,
+				       cand_net(&cs[i]),
 				       f.busbw > 0 ? r.busbw / f.busbw : 0);
 				if (r.cpu_gib > 0 && f.cpu_gib >= 0)
 					printf("%.2fx", f.cpu_gib / r.cpu_gib);
@@ -613,8 +901,9 @@ static void print_csv(const struct cmp_opts *o, struct cand *cs, int nc)
 {
 	int k, i, j;
 
-	printf("bytes,candidate,algorithm,ranks,runs,median_us,min_us,max_us,"
-	       "algbw_gbs,busbw_gbs,elements_per_s,cpu_s_per_gib,verified");
+	printf("bytes,candidate,network,algorithm,ranks,runs,median_us,min_us,"
+	       "max_us,algbw_gbs,busbw_gbs,elements_per_s,cpu_s_per_gib,"
+	       "verified,util");
 	for (j = 0; j < nc; j++)
 		if (cs[j].kind == K_RINX)
 			printf(",%s_busbw_ratio,%s_cpu_ratio", cs[j].name,
@@ -626,14 +915,17 @@ static void print_csv(const struct cmp_opts *o, struct cand *cs, int nc)
 
 			if (!f.ok)
 				continue;
-			printf("%llu,%s,\"%s\",%d,%d,%.1f,%.1f,%.1f,%.4f,%.4f,"
-			       "%.0f,", (unsigned long long)o->b.sizes[k],
-			       cs[i].name, cs[i].algo, o->spec[0].nhosts,
+			printf("%llu,%s,%s,\"%s\",%d,%d,%.1f,%.1f,%.1f,%.4f,"
+			       "%.4f,%.0f,", (unsigned long long)o->b.sizes[k],
+			       cs[i].name, cand_net(&cs[i]), cs[i].algo,
+			       o->spec[0].nhosts,
 			       cs[i].nus[k], f.med, f.min, f.max, f.algbw,
 			       f.busbw, f.eps);
 			if (f.cpu_gib >= 0)
 				printf("%.4f", f.cpu_gib);
-			printf(",%s", f.verified ? "true" : "false");
+			printf(",%s,", f.verified ? "true" : "false");
+			if (f.util >= 0)
+				printf("%.4f", f.util);
 			for (j = 0; j < nc; j++) {
 				struct fig r;
 
@@ -657,13 +949,29 @@ static void print_json(const struct cmp_opts *o, struct cand *cs, int nc)
 	int k, i, j, first = 1;
 
 	printf("{\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,\"warmup\":%d,"
-	       "\"interleaved\":true,\"candidates\":[", o->spec[0].nhosts,
+	       "\"interleaved\":true,\"slowest_link_mbit\":%u,\"networks\":{",
+	       o->spec[0].nhosts,
 	       o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters,
-	       o->b.warmup);
-	for (i = 0; i < nc; i++)
-		printf("%s{\"name\":\"%s\",\"algorithm\":\"%s\",\"failed\":%s}",
-		       i ? "," : "", cs[i].name, cs[i].algo,
+	       o->b.warmup, rinx_spec_min_link(&o->spec[0]));
+	for (i = 0; i < NET_MAX; i++)
+		printf("%s\"%s\":{\"tso\":%s%s}", i ? "," : "", net_name[i],
+		       o->tso[i] < 0 ? "null" : o->tso[i] ? "true" : "false",
+		       i == NET_BRIDGE && o->pn.nshaped ? (o->pn.nmarking ?
+		       ",\"shaped\":\"tbf\",\"ecn_marks\":true" :
+		       ",\"shaped\":\"tbf\",\"ecn_marks\":false") : "");
+	printf("},\"candidates\":[");
+	for (i = 0; i < nc; i++) {
+		printf("%s{\"name\":\"%s\",\"network\":\"%s\","
+		       "\"algorithm\":\"%s\",\"failed\":%s", i ? "," : "",
+		       cs[i].name, cand_net(&cs[i]), cs[i].algo,
 		       cs[i].failed ? "true" : "false");
+		if (cs[i].tx_pkts)
+			printf(",\"tx_bytes_per_packet\":%.0f", mean_pkt(&cs[i]));
+		if (cs[i].kind != K_RINX)
+			printf(",\"ce_packets\":%llu",
+			       (unsigned long long)cs[i].ce);
+		printf("}");
+	}
 	printf("],\"results\":[");
 	for (k = 0; k < o->b.nsizes; k++)
 		for (i = 0; i < nc; i++) {
@@ -673,17 +981,22 @@ static void print_json(const struct cmp_opts *o, struct cand *cs, int nc)
 			if (!f.ok)
 				continue;
 			printf("%s{\"bytes\":%llu,\"candidate\":\"%s\","
-			       "\"runs\":%d,\"median_us\":%.1f,\"min_us\":%.1f,"
+			       "\"network\":\"%s\",\"runs\":%d,"
+			       "\"median_us\":%.1f,\"min_us\":%.1f,"
 			       "\"max_us\":%.1f,\"algbw_gbs\":%.4f,"
 			       "\"busbw_gbs\":%.4f,\"elements_per_s\":%.0f,",
 			       first ? "" : ",",
 			       (unsigned long long)o->b.sizes[k], cs[i].name,
-			       cs[i].nus[k], f.med, f.min, f.max, f.algbw,
+			       cand_net(&cs[i]), cs[i].nus[k], f.med, f.min, f.max, f.algbw,
 			       f.busbw, f.eps);
 			if (f.cpu_gib >= 0)
 				printf("\"cpu_s_per_gib\":%.4f,", f.cpu_gib);
 			else
 				printf("\"cpu_s_per_gib\":null,");
+			if (f.util >= 0)
+				printf("\"util\":%.4f,", f.util);
+			else
+				printf("\"util\":null,");
 			printf("\"verified\":%s,\"vs\":{",
 			       f.verified ? "true" : "false");
 			for (j = 0; j < nc; j++) {
@@ -759,7 +1072,9 @@ static int write_plot(const struct cmp_opts *o, struct cand *cs, int nc)
 		o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters);
 	for (i = 0; i < nc; i++) {
 		fprintf(f, "%s'%s' index %d using 1:2 with linespoints lw 2 "
-			"title '%s'", first ? "" : ", ", dat, i, cs[i].name);
+			"title '%s%s%s'", first ? "" : ", ", dat, i, cs[i].name,
+			cs[i].kind == K_RINX ? "" : " on ",
+			cs[i].kind == K_RINX ? "" : cand_net(&cs[i]));
 		first = 0;
 	}
 	fprintf(f, "\n");
@@ -786,7 +1101,7 @@ static int write_plot(const struct cmp_opts *o, struct cand *cs, int nc)
 static const char compare_usage[] =
 "--spec FILE [options]\n"
 "rinx against Open MPI (TCP; tuned choice and forced ring) and PyTorch Gloo\n"
-"on the same testbed, one rank per host namespace, interleaved: for every run\n"
+"on the same hosts, one rank per host namespace, interleaved: for every run\n"
 "index each candidate sweeps every size once (warm-up, one timed run), so\n"
 "drift hits all alike; every result of every candidate is verified.\n"
 "  --spec FILE      testbed spec; repeat it for more rinx candidates of the\n"
@@ -795,6 +1110,10 @@ static const char compare_usage[] =
 "  --iters N        interleaved runs (default 3; median, min, max over them)\n"
 "  --warmup N       untimed runs per size and launch (default 1)\n"
 "  --peers LIST     mpi, mpi-tuned, mpi-ring, gloo or none (default mpi,gloo)\n"
+"  --peer-net NET   where the peers run: bridge (default; the hosts copied\n"
+"                   into namespaces joined by kernel bridges, no XDP, so TCP\n"
+"                   keeps GSO; links shaped to the testbed's rates and\n"
+"                   buffers), same (the rinx testbed itself) or both\n"
 "  --dtype T        float32 (default) or int32\n"
 "  --csv, --json    machine-readable output instead of the tables\n"
 "  --plot FILE.png  busbw against size for all candidates (gnuplot)\n"
@@ -804,7 +1123,9 @@ static const char compare_usage[] =
 "--plot). Tables: min/median/max time of the slowest rank, algbw = bytes /\n"
 "median, busbw = algbw * 2(n-1)/n, Melem/s, cpu_s/GiB = busy CPU seconds of\n"
 "the whole machine (all processes, irq, softirq) during the timed run per\n"
-"GiB reduced; <rinx>/bus = that rinx candidate's busbw / this row's busbw.\n"
+"GiB reduced; <rinx>/bus = that rinx candidate's busbw / this row's busbw;\n"
+"net = the network of the row; util = busbw / the slowest link of the spec\n"
+"(when it has link rates).\n"
 "See docs/benchmark.md.";
 
 static int parse_peers(const char *list, struct cmp_opts *o)
@@ -830,7 +1151,8 @@ static int parse_peers(const char *list, struct cmp_opts *o)
 
 static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 {
-	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_PEERS, O_DTYPE,
+	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_PEERS, O_PEERNET,
+	       O_DTYPE,
 	       O_CSV, O_JSON, O_PLOT, O_TIMEOUT, O_NOINSTALL, O_HELP };
 	static const struct option opts[] = {
 		{ "spec", required_argument, NULL, O_SPEC },
@@ -838,6 +1160,7 @@ static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 		{ "iters", required_argument, NULL, O_ITERS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "peers", required_argument, NULL, O_PEERS },
+		{ "peer-net", required_argument, NULL, O_PEERNET },
 		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ "csv", no_argument, NULL, O_CSV },
 		{ "json", no_argument, NULL, O_JSON },
@@ -879,6 +1202,19 @@ static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 			if (parse_peers(optarg, o)) {
 				fprintf(stderr, "rinxctl compare: --peers: mpi, "
 					"mpi-tuned, mpi-ring, gloo, none\n");
+				return -1;
+			}
+			break;
+		case O_PEERNET:
+			if (!strcmp(optarg, "bridge"))
+				o->peer_net = PEER_NET_BRIDGE;
+			else if (!strcmp(optarg, "same"))
+				o->peer_net = PEER_NET_SAME;
+			else if (!strcmp(optarg, "both"))
+				o->peer_net = PEER_NET_BRIDGE | PEER_NET_SAME;
+			else {
+				fprintf(stderr, "rinxctl compare: --peer-net "
+					"bridge|same|both\n");
 				return -1;
 			}
 			break;
@@ -960,7 +1296,8 @@ int cmd_compare(int argc, char **argv)
 	static struct cmp_opts o;
 	static struct cand cs[CMP_MAX_CANDS];
 	char bench[PATH_MAX + 32], shim[PATH_MAX + 32], err[256];
-	int nc = 0, i, j, k, ret, wrong = 0, failed = 0;
+	int nc = 0, i, j, k, ret, wrong = 0, failed = 0, net, peers = 0;
+	__u64 b0, p0, ce0, b1, p1, ce1;
 	double t0 = proc_now_s();
 
 	bench_defaults(&o.b);
@@ -969,6 +1306,7 @@ int cmd_compare(int argc, char **argv)
 	o.iters = 3;
 	o.timeout_s = 1800;
 	o.mpi_tuned = o.mpi_ring = o.gloo = 1;
+	o.peer_net = PEER_NET_BRIDGE;
 	if (compare_getopt(argc, argv, &o))
 		return RINX_EXIT_USAGE;
 	for (i = 0; i < o.nspecs; i++) {
@@ -1022,28 +1360,51 @@ int cmd_compare(int argc, char **argv)
 		name_rinx(&cs[nc], &o.spec[i], cs, nc);
 		nc++;
 	}
-	if (o.mpi_tuned) {
-		cs[nc].kind = K_MPI;
-		snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-tuned");
-		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
-			 "MPI_Allreduce, TCP, tuned fixed rules");
-		nc++;
+	/* peers on the bridge first: their best network */
+	for (net = NET_MAX - 1; net >= 0; net--) {
+		if (!(o.peer_net & (1 << net)))
+			continue;
+		if (o.mpi_tuned) {
+			cs[nc].kind = K_MPI;
+			cs[nc].net = net;
+			snprintf(cs[nc].name, sizeof(cs[nc].name),
+				 "ompi-tuned");
+			snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
+				 "MPI_Allreduce, TCP, tuned fixed rules");
+			nc++;
+		}
+		if (o.mpi_ring) {
+			cs[nc].kind = K_MPI;
+			cs[nc].net = net;
+			cs[nc].ring = 1;
+			snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-ring");
+			snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
+				 "MPI_Allreduce, TCP, ring (tuned algorithm 4)");
+			nc++;
+		}
+		if (o.gloo) {
+			cs[nc].kind = K_GLOO;
+			cs[nc].net = net;
+			snprintf(cs[nc].name, sizeof(cs[nc].name), "gloo-ring");
+			snprintf(cs[nc].algo, sizeof(cs[nc].algo), "PyTorch "
+				 "Gloo all_reduce, TCP, ring");
+			nc++;
+		}
 	}
-	if (o.mpi_ring) {
-		cs[nc].kind = K_MPI;
-		cs[nc].ring = 1;
-		snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-ring");
-		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
-			 "MPI_Allreduce, TCP, ring (tuned algorithm 4)");
-		nc++;
+	for (i = 0; i < nc; i++)
+		peers += cs[i].kind != K_RINX;
+	o.tso[NET_BRIDGE] = o.tso[NET_TESTBED] = -1;
+	if (peers && (o.peer_net & PEER_NET_BRIDGE)) {
+		ret = bridge_up(&o, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rinxctl compare: the peers' bridge "
+				"network: %s: %s\n", err, strerror(-ret));
+			return RINX_EXIT_FAIL;
+		}
+		o.tso[NET_BRIDGE] = tso_of(&o.pn.spec);
 	}
-	if (o.gloo) {
-		cs[nc].kind = K_GLOO;
-		snprintf(cs[nc].name, sizeof(cs[nc].name), "gloo-ring");
-		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "PyTorch Gloo "
-			 "all_reduce, TCP, ring");
-		nc++;
-	}
+	if (peers && (o.peer_net & PEER_NET_SAME))
+		o.tso[NET_TESTBED] = tso_of(&o.spec[0]);
 
 	for (j = 0; j < o.iters && !cmp_stop; j++) {
 		for (k = 0; k < nc && !cmp_stop; k++) {
@@ -1054,12 +1415,20 @@ int cmd_compare(int argc, char **argv)
 			fprintf(stderr, "rinxctl compare: run %d/%d: %s "
 				"(%.0f s)\n", j + 1, o.iters, c->name,
 				proc_now_s() - t0);
+			if (c->kind != K_RINX)
+				tx_sum(cand_spec(&o, c), &b0, &p0, &ce0);
 			if (c->kind == K_RINX)
 				ret = run_rinx(&o, c);
 			else if (c->kind == K_MPI)
 				ret = run_mpi(&o, c, bench, shim);
 			else
 				ret = run_gloo(&o, c);
+			if (c->kind != K_RINX) {
+				tx_sum(cand_spec(&o, c), &b1, &p1, &ce1);
+				c->tx_bytes += b1 - b0;
+				c->tx_pkts += p1 - p0;
+				c->ce += ce1 - ce0;
+			}
 			if (ret) {
 				fprintf(stderr, "rinxctl compare: %s failed: "
 					"%s\n", c->name, strerror(-ret));
@@ -1068,6 +1437,9 @@ int cmd_compare(int argc, char **argv)
 			}
 		}
 	}
+	if (o.pn.made && peernet_down(&o.pn))
+		fprintf(stderr, "rinxctl compare: could not delete every "
+			"namespace of %s\n", o.pn.base);
 	if (o.csv)
 		print_csv(&o, cs, nc);
 	else if (o.json)
