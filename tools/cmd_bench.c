@@ -172,7 +172,7 @@ static int run_jobs(const struct bench_opts *o, struct rinx_comm **cs, int nj,
 		else
 			left++;
 	}
-	/* bounded: past the timeout, a wait of 0 ms ends a request with the
+	/* bounded: past the limit, a wait of 0 ms ends a request with the
 	 * communicator's own timeout error */
 	while (left) {
 		int ended = 0;
@@ -181,9 +181,11 @@ static int run_jobs(const struct bench_opts *o, struct rinx_comm **cs, int nj,
 			if (!rq[j])
 				continue;
 			ret = rinx_test(rq[j]);
+			/* rinx_test has no timeout of its own: give all the
+			 * jobs together ten times the per-call one */
 			if (ret == 0 && now_ns() - t0 >
 			    (uint64_t)(o->timeout_ms > 0 ? o->timeout_ms :
-				       10000) * 1000000ull)
+				       10000) * 10000000ull)
 				ret = rinx_wait(rq[j], 0);
 			if (ret == 0 || ret == -ETIMEDOUT) {
 				if (ret == -ETIMEDOUT) {
@@ -860,7 +862,8 @@ static const char bench_usage[] =
 "  --json           one JSON object instead of the table\n"
 "  --profile        after each size: XDP runs per block and ns per run (kernel\n"
 "                   BPF statistics), conversion ns per element, CPU use\n"
-"  --timeout MS     per allreduce (default 10000)\n"
+"  --timeout MS     an allreduce fails after this long without progress\n"
+"                   (default 10000; with --jobs, 10 x this for all of them)\n"
 "  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
 "  --jobs N         N jobs (ids job..job+N-1, 1..4) run each collective at\n"
 "                   once over the same links; a line per job gives its time\n"

@@ -115,6 +115,7 @@ struct rinx_req {
 	__u32 cursor;		/* blocks < cursor are copied out */
 	int round_open;
 	__u64 last_progress;	/* when a block last finished */
+	__u64 moved_at;		/* ... not reset by a repair */
 	__u32 last_claimed;
 	__u64 rto;		/* repair after this long without one */
 	__u64 t0;
@@ -1833,22 +1834,25 @@ static int timeout_error(struct rinx_req *r)
 		if (dead) {
 			list_ranks(c, dead, who, sizeof(who));
 			return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed "
-				    "out after %d ms: %d of %u blocks of round "
-				    "%u missing; no answer from %s (dead or "
-				    "cut off)", c->rank, c->timeout_ms,
+				    "out (%d ms without progress): %d of %u "
+				    "blocks of round %u missing; no answer "
+				    "from %s (dead or cut off)", c->rank,
+				    c->timeout_ms,
 				    missing, r->nb, c->epoch, who);
 		}
 	}
 	if (one_origin && origin >= 0)
-		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out after "
-			    "%d ms: %d of %u blocks of round %u missing, all "
-			    "started by %s: is its %s running?", c->rank,
+		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d "
+			    "ms without progress): %d of %u blocks of round "
+			    "%u missing, all started by %s: is its %s "
+			    "running?", c->rank,
 			    c->timeout_ms, missing, r->nb, c->epoch,
 			    node_label(c, origin), origin < c->n ?
 			    "trainer" : "INA ToR (or a worker of its rack)");
-	return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out after %d ms: "
-		    "%d of %u blocks of round %u missing (first: block %d "
-		    "started by %s); a peer is dead, unreachable or not started",
+	return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d ms "
+		    "without progress): %d of %u blocks of round %u missing "
+		    "(first: block %d started by %s); a peer is dead, "
+		    "unreachable or not started",
 		    c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
 		    first >= 0 ? node_label(c, origin) : "?");
 }
@@ -2017,6 +2021,7 @@ static int progress(struct rinx_req *r, int *moved)
 		/* a stall: blocks finished in order, or own blocks claimed
 		 * (the host program claims one per finished gather) */
 		if (got || claimed != r->last_claimed || !r->last_progress) {
+			r->moved_at = t;
 			r->last_claimed = claimed;
 			r->last_progress = t;
 			r->rto = RTO_FIRST_NS;
@@ -2134,17 +2139,19 @@ RINX_API int rinx_test(struct rinx_req *r)
 RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 {
 	struct rinx_comm *c;
-	__u64 deadline, t;
-	int moved, ret, idle = 0, slack;
+	__u64 deadline, t, tmo;
+	int moved, ret, idle = 0, slack, idle_timeout;
 
 	if (!r)
 		return -EINVAL;
 	c = r->c;
 	if (r->count == 0 || c->n == 1)
 		return finish(r, trivial(r));
+	idle_timeout = timeout_ms < 0;
 	if (timeout_ms < 0)
 		timeout_ms = c->timeout_ms;
-	deadline = now_ns() + (__u64)timeout_ms * 1000000ull;
+	tmo = (__u64)timeout_ms * 1000000ull;
+	deadline = now_ns() + tmo;
 	/* the naps below pace own blocks: the default timer slack (50 us)
 	 * would stretch each of them */
 	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
@@ -2167,6 +2174,10 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 			nanosleep(&ts, NULL);
 		}
 		t = now_ns();
+		/* the communicator's timeout counts time without progress:
+		 * a large collective on slow links is not a dead peer */
+		if (idle_timeout && r->moved_at + tmo > deadline)
+			deadline = r->moved_at + tmo;
 		if (t > deadline) {
 			ret = timeout_error(r);	/* request still valid */
 			if (slack > 0)

@@ -32,7 +32,9 @@ struct rinx_comm_opts {
 	int rank;		/*   this rank (used when node is NULL) */
 	uint32_t job;		/* job id, the same on every rank, != 0 */
 	uint32_t token;		/* job secret, the same on every rank */
-	int timeout_ms;		/* per allreduce; 0 = 10000 */
+	int timeout_ms;		/* an allreduce fails after this long
+				   without progress (no block finished,
+				   none started); 0 = 10000 */
 	int inflight;		/* blocks in flight per origin; 0 = 128/n
 				   (8..64) */
 };
@@ -83,7 +85,8 @@ int rinx_allreduce_start(struct rinx_comm *c, const void *send, void *recv,
 /* 1 when done (req freed, result valid), 0 when still running, or -errno
  * (req freed). */
 int rinx_test(struct rinx_req *req);
-/* Waits up to timeout_ms (< 0: the communicator's timeout). Returns 0
+/* Waits up to timeout_ms (< 0: until the communicator's timeout passes
+ * without progress). Returns 0
  * (req freed), -ETIMEDOUT (req still valid: wait again or cancel), or
  * another -errno (req freed). */
 int rinx_wait(struct rinx_req *req, int timeout_ms);
