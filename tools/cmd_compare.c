@@ -371,13 +371,16 @@ static int run_rinx(const struct cmp_opts *o, struct cand *c)
 		char v[16];
 		const char *p;
 
+		/* the row: 8 numbers, util when the spec has link rates,
+		 * verify last */
 		if (sscanf(line, " %llu %llu %lf %lf %lf %lf %lf %lf %15s",
 			   &bytes, &el, &mn, &md, &mx, &ab, &bb, &me, v) == 9) {
 			if (pending)
 				record(&l, last, last_us, last_ok, 0, 1);
+			p = strrchr(line, ' ');
 			last = bytes;
 			last_us = md;
-			last_ok = !strcmp(v, "ok");
+			last_ok = p && !strcmp(p + 1, "ok");
 			pending = 1;
 		} else if (pending && (p = strstr(line, "#   cpu:")) &&
 			   (p = strstr(line, " total "))) {
