@@ -386,6 +386,11 @@ sized:
 				   hop->action == RINX_A_AGG_FINISH, &reset);
 		if (reset)
 			rinx_count(RINX_STAT_AGG_RESET, 0);
+		/* the agent's own share again (it resends what it finds
+		 * missing): it holds the finished block already */
+		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB &&
+		    sender == job->self)
+			return rinx_count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
 		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB) {
 			/* the worker missed the finished block: send it. It
 			 * expects the step of this member's gather into the

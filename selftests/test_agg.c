@@ -601,9 +601,12 @@ static const struct tcase fixed_cases[] = {
 	{ "retransmission into a finished AGG_FINISH slot", 1, 0, BOTH, 7, {
 		C(W0, O_ADD), C(P, O_ADD), C(W2, O_ADD), C(W1, O_DONE),
 		C(W1, O_RESEND), C(W2, O_RESEND), C(P, O_REEMIT) } },
+	/* the agent holds the finished block itself: its own share again is
+	 * a duplicate (a ToR sends it back to worker 0) */
 	{ "the agent's own retransmission (AGG_FINISH)", 7, 0, BOTH, 6, {
 		C(W1, O_ADD), C(W2, O_ADD), C(P, O_ADD), C(W0, O_DONE),
-		C(W0, O_RESEND), C(W0, O_RESEND) } },
+		{ .who = W0, .exp = 3, .ex = O_DUP, .ex_sw = O_RESEND },
+		{ .who = W0, .exp = 3, .ex = O_DUP, .ex_sw = O_RESEND } } },
 	{ "retransmission into a finished AGG_FWD slot", 2, 0, BOTH, 7, {
 		C(W2, O_ADD), C(W1, O_ADD), C(W0, O_ADD), C(P, O_DONE),
 		C(W1, O_REEMIT), C(P, O_REEMIT), C(W0, O_REEMIT) } },
@@ -612,7 +615,8 @@ static const struct tcase fixed_cases[] = {
 	{ "after the gather passed (class 0): a worker gets the finished "
 	  "block, a partial is dropped", 6, 0, BOTH, 6, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE), C(G, O_MCAST),
-		C(W1, O_RESEND), C(W0, O_RESEND) } },
+		C(W1, O_RESEND),
+		{ .who = W0, .exp = 3, .ex = O_DUP, .ex_sw = O_RESEND } } },
 	{ "after the gather passed (class 2): a late partial is dropped", 11,
 	  0, BOTH, 7, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
@@ -979,14 +983,16 @@ static void run_step(struct stepctx *x)
 		if (ex == O_DUP)
 			want_m = m->done ? M_DUP_DONE : M_DUP;
 		/* the rules: a worker's duplicate into a slot holding the
-		 * finished block gets it back; a partial duplicate there is
+		 * finished block gets it back (not the agent's own: it holds
+		 * the block); a partial duplicate there is
 		 * dropped where the block finished elsewhere; any other
 		 * duplicate into a finished slot is sent on again */
 		if (mret == M_DONE && hop->action == RINX_A_AGG_FINISH)
 			m->final = 1;
 		if (mret != want_m || reset != s->reset ||
 		    (ex == O_RESEND) != (mret == M_DUP_DONE && m->final &&
-					 type == RINX_T_CONTRIB) ||
+					 type == RINX_T_CONTRIB &&
+					 (p->sw || from != p->self)) ||
 		    (ex == O_REEMIT) != (mret == M_DUP_DONE && !(m->final &&
 					 (type == RINX_T_CONTRIB ||
 					  hop->action == RINX_A_AGG_FWD)))) {
