@@ -43,104 +43,16 @@
 #include <sys/wait.h>
 #include "tools/peernet.h"
 
-extern char **environ;
-
 #define PN_TAG	"-b"	/* between the testbed prefix and the pid */
 
-/* Runs `prog [-n ns] [-force] -batch -` with text on stdin; stdout is
- * discarded, stderr passed on. force: go on past failing lines (teardown). */
-static int pn_batch(const char *prog, const char *ns, const char *text,
-		    int force)
-{
-	char *av[8];
-	posix_spawn_file_actions_t fa;
-	size_t off = 0, len = strlen(text);
-	int a = 0, fd, err, st;
-	pid_t pid;
-
-	av[a++] = (char *)prog;
-	if (ns) {
-		av[a++] = "-n";
-		av[a++] = (char *)ns;
-	}
-	if (force)
-		av[a++] = "-force";
-	av[a++] = "-batch";
-	av[a++] = "-";
-	av[a] = NULL;
-	fd = memfd_create("rinx-pn-batch", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0) {
-			err = -errno;
-			close(fd);
-			return err;
-		}
-		off += n;
-	}
-	lseek(fd, 0, SEEK_SET);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fd, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	err = posix_spawnp(&pid, prog, &fa, NULL, av, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fd);
-	if (err)
-		return -err;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -EIO;
-}
-
-/* A growing text buffer for the batches; on ENOMEM it stays NULL. */
-struct pn_buf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static __attribute__((format(printf, 2, 3)))
-void pput(struct pn_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->err)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL,
-			      b->p ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->err = -EINVAL;
-			return;
-		}
-		if (b->p && b->len + n < b->cap) {
-			b->len += n;
-			return;
-		}
-		b->cap = (b->cap + n + 1) * 2;
-		b->p = realloc(b->p, b->cap);
-		if (!b->p) {
-			b->err = -ENOMEM;
-			return;
-		}
-	}
-}
-
-static int run_buf(const char *prog, const char *ns, struct pn_buf *b,
+/* Runs the batch (ip or tc) and empties the buffer; force: go on past
+ * failing lines (teardown). */
+static int run_buf(const char *prog, const char *ns, struct rinx_tb_buf *b,
 		   int force)
 {
-	int err = b->err ? b->err : pn_batch(prog, ns, b->p ? b->p : "",
-					     force);
+	int err = rinx_tb_batch(prog, ns, b, force ? RINX_TB_FORCE : 0);
 
-	free(b->p);
-	*b = (struct pn_buf){};
+	rinx_tb_free(b);
 	return err;
 }
 
@@ -331,7 +243,7 @@ static int sw_index(const struct peernet *pn, const char *name)
 
 int peernet_down(struct peernet *pn)
 {
-	struct pn_buf b = {};
+	struct rinx_tb_buf b = {};
 	char ns[RINX_NAME_MAX];
 	int i, err;
 
@@ -340,11 +252,11 @@ int peernet_down(struct peernet *pn)
 	for (i = 0; i < pn->spec.nhosts; i++) {
 		host_ns(pn, i, ns);
 		if (ns_exists(ns))
-			pput(&b, "netns del %s\n", ns);
+			rinx_tb_put(&b, "netns del %s\n", ns);
 	}
 	for (i = 0; i < pn->nsw; i++)
 		if (ns_exists(pn->sw_ns[i]))
-			pput(&b, "netns del %s\n", pn->sw_ns[i]);
+			rinx_tb_put(&b, "netns del %s\n", pn->sw_ns[i]);
 	err = b.len || b.err ? run_buf("ip", NULL, &b, 1) : 0;
 	pn->made = 0;
 	return err;
@@ -374,7 +286,7 @@ static long pn_owner(const char *name)
 
 int peernet_reap(void)
 {
-	struct pn_buf b = {};
+	struct rinx_tb_buf b = {};
 	struct dirent *e;
 	DIR *d = opendir("/run/netns");
 	int n = 0;
@@ -386,7 +298,7 @@ int peernet_reap(void)
 		pid = pn_owner(e->d_name);
 		if (pid <= 0 || !(kill(pid, 0) && errno == ESRCH))
 			continue;
-		pput(&b, "netns del %s\n", e->d_name);
+		rinx_tb_put(&b, "netns del %s\n", e->d_name);
 		n++;
 	}
 	closedir(d);
@@ -413,17 +325,17 @@ static int bad(char *err, size_t len, int code, const char *fmt, ...)
 static int make_switches(struct peernet *pn, char *err, size_t errlen)
 {
 	const struct rinx_spec *s = &pn->spec;
-	struct pn_buf b = {};
+	struct rinx_tb_buf b = {};
 	int k, i, ret;
 
 	for (k = 0; k < pn->nsw; k++) {
 		/* a plain L2 switch: no netfilter on bridged frames, no STP */
-		pput(&b, "link set lo up\n"
+		rinx_tb_put(&b, "link set lo up\n"
 		     "link add br0 type bridge stp_state 0 nf_call_iptables 0 "
 		     "nf_call_ip6tables 0 nf_call_arptables 0\n");
 		if (!strcmp(pn->sw_name[k], "sp")) {
 			for (i = 0; i < s->nracks; i++)
-				pput(&b, "link set t%d master br0\n"
+				rinx_tb_put(&b, "link set t%d master br0\n"
 				     "link set t%d up\n", s->racks[i].id,
 				     s->racks[i].id);
 		} else {
@@ -431,13 +343,13 @@ static int make_switches(struct peernet *pn, char *err, size_t errlen)
 
 			for (i = 0; i < s->nhosts; i++)
 				if (s->hosts[i].rack == r)
-					pput(&b, "link set p%d master br0\n"
+					rinx_tb_put(&b, "link set p%d master br0\n"
 					     "link set p%d up\n", i, i);
 			if (sw_index(pn, "sp") >= 0)
-				pput(&b, "link set uplink master br0\n"
+				rinx_tb_put(&b, "link set uplink master br0\n"
 				     "link set uplink up\n");
 		}
-		pput(&b, "link set br0 up\n");
+		rinx_tb_put(&b, "link set br0 up\n");
 		ret = run_buf("ip", pn->sw_ns[k], &b, 0);
 		if (ret)
 			return bad(err, errlen, ret, "bridge in %s failed",
@@ -451,7 +363,7 @@ static int make_hosts(struct peernet *pn, const struct rinx_spec *tb,
 {
 	const struct rinx_spec *s = &pn->spec;
 	char ip[INET_ADDRSTRLEN], mac[18], ecn[16] = "";
-	struct pn_buf b = {};
+	struct rinx_tb_buf b = {};
 	int i, j, ret, old;
 
 	/* the hosts' TCP as in the testbed (it may ask for ECN) */
@@ -462,14 +374,14 @@ static int make_hosts(struct peernet *pn, const struct rinx_spec *tb,
 		const struct rinx_spec_host *h = &s->hosts[i];
 
 		inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
-		pput(&b, "link set lo up\nlink set dev %s up\n"
+		rinx_tb_put(&b, "link set lo up\nlink set dev %s up\n"
 		     "addr add %s/16 dev %s\n", h->ifname, ip, h->ifname);
 		for (j = 0; j < s->nhosts; j++) {
 			if (j == i)
 				continue;
 			inet_ntop(AF_INET, &s->hosts[j].ip, ip, sizeof(ip));
 			fmt_mac(mac, s->hosts[j].mac);
-			pput(&b, "neigh replace %s lladdr %s nud permanent "
+			rinx_tb_put(&b, "neigh replace %s lladdr %s nud permanent "
 			     "dev %s\n", ip, mac, h->ifname);
 		}
 		ret = run_buf("ip", h->netns, &b, 0);
@@ -500,7 +412,7 @@ static int shape(struct peernet *pn, const struct pn_port *ports, int n,
 		 char *err, size_t errlen)
 {
 	unsigned int burst = 65536 + pn->mtu + 14;
-	struct pn_buf b = {};
+	struct rinx_tb_buf b = {};
 	int k, i, ret, any;
 
 	for (k = 0; k < pn->nsw; k++) {
@@ -510,11 +422,11 @@ static int shape(struct peernet *pn, const struct pn_port *ports, int n,
 
 			if (strcmp(p->sw, pn->sw_name[k]) || !p->rate_mbit)
 				continue;
-			pput(&b, "qdisc replace dev %s root handle 1: tbf rate "
+			rinx_tb_put(&b, "qdisc replace dev %s root handle 1: tbf rate "
 			     "%umbit burst %u limit %u\n", p->ifname,
 			     p->rate_mbit, burst, p->buffer ? p->buffer : burst);
 			if (p->mark_obj[0]) {
-				pput(&b, "qdisc add dev %s clsact\n"
+				rinx_tb_put(&b, "qdisc add dev %s clsact\n"
 				     "filter add dev %s egress bpf "
 				     "direct-action obj %s sec tc\n",
 				     p->ifname, p->ifname, p->mark_obj);
@@ -538,7 +450,7 @@ int peernet_up(struct peernet *pn, const struct rinx_spec *s,
 	       size_t errlen)
 {
 	char prefix[RINX_NAME_MAX], ns[RINX_NAME_MAX], mac[18];
-	struct pn_buf b = {};
+	struct rinx_tb_buf b = {};
 	int i, k, ret;
 
 	memset(pn, 0, sizeof(*pn));
@@ -575,7 +487,7 @@ int peernet_up(struct peernet *pn, const struct rinx_spec *s,
 		if (ns_exists(name))
 			return bad(err, errlen, -EEXIST, "namespace %s exists",
 				   name);
-		pput(&b, "netns add %s\n", name);
+		rinx_tb_put(&b, "netns add %s\n", name);
 	}
 	pn->made = 1;
 	ret = run_buf("ip", NULL, &b, 0);
@@ -595,13 +507,13 @@ int peernet_up(struct peernet *pn, const struct rinx_spec *s,
 			goto fail;
 		}
 		fmt_mac(mac, h->mac);
-		pput(&b, "link add %s netns %s address %s mtu %d type veth "
+		rinx_tb_put(&b, "link add %s netns %s address %s mtu %d type veth "
 		     "peer name p%d netns %s mtu %d\n", h->ifname, h->netns,
 		     mac, pn->mtu, i, pn->sw_ns[k], pn->mtu);
 	}
 	k = sw_index(pn, "sp");
 	for (i = 0; k >= 0 && i < s->nracks; i++)
-		pput(&b, "link add uplink netns %s%s%d mtu %d type veth peer "
+		rinx_tb_put(&b, "link add uplink netns %s%s%d mtu %d type veth peer "
 		     "name t%d netns %s mtu %d\n", pn->base, "t",
 		     s->racks[i].id, pn->mtu, s->racks[i].id, pn->sw_ns[k],
 		     pn->mtu);

@@ -85,14 +85,7 @@ const char *rinx_sw_stat_name(int stat)
 
 /* ---- growing text buffer for ip batches ---- */
 
-struct tb_buf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static __attribute__((format(printf, 2, 3)))
-void bput(struct tb_buf *b, const char *fmt, ...)
+void rinx_tb_put(struct rinx_tb_buf *b, const char *fmt, ...)
 {
 	va_list ap;
 	size_t cap;
@@ -125,30 +118,33 @@ void bput(struct tb_buf *b, const char *fmt, ...)
 	}
 }
 
-static void bfree(struct tb_buf *b)
+void rinx_tb_free(struct rinx_tb_buf *b)
 {
 	free(b->p);
 	memset(b, 0, sizeof(*b));
 }
 
-/* Runs `tool [-n netns] -batch -` (tool: ip or tc) with the commands of b
- * on stdin. The tool stops at the first failing command and names it on
- * stderr, unless quiet (a failure then is expected and not reported). */
-static int run_batch(const char *tool, const char *netns, struct tb_buf *b,
-		     int quiet)
+int rinx_tb_batch(const char *tool, const char *netns, struct rinx_tb_buf *b,
+		  int flags)
 {
-	char *argv[] = { (char *)tool, "-n", (char *)netns, "-batch", "-",
-			 NULL };
-	char **av = netns ? argv : argv + 2;
+	char *av[8];
 	posix_spawn_file_actions_t fa;
-	int fd, err, st;
+	int fd, err, st, a = 0, quiet = flags & RINX_TB_QUIET;
 	size_t off = 0;
 	pid_t pid;
 
 	if (b->err)
 		return b->err;
-	if (!netns)
-		av[0] = (char *)tool;
+	av[a++] = (char *)tool;
+	if (netns) {
+		av[a++] = "-n";
+		av[a++] = (char *)netns;
+	}
+	if (flags & RINX_TB_FORCE)
+		av[a++] = "-force";
+	av[a++] = "-batch";
+	av[a++] = "-";
+	av[a] = NULL;
 	fd = memfd_create("rinx-batch", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -189,9 +185,9 @@ static int run_batch(const char *tool, const char *netns, struct tb_buf *b,
 	return 0;
 }
 
-static int run_ip_batch(const char *netns, struct tb_buf *b)
+static int run_ip_batch(const char *netns, struct rinx_tb_buf *b)
 {
-	return run_batch("ip", netns, b, 0);
+	return rinx_tb_batch("ip", netns, b, 0);
 }
 
 /* ---- names ---- */
@@ -257,7 +253,7 @@ static int is_ours(const char *prefix, const char *name)
 }
 
 /* Adds "netns del" for each namespace of prefix to b; returns how many. */
-static int ours_to_batch(const char *prefix, struct tb_buf *b)
+static int ours_to_batch(const char *prefix, struct rinx_tb_buf *b)
 {
 	struct dirent *e;
 	DIR *d = opendir("/run/netns");
@@ -269,7 +265,7 @@ static int ours_to_batch(const char *prefix, struct tb_buf *b)
 		if (e->d_name[0] == '.' || !is_ours(prefix, e->d_name))
 			continue;
 		if (b)
-			bput(b, "netns del %s\n", e->d_name);
+			rinx_tb_put(b, "netns del %s\n", e->d_name);
 		n++;
 	}
 	closedir(d);
@@ -474,20 +470,21 @@ static __u64 mono_ns(void)
  */
 static int host_pace(const struct rinx_spec_host *h, __u32 rate_mbit)
 {
-	struct tb_buf cmd = {};
+	struct rinx_tb_buf cmd = {};
 	__u32 burst = rate_mbit * 25 / 4;	/* 50 us at rate_mbit */
 	int err;
 
 	if (burst < 2 * RINX_TB_BUFFER_MIN)
 		burst = 2 * RINX_TB_BUFFER_MIN;
 	if (rate_mbit)
-		bput(&cmd, "qdisc replace dev %s root tbf rate %umbit burst %u "
-		     "limit %u\n", h->ifname, rate_mbit, burst,
-		     1000 * (RINX_TB_MTU + 14));
+		rinx_tb_put(&cmd, "qdisc replace dev %s root tbf rate %umbit burst %u "
+			    "limit %u\n", h->ifname, rate_mbit, burst,
+			    1000 * (RINX_TB_MTU + 14));
 	else
-		bput(&cmd, "qdisc del dev %s root\n", h->ifname);
-	err = run_batch("tc", h->netns, &cmd, !rate_mbit);
-	bfree(&cmd);
+		rinx_tb_put(&cmd, "qdisc del dev %s root\n", h->ifname);
+	err = rinx_tb_batch("tc", h->netns, &cmd,
+			    !rate_mbit ? RINX_TB_QUIET : 0);
+	rinx_tb_free(&cmd);
 	if (!rate_mbit)
 		return 0;
 	if (err)
@@ -949,7 +946,7 @@ static int teardown(const struct rinx_spec *s, const char *prefix,
 		    const char *spec_path, int *removed)
 {
 	char pin[RINX_PATH_MAX];
-	struct tb_buf b = {};
+	struct rinx_tb_buf b = {};
 	int i, n, err = 0;
 
 	if (s) {
@@ -967,7 +964,7 @@ static int teardown(const struct rinx_spec *s, const char *prefix,
 	n = ours_to_batch(prefix, &b);
 	if (n)
 		err = run_ip_batch(NULL, &b);
-	bfree(&b);
+	rinx_tb_free(&b);
 	if (removed)
 		*removed = err ? 0 : n;
 	if (spec_path)
@@ -1041,27 +1038,27 @@ static void fmt_mac(char *buf, const __u8 *m)
 static int make_links(const struct rinx_spec *s, const char *prefix)
 {
 	char a[NS_NAME_MAX], b[NS_NAME_MAX], mac[18];
-	struct tb_buf cmd = {};
+	struct rinx_tb_buf cmd = {};
 	int i, err;
 
 	for (i = 0; i < s->nhosts; i++) {
 		tor_ns(b, prefix, s->hosts[i].rack);
 		fmt_mac(mac, s->hosts[i].mac);
-		bput(&cmd, "link add eth0 netns %s address %s mtu %d type veth "
-		     "peer name p%d netns %s mtu %d\n", s->hosts[i].netns, mac,
-		     RINX_TB_MTU, i, b, RINX_TB_MTU);
+		rinx_tb_put(&cmd, "link add eth0 netns %s address %s mtu %d type veth "
+			    "peer name p%d netns %s mtu %d\n", s->hosts[i].netns, mac,
+			    RINX_TB_MTU, i, b, RINX_TB_MTU);
 	}
 	if (s->nracks > 1) {
 		spine_ns(a, prefix);
 		for (i = 0; i < s->nracks; i++) {
 			tor_ns(b, prefix, i);
-			bput(&cmd, "link add uplink netns %s mtu %d type veth "
-			     "peer name t%d netns %s mtu %d\n", b, RINX_TB_MTU,
-			     i, a, RINX_TB_MTU);
+			rinx_tb_put(&cmd, "link add uplink netns %s mtu %d type veth "
+				    "peer name t%d netns %s mtu %d\n", b, RINX_TB_MTU,
+				    i, a, RINX_TB_MTU);
 		}
 	}
 	err = run_ip_batch(NULL, &cmd);
-	bfree(&cmd);
+	rinx_tb_free(&cmd);
 	return err;
 }
 
@@ -1069,43 +1066,43 @@ static int config_host(const struct rinx_spec *s, int i)
 {
 	const struct rinx_spec_host *h = &s->hosts[i];
 	char ip[INET_ADDRSTRLEN], mac[18];
-	struct tb_buf cmd = {};
+	struct rinx_tb_buf cmd = {};
 	int j, err;
 
 	inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
-	bput(&cmd, "link set lo up\nlink set dev %s up\naddr add %s/16 dev %s\n",
-	     h->ifname, ip, h->ifname);
+	rinx_tb_put(&cmd, "link set lo up\nlink set dev %s up\n"
+		    "addr add %s/16 dev %s\n", h->ifname, ip, h->ifname);
 	for (j = 0; j < s->nhosts; j++) {
 		if (j == i)
 			continue;
 		inet_ntop(AF_INET, &s->hosts[j].ip, ip, sizeof(ip));
 		fmt_mac(mac, s->hosts[j].mac);
-		bput(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
-		     ip, mac, h->ifname);
+		rinx_tb_put(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
+			    ip, mac, h->ifname);
 	}
 	for (j = 0; j < s->nracks; j++) {
 		if (s->racks[j].ina != RINX_INA_SWITCH)
 			continue;
 		inet_ntop(AF_INET, &s->racks[j].ip, ip, sizeof(ip));
 		fmt_mac(mac, s->racks[j].mac);
-		bput(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
-		     ip, mac, h->ifname);
+		rinx_tb_put(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
+			    ip, mac, h->ifname);
 	}
 	err = run_ip_batch(h->netns, &cmd);
-	bfree(&cmd);
+	rinx_tb_free(&cmd);
 	return err;
 }
 
 static int config_switch(const struct tb_switch *sw)
 {
-	struct tb_buf cmd = {};
+	struct rinx_tb_buf cmd = {};
 	int i, err;
 
-	bput(&cmd, "link set lo up\n");
+	rinx_tb_put(&cmd, "link set lo up\n");
 	for (i = 0; i < sw->nports; i++)
-		bput(&cmd, "link set dev %s up\n", sw->ifname[i]);
+		rinx_tb_put(&cmd, "link set dev %s up\n", sw->ifname[i]);
 	err = run_ip_batch(sw->ns, &cmd);
-	bfree(&cmd);
+	rinx_tb_free(&cmd);
 	return err;
 }
 
@@ -1203,7 +1200,7 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 	char spec_path[RINX_PATH_MAX], ns[NS_NAME_MAX], msg[160];
 	struct rinx_spec *s;
 	struct tb_switch *sw;
-	struct tb_buf cmd = {};
+	struct rinx_tb_buf cmd = {};
 	int i, n, err, old;
 
 	err = check_opts(o);
@@ -1239,17 +1236,17 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 	 * host programs and pins, then the namespaces (which takes the
 	 * veths and the switches with them). */
 	for (i = 0; i < s->nhosts; i++)
-		bput(&cmd, "netns add %s\n", s->hosts[i].netns);
+		rinx_tb_put(&cmd, "netns add %s\n", s->hosts[i].netns);
 	for (i = 0; i < s->nracks; i++) {
 		tor_ns(ns, o->prefix, i);
-		bput(&cmd, "netns add %s\n", ns);
+		rinx_tb_put(&cmd, "netns add %s\n", ns);
 	}
 	if (s->nracks > 1) {
 		spine_ns(ns, o->prefix);
-		bput(&cmd, "netns add %s\n", ns);
+		rinx_tb_put(&cmd, "netns add %s\n", ns);
 	}
 	err = run_ip_batch(NULL, &cmd);
-	bfree(&cmd);
+	rinx_tb_free(&cmd);
 	if (err)
 		goto fail;
 	for (i = 0; i < s->nhosts && !err; i++)

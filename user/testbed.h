@@ -86,6 +86,30 @@ struct rinx_testbed_opts {
 						 * a perfect link */
 };
 
+/* A growing text buffer of commands for `ip`/`tc -batch`; on failure to
+ * grow it keeps the error (err) and every later call is a no-op. */
+struct rinx_tb_buf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+void rinx_tb_put(struct rinx_tb_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void rinx_tb_free(struct rinx_tb_buf *b);
+
+enum {
+	RINX_TB_QUIET = 1 << 0,	/* failures expected: stderr silenced */
+	RINX_TB_FORCE = 1 << 1,	/* go on past failing commands */
+};
+
+/* Runs `tool [-n netns] [-force] -batch -` (tool: ip or tc) with the
+ * commands of b on stdin. Without RINX_TB_FORCE the tool stops at the
+ * first failing command and names it on stderr (unless RINX_TB_QUIET).
+ * 0, or -EIO when a command failed. */
+int rinx_tb_batch(const char *tool, const char *netns, struct rinx_tb_buf *b,
+		  int flags);
+
 /* 0 if prefix is usable, else -EINVAL with the reason in err. */
 int rinx_testbed_prefix_check(const char *prefix, char *err, size_t errlen);
 void rinx_testbed_spec_path(const char *prefix, char *buf, size_t len);
