@@ -1665,7 +1665,7 @@ static void rtt_sample(struct rinx_comm *c, __u64 m)
 }
 
 #define RTO_BLK_MIN_NS	2000000ull	/* own block timer: 2 ms .. */
-#define RTO_BLK_MAX_NS	50000000ull	/* .. 50 ms, then backoff */
+#define RTO_BLK_MAX_NS	1000000000ull	/* .. 1 s, then backoff */
 
 static __u64 rto_blk(const struct rinx_comm *c)
 {
@@ -1732,8 +1732,10 @@ static void own_timers(struct rinx_req *r, __u64 now)
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			continue;
+		/* a resend takes its departure from the pacer like any own
+		 * block: repairs must not add to a congested path */
 		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0 ||
-		    send_block(r, b))
+		    !pace_ok(&c->cursors[c->slot], now) || send_block(r, b))
 			break;
 		r->sent_at[j] = now;
 		if (r->resent[j] < 255)
@@ -1941,8 +1943,15 @@ static void repair(struct rinx_req *r, int first, int stall)
 		int own = c->plan.contrib_to >= 0 ||
 			  c->plan.origin[klass] == c->rank;
 
-		int nackable = g->action != RINX_A_NONE &&
-			       g->action < RINX_A_AGG_FWD;
+		/* where the finished block arrives by a gather, its sender
+		 * (a ring member, an agent, an INA ToR) keeps it until this
+		 * rank has finished the round: ask it. An INA member must
+		 * too: the next member may already be a round further, its
+		 * slot taken, and only its stored result still holds it */
+		int nackable = g->action == RINX_A_STORE_FWD ||
+			       g->action == RINX_A_STORE_END ||
+			       g->action == RINX_A_MCAST_FWD ||
+			       g->action == RINX_A_MCAST_END;
 
 		if (b >= last + (stall ? REPAIR_AHEAD * ncl : 0))
 			continue;
