@@ -10,7 +10,11 @@
  *  - on a rack's agent (software INA): sum the rack's contributions and the
  *    previous member's partial sum in a slot, send the finished block into
  *    the rack's group;
- *  - NACK: answer with the stored result (loss repair).
+ *  - NACK: answer with the stored result (loss repair);
+ *  - congestion feedback: every finished block stored here is counted per
+ *    job, and so is every one that arrived marked CE; the recycle of a
+ *    finished gather into the next own block obeys the job's pacer (both
+ *    in the job's cursor, shared with the trainer's rate control).
  * A frame that XDP cannot finish (share not written yet, next round, size
  * disagreement, control frames) goes to the trainer's AF_XDP socket;
  * everything that is not rinx passes.
