@@ -1665,7 +1665,7 @@ static void rtt_sample(struct rinx_comm *c, __u64 m)
 }
 
 #define RTO_BLK_MIN_NS	2000000ull	/* own block timer: 2 ms .. */
-#define RTO_BLK_MAX_NS	1000000000ull	/* .. 1 s, then backoff */
+#define RTO_BLK_MAX_NS	50000000ull	/* .. 50 ms, then backoff */
 
 static __u64 rto_blk(const struct rinx_comm *c)
 {
@@ -1732,10 +1732,8 @@ static void own_timers(struct rinx_req *r, __u64 now)
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			continue;
-		/* a resend takes its departure from the pacer like any own
-		 * block: repairs must not add to a congested path */
 		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0 ||
-		    !pace_ok(&c->cursors[c->slot], now) || send_block(r, b))
+		    send_block(r, b))
 			break;
 		r->sent_at[j] = now;
 		if (r->resent[j] < 255)
