@@ -25,6 +25,7 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
 P=rxE$$			# unique: runs can overlap; + one letter per case
@@ -35,18 +36,6 @@ LARGE=$SMALL,67108864
 n=0
 fail=0
 used=()
-
-ok() {	# ok COND-EXIT-STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fail=$((fail + 1))
-	fi
-}
-
-diag() { sed 's/^/# /'; }
 
 ours() {	# namespaces of testbed $1, one per line
 	ip netns list 2>/dev/null | awk '{print $1}' |

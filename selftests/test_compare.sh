@@ -20,6 +20,7 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
 P=rxC$$
@@ -27,16 +28,6 @@ spec=/run/rinx-testbed/$P.spec
 SIZES=4K,3076
 n=0
 fail=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fail=$((fail + 1))
-	fi
-}
 
 skip() {
 	echo "1..0 # SKIP $1"

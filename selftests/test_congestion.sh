@@ -21,29 +21,13 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
 P=rxQ$$
 spec=
 n=0
 fail=0
-
-ok() {	# ok COND-EXIT-STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fail=$((fail + 1))
-	fi
-}
-
-diag() { sed 's/^/# /'; }
-
-ours() {
-	ip netns list 2>/dev/null | awk '{print $1}' |
-		grep -E "^${P}(h[0-9]+|t[0-9]+|sp)\$"
-}
 
 cleanup() {
 	"$rinxctl" testbed down "$P" >/dev/null 2>&1

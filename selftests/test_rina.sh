@@ -59,6 +59,7 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
 P=rxR$$			# unique: runs can overlap; + one letter per case
@@ -78,18 +79,6 @@ used=()
 bench_pid=
 tmp=
 start=$SECONDS
-
-ok() {	# ok COND-EXIT-STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fail=$((fail + 1))
-	fi
-}
-
-diag() { sed 's/^/# /'; }
 
 ctl() { timeout -k 5 $CTL_LIMIT "$rinxctl" "$@"; }
 
