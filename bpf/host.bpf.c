@@ -74,17 +74,19 @@ static __always_inline int slow_path(struct xdp_md *ctx, __u32 why)
  * saw a marking port on its way (CE stays on a frame for its whole path:
  * hops keep the TOS byte, aggregators OR the marks of what they consume).
  * The trainer's rate control reads the two counts from the cursor. */
-static __always_inline void note_stored(struct rinx_frame *f, __u32 slot)
+static __always_inline struct rinx_cursor *note_stored(struct rinx_frame *f,
+						       __u32 slot)
 {
 	struct rinx_cursor *cur = bpf_map_lookup_elem(&cursors, &slot);
 
 	if (!cur)
-		return;
+		return NULL;
 	__sync_fetch_and_add(&cur->stored, 1);
 	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE) {
 		__sync_fetch_and_add(&cur->marked, 1);
 		rinx_count(RINX_STAT_ECN_CE, 0);
 	}
+	return cur;
 }
 
 static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
@@ -107,12 +109,12 @@ static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
 	r->epoch = epoch;
 }
 
-static __always_inline void store_job(struct rinx_slot *r,
-				      struct rinx_frame *f, __u32 epoch,
-				      __u32 slot)
+/* Stores a finished block and counts it; returns the job's cursor. */
+static __always_inline struct rinx_cursor *
+store_job(struct rinx_slot *r, struct rinx_frame *f, __u32 epoch, __u32 slot)
 {
 	store(r, f, epoch);
-	note_stored(f, slot);
+	return note_stored(f, slot);
 }
 
 static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
@@ -166,17 +168,15 @@ static __always_inline int pace_ok(struct rinx_cursor *cur)
  * origin's class. Blocks after the first window thus never cross AF_XDP.
  * Returns the action, or -1 when there is nothing to send. */
 static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
-				   __u32 epoch)
+				   __u32 epoch, struct rinx_cursor *cur)
 {
-	struct rinx_cursor *cur;
 	struct rinx_slot *sh;
-	__u32 k = job->slot, j, b, idx;
+	__u32 j, b, idx;
 	__u64 *d, *s;
 	int i;
 
 	if (job->send_to == RINX_NO_SEND || !job->nclasses)
 		return -1;
-	cur = bpf_map_lookup_elem(&cursors, &k);
 	if (!cur || cur->epoch != epoch)
 		return -1;
 	if (cur->gap_ns && !pace_ok(cur)) {
@@ -253,6 +253,7 @@ int rinx_host(struct xdp_md *ctx)
 	struct rinx_job *job;
 	struct rinx_hop *hop;
 	struct rinx_slot *sh, *res;
+	struct rinx_cursor *cur;
 	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender, what;
 	__u32 bad;
 	struct rinx_agg *a;
@@ -369,10 +370,10 @@ sized:
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store_job(res, &f, epoch, job->slot);
+		cur = store_job(res, &f, epoch, job->slot);
 		if (hop->action == RINX_A_STORE_END) {
 			rinx_count(RINX_STAT_GATHER_END, 0);
-			ret = recycle(&f, job, epoch);
+			ret = recycle(&f, job, epoch, cur);
 			if (ret < 0)
 				return XDP_DROP;
 			return ret == XDP_TX ? rinx_count(RINX_STAT_RECYCLED, ret) :

@@ -29,13 +29,6 @@ spec=
 n=0
 fail=0
 
-cleanup() {
-	"$rinxctl" testbed down "$P" >/dev/null 2>&1
-	for ns in $(ours); do
-		ip netns del "$ns" 2>/dev/null
-	done
-}
-
 # swsum KEY: a switch counter summed over every switch of the testbed
 swsum() {
 	"$rinxctl" testbed show "$P" 2>/dev/null |

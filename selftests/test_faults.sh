@@ -24,13 +24,6 @@ P=rxF$$
 n=0
 fail=0
 
-cleanup() {
-	"$rinxctl" testbed down "$P" >/dev/null 2>&1
-	for ns in $(ours); do
-		ip netns del "$ns" 2>/dev/null
-	done
-}
-
 # received COUNT [ping options]: echo replies counted by ping (h0 -> h1)
 received() {
 	local c=$1

@@ -27,13 +27,6 @@ P=rxtb$$		# unique: runs can overlap
 n=0
 fail=0
 
-cleanup() {
-	"$rinxctl" testbed down "$P" >/dev/null 2>&1
-	for ns in $(ours); do
-		ip netns del "$ns" 2>/dev/null
-	done
-}
-
 if [ "$(id -u)" != 0 ]; then
 	echo "1..0 # SKIP needs root (namespaces, XDP)"
 	exit 4

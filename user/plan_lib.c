@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/pplan.h"
+#include "user/ctl.h"
 
 const struct pp_planner pp_planners[] = {
 	{ "ring", "ring allreduce over all workers in rack order",
@@ -39,20 +40,6 @@ const struct pp_planner *pp_planner_find(const char *name)
 		if (!strcmp(p->name, name))
 			return p;
 	return NULL;
-}
-
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && len) {
-		va_start(ap, fmt);
-		vsnprintf(err, len, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
 }
 
 void pp_init(struct pp_plan *p, const char *scheme)
@@ -249,7 +236,7 @@ int pp_finish(const struct topo *t, struct pp_plan *p, char *err,
 	idx = malloc(t->nnodes * sizeof(int));
 	seen = malloc(t->nnodes * sizeof(int));
 	if (!idx || !seen) {
-		ret = seterr(err, errlen, -ENOMEM, "out of memory");
+		ret = rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < p->ncls && !ret; i++) {
@@ -258,8 +245,8 @@ int pp_finish(const struct topo *t, struct pp_plan *p, char *err,
 
 		sum += c->share;
 		if (!(c->share > 0)) {
-			ret = seterr(err, errlen, -EINVAL, "%s: class %d has "
-				     "share %g", p->scheme, i, c->share);
+			ret = rinx_seterr(err, errlen, -EINVAL, "%s: class %d has "
+					  "share %g", p->scheme, i, c->share);
 			break;
 		}
 		for (j = 0; j < t->nnodes; j++)
@@ -270,10 +257,10 @@ int pp_finish(const struct topo *t, struct pp_plan *p, char *err,
 				&c->ring[j - c->nred - c->nbc];
 
 			if (check_route(t, x)) {
-				ret = seterr(err, errlen, -EINVAL, "%s: class "
-					     "%d: route %s -> %s is broken",
-					     p->scheme, i, t->node[x->src].name,
-					     t->node[x->dst].name);
+				ret = rinx_seterr(err, errlen, -EINVAL, "%s: class "
+						  "%d: route %s -> %s is broken",
+						  p->scheme, i, t->node[x->src].name,
+						  t->node[x->dst].name);
 				break;
 			}
 		}
@@ -317,26 +304,26 @@ int pp_finish(const struct topo *t, struct pp_plan *p, char *err,
 			c->agg[idx[c->ring[j].src]].parent = c->ring[j].dst;
 		for (j = 0; j < t->nhosts; j++)
 			if (seen[t->hosts[j]] != 1) {
-				ret = seterr(err, errlen, -EINVAL, "%s: class %d: "
-					     "worker %s contributes %d times",
-					     p->scheme, i,
-					     t->node[t->hosts[j]].name,
-					     seen[t->hosts[j]]);
+				ret = rinx_seterr(err, errlen, -EINVAL, "%s: class %d: "
+						  "worker %s contributes %d times",
+						  p->scheme, i,
+						  t->node[t->hosts[j]].name,
+						  seen[t->hosts[j]]);
 				break;
 			}
 		continue;
 nomem_or_root:
 		if (c->root < 0) {
-			ret = seterr(err, errlen, -EINVAL, "%s: class %d has no "
-				     "root", p->scheme, i);
+			ret = rinx_seterr(err, errlen, -EINVAL, "%s: class %d has no "
+					  "root", p->scheme, i);
 			break;
 		}
 nomem:
-		ret = seterr(err, errlen, -ENOMEM, "out of memory");
+		ret = rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (!ret && fabs(sum - 1) > 1e-6)
-		ret = seterr(err, errlen, -EINVAL, "%s: shares sum to %g",
-			     p->scheme, sum);
+		ret = rinx_seterr(err, errlen, -EINVAL, "%s: shares sum to %g",
+				  p->scheme, sum);
 out:
 	free(idx);
 	free(seen);

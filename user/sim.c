@@ -7,20 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/sim.h"
-
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && len) {
-		va_start(ap, fmt);
-		vsnprintf(err, len, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
+#include "user/ctl.h"
 
 void sim_res_free(struct sim_res *r)
 {
@@ -124,7 +111,7 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 		free(tx_node);
 		free(push);
 		sim_res_free(r);
-		return seterr(err, errlen, -ENOMEM, "out of memory");
+		return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 	}
 	/* loads per unit of tensor rate first, scaled by x at the end */
 	for (i = 0; i < p->ncls; i++) {
@@ -169,9 +156,9 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 			free(tx_node);
 			free(push);
 			sim_res_free(r);
-			return seterr(err, errlen, -EINVAL, "%s: switch %s "
-				      "cannot aggregate (no INA)", p->scheme,
-				      n->name);
+			return rinx_seterr(err, errlen, -EINVAL, "%s: switch %s "
+					   "cannot aggregate (no INA)", p->scheme,
+					   n->name);
 		}
 		xp = fmin(xp, n->cap / r->agg_gbps[i]);
 		if (n->cap / r->agg_gbps[i] < x) {
@@ -200,7 +187,7 @@ int sim_run(const struct topo *t, const struct pp_plan *p,
 		free(tx_node);
 		free(push);
 		sim_res_free(r);
-		return seterr(err, errlen, -ENOMEM, "out of memory");
+		return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 	}
 	r->tx_min = INFINITY;
 	r->tx_max = 0;

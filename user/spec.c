@@ -35,20 +35,6 @@ int rinx_parse_mac(const char *str, __u8 mac[6])
 	return 0;
 }
 
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && len) {
-		va_start(ap, fmt);
-		vsnprintf(err, len, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
-
 static int parse_int(const char *v, long lo, long hi, long *out)
 {
 	char *end;
@@ -75,7 +61,7 @@ static int copy_name(char *dst, size_t len, const char *v)
 	return 0;
 }
 
-#define BAD(...) seterr(err, errlen, -EINVAL, __VA_ARGS__)
+#define BAD(...) rinx_seterr(err, errlen, -EINVAL, __VA_ARGS__)
 
 /* 1 Tbit/s: above any link a spec describes */
 #define RINX_SPEC_RATE_MAX	1000000
@@ -295,8 +281,8 @@ int rinx_spec_load(const char *path, struct rinx_spec *s, char *err,
 	rinx_spec_init(s);
 	f = fopen(path, "r");
 	if (!f)
-		return seterr(err, errlen, -errno, "cannot open spec %s: %s",
-			      path, strerror(errno));
+		return rinx_seterr(err, errlen, -errno, "cannot open spec %s: %s",
+				   path, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		char *hash = strchr(line, '#');
 

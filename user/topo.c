@@ -8,20 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/topo.h"
-
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t len, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && len) {
-		va_start(ap, fmt);
-		vsnprintf(err, len, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
+#include "user/ctl.h"
 
 void topo_init(struct topo *t)
 {
@@ -172,15 +159,15 @@ static int check_names(const struct topo *t, char *err, size_t errlen)
 	int *ix = malloc((t->nnodes + 1) * sizeof(int)), i, ret = 0;
 
 	if (!ix)
-		return seterr(err, errlen, -ENOMEM, "out of memory");
+		return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 	for (i = 0; i < t->nnodes; i++)
 		ix[i] = i;
 	name_sort_t = t;
 	qsort(ix, t->nnodes, sizeof(int), by_name);
 	for (i = 1; i < t->nnodes && !ret; i++)
 		if (!strcmp(t->node[ix[i]].name, t->node[ix[i - 1]].name))
-			ret = seterr(err, errlen, -EINVAL, "duplicate name '%s'",
-				     t->node[ix[i]].name);
+			ret = rinx_seterr(err, errlen, -EINVAL, "duplicate name '%s'",
+					  t->node[ix[i]].name);
 	free(ix);
 	return ret;
 }
@@ -190,8 +177,8 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 	int i, *cnt, nh = 0, np = 0;
 
 	if (t->nnodes > TOPO_MAX_NODES)
-		return seterr(err, errlen, -E2BIG, "%d nodes: at most %d",
-			      t->nnodes, TOPO_MAX_NODES);
+		return rinx_seterr(err, errlen, -E2BIG, "%d nodes: at most %d",
+				   t->nnodes, TOPO_MAX_NODES);
 	i = check_names(t, err, errlen);
 	if (i)
 		return i;
@@ -211,7 +198,7 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 	cnt = calloc(t->nnodes + 1, sizeof(int));
 	if (!t->off || !t->adj || !t->hosts || !t->ps || !t->dist || !cnt) {
 		free(cnt);
-		return seterr(err, errlen, -ENOMEM, "out of memory");
+		return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (i = 0; i < t->nlinks; i++) {
 		t->off[t->link[i].a + 1]++;
@@ -244,20 +231,20 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 	t->nhosts = nh;
 	t->nps = np;
 	if (nh == 0)
-		return seterr(err, errlen, -EINVAL, "topology has no host");
+		return rinx_seterr(err, errlen, -EINVAL, "topology has no host");
 	/* every link works both ways: one search from the first worker
 	 * shows that all workers and servers reach each other */
 	{
 		const int *d = dist_to(t, t->hosts[0]);
 
 		if (!d)
-			return seterr(err, errlen, -ENOMEM, "out of memory");
+			return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 		for (i = 0; i < t->nnodes; i++)
 			if (t->node[i].kind != TOPO_SWITCH && d[i] < 0)
-				return seterr(err, errlen, -EINVAL,
-					      "%s cannot reach %s",
-					      t->node[i].name,
-					      t->node[t->hosts[0]].name);
+				return rinx_seterr(err, errlen, -EINVAL,
+						   "%s cannot reach %s",
+						   t->node[i].name,
+						   t->node[t->hosts[0]].name);
 	}
 	return 0;
 }
@@ -341,7 +328,7 @@ static int parse_bool(const char *v, int *out)
 	return 0;
 }
 
-#define BAD(...) seterr(err, errlen, -EINVAL, __VA_ARGS__)
+#define BAD(...) rinx_seterr(err, errlen, -EINVAL, __VA_ARGS__)
 
 static int parse_line(struct topo *t, char *line, const char *fn, int ln,
 		      char *err, size_t errlen)
@@ -456,8 +443,8 @@ int topo_load(const char *path, struct topo *t, char *err, size_t errlen)
 	int ret;
 
 	if (!f)
-		return seterr(err, errlen, -errno, "%s: %s", path,
-			      strerror(errno));
+		return rinx_seterr(err, errlen, -errno, "%s: %s", path,
+				   strerror(errno));
 	ret = topo_parse(f, path, t, err, errlen);
 	fclose(f);
 	return ret;
@@ -541,13 +528,13 @@ static int parse_opts(const char *s, struct genopt *o, const char *gen,
 #define ADD(nm, kind, ina, cap) ({					\
 	int __id = topo_add_node(t, nm, kind, ina, cap);		\
 	if (__id < 0)							\
-		return seterr(err, errlen, __id, "cannot add %s", nm);	\
+		return rinx_seterr(err, errlen, __id, "cannot add %s", nm);	\
 	__id; })
 #define LINK(x, y, g) do {						\
 	double __g = (g);	/* once: g may draw a random number */	\
 	int __r = topo_add_link(t, x, y, __g, __g);			\
 	if (__r < 0)							\
-		return seterr(err, errlen, __r, "cannot add a link");	\
+		return rinx_seterr(err, errlen, __r, "cannot add a link");	\
 } while (0)
 
 static int gen_grid_toy(struct topo *t, char *err, size_t errlen)
