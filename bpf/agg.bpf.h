@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Aggregator slots (Rina): an INA ToR or an agent host sums a rack's
- * contributions and the partial sum arriving from the previous ring member
- * in one slot per block. The contribution that completes the slot leaves
+ * Aggregator slots: an INA ToR, an agent host, a tree node or a parameter
+ * server sums the contributions of its declared contributors (a rack's
+ * workers, the partial sum arriving from the previous ring member, a tree
+ * node's children, every worker) in one slot per block. The contribution that completes the slot leaves
  * carrying the sum; the others are consumed. Shared by the host program
  * (agent placement) and the testbed switch (ToR placement).
  *
@@ -28,19 +29,27 @@ enum rinx_agg_ret {
 	RINX_AGG_FINAL,		/* duplicate into a slot that holds the
 				 * finished block: the frame carries it */
 	RINX_AGG_STALE,		/* the slot holds a newer round */
+	RINX_AGG_NEED_SELF,	/* every contributor is in, the node's own
+				 * share is not: the frame carries the sum
+				 * of the others, for the trainer */
 };
 
-/* Adds frame f (round epoch, contributor bit) into slot a. *reset is set
- * when an unfinished older round had to give the slot up. A duplicate into
- * the finished slot gets the stored sum (RINX_AGG_RESEND): the caller sends
- * it on again or back. With `finish`, the completed sum is the finished
- * block and stays marked so (NACKs). */
+/* Adds frame f (round epoch, contributor node `bit`) into slot a. *reset
+ * is set when an unfinished older round had to give the slot up. A
+ * duplicate into the finished slot gets the stored sum (RINX_AGG_RESEND):
+ * the caller sends it on again or back. With `finish`, the completed sum
+ * is the finished block and stays marked so (NACKs). With `own` (the
+ * node's share of the block, RINX_HOP_SELF), the share is added when the
+ * last contributor arrives if it is written for this round; if not, the
+ * slot waits (pend) and the frame, carrying the others' sum, goes to the
+ * trainer, which adds the share and completes the slot from user space
+ * (the slot's contributors are all in, so nothing else writes it). */
 static __always_inline int rinx_agg_add(struct rinx_agg *a,
 					struct rinx_frame *f, __u32 epoch,
-					__u32 bit, __u32 mask, int finish,
-					int *reset)
+					__u32 bit, __u64 mask, int finish,
+					struct rinx_slot *own, int *reset)
 {
-	__u32 b = 1U << (bit & 31);
+	__u64 b = 1ULL << (bit & 63);
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
 	int ret = RINX_AGG_CONSUMED, i;
 
@@ -57,16 +66,20 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		a->seen = 0;
 		a->done = 0;
 		a->final = 0;
+		a->pend = 0;
 	}
 	if (a->seen & b) {
 		/* A retransmission into a finished slot: hand the stored sum
-		 * back (SwitchML's answer to a lost result). */
-		if (a->done) {
+		 * back (SwitchML's answer to a lost result). Into a slot that
+		 * waits for the trainer: the sum again, for the trainer (the
+		 * first one may have been lost on its way there). */
+		if (a->done || a->pend) {
 			for (i = 0; i < RINX_BLOCK_VALUES; i++)
 				f->v[i] = a->v[i];
 			f->h->exp = bpf_htons((__u16)a->exp);
 			f->h->flags = a->flags;
-			ret = a->final ? RINX_AGG_FINAL : RINX_AGG_RESEND;
+			ret = a->pend ? RINX_AGG_NEED_SELF :
+			      a->final ? RINX_AGG_FINAL : RINX_AGG_RESEND;
 		} else {
 			ret = RINX_AGG_DUP;
 		}
@@ -89,8 +102,18 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		a->ce = 1;
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
-		a->done = 1;
-		a->final = !!finish;
+		ret = RINX_AGG_COMPLETE;
+		if (own && own->epoch == epoch) {
+			a->exp = rinx_block_add(a->v, a->exp, own->v, own->exp);
+			a->flags |= own->flags;
+		} else if (own) {
+			a->pend = 1;
+			ret = RINX_AGG_NEED_SELF;
+		}
+		if (ret == RINX_AGG_COMPLETE) {
+			a->done = 1;
+			a->final = !!finish;
+		}
 		for (i = 0; i < RINX_BLOCK_VALUES; i++)
 			f->v[i] = a->v[i];
 		f->h->exp = bpf_htons((__u16)a->exp);
@@ -98,7 +121,6 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		if (a->ce)
 			f->ip->tos |= RINX_ECN_CE;	/* readdress fixes
 							 * the checksum */
-		ret = RINX_AGG_COMPLETE;
 	}
 	bpf_spin_unlock(&a->lock);
 	return ret;

@@ -7,9 +7,9 @@
  *  - ring hops: add this host's share and forward, add and finish (store
  *    the result and start the gather), store and forward, store and end;
  *    a gather that ends here becomes this host's next block (recycle);
- *  - on a rack's agent (software INA): sum the rack's contributions and the
- *    previous member's partial sum in a slot, send the finished block into
- *    the rack's group;
+ *  - aggregations (a rack's agent, a tree node, a parameter server): sum
+ *    the declared contributors in a slot, add this host's own share, send
+ *    the sum on, or store it and send it into the rack's group and/or on;
  *  - NACK: answer with the stored result (loss repair);
  *  - congestion feedback: every finished block stored here is counted per
  *    job, and so is every one that arrived marked CE; the recycle of a
@@ -163,19 +163,23 @@ static __always_inline int pace_ok(struct rinx_cursor *cur)
 					   (t > lo ? t : lo) + gap) == t;
 }
 
-/* The gather that ends here becomes the next block this host starts: the
- * next contribution of an INA rack's worker, or the next block of a ring
- * origin's class. Blocks after the first window thus never cross AF_XDP.
- * Returns the action, or -1 when there is nothing to send. */
+/* The gather that ends here becomes the next block this host starts: its
+ * j-th own block is at pattern position own[j % nown] of pattern round
+ * j / nown, and goes where the plan starts its class (a ring origin's
+ * reduce, a worker's share for its aggregator). Blocks after the first
+ * window thus never cross AF_XDP. Returns the action, or -1 when there is
+ * nothing to send. */
 static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 				   __u32 epoch, struct rinx_cursor *cur)
 {
 	struct rinx_slot *sh;
-	__u32 j, b, idx;
+	__u32 j, b, idx, k, nown = job->nown, plen = job->plen;
+	__u16 to;
+	__u8 type;
 	__u64 *d, *s;
 	int i;
 
-	if (job->send_to == RINX_NO_SEND || !job->nclasses)
+	if (!nown || nown > RINX_CMAP_MAX || !plen || plen > RINX_CMAP_MAX)
 		return -1;
 	if (!cur || cur->epoch != epoch)
 		return -1;
@@ -184,10 +188,14 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 		return -1;
 	}
 	j = __sync_fetch_and_add(&cur->next, 1);
-	b = job->send_type == RINX_T_CONTRIB ? j :
-	    j * job->nclasses + job->send_class;
+	b = (j / nown) * plen + job->own[(j % nown) & (RINX_CMAP_MAX - 1)];
 	if (b >= job->nblocks || b >= rinx_window)
 		return -1;
+	k = job->cmap[(b % plen) & (RINX_CMAP_MAX - 1)] & (RINX_MAX_CLASSES - 1);
+	to = job->start_to[k];
+	type = job->start_type[k];
+	if (to == RINX_NO_SEND)
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	idx = job->slot * rinx_window + b;
 	sh = bpf_map_lookup_elem(&share, &idx);
 	/* The trainer writes every share of a round before it opens the
@@ -199,17 +207,16 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 #pragma clang loop unroll_count(8)
 	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
 		d[i] = s[i];
-	f->h->type = job->send_type == RINX_T_CONTRIB ? RINX_T_CONTRIB :
-							RINX_T_REDUCE;
+	f->h->type = type;
 	f->h->step = 0;
 	f->h->flags = sh->flags;
 	/* a new block: the marks of the old one are counted already */
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
 	f->h->block = bpf_htonl(b);
-	f->h->klass = bpf_htons(b % job->nclasses);
+	f->h->klass = bpf_htons(k);
 	f->h->count = bpf_htons(sh->count);
 	f->h->exp = bpf_htons((__u16)sh->exp);
-	return forward(f, job, job->slot, job->send_to);
+	return forward(f, job, job->slot, to);
 }
 
 /* NACK: the asker (the frame's sender) misses the finished block; answer
@@ -254,7 +261,7 @@ int rinx_host(struct xdp_md *ctx)
 	struct rinx_hop *hop;
 	struct rinx_slot *sh, *res;
 	struct rinx_cursor *cur;
-	__u32 jid, epoch, block, nblocks, klass, k, idx, type, bit, sender, what;
+	__u32 jid, epoch, block, nblocks, klass, k, idx, type, sender, what;
 	__u32 bad;
 	struct rinx_agg *a;
 	__u16 cnt;
@@ -316,7 +323,7 @@ int rinx_host(struct xdp_md *ctx)
 	if (hop->action == RINX_A_NONE)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 	agg = hop->action >= RINX_A_AGG_FWD;
-	bad = rinx_check_sender(&f, job, hop, type, &sender, &bit);
+	bad = rinx_check_sender(&f, job, hop, type, &sender);
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
 								XDP_DROP);
@@ -385,18 +392,21 @@ sized:
 	case RINX_A_AGG_FWD:
 	case RINX_A_AGG_FINISH:
 		a = bpf_map_lookup_elem(&aggs, &idx);
-		if (!a)
+		sh = NULL;
+		if (hop->flags & RINX_HOP_SELF)
+			sh = bpf_map_lookup_elem(&share, &idx);
+		if (!a || (!sh && (hop->flags & RINX_HOP_SELF)))
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
-				   hop->action == RINX_A_AGG_FINISH, &reset);
+		ret = rinx_agg_add(a, &f, epoch, sender, hop->mask,
+				   hop->action == RINX_A_AGG_FINISH, sh, &reset);
 		if (reset)
 			rinx_count(RINX_STAT_AGG_RESET, 0);
-		/* the agent's own share again (it resends what it finds
-		 * missing): it holds the finished block already */
+		/* the others' sum waits for this host's share: the trainer
+		 * adds it and completes the slot */
+		if (ret == RINX_AGG_NEED_SELF)
+			return slow_path(ctx, RINX_STAT_SLOW_SELF);
 		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB &&
-		    sender == job->self)
-			return rinx_count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
-		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB) {
+		    (hop->flags & RINX_HOP_ANSWER)) {
 			/* the worker missed the finished block: send it. It
 			 * expects the step of this member's gather into the
 			 * rack: 0 where the block finishes, else out + 1 */
@@ -426,13 +436,18 @@ sized:
 			ret = forward(&f, job, job->slot, hop->to);
 			return ret == XDP_TX ? rinx_count(what, ret) : ret;
 		}
-		/* the agent is one of the rack's workers: it keeps the sum */
+		/* an aggregating host is one of the workers: it keeps the sum */
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		f.h->type = RINX_T_GATHER;
 		store_job(res, &f, epoch, job->slot);
-		ret = to_group(&f, job, job->slot, hop->to, hop->rack);
+		if (hop->rack == RINX_NO_RACK && hop->to == job->self)
+			return rinx_count(what, XDP_DROP);	/* ends here */
+		if (hop->rack == RINX_NO_RACK)
+			ret = forward(&f, job, job->slot, hop->to);
+		else
+			ret = to_group(&f, job, job->slot, hop->to, hop->rack);
 		return ret == XDP_TX ? rinx_count(what, ret) : ret;
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:

@@ -54,7 +54,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	struct rinx_job *job;
 	struct rinx_hop *hop;
 	struct rinx_agg *a;
-	__u32 jid, epoch, block, k, idx, type, bit, sender, what, bad;
+	__u32 jid, epoch, block, k, idx, type, sender, what, bad;
 	int ret, reset, i;
 
 	ret = rinx_parse(ctx, ina_port_be, &f);
@@ -106,7 +106,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 	if (hop->action < RINX_A_AGG_FWD || hop->action >= RINX_A_MAX)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, RINX_INA_DROP);
-	bad = rinx_check_sender(&f, job, hop, type, &sender, &bit);
+	bad = rinx_check_sender(&f, job, hop, type, &sender);
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
 				  RINX_INA_ABORTED : RINX_INA_DROP);
@@ -132,11 +132,12 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 				 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
 	}
 
-	ret = rinx_agg_add(a, &f, epoch, bit, hop->mask,
-			   hop->action == RINX_A_AGG_FINISH, &reset);
+	ret = rinx_agg_add(a, &f, epoch, sender, hop->mask,
+			   hop->action == RINX_A_AGG_FINISH, NULL, &reset);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
-	if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB) {
+	if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB &&
+	    (hop->flags & RINX_HOP_ANSWER)) {
 		/* the worker missed the finished block: send it. It expects
 		 * the step of this member's gather into the rack: 0 where the
 		 * block finishes, else out + 1 */
@@ -158,6 +159,8 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	       RINX_STAT_AGG_REEMIT : RINX_STAT_AGG_DONE;
 	if (ret == RINX_AGG_STALE)
 		return rinx_count(RINX_STAT_DROP_AGG_STALE, RINX_INA_DROP);
+	if (ret == RINX_AGG_NEED_SELF)	/* a ToR has no share of its own */
+		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 	if (ret == RINX_AGG_CONSUMED)
 		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
 	f.h->step = hop->out_step;
@@ -168,8 +171,8 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	}
 	f.h->type = RINX_T_GATHER;
 	ret = ina_out(&f, job, hop->to);
-	if (ret != RINX_INA_UNICAST)
-		return ret;
+	if (ret != RINX_INA_UNICAST || hop->rack == RINX_NO_RACK)
+		return ret == RINX_INA_UNICAST ? rinx_count(what, ret) : ret;
 	rinx_to_group(&f, hop->rack, hop->to != job->self);
 	return rinx_count(what, hop->to != job->self ?
 			 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);

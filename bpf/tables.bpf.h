@@ -67,50 +67,49 @@ static __always_inline __u32 rinx_check_bounds(struct rinx_frame *f,
 					       __u32 window)
 {
 	__u32 block = bpf_ntohl(f->h->block), nblocks = bpf_ntohl(f->h->nblocks);
-	__u32 klass = bpf_ntohs(f->h->klass);
+	__u32 klass = bpf_ntohs(f->h->klass), plen = job->plen;
 	__u16 cnt = bpf_ntohs(f->h->count);
 
 	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
 	    nblocks > window || job->slot >= RINX_MAX_JOBS ||
-	    klass >= RINX_MAX_CLASSES || job->nclasses == 0 ||
-	    klass != block % job->nclasses)
+	    klass >= RINX_MAX_CLASSES || plen == 0 || plen > RINX_CMAP_MAX ||
+	    klass != job->cmap[(block % plen) & (RINX_CMAP_MAX - 1)])
 		return RINX_STAT_DROP_BOUNDS;
 	return 0;
 }
 
-/* Is f from the node the hop names (sender, step, source IP), or, for a
- * contribution, from a worker of the aggregator's rack whose bit the slot
- * waits for? Sets *sender and *bit. 0 or the drop stat. */
+/* Is f from the node the hop names (sender, step, source IP), or, for an
+ * aggregation, from one of its contributors (a raw share with step 0, or
+ * the partial sum of `from` with its step)? Sets *sender. 0 or the drop
+ * stat. */
 static __always_inline __u32 rinx_check_sender(struct rinx_frame *f,
 					       struct rinx_job *job,
 					       struct rinx_hop *hop, __u32 type,
-					       __u32 *sender, __u32 *bit)
+					       __u32 *sender)
 {
+	int agg = hop->action == RINX_A_AGG_FWD ||
+		  hop->action == RINX_A_AGG_FINISH;
 	struct rinx_node *from;
 	__u32 k;
 
-	*sender = type == RINX_T_CONTRIB ? bpf_ntohs(f->h->sender) : hop->from;
-	if (*sender >= RINX_MAX_NODES ||
-	    (type == RINX_T_CONTRIB && hop->action != RINX_A_AGG_FWD &&
-	     hop->action != RINX_A_AGG_FINISH))
+	*sender = bpf_ntohs(f->h->sender);
+	if (*sender >= RINX_MAX_NODES || (type == RINX_T_CONTRIB && !agg))
 		return RINX_STAT_DROP_SENDER;
 	k = job->slot * RINX_MAX_NODES + *sender;
 	from = bpf_map_lookup_elem(&nodes, &k);
 	if (!from)
 		return RINX_STAT_ABORTED;
-	if (type == RINX_T_CONTRIB) {
-		*bit = from->bit;
-		if (from->rack != hop->rack || *bit >= RINX_MAX_RACK_WORKERS ||
-		    !(hop->mask & (1U << *bit)) || f->h->step != 0 ||
-		    f->ip->saddr != from->ip)
-			return RINX_STAT_DROP_SENDER;
-		return 0;
-	}
-	*bit = RINX_PARTIAL_BIT;
-	if (bpf_ntohs(f->h->sender) != hop->from || f->h->step != hop->step ||
-	    f->ip->saddr != from->ip)
+	if (f->ip->saddr != from->ip)
 		return RINX_STAT_DROP_SENDER;
-	return 0;
+	if (agg) {
+		if (!(hop->mask & (1ULL << (*sender & 63))))
+			return RINX_STAT_DROP_SENDER;
+		if (type == RINX_T_CONTRIB || *sender != hop->from)
+			return f->h->step == 0 ? 0 : RINX_STAT_DROP_SENDER;
+	} else if (*sender != hop->from) {
+		return RINX_STAT_DROP_SENDER;
+	}
+	return f->h->step == hop->step ? 0 : RINX_STAT_DROP_SENDER;
 }
 
 /* A NACK's asker: a node of the job, sending from its own address. */

@@ -129,7 +129,7 @@ static int setup(struct host_bpf *skel)
 		.nblocks = NBLOCKS, .last_count = RINX_BLOCK_VALUES,
 		.nclasses = NNODES, .nnodes = NNODES, .self = SELF,
 		.qbits = 28, .dtype = RINX_W_FIXED, .window = WINDOW,
-		.send_to = 2, .send_type = RINX_T_REDUCE, .send_class = SELF,
+		.plen = NNODES, .nown = 1,
 	};
 	struct rinx_hop end = { .action = RINX_A_STORE_END, .step = 2,
 				.from = 0 };
@@ -138,6 +138,13 @@ static int setup(struct host_bpf *skel)
 	int i, err = 0;
 	__u32 k;
 
+	/* ring classes; this node starts class SELF, sending it to node 2 */
+	for (i = 0; i < NNODES; i++)
+		j.cmap[i] = i;
+	j.own[0] = SELF;
+	memset(j.start_to, 0xff, sizeof(j.start_to));
+	j.start_to[SELF] = 2;
+	j.start_type[SELF] = RINX_T_REDUCE;
 	k = JOB;
 	err |= bpf_map_update_elem(bpf_map__fd(skel->maps.jobs), &k, &j, 0);
 	for (i = 0; i < NNODES; i++) {

@@ -124,6 +124,17 @@ static const struct jobcfg *find_job(__u32 id)
 
 /* Ring plan: class c is reduced from node c along c+1, ..., and finished at
  * c-1, which starts its gather along c, c+1, ..., ending at c-2. */
+/* The ring's classes (block b in class b % n); the node starts nothing. */
+static void job_classes(struct rinx_job *job, int n)
+{
+	int i;
+
+	job->plen = n < RINX_CMAP_MAX ? n : 0;
+	for (i = 0; i < job->plen; i++)
+		job->cmap[i] = i;
+	memset(job->start_to, 0xff, sizeof(job->start_to));
+}
+
 static struct rinx_hop plan(const struct jobcfg *j, __u32 c, int type)
 {
 	int n = j->nnodes, s = j->self, fin = ((int)c + n - 1) % n;
@@ -804,9 +815,10 @@ static int host_setup(struct host_env *e)
 			.nblocks = j->nblocks, .last_count = j->last_count,
 			.nclasses = j->nclasses, .nnodes = j->nnodes,
 			.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
-			.window = WINDOW, .send_to = RINX_NO_SEND,
+			.window = WINDOW,
 		};
 
+		job_classes(&job, j->nclasses);
 		err |= bpf_map_update_elem(e->jobs, &j->id, &job, BPF_ANY);
 		for (c = 0; c < RINX_MAX_CLASSES; c++) {
 			for (t = RINX_T_REDUCE; t <= RINX_T_GATHER; t++) {
@@ -906,9 +918,10 @@ static int host_tables_same(struct host_env *e)
 			.nblocks = j->nblocks, .last_count = j->last_count,
 			.nclasses = j->nclasses, .nnodes = j->nnodes,
 			.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
-			.window = WINDOW, .send_to = RINX_NO_SEND,
+			.window = WINDOW,
 		};
 
+		job_classes(&w, j->nclasses);
 		if (bpf_map_lookup_elem(e->jobs, &j->id, &job) ||
 		    memcmp(&job, &w, sizeof(job))) {
 			tap_diag("job %#x changed", j->id);

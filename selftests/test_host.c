@@ -458,9 +458,14 @@ static int put_job(const struct jobcfg *j, __u32 nblocks)
 		.qbits = j->qbits,
 		.dtype = j->dtype,
 		.window = WINDOW,
-		.send_to = RINX_NO_SEND,
 	};
+	int i;
 
+	/* the ring's classes: block b in class b % nclasses; starts none */
+	job.plen = j->nclasses < RINX_CMAP_MAX ? j->nclasses : 0;
+	for (i = 0; i < job.plen; i++)
+		job.cmap[i] = i;
+	memset(job.start_to, 0xff, sizeof(job.start_to));
 	return bpf_map_update_elem(jobs_fd, &j->id, &job, BPF_ANY);
 }
 

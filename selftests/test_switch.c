@@ -374,13 +374,14 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.neigh), &ip,
 					   &m, BPF_ANY);
 	}
-	/* The jobs: one contributor (bit 0) completes a slot. */
+	/* The jobs: one contributor (node 0) completes a slot. */
 	for (i = 0; i < 2; i++) {
 		__u32 jid = i ? JOB_FIN : JOB_FWD, n;
 		struct rinx_job job = {
 			.token = TOKEN, .slot = i, .epoch = 1, .nblocks = 1,
 			.nclasses = 1, .nnodes = 3, .self = 2,
 			.dtype = RINX_W_INT32, .window = TOR_WINDOW,
+			.plen = 1,
 		};
 		struct rinx_hop hop = {
 			.action = i ? RINX_A_AGG_FINISH : RINX_A_AGG_FWD,
@@ -394,7 +395,6 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 					   &hop, BPF_ANY);
 		for (n = 0; n < 3; n++) {
 			struct rinx_node nd = {
-				.bit = n ? 0 : 0,
 				.rack = n == 0 ? 1 : RINX_NO_RACK,
 				.ip = htonl(tor_nodes[n].ip),
 			};

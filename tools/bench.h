@@ -24,6 +24,7 @@ struct bench_opts {
 	uint64_t max_count;	/* filled by bench_run */
 	int hosts;		/* demo */
 	const char *mode;	/* demo */
+	const char *plan;	/* --plan: the plan every rank runs */
 };
 
 void bench_defaults(struct bench_opts *o);

@@ -25,6 +25,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/bench.h"
+#include "user/plan.h"
 #include "tools/gen.h"
 #include "tools/cmds.h"
 #include "user/ctl.h"
@@ -234,6 +235,7 @@ static void child(const struct bench_opts *o, const char *spec_path,
 		co.token = o->token;
 		co.timeout_ms = o->timeout_ms;
 		co.inflight = o->inflight;
+		co.plan = o->plan;
 		/* --jobs: independent jobs (ids job, job + 1, ...) that run
 		 * their collectives at once over the same links */
 		for (j = 0; j < nj && !err; j++) {
@@ -867,6 +869,8 @@ static const char bench_usage[] =
 "  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
 "  --jobs N         N jobs (ids job..job+N-1, 1..4) run each collective at\n"
 "                   once over the same links; a line per job gives its time\n"
+"  --plan P         the plan every rank runs: ring, rina, ps[:N], ps-ina[:N],\n"
+"                   har, tree or dbtree (default: the spec's plan=, else rina)\n"
 "  --job ID         job id (default random)\n"
 "output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
 "busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median;\n"
@@ -889,6 +893,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		{ "inflight", required_argument, NULL, 'f' },
 		{ "job", required_argument, NULL, 'J' },
 		{ "jobs", required_argument, NULL, 'N' },
+		{ "plan", required_argument, NULL, 'p' },
 		{ "hosts", required_argument, NULL, 'H' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
@@ -896,7 +901,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPjt:f:J:N:H:m:h", opts,
+	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPjt:f:J:N:H:m:p:h", opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's': *spec = optarg; break;
@@ -927,6 +932,17 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		case 'f': o->inflight = atoi(optarg); break;
 		case 'J': o->job = strtoul(optarg, NULL, 0); break;
 		case 'N': o->jobs = atoi(optarg); break;
+		case 'p': {
+			char why[160];
+			int k, nps;
+
+			if (rinx_plan_parse(optarg, &k, &nps, why, sizeof(why))) {
+				fprintf(stderr, "rinxctl %s: %s\n", argv[0], why);
+				return -1;
+			}
+			o->plan = optarg;
+			break;
+		}
 		case 'H': o->hosts = atoi(optarg); break;
 		case 'm': o->mode = optarg; break;
 		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);

@@ -29,6 +29,7 @@ struct node_args {
 	const char *node;
 	int json;
 	int hosts;
+	const char *plan;
 };
 
 static int parse_node_args(int argc, char **argv, struct node_args *a,
@@ -39,18 +40,20 @@ static int parse_node_args(int argc, char **argv, struct node_args *a,
 		{ "node", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "hosts", required_argument, NULL, 'H' },
+		{ "plan", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 
 	memset(a, 0, sizeof(*a));
-	while ((o = getopt_long(argc, argv, "s:n:jH:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:n:jH:p:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': a->spec = optarg; break;
 		case 'n': a->node = optarg; break;
 		case 'j': a->json = 1; break;
 		case 'H': a->hosts = atoi(optarg); break;
+		case 'p': a->plan = optarg; break;
 		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);
 			  exit(0);
 		default:
@@ -222,7 +225,11 @@ int cmd_plan(int argc, char **argv)
 	struct rinx_spec s;
 	int ret, n;
 
-	if (parse_node_args(argc, argv, &a, "--spec FILE | --hosts N"))
+	if (parse_node_args(argc, argv, &a,
+			    "--spec FILE | --hosts N [--plan P]\n"
+			    "  --plan P   ring, rina, ps[:N], ps-ina[:N], har, tree or "
+			    "dbtree\n"
+			    "             (default: the spec's plan=, else rina)"))
 		return RINX_EXIT_USAGE;
 	if (a.spec) {
 		ret = load_spec(argv[0], a.spec, &s);
@@ -236,16 +243,22 @@ int cmd_plan(int argc, char **argv)
 			RINX_MAX_NODES);
 		return RINX_EXIT_USAGE;
 	}
-	if (a.spec)
-		rinx_plan_print(stdout, &s);
-	else {
+	if (!a.spec) {
 		rinx_spec_init(&s);
 		s.nhosts = n;
 		for (ret = 0; ret < n; ret++) {
 			snprintf(s.hosts[ret].name, sizeof(s.hosts[ret].name), "h%d", ret);
 			s.hosts[ret].rank = ret;
 		}
-		rinx_plan_print(stdout, &s);
 	}
-	return 0;
+	if (a.plan) {
+		char why[160];
+
+		if (rinx_plan_parse(a.plan, &s.plan, &s.plan_nps, why,
+				    sizeof(why))) {
+			fprintf(stderr, "rinxctl plan: %s\n", why);
+			return RINX_EXIT_USAGE;
+		}
+	}
+	return rinx_plan_print(stdout, &s) ? RINX_EXIT_CONFIG : 0;
 }

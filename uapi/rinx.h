@@ -88,7 +88,7 @@ struct rinx_hdr {
 	__be32 nblocks;	/* blocks in the round */
 	__be16 sender;	/* node id of the node that sent this frame */
 	__be16 count;	/* values in this block, 1..RINX_BLOCK_VALUES */
-	__be16 klass;	/* plan class of the block: block % nclasses */
+	__be16 klass;	/* plan class of the block (rinx_job.cmap) */
 	__be16 exp;	/* s16 block exponent: value = q * 2^(exp - qbits) */
 	__be16 dtype;	/* enum rinx_wire_dtype of the job's round */
 } __attribute__((packed));
@@ -116,15 +116,16 @@ struct rinx_slot {
 /* Node table entry: where a node of the job is reached. */
 struct rinx_node {
 	__u8 mac[6];
-	__u8 bit;	/* contributor bit at its rack's aggregator (< 31) */
+	__u8 resv;
 	__u8 rack;	/* id of its rack (RINX_NO_RACK: none) */
 	__be32 ip;
 };
 
 #define RINX_NO_RACK		0xff
-/* Contributor bit of the partial sum arriving from the previous member. */
-#define RINX_PARTIAL_BIT	31
-#define RINX_MAX_RACK_WORKERS	31
+/* Pattern of classes: block b is in class cmap[b % plen] (proportional
+ * shares: a class that appears w times in the pattern gets w / plen of the
+ * blocks). */
+#define RINX_CMAP_MAX		256
 
 /* Per-job state, keyed by job id (hash map). Written by the library. */
 struct rinx_job {
@@ -139,12 +140,18 @@ struct rinx_job {
 	__u16 qbits;		/* fixed-point bits of one contribution */
 	__u16 dtype;		/* enum rinx_wire_dtype of the round */
 	__u32 window;		/* blocks per round the slot holds */
-	__u16 send_to;		/* node the blocks this rank starts go to, or
-				 * RINX_NO_SEND */
-	__u8 send_type;		/* RINX_T_CONTRIB: every block of the round
-				 * (INA rack worker); RINX_T_REDUCE: the
-				 * blocks of class send_class (ring origin) */
-	__u8 send_class;
+	__u16 plen;		/* length of the class pattern, 1..256 */
+	__u16 nown;		/* own positions in the pattern */
+	__u8 cmap[RINX_CMAP_MAX];	/* pattern position -> class */
+	/* The blocks this node starts: those at pattern positions own[0..
+	 * nown) (ascending), so its j-th own block is
+	 * (j / nown) * plen + own[j % nown]. */
+	__u8 own[RINX_CMAP_MAX];
+	/* Per class: where this node's share of a block starts (node id, or
+	 * RINX_NO_SEND) and as what (RINX_T_REDUCE: a ring origin's partial
+	 * sum; RINX_T_CONTRIB: a raw share for an aggregator). */
+	__u16 start_to[RINX_MAX_CLASSES];
+	__u8 start_type[RINX_MAX_CLASSES];
 };
 
 #define RINX_NO_SEND		0xffff
@@ -197,16 +204,36 @@ enum rinx_action {
 };
 
 /* Hop table entry: what this node does with (class, type).
- * Index: (slot * RINX_MAX_CLASSES + class) * 3 + (type - 1). */
+ * Index: (slot * RINX_MAX_CLASSES + class) * 3 + (type - 1).
+ *
+ * Single-sender hops (ADD_*, STORE_*, MCAST_*) take the frame from `from`
+ * only, carrying `step`. Aggregations (AGG_*) take one frame per
+ * contributor: `mask` has bit i for node i (any node of the job: the
+ * workers of a rack, the previous ring member, the children of a tree
+ * node, every worker at a parameter server); a partial sum from `from`
+ * must carry `step`, a raw share (CONTRIB) step 0. With RINX_HOP_SELF the
+ * node adds its own share to the completed sum (a host that aggregates:
+ * agent, tree node, parameter server). Fan-out: actions that end in a
+ * rack's group send into the group of rack `rack` (the ToR replicates to
+ * the rack's hosts) and, with `to` another node, on to `to` too. */
 struct rinx_hop {
 	__u8 action;	/* enum rinx_action */
 	__u8 step;	/* step the frame must carry when it arrives */
-	__u16 from;	/* node id the frame must come from (not CONTRIB) */
+	__u16 from;	/* node id the frame must come from */
 	__u16 to;	/* next node id (forwarding actions) */
 	__u8 out_step;	/* aggregator: step of the frame it sends */
-	__u8 rack;	/* aggregator: id of its rack (CONTRIB senders) */
-	__u32 mask;	/* aggregator: contributor bits that complete a slot */
+	__u8 rack;	/* group actions: the rack whose group gets it */
+	__u8 flags;	/* RINX_HOP_* */
+	__u8 resv[7];
+	__u64 mask;	/* aggregator: contributor nodes that complete a slot */
 };
+
+#define RINX_HOP_SELF	0x01	/* aggregator adds its own share */
+#define RINX_HOP_ANSWER	0x02	/* aggregator: a raw share arriving into the
+				 * slot of a finished block is answered with
+				 * the block (its sender stores the gather
+				 * that leaves here, at out_step, or
+				 * out_step + 1 after AGG_FWD) */
 
 #define RINX_HOP_TYPES	3
 #define RINX_HOP_INDEX(slot, klass, type) \
@@ -218,7 +245,7 @@ struct rinx_hop {
 struct rinx_agg {
 	struct bpf_spin_lock lock;
 	__u32 epoch;	/* round the slot holds */
-	__u32 seen;	/* contributor bits added so far */
+	__u64 seen;	/* contributor nodes added so far */
 	__s16 exp;
 	__u8 flags;
 	__u8 done;	/* seen == mask: the sum has left */
@@ -226,8 +253,10 @@ struct rinx_agg {
 			 * ranks), kept to answer NACKs */
 	__u8 ce;	/* a contribution of this round arrived marked CE:
 			 * the sum leaves marked */
-	__u8 resv8[2];
-	__u32 resv;
+	__u8 pend;	/* every contributor is in, the node's own share
+			 * is not written yet: the sum waits for the
+			 * trainer (slow path), which completes the slot */
+	__u8 resv8;
 	__s32 v[RINX_BLOCK_VALUES];
 };
 
@@ -286,6 +315,8 @@ enum rinx_stat {
 	RINX_STAT_PACED,	/* gather ended here but the pacer held the
 				 * next own block back (the trainer sends it
 				 * when its time comes) */
+	RINX_STAT_SLOW_SELF,	/* to AF_XDP: an aggregated sum waits for
+				 * this host's own share (not written yet) */
 	RINX_STAT_MAX,
 };
 
@@ -297,11 +328,14 @@ _Static_assert(RINX_FRAME_HDR_LEN == 80, "payload is 8-byte aligned");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
-_Static_assert(sizeof(struct rinx_job) == 36, "job");
+_Static_assert(sizeof(struct rinx_job) == 36 + 2 * RINX_CMAP_MAX +
+	       3 * RINX_MAX_CLASSES, "job");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");
-_Static_assert(sizeof(struct rinx_hop) == 12, "hop");
+_Static_assert(sizeof(struct rinx_hop) == 24, "hop");
+_Static_assert(__builtin_offsetof(struct rinx_hop, mask) == 16, "hop.mask");
 _Static_assert(sizeof(struct rinx_agg) == 24 + RINX_BLOCK_BYTES, "agg");
+_Static_assert(__builtin_offsetof(struct rinx_agg, seen) == 8, "agg.seen");
 _Static_assert(__builtin_offsetof(struct rinx_agg, v) == 24, "agg.v");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "payload is little-endian on the wire");

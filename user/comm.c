@@ -138,6 +138,8 @@ struct rinx_comm {
 	struct xctx *x;
 	struct rinx_plan plan;
 	struct rinx_job jobent;
+	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
+					 * the own positions, -1: not own */
 	__u32 epoch;
 	__u64 heard;		/* ranks whose OPEN hello arrived */
 	__u64 alive;		/* ranks that answered a PROBE */
@@ -451,6 +453,21 @@ static void frame_addr(struct rinx_comm *c, struct frame *f, int to)
 	f->h->sender = htons(c->rank);
 }
 
+/* Class of block b in the plan. */
+static int class_of(const struct rinx_comm *c, __u32 b)
+{
+	return c->plan.cmap[b % c->plan.plen];
+}
+
+/* Index of own block b among this rank's own blocks (the cursor counts
+ * them), -1 if b is not one. */
+static long own_index(const struct rinx_comm *c, __u32 b)
+{
+	int i = c->ownidx[b % c->plan.plen];
+
+	return i < 0 ? -1 : (long)(b / c->plan.plen) * c->jobent.nown + i;
+}
+
 static int block_count(const struct rinx_req *r, __u32 b)
 {
 	return b == r->nb - 1 ? (int)r->last_count : RINX_BLOCK_VALUES;
@@ -485,6 +502,73 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 	return 1;
 }
 
+static void store_result(struct rinx_slot *res, const struct frame *f,
+			 __u32 epoch, __u32 cnt)
+{
+	memcpy(res->v, f->v, RINX_BLOCK_BYTES);
+	res->exp = (__s16)ntohs(f->h->exp);
+	res->flags = f->h->flags;
+	res->count = cnt;
+	__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+}
+
+/* A rack's group address (what the ToR replicates into the rack; with
+ * `onward` also to the uplink, readdressed to the IP destination). */
+static void frame_group(struct frame *f, int rack, int onward)
+{
+	f->eth[0] = RINX_GROUP_MAC0;
+	f->eth[1] = RINX_GROUP_MAC1;
+	f->eth[2] = RINX_GROUP_MAC2;
+	f->eth[3] = rack;
+	f->eth[4] = 0;
+	f->eth[5] = onward ? 1 : 0;
+}
+
+/* An aggregation of this host (RINX_HOP_SELF) whose contributors are all
+ * in while its share was not written yet: the host program left the slot
+ * waiting (pend) and sent its sum here. Adds the share to the slot and
+ * marks it done, so that the host program answers duplicates with the
+ * whole sum from now on, and puts the sum into f. Nothing else writes the
+ * slot meanwhile: its contributors are all in, and the next round's cannot
+ * come before this block has finished. 0, 1 (stale: drop) or -errno. */
+static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
+			 __u32 idx, __u32 epoch, const struct rinx_slot *sh,
+			 struct frame *f, int *ce)
+{
+	struct rinx_agg a;
+
+	if (c->fd_aggs < 0 ||
+	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK))
+		return -EIO;
+	if (a.epoch != epoch || (!a.pend && !a.done))
+		return 1;
+	if (a.pend) {
+		a.exp = rinx_payload_add(a.v, a.exp, sh->v, sh->exp);
+		a.flags |= sh->flags;
+		a.pend = 0;
+		a.done = 1;
+		a.final = hop->action == RINX_A_AGG_FINISH;
+		if (bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK))
+			return -EIO;
+	}
+	memcpy(f->v, a.v, RINX_BLOCK_BYTES);
+	f->h->exp = htons((__u16)a.exp);
+	f->h->flags = a.flags;
+	*ce = a.ce;
+	return 0;
+}
+
+/* Marks a readdressed frame CE (its sum met congestion on the way). */
+static void frame_ce(struct frame *f)
+{
+	__u16 csum;
+
+	f->ip[1] |= RINX_ECN_CE;
+	memset(f->ip + 10, 0, 2);
+	csum = ip_csum(f->ip);
+	memcpy(f->ip + 10, &csum, 2);
+}
+
 /* What became of a slow-path frame. */
 enum {
 	SP_SENT,	/* finished here and transmitted (the frame is in TX) */
@@ -501,6 +585,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	const struct rinx_hop *hop;
 	struct frame f;
 	__u32 epoch, block, nblocks, klass, cnt, type, idx;
+	int agg, ret, ce = 0;
 
 	if (len < RINX_FRAME_MAX)
 		return SP_DROP;
@@ -562,13 +647,16 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			      c->jobent.dtype);
 		return SP_DROP;
 	}
-	if (klass >= (__u32)c->plan.nclasses || type < RINX_T_REDUCE ||
-	    type > RINX_T_GATHER || c->plan.hops[klass][type - 1].action >=
-	    RINX_A_AGG_FWD)
+	if (klass >= (__u32)c->plan.nclasses || (int)klass != class_of(c, block) ||
+	    type < RINX_T_REDUCE || type > RINX_T_CONTRIB)
 		return SP_DROP;
 	hop = &c->plan.hops[klass][type - 1];
-	if (hop->action == RINX_A_NONE || ntohs(f.h->sender) != hop->from ||
-	    f.h->step != hop->step)
+	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
+	/* XDP checked the sender of an aggregation's frame; what reaches
+	 * the trainer from one is the sum of a slot that waits for this
+	 * host's share, and the slot is what counts */
+	if (hop->action == RINX_A_NONE || (agg && !(hop->flags & RINX_HOP_SELF)) ||
+	    (!agg && (ntohs(f.h->sender) != hop->from || f.h->step != hop->step)))
 		return SP_DROP;
 	idx = c->slot * c->window + block;
 	sh = &c->share[idx];
@@ -583,30 +671,56 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FINISH) {
-			memcpy(res->v, f.v, RINX_BLOCK_BYTES);
-			res->exp = (__s16)ntohs(f.h->exp);
-			res->flags = f.h->flags;
-			res->count = cnt;
-			__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+			store_result(res, &f, epoch, cnt);
 			f.h->type = RINX_T_GATHER;
 			f.h->step = 0;
 		}
 		break;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
-		memcpy(res->v, f.v, RINX_BLOCK_BYTES);
-		res->exp = (__s16)ntohs(f.h->exp);
-		res->flags = f.h->flags;
-		res->count = cnt;
-		__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+		store_result(res, &f, epoch, cnt);
 		if (hop->action == RINX_A_STORE_END)
 			return SP_FREE;
 		f.h->step++;
 		break;
+	case RINX_A_AGG_FWD:
+	case RINX_A_AGG_FINISH:
+		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
+			return SP_KEEP;
+		ret = self_complete(c, hop, idx, epoch, sh, &f, &ce);
+		if (ret)
+			return ret < 0 ? SP_KEEP : SP_DROP;
+		f.h->step = hop->out_step;
+		if (hop->action == RINX_A_AGG_FWD) {
+			f.h->type = RINX_T_REDUCE;
+			break;
+		}
+		store_result(res, &f, epoch, cnt);
+		f.h->type = RINX_T_GATHER;
+		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
+			return SP_FREE;
+		frame_addr(c, &f, hop->to);
+		if (ce)
+			frame_ce(&f);
+		if (hop->rack != RINX_NO_RACK)
+			frame_group(&f, hop->rack, hop->to != c->rank);
+		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		       SP_KEEP : SP_SENT;
+	case RINX_A_MCAST_FWD:
+	case RINX_A_MCAST_END:
+		store_result(res, &f, epoch, cnt);
+		f.h->step = hop->out_step;
+		frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
+				  c->rank);
+		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
+		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		       SP_KEEP : SP_SENT;
 	default:
 		return SP_DROP;
 	}
 	frame_addr(c, &f, hop->to);
+	if (ce)
+		frame_ce(&f);
 	return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
 								 SP_SENT;
 }
@@ -685,7 +799,7 @@ static int send_ctl(struct rinx_comm *c, int to, int type, int step,
 	f.h->block = htonl(block);
 	f.h->nblocks = htonl(nblocks);
 	f.h->count = htons(count);
-	f.h->klass = htons(c->plan.nclasses ? block % c->plan.nclasses : 0);
+	f.h->klass = htons(c->plan.plen ? class_of(c, block) : 0);
 	f.h->dtype = htons(c->jobent.dtype);
 	memset(f.v, 0, RINX_BLOCK_BYTES);
 	if (x_send(x, addr, RINX_FRAME_MAX))
@@ -1087,6 +1201,9 @@ static int install_tor(struct rinx_comm *c, int ri)
 	j.slot = c->slot;
 	j.nclasses = p.nclasses;
 	j.nnodes = p.nnodes;
+	j.plen = p.plen;
+	memcpy(j.cmap, p.cmap, sizeof(j.cmap));
+	memset(j.start_to, 0xff, sizeof(j.start_to));	/* starts nothing */
 	j.self = self;
 	j.qbits = c->qbits;
 	j.window = c->window;
@@ -1109,27 +1226,31 @@ out:
 }
 
 /* The plan's part of the job entry: classes, nodes, and the blocks this
- * rank starts (for the host program's recycling). */
+ * rank starts (for the host program's recycling): the pattern positions of
+ * the classes it starts, and where each class starts. */
 static void plan_job(struct rinx_comm *c)
 {
-	int i;
+	const struct rinx_plan *p = &c->plan;
+	struct rinx_job *j = &c->jobent;
+	int i, k;
 
-	c->jobent.nclasses = c->plan.nclasses;
-	c->jobent.nnodes = c->plan.nnodes;
-	c->jobent.send_to = RINX_NO_SEND;
-	c->jobent.send_type = 0;
-	c->jobent.send_class = 0;
-	if (c->plan.contrib_to >= 0) {
-		c->jobent.send_to = c->plan.contrib_to;
-		c->jobent.send_type = RINX_T_CONTRIB;
-		return;
+	j->nclasses = p->nclasses;
+	j->nnodes = p->nnodes;
+	j->plen = p->plen;
+	memcpy(j->cmap, p->cmap, sizeof(j->cmap));
+	for (k = 0; k < RINX_MAX_CLASSES; k++) {
+		j->start_to[k] = p->start_to[k] >= 0 && c->n > 1 ?
+				 p->start_to[k] : RINX_NO_SEND;
+		j->start_type[k] = p->start_to[k] >= 0 ? p->start_type[k] : 0;
 	}
-	for (i = 0; i < c->plan.nclasses; i++)
-		if (c->plan.origin[i] == c->rank && c->plan.nmembers > 1) {
-			c->jobent.send_to = c->plan.first_to[i];
-			c->jobent.send_type = RINX_T_REDUCE;
-			c->jobent.send_class = i;
+	j->nown = 0;
+	for (i = 0; i < p->plen; i++) {
+		c->ownidx[i] = -1;
+		if (j->start_to[p->cmap[i]] != RINX_NO_SEND) {
+			c->ownidx[i] = j->nown;
+			j->own[j->nown++] = i;
 		}
+	}
 }
 
 static int install(struct rinx_comm *c)
@@ -1219,6 +1340,16 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	err = rinx_spec_load(o->spec, &c->spec, c->err, sizeof(c->err));
 	if (err)
 		goto fail;
+	/* the plan: the spec's plan= unless the caller names one; every rank
+	 * must name the same */
+	if (o->sz >= offsetof(struct rinx_comm_opts, plan) + sizeof(o->plan) &&
+	    o->plan && o->plan[0]) {
+		err = rinx_plan_parse(o->plan, &c->spec.plan, &c->spec.plan_nps,
+				      c->err, sizeof(c->err));
+		if (err)
+			goto fail;
+	}
+	rinx_plan_spec(&c->spec);
 	c->self = o->node ? rinx_spec_host(&c->spec, o->node) :
 			    rinx_spec_rank(&c->spec, o->rank);
 	if (!c->self) {
@@ -1257,10 +1388,8 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	    (fd_share = err = open_pinned(c, dir, "share")) < 0 ||
 	    (fd_result = err = open_pinned(c, dir, "result")) < 0)
 		goto fail;
-	if (rinx_plan_agent_of(&c->spec, c->rank) >= 0 &&
-	    c->spec.racks[rinx_plan_agent_of(&c->spec, c->rank)].ina ==
-		    RINX_INA_AGENT &&
-	    (c->fd_aggs = err = open_pinned(c, dir, "aggs")) < 0)
+	/* any host may aggregate: an agent, a tree node, a server */
+	if ((c->fd_aggs = err = open_pinned(c, dir, "aggs")) < 0)
 		goto fail;
 	err = map_share(c, fd_share, &c->share);
 	if (err)
@@ -1450,12 +1579,11 @@ static int round_open(struct rinx_req *r)
 		__atomic_store_n(&cur->next, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&cur->epoch, c->epoch, __ATOMIC_RELEASE);
 	}
-	/* A worker of an INA rack sends every block to its aggregator; an
-	 * autonomous host sends the blocks of the classes it starts. */
+	/* the blocks of the classes this rank starts, in the order of the
+	 * cursor (the host program claims the same sequence) */
 	r->nown = 0;
 	for (b = 0; b < r->nb; b++)
-		if (c->plan.contrib_to >= 0 ||
-		    c->plan.origin[b % c->plan.nclasses] == c->rank)
+		if (c->ownidx[b % c->plan.plen] >= 0)
 			r->own[r->nown++] = b;
 	r->head = r->cursor = r->stamped = r->sampled = r->fin_ahead = 0;
 	r->cursor_t = r->first_fin = 0;
@@ -1470,17 +1598,16 @@ static int send_block(struct rinx_req *r, __u32 b)
 {
 	struct rinx_comm *c = r->c;
 	struct xctx *x = c->x;
-	__u32 klass = b % c->plan.nclasses;
+	__u32 klass = class_of(c, b);
 	struct rinx_slot *s = &c->share[c->slot * c->window + b];
 	__u64 addr = x->free[x->nfree - 1];
 	struct frame f;
 
 	frame_at((__u8 *)x->area + addr, &f);
-	frame_addr(c, &f, c->plan.contrib_to >= 0 ? c->plan.contrib_to :
-			  c->plan.first_to[klass]);
+	frame_addr(c, &f, c->plan.start_to[klass]);
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
-	f.h->type = c->plan.contrib_to >= 0 ? RINX_T_CONTRIB : RINX_T_REDUCE;
+	f.h->type = c->plan.start_type[klass];
 	f.h->flags = s->flags;
 	f.h->step = 0;
 	f.h->job = htonl(c->job);
@@ -1820,8 +1947,8 @@ static int timeout_error(struct rinx_req *r)
 			continue;
 		if (first < 0) {
 			first = b;
-			origin = c->plan.origin[b % c->plan.nclasses];
-		} else if (c->plan.origin[b % c->plan.nclasses] != origin) {
+			origin = c->plan.root[class_of(c, b)];
+		} else if (c->plan.root[class_of(c, b)] != origin) {
 			one_origin = 0;
 		}
 		missing++;
@@ -1844,14 +1971,14 @@ static int timeout_error(struct rinx_req *r)
 	if (one_origin && origin >= 0)
 		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d "
 			    "ms without progress): %d of %u blocks of round "
-			    "%u missing, all started by %s: is its %s "
-			    "running?", c->rank,
+			    "%u missing, all of classes finishing at %s: is "
+			    "its %s running?", c->rank,
 			    c->timeout_ms, missing, r->nb, c->epoch,
 			    node_label(c, origin), origin < c->n ?
 			    "trainer" : "INA ToR (or a worker of its rack)");
 	return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d ms "
 		    "without progress): %d of %u blocks of round %u missing "
-		    "(first: block %d started by %s); a peer is dead, "
+		    "(first: block %d, finishing at %s); a peer is dead, "
 		    "unreachable or not started",
 		    c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
 		    first >= 0 ? node_label(c, origin) : "?");
@@ -1884,7 +2011,7 @@ static void class_ends(const struct rinx_req *r, __u32 *hi)
 
 	memset(hi, 0, ncl * sizeof(*hi));
 	for (b = r->nb; b > r->cursor && left; b--) {
-		k = (b - 1) % ncl;
+		k = class_of(c, b - 1);
 		if (!hi[k] && __atomic_load_n(&c->result[c->slot * c->window +
 							 b - 1].epoch,
 					      __ATOMIC_ACQUIRE) == c->epoch) {
@@ -1900,8 +2027,8 @@ static int cursor_hole(const struct rinx_req *r)
 	const struct rinx_comm *c = r->c;
 	__u32 b;
 
-	for (b = r->cursor + c->plan.nclasses; b < r->nb;
-	     b += c->plan.nclasses)
+	/* the same position of the class pattern: the same class */
+	for (b = r->cursor + c->plan.plen; b < r->nb; b += c->plan.plen)
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			return 1;
@@ -1930,16 +2057,15 @@ static void repair(struct rinx_req *r, int first, int stall)
 	struct rinx_comm *c = r->c;
 	__u32 b, claimed = __atomic_load_n(&c->cursors[c->slot].next,
 					   __ATOMIC_ACQUIRE);
-	__u32 hi[RINX_MAX_CLASSES], ncl = c->plan.nclasses;
+	__u32 hi[RINX_MAX_CLASSES];
 	int n = 0;
 
 	class_ends(r, hi);
 	for (b = r->cursor; b < r->nb && n < REPAIR_MAX; b++) {
-		__u32 klass = b % ncl;
+		__u32 klass = class_of(c, b);
 		__u32 last = hi[klass] > r->cursor ? hi[klass] : r->cursor;
 		const struct rinx_hop *g = &c->plan.hops[klass][RINX_T_GATHER - 1];
-		int own = c->plan.contrib_to >= 0 ||
-			  c->plan.origin[klass] == c->rank;
+		long oi = own_index(c, b);
 
 		/* where the finished block arrives by a gather, its sender
 		 * (a ring member, an agent, an INA ToR) keeps it until this
@@ -1951,7 +2077,7 @@ static void repair(struct rinx_req *r, int first, int stall)
 			       g->action == RINX_A_MCAST_FWD ||
 			       g->action == RINX_A_MCAST_END;
 
-		if (b >= last + (stall ? REPAIR_AHEAD * ncl : 0))
+		if (b >= last + (stall ? REPAIR_AHEAD * c->plan.plen : 0))
 			continue;
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
@@ -1959,16 +2085,14 @@ static void repair(struct rinx_req *r, int first, int stall)
 		n++;
 		if (nackable && !send_nack(r, b, g->from, g->step))
 			c->st.nacks++;
-		/* own blocks: only those already claimed (sent once); the
-		 * j-th own block is block j or j * nclasses + class. Where a
+		/* own blocks: only those already claimed (sent once). Where a
 		 * NACK can bring the block, it is sent again only when the
 		 * last repair brought nothing (it was lost before finishing,
 		 * at the end of the round where RACK cannot see it): a
 		 * rack's workers would otherwise all resend their shares of
 		 * a block that one of them lost */
-		if (own && (!nackable || !first) &&
-		    (c->plan.contrib_to >= 0 ? b : b / c->plan.nclasses) <
-		    claimed && xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
+		if (oi >= 0 && (!nackable || !first) && oi < claimed &&
+		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
 		    c->x->nfree > 0 && !send_block(r, b))
 			c->st.retransmits++;
 	}

@@ -29,7 +29,7 @@ int rinx_seterr(char *err, size_t len, int ret, const char *fmt, ...)
 
 /* ---- cluster spec ----
  * A text file, one record per line, '#' starts a comment:
- *   cluster port=47001 window=8192 pin=/run/rinx mode=native
+ *   cluster port=47001 window=8192 pin=/run/rinx mode=native plan=rina
  *   rack id=0 ina=none                 (or ina=agent: the rack's lowest
  *                                       rank aggregates in its host program)
  *   rack id=1 ina=switch name=agg1 mac=02:72:78:fe:01:01 ip=10.71.1.254 \
@@ -75,6 +75,8 @@ struct rinx_spec {
 	__u32 window;		/* blocks per job slot on every node */
 	int mode;		/* enum rinx_xdp_mode */
 	char pin[RINX_PATH_MAX];/* bpffs directory; one subdirectory per node */
+	int plan;		/* enum rinx_plan_kind (user/plan.h) */
+	int plan_nps;		/* parameter servers of the ps plans; 0: 1 */
 	int nhosts;
 	struct rinx_spec_host hosts[RINX_MAX_NODES];
 	int nracks;

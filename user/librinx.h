@@ -37,6 +37,10 @@ struct rinx_comm_opts {
 				   none started); 0 = 10000 */
 	int inflight;		/* blocks in flight per origin; 0 = 128/n
 				   (8..64) */
+	const char *plan;	/* "ring", "rina", "ps", "ps:N", "ps-ina",
+				   "ps-ina:N", "har", "tree", "dbtree", the
+				   same on every rank; NULL = the spec's
+				   plan= (default rina) */
 };
 
 struct rinx_comm_stats {

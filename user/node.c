@@ -65,6 +65,7 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_HELLO_YES] = "hello_yes",
 	[RINX_STAT_ECN_CE] = "ecn_ce",
 	[RINX_STAT_PACED] = "paced",
+	[RINX_STAT_SLOW_SELF] = "slow_self",
 };
 
 const char *rinx_stat_name(int stat)
@@ -175,11 +176,9 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 	skel->rodata->rinx_window = s->window;
 	bpf_map__set_max_entries(skel->maps.share, RINX_MAX_JOBS * s->window);
 	bpf_map__set_max_entries(skel->maps.result, RINX_MAX_JOBS * s->window);
-	/* only a rack's agent aggregates: the slots cost a window each */
-	if (rinx_plan_agent_of(s, h->rank) >= 0 &&
-	    s->racks[rinx_plan_agent_of(s, h->rank)].ina == RINX_INA_AGENT)
-		bpf_map__set_max_entries(skel->maps.aggs,
-					 RINX_MAX_JOBS * s->window);
+	/* any host may aggregate (a rack's agent, a tree node, a parameter
+	 * server: the plan is the job's choice): a window of slots per job */
+	bpf_map__set_max_entries(skel->maps.aggs, RINX_MAX_JOBS * s->window);
 	err = host_bpf__load(skel);
 	if (err) {
 		pr_warn("node %s: host program rejected by the kernel: %s "

@@ -1,22 +1,89 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Plan compiler: ring allreduce over a ring of members, where a member is a
- * host (adds its share in XDP) or a whole INA rack (Rina: its aggregator sums
- * the rack's contributions and the partial sum from the previous member, and
- * multicasts finished blocks into the rack). With no INA rack this is the
- * plain ring; with every rack INA, a ring of racks.
+ * Plan compiler: the tables of every node of a job (user/plan.h), for each
+ * plan the one data plane runs.
  *
- * Class k of M classes starts at member k; block b belongs to class b % M.
- * Reduce: member k+j (j = 0..M-1) receives step j-1 from member k+j-1;
- * member k-1 finishes. Gather: member k+j (j = 0..M-2) receives step j from
- * member k+j-1 and passes step j+1 on; an INA member sends the same frame
- * into its rack, so its workers see step j+1 (step 0 at the finishing rack).
+ * Ring plans (ring, rina, har) go round a ring of members, where a member is
+ * a host (adds its share in XDP) or a whole INA rack (Rina: its aggregator
+ * sums the rack's contributions and the partial sum from the previous
+ * member, and multicasts finished blocks into the rack). Class k of M starts
+ * at member k; reduce: member k+j (j = 0..M-1) receives step j-1 from member
+ * k+j-1 and member k-1 finishes. Gather: member k+j (j = 0..M-2) receives
+ * step j from member k+j-1 and passes step j+1 on; an INA member sends the
+ * same frame into its rack, so its workers see step j+1 (step 0 at the
+ * finishing rack). H-AR is the same ring over rack leaders that aggregate
+ * their rack in their host program (the reduce to the leader, the ring
+ * among leaders and the broadcast in the rack pipeline block by block).
+ *
+ * Star and tree plans (ps, ps-ina, tree, dbtree): every class has a root
+ * host. Contributors send their share (step 0) to their aggregator; an
+ * aggregator (an INA ToR, a rack's agent, an inner tree node, a server)
+ * sums its contributors in a slot, adds its own share when it is a host,
+ * and sends the sum on (step 0) or, at the root, stores it and spreads it:
+ * into the root's rack through the ToR's group, and on along a chain of
+ * racks, where each rack's entry (its INA ToR, or its lowest rank host)
+ * sends it into its own rack and on to the next entry. A host cannot copy a
+ * frame in XDP, so a fan-out to several hosts is the ToR's job; across
+ * racks the block travels the chain, which loads every link once.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "user/ctl.h"
 #include "user/plan.h"
+
+static const char *const kind_name[RINX_PLAN_MAX] = {
+	[RINX_PLAN_RINA] = "rina", [RINX_PLAN_RING] = "ring",
+	[RINX_PLAN_PS] = "ps", [RINX_PLAN_PSINA] = "ps-ina",
+	[RINX_PLAN_HAR] = "har", [RINX_PLAN_TREE] = "tree",
+	[RINX_PLAN_DBTREE] = "dbtree",
+};
+
+int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
+		    size_t errlen)
+{
+	const char *colon = strchr(name, ':');
+	size_t len = colon ? (size_t)(colon - name) : strlen(name);
+	char *end;
+	long v = 0;
+	int k;
+
+	for (k = 0; k < RINX_PLAN_MAX; k++)
+		if (strlen(kind_name[k]) == len &&
+		    !strncmp(name, kind_name[k], len))
+			break;
+	if (k == RINX_PLAN_MAX)
+		return rinx_seterr(err, errlen, -EINVAL, "unknown plan '%s' "
+				   "(ring, rina, ps[:N], ps-ina[:N], har, tree, "
+				   "dbtree)", name);
+	if (colon) {
+		if (k != RINX_PLAN_PS && k != RINX_PLAN_PSINA)
+			return rinx_seterr(err, errlen, -EINVAL, "plan %s takes "
+					   "no :N", kind_name[k]);
+		errno = 0;
+		v = strtol(colon + 1, &end, 10);
+		if (errno || *end || end == colon + 1 || v < 1 ||
+		    v > RINX_MAX_CLASSES)
+			return rinx_seterr(err, errlen, -EINVAL, "plan %s:N: N "
+					   "must be 1..%d servers", kind_name[k],
+					   RINX_MAX_CLASSES);
+	}
+	*kind = k;
+	*nps = (int)v;
+	return 0;
+}
+
+const char *rinx_plan_name(int kind, int nps, char *buf, size_t len)
+{
+	if (kind < 0 || kind >= RINX_PLAN_MAX)
+		kind = RINX_PLAN_RINA;
+	if (nps > 1)
+		snprintf(buf, len, "%s:%d", kind_name[kind], nps);
+	else
+		snprintf(buf, len, "%s", kind_name[kind]);
+	return buf;
+}
 
 static int rack_index(const struct rinx_spec *s, int rack_id)
 {
@@ -26,6 +93,39 @@ static int rack_index(const struct rinx_spec *s, int rack_id)
 		if (s->racks[i].id == rack_id)
 			return i;
 	return -1;
+}
+
+static int rack_hosts(const struct rinx_spec *s, int ri)
+{
+	int r, n = 0;
+
+	for (r = 0; r < s->nhosts; r++)
+		n += s->hosts[r].rack == s->racks[ri].id;
+	return n;
+}
+
+void rinx_plan_spec(struct rinx_spec *s)
+{
+	int i;
+
+	for (i = 0; i < s->nracks; i++) {
+		struct rinx_spec_rack *r = &s->racks[i];
+
+		switch (s->plan) {
+		case RINX_PLAN_RING:
+		case RINX_PLAN_PS:
+		case RINX_PLAN_TREE:
+		case RINX_PLAN_DBTREE:
+			r->ina = RINX_INA_NONE;
+			break;
+		case RINX_PLAN_HAR:
+			r->ina = RINX_INA_AGENT;
+			break;
+		}
+		/* an agent alone in its rack has nobody to aggregate */
+		if (r->ina == RINX_INA_AGENT && rack_hosts(s, i) < 2)
+			r->ina = RINX_INA_NONE;
+	}
 }
 
 int rinx_plan_agg_node(const struct rinx_spec *s, int ri)
@@ -78,9 +178,54 @@ static int rack_member(const struct rinx_spec *s, int ri)
 	       rack_agent(s, s->racks[ri].id);
 }
 
-static int build_members(struct rinx_plan *p, const struct rinx_spec *s)
+/* Is node an INA rack's aggregator? Its rack index or -1. */
+static int member_rack(const struct rinx_spec *s, int node)
 {
-	int i, r, ri, m = 0, bits[RINX_MAX_NODES] = { 0 };
+	int i;
+
+	for (i = 0; i < s->nracks; i++)
+		if (s->racks[i].ina != RINX_INA_NONE && rack_member(s, i) == node)
+			return i;
+	return -1;
+}
+
+/* Hosts of rack index ri (-1: the hosts of no declared rack) as node bits. */
+static __u64 rack_bits(const struct rinx_spec *s, int ri)
+{
+	__u64 m = 0;
+	int r;
+
+	for (r = 0; r < s->nhosts; r++)
+		if (rack_index(s, rinx_spec_rank(s, r)->rack) == ri)
+			m |= 1ull << r;
+	return m;
+}
+
+/* ---- the tables of every node, built at once ---- */
+
+struct bld {
+	const struct rinx_spec *s;
+	struct rinx_plan *p;	/* shared part: nodes, classes, members */
+	struct rinx_hop hop[RINX_MAX_NODES][RINX_MAX_CLASSES][RINX_HOP_TYPES];
+	int start_to[RINX_MAX_NODES][RINX_MAX_CLASSES];
+	int start_type[RINX_MAX_NODES][RINX_MAX_CLASSES];
+};
+
+static void set_hop(struct bld *b, int node, int k, int type,
+		    const struct rinx_hop *h)
+{
+	b->hop[node][k][type - 1] = *h;
+}
+
+static void start(struct bld *b, int node, int k, int to, int type)
+{
+	b->start_to[node][k] = to;
+	b->start_type[node][k] = type;
+}
+
+static int build_nodes(struct rinx_plan *p, const struct rinx_spec *s)
+{
+	int i, r, ri;
 
 	p->nnodes = s->nhosts;
 	for (i = 0; i < s->nracks; i++)
@@ -93,11 +238,12 @@ static int build_members(struct rinx_plan *p, const struct rinx_spec *s)
 		const struct rinx_spec_host *h = rinx_spec_rank(s, r);
 		struct rinx_node *n = &p->nodes[r];
 
+		if (!h)
+			return -EINVAL;
 		memcpy(n->mac, h->mac, 6);
 		n->ip = h->ip;
 		ri = rack_index(s, h->rack);
 		n->rack = ri < 0 ? RINX_NO_RACK : (__u8)h->rack;
-		n->bit = ri < 0 ? 0 : bits[ri]++;
 	}
 	for (i = 0; i < s->nracks; i++) {
 		int id = rinx_plan_agg_node(s, i);
@@ -107,12 +253,48 @@ static int build_members(struct rinx_plan *p, const struct rinx_spec *s)
 		memcpy(p->nodes[id].mac, s->racks[i].mac, 6);
 		p->nodes[id].ip = s->racks[i].ip;
 		p->nodes[id].rack = s->racks[i].id;
-		p->nodes[id].bit = 0;
 	}
+	return 0;
+}
+
+/* Equal shares: class k gets every k-th block of nclasses. */
+static void even_classes(struct rinx_plan *p, int n)
+{
+	int i;
+
+	p->nclasses = n;
+	p->plen = n;
+	for (i = 0; i < n; i++)
+		p->cmap[i] = i;
+}
+
+/* Host ranks in rack order (racks as the spec lists them, then the hosts
+ * of no declared rack), each rack in rank order. */
+static int rack_order(const struct rinx_spec *s, int *ord)
+{
+	int i, r, n = 0;
+
+	for (i = 0; i < s->nracks; i++)
+		for (r = 0; r < s->nhosts; r++)
+			if (rinx_spec_rank(s, r)->rack == s->racks[i].id)
+				ord[n++] = r;
+	for (r = 0; r < s->nhosts; r++)
+		if (rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
+			ord[n++] = r;
+	return n;
+}
+
+static int build_ring(struct bld *b)
+{
+	const struct rinx_spec *s = b->s;
+	struct rinx_plan *p = b->p;
+	int i, r, k, j, M, m = 0;
+
 	/* members in rack order; hosts without a declared rack last */
 	for (i = 0; i < s->nracks; i++) {
 		if (s->racks[i].ina != RINX_INA_NONE) {
-			p->member[m++] = rack_member(s, i);
+			if (rack_hosts(s, i))
+				p->member[m++] = rack_member(s, i);
 			continue;
 		}
 		for (r = 0; r < s->nhosts; r++)
@@ -122,132 +304,398 @@ static int build_members(struct rinx_plan *p, const struct rinx_spec *s)
 	for (r = 0; r < s->nhosts; r++)
 		if (rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
 			p->member[m++] = r;
-	p->nmembers = m;
-	return m > RINX_MAX_CLASSES ? -E2BIG : 0;
-}
-
-/* Is member node `node` an INA rack's aggregator? Its rack index or -1. */
-static int member_rack(const struct rinx_spec *s, int node)
-{
-	int i;
-
-	for (i = 0; i < s->nracks; i++)
-		if (s->racks[i].ina != RINX_INA_NONE && rack_member(s, i) == node)
-			return i;
-	return -1;
-}
-
-static __u32 workers_mask(const struct rinx_spec *s, int ri)
-{
-	__u32 mask = 0;
-	int r;
-
-	for (r = 0; r < s->nhosts; r++)
-		if (rinx_spec_rank(s, r)->rack == s->racks[ri].id)
-			mask = (mask << 1) | 1;
-	return mask;
-}
-
-int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s, int self)
-{
-	int M, k, j, err, self_rack = -1, self_ri = -1, myri = -1;
-	const struct rinx_spec_host *me = NULL;
-
-	memset(p, 0, sizeof(*p));
-	p->contrib_to = -1;
-	err = build_members(p, s);
-	if (err)
-		return err;
-	if (self < 0 || self >= p->nnodes)
-		return -EINVAL;
-	M = p->nmembers;
-	p->nclasses = M;
-	self_ri = member_rack(s, self);	/* self aggregates a rack */
-	if (self < s->nhosts) {
-		me = rinx_spec_rank(s, self);
-		myri = rack_index(s, me->rack);
-		if (myri >= 0 && s->racks[myri].ina != RINX_INA_NONE) {
-			self_rack = myri;	/* self is a worker of an INA rack */
-			p->contrib_to = rack_member(s, myri);
-		}
-	}
+	p->nmembers = M = m;
+	if (M > RINX_MAX_CLASSES || M < 1)
+		return -E2BIG;
+	even_classes(p, M);
 	for (k = 0; k < M; k++) {
-		p->origin[k] = p->member[k];
-		p->first_to[k] = M > 1 ? p->member[(k + 1) % M] : p->member[k];
+		p->root[k] = p->member[(k + M - 1) % M];
 		for (j = 0; j < M; j++) {
 			int node = p->member[(k + j) % M];
 			int prev = p->member[(k + j - 1 + M) % M];
 			int next = p->member[(k + j + 1) % M];
+			int ri = member_rack(s, node);
 			struct rinx_hop h = { 0 };
 
-			if (node != self)
-				continue;
-			if (self_ri >= 0) {
+			if (ri >= 0) {
 				h.action = j == M - 1 ? RINX_A_AGG_FINISH :
 							RINX_A_AGG_FWD;
-				h.mask = workers_mask(s, self_ri);
-				h.rack = s->racks[self_ri].id;
-				h.to = M > 1 ? next : self;
+				/* an agent adds its own share itself */
+				h.mask = rack_bits(s, ri) &
+					 ~(node < s->nhosts ? 1ull << node : 0);
+				h.flags = RINX_HOP_ANSWER |
+					  (node < s->nhosts ? RINX_HOP_SELF : 0);
+				h.rack = s->racks[ri].id;
+				h.to = M > 1 ? next : node;
 				h.out_step = j == M - 1 ? 0 : j;
-				p->hops[k][RINX_T_CONTRIB - 1] = h;
+				h.from = RINX_NO_SEND;
 				if (j > 0) {
-					h.mask |= 1U << RINX_PARTIAL_BIT;
+					h.mask |= 1ull << prev;
 					h.from = prev;
 					h.step = j - 1;
-					p->hops[k][RINX_T_CONTRIB - 1] = h;
-					p->hops[k][RINX_T_REDUCE - 1] = h;
+					set_hop(b, node, k, RINX_T_REDUCE, &h);
 				}
+				set_hop(b, node, k, RINX_T_CONTRIB, &h);
 			} else if (j > 0) {
 				h.action = j == M - 1 ? RINX_A_ADD_FINISH :
 							RINX_A_ADD_FWD;
 				h.from = prev;
 				h.step = j - 1;
 				h.to = next;
-				p->hops[k][RINX_T_REDUCE - 1] = h;
+				set_hop(b, node, k, RINX_T_REDUCE, &h);
+			} else if (M > 1) {
+				start(b, node, k, next, RINX_T_REDUCE);
 			}
 		}
 		/* gather */
 		for (j = 0; j <= M - 2; j++) {
 			int node = p->member[(k + j) % M];
+			int ri = member_rack(s, node);
 			struct rinx_hop h = { 0 };
 
-			if (node != self)
-				continue;
 			h.from = p->member[(k + j - 1 + M) % M];
 			h.step = j;
 			h.to = p->member[(k + j + 1) % M];
-			if (self_ri >= 0) {
+			h.rack = RINX_NO_RACK;
+			if (ri >= 0) {
 				h.action = j == M - 2 ? RINX_A_MCAST_END :
 							RINX_A_MCAST_FWD;
 				h.out_step = j + 1;
-				h.rack = s->racks[self_ri].id;
+				h.rack = s->racks[ri].id;
 				if (j == M - 2)
-					h.to = self;
+					h.to = node;
 			} else {
 				h.action = j == M - 2 ? RINX_A_STORE_END :
 							RINX_A_STORE_FWD;
 			}
-			p->hops[k][RINX_T_GATHER - 1] = h;
+			set_hop(b, node, k, RINX_T_GATHER, &h);
 		}
-		/* a worker (not the agent) of an INA rack stores what its
-		 * aggregator multicasts into the rack */
-		if (self_rack >= 0 && self != p->contrib_to) {
-			int agg = p->contrib_to, pos = -1;
+		/* the workers (not the agent) of an INA rack send every block
+		 * to their aggregator and store what it multicasts into the
+		 * rack: the finishing member sends step 0, the gather member
+		 * at position pos step pos + 1 */
+		for (j = 0; j < M; j++) {
+			int agg = p->member[(k + j) % M];
+			int ri = member_rack(s, agg);
 			struct rinx_hop h = { 0 };
 
-			for (j = 0; j < M; j++)
-				if (p->member[(k + j) % M] == agg)
-					pos = j;
+			if (ri < 0)
+				continue;
 			h.action = RINX_A_STORE_END;
 			h.from = agg;
-			/* finishing member (pos M-1) sends step 0; gather
-			 * member at position pos sends step pos + 1 */
-			h.step = pos == M - 1 ? 0 : pos + 1;
-			h.to = self;
-			p->hops[k][RINX_T_GATHER - 1] = h;
+			h.step = j == M - 1 ? 0 : j + 1;
+			h.rack = RINX_NO_RACK;
+			for (r = 0; r < s->nhosts; r++) {
+				if (r == agg || !(rack_bits(s, ri) & (1ull << r)))
+					continue;
+				h.to = r;
+				set_hop(b, r, k, RINX_T_GATHER, &h);
+				start(b, r, k, agg, RINX_T_CONTRIB);
+			}
 		}
 	}
 	return 0;
+}
+
+/* The aggregator `node` of class k sums `mask` (and its own share if it is
+ * a host) and sends the sum to `to`. */
+static void agg_fwd(struct bld *b, int node, int k, __u64 mask, int to)
+{
+	struct rinx_hop h = { 0 };
+
+	h.action = RINX_A_AGG_FWD;
+	h.mask = mask;
+	h.flags = node < b->s->nhosts ? RINX_HOP_SELF : 0;
+	h.from = RINX_NO_SEND;
+	h.to = to;
+	h.rack = RINX_NO_RACK;
+	set_hop(b, node, k, RINX_T_CONTRIB, &h);
+	set_hop(b, node, k, RINX_T_REDUCE, &h);
+}
+
+/* The root host of class k sums `mask` and its own share, stores the
+ * finished block and spreads it to every host: into its rack's group, then
+ * along the chain of the other racks' entries (an INA ToR that aggregated
+ * the class, else the rack's lowest rank host), each sending it into its
+ * rack. `tor_used[ri]`: rack ri's ToR aggregator holds the class's slot. */
+static void root_bcast(struct bld *b, int k, int root, __u64 mask,
+		       const int *tor_used)
+{
+	const struct rinx_spec *s = b->s;
+	struct rinx_hop h = { 0 }, *prevh;
+	int rroot = rack_index(s, rinx_spec_rank(s, root)->rack);
+	int gi, ngroups = s->nracks + s->nhosts, prev = root, step = 0, r;
+
+	h.action = RINX_A_AGG_FINISH;
+	h.mask = mask;
+	h.flags = RINX_HOP_SELF;
+	h.from = RINX_NO_SEND;
+	h.to = root;
+	h.rack = RINX_NO_RACK;
+	if (rroot >= 0 && (rack_bits(s, rroot) & ~(1ull << root))) {
+		h.rack = s->racks[rroot].id;
+		for (r = 0; r < s->nhosts; r++) {
+			struct rinx_hop g = { 0 };
+
+			if (r == root || !(rack_bits(s, rroot) & (1ull << r)))
+				continue;
+			g.action = RINX_A_STORE_END;
+			g.from = root;
+			g.step = 0;
+			g.to = r;
+			g.rack = RINX_NO_RACK;
+			set_hop(b, r, k, RINX_T_GATHER, &g);
+		}
+	}
+	set_hop(b, root, k, RINX_T_CONTRIB, &h);
+	set_hop(b, root, k, RINX_T_REDUCE, &h);
+	prevh = &b->hop[root][k][RINX_T_REDUCE - 1];
+	/* groups: the declared racks, then each rackless host alone */
+	for (gi = 0; gi < ngroups; gi++) {
+		__u64 need;
+		int entry, grp;
+		struct rinx_hop e = { 0 };
+
+		if (gi < s->nracks) {
+			if (gi == rroot)
+				continue;
+			need = rack_bits(s, gi);
+			grp = 1;
+		} else {
+			r = gi - s->nracks;
+			if (rack_index(s, rinx_spec_rank(s, r)->rack) >= 0 ||
+			    r == root)
+				continue;
+			need = 1ull << r;
+			grp = 0;
+		}
+		if (!need)
+			continue;
+		if (grp && tor_used[gi]) {
+			entry = rinx_plan_agg_node(s, gi);
+		} else {
+			entry = __builtin_ctzll(need);
+			grp = grp && (need & ~(1ull << entry));
+		}
+		/* the previous stop sends on to this entry */
+		prevh->to = entry;
+		if (prevh->action == RINX_A_MCAST_END)
+			prevh->action = RINX_A_MCAST_FWD;
+		if (prevh->action == RINX_A_STORE_END)
+			prevh->action = RINX_A_STORE_FWD;
+		e.from = prev;
+		e.step = step;
+		e.to = entry;
+		e.rack = RINX_NO_RACK;
+		if (grp) {
+			e.action = RINX_A_MCAST_END;
+			e.out_step = step + 1;
+			e.rack = s->racks[gi].id;
+			for (r = 0; r < s->nhosts; r++) {
+				struct rinx_hop g = { 0 };
+
+				if (r == entry || !(need & (1ull << r)))
+					continue;
+				g.action = RINX_A_STORE_END;
+				g.from = entry;
+				g.step = step + 1;
+				g.to = r;
+				g.rack = RINX_NO_RACK;
+				set_hop(b, r, k, RINX_T_GATHER, &g);
+			}
+		} else {
+			e.action = RINX_A_STORE_END;
+		}
+		set_hop(b, entry, k, RINX_T_GATHER, &e);
+		prevh = &b->hop[entry][k][RINX_T_GATHER - 1];
+		prev = entry;
+		step++;
+	}
+	/* the root takes raw shares and partial sums alike */
+	b->hop[root][k][RINX_T_CONTRIB - 1] = b->hop[root][k][RINX_T_REDUCE - 1];
+}
+
+/* Parameter servers spread over the racks: the i-th is the i-th host of a
+ * round robin over the racks in rack order. */
+static int pick_servers(const struct rinx_spec *s, int want, int *srv)
+{
+	int ord[RINX_MAX_NODES], n = rack_order(s, ord), i, round, got = 0;
+	int ngrp = s->nracks + 1, gi;
+
+	for (round = 0; got < want && round < n; round++)
+		for (gi = 0; gi < ngrp && got < want; gi++) {
+			int seen = 0;
+
+			for (i = 0; i < n; i++) {
+				int ri = rack_index(s, rinx_spec_rank(s, ord[i])->rack);
+
+				if ((ri < 0 ? s->nracks : ri) != gi)
+					continue;
+				if (seen++ == round) {
+					srv[got++] = ord[i];
+					break;
+				}
+			}
+		}
+	return got;
+}
+
+static int build_ps(struct bld *b)
+{
+	const struct rinx_spec *s = b->s;
+	struct rinx_plan *p = b->p;
+	int ina = p->kind == RINX_PLAN_PSINA;
+	int srv[RINX_MAX_NODES], nps = s->plan_nps > 0 ? s->plan_nps : 1;
+	int k, ri, r;
+
+	if (nps > s->nhosts)
+		nps = s->nhosts;
+	nps = pick_servers(s, nps, srv);
+	even_classes(p, nps);
+	for (k = 0; k < nps; k++) {
+		int P = srv[k], tor_used[RINX_MAX_NODES] = { 0 };
+		__u64 mask = 0;
+
+		p->root[k] = P;
+		for (ri = -1; ri < s->nracks; ri++) {
+			__u64 w = rack_bits(s, ri) & ~(1ull << P);
+			int A = -1;
+
+			if (!w)
+				continue;
+			if (ina && ri >= 0 && s->racks[ri].ina == RINX_INA_SWITCH)
+				A = rinx_plan_agg_node(s, ri);
+			if (ina && ri >= 0 && s->racks[ri].ina == RINX_INA_AGENT) {
+				A = rack_agent(s, s->racks[ri].id);
+				/* the server leads its rack itself */
+				if (A == P)
+					A = -1;
+				else
+					w &= ~(1ull << A);
+				if (A >= 0 && !w) {
+					mask |= 1ull << A;
+					start(b, A, k, P, RINX_T_CONTRIB);
+					continue;
+				}
+			}
+			if (A >= 0) {
+				agg_fwd(b, A, k, w, P);
+				mask |= 1ull << A;
+				tor_used[ri] = A >= s->nhosts;
+			} else {
+				mask |= w;
+			}
+			for (r = 0; r < s->nhosts; r++)
+				if (w & (1ull << r))
+					start(b, r, k, A >= 0 ? A : P,
+					      RINX_T_CONTRIB);
+		}
+		root_bcast(b, k, P, mask, tor_used);
+	}
+	return 0;
+}
+
+static void one_tree(struct bld *b, int k, const int *ord, int n)
+{
+	static const int none[RINX_MAX_NODES];
+	__u64 kids[RINX_MAX_NODES] = { 0 };
+	int i;
+
+	b->p->root[k] = ord[0];
+	for (i = 1; i < n; i++)
+		kids[(i - 1) / 2] |= 1ull << ord[i];
+	for (i = n - 1; i >= 1; i--) {
+		int parent = ord[(i - 1) / 2];
+
+		if (kids[i])
+			agg_fwd(b, ord[i], k, kids[i], parent);
+		else
+			start(b, ord[i], k, parent, RINX_T_CONTRIB);
+	}
+	root_bcast(b, k, ord[0], kids[0], none);
+}
+
+static int build_tree(struct bld *b)
+{
+	const struct rinx_spec *s = b->s;
+	int ord[RINX_MAX_NODES], rev[RINX_MAX_NODES], n = rack_order(s, ord), i;
+	int two = b->p->kind == RINX_PLAN_DBTREE && n > 2;
+
+	/* the second tree takes the order backwards: the first tree's
+	 * leaves (its back half) become the inner nodes */
+	for (i = 0; i < n; i++)
+		rev[i] = ord[n - 1 - i];
+	even_classes(b->p, two ? 2 : 1);
+	one_tree(b, 0, ord, n);
+	if (two)
+		one_tree(b, 1, rev, n);
+	return 0;
+}
+
+/* Every node's tables into b (b->p gets the shared part). */
+static int build_all(struct bld *b, struct rinx_spec *s, struct rinx_plan *p)
+{
+	int i, k, err;
+
+	rinx_plan_spec(s);
+	memset(b, 0, sizeof(*b));
+	memset(p, 0, sizeof(*p));
+	b->s = s;
+	b->p = p;
+	p->kind = s->plan;
+	for (i = 0; i < RINX_MAX_NODES; i++)
+		for (k = 0; k < RINX_MAX_CLASSES; k++)
+			b->start_to[i][k] = -1;
+	err = build_nodes(p, s);
+	if (err)
+		return err;
+	if (s->nhosts < 1)
+		return -EINVAL;
+	switch (p->kind) {
+	case RINX_PLAN_PS:
+	case RINX_PLAN_PSINA:
+		return build_ps(b);
+	case RINX_PLAN_TREE:
+	case RINX_PLAN_DBTREE:
+		if (s->nhosts < 2) {
+			even_classes(p, 1);
+			return 0;
+		}
+		return build_tree(b);
+	default:
+		return build_ring(b);
+	}
+}
+
+static void take(struct rinx_plan *p, const struct bld *b, int self)
+{
+	int k;
+
+	memcpy(p->hops, b->hop[self], sizeof(p->hops));
+	for (k = 0; k < RINX_MAX_CLASSES; k++) {
+		p->start_to[k] = b->start_to[self][k];
+		p->start_type[k] = b->start_type[self][k];
+	}
+}
+
+int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s_in,
+		    int self)
+{
+	struct rinx_spec *s = malloc(sizeof(*s));
+	struct bld *b = malloc(sizeof(*b));
+	int err = -ENOMEM;
+
+	if (s && b) {
+		*s = *s_in;
+		err = build_all(b, s, p);
+		if (!err && (self < 0 || self >= p->nnodes))
+			err = -EINVAL;
+		if (!err)
+			take(p, b, self);
+	}
+	free(s);
+	free(b);
+	return err;
 }
 
 static const char *action_name(int a)
@@ -269,7 +717,7 @@ static void node_name(const struct rinx_spec *s, int id, char *buf, size_t len)
 {
 	int i;
 
-	if (id < s->nhosts) {
+	if (id >= 0 && id < s->nhosts) {
 		snprintf(buf, len, "%s", rinx_spec_rank(s, id)->name);
 		return;
 	}
@@ -281,83 +729,169 @@ static void node_name(const struct rinx_spec *s, int id, char *buf, size_t len)
 	snprintf(buf, len, "node%d", id);
 }
 
-void rinx_plan_summary(FILE *f, const struct rinx_spec *s)
+static void mask_names(const struct rinx_spec *s, __u64 m, char *buf,
+		       size_t len)
 {
-	struct rinx_plan p;
 	char a[RINX_NAME_MAX];
-	int i, ina = 0;
+	size_t o = 0;
+	int i;
 
-	if (rinx_plan_build(&p, s, 0)) {
-		fprintf(f, "plan: cannot build a plan for this spec\n");
-		return;
-	}
-	for (i = 0; i < s->nracks; i++)
-		ina += s->racks[i].ina != RINX_INA_NONE;
-	fprintf(f, "plan: %s, %d hosts, %d ring members, %d classes "
-		"(block b is in class b %% %d)\n",
-		ina ? "Rina (ring with INA racks)" : "ring", s->nhosts,
-		p.nmembers, p.nclasses, p.nclasses);
-	fprintf(f, "members:");
-	for (i = 0; i < p.nmembers; i++) {
-		int ri = member_rack(s, p.member[i]);
-
-		node_name(s, p.member[i], a, sizeof(a));
-		if (ri >= 0)
-			fprintf(f, " [rack %d: %s aggregates %s]", s->racks[ri].id,
-				a, s->racks[ri].ina == RINX_INA_SWITCH ?
-				"on the ToR" : "as agent");
-		else
-			fprintf(f, " %s", a);
-	}
-	fprintf(f, "\n");
+	buf[0] = 0;
+	for (i = 0; i < 64 && o < len; i++)
+		if (m & (1ull << i)) {
+			node_name(s, i, a, sizeof(a));
+			o += snprintf(buf + o, len - o, "%s%s", o ? "," : "", a);
+		}
 }
 
-void rinx_plan_print(FILE *f, const struct rinx_spec *s)
+static void summary(FILE *f, const struct rinx_spec *s, const struct bld *b)
 {
-	static const char *const tname[] = { "reduce", "gather", "contrib" };
-	struct rinx_plan p, q;
-	char a[RINX_NAME_MAX], b[RINX_NAME_MAX], c[RINX_NAME_MAX];
-	int k, t, node;
+	const struct rinx_plan *p = b->p;
+	char a[RINX_NAME_MAX], pl[32], who[512];
+	int i, k, n, ina = 0;
 
-	if (rinx_plan_build(&p, s, 0)) {
-		fprintf(f, "plan: cannot build a plan for this spec\n");
+	for (i = 0; i < s->nracks; i++)
+		ina += s->racks[i].ina != RINX_INA_NONE;
+	rinx_plan_name(s->plan, s->plan_nps, pl, sizeof(pl));
+	if (p->kind == RINX_PLAN_RINA || p->kind == RINX_PLAN_RING ||
+	    p->kind == RINX_PLAN_HAR) {
+		fprintf(f, "plan: %s, %s, %d hosts, %d ring members, %d classes "
+			"(block b is in class b %% %d)\n", pl,
+			p->kind == RINX_PLAN_HAR ? "hierarchical (rack leaders "
+			"in a ring)" : ina ? "Rina (ring with INA racks)" :
+			"ring", s->nhosts, p->nmembers, p->nclasses,
+			p->nclasses);
+		fprintf(f, "members:");
+		for (i = 0; i < p->nmembers; i++) {
+			int ri = member_rack(s, p->member[i]);
+
+			node_name(s, p->member[i], a, sizeof(a));
+			if (ri >= 0)
+				fprintf(f, " [rack %d: %s aggregates %s]",
+					s->racks[ri].id, a,
+					s->racks[ri].ina == RINX_INA_SWITCH ?
+					"on the ToR" : "as agent");
+			else
+				fprintf(f, " %s", a);
+		}
+		fprintf(f, "\n");
 		return;
 	}
-	rinx_plan_summary(f, s);
-	for (node = 0; node < p.nnodes; node++) {
-		rinx_plan_build(&q, s, node);
-		if (q.contrib_to >= 0) {
-			node_name(s, node, a, sizeof(a));
-			node_name(s, q.contrib_to, b, sizeof(b));
-			fprintf(f, "worker %s sends every block to %s\n", a, b);
-		}
-	}
-	for (k = 0; k < p.nclasses; k++) {
-		node_name(s, p.origin[k], a, sizeof(a));
-		fprintf(f, "class %d: starts at %s\n", k, a);
-		for (t = 1; t <= RINX_HOP_TYPES; t++)
-			for (node = 0; node < p.nnodes; node++) {
-				const struct rinx_hop *h;
+	fprintf(f, "plan: %s, %s, %d hosts, %d classes (block b is in class "
+		"b %% %d)\n", pl,
+		p->kind == RINX_PLAN_PS ? "parameter servers" :
+		p->kind == RINX_PLAN_PSINA ? "parameter servers, INA racks "
+		"aggregate on the way" : p->kind == RINX_PLAN_TREE ?
+		"binary tree" : "double binary tree", s->nhosts, p->nclasses,
+		p->nclasses);
+	for (k = 0; k < p->nclasses; k++) {
+		node_name(s, p->root[k], a, sizeof(a));
+		fprintf(f, "class %d: root %s; aggregators:", k, a);
+		for (n = 0; n < p->nnodes; n++) {
+			const struct rinx_hop *h =
+				&b->hop[n][k][RINX_T_CONTRIB - 1];
 
-				rinx_plan_build(&q, s, node);
-				h = &q.hops[k][t - 1];
+			if (h->action != RINX_A_AGG_FWD &&
+			    h->action != RINX_A_AGG_FINISH)
+				continue;
+			node_name(s, n, a, sizeof(a));
+			mask_names(s, h->mask, who, sizeof(who));
+			fprintf(f, " %s{%s%s}", a, who,
+				h->flags & RINX_HOP_SELF ? ",self" : "");
+		}
+		fprintf(f, "\n");
+	}
+}
+
+static int with_plan(FILE *f, const struct rinx_spec *s_in,
+		     void (*fn)(FILE *, const struct rinx_spec *,
+				const struct bld *))
+{
+	struct rinx_spec *s = malloc(sizeof(*s));
+	struct bld *b = malloc(sizeof(*b));
+	struct rinx_plan *p = malloc(sizeof(*p));
+	int err = -ENOMEM;
+
+	if (s && b && p) {
+		*s = *s_in;
+		err = build_all(b, s, p);
+		if (err)
+			fprintf(f, "plan: cannot build a plan for this spec "
+				"(%s)\n", strerror(-err));
+		else
+			fn(f, s, b);
+	}
+	free(s);
+	free(b);
+	free(p);
+	return err;
+}
+
+void rinx_plan_summary(FILE *f, const struct rinx_spec *s)
+{
+	with_plan(f, s, summary);
+}
+
+static void print_all(FILE *f, const struct rinx_spec *s, const struct bld *b)
+{
+	static const char *const tname[] = { "reduce", "gather", "contrib" };
+	const struct rinx_plan *p = b->p;
+	char a[RINX_NAME_MAX], c[RINX_NAME_MAX], who[512];
+	int k, t, node;
+
+	summary(f, s, b);
+	for (k = 0; k < p->nclasses; k++) {
+		node_name(s, p->root[k], a, sizeof(a));
+		fprintf(f, "class %d: finishes at %s\n", k, a);
+		for (node = 0; node < p->nnodes; node++) {
+			if (b->start_to[node][k] < 0)
+				continue;
+			node_name(s, node, a, sizeof(a));
+			node_name(s, b->start_to[node][k], c, sizeof(c));
+			fprintf(f, "  start   at %-8s sends its share (%s) -> %s\n",
+				a, b->start_type[node][k] == RINX_T_CONTRIB ?
+				"contrib" : "reduce", c);
+		}
+		for (t = 1; t <= RINX_HOP_TYPES; t++)
+			for (node = 0; node < p->nnodes; node++) {
+				const struct rinx_hop *h = &b->hop[node][k][t - 1];
+				int agg = h->action == RINX_A_AGG_FWD ||
+					  h->action == RINX_A_AGG_FINISH;
+
 				if (h->action == RINX_A_NONE)
 					continue;
 				node_name(s, node, a, sizeof(a));
-				node_name(s, h->from, b, sizeof(b));
-				node_name(s, h->to, c, sizeof(c));
 				fprintf(f, "  %-7s at %-8s %-10s", tname[t - 1],
 					a, action_name(h->action));
-				if (t != RINX_T_CONTRIB)
-					fprintf(f, " from %s step %d", b, h->step);
-				if (h->action >= RINX_A_AGG_FWD)
-					fprintf(f, " mask %#x", h->mask);
-				if (h->action != RINX_A_STORE_END &&
-				    h->action != RINX_A_MCAST_END)
+				if (!agg || h->from != RINX_NO_SEND) {
+					node_name(s, h->from, c, sizeof(c));
+					fprintf(f, " from %s step %d", c, h->step);
+				}
+				if (agg) {
+					mask_names(s, h->mask, who, sizeof(who));
+					fprintf(f, " sums {%s%s}", who,
+						h->flags & RINX_HOP_SELF ?
+						",self" : "");
+				}
+				if (h->to != node && h->action != RINX_A_STORE_END &&
+				    h->action != RINX_A_MCAST_END) {
+					node_name(s, h->to, c, sizeof(c));
 					fprintf(f, " -> %s", c);
-				if (h->action >= RINX_A_AGG_FWD)
+				}
+				if (h->rack != RINX_NO_RACK &&
+				    (h->action == RINX_A_MCAST_FWD ||
+				     h->action == RINX_A_MCAST_END ||
+				     h->action == RINX_A_AGG_FINISH))
+					fprintf(f, " + rack %d's group", h->rack);
+				if (agg || h->action == RINX_A_MCAST_FWD ||
+				    h->action == RINX_A_MCAST_END)
 					fprintf(f, " (sends step %d)", h->out_step);
 				fprintf(f, "\n");
 			}
 	}
+}
+
+int rinx_plan_print(FILE *f, const struct rinx_spec *s)
+{
+	return with_plan(f, s, print_all);
 }

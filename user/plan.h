@@ -4,9 +4,13 @@
  * each class of blocks (DESIGN "one engine, many plans").
  *
  * Node ids of a job: hosts are their ranks 0..n-1; the aggregator of the
- * i-th ina=switch rack of the spec is node n + i. The ring's members are, in
- * rack order: one member per INA rack (its ToR aggregator, or its agent =
- * lowest rank host), and every host of a rack without INA (rank order).
+ * i-th ina=switch rack of the spec is node n + i. Ring plans (ring, rina,
+ * har): the ring's members are, in rack order, one member per INA rack (its
+ * ToR aggregator, or its agent = lowest rank host) and every host of a rack
+ * without INA (rank order). Star and tree plans (ps, ps-ina, tree, dbtree)
+ * aggregate in slots at the servers, INA racks and inner tree nodes and
+ * spread the result by a chain of racks, each rack's ToR replicating it
+ * into the rack (user/plan.c).
  */
 #ifndef RINX_PLAN_H
 #define RINX_PLAN_H
@@ -15,23 +19,51 @@
 #include "uapi/rinx.h"
 #include "user/ctl.h"
 
-struct rinx_plan {
-	int nclasses;
-	int nnodes;
-	int nmembers;
-	int member[RINX_MAX_NODES];	/* node id of each ring member */
-	struct rinx_node nodes[RINX_MAX_NODES];	/* addresses, rack, bit */
-	/* hops[class][type-1] of the node the plan was built for */
-	struct rinx_hop hops[RINX_MAX_CLASSES][RINX_HOP_TYPES];
-	/* node that starts each class: a host (sends its share as a reduce
-	 * frame to first_to) or an aggregator (started by contributions) */
-	int origin[RINX_MAX_CLASSES];
-	int first_to[RINX_MAX_CLASSES];
-	/* a worker of an INA rack sends every block to this aggregator node
-	 * (itself for an agent); -1 for autonomous hosts */
-	int contrib_to;
+/* The plans the data plane runs (rinx_plan_parse names them). */
+enum rinx_plan_kind {
+	RINX_PLAN_RINA,		/* default: ring; an INA rack is one member */
+	RINX_PLAN_RING,		/* ring of every host, INA unused */
+	RINX_PLAN_PS,		/* parameter servers, no INA */
+	RINX_PLAN_PSINA,	/* parameter servers, INA racks aggregate on
+				 * the way (ATP) */
+	RINX_PLAN_HAR,		/* hierarchical: rack leaders in a ring */
+	RINX_PLAN_TREE,		/* binary tree */
+	RINX_PLAN_DBTREE,	/* double binary tree */
+	RINX_PLAN_MAX,
 };
 
+struct rinx_plan {
+	int kind;		/* enum rinx_plan_kind */
+	int nclasses;
+	int nnodes;
+	int nmembers;		/* ring kinds: the ring's members */
+	int member[RINX_MAX_NODES];
+	struct rinx_node nodes[RINX_MAX_NODES];	/* addresses, rack */
+	/* hops[class][type-1] of the node the plan was built for */
+	struct rinx_hop hops[RINX_MAX_CLASSES][RINX_HOP_TYPES];
+	/* block b is in class cmap[b % plen] */
+	int plen;
+	__u8 cmap[RINX_CMAP_MAX];
+	/* where the node's own share of each class starts (node id, or -1:
+	 * the node adds it on the way) and as what (RINX_T_*) */
+	int start_to[RINX_MAX_CLASSES];
+	int start_type[RINX_MAX_CLASSES];
+	/* node that finishes each class (holds the sum first) */
+	int root[RINX_MAX_CLASSES];
+};
+
+/* Plan name ("ring", "rina", "ps", "ps:2", "ps-ina", "ps-ina:2", "har",
+ * "tree", "dbtree") -> kind and server count (ps kinds; 0 otherwise).
+ * 0, or -EINVAL with a message in err. */
+int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
+		    size_t errlen);
+/* "ps:2" for kind and server count. */
+const char *rinx_plan_name(int kind, int nps, char *buf, size_t len);
+/* The spec as the plan sees it (s->plan): INA the plan does not use is
+ * taken away (ring, ps, tree), H-AR makes every rack's lowest rank its
+ * leader (an agent), a rack of one host has nothing to aggregate. Every
+ * rank applies it before building, so node ids agree. */
+void rinx_plan_spec(struct rinx_spec *s);
 /* Builds the plan of node `self` for the cluster of spec s (any mix of INA
  * and plain racks; no racks at all is a plain ring in rank order). */
 int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s, int self);
@@ -43,7 +75,7 @@ int rinx_plan_agent_of_rack(const struct rinx_spec *s, int rack_index);
 int rinx_plan_agent_of(const struct rinx_spec *s, int rank);
 /* Two lines: the kind of plan and its ring members. */
 void rinx_plan_summary(FILE *f, const struct rinx_spec *s);
-/* Human-readable plan of every node, for rinxctl plan. */
-void rinx_plan_print(FILE *f, const struct rinx_spec *s);
+/* Human-readable plan of every node, for rinxctl plan. 0 or -errno. */
+int rinx_plan_print(FILE *f, const struct rinx_spec *s);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/ctl.h"
+#include "user/plan.h"
 
 void rinx_spec_init(struct rinx_spec *s)
 {
@@ -183,6 +184,12 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 				return BAD("line %d: pin must be an absolute path",
 					   lineno);
 			snprintf(s->pin, sizeof(s->pin), "%s", v);
+		} else if (!h && !r && !strcmp(tok, "plan")) {
+			char why[160];
+
+			if (rinx_plan_parse(v, &s->plan, &s->plan_nps, why,
+					    sizeof(why)))
+				return BAD("line %d: %s", lineno, why);
 		} else if (!h && !r && !strcmp(tok, "mode")) {
 			if (!strcmp(v, "native"))
 				s->mode = RINX_XDP_NATIVE;
@@ -256,10 +263,6 @@ int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen)
 					   s->racks[i].id);
 		for (j = 0; j < s->nhosts; j++)
 			workers += s->hosts[j].rack == s->racks[i].id;
-		if (s->racks[i].ina != RINX_INA_NONE &&
-		    workers > RINX_MAX_RACK_WORKERS)
-			return BAD("rack %d: an INA rack holds at most %d hosts",
-				   s->racks[i].id, RINX_MAX_RACK_WORKERS);
 		if (s->racks[i].ina != RINX_INA_NONE && !workers)
 			return BAD("rack %d: an INA rack without hosts",
 				   s->racks[i].id);
@@ -307,16 +310,17 @@ static const char *ina_name(int ina)
 
 int rinx_spec_save(const char *path, const struct rinx_spec *s)
 {
-	char ip[INET_ADDRSTRLEN];
+	char ip[INET_ADDRSTRLEN], pl[32];
 	FILE *f = fopen(path, "w");
 	int i;
 
 	if (!f)
 		return -errno;
 	fprintf(f, "# rinx cluster spec\n");
-	fprintf(f, "cluster port=%u window=%u pin=%s mode=%s\n", s->port,
-		s->window, s->pin,
-		s->mode == RINX_XDP_GENERIC ? "generic" : "native");
+	fprintf(f, "cluster port=%u window=%u pin=%s mode=%s plan=%s\n",
+		s->port, s->window, s->pin,
+		s->mode == RINX_XDP_GENERIC ? "generic" : "native",
+		rinx_plan_name(s->plan, s->plan_nps, pl, sizeof(pl)));
 	for (i = 0; i < s->nracks; i++) {
 		const struct rinx_spec_rack *r = &s->racks[i];
 
