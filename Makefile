@@ -46,8 +46,16 @@ BPF_OBJ		:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRC))
 SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 LIB_SRC		:= $(wildcard user/*.c)
 LIB_OBJ		:= $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRC))
-TOOL_SRC	:= $(wildcard tools/*.c)
+# The emulated cluster is rinxctl's and the tests', never a trainer's: it
+# stays out of librinx in an archive of its own, linked by rinxctl and by
+# the tests that include its header.
+TB_SRC		:= tools/testbed.c
+TB_A		:= $(OUT)/libtestbed.a
+TB_TESTS	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,\
+		   $(shell grep -l '^\#include "tools/testbed.h"' selftests/*.c))
+TOOL_SRC	:= $(filter-out $(TB_SRC),$(wildcard tools/*.c))
 TOOL_OBJ	:= $(patsubst tools/%.c,$(OUT)/tools/%.o,$(TOOL_SRC))
+TOOL_H		:= $(wildcard tools/*.h)
 TEST_SRC	:= $(wildcard selftests/*.c)
 TEST_BIN	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,$(TEST_SRC))
 
@@ -99,19 +107,25 @@ $(OUT)/python/rinx/librinx.so: $(LIB_SO)
 	$(Q)mkdir -p $(@D)
 	$(Q)cp $< $@
 
-$(OUT)/tools/%.o: tools/%.c $(UAPI_H) $(USER_H) $(wildcard tools/*.h) $(SKELS) Makefile
+$(OUT)/tools/%.o: tools/%.c $(UAPI_H) $(USER_H) $(TOOL_H) $(SKELS) Makefile
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(RINXCTL): $(TOOL_OBJ) $(LIB_A)
-	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $(TOOL_OBJ) $(LIB_A) $(LIBS)
+$(TB_A): $(OUT)/tools/testbed.o
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(OUT)/selftests/%: selftests/%.c $(wildcard selftests/*.h) $(UAPI_H) $(USER_H) $(SKELS) $(LIB_A) Makefile
+$(RINXCTL): $(TOOL_OBJ) $(TB_A) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $(TOOL_OBJ) $(TB_A) $(LIB_A) $(LIBS)
+
+$(TB_TESTS): $(TB_A)
+$(TB_TESTS): TEST_LINK := $(TB_A)
+$(OUT)/selftests/%: selftests/%.c $(wildcard selftests/*.h) $(UAPI_H) $(USER_H) $(TOOL_H) $(SKELS) $(LIB_A) Makefile
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(TEST_LINK) $(LIB_A) $(LIBS)
 
 $(OUT)/rinxctl.8: $(RINXCTL) tools/mkman.sh
 	$(call msg,MAN,$@)
