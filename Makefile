@@ -46,8 +46,16 @@ BPF_OBJ		:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRC))
 SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
 LIB_SRC		:= $(wildcard user/*.c)
 LIB_OBJ		:= $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRC))
-TOOL_SRC	:= $(wildcard tools/*.c)
+# The emulated cluster is rinxctl's and the tests', never a trainer's: it
+# stays out of librinx in an archive of its own, linked by rinxctl and by
+# the tests that include its header.
+TB_SRC		:= tools/testbed.c
+TB_A		:= $(OUT)/libtestbed.a
+TB_TESTS	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,\
+		   $(shell grep -l '^\#include "tools/testbed.h"' selftests/*.c))
+TOOL_SRC	:= $(filter-out $(TB_SRC),$(wildcard tools/*.c))
 TOOL_OBJ	:= $(patsubst tools/%.c,$(OUT)/tools/%.o,$(TOOL_SRC))
+TOOL_H		:= $(wildcard tools/*.h)
 TEST_SRC	:= $(wildcard selftests/*.c)
 TEST_BIN	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,$(TEST_SRC))
 
@@ -59,7 +67,14 @@ LIB_A		:= $(OUT)/librinx.a
 LIB_SO		:= $(OUT)/librinx.so
 RINXCTL		:= $(OUT)/rinxctl
 
-.PHONY: all deps demo check clean abi-check soak
+# librinx's release and soname (docs/install.md): the soname's number
+# changes only when a symbol of user/librinx.map changes or goes away;
+# symbols are added in a new version node of the map and a new minor.
+VERSION		:= 0.1.0
+SOVERSION	:= 0
+SONAME		:= librinx.so.$(SOVERSION)
+
+.PHONY: all deps demo check clean abi-check soak install uninstall
 all: $(RINXCTL) $(LIB_SO) $(TEST_BIN) $(OUT)/rinxctl.8 $(PY_PKG)
 
 deps:
@@ -85,7 +100,8 @@ $(LIB_A): $(LIB_OBJ)
 
 $(LIB_SO): $(LIB_OBJ) user/librinx.map
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -Wl,--version-script=user/librinx.map -o $@ $(LIB_OBJ) $(LIBS)
+	$(Q)$(CC) -shared -Wl,--version-script=user/librinx.map \
+		-Wl,-soname,$(SONAME) -o $@ $(LIB_OBJ) $(LIBS)
 
 # The Python package: its modules and the library beside them, so that
 # PYTHONPATH=$(OUT)/python is all a trainer needs (docs/python.md).
@@ -99,19 +115,25 @@ $(OUT)/python/rinx/librinx.so: $(LIB_SO)
 	$(Q)mkdir -p $(@D)
 	$(Q)cp $< $@
 
-$(OUT)/tools/%.o: tools/%.c $(UAPI_H) $(USER_H) $(wildcard tools/*.h) $(SKELS) Makefile
+$(OUT)/tools/%.o: tools/%.c $(UAPI_H) $(USER_H) $(TOOL_H) $(SKELS) Makefile
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(RINXCTL): $(TOOL_OBJ) $(LIB_A)
-	$(call msg,LD,$@)
-	$(Q)$(CC) -o $@ $(TOOL_OBJ) $(LIB_A) $(LIBS)
+$(TB_A): $(OUT)/tools/testbed.o
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(OUT)/selftests/%: selftests/%.c $(wildcard selftests/*.h) $(UAPI_H) $(USER_H) $(SKELS) $(LIB_A) Makefile
+$(RINXCTL): $(TOOL_OBJ) $(TB_A) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $(TOOL_OBJ) $(TB_A) $(LIB_A) $(LIBS)
+
+$(TB_TESTS): $(TB_A)
+$(TB_TESTS): TEST_LINK := $(TB_A)
+$(OUT)/selftests/%: selftests/%.c $(wildcard selftests/*.h) $(UAPI_H) $(USER_H) $(TOOL_H) $(SKELS) $(LIB_A) Makefile
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(TEST_LINK) $(LIB_A) $(LIBS)
 
 $(OUT)/rinxctl.8: $(RINXCTL) tools/mkman.sh
 	$(call msg,MAN,$@)
@@ -131,6 +153,87 @@ $(OUT)/peers/mpi_bench: tools/peers/mpi_bench.c tools/gen.h Makefile
 	$(call msg,MPICC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(MPICC) -g -O2 -Wall -Wextra -Werror -std=gnu11 -I. -o $@ $< -lm
+
+# ---- install (docs/install.md) ----
+# make install [PREFIX=/usr/local] [DESTDIR=] [LIBDIR= ...]; make uninstall
+# with the same variables removes exactly what install put there.
+PREFIX		?= /usr/local
+BINDIR		?= $(PREFIX)/bin
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+MANDIR		?= $(PREFIX)/share/man
+DOCDIR		?= $(PREFIX)/share/doc/rinx
+PKGCONFIGDIR	?= $(LIBDIR)/pkgconfig
+# Debian's /usr/bin/python3 looks in /usr/lib/python3/dist-packages
+# (packages of the distribution) and in /usr/local/lib/python3.X/dist-packages
+# (the local administrator's); any other prefix needs PYTHONPATH. PYTHON
+# names the interpreter whose version X is.
+PYTHON		?= /usr/bin/python3
+PY_VERSION	= $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PY_SITE_LOCAL	= $(PREFIX)/lib/python$(PY_VERSION)/dist-packages
+PYTHONDIR	?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PY_SITE_LOCAL))
+# Objects loaded with LD_PRELOAD, installed into LIBDIR as they are (no
+# soname links): the MPI interposer (build/librinx-mpi.so) belongs here.
+INSTALL_PRELOAD	:=
+INSTALL_MAN8	:= $(OUT)/rinxctl.8
+PY_MODS		:= $(notdir $(PY_SRC))
+
+# rinx.pc: libdir and includedir relative to ${prefix} when under it.
+$(OUT)/rinx.pc: user/rinx.pc.in Makefile FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' \
+		-e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
+		-e 's|@VERSION@|$(VERSION)|' $< > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else \
+		mv -f $@.tmp $@ && printf '  %-8s %s\n' GEN $@; fi
+
+.PHONY: FORCE
+FORCE:
+
+# The Python package loads librinx from beside its modules: there it gets a
+# relative link to the installed library, which holds under DESTDIR too.
+# ldconfig (root, no DESTDIR) so that the loader finds the new soname.
+install: $(RINXCTL) $(LIB_SO) $(LIB_A) $(INSTALL_MAN8) $(PY_PKG) \
+	 $(OUT)/rinx.pc $(INSTALL_PRELOAD)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(PYTHONDIR)/rinx
+	$(Q)install -m 0755 $(RINXCTL) $(DESTDIR)$(BINDIR)/rinxctl
+	$(Q)install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/librinx.so.$(VERSION)
+	$(Q)ln -sf librinx.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librinx.so
+	$(Q)install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/librinx.a
+	$(Q)for f in $(INSTALL_PRELOAD); do \
+		install -m 0755 $$f $(DESTDIR)$(LIBDIR)/ || exit; done
+	$(Q)install -m 0644 user/librinx.h $(DESTDIR)$(INCLUDEDIR)/librinx.h
+	$(Q)install -m 0644 $(OUT)/rinx.pc $(DESTDIR)$(PKGCONFIGDIR)/rinx.pc
+	$(Q)install -m 0644 $(INSTALL_MAN8) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)install -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
+	$(Q)install -m 0644 $(addprefix $(OUT)/python/rinx/,$(PY_MODS)) \
+		$(DESTDIR)$(PYTHONDIR)/rinx/
+	$(Q)ln -sf "$$(realpath -ms --relative-to=$(DESTDIR)$(PYTHONDIR)/rinx \
+		$(DESTDIR)$(LIBDIR)/$(SONAME))" $(DESTDIR)$(PYTHONDIR)/rinx/librinx.so
+	$(Q)$(if $(DESTDIR),:,[ "$$(id -u)" -ne 0 ] || ldconfig)
+
+# __pycache__: byte code python3 wrote when the package was imported.
+uninstall:
+	$(call msg,REMOVE,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/rinxctl \
+		$(DESTDIR)$(LIBDIR)/librinx.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/librinx.so \
+		$(DESTDIR)$(LIBDIR)/librinx.a \
+		$(addprefix $(DESTDIR)$(LIBDIR)/,$(notdir $(INSTALL_PRELOAD))) \
+		$(DESTDIR)$(INCLUDEDIR)/librinx.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/rinx.pc \
+		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(INSTALL_MAN8))) \
+		$(DESTDIR)$(DOCDIR)/LICENSE \
+		$(addprefix $(DESTDIR)$(PYTHONDIR)/rinx/,$(PY_MODS) librinx.so)
+	$(Q)rm -rf $(DESTDIR)$(PYTHONDIR)/rinx/__pycache__
+	$(Q)rmdir $(DESTDIR)$(PYTHONDIR)/rinx $(DESTDIR)$(DOCDIR) 2>/dev/null || :
+	$(Q)$(if $(DESTDIR),:,[ "$$(id -u)" -ne 0 ] || ldconfig)
 
 demo:
 	$(Q)tools/deps.sh build

@@ -27,7 +27,7 @@
 #include "tools/gen.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
-#include "user/testbed.h"
+#include "tools/testbed.h"
 
 #define NR	4
 #define COUNT	(5 * 768 + 77)

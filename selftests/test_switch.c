@@ -51,7 +51,7 @@
 #include "selftests/tap.h"
 #include "uapi/rinx.h"
 #include "uapi/rinx_switch.h"
-#include "user/testbed.h"
+#include "tools/testbed.h"
 #include "switch.skel.h"
 
 extern char **environ;

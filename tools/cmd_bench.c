@@ -30,7 +30,7 @@
 #include "tools/cmds.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
-#include "user/testbed.h"
+#include "tools/testbed.h"
 
 enum { OP_PREP = 1, OP_GO, OP_CHECK, OP_QUIT };
 

@@ -11,7 +11,7 @@
 #include "tools/bench.h"
 #include "tools/cmds.h"
 #include "user/plan.h"
-#include "user/testbed.h"
+#include "tools/testbed.h"
 
 static char demo_prefix[RINX_TB_PREFIX_MAX + 1];
 static volatile sig_atomic_t demo_up;

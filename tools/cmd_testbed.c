@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* rinxctl testbed up|down|show: the emulated cluster of user/testbed.c. */
+/* rinxctl testbed up|down|show: the emulated cluster of tools/testbed.c. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/cmds.h"
-#include "user/testbed.h"
+#include "tools/testbed.h"
 
 static const char testbed_usage[] =
 "usage: rinxctl testbed up [options]\n"

@@ -14,7 +14,9 @@
  *
  * Every veth has MTU RINX_TB_MTU. Hosts have static neighbours for every
  * other host and IPv6 off, so nothing but the traffic of the job crosses the
- * switches. Internal to rinxctl and the selftests (not in librinx.map).
+ * switches. Internal to rinxctl and the selftests: built into
+ * build/libtestbed.a, never into librinx (a trainer does not build
+ * clusters, and the switch program has no place in its library).
  */
 #ifndef RINX_TESTBED_H
 #define RINX_TESTBED_H

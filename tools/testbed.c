@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The emulated cluster (topology in user/testbed.h).
+ * The emulated cluster (topology in tools/testbed.h).
  *
  * Namespaces, veths, addresses and neighbours are made by ip(8) in batch
  * mode: one process for the root namespace and one per testbed namespace,
@@ -35,7 +35,7 @@
 #include <linux/sockios.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "user/testbed.h"
+#include "tools/testbed.h"
 #include "switch.skel.h"
 
 extern char **environ;
