@@ -2,8 +2,9 @@
 #
 # make            build everything into $(OUT)
 # make demo       install missing packages, build, run the demo allreduce
-# make check      install missing packages (with the Python group), build,
-#                 run every test
+# make check      install missing packages (with the Python and MPI groups),
+#                 build, run every test
+# make mpi        the MPI interposer build/librinx-mpi.so (needs mpicc)
 # make V=1        show the commands
 
 OUT	?= build
@@ -59,7 +60,7 @@ LIB_A		:= $(OUT)/librinx.a
 LIB_SO		:= $(OUT)/librinx.so
 RINXCTL		:= $(OUT)/rinxctl
 
-.PHONY: all deps demo check clean abi-check soak
+.PHONY: all deps demo check clean abi-check soak mpi
 all: $(RINXCTL) $(LIB_SO) $(TEST_BIN) $(OUT)/rinxctl.8 $(PY_PKG)
 
 deps:
@@ -132,6 +133,31 @@ $(OUT)/peers/mpi_bench: tools/peers/mpi_bench.c tools/gen.h Makefile
 	$(Q)mkdir -p $(@D)
 	$(Q)$(MPICC) -g -O2 -Wall -Wextra -Werror -std=gnu11 -I. -o $@ $< -lm
 
+# The MPI interposer (docs/mpi.md) and the plain MPI program that its test
+# and tools/mpi-bench.sh run. They need mpicc (tools/deps.sh peers), so they
+# are not part of all; check installs Open MPI and builds them. librinx is
+# linked in statically and kept private by the version script: one file to
+# preload.
+MPI_SO		:= $(OUT)/librinx-mpi.so
+MPI_CHECK	:= $(OUT)/mpi/allreduce_check
+mpi: $(MPI_SO) $(MPI_CHECK)
+
+$(OUT)/mpi/rinx_mpi.o: user/mpi/rinx_mpi.c $(UAPI_H) $(USER_H) $(SKELS) Makefile
+	$(call msg,MPICC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MPICC) $(CFLAGS) -c $< -o $@
+
+$(MPI_SO): $(OUT)/mpi/rinx_mpi.o $(LIB_A) user/mpi/librinx-mpi.map
+	$(call msg,LD,$@)
+	$(Q)$(MPICC) -shared -Wl,--version-script=user/mpi/librinx-mpi.map \
+		-o $@ $< $(LIB_A) $(LIBS)
+
+# no rinx header on purpose: an unmodified MPI program
+$(MPI_CHECK): selftests/mpi/allreduce_check.c Makefile
+	$(call msg,MPICC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MPICC) -g -O2 -Wall -Wextra -Werror -std=gnu11 -o $@ $< -lm
+
 demo:
 	$(Q)tools/deps.sh build
 	$(Q)$(MAKE) --no-print-directory all
@@ -140,7 +166,8 @@ demo:
 check:
 	$(Q)tools/deps.sh build
 	$(Q)tools/deps.sh python
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/deps.sh peers
+	$(Q)$(MAKE) --no-print-directory all mpi
 	$(Q)$(MAKE) --no-print-directory abi-check
 	$(Q)selftests/run.sh $(OUT)
 
