@@ -2,8 +2,9 @@
 #
 # make            build everything into $(OUT)
 # make demo       install missing packages, build, run the demo allreduce
-# make check      install missing packages (with the Python group), build,
-#                 run every test
+# make check      install missing packages (with the Python and MPI groups),
+#                 build, run every test
+# make mpi        the MPI interposer build/librinx-mpi.so (needs mpicc)
 # make V=1        show the commands
 
 OUT	?= build
@@ -74,7 +75,7 @@ VERSION		:= 0.1.0
 SOVERSION	:= 0
 SONAME		:= librinx.so.$(SOVERSION)
 
-.PHONY: all deps demo check clean abi-check soak install uninstall
+.PHONY: all deps demo check clean abi-check soak install uninstall mpi
 all: $(RINXCTL) $(LIB_SO) $(TEST_BIN) $(OUT)/rinxctl.8 $(PY_PKG)
 
 deps:
@@ -174,7 +175,7 @@ PY_SITE_LOCAL	= $(PREFIX)/lib/python$(PY_VERSION)/dist-packages
 PYTHONDIR	?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PY_SITE_LOCAL))
 # Objects loaded with LD_PRELOAD, installed into LIBDIR as they are (no
 # soname links): the MPI interposer (build/librinx-mpi.so) belongs here.
-INSTALL_PRELOAD	:=
+INSTALL_PRELOAD	= $(if $(shell command -v $(MPICC)),$(MPI_SO))
 INSTALL_MAN8	:= $(OUT)/rinxctl.8
 PY_MODS		:= $(notdir $(PY_SRC))
 
@@ -235,6 +236,31 @@ uninstall:
 	$(Q)rmdir $(DESTDIR)$(PYTHONDIR)/rinx $(DESTDIR)$(DOCDIR) 2>/dev/null || :
 	$(Q)$(if $(DESTDIR),:,[ "$$(id -u)" -ne 0 ] || ldconfig)
 
+# The MPI interposer (docs/mpi.md) and the plain MPI program that its test
+# and tools/mpi-bench.sh run. They need mpicc (tools/deps.sh peers), so they
+# are not part of all; check installs Open MPI and builds them. librinx is
+# linked in statically and kept private by the version script: one file to
+# preload.
+MPI_SO		:= $(OUT)/librinx-mpi.so
+MPI_CHECK	:= $(OUT)/mpi/allreduce_check
+mpi: $(MPI_SO) $(MPI_CHECK)
+
+$(OUT)/mpi/rinx_mpi.o: user/mpi/rinx_mpi.c $(UAPI_H) $(USER_H) $(SKELS) Makefile
+	$(call msg,MPICC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MPICC) $(CFLAGS) -c $< -o $@
+
+$(MPI_SO): $(OUT)/mpi/rinx_mpi.o $(LIB_A) user/mpi/librinx-mpi.map
+	$(call msg,LD,$@)
+	$(Q)$(MPICC) -shared -Wl,--version-script=user/mpi/librinx-mpi.map \
+		-o $@ $< $(LIB_A) $(LIBS)
+
+# no rinx header on purpose: an unmodified MPI program
+$(MPI_CHECK): selftests/mpi/allreduce_check.c Makefile
+	$(call msg,MPICC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MPICC) -g -O2 -Wall -Wextra -Werror -std=gnu11 -o $@ $< -lm
+
 demo:
 	$(Q)tools/deps.sh build
 	$(Q)$(MAKE) --no-print-directory all
@@ -243,7 +269,8 @@ demo:
 check:
 	$(Q)tools/deps.sh build
 	$(Q)tools/deps.sh python
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/deps.sh peers
+	$(Q)$(MAKE) --no-print-directory all mpi
 	$(Q)$(MAKE) --no-print-directory abi-check
 	$(Q)selftests/run.sh $(OUT)
 
