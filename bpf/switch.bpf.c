@@ -7,7 +7,7 @@
  * Known unicast destinations are redirected through the devmap; group
  * addresses (broadcast, multicast) and unknown destinations are flooded to
  * every port but the ingress one. The MAC table is filled by the control
- * plane (user/testbed.c); there is no learning. The topology is a tree, so
+ * plane (tools/testbed.c); there is no learning. The topology is a tree, so
  * flooding cannot loop.
  *
  * Rina (the ToR of a rack):

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The testbed switch (bpf/switch.bpf.c) and its control plane
- * (user/testbed.c): counters, MAC table value and the per-port link value
+ * (tools/testbed.c): counters, MAC table value and the per-port link value
  * (settings, queue state, counters). Included by the switch program, the
  * testbed code and the tests that drive the switch; the host program does
  * not need it (the group MACs it uses stay in uapi/rinx.h).

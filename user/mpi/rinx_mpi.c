@@ -124,6 +124,7 @@ static struct {
 	int agreed;
 	long long next_seq;
 	int timeout_ms, inflight;
+	const char *plan;	/* RINX_PLAN, NULL: the spec's */
 	int keyval;
 	struct cstate *states;
 	struct op *ops;			/* not yet collected */
@@ -295,6 +296,7 @@ static void config_init(void)
 	g.verbose = env_int("RINX_MPI_VERBOSE", 0, 0, 9);
 	g.timeout_ms = env_int("RINX_TIMEOUT", 10000, 1, INT_MAX);
 	g.inflight = env_int("RINX_INFLIGHT", 0, 0, 4096);
+	g.plan = getenv("RINX_PLAN");
 	g.job_base = env_u32("RINX_JOB", &set);
 	if (set && (!g.job_base || g.job_base > UINT32_MAX - 4096)) {
 		say("RINX_JOB=%s: a job id of 1..%u", getenv("RINX_JOB"),
@@ -736,6 +738,7 @@ static struct cstate *cs_get(MPI_Comm comm)
 	o.token = g.token;
 	o.timeout_ms = g.timeout_ms;
 	o.inflight = g.inflight;
+	o.plan = g.plan;
 	err = rinx_comm_open(&o, &cs->rc);
 	if (err)
 		say("opening rinx job %u for %s (spec %s, rank %d): %s",

@@ -32,8 +32,9 @@ __all__ = [
 # taken over one block of this many elements)
 BLOCK_VALUES = 768
 
-# plans this version runs: the one the spec implies (see _spec_plan)
-PLANS = ("ring", "rina")
+# plans librinx runs (rinx_comm_opts.plan); "ps" and "ps-ina" also take a
+# server count, "ps:2"
+PLANS = ("ring", "rina", "ps", "ps-ina", "har", "tree", "dbtree")
 
 _lib_handle = _lib.load()
 
@@ -189,8 +190,9 @@ def _torch_buffer(x, op):
 # ---- spec ----
 
 def _read_spec(path):
-    """(number of hosts, plan the spec implies) of a cluster spec file,
-    for the checks librinx cannot make before it waits for its peers."""
+    """(number of hosts, plan the spec names or implies) of a cluster spec
+    file, for the checks librinx cannot make before it waits for its
+    peers."""
     try:
         with open(path) as f:
             lines = f.readlines()
@@ -198,33 +200,31 @@ def _read_spec(path):
         raise _config_error("rinx.Comm", "cannot read spec %s: %s"
                             % (path, e.strerror)) from None
     hosts = 0
-    ina = False
+    plan = None
     for line in lines:
         words = line.split("#", 1)[0].split()
         if not words:
             continue
         if words[0] == "host":
             hosts += 1
-        elif words[0] == "rack":
-            ina = ina or any(w.startswith("ina=") and w != "ina=none"
-                             for w in words[1:])
-    # a rack whose ToR or agent aggregates joins the ring as one member
-    return hosts, "rina" if ina else "ring"
+        elif words[0] == "cluster":
+            for w in words[1:]:
+                if w.startswith("plan="):
+                    plan = w[5:]
+    # the default: Rina, which is the ring when no rack aggregates
+    return hosts, plan or "rina"
 
 
-def _check_plan(plan, spec, implied):
-    if plan is None or plan == implied:
+def _check_plan(plan):
+    if plan is None:
         return
-    if plan in PLANS:
-        raise _config_error(
-            "rinx.Comm", "plan %r: spec %s gives the %s plan (%s); "
-            "choose another plan by changing the spec's racks"
-            % (plan, spec, implied,
-               "an INA rack" if implied == "rina" else "no INA rack"))
+    name, _, n = str(plan).partition(":")
+    if name in PLANS and (not n or (name.startswith("ps") and n.isdigit()
+                                    and 1 <= int(n) <= 64)):
+        return
     raise _config_error(
-        "rinx.Comm", "plan %r is not available: this version runs the plan "
-        "its spec implies (ring, or rina when a rack has ina=switch or "
-        "ina=agent); pass plan=None" % (plan,))
+        "rinx.Comm", "plan %r is not one of %s (ps and ps-ina take :N "
+        "servers, 1..64)" % (plan, ", ".join(PLANS)))
 
 
 def _env_int(name, required, default=None):
@@ -263,7 +263,7 @@ class Comm:
             raise _config_error("rinx.Comm", "job %d / token %d: both are "
                                 "unsigned 32-bit numbers" % (job, token))
         hosts, implied = _read_spec(spec)
-        _check_plan(plan, spec, implied)
+        _check_plan(plan)
         if world_size is not None and world_size != hosts:
             raise _config_error(
                 "rinx.Comm", "world size %d does not match spec %s, which "
@@ -279,7 +279,7 @@ class Comm:
         self._c = None
         self._active = None     # weak reference to the request in flight
         self._on_close = []     # callables run once the comm is closed
-        self.plan = implied
+        self.plan = plan or implied
         self.spec = spec
         opts = _lib.CommOpts()
         opts.sz = ctypes.sizeof(opts)
@@ -290,6 +290,7 @@ class Comm:
         opts.token = int(token)
         opts.timeout_ms = int(timeout_ms)
         opts.inflight = int(inflight)
+        opts.plan = plan.encode() if plan else None
         c = ctypes.c_void_p()
         ret = _lib_handle.rinx_comm_open(ctypes.byref(opts), ctypes.byref(c))
         if ret:

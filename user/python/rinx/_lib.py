@@ -24,6 +24,7 @@ class CommOpts(ctypes.Structure):
         ("token", ctypes.c_uint32),
         ("timeout_ms", ctypes.c_int),
         ("inflight", ctypes.c_int),
+        ("plan", ctypes.c_char_p),
     ]
 
 
