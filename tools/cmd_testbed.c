@@ -31,6 +31,9 @@ static const char testbed_usage[] =
 "  --per-rack H        hosts per rack, 1..32 (total at most 64)\n"
 "  --prefix P          namespace prefix (default rx + 4 random hex digits)\n"
 "  --mode MODE         XDP mode: native (default) or generic\n"
+"  --queues N          rx and tx queues of every host's eth0 and its switch\n"
+"                      port, 1..16 (default 1): a multi-queue NIC, frames\n"
+"                      spread over the queues by the sending CPU\n"
 "  --spec FILE         where to write the spec (default "
 RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  --pin DIR           bpffs root for pins (default " RINX_TB_PIN_ROOT
@@ -89,7 +92,7 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
 	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
 	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
-	OPT_HOLD, OPT_BUFFER, OPT_ECN };
+	OPT_HOLD, OPT_BUFFER, OPT_ECN, OPT_QUEUES };
 
 static const struct option testbed_opts[] = {
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
@@ -97,6 +100,7 @@ static const struct option testbed_opts[] = {
 	{ "per-rack", required_argument, NULL, OPT_PER_RACK },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "queues", required_argument, NULL, OPT_QUEUES },
 	{ "spec", required_argument, NULL, OPT_SPEC },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "window", required_argument, NULL, OPT_WINDOW },
@@ -316,6 +320,12 @@ static int testbed_up(int argc, char **argv)
 				return RINX_EXIT_USAGE;
 			}
 			break;
+		case OPT_QUEUES:
+			if (parse_num("queues", optarg, 1, RINX_TB_MAX_QUEUES,
+				      &x))
+				return RINX_EXIT_USAGE;
+			o.queues = x;
+			break;
 		case OPT_SPEC:
 			o.spec_out = optarg;
 			break;
@@ -417,11 +427,14 @@ static int testbed_up(int argc, char **argv)
 		free(s);
 		return ret == -EEXIST ? RINX_EXIT_CONFIG : rinx_exit_code(ret);
 	}
-	printf("testbed %s: %d rack%s x %d host%s, %s XDP%s\n", prefix,
+	printf("testbed %s: %d rack%s x %d host%s, %s XDP%s", prefix,
 	       o.racks, o.racks > 1 ? "s" : "", o.hosts_per_rack,
 	       o.hosts_per_rack > 1 ? "s" : "",
 	       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
 	       o.no_nodes ? ", host program off" : "");
+	if (o.queues > 1)
+		printf(", %d queues per host", o.queues);
+	printf("\n");
 	if (fmask) {
 		printf("every switch port: drop %u dup %u reorder %u ppm, ",
 		       link.drop_ppm, link.dup_ppm, link.reorder_ppm);

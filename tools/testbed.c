@@ -1035,18 +1035,24 @@ static void fmt_mac(char *buf, const __u8 *m)
 		 m[3], m[4], m[5]);
 }
 
-static int make_links(const struct rinx_spec *s, const char *prefix)
+static int make_links(const struct rinx_spec *s, const char *prefix,
+		      int queues)
 {
 	char a[NS_NAME_MAX], b[NS_NAME_MAX], mac[18];
 	struct rinx_tb_buf cmd = {};
 	int i, err;
 
+	/* Both ends get the same queues: XDP on a veth refuses to attach
+	 * when its peer has more tx queues than it has rx queues. */
 	for (i = 0; i < s->nhosts; i++) {
 		tor_ns(b, prefix, s->hosts[i].rack);
 		fmt_mac(mac, s->hosts[i].mac);
-		rinx_tb_put(&cmd, "link add eth0 netns %s address %s mtu %d type veth "
-			    "peer name p%d netns %s mtu %d\n", s->hosts[i].netns, mac,
-			    RINX_TB_MTU, i, b, RINX_TB_MTU);
+		rinx_tb_put(&cmd, "link add eth0 netns %s address %s mtu %d "
+			    "numtxqueues %d numrxqueues %d type veth "
+			    "peer name p%d netns %s mtu %d "
+			    "numtxqueues %d numrxqueues %d\n",
+			    s->hosts[i].netns, mac, RINX_TB_MTU, queues, queues,
+			    i, b, RINX_TB_MTU, queues, queues);
 	}
 	if (s->nracks > 1) {
 		spine_ns(a, prefix);
@@ -1175,6 +1181,10 @@ static int check_opts(const struct rinx_testbed_opts *o)
 		pr_warn("mode must be native or generic\n");
 		return -EINVAL;
 	}
+	if (o->queues < 0 || o->queues > RINX_TB_MAX_QUEUES) {
+		pr_warn("queues must be 1..%d\n", RINX_TB_MAX_QUEUES);
+		return -EINVAL;
+	}
 	if (o->pin && (o->pin[0] != '/' ||
 		       strlen(o->pin) + RINX_TB_PREFIX_MAX + 2 >
 		       RINX_PATH_MAX - RINX_NAME_MAX)) {
@@ -1259,7 +1269,7 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 	}
 	if (err)
 		goto fail;
-	err = make_links(s, o->prefix);
+	err = make_links(s, o->prefix, o->queues ? o->queues : 1);
 	if (err)
 		goto fail;
 	for (i = 0; i < s->nhosts; i++) {

@@ -12,7 +12,9 @@
  *   <prefix>h0 <prefix>h1 ...      hosts: eth0 = 10.71.<rack>.<h+1>/16,
  *                                  mac 02:72:78:00:<rack>:<h+1>
  *
- * Every veth has MTU RINX_TB_MTU. Hosts have static neighbours for every
+ * Every veth has MTU RINX_TB_MTU; a host link (eth0 and its port) has
+ * `queues` rx and tx queues (a NIC with RSS: XDP frames redirected into a
+ * veth arrive on the rx queue of the sending CPU, modulo the queues). Hosts have static neighbours for every
  * other host and IPv6 off, so nothing but the traffic of the job crosses the
  * switches. Internal to rinxctl and the selftests: built into
  * build/libtestbed.a, never into librinx (a trainer does not build
@@ -32,6 +34,7 @@
 #define RINX_TB_MTU		3400	/* rinx frames are 3152 B; veth XDP <= ~3500 */
 #define RINX_TB_PIN_ROOT	"/run/rinx"	/* spec pin = <root>/<prefix> */
 #define RINX_TB_SPEC_DIR	"/run/rinx-testbed"	/* <prefix>.spec */
+#define RINX_TB_MAX_QUEUES	16	/* queues of a host link */
 
 /*
  * Links: every switch port has a struct rinx_sw_link (uapi/rinx_switch.h)
@@ -84,6 +87,8 @@ struct rinx_testbed_opts {
 	const char *pin;	/* pin root, NULL: RINX_TB_PIN_ROOT */
 	const int *ina;		/* racks entries of enum rinx_ina, NULL: none */
 	int no_nodes;		/* leave the host program off (plain IP only) */
+	int queues;		/* rx and tx queues of every host link (eth0
+				 * and its switch port); 0: 1 */
 	const struct rinx_sw_link_set *link;	/* every switch port; NULL:
 						 * a perfect link */
 };

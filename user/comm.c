@@ -14,6 +14,7 @@
  * makes sure every peer knows the job.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
 #include <poll.h>
@@ -22,11 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/xsk.h>
@@ -39,8 +43,12 @@
 #define NUM_FRAMES	4096
 #define RING_SIZE	2048
 #define MAX_PENDING	NUM_FRAMES
+#define XQ_MAX		64	/* receive queues served (the xsks map's size) */
 
-/* ---- one AF_XDP socket per (process, interface), shared by comms ---- */
+/* ---- AF_XDP sockets per (process, interface), shared by comms ----
+ * One socket per receive queue, all on one umem: the host program hands a
+ * frame up on the queue it arrived on, and a NIC with RSS spreads frames
+ * over its queues. Queue 0's socket also transmits. */
 struct xctx {
 	struct xctx *next;
 	int refs;
@@ -52,6 +60,16 @@ struct xctx {
 	struct xsk_socket *xsk;
 	struct xsk_ring_prod fq, tx;
 	struct xsk_ring_cons cq, rx;
+	int nq;			/* receive queues, a socket on each */
+	struct xq {
+		struct xsk_socket *xsk;		/* [0]: xsk */
+		struct xsk_ring_prod *fq;	/* [0]: &fq, else &own_fq */
+		struct xsk_ring_cons *rx;	/* [0]: &rx, else &own_rx */
+		/* rings of queues 1..: receive only, but the kernel wants
+		 * a completion ring for every queue sharing the umem */
+		struct xsk_ring_prod own_fq;
+		struct xsk_ring_cons own_cq, own_rx;
+	} q[XQ_MAX];
 	__u64 free[NUM_FRAMES];
 	int nfree;
 	/* slow-path frames waiting for their round or their share */
@@ -193,6 +211,103 @@ static int cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
 
 /* ---- AF_XDP context ---- */
 
+/* Every socket before the umem: libxdp refuses to free a umem in use. */
+static void x_close(struct xctx *x)
+{
+	int q;
+
+	for (q = 1; q < x->nq; q++)
+		if (x->q[q].xsk)
+			xsk_socket__delete(x->q[q].xsk);
+	if (x->xsk)
+		xsk_socket__delete(x->xsk);
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	if (x->area)
+		munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
+}
+
+/* Receive queues of the interface: its channels (rx-only plus combined),
+ * else its rx-N entries in sysfs when sysfs shows this namespace's device,
+ * else 1. */
+static int if_rx_queues(const char *ifname, int ifindex)
+{
+	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
+	char path[96];
+	struct dirent *e;
+	struct ifreq ifr;
+	int fd, n = 0, idx;
+	FILE *f;
+	DIR *d;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+		ifr.ifr_data = (void *)&ch;
+		if (!ioctl(fd, SIOCETHTOOL, &ifr))
+			n = ch.rx_count + ch.combined_count;
+		close(fd);
+	}
+	if (n > 0)
+		return n;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/ifindex", ifname);
+	f = fopen(path, "r");
+	if (!f)
+		return 1;
+	if (fscanf(f, "%d", &idx) != 1 || idx != ifindex) {
+		fclose(f);
+		return 1;
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+	d = opendir(path);
+	if (!d)
+		return 1;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "rx-", 3))
+			n++;
+	closedir(d);
+	return n > 0 ? n : 1;
+}
+
+/* The kernel unbinds a closed socket from its queue in a work item: right
+ * after another process on this host closed its communicator the queue can
+ * still be busy for a moment. */
+static int x_bind(struct xctx *x, const char *ifname, int q,
+		  const struct xsk_socket_config *scfg)
+{
+	struct xq *xq = &x->q[q];
+	int err, i;
+
+	for (i = 0;; i++) {
+		if (!q)
+			err = xsk_socket__create(&x->xsk, ifname, 0, x->umem,
+						 &x->rx, &x->tx, scfg);
+		else
+			err = xsk_socket__create_shared(&xq->xsk, ifname, q,
+							x->umem, &xq->own_rx,
+							NULL, &xq->own_fq,
+							&xq->own_cq, scfg);
+		if (err != -EBUSY || i >= 200)
+			break;
+		usleep(10000);
+	}
+	if (err)
+		return err;
+	if (!q) {
+		xq->xsk = x->xsk;
+		xq->fq = &x->fq;
+		xq->rx = &x->rx;
+	} else {
+		xq->fq = &xq->own_fq;
+		xq->rx = &xq->own_rx;
+	}
+	return 0;
+}
+
+static void x_refill(struct xctx *x);
+
 static void xctx_put(struct xctx *x)
 {
 	struct xctx **pp;
@@ -208,12 +323,7 @@ static void xctx_put(struct xctx *x)
 			break;
 		}
 	pthread_mutex_unlock(&xctx_list_lock);
-	if (x->xsk)
-		xsk_socket__delete(x->xsk);
-	if (x->umem)
-		xsk_umem__delete(x->umem);
-	if (x->area)
-		munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
+	x_close(x);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 }
@@ -233,9 +343,10 @@ static int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 		.bind_flags = XDP_USE_NEED_WAKEUP,
 	};
-	int ifindex = if_nametoindex(ifname), err, i;
+	int ifindex = if_nametoindex(ifname), err, i, nq;
+	struct bpf_map_info mi = {};
+	__u32 milen = sizeof(mi);
 	struct xctx *x;
-	__u32 idx;
 
 	if (!ifindex)
 		return cerr(c, -ENODEV, "interface %s not found in this "
@@ -249,6 +360,17 @@ static int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 			return 0;
 		}
 	pthread_mutex_unlock(&xctx_list_lock);
+
+	nq = if_rx_queues(ifname, ifindex);
+	err = bpf_obj_get_info_by_fd(c->fd_xsks, &mi, &milen);
+	if (err)
+		return cerr(c, err, "cannot read the AF_XDP socket map: %s",
+			    strerror(-err));
+	if (nq > XQ_MAX || (__u32)nq > mi.max_entries)
+		return cerr(c, -E2BIG, "%s has %d receive queues; rinx serves "
+			    "at most %d: lower the interface's queue count",
+			    ifname, nq, XQ_MAX < (int)mi.max_entries ? XQ_MAX :
+			    (int)mi.max_entries);
 
 	x = calloc(1, sizeof(*x));
 	if (!x)
@@ -272,37 +394,26 @@ static int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 		cerr(c, err, "cannot create AF_XDP umem: %s", strerror(-err));
 		goto fail;
 	}
-	/* The kernel unbinds a closed socket from its queue in a work item:
-	 * right after another process on this host closed its communicator
-	 * the queue can still be busy for a moment. */
-	for (i = 0;; i++) {
-		err = xsk_socket__create(&x->xsk, ifname, 0, x->umem, &x->rx,
-					 &x->tx, &scfg);
-		if (err != -EBUSY || i >= 200)
-			break;
-		usleep(10000);
-	}
-	if (err) {
-		cerr(c, err, "cannot create AF_XDP socket on %s queue 0: %s",
-		     ifname, strerror(-err));
-		goto fail;
-	}
-	err = xsk_socket__update_xskmap(x->xsk, c->fd_xsks);
-	if (err) {
-		cerr(c, err, "cannot register the AF_XDP socket: %s",
-		     strerror(-err));
-		goto fail;
+	for (x->nq = 0; x->nq < nq; x->nq++) {
+		err = x_bind(x, ifname, x->nq, &scfg);
+		if (err) {
+			cerr(c, err, "cannot create AF_XDP socket on %s queue "
+			     "%d: %s", ifname, x->nq, strerror(-err));
+			goto fail;
+		}
+		/* the socket map is keyed by the socket's queue */
+		err = xsk_socket__update_xskmap(x->q[x->nq].xsk, c->fd_xsks);
+		if (err) {
+			cerr(c, err, "cannot register the AF_XDP socket of "
+			     "queue %d: %s", x->nq, strerror(-err));
+			x->nq++;
+			goto fail;
+		}
 	}
 	for (i = 0; i < NUM_FRAMES; i++)
 		x->free[i] = (__u64)i * FRAME_SIZE;
 	x->nfree = NUM_FRAMES;
-	if (xsk_ring_prod__reserve(&x->fq, RING_SIZE, &idx) != RING_SIZE) {
-		err = -EIO;
-		goto fail;
-	}
-	for (i = 0; i < RING_SIZE; i++)
-		*xsk_ring_prod__fill_addr(&x->fq, idx + i) = x->free[--x->nfree];
-	xsk_ring_prod__submit(&x->fq, RING_SIZE);
+	x_refill(x);
 
 	pthread_mutex_lock(&xctx_list_lock);
 	x->next = xctx_list;
@@ -312,12 +423,8 @@ static int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 	return 0;
 fail:
 	x->refs = 1;
-	if (x->xsk)
-		xsk_socket__delete(x->xsk);
-	if (x->umem)
-		xsk_umem__delete(x->umem);
-	if (x->area)
-		munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
+	x_close(x);
+	pthread_mutex_destroy(&x->lock);
 	free(x);
 	return err;
 }
@@ -333,21 +440,37 @@ static void x_reclaim(struct xctx *x)
 		xsk_ring_cons__release(&x->cq, n);
 }
 
+/* Fill rings of every queue: each holds at most its part of three quarters
+ * of the frames (a quarter is kept for transmit). */
 static void x_refill(struct xctx *x)
 {
-	__u32 idx, n, free_slots, i;
+	__u32 idx, n, free_slots, i, cap;
+	int q;
 
-	free_slots = xsk_prod_nb_free(&x->fq, RING_SIZE);
-	n = free_slots;
-	/* keep a quarter of the frames for transmit */
-	if ((int)n > x->nfree - NUM_FRAMES / 4)
-		n = x->nfree > NUM_FRAMES / 4 ? x->nfree - NUM_FRAMES / 4 : 0;
-	if (!n)
-		return;
-	n = xsk_ring_prod__reserve(&x->fq, n, &idx);
-	for (i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&x->fq, idx + i) = x->free[--x->nfree];
-	xsk_ring_prod__submit(&x->fq, n);
+	cap = (NUM_FRAMES - NUM_FRAMES / 4) / x->nq;
+	if (cap > RING_SIZE)
+		cap = RING_SIZE;
+	for (q = 0; q < x->nq; q++) {
+		struct xsk_ring_prod *fq = x->q[q].fq;
+
+		free_slots = xsk_prod_nb_free(fq, RING_SIZE);
+		n = free_slots > RING_SIZE - cap ?
+		    free_slots - (RING_SIZE - cap) : 0;
+		if ((int)n > x->nfree - NUM_FRAMES / 4)
+			n = x->nfree > NUM_FRAMES / 4 ?
+			    x->nfree - NUM_FRAMES / 4 : 0;
+		if (!n)
+			continue;
+		n = xsk_ring_prod__reserve(fq, n, &idx);
+		for (i = 0; i < n; i++)
+			*xsk_ring_prod__fill_addr(fq, idx + i) =
+				x->free[--x->nfree];
+		xsk_ring_prod__submit(fq, n);
+		/* a zero-copy driver that ran dry waits to be told */
+		if (xsk_ring_prod__needs_wakeup(fq))
+			recvfrom(xsk_socket__fd(x->q[q].xsk), NULL, 0,
+				 MSG_DONTWAIT, NULL, NULL);
+	}
 }
 
 /* Copy mode transmits at most a small batch per sendto() and leaves the rest
@@ -731,23 +854,27 @@ static int slow_path(struct rinx_comm *c)
 {
 	struct xctx *x = c->x;
 	__u32 idx, n, i;
-	int done = 0, j, keep = 0, ret;
+	int done = 0, j, keep = 0, ret, q;
 
-	n = xsk_ring_cons__peek(&x->rx, RING_SIZE, &idx);
-	for (i = 0; i < n; i++) {
-		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&x->rx,
-								  idx + i);
+	for (q = 0; q < x->nq; q++) {
+		struct xsk_ring_cons *rx = x->q[q].rx;
 
-		if (x->npend < MAX_PENDING) {
-			x->pend_addr[x->npend] = d->addr;
-			x->pend_len[x->npend++] = d->len;
-		} else {
-			x->free[x->nfree++] = d->addr;
-			c->st.slow_dropped++;
+		n = xsk_ring_cons__peek(rx, RING_SIZE, &idx);
+		for (i = 0; i < n; i++) {
+			const struct xdp_desc *d =
+				xsk_ring_cons__rx_desc(rx, idx + i);
+
+			if (x->npend < MAX_PENDING) {
+				x->pend_addr[x->npend] = d->addr;
+				x->pend_len[x->npend++] = d->len;
+			} else {
+				x->free[x->nfree++] = d->addr;
+				c->st.slow_dropped++;
+			}
 		}
+		if (n)
+			xsk_ring_cons__release(rx, n);
 	}
-	if (n)
-		xsk_ring_cons__release(&x->rx, n);
 	for (j = 0; j < x->npend; j++) {
 		__u64 a = x->pend_addr[j];
 
@@ -1500,17 +1627,24 @@ RINX_API int rinx_comm_stats(const struct rinx_comm *c,
 			     struct rinx_comm_stats *st)
 {
 	struct xdp_statistics xs;
-	socklen_t len = sizeof(xs);
+	socklen_t len;
+	int q;
 
 	if (!c || !st)
 		return -EINVAL;
 	*st = c->st;
-	if (c->x && !getsockopt(xsk_socket__fd(c->x->xsk), SOL_XDP,
-				XDP_STATISTICS, &xs, &len)) {
-		st->xsk_rx_dropped = xs.rx_dropped;
-		st->xsk_rx_ring_full = xs.rx_ring_full;
-		st->xsk_fill_empty = xs.rx_fill_ring_empty_descs;
-		st->xsk_tx_invalid = xs.tx_invalid_descs;
+	/* summed over the sockets of every receive queue */
+	st->xsk_rx_dropped = st->xsk_rx_ring_full = 0;
+	st->xsk_fill_empty = st->xsk_tx_invalid = 0;
+	for (q = 0; c->x && q < c->x->nq; q++) {
+		len = sizeof(xs);
+		if (getsockopt(xsk_socket__fd(c->x->q[q].xsk), SOL_XDP,
+			       XDP_STATISTICS, &xs, &len))
+			continue;
+		st->xsk_rx_dropped += xs.rx_dropped;
+		st->xsk_rx_ring_full += xs.rx_ring_full;
+		st->xsk_fill_empty += xs.rx_fill_ring_empty_descs;
+		st->xsk_tx_invalid += xs.tx_invalid_descs;
 	}
 	return 0;
 }
