@@ -179,13 +179,19 @@ static __always_inline void rinx_readdress(struct rinx_frame *f,
 
 /* A gather for a rack's group: the rack's ToR floods it to the rack's host
  * ports, and with `onward` also to its uplink, where the copy gets the MAC
- * of its IP destination (next). */
+ * of its IP destination (next). RINX_GROUP_EVERY: to every host. */
 static __always_inline void rinx_to_group(struct rinx_frame *f, __u8 rack,
 					  int onward)
 {
 	f->eth->h_dest[0] = RINX_GROUP_MAC0;
 	f->eth->h_dest[1] = RINX_GROUP_MAC1;
 	f->eth->h_dest[2] = RINX_GROUP_MAC2;
+	if (rack == RINX_GROUP_EVERY) {
+		f->eth->h_dest[3] = 0xff;
+		f->eth->h_dest[4] = 0xff;
+		f->eth->h_dest[5] = 0;
+		return;
+	}
 	f->eth->h_dest[3] = rack;
 	f->eth->h_dest[4] = 0;
 	f->eth->h_dest[5] = onward ? 1 : 0;

@@ -21,7 +21,9 @@
  *    uplink, whose copy gets the MAC of its IP destination from `neigh` in
  *    the devmap program rinx_group_egress). A host (the rack's agent) that
  *    sends to 03:72:78:<sw_rack>:00:00 or :01 reaches group_hosts or
- *    group_all, without itself. Other group MACs are plain multicast;
+ *    group_all, without itself. Other group MACs are plain multicast
+ *    (flooded), the fabric's group 03:72:78:ff:ff:00 among them: the star
+ *    and tree plans send a finished block to every host that way;
  *  - a self-addressed frame (destination MAC = source MAC) goes back out
  *    the port it came in: the agent sends its own contribution to itself.
  *
@@ -551,10 +553,12 @@ int rinx_group_egress(struct xdp_md *ctx)
 		return XDP_PASS;
 	if (egress_link(ctx, eth) == XDP_DROP)
 		return XDP_DROP;
-	/* unicast frames share the uplink's queue: leave them alone */
+	/* unicast frames share the uplink's queue: leave them alone, and
+	 * the fabric's group (RINX_GROUP_EVERY: 03:72:78:ff:ff:00), which
+	 * every switch floods on */
 	if (eth->h_dest[0] != RINX_GROUP_MAC0 ||
 	    eth->h_dest[1] != RINX_GROUP_MAC1 ||
-	    eth->h_dest[2] != RINX_GROUP_MAC2)
+	    eth->h_dest[2] != RINX_GROUP_MAC2 || eth->h_dest[4] == 0xff)
 		return XDP_PASS;
 	if ((void *)(ip + 1) > data_end ||
 	    eth->h_proto != bpf_htons(ETH_P_IP))

@@ -267,6 +267,11 @@ struct rinx_agg {
 #define RINX_GROUP_MAC0		0x03
 #define RINX_GROUP_MAC1		0x72
 #define RINX_GROUP_MAC2		0x78
+/* rinx_hop.rack of a fan-out to every host of the job: the frame goes to
+ * 03:72:78:ff:ff:00, which every switch floods (every port but the one it
+ * came by), so each host gets one copy: the multicast tree of an L2
+ * fabric whose hosts are the job's (the testbed's are). */
+#define RINX_GROUP_EVERY	0xfe
 
 /* Per-CPU counters of the host program. */
 enum rinx_stat {

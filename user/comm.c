@@ -642,9 +642,9 @@ static void frame_group(struct frame *f, int rack, int onward)
 	f->eth[0] = RINX_GROUP_MAC0;
 	f->eth[1] = RINX_GROUP_MAC1;
 	f->eth[2] = RINX_GROUP_MAC2;
-	f->eth[3] = rack;
-	f->eth[4] = 0;
-	f->eth[5] = onward ? 1 : 0;
+	f->eth[3] = rack == RINX_GROUP_EVERY ? 0xff : rack;
+	f->eth[4] = rack == RINX_GROUP_EVERY ? 0xff : 0;
+	f->eth[5] = onward && rack != RINX_GROUP_EVERY;
 }
 
 /* An aggregation of this host (RINX_HOP_SELF) whose contributors are all

@@ -19,12 +19,10 @@
  * host. Contributors send their share (step 0) to their aggregator; an
  * aggregator (an INA ToR, a rack's agent, an inner tree node, a server)
  * sums its contributors in a slot, adds its own share when it is a host,
- * and sends the sum on (step 0) or, at the root, stores it and spreads it:
- * into the root's rack through the ToR's group, and on along a chain of
- * racks, where each rack's entry (its INA ToR, or its lowest rank host)
- * sends it into its own rack and on to the next entry. A host cannot copy a
- * frame in XDP, so a fan-out to several hosts is the ToR's job; across
- * racks the block travels the chain, which loads every link once.
+ * and sends the sum on (step 0) or, at the root, stores it and sends it to
+ * the fabric's group: the switches replicate it, one copy to every host (a
+ * host cannot copy a frame in XDP, so fan-out is the network's job, as
+ * multicast is in a fabric that offers it).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -414,105 +412,35 @@ static void agg_fwd(struct bld *b, int node, int k, __u64 mask, int to)
 }
 
 /* The root host of class k sums `mask` and its own share, stores the
- * finished block and spreads it to every host: into its rack's group, then
- * along the chain of the other racks' entries (an INA ToR that aggregated
- * the class, else the rack's lowest rank host), each sending it into its
- * rack. `tor_used[ri]`: rack ri's ToR aggregator holds the class's slot. */
-static void root_bcast(struct bld *b, int k, int root, __u64 mask,
-		       const int *tor_used)
+ * finished block and sends it to every other host at once: to the fabric's
+ * group (RINX_GROUP_EVERY), which the switches replicate, one copy per
+ * host. Every host stores it (and turns it into its next own block). */
+static void root_bcast(struct bld *b, int k, int root, __u64 mask)
 {
 	const struct rinx_spec *s = b->s;
-	struct rinx_hop h = { 0 }, *prevh;
-	int rroot = rack_index(s, rinx_spec_rank(s, root)->rack);
-	int gi, ngroups = s->nracks + s->nhosts, prev = root, step = 0, r;
+	struct rinx_hop h = { 0 };
+	int r;
 
 	h.action = RINX_A_AGG_FINISH;
 	h.mask = mask;
 	h.flags = RINX_HOP_SELF;
 	h.from = RINX_NO_SEND;
 	h.to = root;
-	h.rack = RINX_NO_RACK;
-	if (rroot >= 0 && (rack_bits(s, rroot) & ~(1ull << root))) {
-		h.rack = s->racks[rroot].id;
-		for (r = 0; r < s->nhosts; r++) {
-			struct rinx_hop g = { 0 };
-
-			if (r == root || !(rack_bits(s, rroot) & (1ull << r)))
-				continue;
-			g.action = RINX_A_STORE_END;
-			g.from = root;
-			g.step = 0;
-			g.to = r;
-			g.rack = RINX_NO_RACK;
-			set_hop(b, r, k, RINX_T_GATHER, &g);
-		}
-	}
+	h.rack = s->nhosts > 1 ? RINX_GROUP_EVERY : RINX_NO_RACK;
 	set_hop(b, root, k, RINX_T_CONTRIB, &h);
 	set_hop(b, root, k, RINX_T_REDUCE, &h);
-	prevh = &b->hop[root][k][RINX_T_REDUCE - 1];
-	/* groups: the declared racks, then each rackless host alone */
-	for (gi = 0; gi < ngroups; gi++) {
-		__u64 need;
-		int entry, grp;
-		struct rinx_hop e = { 0 };
+	for (r = 0; r < s->nhosts; r++) {
+		struct rinx_hop g = { 0 };
 
-		if (gi < s->nracks) {
-			if (gi == rroot)
-				continue;
-			need = rack_bits(s, gi);
-			grp = 1;
-		} else {
-			r = gi - s->nracks;
-			if (rack_index(s, rinx_spec_rank(s, r)->rack) >= 0 ||
-			    r == root)
-				continue;
-			need = 1ull << r;
-			grp = 0;
-		}
-		if (!need)
+		if (r == root)
 			continue;
-		if (grp && tor_used[gi]) {
-			entry = rinx_plan_agg_node(s, gi);
-		} else {
-			entry = __builtin_ctzll(need);
-			grp = grp && (need & ~(1ull << entry));
-		}
-		/* the previous stop sends on to this entry */
-		prevh->to = entry;
-		if (prevh->action == RINX_A_MCAST_END)
-			prevh->action = RINX_A_MCAST_FWD;
-		if (prevh->action == RINX_A_STORE_END)
-			prevh->action = RINX_A_STORE_FWD;
-		e.from = prev;
-		e.step = step;
-		e.to = entry;
-		e.rack = RINX_NO_RACK;
-		if (grp) {
-			e.action = RINX_A_MCAST_END;
-			e.out_step = step + 1;
-			e.rack = s->racks[gi].id;
-			for (r = 0; r < s->nhosts; r++) {
-				struct rinx_hop g = { 0 };
-
-				if (r == entry || !(need & (1ull << r)))
-					continue;
-				g.action = RINX_A_STORE_END;
-				g.from = entry;
-				g.step = step + 1;
-				g.to = r;
-				g.rack = RINX_NO_RACK;
-				set_hop(b, r, k, RINX_T_GATHER, &g);
-			}
-		} else {
-			e.action = RINX_A_STORE_END;
-		}
-		set_hop(b, entry, k, RINX_T_GATHER, &e);
-		prevh = &b->hop[entry][k][RINX_T_GATHER - 1];
-		prev = entry;
-		step++;
+		g.action = RINX_A_STORE_END;
+		g.from = root;
+		g.step = 0;
+		g.to = r;
+		g.rack = RINX_NO_RACK;
+		set_hop(b, r, k, RINX_T_GATHER, &g);
 	}
-	/* the root takes raw shares and partial sums alike */
-	b->hop[root][k][RINX_T_CONTRIB - 1] = b->hop[root][k][RINX_T_REDUCE - 1];
 }
 
 /* Parameter servers spread over the racks: the i-th is the i-th host of a
@@ -553,7 +481,7 @@ static int build_ps(struct bld *b)
 	nps = pick_servers(s, nps, srv);
 	even_classes(p, nps);
 	for (k = 0; k < nps; k++) {
-		int P = srv[k], tor_used[RINX_MAX_NODES] = { 0 };
+		int P = srv[k];
 		__u64 mask = 0;
 
 		p->root[k] = P;
@@ -581,7 +509,6 @@ static int build_ps(struct bld *b)
 			if (A >= 0) {
 				agg_fwd(b, A, k, w, P);
 				mask |= 1ull << A;
-				tor_used[ri] = A >= s->nhosts;
 			} else {
 				mask |= w;
 			}
@@ -590,14 +517,13 @@ static int build_ps(struct bld *b)
 					start(b, r, k, A >= 0 ? A : P,
 					      RINX_T_CONTRIB);
 		}
-		root_bcast(b, k, P, mask, tor_used);
+		root_bcast(b, k, P, mask);
 	}
 	return 0;
 }
 
 static void one_tree(struct bld *b, int k, const int *ord, int n)
 {
-	static const int none[RINX_MAX_NODES];
 	__u64 kids[RINX_MAX_NODES] = { 0 };
 	int i;
 
@@ -612,7 +538,7 @@ static void one_tree(struct bld *b, int k, const int *ord, int n)
 		else
 			start(b, ord[i], k, parent, RINX_T_CONTRIB);
 	}
-	root_bcast(b, k, ord[0], kids[0], none);
+	root_bcast(b, k, ord[0], kids[0]);
 }
 
 static int build_tree(struct bld *b)
@@ -878,10 +804,13 @@ static void print_all(FILE *f, const struct rinx_spec *s, const struct bld *b)
 					node_name(s, h->to, c, sizeof(c));
 					fprintf(f, " -> %s", c);
 				}
-				if (h->rack != RINX_NO_RACK &&
-				    (h->action == RINX_A_MCAST_FWD ||
-				     h->action == RINX_A_MCAST_END ||
-				     h->action == RINX_A_AGG_FINISH))
+				if (h->rack == RINX_GROUP_EVERY &&
+				    h->action == RINX_A_AGG_FINISH)
+					fprintf(f, " + every host (fabric group)");
+				else if (h->rack != RINX_NO_RACK &&
+					 (h->action == RINX_A_MCAST_FWD ||
+					  h->action == RINX_A_MCAST_END ||
+					  h->action == RINX_A_AGG_FINISH))
 					fprintf(f, " + rack %d's group", h->rack);
 				if (agg || h->action == RINX_A_MCAST_FWD ||
 				    h->action == RINX_A_MCAST_END)
