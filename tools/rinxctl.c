@@ -23,8 +23,9 @@ static const struct rinx_cmd cmds[] = {
 	  "detach the host program and remove its pins" },
 	{ "stats", cmd_stats, "--spec FILE [--node NAME] [--json]",
 	  "per-node counters of the host program" },
-	{ "plan", cmd_plan, "--spec FILE | --hosts N",
-	  "print the plan (per-node tables) of a cluster" },
+	{ "plan", cmd_plan, "--spec FILE | --hosts N [--plan P]",
+	  "print the plan (per-node tables) of a cluster: ring, rina, ps[:N],\n"
+	  "           ps-ina[:N], har, tree or dbtree" },
 	{ "bench", cmd_bench, "--spec FILE [options]",
 	  "allreduce benchmark: size sweep, verify, time and bandwidth" },
 	{ "demo", cmd_demo, "[--racks R --per-rack H --ina LIST | --hosts N] [--sizes LIST]",
