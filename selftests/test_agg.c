@@ -93,8 +93,10 @@
 #define TOR		5	/* node id of the ToR aggregator */
 #define RACK_INA	2
 #define RACK_PLAIN	5
-#define NODE_HI		37	/* extra nodes with high ids: the 64-bit */
-#define NODE_TOP	63	/* contributor mask (star: both in it) */
+/* extra nodes with high ids, for the 64-bit contributor mask (in the
+ * star's, not in the Rina plan's) */
+#define NODE_HI		37
+#define NODE_TOP	63
 
 #define OFF_IP		14
 #define OFF_UDP		34
@@ -649,13 +651,13 @@ enum who {
 	N37, N63,	/* raw shares of nodes 37 and 63 */
 	X_SELF,		/* node 0's raw share as a frame */
 	X_RACK,		/* node 3: another rack, not in the masks */
-	X_PCONTRIB,	/* node 4 (the partial's sender): a raw share, step 0 */
+	X_PCONTRIB,	/* node 4 (the partial's sender): raw share, step 0 */
 	X_HUGE,		/* W1's frame with sender id 200 */
 	X_SADDR,	/* W1's frame with W2's source IP */
 	X_STEP,		/* W1's frame with step 1 */
 	X_PSTEP,	/* the partial with step + 1 */
 	X_PFROM,	/* the partial from node 3 (not the planned sender) */
-	X_KLASS,	/* W1's frame claiming the next class of the pattern's */
+	X_KLASS,	/* W1's frame claiming the class after its own */
 };
 
 enum outcome {
@@ -1225,8 +1227,9 @@ static void trainer_step(struct stepctx *x, const struct rinx_hop *hop)
 		err = bpf_map_update_elem(p->aggs, &idx, &ag, BPF_F_LOCK) ?
 		      -errno : 0;
 		memset(&ag, 0, sizeof(ag));
-		err = err ?: (bpf_map_lookup_elem_flags(p->aggs, &idx, &ag,
-							BPF_F_LOCK) ? -errno : 0);
+		if (!err && bpf_map_lookup_elem_flags(p->aggs, &idx, &ag,
+						      BPF_F_LOCK))
+			err = -errno;
 		ok = !err && slot_same(&ag, m);
 	}
 	if (!check(x->c->s[x->si].todo, ok, "%s: %s: step %d: the trainer "
@@ -1819,10 +1822,11 @@ static void run_concurrency(struct place *p)
 			cnt_ok = false;
 		}
 	}
-	tap_diag("%s: %d rounds x %d blocks x 4 contributions (the agent's "
-		 "own from its share map) on 2 CPUs "
+	tap_diag("%s: %d rounds x %d blocks x 4 contributions%s on 2 CPUs "
 		 "(pinned %ld/%ld) in %.0f ms; completions by CPU0 %ld, CPU1 "
-		 "%ld", p->name, CC_ROUNDS, CC_NB, cc->pinned[0], cc->pinned[1],
+		 "%ld", p->name, CC_ROUNDS, CC_NB,
+		 p->sw ? "" : " (the agent's own from its share map)",
+		 cc->pinned[0], cc->pinned[1],
 		 (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 		 cc->by_thread[0], cc->by_thread[1]);
 	check(NULL, !cc->errs && once == CC_ROUNDS * CC_NB && !never && !twice,
@@ -2134,8 +2138,9 @@ static void check_plan(const struct place *p)
 			if (!memcmp(h, &want[k][t], sizeof(*h)))
 				continue;
 			ok = false;
-			tap_diag("  class %d type %d: action %u from %u step %u "
-				 "to %u out %u rack %u flags %#x mask %#llx",
+			tap_diag("  class %d type %d: action %u from %u "
+				 "step %u to %u out %u rack %u flags %#x "
+				 "mask %#llx",
 				 k, t + 1, h->action, h->from, h->step, h->to,
 				 h->out_step, h->rack, h->flags,
 				 (unsigned long long)h->mask);
