@@ -4,20 +4,30 @@
  * placements, through BPF_PROG_TEST_RUN:
  *
  *  - agent: rinx_host on the rack's agent host (rank 0 of rack 2, whose
- *    workers are ranks 0, 1, 2; the agent is one of them);
+ *    workers are ranks 0, 1, 2; the agent is one of them and adds its own
+ *    share from the share map, RINX_HOP_SELF);
  *  - ToR:   rinx_switch with ina_mac set, frames addressed to the aggregator
  *    (node 5), via rinx_ina_frame.
  *
- * The cluster (user/plan.c builds the hop tables, rinx_plan_build):
+ * Two tables per placement. The Rina plan of the cluster (user/plan.c,
+ * rinx_plan_build; contributors are node ids, bit i = node i):
  *
- *   rack 2 (INA): ranks 0 1 2 (bits 0 1 2)    rack 5 (plain): ranks 3 4
+ *   rack 2 (INA): ranks 0 1 2                rack 5 (plain): ranks 3 4
  *   ring members: [rack 2's aggregator] -> 3 -> 4 -> back
- *   class 0: starts at the aggregator      CONTRIB AGG_FWD    mask 0x7
- *   class 1: finished at the aggregator    CONTRIB/REDUCE AGG_FINISH
- *                                          mask 0x80000007 (partial from 4)
- *   class 2: the aggregator in the middle  CONTRIB/REDUCE AGG_FWD
- *                                          mask 0x80000007
+ *                                  agent (self + share)  ToR
+ *   class 0: starts at the aggregator   AGG_FWD     0x06       0x07
+ *   class 1: finished there (from 4)    AGG_FINISH  0x16       0x17
+ *   class 2: in the middle (from 4)     AGG_FWD     0x16       0x17
  *   gather: class 0 MCAST_FWD, class 2 MCAST_END (both from 4)
+ *   every aggregation answers a worker's late share (RINX_HOP_ANSWER)
+ *
+ * and a star written here (what parameter-server and tree plans install:
+ * no rack group, no answer), class pattern 0 1 2 1 (block b in class
+ * cmap[b % 4]), contributors nodes 1 2 37 63 (+ 0 at the ToR):
+ *
+ *   class 0: AGG_FINISH, ends here (the agent stores it; agent only)
+ *   class 1: AGG_FINISH, unicast to node 3
+ *   class 2: AGG_FWD to node 4, with the partial of node 4 (step 3)
  *
  * Every case is a sequence of frames into one block; each frame is one TAP
  * line that checks the XDP action, the whole output frame (a drop must leave
@@ -25,7 +35,13 @@
  * map entry (agent) and the exact delta of every counter. Expected sums come
  * from a model of the slot kept here, in 64-bit arithmetic with
  * round-to-nearest-ties-up alignment; with equal exponents the sum must also
- * be the exact 64-bit sum of the contributions.
+ * be the exact 64-bit sum of the contributions. At the agent, worker 0's
+ * step is its trainer writing the share map (no frame): the model adds what
+ * the test wrote when the last contributor arrives, or, if the share is not
+ * of the round yet, expects the others' sum on the slow path and the slot
+ * waiting (pend); a later step completes it as the trainer does (BPF_F_LOCK
+ * update). The slow-path cases run with an empty XSKMAP (counted drop) and
+ * again with a socket in it (redirect, RINX_STAT_SLOW_SELF).
  *
  * Then two threads pinned to CPU 0 and 1 contribute distinct workers to the
  * same blocks over many rounds (the spin lock), and the cost of one run is
@@ -42,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
@@ -68,12 +85,18 @@
 #define FWD_JOB_ID	0x00a99002	/* plain host reduce hop (timing) */
 #define FWD_JOB_SLOT	2
 
+#define STAR_JOB_ID	0x00a99003	/* the star table (hand-written) */
+#define STAR_SLOT	3
+#define STAR_PLEN	4
+
 #define AGENT		0	/* node id of the agent (rank 0) */
 #define TOR		5	/* node id of the ToR aggregator */
 #define RACK_INA	2
 #define RACK_PLAIN	5
-#define NODE_BIT5	6	/* extra node: rack 2, bit 5 (not in the mask) */
-#define NODE_BIT31	7	/* extra node: rack 2, bit 31 (partial's bit) */
+/* extra nodes with high ids, for the 64-bit contributor mask (in the
+ * star's, not in the Rina plan's) */
+#define NODE_HI		37
+#define NODE_TOP	63
 
 #define OFF_IP		14
 #define OFF_UDP		34
@@ -91,10 +114,13 @@ struct place {
 	struct host_bpf *hs;
 	struct switch_bpf *ss;
 	int prog, jobs, nodes, hops, aggs, stats, sw_stats, result, share;
+	int xsks;			/* agent: the slow path's XSKMAP */
+	bool xsk;			/* a socket is in it (else empty) */
 	__u16 self;			/* aggregator node id */
 	__u8 self_mac[6];		/* frames to the aggregator go here */
 	struct rinx_spec spec;
-	struct rinx_plan plan;
+	struct rinx_plan plan;		/* Rina, rinx_plan_build */
+	struct rinx_plan star;		/* written here (star_plan) */
 	struct rinx_node node[RINX_MAX_NODES];	/* as written to the map */
 };
 
@@ -180,20 +206,22 @@ static const char *stat_name(int i)
 
 /* ---- set up -------------------------------------------------------------- */
 
-static int put_job(const struct place *p, __u32 id, __u32 slot, __u16 self,
-		   __u32 epoch)
+/* The job of plan pl at slot; the aggregator starts no blocks of its own
+ * here (recycling is test_host's), so every start_to is RINX_NO_SEND. */
+static int put_job(const struct place *p, const struct rinx_plan *pl,
+		   __u32 id, __u32 slot, __u16 self, __u32 epoch)
 {
 	struct rinx_job j = {
 		.token = JOB_TOKEN, .slot = slot, .epoch = epoch,
 		.nblocks = WINDOW, .last_count = RINX_BLOCK_VALUES,
-		.nclasses = (__u16)p->plan.nclasses,
-		.nnodes = (__u16)p->plan.nnodes, .self = self, .qbits = QBITS,
+		.nclasses = (__u16)pl->nclasses,
+		.nnodes = (__u16)pl->nnodes, .self = self, .qbits = QBITS,
 		.dtype = RINX_W_FIXED, .window = WINDOW,
-#ifdef RINX_NO_CONTRIB
-		.contrib = RINX_NO_CONTRIB,
-#endif
+		.plen = (__u16)pl->plen,
 	};
 
+	memcpy(j.cmap, pl->cmap, sizeof(j.cmap));
+	memset(j.start_to, 0xff, sizeof(j.start_to));
 	return bpf_map_update_elem(p->jobs, &id, &j, BPF_ANY);
 }
 
@@ -208,10 +236,9 @@ static int put_plan(struct place *p, const struct rinx_plan *pl, __u32 slot,
 
 		if (id < pl->nnodes)
 			n = pl->nodes[id];
-		if (id == NODE_BIT5 || id == NODE_BIT31) {
+		if (id == NODE_HI || id == NODE_TOP) {
 			node_addr(id, n.mac, &n.ip);
 			n.rack = RACK_INA;
-			n.bit = id == NODE_BIT5 ? 5 : 31;
 		}
 		if (keep)
 			p->node[id] = n;
@@ -231,6 +258,43 @@ static int put_plan(struct place *p, const struct rinx_plan *pl, __u32 slot,
 }
 
 static int fd_of(struct bpf_map *m) { return bpf_map__fd(m); }
+
+/* The star table (see the top of the file): the shape of what the ps,
+ * ps-ina and tree planners install, written here so that every new action
+ * of the engine has a case whatever the planners choose: unicast and
+ * self-ending AGG_FINISH, no RINX_HOP_ANSWER, a class pattern that is not
+ * b % nclasses, contributors with high node ids. */
+static void star_plan(struct place *p)
+{
+	static const __u8 cmap[STAR_PLEN] = { 0, 1, 2, 1 };
+	struct rinx_plan *st = &p->star;
+	struct rinx_hop h = {
+		.from = RINX_NO_SEND, .rack = RINX_NO_RACK,
+		.flags = p->sw ? 0 : RINX_HOP_SELF,
+		.mask = 1ULL << 1 | 1ULL << 2 | 1ULL << NODE_HI |
+			1ULL << NODE_TOP | (p->sw ? 1ULL << 0 : 0),
+	};
+
+	memset(st, 0, sizeof(*st));
+	st->kind = RINX_PLAN_PS;
+	st->nclasses = 3;
+	st->nnodes = p->plan.nnodes;
+	memcpy(st->nodes, p->plan.nodes, sizeof(st->nodes));
+	st->plen = STAR_PLEN;
+	memcpy(st->cmap, cmap, sizeof(cmap));
+	h.action = RINX_A_AGG_FINISH;
+	h.to = p->self;				/* ends here */
+	st->hops[0][RINX_T_CONTRIB - 1] = h;
+	h.to = 3;				/* unicast */
+	st->hops[1][RINX_T_CONTRIB - 1] = h;
+	h.action = RINX_A_AGG_FWD;		/* with node 4's partial */
+	h.mask |= 1ULL << 4;
+	h.from = 4;
+	h.step = 3;
+	h.out_step = 4;
+	st->hops[2][RINX_T_CONTRIB - 1] = h;
+	st->hops[2][RINX_T_REDUCE - 1] = h;
+}
 
 static int open_place(struct place *p, bool sw)
 {
@@ -264,10 +328,13 @@ static int open_place(struct place *p, bool sw)
 		p->stats = fd_of(p->hs->maps.stats);
 		p->result = fd_of(p->hs->maps.result);
 		p->share = fd_of(p->hs->maps.share);
+		p->xsks = fd_of(p->hs->maps.xsks);
 		p->sw_stats = -1;
 	} else {
+		static const int ids[] = { 0, 1, 2, 3, 4, 5, NODE_HI,
+					   NODE_TOP };
 		__u32 lo = 1, port[2] = { 1, 0 };	/* ifindex, no prog */
-		int id;
+		unsigned int id;
 
 		p->ss = switch_bpf__open();
 		if (!p->ss)
@@ -287,32 +354,35 @@ static int open_place(struct place *p, bool sw)
 		p->aggs = fd_of(p->ss->maps.aggs);
 		p->stats = fd_of(p->ss->maps.stats);
 		p->sw_stats = fd_of(p->ss->maps.sw_stats);
-		p->result = p->share = -1;
+		p->result = p->share = p->xsks = -1;
 		/* every node's MAC leaves by lo (ifindex 1): unicast outputs
 		 * of the aggregator are redirected */
 		err = bpf_map_update_elem(fd_of(p->ss->maps.ports), &lo, port,
 					  BPF_ANY);
-		for (id = 0; id < 8 && !err; id++) {
+		for (id = 0; id < ARRAY_SIZE(ids) && !err; id++) {
 			struct rinx_sw_port sp = { .port = lo };
 			__u64 key = 0;
 			__be32 ip;
 
-			node_addr(id, (__u8 *)&key, &ip);
+			node_addr(ids[id], (__u8 *)&key, &ip);
 			err = bpf_map_update_elem(fd_of(p->ss->maps.macs), &key,
 						  &sp, BPF_ANY);
 		}
 		if (err)
 			return -errno;
 	}
+	star_plan(p);
 	err = put_plan(p, &p->plan, JOB_SLOT, true);
-	err = err ?: put_job(p, JOB_ID, JOB_SLOT, p->self, 1);
+	err = err ?: put_job(p, &p->plan, JOB_ID, JOB_SLOT, p->self, 1);
+	err = err ?: put_plan(p, &p->star, STAR_SLOT, false);
+	err = err ?: put_job(p, &p->star, STAR_JOB_ID, STAR_SLOT, p->self, 1);
 	if (!err && !sw) {
 		struct rinx_plan q;
 
 		/* host 3 of the same cluster: a plain ADD_FWD reduce hop */
 		err = rinx_plan_build(&q, &p->spec, 3);
 		err = err ?: put_plan(p, &q, FWD_JOB_SLOT, false);
-		err = err ?: put_job(p, FWD_JOB_ID, FWD_JOB_SLOT, 3, 1);
+		err = err ?: put_job(p, &q, FWD_JOB_ID, FWD_JOB_SLOT, 3, 1);
 	}
 	return err;
 }
@@ -348,10 +418,11 @@ static struct rinx_hdr *hdr(__u8 *f)
 static __s32 *vals(__u8 *f) { return (__s32 *)(f + OFF_V); }
 
 /* A frame from node `from` (MAC and IP of the node table) to the
- * aggregator, header fields as given; payload left zero. */
-static void build(const struct place *p, __u8 *f, __u32 job, __u8 type,
-		  __u8 step, __u16 from, __u16 sender, __u32 epoch,
-		  __u32 block, __s16 exp, __u8 flags)
+ * aggregator, header fields as given, its class the one plan pl gives the
+ * block; payload left zero. */
+static void build(const struct place *p, const struct rinx_plan *pl, __u8 *f,
+		  __u32 job, __u8 type, __u8 step, __u16 from, __u16 sender,
+		  __u32 epoch, __u32 block, __s16 exp, __u8 flags)
 {
 	const struct rinx_node *src = &p->node[from];
 	const struct rinx_node *dst = &p->node[p->self];
@@ -385,7 +456,7 @@ static void build(const struct place *p, __u8 *f, __u32 job, __u8 type,
 	h->nblocks = htonl(WINDOW);
 	h->sender = htons(sender);
 	h->count = htons(RINX_BLOCK_VALUES);
-	h->klass = htons(block % 3);
+	h->klass = htons(pl->cmap[block % pl->plen]);
 	h->exp = htons((__u16)exp);
 	h->dtype = htons(RINX_W_FIXED);
 }
@@ -467,26 +538,62 @@ static __s64 align(__s64 x, __u32 d)
 }
 
 struct mslot {
-	__u32 epoch, seen;
+	__u32 epoch;
+	__u64 seen;			/* node ids added */
 	__s16 exp;
 	__u8 flags, done;
 	__u8 final;			/* v holds the finished block */
+	__u8 pend;			/* all in but the own share */
 	bool ce;			/* a contribution arrived marked CE */
 	__s32 v[RINX_BLOCK_VALUES];
 	__s64 exact[RINX_BLOCK_VALUES];	/* unaligned 64-bit sum */
 	bool same_exp;			/* every contribution had one exp */
 };
 
-enum mret { M_ADD, M_DONE, M_DUP, M_DUP_DONE, M_STALE };
+/* What the agent's trainer wrote into the share map (the model's copy). */
+struct mshare {
+	__u32 epoch;
+	__s16 exp;
+	__u8 flags;
+	__s32 v[RINX_BLOCK_VALUES];
+};
 
-/* What the slot does with (epoch, bit, exp, flags, x) under mask. A slot
+enum mret { M_ADD, M_DONE, M_DUP, M_DUP_DONE, M_STALE, M_SELF, M_DUP_PEND };
+
+/* Adds x (exponent exp) into the sum of m. */
+static void model_sum(struct mslot *m, __s16 exp, __u8 flags, const __s32 *x)
+{
+	__s32 e = m->exp > exp ? m->exp : exp;
+	int i;
+
+	for (i = 0; i < RINX_BLOCK_VALUES; i++) {
+		m->v[i] = (__s32)(__u32)(align(m->v[i], e - m->exp) +
+					 align(x[i], e - exp));
+		m->exact[i] += x[i];
+	}
+	m->same_exp = m->same_exp && exp == m->exp;
+	m->exp = (__s16)e;
+	m->flags |= flags;
+}
+
+/* The own share completes a slot: added after the contributors' sum. */
+static void model_own(struct mslot *m, const struct mshare *own, bool finish)
+{
+	model_sum(m, own->exp, own->flags, own->v);
+	m->pend = 0;
+	m->done = 1;
+	m->final = finish;
+}
+
+/* What the slot does with (epoch, node, exp, flags, x) under mask, with
+ * the node's own share `own` (NULL: none, RINX_HOP_SELF not set). A slot
  * holds a round once a contributor was added (seen != 0); a round is older
  * than the one held if it is behind in serial-number order. */
-static int model_add(struct mslot *m, __u32 epoch, __u32 bit, __u32 mask,
-		     __s16 exp, __u8 flags, bool ce, const __s32 *x,
-		     bool *reset)
+static int model_add(struct mslot *m, __u32 epoch, __u32 node, __u64 mask,
+		     bool finish, const struct mshare *own, __s16 exp,
+		     __u8 flags, bool ce, const __s32 *x, bool *reset)
 {
-	__u32 b = 1U << bit;
+	__u64 b = 1ULL << node;
 	int i;
 
 	*reset = false;
@@ -498,9 +605,10 @@ static int model_add(struct mslot *m, __u32 epoch, __u32 bit, __u32 mask,
 		m->seen = 0;
 		m->done = 0;
 		m->final = 0;
+		m->pend = 0;
 	}
 	if (m->seen & b)
-		return m->done ? M_DUP_DONE : M_DUP;
+		return m->pend ? M_DUP_PEND : m->done ? M_DUP_DONE : M_DUP;
 	if (!m->seen) {
 		memcpy(m->v, x, sizeof(m->v));
 		m->exp = exp;
@@ -510,40 +618,46 @@ static int model_add(struct mslot *m, __u32 epoch, __u32 bit, __u32 mask,
 		for (i = 0; i < RINX_BLOCK_VALUES; i++)
 			m->exact[i] = x[i];
 	} else {
-		__s32 e = m->exp > exp ? m->exp : exp;
-
-		for (i = 0; i < RINX_BLOCK_VALUES; i++) {
-			m->v[i] = (__s32)(__u32)(align(m->v[i], e - m->exp) +
-						 align(x[i], e - exp));
-			m->exact[i] += x[i];
-		}
-		m->same_exp = m->same_exp && exp == m->exp;
-		m->exp = (__s16)e;
-		m->flags |= flags;
+		model_sum(m, exp, flags, x);
 	}
 	m->ce = m->ce || ce;
 	m->seen |= b;
-	if ((m->seen & mask) == mask) {
-		m->done = 1;
+	if ((m->seen & mask) != mask)
+		return M_ADD;
+	if (own && own->epoch != epoch) {
+		m->pend = 1;
+		return M_SELF;
+	}
+	if (own) {
+		model_own(m, own, finish);
 		return M_DONE;
 	}
-	return M_ADD;
+	m->done = 1;
+	m->final = finish;
+	return M_DONE;
 }
 
 /* ---- the cases ----------------------------------------------------------- */
 
 enum who {
-	W0, W1, W2,	/* the rack's workers, node ids 0 1 2, bits 0 1 2 */
-	P,		/* the partial sum from the previous member (node 4) */
+	W0,		/* worker 0: at the ToR its frame; at the agent (node
+			 * 0 itself) its trainer writing the share map, no
+			 * frame (unless the agent's outcome is O_SKIP) */
+	W1, W2,		/* the rack's workers, node ids 1 2 */
+	P,		/* the partial sum from the hop's `from` (node 4) */
 	G,		/* the gather from the previous member */
-	X_RACK,		/* node 3: another rack (its bit 0 is in the mask) */
-	X_BIT5,		/* node 6: rack 2, bit 5 not in the mask */
-	X_BIT31,	/* node 7: rack 2, claims the partial's bit */
+	T,		/* agent: its trainer completes a waiting slot as
+			 * self_complete() does (BPF_F_LOCK) */
+	N37, N63,	/* raw shares of nodes 37 and 63 */
+	X_SELF,		/* node 0's raw share as a frame */
+	X_RACK,		/* node 3: another rack, not in the masks */
+	X_PCONTRIB,	/* node 4 (the partial's sender): raw share, step 0 */
 	X_HUGE,		/* W1's frame with sender id 200 */
 	X_SADDR,	/* W1's frame with W2's source IP */
 	X_STEP,		/* W1's frame with step 1 */
 	X_PSTEP,	/* the partial with step + 1 */
 	X_PFROM,	/* the partial from node 3 (not the planned sender) */
+	X_KLASS,	/* W1's frame claiming the class after its own */
 };
 
 enum outcome {
@@ -560,7 +674,16 @@ enum outcome {
 	O_BOUNDS,	/* DROP_BOUNDS */
 	O_REEMIT,	/* AGG_REEMIT: a duplicate into the finished slot
 			 * sends the sum on again as at completion */
+	O_SELF,		/* the others' sum waits for the own share: slow
+			 * path (SLOW_SELF, or DROP_NO_XSK without a socket) */
+	O_SHARE,	/* agent, W0: the trainer writes its share (no run) */
+	O_TRAIN,	/* agent, T: the trainer completes the slot */
+	O_SKIP,		/* the step is not taken in this placement */
 };
+
+#define RS_A	1	/* AGG_RESET counted at the agent */
+#define RS_T	2	/* at the ToR */
+#define RS	(RS_A | RS_T)
 
 struct tstep {
 	int who;
@@ -570,24 +693,27 @@ struct tstep {
 	__u8 flags;
 	int vk;		/* enum vkind */
 	int ex, ex_sw;	/* enum outcome (agent, ToR: O_SAME = as agent) */
-	bool reset;	/* AGG_RESET counted too */
+	int reset;	/* RS_*: AGG_RESET counted too */
 	bool ce;	/* the frame arrives marked CE (else ECT(0)) */
 	const char *todo;
 };
 
-enum only { BOTH, AGENT_ONLY, TOR_ONLY };
+enum only { BOTH, AGENT_ONLY, TOR_ONLY, PLACES = 3 };
+#define STAR	4	/* in tcase.only: the star table (else Rina's) */
 
 struct tcase {
 	const char *name;
 	__u32 block;
 	__u32 base;	/* 0: assigned */
-	int only;
+	int only;	/* enum only, | STAR */
 	int n;
 	struct tstep s[16];
 };
 
 #define C(w, x)		{ .who = w, .exp = 3, .ex = x }
+#define C2(w, x, xs)	{ .who = w, .exp = 3, .ex = x, .ex_sw = xs }
 #define CE(w, e, x)	{ .who = w, .exp = e, .ex = x, .vk = V_TIES }
+#define TR		{ .who = T, .ex = O_TRAIN, .ex_sw = O_SKIP }
 
 static const struct tcase fixed_cases[] = {
 	{ "duplicate before completion (class 2, AGG_FWD)", 5, 0, BOTH, 6, {
@@ -597,35 +723,35 @@ static const struct tcase fixed_cases[] = {
 		C(P, O_ADD), C(W2, O_ADD), C(W2, O_DUP), C(W0, O_ADD),
 		C(W1, O_DONE) } },
 	{ "duplicate before completion (class 0, no partial)", 3, 0, BOTH, 4, {
-		C(W2, O_ADD), C(W2, O_DUP), C(W1, O_ADD), C(W0, O_DONE) } },
-	{ "retransmission into a finished AGG_FINISH slot", 1, 0, BOTH, 7, {
+		C(W2, O_ADD), C(W2, O_DUP), C(W0, O_ADD), C(W1, O_DONE) } },
+	{ "retransmission into a finished AGG_FINISH slot (answered)", 1, 0,
+	  BOTH, 7, {
 		C(W0, O_ADD), C(P, O_ADD), C(W2, O_ADD), C(W1, O_DONE),
 		C(W1, O_RESEND), C(W2, O_RESEND), C(P, O_REEMIT) } },
-	/* the agent holds the finished block itself: its own share again is
-	 * a duplicate (a ToR sends it back to worker 0) */
-	{ "the agent's own retransmission (AGG_FINISH)", 7, 0, BOTH, 6, {
-		C(W1, O_ADD), C(W2, O_ADD), C(P, O_ADD), C(W0, O_DONE),
-		{ .who = W0, .exp = 3, .ex = O_DUP, .ex_sw = O_RESEND },
-		{ .who = W0, .exp = 3, .ex = O_DUP, .ex_sw = O_RESEND } } },
+	/* the agent's share is in its map, not a frame: node 0's raw share
+	 * is no contributor there; the ToR answers worker 0 */
+	{ "node 0's share as a frame (AGG_FINISH)", 7, 0, BOTH, 7, {
+		C(W0, O_ADD), C2(X_SELF, O_SENDER, O_DUP), C(W1, O_ADD),
+		C(W2, O_ADD), C(P, O_DONE), C2(X_SELF, O_SENDER, O_RESEND),
+		C2(X_SELF, O_SENDER, O_RESEND) } },
 	{ "retransmission into a finished AGG_FWD slot", 2, 0, BOTH, 7, {
 		C(W2, O_ADD), C(W1, O_ADD), C(W0, O_ADD), C(P, O_DONE),
 		C(W1, O_REEMIT), C(P, O_REEMIT), C(W0, O_REEMIT) } },
 	{ "retransmission into a finished slot (class 0)", 9, 0, BOTH, 4, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE), C(W2, O_REEMIT) } },
 	{ "after the gather passed (class 0): a worker gets the finished "
-	  "block, a partial is dropped", 6, 0, BOTH, 6, {
+	  "block", 6, 0, BOTH, 6, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE), C(G, O_MCAST),
-		C(W1, O_RESEND),
-		{ .who = W0, .exp = 3, .ex = O_DUP, .ex_sw = O_RESEND } } },
+		C(W1, O_RESEND), C2(X_SELF, O_SENDER, O_RESEND) } },
 	{ "after the gather passed (class 2): a late partial is dropped", 11,
 	  0, BOTH, 7, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
 		C(G, O_MCAST), C(P, O_DUP), C(W2, O_RESEND) } },
 	{ "stale: the slot holds the next round (incomplete)", 5, 0, BOTH, 5, {
-		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD },
-		C(W1, O_STALE), C(P, O_STALE),
 		{ .who = W1, .ep = 1, .exp = 3, .ex = O_ADD },
-		{ .who = W1, .ep = -5, .exp = 3, .ex = O_JSTALE,
+		C(W2, O_STALE), C(P, O_STALE),
+		{ .who = W2, .ep = 1, .exp = 3, .ex = O_ADD },
+		{ .who = W2, .ep = -5, .exp = 3, .ex = O_JSTALE,
 		  .ex_sw = O_STALE } } },
 	{ "stale: round done, next round started, late retransmission", 4, 0,
 	  BOTH, 7, {
@@ -641,19 +767,25 @@ static const struct tcase fixed_cases[] = {
 		{ .who = W1, .ep = 1, .jo = 1, .exp = -4, .ex = O_REEMIT },
 		{ .who = W2, .ep = 0, .jo = 1, .exp = 3, .ex = O_JSTALE,
 		  .ex_sw = O_STALE } } },
+	/* round e+1 before the agent's trainer got there: no share of
+	 * that round yet, the slot waits; the round after takes it over */
 	{ "slot reuse: round e+1 before the agent's trainer gets there", 6, 0,
-	  BOTH, 8, {
+	  BOTH, 9, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE),
-		{ .who = W0, .ep = 1, .exp = 1, .ex = O_ADD },
+		{ .who = W0, .ep = 1, .exp = 1, .ex = O_SKIP,
+		  .ex_sw = O_ADD },
 		{ .who = W1, .ep = 1, .exp = 1, .ex = O_ADD },
-		{ .who = W2, .ep = 1, .exp = 1, .ex = O_DONE },
+		{ .who = W2, .ep = 1, .exp = 1, .ex = O_SELF,
+		  .ex_sw = O_DONE },
+		{ .who = W1, .ep = 1, .exp = 1, .ex = O_SELF,
+		  .ex_sw = O_REEMIT },
 		{ .who = W2, .ep = 2, .exp = 1, .ex = O_JSTALE,
 		  .ex_sw = O_ADD },
 		{ .who = W2, .ep = 2, .jo = 1, .exp = 1, .ex = O_ADD,
-		  .ex_sw = O_DUP } } },
+		  .ex_sw = O_DUP, .reset = RS_A } } },
 	{ "reset: an incomplete round taken over by the next", 2, 0, BOTH, 8, {
 		C(W0, O_ADD), C(W1, O_ADD),
-		{ .who = W2, .ep = 1, .exp = 6, .ex = O_ADD, .reset = true },
+		{ .who = W2, .ep = 1, .exp = 6, .ex = O_ADD, .reset = RS },
 		{ .who = W0, .ep = 1, .exp = 6, .ex = O_ADD },
 		C(P, O_STALE),
 		{ .who = W1, .ep = 1, .jo = 1, .exp = 6, .ex = O_ADD },
@@ -662,32 +794,39 @@ static const struct tcase fixed_cases[] = {
 		  .ex_sw = O_STALE } } },
 	{ "reset: a round far ahead takes over (class 1)", 1, 0, TOR_ONLY, 5, {
 		C(P, O_ADD),
-		{ .who = W0, .ep = 1000, .exp = 2, .ex = O_ADD, .reset = true },
+		{ .who = W0, .ep = 1000, .exp = 2, .ex = O_ADD, .reset = RS },
 		{ .who = W1, .ep = 1000, .exp = 2, .ex = O_ADD },
 		{ .who = W2, .ep = 1000, .exp = 2, .ex = O_ADD },
 		{ .who = P, .ep = 1000, .exp = 2, .ex = O_DONE } } },
-	{ "senders: other rack, bit out of mask, bit 31, ids, IP, step", 5, 0,
-	  BOTH, 13, {
-		C(X_RACK, O_SENDER), C(W0, O_ADD), C(X_BIT5, O_SENDER),
-		C(X_BIT31, O_SENDER), C(X_HUGE, O_SENDER),
+	{ "senders: node 3, nodes 37 and 63 (not in the mask), ids, IP, "
+	  "step, class", 5, 0, BOTH, 14, {
+		C(X_RACK, O_SENDER), C(W0, O_ADD), C(N37, O_SENDER),
+		C(N63, O_SENDER), C(X_HUGE, O_SENDER),
 		C(X_SADDR, O_SENDER), C(X_STEP, O_SENDER),
-		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER), C(W1, O_ADD),
-		C(P, O_ADD), C(X_RACK, O_SENDER), C(W2, O_DONE) } },
-	{ "senders at AGG_FINISH", 7, 0, BOTH, 6, {
-		C(X_BIT5, O_SENDER), C(X_SADDR, O_SENDER), C(W1, O_ADD),
 		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER),
-		C(X_STEP, O_SENDER) } },
+		C(X_KLASS, O_BOUNDS), C(W1, O_ADD), C(P, O_ADD),
+		C(X_RACK, O_SENDER), C(W2, O_DONE) } },
+	{ "senders at AGG_FINISH", 7, 0, BOTH, 8, {
+		C(N37, O_SENDER), C(X_SADDR, O_SENDER), C(W1, O_ADD),
+		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER),
+		C(X_STEP, O_SENDER), C2(X_SELF, O_SENDER, O_ADD),
+		C(X_KLASS, O_BOUNDS) } },
+	/* every raw share has step 0, whoever sends it (tables.bpf.h) */
+	{ "the partial's node sends a raw share: counted as its node", 4, 0,
+	  BOTH, 5, {
+		C(W0, O_ADD), C(X_PCONTRIB, O_ADD), C(P, O_DUP), C(W1, O_ADD),
+		C(W2, O_DONE) } },
 	{ "ECN: a consumed contribution's CE leaves with the sum", 5, 0, BOTH,
 	  4, {
-		{ .who = W0, .exp = 3, .ex = O_ADD, .ce = true },
-		C(W1, O_ADD), C(P, O_ADD), C(W2, O_DONE) } },
+		{ .who = W1, .exp = 3, .ex = O_ADD, .ce = true },
+		C(W0, O_ADD), C(P, O_ADD), C(W2, O_DONE) } },
 	{ "ECN: CE on the partial sum, AGG_FINISH", 4, 0, BOTH, 4, {
 		C(W2, O_ADD), { .who = P, .exp = 3, .ex = O_ADD, .ce = true },
 		C(W0, O_ADD), C(W1, O_DONE) } },
 	{ "ECN: an unmarked round after a marked one leaves unmarked", 5, 0,
 	  BOTH, 8, {
-		{ .who = W0, .exp = 3, .ex = O_ADD, .ce = true },
-		C(W1, O_ADD), C(P, O_ADD), C(W2, O_DONE),
+		{ .who = W1, .exp = 3, .ex = O_ADD, .ce = true },
+		C(W0, O_ADD), C(P, O_ADD), C(W2, O_DONE),
 		{ .who = W0, .ep = 1, .jo = 1, .exp = 3, .ex = O_ADD },
 		{ .who = W1, .ep = 1, .jo = 1, .exp = 3, .ex = O_ADD },
 		{ .who = P, .ep = 1, .jo = 1, .exp = 3, .ex = O_ADD },
@@ -698,9 +837,16 @@ static const struct tcase fixed_cases[] = {
 	{ "alignment: exponents 3 5 0 4 (ties)", 5, 0, BOTH, 4, {
 		CE(W0, 3, O_ADD), CE(W1, 5, O_ADD), CE(W2, 0, O_ADD),
 		CE(P, 4, O_DONE) } },
-	{ "alignment: larger exponent last, shifts 1..6", 4, 0, BOTH, 4, {
-		CE(W2, -6, O_ADD), CE(W1, -5, O_ADD), CE(P, -1, O_ADD),
-		CE(W0, 0, O_DONE) } },
+	/* the agent adds its share last whenever it was written: at the
+	 * ToR worker 0 comes last */
+	{ "alignment: larger exponent last, shifts 1..6", 4, 0, BOTH, 5, {
+		CE(W2, -6, O_ADD), CE(W1, -5, O_ADD),
+		{ .who = W0, .exp = 0, .vk = V_TIES, .ex = O_SHARE,
+		  .ex_sw = O_SKIP },
+		{ .who = P, .exp = -1, .vk = V_TIES, .ex = O_DONE,
+		  .ex_sw = O_ADD },
+		{ .who = W0, .exp = 0, .vk = V_TIES, .ex = O_SKIP,
+		  .ex_sw = O_DONE } } },
 	{ "alignment: shifts 30, 31 and 32 of the slot", 2, 0, BOTH, 4, {
 		CE(W0, -20, O_ADD), CE(W1, 10, O_ADD), CE(P, 41, O_ADD),
 		CE(W2, 73, O_DONE) } },
@@ -708,13 +854,17 @@ static const struct tcase fixed_cases[] = {
 		CE(W1, 40, O_ADD), CE(W0, 9, O_ADD), CE(W2, 8, O_ADD),
 		CE(P, 0, O_DONE) } },
 	{ "alignment: an all-zero block (RINX_EXP_ZERO) first", 1, 0, BOTH, 4, {
-		{ .who = W0, .exp = RINX_EXP_ZERO, .vk = V_ZERO, .ex = O_ADD },
-		CE(P, -3, O_ADD), CE(W2, -2, O_ADD), CE(W1, -3, O_DONE) } },
+		{ .who = W1, .exp = RINX_EXP_ZERO, .vk = V_ZERO, .ex = O_ADD },
+		CE(P, -3, O_ADD), CE(W0, -3, O_ADD), CE(W2, -2, O_DONE) } },
 	{ "alignment: an all-zero block last, extreme exponents", 8, 0,
-	  BOTH, 4, {
-		CE(W1, 32767, O_ADD), CE(W2, -32767, O_ADD), CE(P, 32760, O_ADD),
+	  BOTH, 5, {
+		CE(W1, 32767, O_ADD), CE(W2, -32767, O_ADD),
 		{ .who = W0, .exp = RINX_EXP_ZERO, .vk = V_ZERO,
-		  .ex = O_DONE } } },
+		  .ex = O_SHARE, .ex_sw = O_SKIP },
+		{ .who = P, .exp = 32760, .vk = V_TIES, .ex = O_DONE,
+		  .ex_sw = O_ADD },
+		{ .who = W0, .exp = RINX_EXP_ZERO, .vk = V_ZERO,
+		  .ex = O_SKIP, .ex_sw = O_DONE } } },
 	{ "flags: nonfinite flags are OR'ed into the sum", 10, 0, BOTH, 4, {
 		{ .who = W0, .exp = 1, .flags = RINX_F_NAN, .ex = O_ADD },
 		{ .who = P, .exp = 1, .flags = RINX_F_PINF, .ex = O_ADD },
@@ -741,18 +891,92 @@ static const struct tcase fixed_cases[] = {
 	{ "epoch wrap: round 0 takes over a done round 0xffffffff", 5,
 	  0xffffffffu, AGENT_ONLY, 5, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
-		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD } } },
+		{ .who = W1, .ep = 1, .exp = 3, .ex = O_ADD } } },
 	{ "epoch wrap: a late 0xffffffff into a slot holding round 0", 2,
 	  0xffffffffu, AGENT_ONLY, 6, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
-		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD },
+		{ .who = W2, .ep = 1, .exp = 3, .ex = O_ADD },
 		{ .who = W1, .ep = 0, .exp = 3, .ex = O_STALE } } },
 	{ "epoch 0 at the ToR (after the wrap): taken", 2, 0xffffffffu,
 	  TOR_ONLY, 1, {
 		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD } } },
+
+	/* the own share (RINX_HOP_SELF) not written when the last
+	 * contributor arrives: the case starts with the share of an older
+	 * round in the map */
+	{ "own share late (class 1, AGG_FINISH): the others' sum to the "
+	  "trainer, the slot waits, duplicates too, the trainer completes",
+	  4, 0, BOTH, 11, {
+		C(W1, O_ADD), C(P, O_ADD), C2(W2, O_SELF, O_ADD),
+		C2(W2, O_SELF, O_DUP), C2(P, O_SELF, O_DUP),
+		C2(W0, O_SHARE, O_DONE), C2(W1, O_SELF, O_RESEND), TR,
+		C(W1, O_RESEND), C(P, O_REEMIT),
+		C2(X_SELF, O_SENDER, O_RESEND) } },
+	{ "own share late (class 2, AGG_FWD), CE on the others' sum", 5, 0,
+	  BOTH, 7, {
+		C(W2, O_ADD), { .who = P, .exp = 2, .ex = O_ADD, .ce = true },
+		{ .who = W1, .exp = 4, .vk = V_TIES, .ex = O_SELF,
+		  .ex_sw = O_ADD },
+		{ .who = W0, .exp = -1, .vk = V_TIES, .ex = O_SHARE,
+		  .ex_sw = O_DONE },
+		TR, C(W1, O_REEMIT), C(P, O_REEMIT) } },
+	{ "own share of the next round only (class 0)", 3, 0, BOTH, 8, {
+		{ .who = W0, .ep = 1, .exp = 3, .ex = O_SHARE,
+		  .ex_sw = O_SKIP },
+		C(W1, O_ADD), C2(W2, O_SELF, O_ADD), C2(W2, O_SELF, O_DUP),
+		C2(W0, O_SHARE, O_DONE), C2(W1, O_SELF, O_REEMIT), TR,
+		C(W1, O_REEMIT) } },
+	{ "own share late, the next round takes the waiting slot over", 9, 0,
+	  BOTH, 4, {
+		C(W1, O_ADD), C2(W2, O_SELF, O_ADD),
+		{ .who = W1, .ep = 1, .exp = 3, .ex = O_ADD, .reset = RS },
+		{ .who = W2, .ep = 0, .exp = 3, .ex = O_STALE } } },
+
+	/* the star: unicast and self-ending AGG_FINISH, no answer, the
+	 * class pattern, high node ids */
+	{ "star: AGG_FINISH ends here (class 0), nodes 1 2 37 63 + own "
+	  "share; no answer: duplicates store it again", 0, 0,
+	  AGENT_ONLY | STAR, 7, {
+		C(W0, O_ADD), C(N63, O_ADD), C(W1, O_ADD), C(N37, O_ADD),
+		C(W2, O_DONE), C(W2, O_REEMIT), C(N37, O_REEMIT) } },
+	{ "star: AGG_FINISH unicast to node 3 (class 1), no answer", 3, 0,
+	  STAR, 7, {
+		C(W0, O_ADD), C(W1, O_ADD), C(N37, O_ADD), C(N63, O_ADD),
+		C(W2, O_DONE), C(W1, O_REEMIT), C(N63, O_REEMIT) } },
+	{ "star: own share late at a unicast AGG_FINISH (class 1)", 7, 0,
+	  STAR, 8, {
+		C(W1, O_ADD), C(W2, O_ADD), C(N37, O_ADD),
+		C2(N63, O_SELF, O_ADD), C2(N63, O_SELF, O_DUP),
+		C2(W0, O_SHARE, O_DONE), TR, C(N37, O_REEMIT) } },
+	{ "star: own share late where the block ends here (class 0)", 8, 0,
+	  AGENT_ONLY | STAR, 8, {
+		{ .who = N37, .exp = 2, .ex = O_ADD, .ce = true },
+		C(N63, O_ADD), C(W1, O_ADD), C(W2, O_SELF),
+		C(W0, O_SHARE), C(W2, O_SELF), TR, C(W2, O_REEMIT) } },
+	{ "star: AGG_FWD with node 4's partial at step 3 (class 2)", 2, 0,
+	  STAR, 8, {
+		CE(P, 1, O_ADD), CE(W0, 2, O_ADD), CE(N37, 0, O_ADD),
+		CE(W1, -3, O_ADD), C(P, O_DUP), CE(N63, 5, O_ADD),
+		CE(W2, 1, O_DONE), C(P, O_REEMIT) } },
+	{ "star: senders outside the mask, steps, the partial's node", 6, 0,
+	  STAR, 8, {
+		C(X_RACK, O_SENDER), C2(X_SELF, O_SENDER, O_ADD),
+		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER),
+		C(X_STEP, O_SENDER), C(X_HUGE, O_SENDER),
+		C(X_PCONTRIB, O_ADD), C(P, O_DUP) } },
+	/* block 5 is in class cmap[5 % 4] = 1, not 5 % 3 = 2 */
+	{ "star: the class pattern decides a block's class (a frame of "
+	  "class b % 3 is out of bounds)", 5, 0, STAR, 4, {
+		C(X_KLASS, O_BOUNDS), C(W1, O_ADD), C(N63, O_ADD),
+		C(X_KLASS, O_BOUNDS) } },
 };
 
-/* generated: every order of the 4 (or 3) contributors of classes 0, 1, 2 */
+/* generated: every order of the 4 (or 3) contributors of classes 0, 1, 2.
+ * At the ToR the last one completes the slot. At the agent worker 0 is the
+ * trainer writing its share: the last frame completes the slot if the
+ * share came before it, else it goes to the slow path, and then the
+ * trainer completes the slot and that frame again is answered or sent on
+ * as a duplicate into the finished slot is. */
 static struct tcase *cases;
 static int ncases;
 
@@ -770,6 +994,7 @@ static void gen_cases(void)
 		for (perm = 0; perm < nperm; perm++) {
 			struct tcase *t = &cases[ncases++];
 			int pool[4] = { W0, W1, W2, P }, left = nw, r = perm;
+			int last = -1, own = -1;
 			static char names[60][80];
 
 			snprintf(names[ncases - 1], sizeof(names[0]),
@@ -790,7 +1015,23 @@ static void gen_cases(void)
 				/* class 1: exponents differ per contributor */
 				t->s[i].exp = c == 1 ? (__s16)(2 + w) : 3;
 				t->s[i].vk = c == 1 ? V_TIES : V_RAND;
-				t->s[i].ex = i == nw - 1 ? O_DONE : O_ADD;
+				t->s[i].ex = w == W0 ? O_SHARE : O_ADD;
+				t->s[i].ex_sw = i == nw - 1 ? O_DONE : O_ADD;
+				if (w == W0)
+					own = i;
+				else
+					last = i;
+			}
+			t->s[last].ex = own < last ? O_DONE : O_SELF;
+			if (own > last) {
+				struct tstep *d = &t->s[t->n + 1];
+
+				t->s[t->n] = (struct tstep)TR;
+				*d = t->s[last];
+				d->ex = c == 1 && d->who != P ? O_RESEND :
+								O_REEMIT;
+				d->ex_sw = O_SAME;
+				t->n += 2;
 			}
 		}
 	}
@@ -841,7 +1082,7 @@ static int run_once(int prog, __u8 *in, __u8 *out, __u32 *retval,
 	return 0;
 }
 
-static int stat_of(int o)
+static int stat_of(const struct place *p, int o)
 {
 	switch (o) {
 	case O_ADD: return RINX_STAT_AGG_ADD;
@@ -854,6 +1095,9 @@ static int stat_of(int o)
 	case O_MCAST: return RINX_STAT_AGG_MCAST;
 	case O_JSTALE: return RINX_STAT_DROP_STALE;
 	case O_REEMIT: return RINX_STAT_AGG_REEMIT;
+	/* slow_path(): counted as what it is only when a socket takes it */
+	case O_SELF: return p->xsk ? RINX_STAT_SLOW_SELF :
+				     RINX_STAT_DROP_NO_XSK;
 	default: return RINX_STAT_DROP_BOUNDS;
 	}
 }
@@ -862,7 +1106,8 @@ static const char *oname(int o)
 {
 	static const char *n[] = { "-", "ADD", "DONE", "DUP", "RESEND",
 				   "STALE", "SENDER", "NOROUTE", "MCAST",
-				   "JOB_STALE", "BOUNDS", "REEMIT" };
+				   "JOB_STALE", "BOUNDS", "REEMIT", "SELF",
+				   "SHARE", "TRAIN", "SKIP" };
 
 	return o >= 0 && o < (int)ARRAY_SIZE(n) ? n[o] : "?";
 }
@@ -870,18 +1115,22 @@ static const char *oname(int o)
 static const char *wname(int w)
 {
 	static const char *n[] = { "w0", "w1", "w2", "partial", "gather",
-				   "node3(rack5)", "node6(bit5)",
-				   "node7(bit31)", "sender200", "w1/ip-of-w2",
-				   "w1/step1", "partial/step+1",
-				   "partial-from-node3" };
+				   "trainer", "node37", "node63",
+				   "node0-frame", "node3(rack5)",
+				   "node4-raw-share", "sender200",
+				   "w1/ip-of-w2", "w1/step1", "partial/step+1",
+				   "partial-from-node3", "w1/next-class" };
 
-	return n[w];
+	return w >= 0 && w < (int)ARRAY_SIZE(n) ? n[w] : "?";
 }
 
 struct stepctx {
 	struct place *p;
 	const struct tcase *c;
+	const struct rinx_plan *pl;	/* the case's table */
+	__u32 job, slot;
 	struct mslot *m;
+	struct mshare *own;		/* what the share map holds */
 	__u32 base;
 	int si;
 };
@@ -899,13 +1148,111 @@ static void diag_frame(const __u8 *got, const __u8 *want, int len)
 	}
 }
 
+static void diag_slot(const struct rinx_agg *ag, const struct mslot *m)
+{
+	tap_diag("  slot: epoch %u seen %#llx done %u final %u pend %u exp %d "
+		 "flags %#x; want epoch %u seen %#llx done %u final %u pend "
+		 "%u exp %d flags %#x", ag->epoch,
+		 (unsigned long long)ag->seen, ag->done, ag->final, ag->pend,
+		 ag->exp, ag->flags, m->epoch, (unsigned long long)m->seen,
+		 m->done, m->final, m->pend, m->exp, m->flags);
+}
+
+/* The slot as read back (BPF_F_LOCK) against the model. */
+static bool slot_same(const struct rinx_agg *ag, const struct mslot *m)
+{
+	bool ok = ag->epoch == m->epoch && ag->seen == m->seen &&
+		  ag->done == m->done && ag->final == m->final &&
+		  ag->pend == m->pend && (!m->seen || ag->ce == m->ce) &&
+		  !ag->resv8;
+
+	if (m->seen)
+		ok = ok && ag->exp == m->exp && ag->flags == m->flags &&
+		     !memcmp(ag->v, m->v, sizeof(m->v));
+	return ok;
+}
+
+/* The agent's trainer writes its share of the block for round epoch (the
+ * model keeps what was written; rinx_agg_add must add exactly that). */
+static int write_share(struct stepctx *x, __u32 epoch, __s16 exp, __u8 flags,
+		       int vk)
+{
+	struct rinx_slot *sh = calloc(1, sizeof(*sh));
+	__u32 idx = x->slot * WINDOW + x->c->block;
+	int err;
+
+	if (!sh)
+		return -ENOMEM;
+	sh->epoch = epoch;
+	sh->exp = exp;
+	sh->flags = flags;
+	sh->count = RINX_BLOCK_VALUES;
+	gen_vals(sh->v, vk);
+	err = bpf_map_update_elem(x->p->share, &idx, sh, BPF_ANY) ? -errno : 0;
+	if (!err) {
+		x->own->epoch = epoch;
+		x->own->exp = exp;
+		x->own->flags = flags;
+		memcpy(x->own->v, sh->v, sizeof(sh->v));
+	}
+	free(sh);
+	return err;
+}
+
+/* The trainer completes a waiting slot the way user/comm.c's
+ * self_complete() does: under the slot's lock from user space, the share
+ * added to the others' sum, done (and final at AGG_FINISH). Only the model
+ * computes the sum; the slot must have held the model's before. */
+static void trainer_step(struct stepctx *x, const struct rinx_hop *hop)
+{
+	struct place *p = x->p;
+	struct mslot *m = x->m;
+	__u32 idx = x->slot * WINDOW + x->c->block;
+	struct rinx_agg ag = {};
+	bool was, ok = false;
+	int err;
+
+	err = bpf_map_lookup_elem_flags(p->aggs, &idx, &ag, BPF_F_LOCK) ?
+	      -errno : 0;
+	was = !err && ag.pend && m->pend && slot_same(&ag, m) &&
+	      x->own->epoch == m->epoch;
+	if (was) {
+		model_own(m, x->own, hop->action == RINX_A_AGG_FINISH);
+		memcpy(ag.v, m->v, sizeof(ag.v));
+		ag.exp = m->exp;
+		ag.flags = m->flags;
+		ag.pend = 0;
+		ag.done = 1;
+		ag.final = m->final;
+		err = bpf_map_update_elem(p->aggs, &idx, &ag, BPF_F_LOCK) ?
+		      -errno : 0;
+		memset(&ag, 0, sizeof(ag));
+		if (!err && bpf_map_lookup_elem_flags(p->aggs, &idx, &ag,
+						      BPF_F_LOCK))
+			err = -errno;
+		ok = !err && slot_same(&ag, m);
+	}
+	if (!check(x->c->s[x->si].todo, ok, "%s: %s: step %d: the trainer "
+		   "completes the waiting slot with its share", p->name,
+		   x->c->name, x->si)) {
+		if (err)
+			tap_diag("  %s", strerror(-err));
+		else if (!was)
+			tap_diag("  the slot was not waiting as modelled, or "
+				 "the share is not of its round");
+		diag_slot(&ag, m);
+	}
+}
+
 static void run_step(struct stepctx *x)
 {
 	struct place *p = x->p;
+	const struct rinx_plan *pl = x->pl;
 	const struct tstep *s = &x->c->s[x->si];
 	struct mslot *m = x->m, before = *m;
-	__u32 block = x->c->block, klass = block % 3, epoch = x->base + s->ep;
-	__u32 idx = JOB_SLOT * WINDOW + block, retval = 0, size = 0, mask;
+	__u32 block = x->c->block, klass = pl->cmap[block % pl->plen];
+	__u32 epoch = x->base + s->ep;
+	__u32 idx = x->slot * WINDOW + block, retval = 0, size = 0;
 	int ex = p->sw && s->ex_sw ? s->ex_sw : s->ex, type, w = s->who, i;
 	__u16 from = 0, sender;
 	const struct rinx_hop *hop;
@@ -914,11 +1261,15 @@ static void run_step(struct stepctx *x)
 	struct rinx_agg ag = {};
 	__s32 x_v[RINX_BLOCK_VALUES];
 	bool reset = false, ok = true, frame_ok, slot_ok, res_ok = true;
-	bool cnt_ok = true, stores = false, model_ok = true;
-	__u8 step = 0, bit = 0;
+	bool cnt_ok = true, stores = false, model_ok = true, csum = true;
+	bool want_reset = s->reset & (p->sw ? RS_T : RS_A);
+	const struct mshare *own = NULL;
+	__u8 step = 0;
 	int mret = -1, err, want_ret;
-	char what[200];
+	char what[240];
 
+	if (ex == O_SKIP)
+		return;
 	/* the frame */
 	switch (w) {
 	case P: case X_PSTEP: case X_PFROM:
@@ -930,21 +1281,44 @@ static void run_step(struct stepctx *x)
 	default:
 		type = RINX_T_CONTRIB;
 	}
-	hop = &p->plan.hops[klass][type - 1];
+	hop = &pl->hops[klass][type - 1];
+	if (w == T) {
+		trainer_step(x, hop);
+		return;
+	}
+	if (w == W0 && !p->sw) {
+		/* (the step's outcome is the ToR's) */
+		err = write_share(x, epoch, s->exp, s->flags, s->vk);
+		if (err)
+			check(s->todo, 0, "%s: %s: step %d: the trainer writes "
+			      "its share: %s", p->name, x->c->name, x->si,
+			      strerror(-err));
+		return;
+	}
 	switch (w) {
-	case W0: case W1: case W2:
-		from = w;
+	case W0: case X_SELF:
+		from = 0;
 		break;
-	case X_RACK: case X_PFROM:
+	case W1: case W2:
+		from = w == W1 ? 1 : 2;
+		break;
+	case N37:
+		from = NODE_HI;
+		break;
+	case N63:
+		from = NODE_TOP;
+		break;
+	case X_RACK:
 		from = 3;
 		break;
-	case X_BIT5:
-		from = NODE_BIT5;
+	case X_PFROM:
+		from = 3;
+		step = hop->step;
 		break;
-	case X_BIT31:
-		from = NODE_BIT31;
+	case X_PCONTRIB:
+		from = 4;
 		break;
-	case X_HUGE: case X_SADDR: case X_STEP:
+	case X_HUGE: case X_SADDR: case X_STEP: case X_KLASS:
 		from = 1;
 		break;
 	default:	/* the partial and the gather: the planned sender */
@@ -956,8 +1330,10 @@ static void run_step(struct stepctx *x)
 		step = 1;
 	if (w == X_PSTEP)
 		step = hop->step + 1;
-	build(p, fin, JOB_ID, type, step, from, sender, epoch, block, s->exp,
-	      s->flags);
+	build(p, pl, fin, x->job, type, step, from, sender, epoch, block,
+	      s->exp, s->flags);
+	if (w == X_KLASS)
+		hdr(fin)->klass = htons((klass + 1) % pl->nclasses);
 	fin[OFF_IP + 1] = s->ce ? RINX_ECN_CE : RINX_ECN_ECT0;
 	ip_fix_csum(fin + OFF_IP);
 	if (w == X_SADDR) {
@@ -967,35 +1343,38 @@ static void run_step(struct stepctx *x)
 	gen_vals(x_v, s->vk);
 	memcpy(vals(fin), x_v, RINX_BLOCK_BYTES);
 
-	/* the model */
-	mask = hop->mask;
+	/* the model: contributors are node ids; an aggregating host adds
+	 * its own share (what write_share put in the map) at completion */
+	if (!p->sw && (hop->flags & RINX_HOP_SELF))
+		own = x->own;
 	if (ex == O_ADD || ex == O_DONE || ex == O_DUP || ex == O_RESEND ||
-	    ex == O_STALE || ex == O_REEMIT) {
+	    ex == O_STALE || ex == O_REEMIT || ex == O_SELF) {
+		bool answer = hop->flags & RINX_HOP_ANSWER, resend, dropped;
 		int want_m;
 
-		bit = type == RINX_T_CONTRIB ? p->node[from].bit :
-					       RINX_PARTIAL_BIT;
-		mret = model_add(m, epoch, bit, mask, s->exp, s->flags, s->ce,
-				 x_v, &reset);
+		mret = model_add(m, epoch, from, hop->mask,
+				 hop->action == RINX_A_AGG_FINISH, own, s->exp,
+				 s->flags, s->ce, x_v, &reset);
 		want_m = ex == O_ADD ? M_ADD : ex == O_DONE ? M_DONE :
 			 ex == O_STALE ? M_STALE :
+			 ex == O_SELF ? (before.pend ? M_DUP_PEND : M_SELF) :
 			 ex == O_RESEND || ex == O_REEMIT ? M_DUP_DONE : -1;
 		if (ex == O_DUP)
 			want_m = m->done ? M_DUP_DONE : M_DUP;
-		/* the rules: a worker's duplicate into a slot holding the
-		 * finished block gets it back (not the agent's own: it holds
-		 * the block); a partial duplicate there is
-		 * dropped where the block finished elsewhere; any other
-		 * duplicate into a finished slot is sent on again */
-		if (mret == M_DONE && hop->action == RINX_A_AGG_FINISH)
-			m->final = 1;
-		if (mret != want_m || reset != s->reset ||
-		    (ex == O_RESEND) != (mret == M_DUP_DONE && m->final &&
-					 type == RINX_T_CONTRIB &&
-					 (p->sw || from != p->self)) ||
-		    (ex == O_REEMIT) != (mret == M_DUP_DONE && !(m->final &&
-					 (type == RINX_T_CONTRIB ||
-					  hop->action == RINX_A_AGG_FWD)))) {
+		/* the rules: a raw share into a slot holding the finished
+		 * block is answered with it where the hop says so
+		 * (RINX_HOP_ANSWER); a duplicate where the block finished
+		 * further on (the gather passed an AGG_FWD) is dropped; any
+		 * other duplicate into a finished slot is sent on again */
+		resend = mret == M_DUP_DONE && m->final &&
+			 type == RINX_T_CONTRIB && answer;
+		dropped = mret == M_DUP_DONE && !resend && m->final &&
+			  hop->action == RINX_A_AGG_FWD;
+		if (mret != want_m || reset != want_reset ||
+		    (ex == O_RESEND) != resend ||
+		    (ex == O_REEMIT) != (mret == M_DUP_DONE && !resend &&
+					 !dropped) ||
+		    (ex == O_DUP && mret == M_DUP_DONE && !dropped)) {
 			model_ok = false;
 			tap_diag("  table and model disagree at step %d "
 				 "(model %d reset %d)", x->si, mret, reset);
@@ -1003,7 +1382,7 @@ static void run_step(struct stepctx *x)
 	}
 
 	/* the run */
-	err = p->sw ? 0 : put_job(p, JOB_ID, JOB_SLOT, p->self,
+	err = p->sw ? 0 : put_job(p, pl, x->job, x->slot, p->self,
 				  x->base + s->jo);
 	if (!p->sw && !err)
 		err = bpf_map_lookup_elem(p->result, &idx, &r0) ? -errno : 0;
@@ -1016,7 +1395,7 @@ static void run_step(struct stepctx *x)
 		err = bpf_map_lookup_elem(p->result, &idx, &r1) ? -errno : 0;
 	snprintf(what, sizeof(what), "%s: %s: step %d: %s epoch %+d -> %s%s",
 		 p->name, x->c->name, x->si, wname(w), s->ep, oname(ex),
-		 s->reset ? " +RESET" : "");
+		 want_reset ? " +RESET" : "");
 	if (err) {
 		check(s->todo, 0, "%s: test run: %s", what, strerror(-err));
 		return;
@@ -1024,6 +1403,7 @@ static void run_step(struct stepctx *x)
 
 	/* expected action and frame */
 	memcpy(fwant, fin, FLEN);
+	want_ret = p->sw ? XDP_REDIRECT : XDP_TX;
 	switch (ex) {
 	case O_DONE:
 	case O_REEMIT:
@@ -1037,14 +1417,21 @@ static void run_step(struct stepctx *x)
 		if (hop->action == RINX_A_AGG_FWD) {
 			hdr(fwant)->type = RINX_T_REDUCE;
 			readdress(p, fwant, hop->to);
-			want_ret = p->sw ? XDP_REDIRECT : XDP_TX;
-		} else {
-			hdr(fwant)->type = RINX_T_GATHER;
-			readdress(p, fwant, hop->to);
-			to_group(fwant, hop->rack, hop->to != p->self);
-			want_ret = p->sw ? XDP_REDIRECT : XDP_TX;
-			stores = true;
+			break;
 		}
+		hdr(fwant)->type = RINX_T_GATHER;
+		stores = true;
+		if (hop->rack == RINX_NO_RACK && hop->to == p->self &&
+		    !p->sw) {
+			/* the block ends here: kept, nothing leaves (and
+			 * nothing readdressed the frame) */
+			want_ret = XDP_DROP;
+			csum = false;
+			break;
+		}
+		readdress(p, fwant, hop->to);
+		if (hop->rack != RINX_NO_RACK)
+			to_group(fwant, hop->rack, hop->to != p->self);
 		break;
 	case O_RESEND:
 		memcpy(vals(fwant), m->v, RINX_BLOCK_BYTES);
@@ -1054,7 +1441,18 @@ static void run_step(struct stepctx *x)
 		hdr(fwant)->step = hop->action == RINX_A_AGG_FINISH ?
 				   hop->out_step : hop->out_step + 1;
 		readdress(p, fwant, from);
-		want_ret = p->sw ? XDP_REDIRECT : XDP_TX;
+		break;
+	case O_SELF:
+		/* the others' sum, as it arrived otherwise, for the trainer
+		 * (which readdresses it); the completing frame also carries
+		 * the marks of what the slot consumed */
+		if (mret == M_SELF && m->ce)
+			fwant[OFF_IP + 1] |= RINX_ECN_CE;
+		memcpy(vals(fwant), m->v, RINX_BLOCK_BYTES);
+		hdr(fwant)->exp = htons((__u16)m->exp);
+		hdr(fwant)->flags = m->flags;
+		want_ret = p->xsk ? XDP_REDIRECT : XDP_DROP;
+		csum = false;
 		break;
 	case O_MCAST:
 		/* the slot keeps the finished block */
@@ -1067,14 +1465,13 @@ static void run_step(struct stepctx *x)
 		readdress(p, fwant, hop->action == RINX_A_MCAST_FWD ?
 				     hop->to : p->self);
 		to_group(fwant, hop->rack, hop->action == RINX_A_MCAST_FWD);
-		want_ret = p->sw ? XDP_REDIRECT : XDP_TX;
 		stores = !p->sw;
 		break;
 	default:
 		want_ret = XDP_DROP;
 	}
 	frame_ok = size == FLEN && !memcmp(fout, fwant, FLEN) &&
-		   csum16(fout + OFF_IP, 20) == 0;
+		   (!csum || csum16(fout + OFF_IP, 20) == 0);
 	/* A duplicate into a finished slot that is dropped may carry the
 	 * stored sum (rinx_agg_add fills it in before the caller decides);
 	 * the frame is dropped, so it is counted, not failed. */
@@ -1089,7 +1486,7 @@ static void run_step(struct stepctx *x)
 		}
 	}
 	/* with equal exponents the sum is the exact sum of the inputs */
-	if (ex == O_DONE && m->same_exp)
+	if ((ex == O_DONE || (ex == O_SELF && mret == M_SELF)) && m->same_exp)
 		for (i = 0; i < RINX_BLOCK_VALUES; i++)
 			if ((__s64)vals(fout)[i] != m->exact[i])
 				frame_ok = false;
@@ -1098,13 +1495,7 @@ static void run_step(struct stepctx *x)
 	 * the step; MCAST and sender drops never touch it) */
 	if (mret < 0 && ex != O_MCAST)
 		*m = before;
-	slot_ok = ag.epoch == m->epoch && ag.seen == m->seen &&
-		  ag.done == m->done && ag.final == m->final && !ag.resv &&
-		  (!m->seen || ag.ce == m->ce) && !ag.resv8[0] &&
-		  !ag.resv8[1];
-	if (m->seen)
-		slot_ok = slot_ok && ag.exp == m->exp && ag.flags == m->flags &&
-			  !memcmp(ag.v, m->v, sizeof(m->v));
+	slot_ok = slot_same(&ag, m);
 
 	/* the result map entry (agent) */
 	if (!p->sw) {
@@ -1123,8 +1514,8 @@ static void run_step(struct stepctx *x)
 
 	/* counters */
 	for (i = 0; i < RINX_STAT_MAX; i++) {
-		__u64 want = i == RINX_STAT_RX || i == stat_of(ex) ||
-			     (i == RINX_STAT_AGG_RESET && s->reset) ||
+		__u64 want = i == RINX_STAT_RX || i == stat_of(p, ex) ||
+			     (i == RINX_STAT_AGG_RESET && want_reset) ||
 			     (i == RINX_STAT_ECN_CE && stores && !p->sw &&
 			      (fwant[OFF_IP + 1] & RINX_ECN_MASK) ==
 			      RINX_ECN_CE);
@@ -1139,7 +1530,8 @@ static void run_step(struct stepctx *x)
 	if (p->sw) {
 		int sws = want_ret == XDP_DROP ? RINX_SW_INA_DROP :
 			  ex == O_RESEND || ((ex == O_DONE || ex == O_REEMIT) &&
-					     hop->action == RINX_A_AGG_FWD) ?
+					     (hop->action == RINX_A_AGG_FWD ||
+					      hop->rack == RINX_NO_RACK)) ?
 			  RINX_SW_INA_FWD : RINX_SW_INA_GROUP;
 
 		for (i = 0; i < RINX_SW_STAT_MAX; i++) {
@@ -1165,11 +1557,7 @@ static void run_step(struct stepctx *x)
 			diag_frame(fout, fwant, FLEN);
 		}
 		if (!slot_ok)
-			tap_diag("  slot: epoch %u seen %#x done %u exp %d "
-				 "flags %#x; want epoch %u seen %#x done %u "
-				 "exp %d flags %#x", ag.epoch, ag.seen, ag.done,
-				 ag.exp, ag.flags, m->epoch, m->seen, m->done,
-				 m->exp, m->flags);
+			diag_slot(&ag, m);
 		if (!res_ok)
 			tap_diag("  result entry: epoch %u exp %d (want "
 				 "epoch %u exp %d)", r1.epoch, r1.exp,
@@ -1181,31 +1569,62 @@ static void run_step(struct stepctx *x)
 		m->epoch = ag.epoch;
 		m->seen = ag.seen;
 		m->done = ag.done;
+		m->final = ag.final;
+		m->pend = ag.pend;
 		m->exp = ag.exp;
 		m->flags = ag.flags;
 		memcpy(m->v, ag.v, sizeof(m->v));
 	}
 }
 
+static bool has_self(const struct tcase *c)
+{
+	int i;
+
+	for (i = 0; i < c->n; i++)
+		if (c->s[i].ex == O_SELF)
+			return true;
+	return false;
+}
+
 static void run_case(struct place *p, const struct tcase *c, __u32 base)
 {
 	struct stepctx x = { .p = p, .c = c, .base = base };
-	__u32 idx = JOB_SLOT * WINDOW + c->block;
+	__u32 idx;
 	struct rinx_agg zero = {};
 	struct mslot *m = calloc(1, sizeof(*m));
+	struct mshare *own = calloc(1, sizeof(*own));
 
-	if (!m)
+	if (!m || !own)
 		exit(1);
-	/* every case starts from an unused slot */
-	if (bpf_map_update_elem(p->aggs, &idx, &zero, BPF_ANY)) {
-		check(NULL, 0, "%s: %s: clear slot", p->name, c->name);
-		free(m);
-		return;
+	if (c->only & STAR) {
+		x.pl = &p->star;
+		x.job = STAR_JOB_ID;
+		x.slot = STAR_SLOT;
+	} else {
+		x.pl = &p->plan;
+		x.job = JOB_ID;
+		x.slot = JOB_SLOT;
 	}
 	x.m = m;
+	x.own = own;
+	idx = x.slot * WINDOW + c->block;
+	/* every case starts from an unused slot and, at the agent, with the
+	 * share of a round long gone in the share map */
+	if (bpf_map_update_elem(p->aggs, &idx, &zero, BPF_ANY) ||
+	    (!p->sw && write_share(&x, base - 50, 0, 0, V_RAND))) {
+		check(NULL, 0, "%s: %s: clear slot and share", p->name,
+		      c->name);
+		free(m);
+		free(own);
+		return;
+	}
 	for (x.si = 0; x.si < c->n; x.si++)
 		run_step(&x);
+	if (!p->sw)
+		put_job(p, x.pl, x.job, x.slot, p->self, 1);
 	free(m);
+	free(own);
 }
 
 /* ---- concurrency --------------------------------------------------------- */
@@ -1245,7 +1664,11 @@ static void *cc_thread(void *arg)
 	struct cc *cc = a->cc;
 	struct place *p = cc->p;
 	static __thread __u8 in[FLEN], out[FLEN + 256];
-	const int mine[2][2] = { { W0, W1 }, { W2, P } };
+	/* the agent's own share is in its share map, not a frame */
+	const int mine[2][2][2] = { { { W1, -1 }, { W2, P } },
+				    { { W0, W1 }, { W2, P } } };
+	static __thread struct rinx_slot shb;
+	struct rinx_slot *sh = &shb;
 	cpu_set_t set;
 	__u32 r;
 	int bi, k, i;
@@ -1257,23 +1680,43 @@ static void *cc_thread(void *arg)
 		__u32 epoch = CC_BASE + r;
 		__s16 exp = (__s16)(r % 7) - 3;
 
-		if (a->tid == 0 && !p->sw &&
-		    put_job(p, JOB_ID, JOB_SLOT, p->self, epoch))
-			__atomic_fetch_add(&cc->errs, 1, __ATOMIC_RELAXED);
+		if (a->tid == 0 && !p->sw) {
+			if (put_job(p, &p->plan, JOB_ID, JOB_SLOT, p->self,
+				    epoch))
+				__atomic_fetch_add(&cc->errs, 1,
+						   __ATOMIC_RELAXED);
+			for (bi = 0; bi < CC_NB; bi++) {
+				__u32 idx = JOB_SLOT * WINDOW + cc_blocks[bi];
+
+				sh->epoch = epoch;
+				sh->exp = exp;
+				sh->count = RINX_BLOCK_VALUES;
+				for (i = 0; i < RINX_BLOCK_VALUES; i++)
+					sh->v[i] = cc_val(W0, r, bi, i);
+				if (bpf_map_update_elem(p->share, &idx, sh,
+							BPF_ANY))
+					__atomic_fetch_add(&cc->errs, 1,
+							   __ATOMIC_RELAXED);
+			}
+		}
 		pthread_barrier_wait(&cc->bar);
 		for (bi = 0; bi < CC_NB; bi++) {
 			int b = a->tid ? CC_NB - 1 - bi : bi;
 			__u32 block = cc_blocks[b];
 
 			for (k = 0; k < 2; k++) {
-				int w = mine[a->tid][(k + r) & 1];
-				const struct rinx_hop *hop =
-					&p->plan.hops[block % 3]
-					[(w == P ? RINX_T_REDUCE :
-					  RINX_T_CONTRIB) - 1];
+				int w = mine[p->sw][a->tid][(k + r) & 1];
+				const struct rinx_hop *hop;
 				__u32 ret = 0;
 
-				build(p, in, JOB_ID, w == P ? RINX_T_REDUCE :
+				if (w < 0)
+					continue;
+				hop = &p->plan.hops[p->plan.cmap[block %
+								 p->plan.plen]]
+					[(w == P ? RINX_T_REDUCE :
+					  RINX_T_CONTRIB) - 1];
+				build(p, &p->plan, in, JOB_ID,
+				      w == P ? RINX_T_REDUCE :
 				      RINX_T_CONTRIB, w == P ? hop->step : 0,
 				      w == P ? hop->from : w,
 				      w == P ? hop->from : w, epoch, block,
@@ -1364,8 +1807,11 @@ static void run_concurrency(struct place *p)
 			twice += cc->done[r][b] > 1;
 		}
 	for (i = 0; i < RINX_STAT_MAX; i++) {
-		__u64 want = i == RINX_STAT_RX ? 4ULL * CC_ROUNDS * CC_NB :
-			     i == RINX_STAT_AGG_ADD ? 3ULL * CC_ROUNDS * CC_NB :
+		/* the agent's own share is no frame */
+		__u64 nf = p->sw ? 4 : 3;
+		__u64 want = i == RINX_STAT_RX ? nf * CC_ROUNDS * CC_NB :
+			     i == RINX_STAT_AGG_ADD ?
+			     (nf - 1) * CC_ROUNDS * CC_NB :
 			     i == RINX_STAT_AGG_DONE ? 1ULL * CC_ROUNDS * CC_NB :
 			     0;
 
@@ -1376,9 +1822,11 @@ static void run_concurrency(struct place *p)
 			cnt_ok = false;
 		}
 	}
-	tap_diag("%s: %d rounds x %d blocks x 4 contributions on 2 CPUs "
+	tap_diag("%s: %d rounds x %d blocks x 4 contributions%s on 2 CPUs "
 		 "(pinned %ld/%ld) in %.0f ms; completions by CPU0 %ld, CPU1 "
-		 "%ld", p->name, CC_ROUNDS, CC_NB, cc->pinned[0], cc->pinned[1],
+		 "%ld", p->name, CC_ROUNDS, CC_NB,
+		 p->sw ? "" : " (the agent's own from its share map)",
+		 cc->pinned[0], cc->pinned[1],
 		 (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 		 cc->by_thread[0], cc->by_thread[1]);
 	check(NULL, !cc->errs && once == CC_ROUNDS * CC_NB && !never && !twice,
@@ -1388,8 +1836,8 @@ static void run_concurrency(struct place *p)
 	check(NULL, !cc->bad_sum && !cc->bad_ret,
 	      "%s: concurrency: every completed sum exact (%ld bad sums, %ld "
 	      "bad actions/exponents)", p->name, cc->bad_sum, cc->bad_ret);
-	check(NULL, cnt_ok, "%s: concurrency: counters (3 ADD + 1 DONE per "
-	      "block and round, nothing else)", p->name);
+	check(NULL, cnt_ok, "%s: concurrency: counters (%d ADD + 1 DONE per "
+	      "block and round, nothing else)", p->name, p->sw ? 3 : 2);
 	pthread_barrier_destroy(&cc->bar);
 	free(cc);
 }
@@ -1493,35 +1941,47 @@ static void run_timing(struct place *p, int efd)
 	const __u32 block = 5;	/* class 2: AGG_FWD with the partial */
 	const struct rinx_hop *hop = &p->plan.hops[2][RINX_T_REDUCE - 1];
 	__u32 idx = JOB_SLOT * WINDOW + block, ret, i;
+	struct rinx_slot *own = calloc(1, sizeof(*own));
 	struct rinx_agg zero = {};
 	struct counters c0, c1;
 	long bad = 0;
 	int w;
 
-	if (!tb) {
+	if (!tb || !own) {
+		free(tb);
+		free(own);
 		check(NULL, 0, "%s: timing: allocate", p->name);
 		return;
 	}
 	bpf_map_update_elem(p->aggs, &idx, &zero, BPF_ANY);
 	rng = 0x5eed;
-	build(p, fin, JOB_ID, RINX_T_CONTRIB, 0, 0, 0, 1, block, 0, 0);
+	build(p, &p->plan, fin, JOB_ID, RINX_T_CONTRIB, 0, 0, 0, 1, block, 0,
+	      0);
 	gen_vals(vals(fin), V_RAND);
 	for (i = 0; i < T_N; i++)
 		bad += timed(efd, fin, base, &ret) || ret != XDP_DROP;
+	own->count = RINX_BLOCK_VALUES;
+	gen_vals(own->v, V_RAND);
 	read_counters(p, &c0);
 	for (i = 0; i < T_N; i++) {
 		__u32 epoch = T_BASE + i;
 
-		if (!p->sw)
-			put_job(p, JOB_ID, JOB_SLOT, p->self, epoch);
-		for (w = W0; w <= P; w++) {
-			build(p, fin, JOB_ID, w == P ? RINX_T_REDUCE :
-			      RINX_T_CONTRIB, w == P ? hop->step : 0,
+		/* the agent's share (untimed): worker 0 is no frame there */
+		if (!p->sw) {
+			put_job(p, &p->plan, JOB_ID, JOB_SLOT, p->self, epoch);
+			own->epoch = epoch;
+			bad += !!bpf_map_update_elem(p->share, &idx, own,
+						     BPF_ANY);
+		}
+		for (w = p->sw ? W0 : W1; w <= P; w++) {
+			build(p, &p->plan, fin, JOB_ID, w == P ?
+			      RINX_T_REDUCE : RINX_T_CONTRIB,
+			      w == P ? hop->step : 0,
 			      w == P ? hop->from : w, w == P ? hop->from : w,
 			      epoch, block, 0, 0);
 			gen_vals(vals(fin), V_RAND);
-			bad += timed(p->prog, fin, w == W0 ? first :
-				     w == P ? done : add, &ret) ||
+			bad += timed(p->prog, fin, w == (p->sw ? W0 : W1) ?
+				     first : w == P ? done : add, &ret) ||
 			       ret != (w == P ? (p->sw ? XDP_REDIRECT : XDP_TX) :
 				       XDP_DROP);
 		}
@@ -1533,7 +1993,9 @@ static void run_timing(struct place *p, int efd)
 	report("empty XDP program (baseline)", base, base);
 	report("AGG first contribution (slot reset, copy)", first, base);
 	report("AGG_ADD consumed (add under the lock)", add, base);
-	report("AGG_DONE completing (add, copy out, send)", done, base);
+	report(p->sw ? "AGG_DONE completing (add, copy out, send)" :
+	       "AGG_DONE completing (add, own share, copy out, send)", done,
+	       base);
 	if (!p->sw) {
 		const struct rinx_hop *fh;
 		struct rinx_plan q;
@@ -1550,10 +2012,10 @@ static void run_timing(struct place *p, int efd)
 			sh->count = RINX_BLOCK_VALUES;
 			gen_vals(sh->v, V_RAND);
 			bpf_map_update_elem(p->share, &sidx, sh, BPF_ANY);
-			put_job(p, FWD_JOB_ID, FWD_JOB_SLOT, 3, 7);
+			put_job(p, &q, FWD_JOB_ID, FWD_JOB_SLOT, 3, 7);
 			hp.self = 3;
 			node_addr(3, hp.self_mac, &(__be32){ 0 });
-			build(&hp, fin, FWD_JOB_ID, RINX_T_REDUCE, fh->step,
+			build(&hp, &q, fin, FWD_JOB_ID, RINX_T_REDUCE, fh->step,
 			      fh->from, fh->from, 7, 0, 0, 0);
 			gen_vals(vals(fin), V_RAND);
 			read_counters(p, &f0);
@@ -1592,7 +2054,7 @@ static void run_timing(struct place *p, int efd)
 			bad++;
 		}
 		free(sh);
-		put_job(p, FWD_JOB_ID, FWD_JOB_SLOT, 3, 1);
+		put_job(p, &q, FWD_JOB_ID, FWD_JOB_SLOT, 3, 1);
 	}
 	{
 		/* and for the aggregator: every repetition after the first
@@ -1601,9 +2063,10 @@ static void run_timing(struct place *p, int efd)
 		struct counters d0, d1;
 
 		if (!p->sw)
-			put_job(p, JOB_ID, JOB_SLOT, p->self, T_BASE + T_N);
-		build(p, fin, JOB_ID, RINX_T_CONTRIB, 0, 1, 1, T_BASE + T_N,
-		      block, 0, 0);
+			put_job(p, &p->plan, JOB_ID, JOB_SLOT, p->self,
+				T_BASE + T_N);
+		build(p, &p->plan, fin, JOB_ID, RINX_T_CONTRIB, 0, 1, 1,
+		      T_BASE + T_N, block, 0, 0);
 		o.data_in = fin;
 		o.data_size_in = FLEN;
 		o.repeat = T_N;
@@ -1620,8 +2083,10 @@ static void run_timing(struct place *p, int efd)
 					      d0.st[RINX_STAT_AGG_RESET]));
 	}
 	free(tb);
+	free(own);
+	/* the agent's first frame is w1's (its own share is in the map) */
 	check(NULL, !bad && c1.st[RINX_STAT_AGG_ADD] - c0.st[RINX_STAT_AGG_ADD]
-	      == 3 * T_N && c1.st[RINX_STAT_AGG_DONE] -
+	      == (p->sw ? 3 : 2) * T_N && c1.st[RINX_STAT_AGG_DONE] -
 	      c0.st[RINX_STAT_AGG_DONE] == T_N,
 	      "%s: timed runs did what they were timed for (%ld wrong)",
 	      p->name, bad);
@@ -1631,33 +2096,97 @@ static void run_timing(struct place *p, int efd)
 
 static void check_plan(const struct place *p)
 {
-	const struct rinx_hop (*h)[RINX_HOP_TYPES] = p->plan.hops;
-	const __u32 full = 0x80000007;
-	bool ok;
+	const struct rinx_plan *pl = &p->plan;
+	const bool ag = !p->sw;
+	/* contributors by node id: the rack's workers but the agent itself,
+	 * whose share is added from its map (RINX_HOP_SELF), and node 4,
+	 * the member before the aggregator, with its partial sum */
+	const __u64 rack = 1ULL << 1 | 1ULL << 2 | (ag ? 0 : 1ULL << 0);
+	const __u8 fl = RINX_HOP_ANSWER | (ag ? RINX_HOP_SELF : 0);
+	struct rinx_hop want[3][RINX_HOP_TYPES] = {
+		{ [RINX_T_CONTRIB - 1] = {
+			.action = RINX_A_AGG_FWD, .from = RINX_NO_SEND,
+			.to = 3, .out_step = 0, .rack = RACK_INA,
+			.flags = fl, .mask = rack },
+		  [RINX_T_GATHER - 1] = {
+			.action = RINX_A_MCAST_FWD, .from = 4, .step = 0,
+			.to = 3, .out_step = 1, .rack = RACK_INA } },
+		{ [RINX_T_CONTRIB - 1] = {
+			.action = RINX_A_AGG_FINISH, .from = 4, .step = 1,
+			.to = 3, .out_step = 0, .rack = RACK_INA,
+			.flags = fl, .mask = rack | 1ULL << 4 } },
+		{ [RINX_T_CONTRIB - 1] = {
+			.action = RINX_A_AGG_FWD, .from = 4, .step = 0,
+			.to = 3, .out_step = 1, .rack = RACK_INA,
+			.flags = fl, .mask = rack | 1ULL << 4 },
+		  [RINX_T_GATHER - 1] = {
+			.action = RINX_A_MCAST_END, .from = 4, .step = 1,
+			.to = p->self, .out_step = 2, .rack = RACK_INA } },
+	};
+	bool ok = pl->nclasses == 3 && pl->plen == 3 && pl->cmap[0] == 0 &&
+		  pl->cmap[1] == 1 && pl->cmap[2] == 2 &&
+		  p->node[0].rack == RACK_INA && p->node[3].rack == RACK_PLAIN;
+	int k, t;
 
-	ok = p->plan.nclasses == 3 &&
-	     h[0][RINX_T_CONTRIB - 1].action == RINX_A_AGG_FWD &&
-	     h[0][RINX_T_CONTRIB - 1].mask == 0x7 &&
-	     h[0][RINX_T_REDUCE - 1].action == RINX_A_NONE &&
-	     h[1][RINX_T_CONTRIB - 1].action == RINX_A_AGG_FINISH &&
-	     h[1][RINX_T_CONTRIB - 1].mask == full &&
-	     h[1][RINX_T_REDUCE - 1].action == RINX_A_AGG_FINISH &&
-	     h[1][RINX_T_REDUCE - 1].mask == full &&
-	     h[1][RINX_T_REDUCE - 1].from == 4 &&
-	     h[2][RINX_T_CONTRIB - 1].action == RINX_A_AGG_FWD &&
-	     h[2][RINX_T_CONTRIB - 1].mask == full &&
-	     h[2][RINX_T_REDUCE - 1].action == RINX_A_AGG_FWD &&
-	     h[2][RINX_T_REDUCE - 1].mask == full &&
-	     h[2][RINX_T_REDUCE - 1].to == 3 &&
-	     h[0][RINX_T_GATHER - 1].action == RINX_A_MCAST_FWD &&
-	     h[2][RINX_T_GATHER - 1].action == RINX_A_MCAST_END &&
-	     h[1][RINX_T_GATHER - 1].action == RINX_A_NONE &&
-	     p->node[0].bit == 0 && p->node[1].bit == 1 &&
-	     p->node[2].bit == 2 && p->node[0].rack == RACK_INA &&
-	     p->node[3].rack == RACK_PLAIN;
-	check(NULL, ok, "%s: plan (rinx_plan_build): class 0 AGG_FWD mask 0x7, "
-	      "class 1 AGG_FINISH and class 2 AGG_FWD mask %#x, gathers "
-	      "MCAST_FWD/MCAST_END", p->name, full);
+	/* a partial sum arrives where the partial's slot is */
+	want[1][RINX_T_REDUCE - 1] = want[1][RINX_T_CONTRIB - 1];
+	want[2][RINX_T_REDUCE - 1] = want[2][RINX_T_CONTRIB - 1];
+	for (k = 0; k < 3; k++) {
+		for (t = 0; t < RINX_HOP_TYPES; t++) {
+			const struct rinx_hop *h = &pl->hops[k][t];
+
+			if (!memcmp(h, &want[k][t], sizeof(*h)))
+				continue;
+			ok = false;
+			tap_diag("  class %d type %d: action %u from %u "
+				 "step %u to %u out %u rack %u flags %#x "
+				 "mask %#llx",
+				 k, t + 1, h->action, h->from, h->step, h->to,
+				 h->out_step, h->rack, h->flags,
+				 (unsigned long long)h->mask);
+		}
+		/* the aggregator never sends a share of its own */
+		ok = ok && pl->start_to[k] == -1;
+	}
+	check(NULL, ok, "%s: plan (rinx_plan_build): class 0 AGG_FWD mask "
+	      "%#llx, classes 1 and 2 AGG_FINISH/AGG_FWD mask %#llx (node "
+	      "ids), flags %s, gathers MCAST_FWD/MCAST_END, pattern 0 1 2",
+	      p->name, (unsigned long long)rack,
+	      (unsigned long long)(rack | 1ULL << 4),
+	      ag ? "ANSWER|SELF" : "ANSWER");
+}
+
+/* The slow path with a socket to take it: the agent's cases that reach it
+ * run again, now redirected and counted as RINX_STAT_SLOW_SELF. An
+ * unbound AF_XDP socket is enough for bpf_redirect_map() to find an entry
+ * (BPF_PROG_TEST_RUN sends nothing anywhere). */
+static void run_with_socket(struct place *p)
+{
+	__u32 q = 0, base = 500000;	/* the queue test runs come in by */
+	int sk = socket(AF_XDP, SOCK_RAW, 0), ci;
+
+	if (!check(NULL, sk >= 0 &&
+		   !bpf_map_update_elem(p->xsks, &q, &sk, BPF_ANY),
+		   "agent: an AF_XDP socket in the XSKMAP (queue 0)")) {
+		tap_diag("  %s", strerror(errno));
+		if (sk >= 0)
+			close(sk);
+		return;
+	}
+	p->xsk = true;
+	p->name = "agent+xsk";
+	for (ci = 0; ci < ncases; ci++, base += 100) {
+		const struct tcase *c = &cases[ci];
+
+		if ((c->only & PLACES) == TOR_ONLY || !has_self(c))
+			continue;
+		rng = 0x7f4a7c15u * (ci + 1);
+		run_case(p, c, c->base ? c->base : base);
+	}
+	bpf_map_delete_elem(p->xsks, &q);
+	p->xsk = false;
+	p->name = "agent";
+	close(sk);
 }
 
 int main(void)
@@ -1693,13 +2222,14 @@ int main(void)
 		for (ci = 0; ci < ncases; ci++, base += 100) {
 			const struct tcase *c = &cases[ci];
 
-			if ((c->only == AGENT_ONLY && p->sw) ||
-			    (c->only == TOR_ONLY && !p->sw))
+			if (((c->only & PLACES) == AGENT_ONLY && p->sw) ||
+			    ((c->only & PLACES) == TOR_ONLY && !p->sw))
 				continue;
 			rng = 0x9e3779b9u * (ci + 1) + i;
 			run_case(p, c, c->base ? c->base : base);
 		}
 	}
+	run_with_socket(&places[0]);
 	if (dup_rewritten)
 		tap_diag("%d dropped duplicates into a finished slot were "
 			 "rewritten with the stored sum first (a 3 KiB copy "
