@@ -296,6 +296,11 @@ int rinx_host(struct xdp_md *ctx)
 			return rinx_count(bad, bad == RINX_STAT_ABORTED ?
 					  XDP_ABORTED : XDP_DROP);
 		f.h->step = RINX_HELLO_OPEN_YES;
+		if (bpf_ntohl(f.h->block) != job->plan_id) {
+			/* the asker runs another plan: say which one */
+			f.h->step = RINX_HELLO_OPEN_OTHER;
+			f.h->block = bpf_htonl(job->plan_id);
+		}
 		ret = forward(&f, job, job->slot, sender);
 		return ret == XDP_TX ? rinx_count(RINX_STAT_HELLO_YES, ret) :
 				       ret;

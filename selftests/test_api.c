@@ -378,7 +378,7 @@ static void sc_badopts(struct ctx *x)
 	check(x, 3, err < 0 && !c && m && strstr(m, "nosuchhost"),
 	      "node nosuchhost: err %d, message '%s'", err, m);
 	o.node = NULL;
-	o.sz = sizeof(o) - 1;
+	o.sz = offsetof(struct rinx_comm_opts, plan) - 1;
 	err = rinx_comm_open(&o, &c);
 	m = rinx_comm_error(NULL);
 	check(x, 3, err == -EINVAL && !c && m && *m,
@@ -765,6 +765,72 @@ static void sc_after_dead(struct ctx *x)
 /* No init barrier: rank r opens 300 r ms after rank 0 and calls allreduce
  * at once; the early ranks' frames reach nodes whose communicator is not
  * open yet. Slot 0 (job + 3), so a failure leaves the other slots alone. */
+/* Plans chosen per communicator: tree and ps:2 give correct sums; ranks
+ * that name different plans fail at open with a message naming both; an
+ * unknown plan name is refused before anything is installed. */
+static void sc_plans(struct ctx *x)
+{
+	static const char *const plans[] = { "tree", "ps:2" };
+	size_t count = 3 * BV + 5;
+	void *send = calloc(count, 4), *recv = calloc(count, 4);
+	struct rinx_comm_opts o = {
+		.sz = sizeof(o), .spec = spec_path, .rank = x->rank,
+		.timeout_ms = ERR_TIMEOUT,
+	};
+	struct rinx_comm *c = NULL;
+	const char *m;
+	int err, i, wrong;
+	char msg[160];
+
+	if (!send || !recv)
+		goto out;
+	for (i = 0; i < 2; i++) {
+		o.job = x->job + i;
+		o.token = 0x7e57a91u ^ o.job;
+		o.plan = plans[i];
+		err = rinx_comm_open(&o, &c);
+		if (!check(x, i, !err, "open with plan %s: %d %s", plans[i], err,
+			   rinx_comm_error(NULL)))
+			continue;
+		fill(send, RINX_FLOAT32, 90 + i, x->rank, count);
+		err = rinx_allreduce(c, send, recv, count, RINX_FLOAT32);
+		wrong = err ? -1 : check_all(recv, RINX_FLOAT32, 90 + i, NR,
+					     count, msg, sizeof(msg));
+		check(x, i, !err && !wrong, "plan %s: allreduce %d (%s), %d "
+		      "wrong, first %s", plans[i], err, rinx_comm_error(c), wrong,
+		      wrong ? msg : "-");
+		rinx_comm_close(c);
+		c = NULL;
+		barrier(x, 1 + i, i);
+	}
+	/* rank 3 names another plan than the others */
+	o.job = x->job + 2;
+	o.token = 0x7e57a91u ^ o.job;
+	o.plan = x->rank == NR - 1 ? "ps" : "ring";
+	err = rinx_comm_open(&o, &c);
+	m = rinx_comm_error(NULL);
+	check(x, 2, err == -EINVAL && !c && m && strstr(m, "same plan") &&
+	      strstr(m, "ps") && strstr(m, "ring"),
+	      "plans ring and ps in one job: err %d, message '%s'", err, m);
+	if (c)
+		rinx_comm_close(c);
+	c = NULL;
+	barrier(x, 3, 2);
+	o.plan = "ring:2";
+	err = rinx_comm_open(&o, &c);
+	m = rinx_comm_error(NULL);
+	check(x, 3, err == -EINVAL && !c && m && strstr(m, "ring:2"),
+	      "plan ring:2: err %d, message '%s'", err, m);
+	o.plan = "mesh";
+	err = rinx_comm_open(&o, &c);
+	m = rinx_comm_error(NULL);
+	check(x, 3, err == -EINVAL && !c && m && strstr(m, "mesh"),
+	      "plan mesh: err %d, message '%s'", err, m);
+out:
+	free(send);
+	free(recv);
+}
+
 static void sc_stagger(struct ctx *x)
 {
 	struct rinx_comm *c;
@@ -831,6 +897,12 @@ static const struct scenario scenarios[] = {
 	} },
 	{ "after dead peer", sc_after_dead, NR, 1, {
 		"new communicators in the failed job's slot, all 4 ranks: allreduce correct",
+	} },
+	{ "plans", sc_plans, NR, 4, {
+		"plan tree per communicator (rinx_comm_opts.plan): float32 correct",
+		"plan ps:2 per communicator: float32 correct",
+		"ranks naming different plans (ring, ps): every open fails with -EINVAL naming both",
+		"plan names ring:2 and mesh: -EINVAL naming them",
 	} },
 	{ "staggered open", sc_stagger, NR, 1, {
 		"no init barrier, ranks open 0.3 s apart and call allreduce at once: correct",

@@ -69,6 +69,10 @@ $py/rinx/osp.py
 $py/rinx/torch.py
 usr/share/doc/rinx/LICENSE
 usr/share/man/man8/rinxctl.8"
+# the MPI interposer where mpicc built it (make check installs Open MPI)
+command -v "${MPICC:-mpicc}" >/dev/null &&
+	expect="$expect
+usr/lib/librinx-mpi.so"
 got=$(files "$stage")
 [ "$got" = "$(sort <<<"$expect")" ]
 ok $? "installed files are the documented ones"

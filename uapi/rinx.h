@@ -61,6 +61,9 @@ enum rinx_hello {
 				 * gone; count: 1 when it has every status */
 	RINX_HELLO_READY = 4,	/* new plan installed for collective `epoch` */
 	RINX_HELLO_OPEN_YES = 5,
+	RINX_HELLO_OPEN_OTHER = 6,	/* answer to OPEN: the job is known
+					 * here but runs another plan (block:
+					 * the plan id installed here) */
 };
 
 /* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */
@@ -152,6 +155,10 @@ struct rinx_job {
 	 * sum; RINX_T_CONTRIB: a raw share for an aggregator). */
 	__u16 start_to[RINX_MAX_CLASSES];
 	__u8 start_type[RINX_MAX_CLASSES];
+	/* The plan the job runs here (user/plan.h rinx_plan_id): an OPEN
+	 * hello carries the asker's in `block`; another one is answered with
+	 * OPEN_OTHER, so ranks that disagree fail at open. */
+	__u32 plan_id;
 };
 
 #define RINX_NO_SEND		0xffff
@@ -333,7 +340,7 @@ _Static_assert(RINX_FRAME_HDR_LEN == 80, "payload is 8-byte aligned");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
-_Static_assert(sizeof(struct rinx_job) == 36 + 2 * RINX_CMAP_MAX +
+_Static_assert(sizeof(struct rinx_job) == 40 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");

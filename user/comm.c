@@ -160,6 +160,8 @@ struct rinx_comm {
 					 * the own positions, -1: not own */
 	__u32 epoch;
 	__u64 heard;		/* ranks whose OPEN hello arrived */
+	int clash;		/* 1 + a rank that runs another plan */
+	__u32 clash_id;		/* ... its plan id */
 	__u64 alive;		/* ranks that answered a PROBE */
 	/* INA health, agreed at the start of each collective (Rina racks
 	 * whose aggregator is gone run as plain ring members) */
@@ -730,6 +732,10 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			return SP_DROP;
 		if (f.h->step == RINX_HELLO_OPEN_YES)
 			c->heard |= 1ull << from;
+		if (f.h->step == RINX_HELLO_OPEN_OTHER) {
+			c->clash = from + 1;
+			c->clash_id = ntohl(f.h->block);
+		}
 		/* a peer that answers or probes is alive */
 		if (f.h->step == RINX_HELLO_ALIVE ||
 		    f.h->step == RINX_HELLO_PROBE)
@@ -969,7 +975,7 @@ static void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
 static int open_barrier(struct rinx_comm *c)
 {
 	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
-	__u64 next = 0, t, want = peers_mask(c);
+	__u64 next = 0, t, want = peers_mask(c), clash_t = 0;
 	char who[256];
 	int r;
 
@@ -982,10 +988,34 @@ static int open_barrier(struct rinx_comm *c)
 			pthread_mutex_unlock(&c->x->lock);
 			return 0;
 		}
+		/* a rank that runs another plan: stay installed a few hello
+		 * periods more, so that it hears our answer too, then fail */
+		if (c->clash && !clash_t)
+			clash_t = t + 50000000ull;
+		if (c->clash && t >= clash_t) {
+			char a[32], b[32];
+
+			pthread_mutex_unlock(&c->x->lock);
+			rinx_plan_name(c->spec.plan, c->spec.plan_nps, a,
+				       sizeof(a));
+			snprintf(b, sizeof(b), "%s", "another");
+			for (r = 0; r < 64 * RINX_PLAN_MAX; r++)
+				if (rinx_plan_id(r % RINX_PLAN_MAX,
+						 r / RINX_PLAN_MAX) == c->clash_id)
+					rinx_plan_name(r % RINX_PLAN_MAX,
+						       r / RINX_PLAN_MAX, b,
+						       sizeof(b));
+			return cerr(c, -EINVAL, "rank %d runs plan %s, rank %d "
+				    "plan %s: every rank of job %u must run the "
+				    "same plan", c->rank, a, c->clash - 1, b,
+				    c->job);
+		}
 		if (t >= next) {
 			for (r = 0; r < c->n; r++)
 				if (want & ~c->heard & (1ull << r))
-					send_hello(c, r, RINX_HELLO_OPEN);
+					send_ctl(c, r, RINX_T_HELLO,
+						 RINX_HELLO_OPEN, 0,
+						 c->jobent.plan_id, 1, 1);
 			next = t + 10000000ull;
 		}
 		x_kick(c->x);
@@ -1414,6 +1444,7 @@ static int install(struct rinx_comm *c)
 	c->jobent.self = c->rank;
 	c->jobent.qbits = c->qbits;
 	c->jobent.window = c->window;
+	c->jobent.plan_id = rinx_plan_id(c->spec.plan, c->spec.plan_nps);
 	plan_job(c);
 	memset(&c->cursors[c->slot], 0, sizeof(c->cursors[c->slot]));
 	memset(&c->cc, 0, sizeof(c->cc));
@@ -1460,7 +1491,8 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		return -ENOMEM;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
 	c->fd_aggs = c->tor_jobs_fd = -1;
-	if (!o || o->sz < sizeof(*o) || !o->spec) {
+	/* options of an older caller end before `plan` */
+	if (!o || o->sz < offsetof(struct rinx_comm_opts, plan) || !o->spec) {
 		err = cerr(c, -EINVAL, "missing options or spec");
 		goto fail;
 	}

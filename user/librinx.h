@@ -26,7 +26,9 @@ enum rinx_dtype {
 };
 
 struct rinx_comm_opts {
-	size_t sz;		/* sizeof(struct rinx_comm_opts) */
+	size_t sz;		/* sizeof(struct rinx_comm_opts); an older
+				   caller's smaller size (from `plan` on
+				   absent) is taken */
 	const char *spec;	/* cluster spec file */
 	const char *node;	/* this host's name in the spec, or NULL: */
 	int rank;		/*   this rank (used when node is NULL) */

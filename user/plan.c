@@ -57,15 +57,15 @@ int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
 				   "dbtree)", name);
 	if (colon) {
 		if (k != RINX_PLAN_PS && k != RINX_PLAN_PSINA)
-			return rinx_seterr(err, errlen, -EINVAL, "plan %s takes "
-					   "no :N", kind_name[k]);
+			return rinx_seterr(err, errlen, -EINVAL, "plan '%s': %s "
+					   "takes no :N", name, kind_name[k]);
 		errno = 0;
 		v = strtol(colon + 1, &end, 10);
 		if (errno || *end || end == colon + 1 || v < 1 ||
 		    v > RINX_MAX_CLASSES)
-			return rinx_seterr(err, errlen, -EINVAL, "plan %s:N: N "
-					   "must be 1..%d servers", kind_name[k],
-					   RINX_MAX_CLASSES);
+			return rinx_seterr(err, errlen, -EINVAL, "plan '%s': N "
+					   "of %s:N must be 1..%d servers", name,
+					   kind_name[k], RINX_MAX_CLASSES);
 	}
 	*kind = k;
 	*nps = (int)v;

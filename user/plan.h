@@ -57,6 +57,13 @@ struct rinx_plan {
  * 0, or -EINVAL with a message in err. */
 int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
 		    size_t errlen);
+/* A number that names kind and server count (never 0), for the open
+ * barrier's check that every rank runs the same plan. */
+static inline __u32 rinx_plan_id(int kind, int nps)
+{
+	return 1 + (__u32)kind + ((__u32)(nps > 1 ? nps : 0) << 8);
+}
+
 /* "ps:2" for kind and server count. */
 const char *rinx_plan_name(int kind, int nps, char *buf, size_t len);
 /* The spec as the plan sees it (s->plan): INA the plan does not use is
