@@ -991,7 +991,7 @@ static int open_barrier(struct rinx_comm *c)
 		/* a rank that runs another plan: stay installed a few hello
 		 * periods more, so that it hears our answer too, then fail */
 		if (c->clash && !clash_t)
-			clash_t = t + 50000000ull;
+			clash_t = t + 500000000ull;
 		if (c->clash && t >= clash_t) {
 			char a[32], b[32];
 

@@ -170,15 +170,23 @@ def phase_config(spec, job):
                rinx.Comm.from_env, "RINX_JOB")
         os.environ["RINX_JOB"] = env["RINX_JOB"]
         os.environ["RINX_PLAN"] = "grid"
-        raises("ConfigError: plan the engine does not have yet",
+        raises("ConfigError: a plan the engine does not have",
                rinx.ConfigError, rinx.Comm.from_env, "'grid'",
-               "not available")
+               "not one of")
     finally:
         os.environ.clear()
         os.environ.update(env)
-    raises("ConfigError: plan rina on a spec without INA racks",
-           rinx.ConfigError, lambda: rinx.Comm(spec, RANK, job=job,
-                                               plan="rina"), "ring")
+    # the last rank names another plan than the others: every open fails,
+    # with the plans named where a rank met one of the other plan (a rank
+    # that comes late, when the others have left, times out instead)
+    e = raises("ConfigError: ranks naming different plans",
+               (rinx.ConfigError, rinx.TimeoutError),
+               lambda: rinx.Comm(spec, RANK, job=job, timeout_ms=3000,
+                                 plan="ps" if RANK == N - 1 else "ring"))
+    check("ConfigError: ... names both plans, or the ranks that did not open",
+          e is not None and (("same plan" in str(e) and "ps" in str(e)) or
+                             (isinstance(e, rinx.TimeoutError) and
+                              "did not open" in str(e))), str(e))
     raises("ConfigError: rank outside the spec", rinx.ConfigError,
            lambda: rinx.Comm(spec, N, job=job), "rank %d" % N)
     raises("ConfigError: missing spec file", rinx.ConfigError,
@@ -550,10 +558,14 @@ def main():
     phase_osp(comm)
     phase('phase_closed')
     phase_closed(comm, spec, job)
-    with rinx.Comm(spec, RANK, job=job + 1, timeout_ms=20000) as c2:
+    with rinx.Comm(spec, RANK, job=job + 1, timeout_ms=20000,
+                   plan="tree") as c2:
         x = gen_i32(50, RANK, 1000)
         c2.allreduce(x)
-        cmp_i32("context manager: a second communicator works", x, 50)
+        cmp_i32("context manager: a second communicator (plan tree) works",
+                x, 50)
+        check("plan= names the communicator's plan", c2.plan == "tree",
+              c2.plan)
         phase('phase_dead')
         c2.allreduce(x)     # a barrier before the short-timeout open
         phase_dead(spec, job + 2, a.dead_timeout_ms)
