@@ -149,7 +149,7 @@ static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
 
 /* Pacer of the own blocks: may one leave now? Takes its departure time
  * with a compare-and-swap shared with the trainer's sender, which runs the
- * same rule (user/comm.c); losing the race means another sender took the
+ * same rule (user/cc.c); losing the race means another sender took the
  * slot, so this one waits. Up to RINX_PACE_BURST blocks may leave back to
  * back after an idle spell. */
 static __always_inline int pace_ok(struct rinx_cursor *cur)

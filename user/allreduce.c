@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Allreduce: the trainer's side of the data path, and the public calls.
+ *
+ * Per round (epoch) of an allreduce a rank: publishes the round in its job
+ * entry, converts its input into the share map (mmapped), claims the blocks
+ * it starts from a cursor it shares with the host program and sends the
+ * first ones through its AF_XDP socket (at most `inflight` unfinished; XDP
+ * turns every gather that ends here into the next one), finishes in user
+ * space the frames XDP handed up (slow path, slow.c), collects the finished
+ * blocks from the result map (mmapped) as XDP stores them, and repairs
+ * losses when nothing finishes for a while (repair.c). A round holds at
+ * most `window` blocks; longer tensors take several. Before the first
+ * round, an open barrier makes sure every peer knows the job (ctlmsg.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <xdp/xsk.h>
+#include "user/comm.h"
+#include "user/quant.h"
+
+#define RTO_MAX_NS	1000000000ull
+
+static int round_open(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	size_t left = r->count - r->done_vals;
+	size_t vals = left < (size_t)c->window * RINX_BLOCK_VALUES ?
+		      left : (size_t)c->window * RINX_BLOCK_VALUES;
+	__u64 t;
+	__u32 b, key = c->job;
+
+	r->nb = (vals + RINX_BLOCK_VALUES - 1) / RINX_BLOCK_VALUES;
+	r->last_count = vals - (size_t)(r->nb - 1) * RINX_BLOCK_VALUES;
+	c->epoch++;
+	c->jobent.epoch = c->epoch;
+	c->jobent.nblocks = r->nb;
+	c->jobent.last_count = r->last_count;
+	c->jobent.dtype = r->dtype == RINX_FLOAT32 ? RINX_W_FIXED :
+						     RINX_W_INT32;
+	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
+		return cerr(c, -errno, "cannot update job entry: %s",
+			    strerror(errno));
+	t = now_ns();
+	for (b = 0; b < r->nb; b++) {
+		struct rinx_slot *s = &c->share[c->slot * c->window + b];
+		int cnt = block_count(r, b);
+		size_t off = r->done_vals + (size_t)b * RINX_BLOCK_VALUES;
+
+		if (r->dtype == RINX_FLOAT32) {
+			rinx_quant_block(s, (const float *)r->send + off, cnt,
+					 c->qbits);
+		} else {
+			memcpy(s->v, (const int32_t *)r->send + off, cnt * 4);
+			if (cnt < RINX_BLOCK_VALUES)
+				memset(&s->v[cnt], 0,
+				       (RINX_BLOCK_VALUES - cnt) * 4);
+			s->exp = 0;
+			s->flags = 0;
+			s->count = cnt;
+		}
+		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
+	}
+	c->st.ns_quant += now_ns() - t;
+	/* Peers convert their input too before anything can finish: a round
+	 * that has not started moving is not a loss. Wait a few times this
+	 * rank's conversion before the first repair. */
+	r->last_progress = now_ns();
+	r->rto = 4 * (r->last_progress - t);
+	if (r->rto < RTO_FIRST_NS)
+		r->rto = RTO_FIRST_NS;
+	{
+		struct rinx_cursor *cur = &c->cursors[c->slot];
+
+		/* every share of the round is written: open the cursor */
+		__atomic_store_n(&cur->next, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&cur->epoch, c->epoch, __ATOMIC_RELEASE);
+	}
+	/* the blocks of the classes this rank starts, in the order of the
+	 * cursor (the host program claims the same sequence) */
+	r->nown = 0;
+	for (b = 0; b < r->nb; b++)
+		if (c->ownidx[b % c->plan.plen] >= 0)
+			r->own[r->nown++] = b;
+	r->head = r->cursor = r->stamped = r->sampled = r->fin_ahead = 0;
+	r->cursor_t = r->first_fin = 0;
+	memset(r->resent, 0, r->nown);
+	r->round_open = 1;
+	return 0;
+}
+
+/* Builds and queues the frame of block b (reduce from its origin, or a
+ * contribution to the rack's aggregator). 0 or -EAGAIN. */
+int send_block(struct rinx_req *r, __u32 b)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	__u32 klass = class_of(c, b);
+	struct rinx_slot *s = &c->share[c->slot * c->window + b];
+	__u64 addr = x->free[x->nfree - 1];
+	struct frame f;
+
+	frame_at((__u8 *)x->area + addr, &f);
+	frame_addr(c, &f, c->plan.start_to[klass]);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = c->plan.start_type[klass];
+	f.h->flags = s->flags;
+	f.h->step = 0;
+	f.h->job = htonl(c->job);
+	f.h->token = htonl(c->token);
+	f.h->epoch = htonl(c->epoch);
+	f.h->block = htonl(b);
+	f.h->nblocks = htonl(r->nb);
+	f.h->count = htons(block_count(r, b));
+	f.h->klass = htons(klass);
+	f.h->exp = htons((__u16)s->exp);
+	f.h->dtype = htons(c->jobent.dtype);
+	memcpy(f.v, s->v, RINX_BLOCK_BYTES);
+	if (x_send(x, addr, RINX_FRAME_MAX))
+		return -EAGAIN;
+	x->nfree--;
+	return 0;
+}
+
+static int send_own(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+	int sent = 0;
+
+	/* Own blocks are claimed from the cursor the host program shares: it
+	 * turns every gather that ends here into the next own block, so after
+	 * the first window the trainer only fills gaps. In flight: claimed
+	 * beyond the finished prefix of own blocks. */
+	while (x->nfree > 0) {
+		__u32 next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE), j;
+
+		if (next >= r->nown ||
+		    next - r->head - r->fin_ahead >= (__u32)c->inflight ||
+		    xsk_prod_nb_free(&x->tx, 1) < 1 || !pace_ok(cur, now_ns()))
+			break;
+		j = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
+		if (j >= r->nown)
+			break;
+		if (send_block(r, r->own[j])) {
+			/* cannot happen: a TX slot was checked */
+			r->err = cerr(c, -EIO, "AF_XDP transmit ring full");
+			break;
+		}
+		sent++;
+	}
+	c->st.blocks_sent += sent;
+	return sent;
+}
+
+static int collect(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	int got = 0;
+	__u64 t = 0;
+
+	{
+		__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
+						__ATOMIC_ACQUIRE);
+
+		if (claimed > r->nown)
+			claimed = r->nown;
+		while (r->head < claimed &&
+		       __atomic_load_n(&c->result[c->slot * c->window +
+						  r->own[r->head]].epoch,
+				       __ATOMIC_ACQUIRE) == c->epoch)
+			r->head++;
+	}
+	while (r->cursor < r->nb) {
+		const struct rinx_slot *s =
+			&c->result[c->slot * c->window + r->cursor];
+		size_t off = r->done_vals +
+			     (size_t)r->cursor * RINX_BLOCK_VALUES;
+		int cnt = block_count(r, r->cursor);
+
+		if (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) != c->epoch)
+			break;
+		if (!t)
+			t = now_ns();
+		if (r->dtype == RINX_FLOAT32) {
+			rinx_dequant_block(s, (float *)r->recv + off, cnt,
+					   c->qbits);
+			if (s->flags & RINX_F_NONFINITE)
+				c->st.nonfinite++;
+		} else {
+			memcpy((int32_t *)r->recv + off, s->v, cnt * 4);
+		}
+		r->cursor++;
+		got++;
+	}
+	if (t)
+		c->st.ns_dequant += now_ns() - t;
+	return got;
+}
+
+/* "rank 3 (h3)" or "aggregator agg1" for messages. */
+static const char *node_label(struct rinx_comm *c, int id)
+{
+	static __thread char buf[RINX_NAME_MAX + 32];
+	int i;
+
+	if (id >= 0 && id < c->n) {
+		snprintf(buf, sizeof(buf), "rank %d (%s)", id,
+			 rinx_spec_rank(&c->spec, id)->name);
+		return buf;
+	}
+	for (i = 0; i < c->spec.nracks; i++)
+		if (rinx_plan_agg_node(&c->spec, i) == id) {
+			snprintf(buf, sizeof(buf), "the aggregator %s of rack %d",
+				 c->spec.racks[i].name, c->spec.racks[i].id);
+			return buf;
+		}
+	snprintf(buf, sizeof(buf), "node %d", id);
+	return buf;
+}
+
+static int timeout_error(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	int missing = 0, first = -1, origin = -1, one_origin = 1;
+	__u32 b;
+
+	for (b = r->cursor; b < r->nb; b++) {
+		if (c->result[c->slot * c->window + b].epoch == c->epoch)
+			continue;
+		if (first < 0) {
+			first = b;
+			origin = c->plan.root[class_of(c, b)];
+		} else if (c->plan.root[class_of(c, b)] != origin) {
+			one_origin = 0;
+		}
+		missing++;
+	}
+	c->st.timeouts++;
+	{
+		__u64 dead = peers_mask(c) & ~probe_peers(c, 200);
+		char who[256];
+
+		if (dead) {
+			list_ranks(c, dead, who, sizeof(who));
+			return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed "
+				    "out (%d ms without progress): %d of %u "
+				    "blocks of round %u missing; no answer "
+				    "from %s (dead or cut off)", c->rank,
+				    c->timeout_ms,
+				    missing, r->nb, c->epoch, who);
+		}
+	}
+	if (one_origin && origin >= 0)
+		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d "
+			    "ms without progress): %d of %u blocks of round "
+			    "%u missing, all of classes finishing at %s: is "
+			    "its %s running?", c->rank,
+			    c->timeout_ms, missing, r->nb, c->epoch,
+			    node_label(c, origin), origin < c->n ?
+			    "trainer" : "INA ToR (or a worker of its rack)");
+	return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d ms "
+		    "without progress): %d of %u blocks of round %u missing "
+		    "(first: block %d, finishing at %s); a peer is dead, "
+		    "unreachable or not started",
+		    c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
+		    first >= 0 ? node_label(c, origin) : "?");
+}
+
+static void req_free(struct rinx_req *r)
+{
+	if (r->c && r->c->active == r)
+		r->c->active = NULL;
+	free(r->own);
+	free(r->sent_at);
+	free(r->resent);
+	free(r);
+}
+
+/* One step of progress; 1 = finished, 0 = running, < 0 = error. */
+static int progress(struct rinx_req *r, int *moved)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	int err = 0;
+
+	*moved = 0;
+	if (r->err)
+		return r->err;
+	pthread_mutex_lock(&x->lock);
+	if (!r->round_open) {
+		err = round_open(r);
+		if (err)
+			goto out;
+		*moved = 1;
+	}
+	x_reclaim(x);
+	*moved += slow_path(c);
+	if (r->err) {
+		err = r->err;
+		goto out;
+	}
+	*moved += send_own(r);
+	x_kick(x);
+	{
+		int got = collect(r);
+		__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
+						__ATOMIC_RELAXED);
+		__u64 t = now_ns();
+
+		*moved += got;
+		cc_update(r, t);
+		own_timers(r, t);
+		/* a hole: the next block in order is missing for a while
+		 * though a later one of its class finished here - ask for
+		 * the holes now, before the round drains (RACK's reasoning
+		 * for the blocks of every origin: a NACK is answered from a
+		 * stored copy) */
+		if (got || !r->cursor_t) {
+			r->cursor_t = t;
+			r->holes = 0;
+		} else if (t - r->cursor_t > hole_wait(c) << (r->holes < 6 ?
+							      r->holes : 6) &&
+			   cursor_hole(r)) {
+			repair(r, !r->holes, 0);
+			c->st.repairs++;
+			r->holes++;
+			r->cursor_t = t;
+		}
+		/* a stall: blocks finished in order, or own blocks claimed
+		 * (the host program claims one per finished gather) */
+		if (got || claimed != r->last_claimed || !r->last_progress) {
+			r->moved_at = t;
+			r->last_claimed = claimed;
+			r->last_progress = t;
+			r->rto = RTO_FIRST_NS;
+		} else if (t - r->last_progress > r->rto) {
+			repair(r, r->rto <= RTO_FIRST_NS, 1);
+			c->st.repairs++;
+			r->last_progress = t;
+			r->rto = r->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS :
+							   r->rto * 2;
+		}
+	}
+	if (r->cursor == r->nb) {
+		r->done_vals += (size_t)r->nb * RINX_BLOCK_VALUES;
+		if (r->done_vals > r->count)
+			r->done_vals = r->count;
+		r->round_open = 0;
+		c->st.rounds++;
+		if (r->done_vals == r->count) {
+			pthread_mutex_unlock(&x->lock);
+			return 1;
+		}
+		/* frames of the next round may already be pending */
+		err = round_open(r);
+		if (err)
+			goto out;
+		*moved = 1;
+	}
+out:
+	pthread_mutex_unlock(&x->lock);
+	return err;
+}
+
+RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
+				  void *recv, size_t count,
+				  enum rinx_dtype dtype, struct rinx_req **out)
+{
+	struct rinx_req *r;
+
+	*out = NULL;
+	if (!c)
+		return -EINVAL;
+	if (dtype != RINX_FLOAT32 && dtype != RINX_INT32)
+		return cerr(c, -EINVAL, "unsupported dtype %d", dtype);
+	if (count && (!send || !recv))
+		return cerr(c, -EINVAL, "NULL buffer");
+	if (c->active)
+		return cerr(c, -EBUSY, "an allreduce is already in flight on "
+			    "this communicator");
+	if (count) {
+		int err = ina_check(c);
+
+		if (err)
+			return err;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->c = c;
+	r->send = send;
+	r->recv = recv;
+	r->count = count;
+	r->dtype = dtype;
+	r->t0 = now_ns();
+	r->own = calloc(c->window, sizeof(*r->own));
+	r->sent_at = calloc(c->window, sizeof(*r->sent_at));
+	r->resent = calloc(c->window, sizeof(*r->resent));
+	if (!r->own || !r->sent_at || !r->resent) {
+		free(r->own);
+		free(r->sent_at);
+		free(r->resent);
+		free(r);
+		return -ENOMEM;
+	}
+	c->active = r;
+	*out = r;
+	return 0;
+}
+
+static int finish(struct rinx_req *r, int ret)
+{
+	struct rinx_comm *c = r->c;
+
+	if (ret == 1) {
+		c->st.ops++;
+		c->st.bytes += r->count * 4;
+		ret = 0;
+	}
+	c->st.ns_total += now_ns() - r->t0;
+	req_free(r);
+	return ret;
+}
+
+static int trivial(struct rinx_req *r)
+{
+	if (r->count && r->send != r->recv)
+		memmove(r->recv, r->send, r->count * 4);
+	return 1;
+}
+
+RINX_API int rinx_test(struct rinx_req *r)
+{
+	int moved, ret;
+
+	if (!r)
+		return -EINVAL;
+	if (r->count == 0 || r->c->n == 1)
+		return finish(r, trivial(r));
+	ret = progress(r, &moved);
+	if (ret == 0)
+		return 0;
+	ret = finish(r, ret);
+	return ret ? ret : 1;
+}
+
+RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
+{
+	struct rinx_comm *c;
+	__u64 deadline, t, tmo;
+	int moved, ret, idle = 0, slack, idle_timeout;
+
+	if (!r)
+		return -EINVAL;
+	c = r->c;
+	if (r->count == 0 || c->n == 1)
+		return finish(r, trivial(r));
+	idle_timeout = timeout_ms < 0;
+	if (timeout_ms < 0)
+		timeout_ms = c->timeout_ms;
+	tmo = (__u64)timeout_ms * 1000000ull;
+	deadline = now_ns() + tmo;
+	/* the naps below pace own blocks: the default timer slack (50 us)
+	 * would stretch each of them */
+	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
+	for (;;) {
+		ret = progress(r, &moved);
+		if (ret)
+			break;
+		if (moved) {
+			idle = 0;
+			continue;
+		}
+		/* Nothing to do: the other ranks' frames are being processed
+		 * in softirq context on the same cores, so yield instead of
+		 * spinning once a few polls came back empty. */
+		if (++idle > 8) {
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+		t = now_ns();
+		/* the communicator's timeout counts time without progress:
+		 * a large collective on slow links is not a dead peer */
+		if (idle_timeout && r->moved_at + tmo > deadline)
+			deadline = r->moved_at + tmo;
+		if (t > deadline) {
+			ret = timeout_error(r);	/* request still valid */
+			if (slack > 0)
+				prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+			return ret;
+		}
+	}
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+	return finish(r, ret);
+}
+
+RINX_API void rinx_cancel(struct rinx_req *r)
+{
+	if (r)
+		req_free(r);
+}
+
+RINX_API int rinx_allreduce(struct rinx_comm *c, const void *send,
+			    void *recv, size_t count, enum rinx_dtype dtype)
+{
+	struct rinx_req *r;
+	int err;
+
+	err = rinx_allreduce_start(c, send, recv, count, dtype, &r);
+	if (err)
+		return err;
+	err = rinx_wait(r, -1);
+	if (err == -ETIMEDOUT)
+		rinx_cancel(r);
+	return err;
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Congestion control of the own blocks (those a rank starts).
+ *
+ * Switch ports mark CE above a backlog threshold; the mark stays on the
+ * frame for its whole path (and an aggregator passes on the marks of what
+ * it consumes), and the host program counts every finished block stored
+ * here and the marked ones (cursor.stored, .marked). Every block of a ring
+ * crosses every link, so every rank sees the congestion of the whole plan.
+ * From that fraction each rank sets the rate of the blocks it starts, in
+ * the manner of DCTCP: alpha follows the marked fraction, a marked interval
+ * cuts the rate by alpha / 2 (at most once per block round trip), clean
+ * ones bring it back as DCQCN does (halfway to the rate before the cut,
+ * then a growing additive step), so the rate finds a link's share quickly
+ * and jobs sharing links converge to equal shares.
+ * A rank starts unpaced (line rate) and paces from its first mark, starting
+ * from the rate it measured. The pacer (cursor.gap_ns, .next_ns) is shared
+ * with the host program, whose recycling obeys it too (pace_ok in
+ * bpf/host.bpf.c follows the same rule as pace_ok below).
+ */
+#include "user/comm.h"
+
+#define CC_INTERVAL_NS	500000ull	/* update at most this often */
+#define CC_MIN_STORED	8		/* ... and after this many blocks */
+#define CC_G		(1.0 / 16)	/* DCTCP's gain */
+#define CC_AI		50.0		/* blocks/s added per clean update */
+#define CC_CALM		8
+#define CC_FR		5		/* fast-recovery intervals */
+#define CC_AI_DIV	8		/* the step stays below rate / 8 */
+#define CC_MIN_RATE	200.0		/* blocks/s: never starve */
+#define CC_USED		0.8		/* share of the rate that must be
+					 * used before it may grow */
+
+int pace_ok(struct rinx_cursor *cur, __u64 now)
+{
+	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
+	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
+	__u64 lo = now - RINX_PACE_BURST * gap;
+
+	if (!gap)
+		return 1;
+	if (now < t)
+		return 0;
+	return __atomic_compare_exchange_n(&cur->next_ns, &t,
+					   (t > lo ? t : lo) + gap, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+void cc_update(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+	struct cc *cc = &c->cc;
+	__u64 stored = __atomic_load_n(&cur->stored, __ATOMIC_RELAXED);
+	__u64 marked = __atomic_load_n(&cur->marked, __ATOMIC_RELAXED);
+	__u64 ds = stored - cc->stored, dm = marked - cc->marked;
+	__u32 next = __atomic_load_n(&cur->next, __ATOMIC_RELAXED);
+	/* own blocks that left in the interval (the cursor restarts with
+	 * every round) */
+	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
+	__u64 hold = c->srtt > CC_INTERVAL_NS ? c->srtt : CC_INTERVAL_NS;
+	double dt = (double)(now - cc->t) * 1e-9, f;
+
+	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
+		/* first call, or after an idle spell: a fresh interval */
+		cc->t = now;
+		cc->stored = stored;
+		cc->marked = marked;
+		cc->claimed = next;
+		return;
+	}
+	if (now - cc->t < CC_INTERVAL_NS || ds < CC_MIN_STORED)
+		return;
+	f = dm > ds ? 1.0 : (double)dm / (double)ds;
+	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
+	if (dm && now - cc->cut > hold) {
+		/* at most one cut per block round trip: marks seen sooner
+		 * still tell of the backlog before the last cut */
+		if (!cc->rate) {
+			/* start pacing at the rate this rank's blocks went:
+			 * its share of the blocks finished here */
+			cc->rate = (double)ds / dt *
+				   (r->nb ? (double)r->nown / r->nb : 1.0);
+			cc->alpha = 1;	/* DCTCP's initial alpha */
+		}
+		cc->target = cc->rate;
+		cc->rate *= 1 - cc->alpha / 2;
+		cc->ai = CC_AI;
+		cc->calm = 0;
+		cc->cut = now;
+		c->st.cc_cuts++;
+	} else if (!dm && cc->rate &&
+		   (double)sent / dt < CC_USED * cc->rate) {
+		/* the rank did not send at its rate (the round's tail, a
+		 * slow trainer): a clean interval proves nothing about a
+		 * higher one (as TCP validates its window, RFC 7661) */
+	} else if (!dm && cc->rate) {
+		/* DCQCN's recovery: halfway back to the rate before the cut
+		 * for CC_FR clean intervals, then the target grows by a step
+		 * that doubles every CC_CALM clean intervals */
+		if (++cc->calm > CC_FR) {
+			cc->target += cc->ai;
+			if ((cc->calm - CC_FR) % CC_CALM == 0 &&
+			    cc->ai < cc->target / CC_AI_DIV)
+				cc->ai *= 2;
+		}
+		cc->rate = (cc->rate + cc->target) / 2;
+	}
+	if (cc->rate && cc->rate < CC_MIN_RATE)
+		cc->rate = CC_MIN_RATE;
+	__atomic_store_n(&cur->gap_ns, cc->rate ? (__u32)(1e9 / cc->rate) : 0,
+			 __ATOMIC_RELAXED);
+	c->st.ecn_marked += dm;
+	c->st.pace_rate = (uint64_t)cc->rate;
+	cc->t = now;
+	cc->stored = stored;
+	cc->marked = marked;
+	cc->claimed = next;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Internals of a communicator, shared by the files of librinx that make it
+ * up: the communicator and request, the AF_XDP context, a frame's layout,
+ * and the functions one of these files calls in another. Not installed;
+ * the public interface is librinx.h. The files, one concern each:
+ *   comm.c       open (pinned maps, tables, job entry, INA ToR), close
+ *   xsk.c        AF_XDP sockets and umem, shared per (process, interface)
+ *   slow.c       frames, and the slow path: what XDP handed up
+ *   ctlmsg.c     control frames: open barrier, INA health, liveness probe
+ *   allreduce.c  rounds of an allreduce and the public allreduce calls
+ *   cc.c         congestion control of the blocks a rank starts
+ *   repair.c     loss repair
+ */
+#ifndef RINX_COMM_H
+#define RINX_COMM_H
+
+#include <pthread.h>
+#include <time.h>
+#include <linux/types.h>
+#include <xdp/xsk.h>
+#include "user/ctl.h"
+#include "user/librinx.h"
+#include "user/plan.h"
+
+#define FRAME_SIZE	4096
+#define NUM_FRAMES	4096
+#define RING_SIZE	2048
+#define MAX_PENDING	NUM_FRAMES
+#define XQ_MAX		64	/* receive queues served (the xsks map's size) */
+
+/* ---- AF_XDP sockets per (process, interface), shared by comms ----
+ * One socket per receive queue, all on one umem: the host program hands a
+ * frame up on the queue it arrived on, and a NIC with RSS spreads frames
+ * over its queues. Queue 0's socket also transmits. */
+struct xctx {
+	struct xctx *next;
+	int refs;
+	int ifindex;
+	char pin[RINX_PATH_MAX];
+	pthread_mutex_t lock;
+	void *area;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fq, tx;
+	struct xsk_ring_cons cq, rx;
+	int nq;			/* receive queues, a socket on each */
+	struct xq {
+		struct xsk_socket *xsk;		/* [0]: xsk */
+		struct xsk_ring_prod *fq;	/* [0]: &fq, else &own_fq */
+		struct xsk_ring_cons *rx;	/* [0]: &rx, else &own_rx */
+		/* rings of queues 1..: receive only, but the kernel wants
+		 * a completion ring for every queue sharing the umem */
+		struct xsk_ring_prod own_fq;
+		struct xsk_ring_cons own_cq, own_rx;
+	} q[XQ_MAX];
+	__u64 free[NUM_FRAMES];
+	int nfree;
+	/* slow-path frames waiting for their round or their share */
+	__u64 pend_addr[MAX_PENDING];
+	__u32 pend_len[MAX_PENDING];
+	int npend;
+	int tx_unkicked;
+	/* jobs of the communicators using this socket */
+	__u32 jobs[RINX_MAX_JOBS];
+	int njobs;
+};
+
+struct rinx_req {
+	struct rinx_comm *c;
+	const void *send;
+	void *recv;
+	size_t count;
+	int dtype;
+	size_t done_vals;	/* values finished in earlier rounds */
+	/* the round in progress */
+	__u32 nb, last_count;
+	__u32 *own;		/* blocks this rank starts, in claim order */
+	__u32 nown, head;	/* own[0..head) finished */
+	/* loss repair of own blocks: when own[j] was claimed (sent) last,
+	 * and how often it was sent again; own[0..stamped) are stamped */
+	__u64 *sent_at;
+	__u8 *resent;
+	__u32 stamped, sampled;
+	__u32 fin_ahead;	/* own blocks finished beyond head */
+	__u64 cursor_t;		/* when the cursor last moved */
+	__u64 first_fin;	/* when an own block first finished */
+	int holes;		/* hole repairs since */
+	__u32 cursor;		/* blocks < cursor are copied out */
+	int round_open;
+	__u64 last_progress;	/* when a block last finished */
+	__u64 moved_at;		/* ... not reset by a repair */
+	__u32 last_claimed;
+	__u64 rto;		/* repair after this long without one */
+	__u64 t0;
+	int err;
+};
+
+struct rinx_comm {
+	struct rinx_spec spec;
+	const struct rinx_spec_host *self;
+	int rank, n;
+	__u32 job, token, slot, window;
+	int qbits;
+	int timeout_ms, inflight;
+	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
+	int fd_aggs;		/* agent host: its aggregator slots */
+	int tor_jobs_fd;	/* agent of an INA ToR: the ToR's job table */
+	struct rinx_slot *share, *result;
+	size_t map_bytes;
+	struct rinx_cursor *cursors;	/* mmapped, RINX_MAX_JOBS entries */
+	struct xctx *x;
+	struct rinx_plan plan;
+	struct rinx_job jobent;
+	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
+					 * the own positions, -1: not own */
+	__u32 epoch;
+	__u64 heard;		/* ranks whose OPEN hello arrived */
+	int clash;		/* 1 + a rank that runs another plan */
+	__u32 clash_id;		/* ... its plan id */
+	__u64 alive;		/* ranks that answered a PROBE */
+	/* INA health, agreed at the start of each collective (Rina racks
+	 * whose aggregator is gone run as plain ring members) */
+	__u32 coll;		/* collectives started */
+	__u32 down;		/* racks (bit = index) that fell back */
+	struct ctlbar {
+		__u32 coll;	/* collective of the barrier */
+		__u64 from;	/* ranks heard */
+		__u32 or;	/* OR of their words */
+	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
+	__u32 done_coll[2], done_word[2];	/* last completed, to answer */
+	struct rinx_req *active;
+	__u64 srtt, rttvar;	/* own blocks: claim to finished here */
+	struct cc {
+		__u64 t;		/* last update */
+		__u64 stored, marked;	/* cursor counts at t */
+		__u32 claimed;		/* cursor next at t */
+		double rate;		/* own blocks per second; 0: unpaced */
+		double alpha;		/* smoothed fraction of marked blocks */
+		double target;		/* rate before the last cut */
+		double ai;		/* additive increase per update */
+		__u64 cut;		/* time of the last cut */
+		int calm;		/* updates in a row without a mark */
+	} cc;
+	struct rinx_comm_stats st;
+	char err[320];
+};
+
+#define RTO_FIRST_NS	10000000ull	/* no progress for 10 ms: repair */
+static inline __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct frame {
+	__u8 *eth;
+	__u8 *ip;
+	__u8 *udp;
+	struct rinx_hdr *h;
+	__s32 *v;
+};
+
+/* Class of block b in the plan. */
+static inline int class_of(const struct rinx_comm *c, __u32 b)
+{
+	return c->plan.cmap[b % c->plan.plen];
+}
+
+/* Index of own block b among this rank's own blocks (the cursor counts
+ * them), -1 if b is not one. */
+static inline long own_index(const struct rinx_comm *c, __u32 b)
+{
+	int i = c->ownidx[b % c->plan.plen];
+
+	return i < 0 ? -1 : (long)(b / c->plan.plen) * c->jobent.nown + i;
+}
+
+static inline int block_count(const struct rinx_req *r, __u32 b)
+{
+	return b == r->nb - 1 ? (int)r->last_count : RINX_BLOCK_VALUES;
+}
+
+/* comm.c */
+int cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int ina_replan(struct rinx_comm *c, __u32 down);
+
+/* xsk.c */
+int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
+	     struct xctx **out);
+void xctx_put(struct xctx *x);
+void xctx_job(struct xctx *x, __u32 job, int add);
+int xctx_has_job(const struct xctx *x, __u32 job);
+void x_reclaim(struct xctx *x);
+void x_refill(struct xctx *x);
+void x_kick(struct xctx *x);
+int x_send(struct xctx *x, __u64 addr, __u32 len);
+
+/* slow.c */
+void frame_at(__u8 *p, struct frame *f);
+void frame_addr(struct rinx_comm *c, struct frame *f, int to);
+int slow_path(struct rinx_comm *c);
+
+/* ctlmsg.c */
+int send_ctl(struct rinx_comm *c, int to, int type, int step, __u32 epoch,
+	     __u32 block, __u32 nblocks, __u16 count);
+__u64 peers_mask(const struct rinx_comm *c);
+void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf, size_t len);
+int open_barrier(struct rinx_comm *c);
+int ina_check(struct rinx_comm *c);
+__u64 probe_peers(struct rinx_comm *c, int ms);
+
+/* allreduce.c */
+int send_block(struct rinx_req *r, __u32 b);
+
+/* cc.c */
+int pace_ok(struct rinx_cursor *cur, __u64 now);
+void cc_update(struct rinx_req *r, __u64 now);
+
+/* repair.c */
+void own_timers(struct rinx_req *r, __u64 now);
+int cursor_hole(const struct rinx_req *r);
+__u64 hole_wait(const struct rinx_comm *c);
+void repair(struct rinx_req *r, int first, int stall);
+
+#endif

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Control frames of a job: the open barrier (every peer knows the job
+ * before a block moves), the barrier at the start of a collective that
+ * agrees on the health of the INA ToRs, the liveness probe after a
+ * timeout, and the frame they and the NACKs of loss repair are sent in.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "user/comm.h"
+
+/* A control frame (hello, NACK) of the job to node `to`: header only, the
+ * payload zero. 0 or -EAGAIN. */
+int send_ctl(struct rinx_comm *c, int to, int type, int step,
+	     __u32 epoch, __u32 block, __u32 nblocks, __u16 count)
+{
+	struct xctx *x = c->x;
+	struct frame f;
+	__u64 addr;
+
+	if (x->nfree <= 0 || xsk_prod_nb_free(&x->tx, 1) < 1)
+		return -EAGAIN;
+	addr = x->free[x->nfree - 1];
+	frame_at((__u8 *)x->area + addr, &f);
+	memset(f.h, 0, sizeof(*f.h));
+	frame_addr(c, &f, to);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = type;
+	f.h->step = step;
+	f.h->job = htonl(c->job);
+	f.h->token = htonl(c->token);
+	f.h->epoch = htonl(epoch);
+	f.h->block = htonl(block);
+	f.h->nblocks = htonl(nblocks);
+	f.h->count = htons(count);
+	f.h->klass = htons(c->plan.plen ? class_of(c, block) : 0);
+	f.h->dtype = htons(c->jobent.dtype);
+	memset(f.v, 0, RINX_BLOCK_BYTES);
+	if (x_send(x, addr, RINX_FRAME_MAX))
+		return -EAGAIN;
+	x->nfree--;
+	return 0;
+}
+
+static int send_hello(struct rinx_comm *c, int to, int kind)
+{
+	return send_ctl(c, to, RINX_T_HELLO, kind, 0, 0, 1, 1);
+}
+
+__u64 peers_mask(const struct rinx_comm *c)
+{
+	__u64 all = c->n >= 64 ? ~0ull : (1ull << c->n) - 1;
+
+	return all & ~(1ull << c->rank);
+}
+
+void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
+		size_t len)
+{
+	size_t off = 0;
+	int r;
+
+	buf[0] = 0;
+	for (r = 0; r < c->n && off + 1 < len; r++)
+		if (mask & (1ull << r))
+			off += snprintf(buf + off, len - off, "%srank %d (%s)",
+					off ? ", " : "", r,
+					rinx_spec_rank(&c->spec, r)->name);
+}
+
+/* Frames sent to a peer before it installed the job would be dropped:
+ * every rank returns from open only once every peer's host program has
+ * answered "I know the job" (in XDP, so a peer that already returned from
+ * open and is busy elsewhere still answers). Asks are repeated every 10 ms,
+ * so lost ones do no harm. */
+int open_barrier(struct rinx_comm *c)
+{
+	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
+	__u64 next = 0, t, want = peers_mask(c), clash_t = 0;
+	char who[256];
+	int r;
+
+	for (;;) {
+		t = now_ns();
+		pthread_mutex_lock(&c->x->lock);
+		x_reclaim(c->x);
+		slow_path(c);
+		if ((c->heard & want) == want) {
+			pthread_mutex_unlock(&c->x->lock);
+			return 0;
+		}
+		/* a rank that runs another plan: stay installed a few hello
+		 * periods more, so that it hears our answer too, then fail */
+		if (c->clash && !clash_t)
+			clash_t = t + 500000000ull;
+		if (c->clash && t >= clash_t) {
+			char a[32], b[32];
+
+			pthread_mutex_unlock(&c->x->lock);
+			rinx_plan_name(c->spec.plan, c->spec.plan_nps, a,
+				       sizeof(a));
+			snprintf(b, sizeof(b), "%s", "another");
+			for (r = 0; r < 64 * RINX_PLAN_MAX; r++)
+				if (rinx_plan_id(r % RINX_PLAN_MAX,
+						 r / RINX_PLAN_MAX) == c->clash_id)
+					rinx_plan_name(r % RINX_PLAN_MAX,
+						       r / RINX_PLAN_MAX, b,
+						       sizeof(b));
+			return cerr(c, -EINVAL, "rank %d runs plan %s, rank %d "
+				    "plan %s: every rank of job %u must run the "
+				    "same plan", c->rank, a, c->clash - 1, b,
+				    c->job);
+		}
+		if (t >= next) {
+			for (r = 0; r < c->n; r++)
+				if (want & ~c->heard & (1ull << r))
+					send_ctl(c, r, RINX_T_HELLO,
+						 RINX_HELLO_OPEN, 0,
+						 c->jobent.plan_id, 1, 1);
+			next = t + 10000000ull;
+		}
+		x_kick(c->x);
+		pthread_mutex_unlock(&c->x->lock);
+		if (t > deadline) {
+			list_ranks(c, want & ~c->heard, who, sizeof(who));
+			return cerr(c, -ETIMEDOUT, "rank %d: %s did not open "
+				    "job %u within %d ms", c->rank, who,
+				    c->job, c->timeout_ms);
+		}
+		usleep(200);
+	}
+}
+
+/* A barrier at the start of collective `coll` (kind 0: STATUS, 1: READY)
+ * that waits for the ranks in `want` and ORs their words, sending this
+ * rank's word to the ranks in `to`. Hellos are repeated until all in `want`
+ * were heard; a peer that lost ours says so in its own (count 0) and is
+ * answered (ctl_hello), even after we left. */
+static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
+		       __u64 want, __u64 to, __u32 *or)
+{
+	struct ctlbar *b = &c->bar[kind][0], *nx = &c->bar[kind][1];
+	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
+	__u64 next = 0, t;
+	int step = kind ? RINX_HELLO_READY : RINX_HELLO_STATUS, r, done;
+	char who[256];
+
+	pthread_mutex_lock(&c->x->lock);
+	if (nx->coll == coll) {
+		*b = *nx;
+	} else {
+		b->coll = coll;
+		b->from = 0;
+		b->or = 0;
+	}
+	memset(nx, 0, sizeof(*nx));
+	pthread_mutex_unlock(&c->x->lock);
+	for (;;) {
+		t = now_ns();
+		pthread_mutex_lock(&c->x->lock);
+		x_reclaim(c->x);
+		slow_path(c);
+		done = (b->from & want) == want;
+		if (done || t >= next) {
+			for (r = 0; r < c->n; r++)
+				if (to & (1ull << r))
+					send_ctl(c, r, RINX_T_HELLO, step, coll,
+						 word, 1, done);
+			next = t + 10000000ull;
+		}
+		x_kick(c->x);
+		if (done) {
+			c->done_coll[kind] = coll;
+			c->done_word[kind] = word;
+			*or = b->or | word;
+		}
+		pthread_mutex_unlock(&c->x->lock);
+		if (done)
+			return 0;
+		if (t > deadline) {
+			list_ranks(c, want & ~b->from, who, sizeof(who));
+			return cerr(c, -ETIMEDOUT, "rank %d: %s did not start "
+				    "collective %u within %d ms", c->rank, who,
+				    coll, c->timeout_ms);
+		}
+		{
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+/* The racks (bit = index) whose aggregator this rank, as their agent,
+ * finds gone: the INA ToR no longer holds the job. */
+static __u32 ina_health(struct rinx_comm *c)
+{
+	int ri = rinx_plan_agent_of(&c->spec, c->rank), fd;
+	char path[RINX_PATH_MAX + RINX_NAME_MAX + 8];
+	struct rinx_job j;
+	__u32 key = c->job, down = 0;
+
+	if (ri < 0 || c->spec.racks[ri].ina != RINX_INA_SWITCH || ri >= 32)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s/jobs", c->spec.pin,
+		 c->spec.racks[ri].name);
+	fd = bpf_obj_get(path);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &key, &j) || j.token != c->token)
+		down = 1U << ri;
+	if (fd >= 0)
+		close(fd);
+	return down;
+}
+
+/* At the start of a collective on a plan with INA ToRs: agree on which of
+ * them are gone, and fall back where needed before any block moves. */
+int ina_check(struct rinx_comm *c)
+{
+	__u32 word, all;
+	__u64 agents = 0;
+	int i, any = 0, err;
+
+	for (i = 0; i < c->spec.nracks; i++)
+		any |= c->spec.racks[i].ina == RINX_INA_SWITCH;
+	if (!any || c->n < 2)
+		return 0;
+	/* only the agents of INA ToR racks have something to say */
+	for (i = 0; i < c->spec.nracks; i++) {
+		int a = rinx_plan_agent_of_rack(&c->spec, i);
+
+		if (c->spec.racks[i].ina == RINX_INA_SWITCH && a >= 0 &&
+		    a != c->rank)
+			agents |= 1ull << a;
+	}
+	/* the agents tell everybody; the others ask the agents (their hello
+	 * is what gets a lost answer repeated) */
+	word = ina_health(c);
+	i = rinx_plan_agent_of(&c->spec, c->rank);
+	err = ctl_barrier(c, 0, ++c->coll, word, agents,
+			  i >= 0 && c->spec.racks[i].ina == RINX_INA_SWITCH ?
+			  peers_mask(c) : agents, &all);
+	if (err)
+		return err;
+	all |= c->down;
+	if (all == c->down)
+		return 0;
+	err = ina_replan(c, all);
+	if (err)
+		return err;
+	/* nobody sends a block before every rank runs the new plan */
+	return ctl_barrier(c, 1, c->coll, 0, peers_mask(c), peers_mask(c),
+			   &all);
+}
+
+/* Which peers answer within `ms`? Called when an allreduce timed out. */
+__u64 probe_peers(struct rinx_comm *c, int ms)
+{
+	__u64 deadline = now_ns() + (__u64)ms * 1000000ull;
+	int r;
+
+	c->alive = 0;
+	pthread_mutex_lock(&c->x->lock);
+	for (r = 0; r < c->n; r++)
+		if (r != c->rank)
+			send_hello(c, r, RINX_HELLO_PROBE);
+	x_kick(c->x);
+	pthread_mutex_unlock(&c->x->lock);
+	while (now_ns() < deadline && (c->alive & peers_mask(c)) !=
+					      peers_mask(c)) {
+		pthread_mutex_lock(&c->x->lock);
+		x_reclaim(c->x);
+		slow_path(c);
+		x_kick(c->x);
+		pthread_mutex_unlock(&c->x->lock);
+		usleep(200);
+	}
+	return c->alive;
+}

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Frames (Ethernet/IPv4/UDP and the rinx header, built in place in the
+ * umem) and the slow path: the frames the host program hands up to the
+ * trainer because they need this rank's share before it was written, a
+ * waiting aggregation slot of this host, or a control answer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <xdp/xsk.h>
+#include "user/comm.h"
+#include "user/quant.h"
+
+/* ---- frames ---- */
+
+static __u16 ip_csum(const void *hdr)
+{
+	const __u16 *w = hdr;
+	__u32 sum = 0;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum & 0xffff;
+}
+
+void frame_at(__u8 *p, struct frame *f)
+{
+	f->eth = p;
+	f->ip = p + 14;
+	f->udp = p + 34;
+	f->h = (struct rinx_hdr *)(p + 42);
+	f->v = (__s32 *)(p + RINX_FRAME_HDR_LEN);
+}
+
+/* Ethernet/IPv4/UDP headers from node `from` to node `to`. */
+void frame_addr(struct rinx_comm *c, struct frame *f, int to)
+{
+	const struct rinx_node *s = &c->plan.nodes[c->rank];
+	const struct rinx_node *d = &c->plan.nodes[to];
+	__u16 len_ip = htons(RINX_FRAME_MAX - 14);
+	__u16 len_udp = htons(RINX_FRAME_MAX - 34);
+	__u16 sport = htons(c->spec.port), csum;
+
+	memcpy(f->eth, d->mac, 6);
+	memcpy(f->eth + 6, s->mac, 6);
+	f->eth[12] = 0x08;
+	f->eth[13] = 0x00;
+	f->ip[0] = 0x45;
+	f->ip[1] = RINX_ECN_ECT0;	/* ECN-capable: ports mark, not drop */
+	memcpy(f->ip + 2, &len_ip, 2);
+	memset(f->ip + 4, 0, 4);	/* id, DF off, no fragment */
+	f->ip[8] = 64;
+	f->ip[9] = 17;
+	memset(f->ip + 10, 0, 2);
+	memcpy(f->ip + 12, &s->ip, 4);
+	memcpy(f->ip + 16, &d->ip, 4);
+	csum = ip_csum(f->ip);
+	memcpy(f->ip + 10, &csum, 2);
+	memcpy(f->udp, &sport, 2);
+	memcpy(f->udp + 2, &sport, 2);
+	memcpy(f->udp + 4, &len_udp, 2);
+	memset(f->udp + 6, 0, 2);
+	f->h->sender = htons(c->rank);
+}
+
+/* ---- slow path: what XDP could not finish, done the same way here ---- */
+
+/* A STATUS or READY hello of collective `epoch` from rank `from`: noted in
+ * the barrier it belongs to. Returns 1 when the frame was turned into our
+ * answer (the peer lacks our word for a barrier we completed). */
+static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
+{
+	int kind = f->h->step == RINX_HELLO_STATUS ? 0 : 1, i;
+	__u32 coll = ntohl(f->h->epoch);
+
+	for (i = 0; i < 2; i++) {
+		struct ctlbar *b = &c->bar[kind][i];
+
+		if (b->coll != coll && i == 1 && !b->from)
+			b->coll = coll;	/* a peer a barrier ahead */
+		if (b->coll == coll) {
+			b->from |= 1ull << from;
+			b->or |= ntohl(f->h->block);
+			break;
+		}
+	}
+	if (ntohs(f->h->count) || coll != c->done_coll[kind] || !coll)
+		return 0;
+	f->h->block = htonl(c->done_word[kind]);
+	f->h->count = htons(1);
+	frame_addr(c, f, from);
+	return 1;
+}
+
+static void store_result(struct rinx_slot *res, const struct frame *f,
+			 __u32 epoch, __u32 cnt)
+{
+	memcpy(res->v, f->v, RINX_BLOCK_BYTES);
+	res->exp = (__s16)ntohs(f->h->exp);
+	res->flags = f->h->flags;
+	res->count = cnt;
+	__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+}
+
+/* A rack's group address (what the ToR replicates into the rack; with
+ * `onward` also to the uplink, readdressed to the IP destination). */
+static void frame_group(struct frame *f, int rack, int onward)
+{
+	f->eth[0] = RINX_GROUP_MAC0;
+	f->eth[1] = RINX_GROUP_MAC1;
+	f->eth[2] = RINX_GROUP_MAC2;
+	f->eth[3] = rack == RINX_GROUP_EVERY ? 0xff : rack;
+	f->eth[4] = rack == RINX_GROUP_EVERY ? 0xff : 0;
+	f->eth[5] = onward && rack != RINX_GROUP_EVERY;
+}
+
+/* An aggregation of this host (RINX_HOP_SELF) whose contributors are all
+ * in while its share was not written yet: the host program left the slot
+ * waiting (pend) and sent its sum here. Adds the share to the slot and
+ * marks it done, so that the host program answers duplicates with the
+ * whole sum from now on, and puts the sum into f. Nothing else writes the
+ * slot meanwhile: its contributors are all in, and the next round's cannot
+ * come before this block has finished. 0, 1 (stale: drop) or -errno. */
+static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
+			 __u32 idx, __u32 epoch, const struct rinx_slot *sh,
+			 struct frame *f, int *ce)
+{
+	struct rinx_agg a;
+
+	if (c->fd_aggs < 0 ||
+	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK))
+		return -EIO;
+	if (a.epoch != epoch || (!a.pend && !a.done))
+		return 1;
+	if (a.pend) {
+		a.exp = rinx_payload_add(a.v, a.exp, sh->v, sh->exp);
+		a.flags |= sh->flags;
+		a.pend = 0;
+		a.done = 1;
+		a.final = hop->action == RINX_A_AGG_FINISH;
+		if (bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK))
+			return -EIO;
+	}
+	memcpy(f->v, a.v, RINX_BLOCK_BYTES);
+	f->h->exp = htons((__u16)a.exp);
+	f->h->flags = a.flags;
+	*ce = a.ce;
+	return 0;
+}
+
+/* Marks a readdressed frame CE (its sum met congestion on the way). */
+static void frame_ce(struct frame *f)
+{
+	__u16 csum;
+
+	f->ip[1] |= RINX_ECN_CE;
+	memset(f->ip + 10, 0, 2);
+	csum = ip_csum(f->ip);
+	memcpy(f->ip + 10, &csum, 2);
+}
+
+/* What became of a slow-path frame. */
+enum {
+	SP_SENT,	/* finished here and transmitted (the frame is in TX) */
+	SP_FREE,	/* finished here, nothing to send: the frame is free */
+	SP_KEEP,	/* not yet: its round, its share or a TX slot is missing */
+	SP_DROP,	/* rejected: the frame is free */
+};
+
+static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
+{
+	struct xctx *x = c->x;
+	struct rinx_req *r = c->active;
+	struct rinx_slot *sh, *res;
+	const struct rinx_hop *hop;
+	struct frame f;
+	__u32 epoch, block, nblocks, klass, cnt, type, idx;
+	int agg, ret, ce = 0;
+
+	if (len < RINX_FRAME_MAX)
+		return SP_DROP;
+	/* The frame is rewritten in place: only start when it can leave. */
+	if (xsk_prod_nb_free(&x->tx, 1) < 1)
+		return SP_KEEP;
+	frame_at(p, &f);
+	if (ntohl(f.h->job) != c->job)	/* another communicator's, or late */
+		return xctx_has_job(x, ntohl(f.h->job)) ? SP_KEEP : SP_DROP;
+	if (ntohl(f.h->token) != c->token)
+		return SP_DROP;
+	if (f.h->type == RINX_T_HELLO) {
+		__u16 from = ntohs(f.h->sender);
+		__be32 saddr;
+
+		memcpy(&saddr, f.ip + 12, 4);
+		if (from >= c->n || from == c->rank ||
+		    saddr != c->plan.nodes[from].ip)
+			return SP_DROP;
+		if (f.h->step == RINX_HELLO_OPEN_YES)
+			c->heard |= 1ull << from;
+		if (f.h->step == RINX_HELLO_OPEN_OTHER) {
+			c->clash = from + 1;
+			c->clash_id = ntohl(f.h->block);
+		}
+		/* a peer that answers or probes is alive */
+		if (f.h->step == RINX_HELLO_ALIVE ||
+		    f.h->step == RINX_HELLO_PROBE)
+			c->alive |= 1ull << from;
+		if (f.h->step == RINX_HELLO_STATUS ||
+		    f.h->step == RINX_HELLO_READY)
+			return ctl_hello(c, &f, from) ?
+			       (x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+				SP_KEEP : SP_SENT) : SP_FREE;
+		if (f.h->step == RINX_HELLO_PROBE) {
+			f.h->step = RINX_HELLO_ALIVE;
+		} else {
+			return SP_FREE;
+		}
+		frame_addr(c, &f, from);
+		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		       SP_KEEP : SP_SENT;
+	}
+	epoch = ntohl(f.h->epoch);
+	if ((__s32)(epoch - c->epoch) < 0)
+		return SP_DROP;
+	if (epoch != c->epoch || !r || !r->round_open)
+		return SP_KEEP;
+	block = ntohl(f.h->block);
+	nblocks = ntohl(f.h->nblocks);
+	cnt = ntohs(f.h->count);
+	klass = ntohs(f.h->klass);
+	type = f.h->type;
+	if (nblocks != r->nb || block >= nblocks ||
+	    cnt != (__u32)block_count(r, block) ||
+	    ntohs(f.h->dtype) != c->jobent.dtype) {
+		r->err = cerr(c, -EMSGSIZE,
+			      "rank %d: rank %u sends a different tensor "
+			      "(round %u: %u blocks, block %u has %u values, "
+			      "dtype %u) than this rank (%u blocks, dtype %u)",
+			      c->rank, ntohs(f.h->sender), epoch, nblocks,
+			      block, cnt, ntohs(f.h->dtype), r->nb,
+			      c->jobent.dtype);
+		return SP_DROP;
+	}
+	if (klass >= (__u32)c->plan.nclasses || (int)klass != class_of(c, block) ||
+	    type < RINX_T_REDUCE || type > RINX_T_CONTRIB)
+		return SP_DROP;
+	hop = &c->plan.hops[klass][type - 1];
+	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
+	/* XDP checked the sender of an aggregation's frame; what reaches
+	 * the trainer from one is the sum of a slot that waits for this
+	 * host's share, and the slot is what counts */
+	if (hop->action == RINX_A_NONE || (agg && !(hop->flags & RINX_HOP_SELF)) ||
+	    (!agg && (ntohs(f.h->sender) != hop->from || f.h->step != hop->step)))
+		return SP_DROP;
+	idx = c->slot * c->window + block;
+	sh = &c->share[idx];
+	res = &c->result[idx];
+	switch (hop->action) {
+	case RINX_A_ADD_FWD:
+	case RINX_A_ADD_FINISH:
+		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
+			return SP_KEEP;
+		f.h->exp = htons((__u16)rinx_payload_add(f.v,
+				(__s16)ntohs(f.h->exp), sh->v, sh->exp));
+		f.h->flags |= sh->flags;
+		f.h->step++;
+		if (hop->action == RINX_A_ADD_FINISH) {
+			store_result(res, &f, epoch, cnt);
+			f.h->type = RINX_T_GATHER;
+			f.h->step = 0;
+		}
+		break;
+	case RINX_A_STORE_FWD:
+	case RINX_A_STORE_END:
+		store_result(res, &f, epoch, cnt);
+		if (hop->action == RINX_A_STORE_END)
+			return SP_FREE;
+		f.h->step++;
+		break;
+	case RINX_A_AGG_FWD:
+	case RINX_A_AGG_FINISH:
+		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
+			return SP_KEEP;
+		ret = self_complete(c, hop, idx, epoch, sh, &f, &ce);
+		if (ret)
+			return ret < 0 ? SP_KEEP : SP_DROP;
+		f.h->step = hop->out_step;
+		if (hop->action == RINX_A_AGG_FWD) {
+			f.h->type = RINX_T_REDUCE;
+			break;
+		}
+		store_result(res, &f, epoch, cnt);
+		f.h->type = RINX_T_GATHER;
+		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
+			return SP_FREE;
+		frame_addr(c, &f, hop->to);
+		if (ce)
+			frame_ce(&f);
+		if (hop->rack != RINX_NO_RACK)
+			frame_group(&f, hop->rack, hop->to != c->rank);
+		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		       SP_KEEP : SP_SENT;
+	case RINX_A_MCAST_FWD:
+	case RINX_A_MCAST_END:
+		store_result(res, &f, epoch, cnt);
+		f.h->step = hop->out_step;
+		frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
+				  c->rank);
+		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
+		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		       SP_KEEP : SP_SENT;
+	default:
+		return SP_DROP;
+	}
+	frame_addr(c, &f, hop->to);
+	if (ce)
+		frame_ce(&f);
+	return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
+								 SP_SENT;
+}
+
+/* Runs the slow path over pending and newly received frames. Returns the
+ * number of frames finished. Called with x->lock held. */
+int slow_path(struct rinx_comm *c)
+{
+	struct xctx *x = c->x;
+	__u32 idx, n, i;
+	int done = 0, j, keep = 0, ret, q;
+
+	for (q = 0; q < x->nq; q++) {
+		struct xsk_ring_cons *rx = x->q[q].rx;
+
+		n = xsk_ring_cons__peek(rx, RING_SIZE, &idx);
+		for (i = 0; i < n; i++) {
+			const struct xdp_desc *d =
+				xsk_ring_cons__rx_desc(rx, idx + i);
+
+			if (x->npend < MAX_PENDING) {
+				x->pend_addr[x->npend] = d->addr;
+				x->pend_len[x->npend++] = d->len;
+			} else {
+				x->free[x->nfree++] = d->addr;
+				c->st.slow_dropped++;
+			}
+		}
+		if (n)
+			xsk_ring_cons__release(rx, n);
+	}
+	for (j = 0; j < x->npend; j++) {
+		__u64 a = x->pend_addr[j];
+
+		ret = slow_frame(c, (__u8 *)x->area + a, x->pend_len[j]);
+		if (ret == SP_SENT) {
+			done++;
+			c->st.slow_path++;
+		} else if (ret == SP_FREE) {
+			done++;
+			c->st.slow_path++;
+			x->free[x->nfree++] = a;
+		} else if (ret == SP_DROP) {
+			c->st.slow_dropped++;
+			x->free[x->nfree++] = a;
+		} else {
+			x->pend_addr[keep] = a;
+			x->pend_len[keep++] = x->pend_len[j];
+		}
+	}
+	x->npend = keep;
+	x_refill(x);
+	return done;
+}
