@@ -46,8 +46,8 @@ static int round_open(struct rinx_req *r)
 	c->jobent.dtype = r->dtype == RINX_FLOAT32 ? RINX_W_FIXED :
 						     RINX_W_INT32;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
-		return cerr(c, -errno, "cannot update job entry: %s",
-			    strerror(errno));
+		return rinx_c_cerr(c, -errno, "cannot update job entry: %s",
+				   strerror(errno));
 	t = now_ns();
 	for (b = 0; b < r->nb; b++) {
 		struct rinx_slot *s = &c->share[c->slot * c->window + b];
@@ -98,7 +98,7 @@ static int round_open(struct rinx_req *r)
 
 /* Builds and queues the frame of block b (reduce from its origin, or a
  * contribution to the rack's aggregator). 0 or -EAGAIN. */
-int send_block(struct rinx_req *r, __u32 b)
+int rinx_c_send_block(struct rinx_req *r, __u32 b)
 {
 	struct rinx_comm *c = r->c;
 	struct xctx *x = c->x;
@@ -107,8 +107,8 @@ int send_block(struct rinx_req *r, __u32 b)
 	__u64 addr = x->free[x->nfree - 1];
 	struct frame f;
 
-	frame_at((__u8 *)x->area + addr, &f);
-	frame_addr(c, &f, c->plan.start_to[klass]);
+	rinx_c_frame_at((__u8 *)x->area + addr, &f);
+	rinx_c_frame_addr(c, &f, c->plan.start_to[klass]);
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
 	f.h->type = c->plan.start_type[klass];
@@ -124,7 +124,7 @@ int send_block(struct rinx_req *r, __u32 b)
 	f.h->exp = htons((__u16)s->exp);
 	f.h->dtype = htons(c->jobent.dtype);
 	memcpy(f.v, s->v, RINX_BLOCK_BYTES);
-	if (x_send(x, addr, RINX_FRAME_MAX))
+	if (rinx_c_x_send(x, addr, RINX_FRAME_MAX))
 		return -EAGAIN;
 	x->nfree--;
 	return 0;
@@ -146,14 +146,14 @@ static int send_own(struct rinx_req *r)
 
 		if (next >= r->nown ||
 		    next - r->head - r->fin_ahead >= (__u32)c->inflight ||
-		    xsk_prod_nb_free(&x->tx, 1) < 1 || !pace_ok(cur, now_ns()))
+		    xsk_prod_nb_free(&x->tx, 1) < 1 || !rinx_c_pace_ok(cur, now_ns()))
 			break;
 		j = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
 		if (j >= r->nown)
 			break;
-		if (send_block(r, r->own[j])) {
+		if (rinx_c_send_block(r, r->own[j])) {
 			/* cannot happen: a TX slot was checked */
-			r->err = cerr(c, -EIO, "AF_XDP transmit ring full");
+			r->err = rinx_c_cerr(c, -EIO, "AF_XDP transmit ring full");
 			break;
 		}
 		sent++;
@@ -247,33 +247,33 @@ static int timeout_error(struct rinx_req *r)
 	}
 	c->st.timeouts++;
 	{
-		__u64 dead = peers_mask(c) & ~probe_peers(c, 200);
+		__u64 dead = rinx_c_peers_mask(c) & ~rinx_c_probe_peers(c, 200);
 		char who[256];
 
 		if (dead) {
-			list_ranks(c, dead, who, sizeof(who));
-			return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed "
-				    "out (%d ms without progress): %d of %u "
-				    "blocks of round %u missing; no answer "
-				    "from %s (dead or cut off)", c->rank,
-				    c->timeout_ms,
-				    missing, r->nb, c->epoch, who);
+			rinx_c_list_ranks(c, dead, who, sizeof(who));
+			return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: allreduce timed "
+					   "out (%d ms without progress): %d of %u "
+					   "blocks of round %u missing; no answer "
+					   "from %s (dead or cut off)", c->rank,
+					   c->timeout_ms,
+					   missing, r->nb, c->epoch, who);
 		}
 	}
 	if (one_origin && origin >= 0)
-		return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d "
-			    "ms without progress): %d of %u blocks of round "
-			    "%u missing, all of classes finishing at %s: is "
-			    "its %s running?", c->rank,
-			    c->timeout_ms, missing, r->nb, c->epoch,
-			    node_label(c, origin), origin < c->n ?
-			    "trainer" : "INA ToR (or a worker of its rack)");
-	return cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d ms "
-		    "without progress): %d of %u blocks of round %u missing "
-		    "(first: block %d, finishing at %s); a peer is dead, "
-		    "unreachable or not started",
-		    c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
-		    first >= 0 ? node_label(c, origin) : "?");
+		return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d "
+				   "ms without progress): %d of %u blocks of round "
+				   "%u missing, all of classes finishing at %s: is "
+				   "its %s running?", c->rank,
+				   c->timeout_ms, missing, r->nb, c->epoch,
+				   node_label(c, origin), origin < c->n ?
+				   "trainer" : "INA ToR (or a worker of its rack)");
+	return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d ms "
+			   "without progress): %d of %u blocks of round %u missing "
+			   "(first: block %d, finishing at %s); a peer is dead, "
+			   "unreachable or not started",
+			   c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
+			   first >= 0 ? node_label(c, origin) : "?");
 }
 
 static void req_free(struct rinx_req *r)
@@ -303,14 +303,14 @@ static int progress(struct rinx_req *r, int *moved)
 			goto out;
 		*moved = 1;
 	}
-	x_reclaim(x);
-	*moved += slow_path(c);
+	rinx_c_x_reclaim(x);
+	*moved += rinx_c_slow_path(c);
 	if (r->err) {
 		err = r->err;
 		goto out;
 	}
 	*moved += send_own(r);
-	x_kick(x);
+	rinx_c_x_kick(x);
 	{
 		int got = collect(r);
 		__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
@@ -318,8 +318,8 @@ static int progress(struct rinx_req *r, int *moved)
 		__u64 t = now_ns();
 
 		*moved += got;
-		cc_update(r, t);
-		own_timers(r, t);
+		rinx_c_cc_update(r, t);
+		rinx_c_own_timers(r, t);
 		/* a hole: the next block in order is missing for a while
 		 * though a later one of its class finished here - ask for
 		 * the holes now, before the round drains (RACK's reasoning
@@ -328,10 +328,10 @@ static int progress(struct rinx_req *r, int *moved)
 		if (got || !r->cursor_t) {
 			r->cursor_t = t;
 			r->holes = 0;
-		} else if (t - r->cursor_t > hole_wait(c) << (r->holes < 6 ?
-							      r->holes : 6) &&
-			   cursor_hole(r)) {
-			repair(r, !r->holes, 0);
+		} else if (t - r->cursor_t > rinx_c_hole_wait(c) << (r->holes < 6 ?
+								     r->holes : 6) &&
+			   rinx_c_cursor_hole(r)) {
+			rinx_c_repair(r, !r->holes, 0);
 			c->st.repairs++;
 			r->holes++;
 			r->cursor_t = t;
@@ -344,7 +344,7 @@ static int progress(struct rinx_req *r, int *moved)
 			r->last_progress = t;
 			r->rto = RTO_FIRST_NS;
 		} else if (t - r->last_progress > r->rto) {
-			repair(r, r->rto <= RTO_FIRST_NS, 1);
+			rinx_c_repair(r, r->rto <= RTO_FIRST_NS, 1);
 			c->st.repairs++;
 			r->last_progress = t;
 			r->rto = r->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS :
@@ -382,14 +382,14 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	if (!c)
 		return -EINVAL;
 	if (dtype != RINX_FLOAT32 && dtype != RINX_INT32)
-		return cerr(c, -EINVAL, "unsupported dtype %d", dtype);
+		return rinx_c_cerr(c, -EINVAL, "unsupported dtype %d", dtype);
 	if (count && (!send || !recv))
-		return cerr(c, -EINVAL, "NULL buffer");
+		return rinx_c_cerr(c, -EINVAL, "NULL buffer");
 	if (c->active)
-		return cerr(c, -EBUSY, "an allreduce is already in flight on "
-			    "this communicator");
+		return rinx_c_cerr(c, -EBUSY, "an allreduce is already in flight on "
+				   "this communicator");
 	if (count) {
-		int err = ina_check(c);
+		int err = rinx_c_ina_check(c);
 
 		if (err)
 			return err;

@@ -31,7 +31,7 @@
 #define CC_USED		0.8		/* share of the rate that must be
 					 * used before it may grow */
 
-int pace_ok(struct rinx_cursor *cur, __u64 now)
+int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 {
 	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
 	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
@@ -46,7 +46,7 @@ int pace_ok(struct rinx_cursor *cur, __u64 now)
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-void cc_update(struct rinx_req *r, __u64 now)
+void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
 	struct rinx_cursor *cur = &c->cursors[c->slot];

@@ -20,7 +20,7 @@
 
 /* Keeps the message for rinx_comm_error() and returns ret: the error
  * reports of every file of the communicator. */
-int cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
+int rinx_c_cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -39,9 +39,9 @@ static int open_pinned(struct rinx_comm *c, const char *dir, const char *name)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = bpf_obj_get(path);
 	if (fd < 0)
-		return cerr(c, -errno, "node %s is not up (cannot open %s: %s);"
-			    " run rinxctl up", c->self->name, path,
-			    strerror(errno));
+		return rinx_c_cerr(c, -errno, "node %s is not up (cannot open %s: %s);"
+				   " run rinxctl up", c->self->name, path,
+				   strerror(errno));
 	return fd;
 }
 
@@ -56,14 +56,14 @@ static int map_share(struct rinx_comm *c, int fd, struct rinx_slot **out)
 		return -errno;
 	if (info.value_size != sizeof(struct rinx_slot) ||
 	    info.max_entries % RINX_MAX_JOBS)
-		return cerr(c, -EPROTO, "pinned maps of node %s are from an "
-			    "incompatible rinx build", c->self->name);
+		return rinx_c_cerr(c, -EPROTO, "pinned maps of node %s are from an "
+				   "incompatible rinx build", c->self->name);
 	c->window = info.max_entries / RINX_MAX_JOBS;
 	bytes = (size_t)info.max_entries * info.value_size;
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return cerr(c, -errno, "cannot mmap map: %s", strerror(errno));
+		return rinx_c_cerr(c, -errno, "cannot mmap map: %s", strerror(errno));
 	c->map_bytes = bytes;
 	*out = p;
 	return 0;
@@ -78,8 +78,8 @@ static int write_tables(struct rinx_comm *c, int fd_nodes, int fd_hops,
 	for (i = 0; i < p->nnodes; i++) {
 		k = c->slot * RINX_MAX_NODES + i;
 		if (bpf_map_update_elem(fd_nodes, &k, &p->nodes[i], 0))
-			return cerr(c, -errno, "cannot write node table: %s",
-				    strerror(errno));
+			return rinx_c_cerr(c, -errno, "cannot write node table: %s",
+					   strerror(errno));
 	}
 	for (cl = 0; cl < RINX_MAX_CLASSES; cl++)
 		for (t = 1; t <= RINX_HOP_TYPES; t++) {
@@ -89,8 +89,8 @@ static int write_tables(struct rinx_comm *c, int fd_nodes, int fd_hops,
 
 			k = RINX_HOP_INDEX(c->slot, cl, t);
 			if (bpf_map_update_elem(fd_hops, &k, h, 0))
-				return cerr(c, -errno, "cannot write hop table: %s",
-					    strerror(errno));
+				return rinx_c_cerr(c, -errno, "cannot write hop table: %s",
+						   strerror(errno));
 		}
 	return 0;
 }
@@ -106,10 +106,10 @@ static int clear_aggs(struct rinx_comm *c, int fd)
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -errno;
 	if (info.max_entries < (c->slot + 1) * c->window)
-		return cerr(c, -EPROTO, "aggregator of %s has %u slots, the "
-			    "job needs %u: was the node brought up as an "
-			    "agent/INA ToR with this spec?", c->self->name,
-			    info.max_entries, (c->slot + 1) * c->window);
+		return rinx_c_cerr(c, -EPROTO, "aggregator of %s has %u slots, the "
+				   "job needs %u: was the node brought up as an "
+				   "agent/INA ToR with this spec?", c->self->name,
+				   info.max_entries, (c->slot + 1) * c->window);
 	zero = calloc(1, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
@@ -117,8 +117,8 @@ static int clear_aggs(struct rinx_comm *c, int fd)
 		k = c->slot * c->window + i;
 		if (bpf_map_update_elem(fd, &k, zero, 0)) {
 			free(zero);
-			return cerr(c, -errno, "cannot reset aggregator slots: %s",
-				    strerror(errno));
+			return rinx_c_cerr(c, -errno, "cannot reset aggregator slots: %s",
+					   strerror(errno));
 		}
 	}
 	free(zero);
@@ -142,8 +142,8 @@ static int install_tor(struct rinx_comm *c, int ri)
 	    (fd_nodes = err = open_pinned(c, dir, "nodes")) < 0 ||
 	    (fd_hops = err = open_pinned(c, dir, "hops")) < 0 ||
 	    (fd_aggs = err = open_pinned(c, dir, "aggs")) < 0) {
-		cerr(c, err, "the INA ToR %s of rack %d is not up (no pinned "
-		     "maps in %s)", r->name, r->id, dir);
+		rinx_c_cerr(c, err, "the INA ToR %s of rack %d is not up (no pinned "
+			    "maps in %s)", r->name, r->id, dir);
 		goto out;
 	}
 	for (err = bpf_map_get_next_key(fd_jobs, NULL, &next); !err;
@@ -151,8 +151,8 @@ static int install_tor(struct rinx_comm *c, int ri)
 		key = next;
 		if (key != c->job && !bpf_map_lookup_elem(fd_jobs, &key, &other) &&
 		    other.slot == c->slot) {
-			err = cerr(c, -EBUSY, "job slot %u of ToR %s is used by "
-				   "job %u", c->slot, r->name, key);
+			err = rinx_c_cerr(c, -EBUSY, "job slot %u of ToR %s is used by "
+					  "job %u", c->slot, r->name, key);
 			goto out;
 		}
 	}
@@ -176,8 +176,8 @@ static int install_tor(struct rinx_comm *c, int ri)
 	j.window = c->window;
 	key = c->job;
 	if (bpf_map_update_elem(fd_jobs, &key, &j, 0))
-		err = cerr(c, -errno, "cannot write the ToR's job entry: %s",
-			   strerror(errno));
+		err = rinx_c_cerr(c, -errno, "cannot write the ToR's job entry: %s",
+				  strerror(errno));
 	else
 		c->tor_jobs_fd = fd_jobs, fd_jobs = -1;
 out:
@@ -223,7 +223,7 @@ static void plan_job(struct rinx_comm *c)
 /* Racks in `down` run as plain ring members from now on (Rina's incremental
  * deployment the other way round): every rank rebuilds the same plan, and
  * the agents of the INA racks left install it on their ToRs. */
-int ina_replan(struct rinx_comm *c, __u32 down)
+int rinx_c_ina_replan(struct rinx_comm *c, __u32 down)
 {
 	__u32 key = c->job;
 	int i, ri, err;
@@ -237,14 +237,14 @@ int ina_replan(struct rinx_comm *c, __u32 down)
 	}
 	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
-		return cerr(c, err, "cannot rebuild the plan");
+		return rinx_c_cerr(c, err, "cannot rebuild the plan");
 	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;
 	plan_job(c);
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
-		return cerr(c, -errno, "cannot write job entry: %s",
-			    strerror(errno));
+		return rinx_c_cerr(c, -errno, "cannot write job entry: %s",
+				   strerror(errno));
 	ri = rinx_plan_agent_of(&c->spec, c->rank);
 	if (ri >= 0 && c->spec.racks[ri].ina == RINX_INA_SWITCH) {
 		err = install_tor(c, ri);
@@ -272,15 +272,15 @@ static int install(struct rinx_comm *c)
 		if (key == c->job || bpf_map_lookup_elem(c->fd_jobs, &key, &other))
 			continue;
 		if (other.slot == c->slot)
-			return cerr(c, -EBUSY, "job slot %u of node %s is used by "
-				    "job %u; pick a job id with a different "
-				    "value mod %d", c->slot, c->self->name,
-				    key, RINX_MAX_JOBS);
+			return rinx_c_cerr(c, -EBUSY, "job slot %u of node %s is used by "
+					   "job %u; pick a job id with a different "
+					   "value mod %d", c->slot, c->self->name,
+					   key, RINX_MAX_JOBS);
 	}
 	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
-		return cerr(c, err, "cannot build a plan for spec (%s)",
-			    strerror(-err));
+		return rinx_c_cerr(c, err, "cannot build a plan for spec (%s)",
+				   strerror(-err));
 	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;
@@ -319,8 +319,8 @@ static int install(struct rinx_comm *c)
 	}
 	key = c->job;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
-		return cerr(c, -errno, "cannot write job entry: %s",
-			    strerror(errno));
+		return rinx_c_cerr(c, -errno, "cannot write job entry: %s",
+				   strerror(errno));
 	return 0;
 }
 
@@ -341,7 +341,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	c->fd_aggs = c->tor_jobs_fd = -1;
 	/* options of an older caller end before `plan` */
 	if (!o || o->sz < offsetof(struct rinx_comm_opts, plan) || !o->spec) {
-		err = cerr(c, -EINVAL, "missing options or spec");
+		err = rinx_c_cerr(c, -EINVAL, "missing options or spec");
 		goto fail;
 	}
 	err = rinx_spec_load(o->spec, &c->spec, c->err, sizeof(c->err));
@@ -361,16 +361,16 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 			    rinx_spec_rank(&c->spec, o->rank);
 	if (!c->self) {
 		if (o->node)
-			err = cerr(c, -ENOENT, "node %s is not in spec %s",
-				   o->node, o->spec);
+			err = rinx_c_cerr(c, -ENOENT, "node %s is not in spec %s",
+					  o->node, o->spec);
 		else
-			err = cerr(c, -ENOENT, "rank %d is not in spec %s "
-				   "(%d hosts)", o->rank, o->spec,
-				   c->spec.nhosts);
+			err = rinx_c_cerr(c, -ENOENT, "rank %d is not in spec %s "
+					  "(%d hosts)", o->rank, o->spec,
+					  c->spec.nhosts);
 		goto fail;
 	}
 	if (!o->job) {
-		err = cerr(c, -EINVAL, "job id 0 is reserved");
+		err = rinx_c_cerr(c, -EINVAL, "job id 0 is reserved");
 		goto fail;
 	}
 	c->rank = c->self->rank;
@@ -418,23 +418,23 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		close(fd);
 		if (p == MAP_FAILED) {
-			err = cerr(c, -errno, "cannot mmap cursors: %s",
-				   strerror(errno));
+			err = rinx_c_cerr(c, -errno, "cannot mmap cursors: %s",
+					  strerror(errno));
 			goto fail;
 		}
 		c->cursors = p;
 	}
 	if (c->n > 1) {
-		err = xctx_get(c, c->self->ifname, dir, &c->x);
+		err = rinx_c_xctx_get(c, c->self->ifname, dir, &c->x);
 		if (err)
 			goto fail;
-		xctx_job(c->x, c->job, 1);
+		rinx_c_xctx_job(c->x, c->job, 1);
 	}
 	err = install(c);
 	if (err)
 		goto fail;
 	if (c->n > 1) {
-		err = open_barrier(c);
+		err = rinx_c_open_barrier(c);
 		if (err)
 			goto fail;
 	}
@@ -475,8 +475,8 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 	if (c->fd_aggs >= 0)
 		close(c->fd_aggs);
 	if (c->x) {
-		xctx_job(c->x, c->job, 0);
-		xctx_put(c->x);
+		rinx_c_xctx_job(c->x, c->job, 0);
+		rinx_c_xctx_put(c->x);
 	}
 	if (c->cursors)
 		munmap(c->cursors, 4096);

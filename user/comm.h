@@ -184,46 +184,47 @@ static inline int block_count(const struct rinx_req *r, __u32 b)
 }
 
 /* comm.c */
-int cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
+int rinx_c_cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int ina_replan(struct rinx_comm *c, __u32 down);
+int rinx_c_ina_replan(struct rinx_comm *c, __u32 down);
 
 /* xsk.c */
-int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
-	     struct xctx **out);
-void xctx_put(struct xctx *x);
-void xctx_job(struct xctx *x, __u32 job, int add);
-int xctx_has_job(const struct xctx *x, __u32 job);
-void x_reclaim(struct xctx *x);
-void x_refill(struct xctx *x);
-void x_kick(struct xctx *x);
-int x_send(struct xctx *x, __u64 addr, __u32 len);
+int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
+		    struct xctx **out);
+void rinx_c_xctx_put(struct xctx *x);
+void rinx_c_xctx_job(struct xctx *x, __u32 job, int add);
+int rinx_c_xctx_has_job(const struct xctx *x, __u32 job);
+void rinx_c_x_reclaim(struct xctx *x);
+void rinx_c_x_refill(struct xctx *x);
+void rinx_c_x_kick(struct xctx *x);
+int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len);
 
 /* slow.c */
-void frame_at(__u8 *p, struct frame *f);
-void frame_addr(struct rinx_comm *c, struct frame *f, int to);
-int slow_path(struct rinx_comm *c);
+void rinx_c_frame_at(__u8 *p, struct frame *f);
+void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to);
+int rinx_c_slow_path(struct rinx_comm *c);
 
 /* ctlmsg.c */
-int send_ctl(struct rinx_comm *c, int to, int type, int step, __u32 epoch,
-	     __u32 block, __u32 nblocks, __u16 count);
-__u64 peers_mask(const struct rinx_comm *c);
-void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf, size_t len);
-int open_barrier(struct rinx_comm *c);
-int ina_check(struct rinx_comm *c);
-__u64 probe_peers(struct rinx_comm *c, int ms);
+int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
+		    __u32 epoch, __u32 block, __u32 nblocks, __u16 count);
+__u64 rinx_c_peers_mask(const struct rinx_comm *c);
+void rinx_c_list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
+		       size_t len);
+int rinx_c_open_barrier(struct rinx_comm *c);
+int rinx_c_ina_check(struct rinx_comm *c);
+__u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
 
 /* allreduce.c */
-int send_block(struct rinx_req *r, __u32 b);
+int rinx_c_send_block(struct rinx_req *r, __u32 b);
 
 /* cc.c */
-int pace_ok(struct rinx_cursor *cur, __u64 now);
-void cc_update(struct rinx_req *r, __u64 now);
+int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);
+void rinx_c_cc_update(struct rinx_req *r, __u64 now);
 
 /* repair.c */
-void own_timers(struct rinx_req *r, __u64 now);
-int cursor_hole(const struct rinx_req *r);
-__u64 hole_wait(const struct rinx_comm *c);
-void repair(struct rinx_req *r, int first, int stall);
+void rinx_c_own_timers(struct rinx_req *r, __u64 now);
+int rinx_c_cursor_hole(const struct rinx_req *r);
+__u64 rinx_c_hole_wait(const struct rinx_comm *c);
+void rinx_c_repair(struct rinx_req *r, int first, int stall);
 
 #endif

@@ -15,8 +15,8 @@
 
 /* A control frame (hello, NACK) of the job to node `to`: header only, the
  * payload zero. 0 or -EAGAIN. */
-int send_ctl(struct rinx_comm *c, int to, int type, int step,
-	     __u32 epoch, __u32 block, __u32 nblocks, __u16 count)
+int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
+		    __u32 epoch, __u32 block, __u32 nblocks, __u16 count)
 {
 	struct xctx *x = c->x;
 	struct frame f;
@@ -25,9 +25,9 @@ int send_ctl(struct rinx_comm *c, int to, int type, int step,
 	if (x->nfree <= 0 || xsk_prod_nb_free(&x->tx, 1) < 1)
 		return -EAGAIN;
 	addr = x->free[x->nfree - 1];
-	frame_at((__u8 *)x->area + addr, &f);
+	rinx_c_frame_at((__u8 *)x->area + addr, &f);
 	memset(f.h, 0, sizeof(*f.h));
-	frame_addr(c, &f, to);
+	rinx_c_frame_addr(c, &f, to);
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
 	f.h->type = type;
@@ -41,7 +41,7 @@ int send_ctl(struct rinx_comm *c, int to, int type, int step,
 	f.h->klass = htons(c->plan.plen ? class_of(c, block) : 0);
 	f.h->dtype = htons(c->jobent.dtype);
 	memset(f.v, 0, RINX_BLOCK_BYTES);
-	if (x_send(x, addr, RINX_FRAME_MAX))
+	if (rinx_c_x_send(x, addr, RINX_FRAME_MAX))
 		return -EAGAIN;
 	x->nfree--;
 	return 0;
@@ -49,18 +49,18 @@ int send_ctl(struct rinx_comm *c, int to, int type, int step,
 
 static int send_hello(struct rinx_comm *c, int to, int kind)
 {
-	return send_ctl(c, to, RINX_T_HELLO, kind, 0, 0, 1, 1);
+	return rinx_c_send_ctl(c, to, RINX_T_HELLO, kind, 0, 0, 1, 1);
 }
 
-__u64 peers_mask(const struct rinx_comm *c)
+__u64 rinx_c_peers_mask(const struct rinx_comm *c)
 {
 	__u64 all = c->n >= 64 ? ~0ull : (1ull << c->n) - 1;
 
 	return all & ~(1ull << c->rank);
 }
 
-void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
-		size_t len)
+void rinx_c_list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
+		       size_t len)
 {
 	size_t off = 0;
 	int r;
@@ -78,18 +78,18 @@ void list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
  * answered "I know the job" (in XDP, so a peer that already returned from
  * open and is busy elsewhere still answers). Asks are repeated every 10 ms,
  * so lost ones do no harm. */
-int open_barrier(struct rinx_comm *c)
+int rinx_c_open_barrier(struct rinx_comm *c)
 {
 	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
-	__u64 next = 0, t, want = peers_mask(c), clash_t = 0;
+	__u64 next = 0, t, want = rinx_c_peers_mask(c), clash_t = 0;
 	char who[256];
 	int r;
 
 	for (;;) {
 		t = now_ns();
 		pthread_mutex_lock(&c->x->lock);
-		x_reclaim(c->x);
-		slow_path(c);
+		rinx_c_x_reclaim(c->x);
+		rinx_c_slow_path(c);
 		if ((c->heard & want) == want) {
 			pthread_mutex_unlock(&c->x->lock);
 			return 0;
@@ -111,26 +111,26 @@ int open_barrier(struct rinx_comm *c)
 					rinx_plan_name(r % RINX_PLAN_MAX,
 						       r / RINX_PLAN_MAX, b,
 						       sizeof(b));
-			return cerr(c, -EINVAL, "rank %d runs plan %s, rank %d "
-				    "plan %s: every rank of job %u must run the "
-				    "same plan", c->rank, a, c->clash - 1, b,
-				    c->job);
+			return rinx_c_cerr(c, -EINVAL, "rank %d runs plan %s, rank %d "
+					   "plan %s: every rank of job %u must run the "
+					   "same plan", c->rank, a, c->clash - 1, b,
+					   c->job);
 		}
 		if (t >= next) {
 			for (r = 0; r < c->n; r++)
 				if (want & ~c->heard & (1ull << r))
-					send_ctl(c, r, RINX_T_HELLO,
-						 RINX_HELLO_OPEN, 0,
-						 c->jobent.plan_id, 1, 1);
+					rinx_c_send_ctl(c, r, RINX_T_HELLO,
+							RINX_HELLO_OPEN, 0,
+							c->jobent.plan_id, 1, 1);
 			next = t + 10000000ull;
 		}
-		x_kick(c->x);
+		rinx_c_x_kick(c->x);
 		pthread_mutex_unlock(&c->x->lock);
 		if (t > deadline) {
-			list_ranks(c, want & ~c->heard, who, sizeof(who));
-			return cerr(c, -ETIMEDOUT, "rank %d: %s did not open "
-				    "job %u within %d ms", c->rank, who,
-				    c->job, c->timeout_ms);
+			rinx_c_list_ranks(c, want & ~c->heard, who, sizeof(who));
+			return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: %s did not open "
+					   "job %u within %d ms", c->rank, who,
+					   c->job, c->timeout_ms);
 		}
 		usleep(200);
 	}
@@ -163,17 +163,17 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 	for (;;) {
 		t = now_ns();
 		pthread_mutex_lock(&c->x->lock);
-		x_reclaim(c->x);
-		slow_path(c);
+		rinx_c_x_reclaim(c->x);
+		rinx_c_slow_path(c);
 		done = (b->from & want) == want;
 		if (done || t >= next) {
 			for (r = 0; r < c->n; r++)
 				if (to & (1ull << r))
-					send_ctl(c, r, RINX_T_HELLO, step, coll,
-						 word, 1, done);
+					rinx_c_send_ctl(c, r, RINX_T_HELLO, step, coll,
+							word, 1, done);
 			next = t + 10000000ull;
 		}
-		x_kick(c->x);
+		rinx_c_x_kick(c->x);
 		if (done) {
 			c->done_coll[kind] = coll;
 			c->done_word[kind] = word;
@@ -183,10 +183,10 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 		if (done)
 			return 0;
 		if (t > deadline) {
-			list_ranks(c, want & ~b->from, who, sizeof(who));
-			return cerr(c, -ETIMEDOUT, "rank %d: %s did not start "
-				    "collective %u within %d ms", c->rank, who,
-				    coll, c->timeout_ms);
+			rinx_c_list_ranks(c, want & ~b->from, who, sizeof(who));
+			return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: %s did not start "
+					   "collective %u within %d ms", c->rank, who,
+					   coll, c->timeout_ms);
 		}
 		{
 			struct timespec ts = { 0, 20000 };
@@ -219,7 +219,7 @@ static __u32 ina_health(struct rinx_comm *c)
 
 /* At the start of a collective on a plan with INA ToRs: agree on which of
  * them are gone, and fall back where needed before any block moves. */
-int ina_check(struct rinx_comm *c)
+int rinx_c_ina_check(struct rinx_comm *c)
 {
 	__u32 word, all;
 	__u64 agents = 0;
@@ -243,22 +243,22 @@ int ina_check(struct rinx_comm *c)
 	i = rinx_plan_agent_of(&c->spec, c->rank);
 	err = ctl_barrier(c, 0, ++c->coll, word, agents,
 			  i >= 0 && c->spec.racks[i].ina == RINX_INA_SWITCH ?
-			  peers_mask(c) : agents, &all);
+			  rinx_c_peers_mask(c) : agents, &all);
 	if (err)
 		return err;
 	all |= c->down;
 	if (all == c->down)
 		return 0;
-	err = ina_replan(c, all);
+	err = rinx_c_ina_replan(c, all);
 	if (err)
 		return err;
 	/* nobody sends a block before every rank runs the new plan */
-	return ctl_barrier(c, 1, c->coll, 0, peers_mask(c), peers_mask(c),
-			   &all);
+	return ctl_barrier(c, 1, c->coll, 0, rinx_c_peers_mask(c),
+			   rinx_c_peers_mask(c), &all);
 }
 
 /* Which peers answer within `ms`? Called when an allreduce timed out. */
-__u64 probe_peers(struct rinx_comm *c, int ms)
+__u64 rinx_c_probe_peers(struct rinx_comm *c, int ms)
 {
 	__u64 deadline = now_ns() + (__u64)ms * 1000000ull;
 	int r;
@@ -268,14 +268,14 @@ __u64 probe_peers(struct rinx_comm *c, int ms)
 	for (r = 0; r < c->n; r++)
 		if (r != c->rank)
 			send_hello(c, r, RINX_HELLO_PROBE);
-	x_kick(c->x);
+	rinx_c_x_kick(c->x);
 	pthread_mutex_unlock(&c->x->lock);
-	while (now_ns() < deadline && (c->alive & peers_mask(c)) !=
-					      peers_mask(c)) {
+	while (now_ns() < deadline && (c->alive & rinx_c_peers_mask(c)) !=
+					      rinx_c_peers_mask(c)) {
 		pthread_mutex_lock(&c->x->lock);
-		x_reclaim(c->x);
-		slow_path(c);
-		x_kick(c->x);
+		rinx_c_x_reclaim(c->x);
+		rinx_c_slow_path(c);
+		rinx_c_x_kick(c->x);
 		pthread_mutex_unlock(&c->x->lock);
 		usleep(200);
 	}

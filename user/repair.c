@@ -54,7 +54,7 @@ static __u64 rto_blk(const struct rinx_comm *c)
  * (the host program claims in XDP). */
 #define OWN_SCAN	256	/* own blocks looked at per call */
 
-void own_timers(struct rinx_req *r, __u64 now)
+void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
 	__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
@@ -99,7 +99,7 @@ void own_timers(struct rinx_req *r, __u64 now)
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			continue;
 		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0 ||
-		    send_block(r, b))
+		    rinx_c_send_block(r, b))
 			break;
 		r->sent_at[j] = now;
 		if (r->resent[j] < 255)
@@ -111,8 +111,8 @@ void own_timers(struct rinx_req *r, __u64 now)
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
 {
-	return send_ctl(r->c, to, RINX_T_NACK, step, r->c->epoch, b, r->nb,
-			block_count(r, b));
+	return rinx_c_send_ctl(r->c, to, RINX_T_NACK, step, r->c->epoch, b, r->nb,
+			       block_count(r, b));
 }
 
 /* Per class, one past the last block of the class finished here (0: none
@@ -137,7 +137,7 @@ static void class_ends(const struct rinx_req *r, __u32 *hi)
 }
 
 /* Is the next block in order a hole: a later block of its class finished? */
-int cursor_hole(const struct rinx_req *r)
+int rinx_c_cursor_hole(const struct rinx_req *r)
 {
 	const struct rinx_comm *c = r->c;
 	__u32 b;
@@ -152,7 +152,7 @@ int cursor_hole(const struct rinx_req *r)
 
 /* How long the next block in order may be missing while later ones
  * finish before it is taken for lost. */
-__u64 hole_wait(const struct rinx_comm *c)
+__u64 rinx_c_hole_wait(const struct rinx_comm *c)
 {
 	__u64 t = 2 * rto_blk(c);
 
@@ -167,7 +167,7 @@ __u64 hole_wait(const struct rinx_comm *c)
  * here) and, after a stall, for the next REPAIR_AHEAD missing blocks of
  * every class too: blocks past the last finished one of their class may
  * simply not be done yet. */
-void repair(struct rinx_req *r, int first, int stall)
+void rinx_c_repair(struct rinx_req *r, int first, int stall)
 {
 	struct rinx_comm *c = r->c;
 	__u32 b, claimed = __atomic_load_n(&c->cursors[c->slot].next,
@@ -208,8 +208,8 @@ void repair(struct rinx_req *r, int first, int stall)
 		 * a block that one of them lost */
 		if (oi >= 0 && (!nackable || !first) && oi < claimed &&
 		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
-		    c->x->nfree > 0 && !send_block(r, b))
+		    c->x->nfree > 0 && !rinx_c_send_block(r, b))
 			c->st.retransmits++;
 	}
-	x_kick(c->x);
+	rinx_c_x_kick(c->x);
 }

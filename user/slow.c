@@ -28,7 +28,7 @@ static __u16 ip_csum(const void *hdr)
 	return ~sum & 0xffff;
 }
 
-void frame_at(__u8 *p, struct frame *f)
+void rinx_c_frame_at(__u8 *p, struct frame *f)
 {
 	f->eth = p;
 	f->ip = p + 14;
@@ -38,7 +38,7 @@ void frame_at(__u8 *p, struct frame *f)
 }
 
 /* Ethernet/IPv4/UDP headers from node `from` to node `to`. */
-void frame_addr(struct rinx_comm *c, struct frame *f, int to)
+void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to)
 {
 	const struct rinx_node *s = &c->plan.nodes[c->rank];
 	const struct rinx_node *d = &c->plan.nodes[to];
@@ -93,7 +93,7 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 		return 0;
 	f->h->block = htonl(c->done_word[kind]);
 	f->h->count = htons(1);
-	frame_addr(c, f, from);
+	rinx_c_frame_addr(c, f, from);
 	return 1;
 }
 
@@ -187,9 +187,9 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	/* The frame is rewritten in place: only start when it can leave. */
 	if (xsk_prod_nb_free(&x->tx, 1) < 1)
 		return SP_KEEP;
-	frame_at(p, &f);
+	rinx_c_frame_at(p, &f);
 	if (ntohl(f.h->job) != c->job)	/* another communicator's, or late */
-		return xctx_has_job(x, ntohl(f.h->job)) ? SP_KEEP : SP_DROP;
+		return rinx_c_xctx_has_job(x, ntohl(f.h->job)) ? SP_KEEP : SP_DROP;
 	if (ntohl(f.h->token) != c->token)
 		return SP_DROP;
 	if (f.h->type == RINX_T_HELLO) {
@@ -213,15 +213,15 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		if (f.h->step == RINX_HELLO_STATUS ||
 		    f.h->step == RINX_HELLO_READY)
 			return ctl_hello(c, &f, from) ?
-			       (x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+			       (rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
 				SP_KEEP : SP_SENT) : SP_FREE;
 		if (f.h->step == RINX_HELLO_PROBE) {
 			f.h->step = RINX_HELLO_ALIVE;
 		} else {
 			return SP_FREE;
 		}
-		frame_addr(c, &f, from);
-		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		rinx_c_frame_addr(c, &f, from);
+		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
 		       SP_KEEP : SP_SENT;
 	}
 	epoch = ntohl(f.h->epoch);
@@ -237,13 +237,13 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	if (nblocks != r->nb || block >= nblocks ||
 	    cnt != (__u32)block_count(r, block) ||
 	    ntohs(f.h->dtype) != c->jobent.dtype) {
-		r->err = cerr(c, -EMSGSIZE,
-			      "rank %d: rank %u sends a different tensor "
-			      "(round %u: %u blocks, block %u has %u values, "
-			      "dtype %u) than this rank (%u blocks, dtype %u)",
-			      c->rank, ntohs(f.h->sender), epoch, nblocks,
-			      block, cnt, ntohs(f.h->dtype), r->nb,
-			      c->jobent.dtype);
+		r->err = rinx_c_cerr(c, -EMSGSIZE,
+				     "rank %d: rank %u sends a different tensor "
+				     "(round %u: %u blocks, block %u has %u values, "
+				     "dtype %u) than this rank (%u blocks, dtype %u)",
+				     c->rank, ntohs(f.h->sender), epoch, nblocks,
+				     block, cnt, ntohs(f.h->dtype), r->nb,
+				     c->jobent.dtype);
 		return SP_DROP;
 	}
 	if (klass >= (__u32)c->plan.nclasses || (int)klass != class_of(c, block) ||
@@ -298,35 +298,35 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		f.h->type = RINX_T_GATHER;
 		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
 			return SP_FREE;
-		frame_addr(c, &f, hop->to);
+		rinx_c_frame_addr(c, &f, hop->to);
 		if (ce)
 			frame_ce(&f);
 		if (hop->rack != RINX_NO_RACK)
 			frame_group(&f, hop->rack, hop->to != c->rank);
-		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
 		       SP_KEEP : SP_SENT;
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:
 		store_result(res, &f, epoch, cnt);
 		f.h->step = hop->out_step;
-		frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
+		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
 				  c->rank);
 		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
-		return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
+		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
 		       SP_KEEP : SP_SENT;
 	default:
 		return SP_DROP;
 	}
-	frame_addr(c, &f, hop->to);
+	rinx_c_frame_addr(c, &f, hop->to);
 	if (ce)
 		frame_ce(&f);
-	return x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
+	return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
 								 SP_SENT;
 }
 
 /* Runs the slow path over pending and newly received frames. Returns the
  * number of frames finished. Called with x->lock held. */
-int slow_path(struct rinx_comm *c)
+int rinx_c_slow_path(struct rinx_comm *c)
 {
 	struct xctx *x = c->x;
 	__u32 idx, n, i;
@@ -371,6 +371,6 @@ int slow_path(struct rinx_comm *c)
 		}
 	}
 	x->npend = keep;
-	x_refill(x);
+	rinx_c_x_refill(x);
 	return done;
 }

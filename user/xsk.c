@@ -22,7 +22,7 @@
 #include <xdp/xsk.h>
 #include "user/comm.h"
 
-void xctx_job(struct xctx *x, __u32 job, int add)
+void rinx_c_xctx_job(struct xctx *x, __u32 job, int add)
 {
 	int i;
 
@@ -37,7 +37,7 @@ void xctx_job(struct xctx *x, __u32 job, int add)
 	pthread_mutex_unlock(&x->lock);
 }
 
-int xctx_has_job(const struct xctx *x, __u32 job)
+int rinx_c_xctx_has_job(const struct xctx *x, __u32 job)
 {
 	int i;
 
@@ -145,7 +145,7 @@ static int x_bind(struct xctx *x, const char *ifname, int q,
 	return 0;
 }
 
-void xctx_put(struct xctx *x)
+void rinx_c_xctx_put(struct xctx *x)
 {
 	struct xctx **pp;
 
@@ -165,8 +165,8 @@ void xctx_put(struct xctx *x)
 	free(x);
 }
 
-int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
-	     struct xctx **out)
+int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
+		    struct xctx **out)
 {
 	struct xsk_umem_config ucfg = {
 		.fill_size = RING_SIZE,
@@ -186,8 +186,8 @@ int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 	struct xctx *x;
 
 	if (!ifindex)
-		return cerr(c, -ENODEV, "interface %s not found in this "
-			    "network namespace", ifname);
+		return rinx_c_cerr(c, -ENODEV, "interface %s not found in this "
+				   "network namespace", ifname);
 	pthread_mutex_lock(&xctx_list_lock);
 	for (x = xctx_list; x; x = x->next)
 		if (x->ifindex == ifindex && !strcmp(x->pin, pin)) {
@@ -201,13 +201,13 @@ int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 	nq = if_rx_queues(ifname, ifindex);
 	err = bpf_obj_get_info_by_fd(c->fd_xsks, &mi, &milen);
 	if (err)
-		return cerr(c, err, "cannot read the AF_XDP socket map: %s",
-			    strerror(-err));
+		return rinx_c_cerr(c, err, "cannot read the AF_XDP socket map: %s",
+				   strerror(-err));
 	if (nq > XQ_MAX || (__u32)nq > mi.max_entries)
-		return cerr(c, -E2BIG, "%s has %d receive queues; rinx serves "
-			    "at most %d: lower the interface's queue count",
-			    ifname, nq, XQ_MAX < (int)mi.max_entries ? XQ_MAX :
-			    (int)mi.max_entries);
+		return rinx_c_cerr(c, -E2BIG, "%s has %d receive queues; rinx serves "
+				   "at most %d: lower the interface's queue count",
+				   ifname, nq, XQ_MAX < (int)mi.max_entries ? XQ_MAX :
+				   (int)mi.max_entries);
 
 	x = calloc(1, sizeof(*x));
 	if (!x)
@@ -228,21 +228,21 @@ int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 			       (__u64)NUM_FRAMES * FRAME_SIZE, &x->fq, &x->cq,
 			       &ucfg);
 	if (err) {
-		cerr(c, err, "cannot create AF_XDP umem: %s", strerror(-err));
+		rinx_c_cerr(c, err, "cannot create AF_XDP umem: %s", strerror(-err));
 		goto fail;
 	}
 	for (x->nq = 0; x->nq < nq; x->nq++) {
 		err = x_bind(x, ifname, x->nq, &scfg);
 		if (err) {
-			cerr(c, err, "cannot create AF_XDP socket on %s queue "
-			     "%d: %s", ifname, x->nq, strerror(-err));
+			rinx_c_cerr(c, err, "cannot create AF_XDP socket on %s queue "
+				    "%d: %s", ifname, x->nq, strerror(-err));
 			goto fail;
 		}
 		/* the socket map is keyed by the socket's queue */
 		err = xsk_socket__update_xskmap(x->q[x->nq].xsk, c->fd_xsks);
 		if (err) {
-			cerr(c, err, "cannot register the AF_XDP socket of "
-			     "queue %d: %s", x->nq, strerror(-err));
+			rinx_c_cerr(c, err, "cannot register the AF_XDP socket of "
+				    "queue %d: %s", x->nq, strerror(-err));
 			x->nq++;
 			goto fail;
 		}
@@ -250,7 +250,7 @@ int xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 	for (i = 0; i < NUM_FRAMES; i++)
 		x->free[i] = (__u64)i * FRAME_SIZE;
 	x->nfree = NUM_FRAMES;
-	x_refill(x);
+	rinx_c_x_refill(x);
 
 	pthread_mutex_lock(&xctx_list_lock);
 	x->next = xctx_list;
@@ -266,7 +266,7 @@ fail:
 	return err;
 }
 
-void x_reclaim(struct xctx *x)
+void rinx_c_x_reclaim(struct xctx *x)
 {
 	__u32 idx, n, i;
 
@@ -279,7 +279,7 @@ void x_reclaim(struct xctx *x)
 
 /* Fill rings of every queue: each holds at most its part of three quarters
  * of the frames (a quarter is kept for transmit). */
-void x_refill(struct xctx *x)
+void rinx_c_x_refill(struct xctx *x)
 {
 	__u32 idx, n, free_slots, i, cap;
 	int q;
@@ -313,7 +313,7 @@ void x_refill(struct xctx *x)
 /* Copy mode transmits at most a small batch per sendto() and leaves the rest
  * of the ring for the next call: keep kicking while the kernel has not taken
  * every descriptor, or frames sit in the ring with nobody to send them. */
-void x_kick(struct xctx *x)
+void rinx_c_x_kick(struct xctx *x)
 {
 	int i;
 
@@ -331,13 +331,13 @@ void x_kick(struct xctx *x)
 }
 
 /* Queues frame `addr` of `len` bytes for transmit; 0 or -EAGAIN. */
-int x_send(struct xctx *x, __u64 addr, __u32 len)
+int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len)
 {
 	struct xdp_desc *d;
 	__u32 idx;
 
 	if (xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
-		x_kick(x);
+		rinx_c_x_kick(x);
 		return -EAGAIN;
 	}
 	d = xsk_ring_prod__tx_desc(&x->tx, idx);
@@ -346,6 +346,6 @@ int x_send(struct xctx *x, __u64 addr, __u32 len)
 	d->options = 0;
 	xsk_ring_prod__submit(&x->tx, 1);
 	if (++x->tx_unkicked >= 32)
-		x_kick(x);
+		rinx_c_x_kick(x);
 	return 0;
 }
