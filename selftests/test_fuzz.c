@@ -1,28 +1,47 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Fuzz test of the XDP programs (rinx_host, rinx_switch) through
- * BPF_PROG_TEST_RUN.
+ * Fuzz test of the XDP programs (rinx_host, rinx_switch, and rinx_switch as
+ * an INA ToR) through BPF_PROG_TEST_RUN.
  *
- * Frames are valid reduce/gather frames of two jobs with mutations on top
- * (bit and byte flips, truncation, extension, header fields set to chosen or
- * random values) and purely random frames. Every frame runs once; after each
- * run the counters are read (one batch lookup) and checked:
+ * Frames are valid frames of the programs' jobs with mutations on top (bit
+ * and byte flips, truncation, extension, header fields set to chosen or
+ * random values) and purely random frames. The host holds two ring jobs and
+ * an aggregating job (AGG_FWD, AGG_FINISH to a group, on, unicast or ending
+ * here, with and without its own share and answers, MCAST_FWD/END, a
+ * proportional class pattern); the second switch holds the aggregator of an
+ * INA ToR (agg_tab, tor_tab below). Every frame runs once; after each run
+ * the counters are read (one batch lookup per map) and checked:
  *
  *  - exactly one outcome counter moved, by one, and RX moved iff the frame
- *    was a rinx frame; the XDP action matches that outcome;
+ *    was a rinx frame (at the ToR: for the aggregator); the XDP action
+ *    matches that outcome; AGG_RESET and ECN_CE move exactly when the model
+ *    says so;
  *  - the outcome is the one a reference model of the job's rules (written
  *    here from uapi/rinx.h, with the tables the test itself set up) predicts;
- *  - no XDP_ABORTED; frames that are not transmitted leave unchanged;
+ *  - no XDP_ABORTED; frames that are not transmitted leave unchanged; the
+ *    aggregator's frames (sums, answers, multicasts) are the model's to the
+ *    byte;
  *  - the result map changes only where the model says a frame legitimately
  *    completed a block (a shadow copy is compared through an mmap: the
  *    stored slot after each store, the whole map every CHECK_EVERY frames);
- *  - share, jobs, hops and nodes (host) and the MAC table and devmap (switch)
- *    are unchanged at the end.
+ *  - aggregator slots: the fuzzer is their only writer, so it keeps their
+ *    whole state (round, contributors, sums, done/final/pend/ce); the slot a
+ *    frame reached must equal the model after it, every slot every
+ *    CHECK_EVERY frames, and no slot ever holds a contributor outside its
+ *    hop's mask. Between frames the test plays the control plane: it
+ *    empties slots now and then and completes a slot waiting for the
+ *    host's own share as the trainer does;
+ *  - share, jobs, hops and nodes (host, ToR) and the MAC table and devmap
+ *    (switches) are unchanged at the end; every path of the aggregator was
+ *    taken (runs of at least COV_MIN frames).
  *
- * RINX_FUZZ_N: frames per program (default 1000000: about 9 us a host
- * frame, 4.5 us a switch frame on 2 cores, ~13 s in all). RINX_FUZZ_SEED:
- * seed (printed). Frame i is generated from (seed, program, i) alone, so a
- * reported frame can be regenerated.
+ * RINX_FUZZ_N: frames in all, half for the host, a fifth for the switch,
+ * the rest for the INA switch (default 1500000: about 9 us a host frame,
+ * 6.5 us a switch frame, 13 us an INA switch frame on 2 cores, ~15 s in
+ * all). RINX_FUZZ_SEED: seed (printed). Frame i is generated from (seed,
+ * program, i) alone, so a reported frame can be regenerated; what an
+ * aggregator does with it also depends on the frames before it (its slot),
+ * so such a report is reproduced by the same run.
  *
  * No AF_XDP socket is bound: every slow-path frame ends as DROP_NO_XSK.
  */
@@ -101,40 +120,172 @@ struct jobcfg {
 	__u32 id, token, slot, epoch, nblocks;
 	__u16 last_count, nclasses, nnodes, self, qbits, dtype;
 	__u32 ready;	/* bit b: share of block b written for epoch */
+	/* NULL: the ring below, block b in class b % nclasses; else block b
+	 * in class cmap[b % plen] and the hops tab[class][type - 1] */
+	const __u8 *cmap;
+	__u16 plen;
+	const struct rinx_hop (*tab)[RINX_HOP_TYPES];
+};
+
+#define BIT(n)		(1ULL << (n))
+#define NOFROM		RINX_NO_SEND
+#define HS		RINX_HOP_SELF
+#define HA		RINX_HOP_ANSWER
+
+/*
+ * An aggregating host (node 5; an agent, a tree node, a parameter server:
+ * the plans install such tables). Proportional class pattern (class 1 gets
+ * two of seven blocks). Reduce and contribution share each class's
+ * aggregation; the gather column mixes multicast and a ring store.
+ *
+ *   class  aggregation (contributors)              gather
+ *   0      AGG_FWD 1 9 40 63 (9's partial, step 2)  MCAST_FWD from 7 to 8
+ *          to 7, own share, answers late shares     rack 4
+ *   1      AGG_FINISH 2 3 33, group of rack 4 and   -
+ *          on to 8, answers
+ *   2      AGG_FINISH 0 6 62 (6's partial), own     MCAST_END from 63
+ *          share, ends here (no output)             (into a finishing slot)
+ *   3      AGG_FINISH 1 2, own share, answers,      -
+ *          every host (RINX_GROUP_EVERY) only
+ *   4      AGG_FINISH 12..15, unicast to 11         MCAST_END every host
+ *   5      AGG_FWD of one contributor (21) to 20    STORE_FWD from 20 to 22
+ */
+static const __u8 agg_cmap[] = { 3, 0, 5, 1, 2, 4, 1 };
+
+/* A class's hops: one aggregation for reduce and contribution frames
+ * alike, no gather hop. */
+#define AGG(...)	{ __VA_ARGS__ }, { 0 }, { __VA_ARGS__ }
+
+static const struct rinx_hop agg_tab[][RINX_HOP_TYPES] = {
+	[0] = { { .action = RINX_A_AGG_FWD, .from = 9, .step = 2, .to = 7,
+		  .out_step = 3, .rack = 4, .flags = HS | HA,
+		  .mask = BIT(1) | BIT(9) | BIT(40) | BIT(63) },
+		{ .action = RINX_A_MCAST_FWD, .from = 7, .step = 4, .to = 8,
+		  .out_step = 5, .rack = 4 },
+		{ .action = RINX_A_AGG_FWD, .from = 9, .step = 2, .to = 7,
+		  .out_step = 3, .rack = 4, .flags = HS | HA,
+		  .mask = BIT(1) | BIT(9) | BIT(40) | BIT(63) } },
+	[1] = { AGG(.action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 8,
+		    .rack = 4, .flags = HA,
+		    .mask = BIT(2) | BIT(3) | BIT(33)) },
+	[2] = { { .action = RINX_A_AGG_FINISH, .from = 6, .step = 1, .to = 5,
+		  .rack = RINX_NO_RACK, .flags = HS,
+		  .mask = BIT(0) | BIT(6) | BIT(62) },
+		{ .action = RINX_A_MCAST_END, .from = 63, .step = 1, .to = 5,
+		  .out_step = 2, .rack = 4 },
+		{ .action = RINX_A_AGG_FINISH, .from = 6, .step = 1, .to = 5,
+		  .rack = RINX_NO_RACK, .flags = HS,
+		  .mask = BIT(0) | BIT(6) | BIT(62) } },
+	[3] = { AGG(.action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 5,
+		    .rack = RINX_GROUP_EVERY, .flags = HS | HA,
+		    .mask = BIT(1) | BIT(2)) },
+	[4] = { { .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 11,
+		  .rack = RINX_NO_RACK,
+		  .mask = BIT(12) | BIT(13) | BIT(14) | BIT(15) },
+		{ .action = RINX_A_MCAST_END, .from = 11, .step = 2, .to = 5,
+		  .out_step = 3, .rack = RINX_GROUP_EVERY },
+		{ .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 11,
+		  .rack = RINX_NO_RACK,
+		  .mask = BIT(12) | BIT(13) | BIT(14) | BIT(15) } },
+	[5] = { { .action = RINX_A_AGG_FWD, .from = 21, .to = 20,
+		  .out_step = 1, .rack = RINX_NO_RACK, .mask = BIT(21) },
+		{ .action = RINX_A_STORE_FWD, .from = 20, .step = 3, .to = 22 },
+		{ .action = RINX_A_AGG_FWD, .from = 21, .to = 20,
+		  .out_step = 1, .rack = RINX_NO_RACK, .mask = BIT(21) } },
 };
 
 static const struct jobcfg jobs[] = {
 	/* 4-node ring seen from node 1, fixed point */
 	{ 0x00c0ffee, 0x5eed1234, 2, 1000, 11, 100, 4, 4, 1, 28,
-	  RINX_W_FIXED, 0x0000054d },
+	  RINX_W_FIXED, 0x0000054d, NULL, 0, NULL },
 	/* int32 sums, node 2 of 4, epoch about to wrap */
 	{ 0x00000007, 0x0badf00d, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
-	  RINX_W_INT32, 0x00000009 },
+	  RINX_W_INT32, 0x00000009, NULL, 0, NULL },
+	/* the aggregating host above: 13 blocks, shares of some written */
+	{ 0x00a990a9, 0x7a66c0de, 1, 5000, 13, 321, 6, 64, 5, 24,
+	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab },
 };
 
-static const struct jobcfg *find_job(__u32 id)
-{
-	size_t i;
+#define AGG_JOB		(&jobs[2])
 
-	for (i = 0; i < ARRAY_SIZE(jobs); i++)
-		if (jobs[i].id == id)
-			return &jobs[i];
-	return NULL;
+/*
+ * The INA ToR's job (node 50 of slot 3; rinx_switch with ina_mac set to
+ * node 50's MAC). A ToR has no share: RINX_HOP_SELF means nothing there.
+ *
+ *   class  aggregation                              gather
+ *   0      AGG_FWD 1 2 3 (30's partial, step 2)      MCAST_FWD from 29 to 31
+ *          to 31, answers                           rack 7
+ *   1      AGG_FINISH 1 2 3 4, rack 7's hosts        -
+ *          (to itself), answers
+ *   2      AGG_FINISH 1 63, unicast to 31            MCAST_END from 31 rack 7
+ *   3      AGG_FINISH 2 3, rack 7 and on to 40,      STORE_END (a host's
+ *          answers, SELF set                        action: no route here)
+ */
+static const __u8 tor_cmap[] = { 0, 1, 2, 0, 3 };
+static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
+	[0] = { { .action = RINX_A_AGG_FWD, .from = 30, .step = 2, .to = 31,
+		  .out_step = 3, .rack = 7, .flags = HA,
+		  .mask = BIT(1) | BIT(2) | BIT(3) | BIT(30) },
+		{ .action = RINX_A_MCAST_FWD, .from = 29, .step = 4, .to = 31,
+		  .out_step = 5, .rack = 7 },
+		{ .action = RINX_A_AGG_FWD, .from = 30, .step = 2, .to = 31,
+		  .out_step = 3, .rack = 7, .flags = HA,
+		  .mask = BIT(1) | BIT(2) | BIT(3) | BIT(30) } },
+	[1] = { AGG(.action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 50,
+		    .rack = 7, .flags = HA,
+		    .mask = BIT(1) | BIT(2) | BIT(3) | BIT(4)) },
+	[2] = { { .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 31,
+		  .rack = RINX_NO_RACK, .mask = BIT(1) | BIT(63) },
+		{ .action = RINX_A_MCAST_END, .from = 31, .step = 1, .to = 50,
+		  .out_step = 2, .rack = 7 },
+		{ .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 31,
+		  .rack = RINX_NO_RACK, .mask = BIT(1) | BIT(63) } },
+	[3] = { { .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 40,
+		  .rack = 7, .flags = HS | HA, .mask = BIT(2) | BIT(3) },
+		{ .action = RINX_A_STORE_END, .from = 40, .to = 50 },
+		{ .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 40,
+		  .rack = 7, .flags = HS | HA, .mask = BIT(2) | BIT(3) } },
+#undef AGG
+};
+
+static const struct jobcfg tor_job = {
+	0x70770001, 0x11aa22bb, 3, 77, 9, 500, 4, 64, 50, 24, RINX_W_FIXED, 0,
+	tor_cmap, sizeof(tor_cmap), tor_tab,
+};
+
+/* The job's class pattern (the ring's: block b in class b % n); the node
+ * starts nothing. */
+static void job_classes(struct rinx_job *job, const struct jobcfg *j)
+{
+	int i, n = j->nclasses;
+
+	job->plen = j->cmap ? j->plen : n < RINX_CMAP_MAX ? n : 0;
+	for (i = 0; i < job->plen; i++)
+		job->cmap[i] = j->cmap ? j->cmap[i] : i;
+	memset(job->start_to, 0xff, sizeof(job->start_to));
+}
+
+static __u32 job_class(const struct jobcfg *j, __u32 block)
+{
+	return j->cmap ? j->cmap[block % j->plen] : block % j->nclasses;
+}
+
+static struct rinx_job job_entry(const struct jobcfg *j)
+{
+	struct rinx_job job = {
+		.token = j->token, .slot = j->slot, .epoch = j->epoch,
+		.nblocks = j->nblocks, .last_count = j->last_count,
+		.nclasses = j->nclasses, .nnodes = j->nnodes,
+		.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
+		.window = WINDOW,
+	};
+
+	job_classes(&job, j);
+	return job;
 }
 
 /* Ring plan: class c is reduced from node c along c+1, ..., and finished at
  * c-1, which starts its gather along c, c+1, ..., ending at c-2. */
-/* The ring's classes (block b in class b % n); the node starts nothing. */
-static void job_classes(struct rinx_job *job, int n)
-{
-	int i;
-
-	job->plen = n < RINX_CMAP_MAX ? n : 0;
-	for (i = 0; i < job->plen; i++)
-		job->cmap[i] = i;
-	memset(job->start_to, 0xff, sizeof(job->start_to));
-}
-
 static struct rinx_hop plan(const struct jobcfg *j, __u32 c, int type)
 {
 	int n = j->nnodes, s = j->self, fin = ((int)c + n - 1) % n;
@@ -157,6 +308,24 @@ static struct rinx_hop plan(const struct jobcfg *j, __u32 c, int type)
 	h.from = (__u16)((s + n - 1) % n);
 	h.to = (__u16)((s + 1) % n);
 	return h;
+}
+
+/* The hop of (class, type) the test installs for job j. */
+static struct rinx_hop job_hop(const struct jobcfg *j, __u32 c, int type)
+{
+	if (type < RINX_T_REDUCE || type > RINX_T_CONTRIB)
+		return (struct rinx_hop){ 0 };
+	if (j->tab)
+		return c < j->nclasses ? j->tab[c][type - 1] :
+					 (struct rinx_hop){ 0 };
+	/* a ring node aggregates nothing: no contribution has a route */
+	return type == RINX_T_CONTRIB ? (struct rinx_hop){ 0 } :
+					plan(j, c, type);
+}
+
+static bool is_agg(int action)
+{
+	return action == RINX_A_AGG_FWD || action == RINX_A_AGG_FINISH;
 }
 
 static void node_mac(__u32 slot, __u32 id, __u8 *mac)
@@ -219,37 +388,76 @@ enum {
 
 /* ---- host frames --------------------------------------------------------- */
 
-/* A valid frame of a job's block for a planned (class, type). */
-static int build_valid(__u8 *buf, const struct jobcfg **jp)
+/* A random node of mask (which is not empty). */
+static __u16 mask_node(__u64 mask)
 {
-	const struct jobcfg *j = &jobs[below(10) < 7 ? 0 : 1];
+	int n = __builtin_popcountll(mask), k = (int)below((__u32)n);
+
+	while (k--)
+		mask &= mask - 1;
+	return (__u16)__builtin_ctzll(mask);
+}
+
+/* A valid frame of job j's block for a planned (class, type), addressed to
+ * its node j->self. Aggregations: a contributor's raw share (step 0, or a
+ * reduce frame with step 0 from any contributor but `from`), or the
+ * partial sum of `from`; now and then of the next round (an aggregator
+ * takes it) or a NACK. */
+static int build_frame(__u8 *buf, const struct jobcfg *j)
+{
 	struct rinx_hop h;
-	__u32 block, cnt, i;
+	__u32 block, cnt, i, epoch = j->epoch;
+	__u16 from;
 	__s32 lim;
 	int type;
+	__u8 step, tos = 0;
 
 	/* a planned (class, type); now and then one this node has no
 	 * part in (sent as if from the previous node) */
 	do {
 		block = below(j->nblocks);
-		type = below(2) ? RINX_T_GATHER : RINX_T_REDUCE;
-		h = plan(j, block % j->nclasses, type);
+		type = below(j->tab ? 4 : 2) ? RINX_T_REDUCE : RINX_T_GATHER;
+		if (j->tab && type == RINX_T_REDUCE && below(2))
+			type = RINX_T_CONTRIB;
+		h = job_hop(j, job_class(j, block), type);
 	} while (h.action == RINX_A_NONE && below(16));
-	if (h.action == RINX_A_NONE)
-		h.from = (__u16)((j->self + j->nnodes - 1) % j->nnodes);
+	from = h.from;
+	step = h.step;
+	if (h.action == RINX_A_NONE || from >= RINX_MAX_NODES)
+		from = (__u16)((j->self + j->nnodes - 1) % j->nnodes);
+	if (is_agg(h.action)) {
+		if (h.from >= RINX_MAX_NODES || below(4))
+			from = mask_node(h.mask);
+		if (type == RINX_T_CONTRIB || from != h.from)
+			step = 0;
+	}
+	if (j->tab) {
+		/* a ToR or an aggregating host takes the next round early;
+		 * congestion marks travel with the sums */
+		if (!below(32))
+			epoch++;
+		else if (!below(64))
+			epoch--;
+		tos = below(8) ? RINX_ECN_ECT0 : RINX_ECN_CE;
+		if (!below(24)) {
+			type = RINX_T_NACK;
+			from = (__u16)below(RINX_MAX_NODES);
+		}
+	}
 	cnt = block == j->nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES;
 
 	memset(buf, 0, FULL_LEN);
 	node_mac(j->slot, j->self, buf);
-	node_mac(j->slot, h.from, buf + 6);
+	node_mac(j->slot, from, buf + 6);
 	put16(buf + 12, ETH_P_IP);
 	buf[OFF_IP] = 0x45;
+	buf[OFF_IP + 1] = tos;
 	put16(buf + OFF_IP + 2, FULL_LEN - OFF_IP);
 	put16(buf + OFF_IP + 4, (__u16)rnd());
 	put16(buf + OFF_IP + 6, below(2) ? 0x4000 : 0);
 	buf[OFF_IP + 8] = 64;
 	buf[OFF_IP + 9] = 17;
-	put32(buf + OFF_IP + 12, node_ip(j->slot, h.from));
+	put32(buf + OFF_IP + 12, node_ip(j->slot, from));
 	put32(buf + OFF_IP + 16, node_ip(j->slot, j->self));
 	put16(buf + OFF_UDP, PORT);
 	put16(buf + OFF_UDP + 2, PORT);
@@ -258,16 +466,17 @@ static int build_valid(__u8 *buf, const struct jobcfg **jp)
 	put32(buf + H_MAGIC, RINX_MAGIC);
 	buf[H_VERSION] = RINX_VERSION;
 	buf[H_TYPE] = (__u8)type;
-	buf[H_FLAGS] = below(8) ? 0 : (__u8)(rnd() & RINX_F_NONFINITE);
-	buf[H_STEP] = h.step;
+	buf[H_FLAGS] = below(8) || type == RINX_T_NACK ? 0 :
+		       (__u8)(rnd() & RINX_F_NONFINITE);
+	buf[H_STEP] = step;
 	put32(buf + H_JOB, j->id);
 	put32(buf + H_TOKEN, j->token);
-	put32(buf + H_EPOCH, j->epoch);
+	put32(buf + H_EPOCH, epoch);
 	put32(buf + H_BLOCK, block);
 	put32(buf + H_NBLOCKS, j->nblocks);
-	put16(buf + H_SENDER, h.from);
+	put16(buf + H_SENDER, from);
 	put16(buf + H_COUNT, (__u16)cnt);
-	put16(buf + H_KLASS, (__u16)(block % j->nclasses));
+	put16(buf + H_KLASS, (__u16)job_class(j, block));
 	put16(buf + H_EXP, j->dtype == RINX_W_INT32 ? 0 :
 			   (__u16)(below(4) ? (__s16)(below(64) - 32) :
 					      (__s16)rnd()));
@@ -280,8 +489,16 @@ static int build_valid(__u8 *buf, const struct jobcfg **jp)
 		memcpy(buf + OFF_V + 4 * i, &v, 4);
 	}
 	ip_fix_csum(buf + OFF_IP);
-	*jp = j;
 	return FULL_LEN;
+}
+
+/* A valid frame of one of the host's jobs. */
+static int build_valid(__u8 *buf, const struct jobcfg **jp)
+{
+	__u32 r = below(10);
+
+	*jp = &jobs[r < 4 ? 0 : r < 6 ? 1 : 2];
+	return build_frame(buf, *jp);
 }
 
 static const __u32 epoch_deltas[] = { 1, 2, -1u, -2u, 0x80000000u, 1000 };
@@ -289,8 +506,11 @@ static const __u32 epoch_deltas[] = { 1, 2, -1u, -2u, 0x80000000u, 1000 };
 /* Set one header field to a chosen or random value. */
 static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 {
-	const struct jobcfg *o = &jobs[j == &jobs[0]];
+	const struct jobcfg *o = &jobs[below(ARRAY_SIZE(jobs))];
 	__u32 v = rnd();
+
+	if (o == j)	/* another job: the first one of the host's */
+		o = &jobs[j == &jobs[0]];
 
 	switch (below(24)) {
 	case 0:
@@ -342,6 +562,7 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 		break;
 	case 11:
 		put16(b + H_SENDER, below(3) == 0 ? (__u16)v :
+			  j->tab && below(2) ? (__u16)below(RINX_MAX_NODES) :
 			  (__u16)(below(5) + (below(4) ? 0 : 64)));
 		break;
 	case 12:
@@ -418,34 +639,33 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 	}
 }
 
-/* Frame i of the host run into buf; returns its length. */
-static int gen_host(__u8 *b)
+/* Random bytes of random length, with layers of plausibility so that some
+ * get past the parser. */
+static int gen_random(__u8 *b)
 {
-	const struct jobcfg *j;
-	int len, r = below(100), n, k;
+	int len = 14 + below(MAX_LEN - 13);
 
-	if (r < 8) {
-		len = 14 + below(MAX_LEN - 13);
-		rand_bytes(b, len);
-		/* layers of plausibility, so some get past the parser */
-		if (below(2) && len >= 14)
-			put16(b + 12, ETH_P_IP);
-		if (below(2) && len >= 34)
-			b[OFF_IP + 9] = 17;
-		if (below(2) && len >= 42)
-			put16(b + OFF_UDP + 2, PORT);
-		if (below(2) && len >= 34)
-			b[OFF_IP] = 0x45, put16(b + OFF_IP + 6, 0);
-		if (below(2) && len >= OFF_V) {
-			put32(b + H_MAGIC, RINX_MAGIC);
-			b[H_VERSION] = RINX_VERSION;
-		}
-		return len;
+	rand_bytes(b, len);
+	if (below(2) && len >= 14)
+		put16(b + 12, ETH_P_IP);
+	if (below(2) && len >= 34)
+		b[OFF_IP + 9] = 17;
+	if (below(2) && len >= 42)
+		put16(b + OFF_UDP + 2, PORT);
+	if (below(2) && len >= 34)
+		b[OFF_IP] = 0x45, put16(b + OFF_IP + 6, 0);
+	if (below(2) && len >= OFF_V) {
+		put32(b + H_MAGIC, RINX_MAGIC);
+		b[H_VERSION] = RINX_VERSION;
 	}
-	len = build_valid(b, &j);
-	if (r < 14)
-		return len;	/* an intentional valid frame */
-	n = 1 + below(3);
+	return len;
+}
+
+/* One to three mutations of a valid frame of job j; returns the length. */
+static int mutate_frame(__u8 *b, const struct jobcfg *j, int len)
+{
+	int n = 1 + below(3), k;
+
 	for (k = 0; k < n; k++) {
 		int m = below(100), i, c;
 
@@ -484,25 +704,44 @@ static int gen_host(__u8 *b)
 	return len;
 }
 
+/* Frame i of the host run into buf; returns its length. */
+static int gen_host(__u8 *b)
+{
+	const struct jobcfg *j;
+	int len, r = below(100);
+
+	if (r < 8)
+		return gen_random(b);
+	len = build_valid(b, &j);
+	/* intentional valid frames; more of them for the aggregator, whose
+	 * slots complete only when every contributor got through */
+	if (r < 14 || (j->tab && r < 60))
+		return len;
+	return mutate_frame(b, j, len);
+}
+
 /* ---- host reference model ------------------------------------------------ */
 
 struct pred {
 	int stat;	/* outcome counter */
+	int act;	/* XDP action (host), V_* verdict (ToR) */
 	bool store;	/* a result slot is written */
+	bool reset;	/* an unfinished older round left its slot */
+	bool want;	/* the whole output frame is known: wantf */
+	bool mine;	/* ToR: the frame was for the aggregator */
+	int aidx;	/* aggregator slot touched (its model is checked), -1 */
 	__u32 idx, epoch;
+	__u8 tos;	/* TOS byte of the stored frame */
 };
+
+/* The output frame the model expects when pred.want. */
+static __u8 wantf[MAX_LEN + 64];
 
 /* Counters that come with an outcome instead of being one. */
 static bool annotation(int stat)
 {
-	return stat == RINX_STAT_ECN_CE || stat == RINX_STAT_PACED;
-}
-
-/* Outcomes of the host program that store a finished block. */
-static bool stores_block(int stat)
-{
-	return stat == RINX_STAT_REDUCE_FINISH || stat == RINX_STAT_GATHER_FWD ||
-	       stat == RINX_STAT_GATHER_END || stat == RINX_STAT_RECYCLED;
+	return stat == RINX_STAT_ECN_CE || stat == RINX_STAT_PACED ||
+	       stat == RINX_STAT_AGG_RESET;
 }
 
 static int stat_action(int stat)
@@ -515,6 +754,8 @@ static int stat_action(int stat)
 	case RINX_STAT_GATHER_FWD:
 	case RINX_STAT_REPAIR:
 	case RINX_STAT_HELLO_YES:
+	case RINX_STAT_AGG_RESEND:
+	case RINX_STAT_AGG_MCAST:
 		return XDP_TX;
 	case RINX_STAT_SLOW_NOT_READY:
 	case RINX_STAT_SLOW_FUTURE:
@@ -527,35 +768,392 @@ static int stat_action(int stat)
 	}
 }
 
-/* The result map as it must be (the shadow copy), for NACK answers. */
-static const struct rinx_slot *res_model;
+/* ---- aggregator slot model ----------------------------------------------- */
 
-/* What the job's rules say about frame b (no AF_XDP socket is bound, so
- * every slow-path frame is dropped as NO_XSK). */
-static struct pred host_model(const __u8 *b, int len)
+/*
+ * The fuzzer is the only writer of the aggregator slots (one frame runs at
+ * a time), so it keeps each slot's whole state, sums included, and the
+ * program's slot must equal it after every frame that reaches it. The
+ * arithmetic below is written from the rules in bpf/fixed.bpf.h: align the
+ * operand with the smaller exponent (round to nearest, ties up; 32 bits or
+ * more of shift leave nothing of it), add in 32 bits.
+ */
+struct mslot {
+	__u32 epoch;
+	__u64 seen;
+	__s16 exp;
+	__u8 flags, done, final, ce, pend;
+	__s32 v[RINX_BLOCK_VALUES];
+};
+
+enum mret { M_CONSUMED, M_COMPLETE, M_DUP, M_RESEND, M_FINAL, M_STALE,
+	    M_NEED_SELF };
+
+static __s32 m_align(__s32 x, __u32 d)
 {
-	struct pred p = { .stat = RINX_STAT_DROP_NO_XSK };
-	const struct jobcfg *j;
-	struct rinx_hop h;
-	__u32 epoch, block, nblocks, klass, cnt, type;
+	if (d == 0)
+		return x;
+	if (d > 31)
+		return 0;
+	/* floor((x + 2^(d-1)) / 2^d), exact in 64 bits */
+	return (__s32)(((__s64)x + (1LL << (d - 1))) >> d);
+}
 
+static __s16 m_block_add(__s32 *dst, __s16 dexp, const __s32 *src, __s16 sexp)
+{
+	__s16 e = dexp > sexp ? dexp : sexp;
+	__u32 dd = (__u32)(e - dexp), ds = (__u32)(e - sexp);
+	int i;
+
+	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		dst[i] = (__s32)((__u32)m_align(dst[i], dd) +
+				 (__u32)m_align(src[i], ds));
+	return e;
+}
+
+static void m_slot_to_frame(const struct mslot *a, __u8 *f)
+{
+	memcpy(f + OFF_V, a->v, RINX_BLOCK_BYTES);
+	put16(f + H_EXP, (__u16)a->exp);
+	f[H_FLAGS] = a->flags;
+}
+
+/* Frame f (round epoch, contributor node) into slot a; f becomes the
+ * frame as the program leaves it. own: the node's share (RINX_HOP_SELF). */
+static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u32 node,
+		     __u64 mask, bool finish, const struct rinx_slot *own,
+		     bool *reset)
+{
+	__u64 b = 1ULL << (node & 63);
+	__s32 x[RINX_BLOCK_VALUES];
+	__s16 fexp = (__s16)get16(f + H_EXP);
+	int ret = M_COMPLETE;
+
+	*reset = false;
+	if (a->epoch != epoch) {
+		if (a->seen && (__s32)(epoch - a->epoch) < 0)
+			return M_STALE;
+		*reset = a->seen && !a->done;
+		a->epoch = epoch;
+		a->seen = 0;
+		a->done = a->final = a->pend = 0;
+	}
+	if (a->seen & b) {
+		if (!a->done && !a->pend)
+			return M_DUP;
+		m_slot_to_frame(a, f);
+		return a->pend ? M_NEED_SELF : a->final ? M_FINAL : M_RESEND;
+	}
+	memcpy(x, f + OFF_V, sizeof(x));
+	if (!a->seen) {
+		memcpy(a->v, x, sizeof(x));
+		a->exp = fexp;
+		a->flags = f[H_FLAGS];
+		a->ce = 0;
+	} else {
+		a->exp = m_block_add(a->v, a->exp, x, fexp);
+		a->flags |= f[H_FLAGS];
+	}
+	if ((f[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_CE)
+		a->ce = 1;
+	a->seen |= b;
+	if ((a->seen & mask) != mask)
+		return M_CONSUMED;
+	if (own && own->epoch == epoch) {
+		a->exp = m_block_add(a->v, a->exp, own->v, own->exp);
+		a->flags |= own->flags;
+	} else if (own) {
+		a->pend = 1;
+		ret = M_NEED_SELF;
+	}
+	if (ret == M_COMPLETE) {
+		a->done = 1;
+		a->final = finish;
+	}
+	m_slot_to_frame(a, f);
+	if (a->ce)
+		f[OFF_IP + 1] |= RINX_ECN_CE;
+	return ret;
+}
+
+/* A gather passing the member keeps the finished block (for NACKs). */
+static void m_agg_keep(struct mslot *a, const __u8 *f, __u32 epoch)
+{
+	if (a->epoch != epoch)
+		return;
+	memcpy(a->v, f + OFF_V, RINX_BLOCK_BYTES);
+	a->exp = (__s16)get16(f + H_EXP);
+	a->flags = f[H_FLAGS];
+	a->final = 1;
+}
+
+/* Addresses, sender and step of a frame leaving node self for node to. */
+static void m_readdress(__u8 *f, __u32 slot, __u16 self, __u16 to)
+{
+	node_mac(slot, to, f);
+	node_mac(slot, self, f + 6);
+	put32(f + OFF_IP + 12, node_ip(slot, self));
+	put32(f + OFF_IP + 16, node_ip(slot, to));
+	ip_fix_csum(f + OFF_IP);
+	put16(f + OFF_UDP + 6, 0);
+	put16(f + H_SENDER, self);
+}
+
+static void m_group(__u8 *f, __u8 rack, bool onward)
+{
+	const __u8 every[6] = { RINX_GROUP_MAC0, RINX_GROUP_MAC1,
+				RINX_GROUP_MAC2, 0xff, 0xff, 0 };
+	const __u8 g[6] = { RINX_GROUP_MAC0, RINX_GROUP_MAC1, RINX_GROUP_MAC2,
+			    rack, 0, onward };
+
+	memcpy(f, rack == RINX_GROUP_EVERY ? every : g, 6);
+}
+
+/* Paths of the aggregator the models went through (coverage). */
+enum cov {
+	C_ADD, C_FWD, C_FIN_UNICAST, C_FIN_GROUP_ON, C_FIN_GROUP, C_FIN_END,
+	C_NEED_SELF, C_PEND_DUP, C_RESET, C_DUP, C_FINAL_DUP, C_ANSWER,
+	C_REEMIT_FWD, C_REEMIT_FIN, C_STALE, C_MCAST_FWD, C_MCAST_END,
+	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_MAX,
+};
+
+static const char *cov_name[C_MAX] = {
+	"contribution added", "AGG_FWD complete", "AGG_FINISH unicast",
+	"AGG_FINISH group and on", "AGG_FINISH group only",
+	"AGG_FINISH ends here", "own share missing (pend)",
+	"duplicate into a pending slot", "unfinished round reset",
+	"duplicate dropped", "partial sum into a finished block",
+	"late share answered", "AGG_FWD sum sent again",
+	"AGG_FINISH sum sent again", "older round refused", "MCAST_FWD",
+	"MCAST_END", "gather before the slot is done",
+	"NACK answered from the slot", "pending slot completed by the trainer",
+};
+
+/* C_* bits that only a host or only a ToR can reach */
+#define COV_HOST_ONLY	(1u << C_FIN_END | 1u << C_NEED_SELF | \
+			 1u << C_PEND_DUP | 1u << C_TRAINER)
+#define COV_TOR_ONLY	(1u << C_MCAST_STALE | 1u << C_NACK_REPAIR)
+
+static __u64 host_cov[C_MAX], tor_cov[C_MAX], *cov = host_cov;
+
+/* Aggregator slots of the host (slot, block) and of the ToR. */
+static struct mslot host_slots[NRES], tor_slots[NRES];
+
+/* ---- host reference model ------------------------------------------------ */
+
+/* The result map as it must be (the shadow copy), for NACK answers, and
+ * the shares as the test wrote them (RINX_HOP_SELF). */
+static const struct rinx_slot *res_model, *share_model;
+
+static const struct jobcfg *find_job_in(const struct jobcfg *t, size_t n,
+					__u32 id)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (t[i].id == id)
+			return &t[i];
+	return NULL;
+}
+
+enum { MP_OK, MP_OTHER, MP_SHORT, MP_VERSION };
+
+/* rinx_parse of frame b, written from the frame format. */
+static int parse_model(const __u8 *b, int len)
+{
 	if (get16(b + 12) != ETH_P_IP || len < OFF_UDP ||
 	    b[OFF_IP + 9] != 17 || len < OFF_HDR ||
-	    get16(b + OFF_UDP + 2) != PORT) {
+	    get16(b + OFF_UDP + 2) != PORT)
+		return MP_OTHER;
+	if ((b[OFF_IP] & 0xf) != 5 || (get16(b + OFF_IP + 6) & 0x3fff) ||
+	    len < OFF_V)
+		return MP_SHORT;
+	if (get32(b + H_MAGIC) != RINX_MAGIC || b[H_VERSION] != RINX_VERSION)
+		return MP_VERSION;
+	return len < FULL_LEN ? MP_SHORT : MP_OK;
+}
+
+/* Counts, block, class within the round and the window: 0 or the drop. */
+static int bounds_model(const __u8 *b, const struct jobcfg *j)
+{
+	__u32 block = get32(b + H_BLOCK), nblocks = get32(b + H_NBLOCKS);
+	__u32 cnt = get16(b + H_COUNT);
+
+	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
+	    nblocks > WINDOW || get16(b + H_KLASS) != job_class(j, block))
+		return RINX_STAT_DROP_BOUNDS;
+	return 0;
+}
+
+/* The sender the hop accepts (an aggregation: any contributor with a raw
+ * share, step 0, or `from` with its partial sum): 0 or the drop. */
+static int sender_model(const __u8 *b, const struct jobcfg *j,
+			const struct rinx_hop *h, __u32 type, __u32 *sender)
+{
+	bool agg = is_agg(h->action);
+
+	*sender = get16(b + H_SENDER);
+	if (*sender >= RINX_MAX_NODES || (type == RINX_T_CONTRIB && !agg) ||
+	    get32(b + OFF_IP + 12) != node_ip(j->slot, *sender))
+		return RINX_STAT_DROP_SENDER;
+	if (agg) {
+		if (!(h->mask >> *sender & 1))
+			return RINX_STAT_DROP_SENDER;
+		if (type == RINX_T_CONTRIB || *sender != h->from)
+			return b[H_STEP] == 0 ? 0 : RINX_STAT_DROP_SENDER;
+	} else if (*sender != h->from) {
+		return RINX_STAT_DROP_SENDER;
+	}
+	return b[H_STEP] == h->step ? 0 : RINX_STAT_DROP_SENDER;
+}
+
+/* NACK's asker: a node of the job sending from its own address. */
+static bool asker_ok(const __u8 *b, const struct jobcfg *j)
+{
+	__u16 who = get16(b + H_SENDER);
+
+	return who < RINX_MAX_NODES && !b[H_FLAGS] &&
+	       get32(b + OFF_IP + 12) == node_ip(j->slot, who);
+}
+
+/* Coverage of one m_agg_add outcome r under hop h (frame type). */
+static void cov_add(int r, bool reset, const struct rinx_hop *h, __u32 type,
+		    __u16 self)
+{
+	bool finish = h->action == RINX_A_AGG_FINISH;
+
+	if (reset)
+		cov[C_RESET]++;
+	switch (r) {
+	case M_CONSUMED:
+		cov[C_ADD]++;
+		break;
+	case M_COMPLETE:
+		cov[!finish ? C_FWD :
+		    h->rack == RINX_NO_RACK ? (h->to == self ? C_FIN_END :
+						C_FIN_UNICAST) :
+		    h->to == self ? C_FIN_GROUP : C_FIN_GROUP_ON]++;
+		break;
+	case M_DUP:
+		cov[C_DUP]++;
+		break;
+	case M_STALE:
+		cov[C_STALE]++;
+		break;
+	case M_RESEND:
+	case M_FINAL:
+		if (r == M_FINAL && type == RINX_T_CONTRIB &&
+		    (h->flags & RINX_HOP_ANSWER))
+			cov[C_ANSWER]++;
+		else if (r == M_FINAL && !finish)
+			cov[C_FINAL_DUP]++;
+		else
+			cov[finish ? C_REEMIT_FIN : C_REEMIT_FWD]++;
+		break;
+	}
+}
+
+/* An aggregation or multicast of the host (the frame is in wantf). */
+static void host_agg(struct pred *p, const struct jobcfg *j,
+		     const struct rinx_hop *h, __u32 type, __u32 sender)
+{
+	struct mslot *a = &host_slots[p->idx];
+	bool finish = h->action == RINX_A_AGG_FINISH, pend;
+	int r;
+
+	p->want = true;
+	p->aidx = (int)p->idx;
+	if (h->action == RINX_A_MCAST_FWD || h->action == RINX_A_MCAST_END) {
+		/* stores the gather as it came, keeps it, sends it into the
+		 * rack (and on) */
+		__u16 to = h->action == RINX_A_MCAST_FWD ? h->to : j->self;
+
+		p->store = true;
+		p->tos = wantf[OFF_IP + 1];
+		m_agg_keep(a, wantf, p->epoch);
+		wantf[H_STEP] = h->out_step;
+		m_readdress(wantf, j->slot, j->self, to);
+		m_group(wantf, h->rack, to != j->self);
+		p->stat = RINX_STAT_AGG_MCAST;
+		p->act = XDP_TX;
+		cov[h->action == RINX_A_MCAST_FWD ? C_MCAST_FWD :
+						    C_MCAST_END]++;
+		return;
+	}
+	pend = a->pend && a->epoch == p->epoch;
+	r = m_agg_add(a, wantf, p->epoch, sender, h->mask, finish,
+		      h->flags & RINX_HOP_SELF ? &share_model[p->idx] : NULL,
+		      &p->reset);
+	cov_add(r, p->reset, h, type, j->self);
+	p->act = XDP_DROP;
+	if (r == M_NEED_SELF) {
+		cov[pend ? C_PEND_DUP : C_NEED_SELF]++;
+		p->stat = RINX_STAT_DROP_NO_XSK;	/* for the trainer */
+		return;
+	}
+	if (r == M_FINAL && type == RINX_T_CONTRIB &&
+	    (h->flags & RINX_HOP_ANSWER)) {
+		wantf[H_TYPE] = RINX_T_GATHER;
+		wantf[H_STEP] = finish ? h->out_step : h->out_step + 1;
+		m_readdress(wantf, j->slot, j->self, (__u16)sender);
+		p->stat = RINX_STAT_AGG_RESEND;
+		p->act = XDP_TX;
+		return;
+	}
+	if (r == M_DUP || (r == M_FINAL && !finish)) {
+		p->stat = RINX_STAT_DROP_AGG_DUP;
+		return;
+	}
+	if (r == M_STALE) {
+		p->stat = RINX_STAT_DROP_AGG_STALE;
+		return;
+	}
+	if (r == M_CONSUMED) {
+		p->stat = RINX_STAT_AGG_ADD;
+		return;
+	}
+	p->stat = r == M_COMPLETE ? RINX_STAT_AGG_DONE : RINX_STAT_AGG_REEMIT;
+	wantf[H_STEP] = h->out_step;
+	p->act = XDP_TX;
+	if (!finish) {
+		wantf[H_TYPE] = RINX_T_REDUCE;
+		m_readdress(wantf, j->slot, j->self, h->to);
+		return;
+	}
+	wantf[H_TYPE] = RINX_T_GATHER;
+	p->store = true;
+	p->tos = wantf[OFF_IP + 1];
+	if (h->rack == RINX_NO_RACK && h->to == j->self) {
+		p->act = XDP_DROP;	/* ends here */
+		return;
+	}
+	m_readdress(wantf, j->slot, j->self, h->to);
+	if (h->rack != RINX_NO_RACK)
+		m_group(wantf, h->rack, h->to != j->self);
+}
+
+/* What the job's rules say about frame b (no AF_XDP socket is bound, so
+ * every slow-path frame is dropped as NO_XSK). The aggregator slots of the
+ * model move with it: call it once per frame, in order. */
+static struct pred host_model(const __u8 *b, int len)
+{
+	struct pred p = { .stat = RINX_STAT_DROP_NO_XSK, .aidx = -1 };
+	const struct jobcfg *j;
+	struct rinx_hop h;
+	__u32 epoch, block, nblocks, cnt, type, sender;
+	bool agg;
+	int bad;
+
+	memcpy(wantf, b, len);
+	switch (parse_model(b, len)) {
+	case MP_OTHER:
 		p.stat = RINX_STAT_PASS;
 		return p;
-	}
-	if ((b[OFF_IP] & 0xf) != 5 || (get16(b + OFF_IP + 6) & 0x3fff) ||
-	    len < OFF_V) {
+	case MP_SHORT:
 		p.stat = RINX_STAT_DROP_SHORT;
 		return p;
-	}
-	if (get32(b + H_MAGIC) != RINX_MAGIC || b[H_VERSION] != RINX_VERSION) {
+	case MP_VERSION:
 		p.stat = RINX_STAT_DROP_VERSION;
-		return p;
-	}
-	if (len < FULL_LEN) {
-		p.stat = RINX_STAT_DROP_SHORT;
 		return p;
 	}
 	type = b[H_TYPE];
@@ -565,7 +1163,7 @@ static struct pred host_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
-	j = find_job(get32(b + H_JOB));
+	j = find_job_in(jobs, ARRAY_SIZE(jobs), get32(b + H_JOB));
 	if (!j) {
 		p.stat = type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
 						RINX_STAT_DROP_JOB;
@@ -578,11 +1176,8 @@ static struct pred host_model(const __u8 *b, int len)
 	/* "do you know the job?" is answered in XDP; other control frames go
 	 * to the slow path (dropped here: no socket) */
 	if (type == RINX_T_HELLO && b[H_STEP] == RINX_HELLO_OPEN) {
-		__u16 who = get16(b + H_SENDER);
-
-		p.stat = who >= RINX_MAX_NODES || b[H_FLAGS] ||
-			 get32(b + OFF_IP + 12) != node_ip(j->slot, who) ?
-			 RINX_STAT_DROP_SENDER : RINX_STAT_HELLO_YES;
+		p.stat = asker_ok(b, j) ? RINX_STAT_HELLO_YES :
+					  RINX_STAT_DROP_SENDER;
 		return p;
 	}
 	if (type == RINX_T_HELLO)
@@ -590,42 +1185,41 @@ static struct pred host_model(const __u8 *b, int len)
 	epoch = get32(b + H_EPOCH);
 	block = get32(b + H_BLOCK);
 	nblocks = get32(b + H_NBLOCKS);
-	klass = get16(b + H_KLASS);
 	cnt = get16(b + H_COUNT);
-	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
-	    nblocks > WINDOW || klass != block % j->nclasses) {
-		p.stat = RINX_STAT_DROP_BOUNDS;
+	bad = bounds_model(b, j);
+	if (bad) {
+		p.stat = bad;
 		return p;
 	}
 	/* NACK: answered from the result map when it holds that round */
 	if (type == RINX_T_NACK) {
-		__u16 who = get16(b + H_SENDER);
 		const struct rinx_slot *r;
 
-		if (who >= RINX_MAX_NODES || b[H_FLAGS] ||
-		    get32(b + OFF_IP + 12) != node_ip(j->slot, who)) {
-			p.stat = RINX_STAT_DROP_SENDER;
-			return p;
-		}
 		r = &res_model[j->slot * WINDOW + block];
-		p.stat = r->epoch == epoch && r->count == cnt ?
-			 RINX_STAT_REPAIR : RINX_STAT_NACK_MISS;
+		if (!asker_ok(b, j))
+			p.stat = RINX_STAT_DROP_SENDER;
+		else
+			p.stat = r->epoch == epoch && r->count == cnt ?
+				 RINX_STAT_REPAIR : RINX_STAT_NACK_MISS;
 		return p;
 	}
-	/* this node aggregates nothing: no contribution has a route */
-	h = type == RINX_T_CONTRIB ? (struct rinx_hop){ 0 } :
-				     plan(j, klass, (int)type);
+	h = job_hop(j, get16(b + H_KLASS), (int)type);
 	if (h.action == RINX_A_NONE) {
 		p.stat = RINX_STAT_DROP_NO_ROUTE;
 		return p;
 	}
-	if (get16(b + H_SENDER) != h.from || b[H_STEP] != h.step ||
-	    get32(b + OFF_IP + 12) != node_ip(j->slot, h.from)) {
-		p.stat = RINX_STAT_DROP_SENDER;
+	bad = sender_model(b, j, &h, type, &sender);
+	if (bad) {
+		p.stat = bad;
 		return p;
 	}
+	agg = h.action >= RINX_A_AGG_FWD;
 	if (epoch != j->epoch) {
-		/* next round: slow path (dropped here, no socket) */
+		/* an aggregator takes the next round's contributions; the
+		 * rest of the next round goes to the slow path (dropped
+		 * here, no socket) */
+		if (epoch == j->epoch + 1 && agg && type != RINX_T_GATHER)
+			goto sized;
 		p.stat = epoch == j->epoch + 1 ? RINX_STAT_DROP_NO_XSK :
 						 RINX_STAT_DROP_STALE;
 		return p;
@@ -637,6 +1231,7 @@ static struct pred host_model(const __u8 *b, int len)
 	if (nblocks != j->nblocks || get16(b + H_DTYPE) != j->dtype ||
 	    cnt != (block == nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES))
 		return p;	/* size mismatch: slow path */
+sized:
 	p.idx = j->slot * WINDOW + block;
 	p.epoch = epoch;
 	switch (h.action) {
@@ -655,9 +1250,12 @@ static struct pred host_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_GATHER_FWD;
 		p.store = true;
 		break;
-	default:
+	case RINX_A_STORE_END:
 		p.stat = RINX_STAT_GATHER_END;
 		p.store = true;
+		break;
+	default:
+		host_agg(&p, j, &h, type, sender);
 		break;
 	}
 	return p;
@@ -673,11 +1271,15 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"DROP_NO_XSK", "ABORTED", "AGG_ADD", "AGG_DONE", "AGG_MCAST",
 	"DROP_AGG_DUP", "DROP_AGG_STALE", "AGG_RESET", "AGG_RESEND", "SLOW_HELLO",
 	"RECYCLED", "REPAIR", "NACK_MISS", "AGG_REEMIT", "HELLO_EARLY",
-	"HELLO_YES", "ECN_CE", "PACED",
+	"HELLO_YES", "ECN_CE", "PACED", "SLOW_SELF",
 };
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {
 	"FWD", "FLOOD", "DROP_SHORT", "DROP_NO_PORT", "DROP_HAIRPIN",
+	"INA_FWD", "INA_GROUP", "INA_DROP", "INA_ABORTED", "GROUP",
+	"HAIRPIN_SELF", "DROP_NO_NEIGH", "FAULT_DROP", "QUEUE_DROP",
+	"FAULT_DUP", "FAULT_HOLD", "FAULT_REORDER", "FAULT_HOLD_LOST",
+	"FAULT_SKIP", "ECN_MARK", "ECN_NOT_ECT",
 };
 
 static const char *act_name(__u32 a)
@@ -696,22 +1298,30 @@ enum fail_kind {
 	F_MODEL,	/* outcome differs from the reference model */
 	F_FRAME,	/* dropped/passed frame modified, or bad TX frame */
 	F_RESULT,	/* result map differs from the shadow */
+	F_SLOT,		/* aggregator slot differs from its model, or holds
+			 * a contributor outside its hop's mask */
 	F_MAX,
 };
 
 static const char *fail_name[F_MAX] = {
 	"test run", "counters", "action/counter", "XDP_ABORTED", "model",
-	"output frame", "result map",
+	"output frame", "result map", "aggregator slot",
 };
 
 struct fails {
 	__u64 n[F_MAX];
 };
 
+/* Was the last violation described? (its frame is dumped only then) */
+static bool fail_shown;
+
 static void hexdump(const __u8 *b, int len)
 {
 	char line[2 * 32 + 1];
 	int i, k, shown = len;
+
+	if (!fail_shown)
+		return;
 
 	/* the headers and the start of the payload; the rest regenerates
 	 * from seed and frame number */
@@ -729,12 +1339,13 @@ static void hexdump(const __u8 *b, int len)
 /* Count a violation; describe the first few. */
 static __attribute__((format(printf, 6, 7)))
 void fail(struct fails *f, enum fail_kind k, const char *prog, __u64 i,
-	  const __u8 *b, const char *fmt, ...)
+	 const __u8 *b, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
 
-	if (f->n[k]++ >= MAX_REPORTS)
+	fail_shown = f->n[k]++ < MAX_REPORTS;
+	if (!fail_shown)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -781,13 +1392,163 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* ---- aggregator slots: checks and the control plane's writes ------------ */
+
+/* The contributors slot idx may hold: its class's aggregation (none for a
+ * slot of a job that aggregates nothing, or no job). Blocks beyond the
+ * job's round count too: a frame of the next round (host) or of any round
+ * (ToR) is not held to the current round's size. */
+static __u64 slot_mask(const struct jobcfg *j, size_t nj, __u32 idx)
+{
+	__u32 slot = idx / WINDOW, block = idx % WINDOW, c;
+	size_t i;
+
+	for (i = 0; i < nj; i++) {
+		if (j[i].slot != slot || !j[i].tab)
+			continue;
+		c = job_class(&j[i], block);
+		return job_hop(&j[i], c, RINX_T_REDUCE).mask |
+		       job_hop(&j[i], c, RINX_T_CONTRIB).mask;
+	}
+	return 0;
+}
+
+/* The program's slot idx against the model m; 0 or -1 (described). */
+static int slot_check(int fd, const struct mslot *m, __u32 idx, __u64 mask,
+		      char *why, size_t n)
+{
+	static struct rinx_agg a;
+
+	if (bpf_map_lookup_elem_flags(fd, &idx, &a, BPF_F_LOCK)) {
+		snprintf(why, n, "slot %u: lookup %d", idx, -errno);
+		return -1;
+	}
+	if (a.seen & ~mask) {
+		snprintf(why, n, "slot %u: seen %#llx outside mask %#llx", idx,
+			 (unsigned long long)a.seen, (unsigned long long)mask);
+		return -1;
+	}
+	if (a.epoch != m->epoch || a.seen != m->seen || a.exp != m->exp ||
+	    a.flags != m->flags || a.done != m->done || a.final != m->final ||
+	    a.ce != m->ce || a.pend != m->pend || a.resv8 ||
+	    memcmp(a.v, m->v, sizeof(a.v))) {
+		snprintf(why, n, "slot %u: epoch %u seen %#llx exp %d flags "
+			 "%#x done %u final %u ce %u pend %u, model epoch %u "
+			 "seen %#llx exp %d flags %#x done %u final %u ce %u "
+			 "pend %u%s",
+			 idx, a.epoch, (unsigned long long)a.seen, a.exp,
+			 a.flags, a.done, a.final, a.ce, a.pend, m->epoch,
+			 (unsigned long long)m->seen, m->exp, m->flags, m->done,
+			 m->final, m->ce, m->pend,
+			 memcmp(a.v, m->v, sizeof(a.v)) ? ", sums differ" : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Every slot against the model; the first bad one, or -1. */
+static int slots_check(int fd, const struct mslot *ms, const struct jobcfg *j,
+		       size_t nj, char *why, size_t n)
+{
+	__u32 k;
+
+	for (k = 0; k < NRES; k++)
+		if (slot_check(fd, &ms[k], k, slot_mask(j, nj, k), why, n))
+			return (int)k;
+	return -1;
+}
+
+/* After a reported difference: the model takes the program's slot, so
+ * one fault is reported once. */
+static void slot_read(int fd, struct mslot *m, __u32 idx)
+{
+	static struct rinx_agg a;
+
+	if (bpf_map_lookup_elem_flags(fd, &idx, &a, BPF_F_LOCK))
+		return;
+	m->epoch = a.epoch;
+	m->seen = a.seen;
+	m->exp = a.exp;
+	m->flags = a.flags;
+	m->done = a.done;
+	m->final = a.final;
+	m->ce = a.ce;
+	m->pend = a.pend;
+	memcpy(m->v, a.v, sizeof(a.v));
+}
+
+static void slots_read(int fd, struct mslot *ms)
+{
+	__u32 k;
+
+	for (k = 0; k < NRES; k++)
+		slot_read(fd, &ms[k], k);
+}
+
+static int first_diff(const __u8 *a, const __u8 *b, int len)
+{
+	int i;
+
+	for (i = 0; i < len && a[i] == b[i]; i++)
+		;
+	return i;
+}
+
+static int slot_write(int fd, const struct mslot *m, __u32 idx)
+{
+	struct rinx_agg a = {
+		.epoch = m->epoch, .seen = m->seen, .exp = m->exp,
+		.flags = m->flags, .done = m->done, .final = m->final,
+		.ce = m->ce, .pend = m->pend,
+	};
+
+	memcpy(a.v, m->v, sizeof(a.v));
+	return bpf_map_update_elem(fd, &idx, &a, BPF_F_LOCK);
+}
+
+/*
+ * The control plane's writes between frames, drawn from the frame's random
+ * numbers: now and then a slot of job j is emptied (as a plan change
+ * does), so that rounds keep completing all run long; at a host, a slot
+ * that waits for the trainer (pend) is completed as the trainer does it
+ * (its share added, done, final after AGG_FINISH: self_complete of the
+ * trainer's slow path) with the share the test wrote. -1 if a write
+ * failed.
+ */
+static int slot_maint(int fd, struct mslot *ms, const struct jobcfg *j,
+		      const struct rinx_slot *share)
+{
+	__u32 r = below(1024), block = below(j->nblocks);
+	__u32 idx = j->slot * WINDOW + block;
+	struct mslot *m = &ms[idx];
+	struct rinx_hop h;
+
+	/* a slot done, or taken by the next round, is emptied sooner:
+	 * otherwise it refuses most frames of the round for long */
+	if (r < 6 || (r < 160 && (m->done || m->epoch != j->epoch))) {
+		memset(m, 0, sizeof(*m));
+	} else if (share && r < 64 && m->pend) {
+		h = job_hop(j, job_class(j, block), RINX_T_REDUCE);
+		m->exp = m_block_add(m->v, m->exp, share[idx].v,
+				     share[idx].exp);
+		m->flags |= share[idx].flags;
+		m->pend = 0;
+		m->done = 1;
+		m->final = h.action == RINX_A_AGG_FINISH;
+		cov[C_TRAINER]++;
+	} else {
+		return 0;
+	}
+	return slot_write(fd, m, idx) ? -1 : 1;
+}
+
 /* ---- host run ------------------------------------------------------------ */
 
 static __u8 in[MAX_LEN + 64], out[4096];
 
 struct host_env {
 	struct host_bpf *skel;
-	int prog, jobs, nodes, hops, share, result, stats;
+	int prog, jobs, nodes, hops, share, result, stats, aggs;
 	struct rinx_slot *res_map;	/* mmap of the result map */
 	struct rinx_slot *shadow, *share_want;
 };
@@ -810,19 +1571,12 @@ static int host_setup(struct host_env *e)
 	}
 	for (i = 0; i < ARRAY_SIZE(jobs); i++) {
 		const struct jobcfg *j = &jobs[i];
-		struct rinx_job job = {
-			.token = j->token, .slot = j->slot, .epoch = j->epoch,
-			.nblocks = j->nblocks, .last_count = j->last_count,
-			.nclasses = j->nclasses, .nnodes = j->nnodes,
-			.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
-			.window = WINDOW,
-		};
+		struct rinx_job job = job_entry(j);
 
-		job_classes(&job, j->nclasses);
 		err |= bpf_map_update_elem(e->jobs, &j->id, &job, BPF_ANY);
 		for (c = 0; c < RINX_MAX_CLASSES; c++) {
-			for (t = RINX_T_REDUCE; t <= RINX_T_GATHER; t++) {
-				struct rinx_hop h = plan(j, c, t);
+			for (t = RINX_T_REDUCE; t <= RINX_T_CONTRIB; t++) {
+				struct rinx_hop h = job_hop(j, c, t);
 
 				k = RINX_HOP_INDEX(j->slot, c, t);
 				err |= bpf_map_update_elem(e->hops, &k, &h,
@@ -895,15 +1649,15 @@ static int host_tables_same(struct host_env *e)
 			bad++;
 		}
 	}
-	for (k = 0; k < NSLOTS * RINX_MAX_CLASSES * 2; k++) {
+	for (k = 0; k < NSLOTS * RINX_MAX_CLASSES * RINX_HOP_TYPES; k++) {
 		struct rinx_hop h, w = {};
 
 		for (i = 0; i < ARRAY_SIZE(jobs); i++) {
 			for (c = 0; c < RINX_MAX_CLASSES; c++)
-				for (t = 1; t <= 2; t++)
+				for (t = 1; t <= RINX_HOP_TYPES; t++)
 					if (RINX_HOP_INDEX(jobs[i].slot, c,
 							   t) == k)
-						w = plan(&jobs[i], c, t);
+						w = job_hop(&jobs[i], c, t);
 		}
 		if (bpf_map_lookup_elem(e->hops, &k, &h) ||
 		    memcmp(&h, &w, sizeof(h))) {
@@ -913,15 +1667,8 @@ static int host_tables_same(struct host_env *e)
 	}
 	for (i = 0; i < ARRAY_SIZE(jobs); i++) {
 		const struct jobcfg *j = &jobs[i];
-		struct rinx_job job, w = {
-			.token = j->token, .slot = j->slot, .epoch = j->epoch,
-			.nblocks = j->nblocks, .last_count = j->last_count,
-			.nclasses = j->nclasses, .nnodes = j->nnodes,
-			.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
-			.window = WINDOW,
-		};
+		struct rinx_job job, w = job_entry(j);
 
-		job_classes(&w, j->nclasses);
 		if (bpf_map_lookup_elem(e->jobs, &j->id, &job) ||
 		    memcmp(&job, &w, sizeof(job))) {
 			tap_diag("job %#x changed", j->id);
@@ -963,7 +1710,9 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	__u64 c0[RINX_STAT_MAX], c1[RINX_STAT_MAX], cs[RINX_STAT_MAX], sum;
 	size_t map_sz;
 	double t0;
-	__u64 i, stores = 0, last_ok = 0;
+	__u64 i, stores = 0, last_ok = 0, aggs_seen = 0;
+	__u64 slot_stored[NSLOTS] = {}, slot_marked[NSLOTS] = {};
+	char why[320];
 	int err, k;
 
 	e.skel = host_bpf__open();
@@ -973,6 +1722,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	e.skel->rodata->rinx_window = WINDOW;
 	err = bpf_map__set_max_entries(e.skel->maps.share, NRES);
 	err = err ?: bpf_map__set_max_entries(e.skel->maps.result, NRES);
+	err = err ?: bpf_map__set_max_entries(e.skel->maps.aggs, NRES);
 	err = err ?: host_bpf__load(e.skel);
 	if (!tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT))
 		goto out;
@@ -983,12 +1733,14 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	e.share = bpf_map__fd(e.skel->maps.share);
 	e.result = bpf_map__fd(e.skel->maps.result);
 	e.stats = bpf_map__fd(e.skel->maps.stats);
+	e.aggs = bpf_map__fd(e.skel->maps.aggs);
 	map_sz = (size_t)NRES * sizeof(struct rinx_slot);
 	map_sz = (map_sz + 4095) & ~(size_t)4095;
 	e.res_map = mmap(NULL, map_sz, PROT_READ, MAP_SHARED, e.result, 0);
 	e.shadow = calloc(NRES, sizeof(*e.shadow));
 	res_model = e.shadow;
 	e.share_want = calloc(NRES, sizeof(*e.share_want));
+	share_model = e.share_want;
 	frame_seed(0, ~0ULL);
 	if (!tap_ok(e.res_map != MAP_FAILED && e.shadow && e.share_want &&
 		    !host_setup(&e) && !read_counters(e.stats, RINX_STAT_MAX,
@@ -1001,10 +1753,14 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	t0 = now();
 	for (i = 0; i < nframes; i++) {
 		LIBBPF_OPTS(bpf_test_run_opts, o);
-		int len, outcome = -1, moved = 0, rx, ce;
+		int len, outcome = -1, moved = 0, rx, ce, reset;
 		struct pred p;
+		__u8 tos;
 
 		frame_seed(0, i);
+		if (slot_maint(e.aggs, host_slots, AGG_JOB, e.share_want) < 0)
+			fail(&f[0], F_RUN, "host", i, in, "slot write %d",
+			     -errno);
 		len = gen_host(in);
 		p = host_model(in, len);
 		o.data_in = in;
@@ -1031,14 +1787,21 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 		}
 		rx = (int)(c1[RINX_STAT_RX] - c0[RINX_STAT_RX]);
 		ce = (int)(c1[RINX_STAT_ECN_CE] - c0[RINX_STAT_ECN_CE]);
+		reset = (int)(c1[RINX_STAT_AGG_RESET] -
+			      c0[RINX_STAT_AGG_RESET]);
 		memcpy(c0, c1, sizeof(c0));
-		/* a mark is counted with a stored block, and only then */
+		/* a mark is counted with a stored block, and only then; a
+		 * reset with a slot that an unfinished round left */
+		tos = p.want ? wantf[OFF_IP + 1] :
+		      len > OFF_IP + 1 ? in[OFF_IP + 1] : 0;
 		if (moved != 1 || rx != (outcome != RINX_STAT_PASS) ||
-		    ce != (stores_block(outcome) && len > OFF_IP + 1 &&
-			   (in[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_CE)) {
+		    (outcome == p.stat &&
+		     (ce != (p.store && (tos & RINX_ECN_MASK) == RINX_ECN_CE) ||
+		      reset != p.reset))) {
 			fail(&f[0], F_COUNTERS, "host", i, in,
 			     "%d outcome counters moved, RX +%d, ECN_CE +%d, "
-			     "action %s", moved, rx, ce, act_name(o.retval));
+			     "AGG_RESET +%d, action %s", moved, rx, ce, reset,
+			     act_name(o.retval));
 			hexdump(in, len);
 			continue;
 		}
@@ -1046,7 +1809,8 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 		if (o.retval == XDP_ABORTED)
 			fail(&f[0], F_ABORTED, "host", i, in, "%s",
 			     host_stat_name[outcome]);
-		if ((int)o.retval != stat_action(outcome)) {
+		if ((int)o.retval != (outcome == p.stat && p.want ? p.act :
+				      stat_action(outcome))) {
 			fail(&f[0], F_ACTION, "host", i, in,
 			     "action %s, counter %s", act_name(o.retval),
 			     host_stat_name[outcome]);
@@ -1062,8 +1826,17 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			} else {
 				f[0].n[F_MODEL]++;
 			}
-		}
-		if (o.retval != XDP_TX) {
+		} else if (p.want) {
+			/* the aggregator's frames are known to the byte */
+			if (o.data_size_out != (__u32)len ||
+			    memcmp(out, wantf, len)) {
+				fail(&f[0], F_FRAME, "host", i, in,
+				     "%s frame differs from the model's at "
+				     "byte %d", act_name(o.retval),
+				     first_diff(out, wantf, len));
+				hexdump(in, len);
+			}
+		} else if (o.retval != XDP_TX) {
 			if (o.data_size_out != (__u32)len ||
 			    memcmp(out, in, len))
 				fail(&f[0], F_FRAME, "host", i, in,
@@ -1077,9 +1850,11 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 		}
 		if (outcome == p.stat && p.store) {
 			/* the stored block is the one that leaves (reduce
-			 * finish: the sum) or, at the end of the path, the
-			 * one that came in */
-			const __u8 *src = o.retval == XDP_TX ? out : in;
+			 * finish: the sum; an aggregation: the sum as the
+			 * model has it) or, at the end of the path, the one
+			 * that came in */
+			const __u8 *src = p.want ? wantf :
+					  o.retval == XDP_TX ? out : in;
 			struct rinx_slot *w = &e.shadow[p.idx];
 
 			w->epoch = p.epoch;
@@ -1088,11 +1863,25 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			w->count = get16(src + H_COUNT);
 			memcpy(w->v, src + OFF_V, RINX_BLOCK_BYTES);
 			stores++;
+			slot_stored[p.idx / WINDOW]++;
+			if ((src[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_CE)
+				slot_marked[p.idx / WINDOW]++;
 			if (memcmp(&e.res_map[p.idx], w, sizeof(*w))) {
 				fail(&f[0], F_RESULT, "host", i, in,
 				     "stored slot %u differs", p.idx);
 				hexdump(in, len);
 				*w = e.res_map[p.idx];
+			}
+		}
+		if (p.aidx >= 0) {
+			__u64 mask = slot_mask(jobs, ARRAY_SIZE(jobs),
+					       p.aidx);
+
+			aggs_seen++;
+			if (slot_check(e.aggs, &host_slots[p.aidx], p.aidx,
+				       mask, why, sizeof(why))) {
+				fail(&f[0], F_SLOT, "host", i, in, "%s", why);
+				slot_read(e.aggs, &host_slots[p.aidx], p.aidx);
 			}
 		}
 		if ((i + 1) % CHECK_EVERY == 0 || i + 1 == nframes) {
@@ -1105,13 +1894,23 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 				memcpy(e.shadow, e.res_map,
 				       NRES * sizeof(*e.shadow));
 			}
+			k = slots_check(e.aggs, host_slots, jobs,
+					ARRAY_SIZE(jobs), why, sizeof(why));
+			if (k >= 0) {
+				fail(&f[0], F_SLOT, "host", i, in,
+				     "frames %llu..%llu: %s",
+				     (unsigned long long)last_ok,
+				     (unsigned long long)i, why);
+				slots_read(e.aggs, host_slots);
+			}
 			last_ok = i + 1;
 		}
 	}
 	*secs = now() - t0;
 	tap_diag("host: %llu frames in %.1f s (%.1f us/frame), %llu result "
-		 "stores", (unsigned long long)i, *secs, *secs * 1e6 / (i ?: 1),
-		 (unsigned long long)stores);
+		 "stores, %llu into aggregator slots", (unsigned long long)i,
+		 *secs, *secs * 1e6 / (i ?: 1), (unsigned long long)stores,
+		 (unsigned long long)aggs_seen);
 	tap_ok(i == nframes && !f[0].n[F_RUN], "host: %llu frames run",
 	       (unsigned long long)nframes);
 	if (!read_counters(e.stats, RINX_STAT_MAX, c1)) {
@@ -1135,6 +1934,24 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	}
 	tap_ok(result_diff(&e) < 0,
 	       "host: result map == shadow (only legitimate stores)");
+	for (k = 0, sum = 0; k < NSLOTS; k++) {
+		struct rinx_cursor cur;
+		__u32 key = k;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(e.skel->maps.cursors),
+					&key, &cur) ||
+		    cur.stored != slot_stored[k] || cur.marked != slot_marked[k]) {
+			tap_diag("job slot %d: cursor stored %llu marked %llu, "
+				 "model %llu %llu", k,
+				 (unsigned long long)cur.stored,
+				 (unsigned long long)cur.marked,
+				 (unsigned long long)slot_stored[k],
+				 (unsigned long long)slot_marked[k]);
+			sum++;
+		}
+	}
+	tap_ok(!sum, "host: the cursors count every stored block and every "
+	       "marked one");
 	tap_ok(host_tables_same(&e),
 	       "host: share, jobs, hops and nodes maps unchanged");
 out:
@@ -1182,24 +1999,34 @@ static __u64 mac_key(const __u8 *mac)
 	return k;
 }
 
-/* Outcome of the switch for destination d arriving on ifindex ingress. */
-static int sw_model(const __u8 *d, __u32 ingress)
+/* Outcome of the switch with MAC table tab[n] for destination d arriving
+ * on ifindex ingress. */
+static int sw_model_in(const struct sw_mac *tab, size_t n, const __u8 *d,
+		       __u32 ingress)
 {
 	size_t i, p;
 
 	if (d[0] & 1)
 		return RINX_SW_FLOOD;
-	for (i = 0; i < ARRAY_SIZE(sw_tab); i++) {
-		if (memcmp(d, sw_tab[i].mac, 6))
+	for (i = 0; i < n; i++) {
+		if (memcmp(d, tab[i].mac, 6))
 			continue;
-		if (sw_tab[i].port == ingress)
-			return RINX_SW_DROP_HAIRPIN;
+		/* a self-addressed frame goes back out (an agent's
+		 * contribution to itself) */
+		if (tab[i].port == ingress)
+			return memcmp(d, d + 6, 6) ? RINX_SW_DROP_HAIRPIN :
+						     RINX_SW_HAIRPIN_SELF;
 		for (p = 0; p < ARRAY_SIZE(sw_ports); p++)
-			if (sw_ports[p] == sw_tab[i].port)
+			if (sw_ports[p] == tab[i].port)
 				return RINX_SW_FWD;
 		return RINX_SW_DROP_NO_PORT;
 	}
 	return RINX_SW_FLOOD;
+}
+
+static int sw_model(const __u8 *d, __u32 ingress)
+{
+	return sw_model_in(sw_tab, ARRAY_SIZE(sw_tab), d, ingress);
 }
 
 static int gen_switch(__u8 *b, __u32 *ingress)
@@ -1232,7 +2059,8 @@ static int gen_switch(__u8 *b, __u32 *ingress)
 	return len;
 }
 
-static int sw_tables_same(int macs, int ports)
+static int sw_tables_same(int macs, int ports, const struct sw_mac *tab,
+			  size_t ntab)
 {
 	__u64 key, next;
 	__u32 pk, pn, pv, n = 0;
@@ -1240,10 +2068,10 @@ static int sw_tables_same(int macs, int ports)
 	size_t i;
 	int bad = 0;
 
-	for (i = 0; i < ARRAY_SIZE(sw_tab); i++) {
-		key = mac_key(sw_tab[i].mac);
+	for (i = 0; i < ntab; i++) {
+		key = mac_key(tab[i].mac);
 		if (bpf_map_lookup_elem(macs, &key, &v) ||
-		    v.port != sw_tab[i].port || v.resv) {
+		    v.port != tab[i].port || v.resv) {
 			tap_diag("MAC entry %zu changed", i);
 			bad++;
 		}
@@ -1255,7 +2083,7 @@ static int sw_tables_same(int macs, int ports)
 			n++;
 		}
 	}
-	if (n != ARRAY_SIZE(sw_tab)) {
+	if (n != ntab) {
 		tap_diag("MAC table holds %u entries", n);
 		bad++;
 	}
@@ -1376,8 +2204,9 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 			continue;
 		}
 		hist[outcome]++;
-		want = outcome == RINX_SW_FWD || outcome == RINX_SW_FLOOD ?
-		       XDP_REDIRECT : XDP_DROP;
+		want = outcome == RINX_SW_FWD || outcome == RINX_SW_FLOOD ||
+		       outcome == RINX_SW_HAIRPIN_SELF ? XDP_REDIRECT :
+							 XDP_DROP;
 		if (o.retval == XDP_ABORTED)
 			fail(f, F_ABORTED, "switch", i, in, "%s",
 			     sw_stat_name[outcome]);
@@ -1419,20 +2248,537 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 		tap_ok(!f->n[k], "switch: %s invariant (%llu violations)",
 		       fail_name[k], (unsigned long long)f->n[k]);
 	}
-	tap_ok(sw_tables_same(macs, ports),
+	tap_ok(sw_tables_same(macs, ports, sw_tab, ARRAY_SIZE(sw_tab)),
 	       "switch: MAC table and devmap unchanged");
 out:
 	switch_bpf__destroy(skel);
+}
+
+/* ---- INA ToR run --------------------------------------------------------- */
+
+/*
+ * A second switch, the ToR of rack 7 with its aggregator (node 50 of
+ * tor_job, ina_mac = node 50's MAC): frames to that MAC go through
+ * rinx_ina_frame, whose counters are the ToR's `stats` (enum rinx_stat);
+ * what comes out is switched (RINX_SW_INA_*), the rest is switched as on
+ * any switch. Besides the plain table, some nodes of the job: 31 and 1 by
+ * lo, 2 by fza, 3 by a port that is gone; 4, 40 and 63 unknown.
+ */
+static struct sw_mac ina_tab[8];
+static __u8 ina_mac[6], ina_node_mac[4][6];
+
+/* What rinx_ina_frame returns (bpf/ina.bpf.h). */
+enum { V_NOT_MINE, V_DROP, V_ABORTED, V_UNICAST, V_GROUP_HOSTS,
+       V_GROUP_ALL };
+
+/* The aggregator's rules for frame b (wantf: the frame it leaves). */
+static struct pred tor_model(const __u8 *b, int len)
+{
+	const struct jobcfg *j = &tor_job;
+	struct pred p = { .act = V_DROP, .aidx = -1 };
+	struct mslot *a;
+	struct rinx_hop h;
+	__u32 type, epoch, block, sender;
+	bool finish;
+	int bad, r;
+
+	memcpy(wantf, b, len);
+	p.want = true;
+	r = parse_model(b, len);
+	if (r == MP_OTHER || memcmp(b, ina_mac, 6)) {
+		p.act = V_NOT_MINE;
+		return p;
+	}
+	p.mine = true;
+	if (r != MP_OK) {
+		p.stat = r == MP_SHORT ? RINX_STAT_DROP_SHORT :
+					 RINX_STAT_DROP_VERSION;
+		return p;
+	}
+	type = b[H_TYPE];
+	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
+	    type != RINX_T_CONTRIB && type != RINX_T_NACK) {
+		p.stat = RINX_STAT_DROP_TYPE;
+		return p;
+	}
+	if (get32(b + H_JOB) != j->id) {
+		p.stat = RINX_STAT_DROP_JOB;
+		return p;
+	}
+	if (get32(b + H_TOKEN) != j->token) {
+		p.stat = RINX_STAT_DROP_TOKEN;
+		return p;
+	}
+	bad = bounds_model(b, j);
+	if (bad) {
+		p.stat = bad;
+		return p;
+	}
+	epoch = get32(b + H_EPOCH);
+	block = get32(b + H_BLOCK);
+	p.idx = j->slot * WINDOW + block;
+	a = &tor_slots[p.idx];
+	if (type == RINX_T_NACK) {
+		/* answered with the finished block if the slot keeps it */
+		if (!asker_ok(b, j)) {
+			p.stat = RINX_STAT_DROP_SENDER;
+		} else if (a->epoch == epoch && a->final) {
+			m_slot_to_frame(a, wantf);
+			wantf[H_TYPE] = RINX_T_GATHER;
+			m_readdress(wantf, j->slot, j->self,
+				    get16(b + H_SENDER));
+			p.stat = RINX_STAT_REPAIR;
+			p.act = V_UNICAST;
+			cov[C_NACK_REPAIR]++;
+		} else {
+			p.stat = RINX_STAT_NACK_MISS;
+		}
+		return p;
+	}
+	h = job_hop(j, get16(b + H_KLASS), (int)type);
+	if (h.action < RINX_A_AGG_FWD || h.action >= RINX_A_MAX) {
+		p.stat = RINX_STAT_DROP_NO_ROUTE;
+		return p;
+	}
+	bad = sender_model(b, j, &h, type, &sender);
+	if (bad) {
+		p.stat = bad;
+		return p;
+	}
+	p.aidx = (int)p.idx;
+	if (h.action == RINX_A_MCAST_FWD || h.action == RINX_A_MCAST_END) {
+		/* the rack contributed to the block: its slot holds the
+		 * finished round, or the gather is stale */
+		if (a->epoch != epoch || !a->done) {
+			p.stat = RINX_STAT_DROP_STALE;
+			cov[C_MCAST_STALE]++;
+			return p;
+		}
+		cov[h.action == RINX_A_MCAST_FWD ? C_MCAST_FWD : C_MCAST_END]++;
+		m_agg_keep(a, wantf, epoch);
+		wantf[H_STEP] = h.out_step;
+		m_readdress(wantf, j->slot, j->self,
+			    h.action == RINX_A_MCAST_FWD ? h.to : j->self);
+		m_group(wantf, h.rack, h.action == RINX_A_MCAST_FWD);
+		p.stat = RINX_STAT_AGG_MCAST;
+		p.act = h.action == RINX_A_MCAST_FWD ? V_GROUP_ALL :
+						       V_GROUP_HOSTS;
+		return p;
+	}
+	finish = h.action == RINX_A_AGG_FINISH;
+	/* a ToR has no share: RINX_HOP_SELF is not its business */
+	r = m_agg_add(a, wantf, epoch, sender, h.mask, finish, NULL, &p.reset);
+	cov_add(r, p.reset, &h, type, j->self);
+	if (r == M_FINAL && type == RINX_T_CONTRIB &&
+	    (h.flags & RINX_HOP_ANSWER)) {
+		wantf[H_TYPE] = RINX_T_GATHER;
+		wantf[H_STEP] = finish ? h.out_step : h.out_step + 1;
+		m_readdress(wantf, j->slot, j->self, (__u16)sender);
+		p.stat = RINX_STAT_AGG_RESEND;
+		p.act = V_UNICAST;
+		return p;
+	}
+	if (r == M_DUP || (r == M_FINAL && !finish)) {
+		p.stat = RINX_STAT_DROP_AGG_DUP;
+		return p;
+	}
+	if (r == M_STALE || r == M_CONSUMED || r == M_NEED_SELF) {
+		p.stat = r == M_STALE ? RINX_STAT_DROP_AGG_STALE :
+			 r == M_CONSUMED ? RINX_STAT_AGG_ADD :
+			 RINX_STAT_ABORTED;
+		p.act = r == M_NEED_SELF ? V_ABORTED : V_DROP;
+		return p;
+	}
+	p.stat = r == M_COMPLETE ? RINX_STAT_AGG_DONE : RINX_STAT_AGG_REEMIT;
+	wantf[H_STEP] = h.out_step;
+	wantf[H_TYPE] = finish ? RINX_T_GATHER : RINX_T_REDUCE;
+	m_readdress(wantf, j->slot, j->self, h.to);
+	p.act = V_UNICAST;
+	if (finish && h.rack != RINX_NO_RACK) {
+		m_group(wantf, h.rack, h.to != j->self);
+		p.act = h.to != j->self ? V_GROUP_ALL : V_GROUP_HOSTS;
+	}
+	return p;
+}
+
+/* The switch counter of what the aggregator decided (p), or of the plain
+ * switch for a frame that is not the aggregator's. */
+static int ina_sw_model(const struct pred *p, const __u8 *in, __u32 ingress)
+{
+	switch (p->act) {
+	case V_NOT_MINE:
+		return sw_model_in(ina_tab, ARRAY_SIZE(ina_tab), in, ingress);
+	case V_DROP:
+		return RINX_SW_INA_DROP;
+	case V_UNICAST:
+		/* switched by its new MAC, back out its ingress too */
+		switch (sw_model_in(ina_tab, ARRAY_SIZE(ina_tab), wantf, 0)) {
+		case RINX_SW_FWD:
+			return RINX_SW_INA_FWD;
+		default:	/* unknown, or its port is gone */
+			return RINX_SW_DROP_NO_PORT;
+		}
+	case V_GROUP_HOSTS:
+	case V_GROUP_ALL:
+		return RINX_SW_INA_GROUP;
+	default:
+		return RINX_SW_INA_ABORTED;
+	}
+}
+
+static int gen_ina(__u8 *b, __u32 *ingress)
+{
+	int len, r = below(100);
+
+	*ingress = sw_ports[below(ARRAY_SIZE(sw_ports))];
+	if (r < 1)
+		return (int)below(14);	/* refused by the kernel */
+	if (r < 20) {
+		/* anything, to the aggregator or to a known MAC */
+		len = gen_random(b);
+		memcpy(b, below(2) ? ina_mac :
+			  ina_tab[below(ARRAY_SIZE(ina_tab))].mac, 6);
+		return len;
+	}
+	len = build_frame(b, &tor_job);
+	if (r < 65)
+		return len;
+	len = mutate_frame(b, &tor_job, len);
+	if (!below(8))	/* the aggregator's frame to someone else */
+		memcpy(b, ina_tab[below(ARRAY_SIZE(ina_tab))].mac, 6);
+	return len;
+}
+
+/* The ToR's job, nodes and hops: read back and compared. */
+static int tor_tables_same(struct switch_bpf *skel)
+{
+	const struct jobcfg *j = &tor_job;
+	struct rinx_job job, wj = job_entry(j);
+	__u32 k, id, c;
+	int t, bad = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.jobs), &j->id, &job) ||
+	    memcmp(&job, &wj, sizeof(job)))
+		bad++;
+	for (id = 0; id < RINX_MAX_NODES; id++) {
+		struct rinx_node n, w = { .ip = htonl(node_ip(j->slot, id)) };
+
+		node_mac(j->slot, id, w.mac);
+		k = j->slot * RINX_MAX_NODES + id;
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.nodes), &k,
+					&n) || memcmp(&n, &w, sizeof(n)))
+			bad++;
+	}
+	for (c = 0; c < RINX_MAX_CLASSES; c++) {
+		for (t = 1; t <= RINX_HOP_TYPES; t++) {
+			struct rinx_hop h, w = job_hop(j, c, t);
+
+			k = RINX_HOP_INDEX(j->slot, c, t);
+			if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.hops),
+						&k, &h) ||
+			    memcmp(&h, &w, sizeof(h)))
+				bad++;
+		}
+	}
+	return !bad;
+}
+
+static int tor_setup(struct switch_bpf *skel)
+{
+	const struct jobcfg *j = &tor_job;
+	struct rinx_job job = job_entry(j);
+	int err = 0, t;
+	__u32 k, id, c;
+	size_t n;
+
+	for (n = 0; n < ARRAY_SIZE(sw_ports); n++) {
+		struct bpf_devmap_val v = { .ifindex = sw_ports[n] };
+
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.ports),
+					   &sw_ports[n], &v, BPF_ANY);
+	}
+	for (n = 0; n < ARRAY_SIZE(ina_tab); n++) {
+		struct rinx_sw_port p = { .port = ina_tab[n].port };
+		__u64 key = mac_key(ina_tab[n].mac);
+
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.macs), &key,
+					   &p, BPF_NOEXIST);
+	}
+	err |= bpf_map_update_elem(bpf_map__fd(skel->maps.jobs), &j->id, &job,
+				   BPF_ANY);
+	for (id = 0; id < RINX_MAX_NODES; id++) {
+		struct rinx_node nd = { .ip = htonl(node_ip(j->slot, id)) };
+
+		node_mac(j->slot, id, nd.mac);
+		k = j->slot * RINX_MAX_NODES + id;
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.nodes), &k,
+					   &nd, BPF_ANY);
+	}
+	for (c = 0; c < RINX_MAX_CLASSES; c++) {
+		for (t = 1; t <= RINX_HOP_TYPES; t++) {
+			struct rinx_hop h = job_hop(j, c, t);
+
+			k = RINX_HOP_INDEX(j->slot, c, t);
+			err |= bpf_map_update_elem(bpf_map__fd(skel->maps.hops),
+						   &k, &h, BPF_ANY);
+		}
+	}
+	return err ? -1 : 0;
+}
+
+static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
+		    __u64 *thist, __u64 *einval, double *secs)
+{
+	__u64 c0[RINX_SW_STAT_MAX], c1[RINX_SW_STAT_MAX];
+	__u64 t0c[RINX_STAT_MAX], t1c[RINX_STAT_MAX], i, last_ok = 0;
+	__u64 cs[RINX_SW_STAT_MAX], ts[RINX_STAT_MAX], sum, tsum, mine = 0;
+	struct switch_bpf *skel;
+	int prog, stats, tstats, aggs, err, k;
+	char why[320];
+	double t0;
+
+	if (!sw_ports[1] || !sw_ports[2]) {
+		tap_ok(1, "INA switch # SKIP no veth pair");
+		return;
+	}
+	node_mac(tor_job.slot, tor_job.self, ina_mac);
+	node_mac(tor_job.slot, 31, ina_node_mac[0]);
+	node_mac(tor_job.slot, 1, ina_node_mac[1]);
+	node_mac(tor_job.slot, 2, ina_node_mac[2]);
+	node_mac(tor_job.slot, 3, ina_node_mac[3]);
+	memcpy(ina_tab, sw_tab, sizeof(sw_tab));
+	ina_tab[4] = (struct sw_mac){ ina_node_mac[0], 1 };
+	ina_tab[5] = (struct sw_mac){ ina_node_mac[1], 1 };
+	ina_tab[6] = (struct sw_mac){ ina_node_mac[2], sw_ports[1] };
+	ina_tab[7] = (struct sw_mac){ ina_node_mac[3], IF_GONE };
+
+	skel = switch_bpf__open();
+	if (!tap_ok(skel != NULL, "open switch skeleton (INA)"))
+		return;
+	memcpy((void *)skel->rodata->ina_mac, ina_mac, 6);
+	skel->rodata->ina_port_be = htons(PORT);
+	skel->rodata->ina_window = WINDOW;
+	skel->rodata->sw_rack = 7;
+	err = bpf_map__set_max_entries(skel->maps.aggs, NRES);
+	err = err ?: switch_bpf__load(skel);
+	if (!tap_ok(!err, "load rinx_switch with the aggregator (ina_mac "
+		    "%02x:..:%02x, rack 7)", ina_mac[0], ina_mac[5]))
+		goto out;
+	prog = bpf_program__fd(skel->progs.rinx_switch);
+	stats = bpf_map__fd(skel->maps.sw_stats);
+	tstats = bpf_map__fd(skel->maps.stats);
+	aggs = bpf_map__fd(skel->maps.aggs);
+	if (!tap_ok(!tor_setup(skel) &&
+		    !read_counters(stats, RINX_SW_STAT_MAX, c0) &&
+		    !read_counters(tstats, RINX_STAT_MAX, t0c),
+		    "INA switch: ports, MAC table, job, nodes, hops set up"))
+		goto out;
+	memcpy(cs, c0, sizeof(cs));
+	memcpy(ts, t0c, sizeof(ts));
+
+	cov = tor_cov;
+	t0 = now();
+	for (i = 0; i < nframes; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o);
+		struct xdp_md ctx = {};
+		int len, outcome = -1, moved = 0, toutc = -1, tmoved = 0;
+		int rx, reset, want, ta;
+		__u32 ingress;
+		struct pred p;
+
+		frame_seed(2, i);
+		if (slot_maint(aggs, tor_slots, &tor_job, NULL) < 0)
+			fail(f, F_RUN, "ina", i, in, "slot write %d", -errno);
+		len = gen_ina(in, &ingress);
+		ctx.data_end = len;
+		ctx.ingress_ifindex = ingress;
+		o.data_in = in;
+		o.data_size_in = len;
+		o.data_out = out;
+		o.data_size_out = sizeof(out);
+		o.ctx_in = &ctx;
+		o.ctx_size_in = sizeof(ctx);
+		o.repeat = 1;
+		err = bpf_prog_test_run_opts(prog, &o);
+		err = err ? -errno : 0;
+		if (len < ETH_HLEN) {
+			if (err == -EINVAL)
+				(*einval)++;
+			else
+				fail(f, F_RUN, "ina", i, in,
+				     "%d-byte frame: %d, want -EINVAL", len,
+				     err);
+			continue;
+		}
+		p = tor_model(in, len);
+		if (err) {
+			fail(f, F_RUN, "ina", i, in, "error %d", err);
+			continue;
+		}
+		if (read_counters(stats, RINX_SW_STAT_MAX, c1) ||
+		    read_counters(tstats, RINX_STAT_MAX, t1c)) {
+			fail(f, F_RUN, "ina", i, in, "read counters");
+			break;
+		}
+		for (k = 0; k < RINX_SW_STAT_MAX; k++) {
+			if (c1[k] != c0[k]) {
+				moved += (int)(c1[k] - c0[k]);
+				outcome = k;
+			}
+		}
+		for (k = RINX_STAT_PASS; k < RINX_STAT_MAX; k++) {
+			if (t1c[k] != t0c[k] && !annotation(k)) {
+				tmoved += (int)(t1c[k] - t0c[k]);
+				toutc = k;
+			}
+		}
+		rx = (int)(t1c[RINX_STAT_RX] - t0c[RINX_STAT_RX]);
+		reset = (int)(t1c[RINX_STAT_AGG_RESET] -
+			      t0c[RINX_STAT_AGG_RESET]);
+		memcpy(c0, c1, sizeof(c0));
+		memcpy(t0c, t1c, sizeof(t0c));
+		/* one switch outcome per frame; one aggregator outcome (and
+		 * RX) for a frame to its MAC that is rinx, none otherwise;
+		 * the ToR never stores, so never counts a mark */
+		if (moved != 1 || tmoved != (int)p.mine || rx != (int)p.mine ||
+		    t1c[RINX_STAT_ECN_CE] != ts[RINX_STAT_ECN_CE] ||
+		    (toutc == p.stat && reset != p.reset)) {
+			fail(f, F_COUNTERS, "ina", i, in,
+			     "%d switch and %d aggregator counters moved, RX "
+			     "+%d, AGG_RESET +%d, action %s", moved, tmoved,
+			     rx, reset, act_name(o.retval));
+			hexdump(in, len);
+			continue;
+		}
+		hist[outcome]++;
+		if (p.mine) {
+			thist[toutc]++;
+			mine++;
+		}
+		want = outcome == RINX_SW_FWD || outcome == RINX_SW_FLOOD ||
+		       outcome == RINX_SW_INA_FWD ||
+		       outcome == RINX_SW_HAIRPIN_SELF ||
+		       outcome == RINX_SW_INA_GROUP ? XDP_REDIRECT :
+		       outcome == RINX_SW_INA_ABORTED ? XDP_ABORTED : XDP_DROP;
+		if (o.retval == XDP_ABORTED)
+			fail(f, F_ABORTED, "ina", i, in, "%s / %s",
+			     sw_stat_name[outcome],
+			     p.mine ? host_stat_name[toutc] : "-");
+		if ((int)o.retval != want)
+			fail(f, F_ACTION, "ina", i, in,
+			     "action %s, counter %s", act_name(o.retval),
+			     sw_stat_name[outcome]);
+		want = ina_sw_model(&p, in, ingress);
+		ta = p.mine && toutc != p.stat;
+		if (outcome != want || ta) {
+			fail(f, F_MODEL, "ina", i, in,
+			     "program %s / %s, model %s / %s (ingress %u)",
+			     sw_stat_name[outcome],
+			     p.mine ? host_stat_name[toutc] : "-",
+			     sw_stat_name[want],
+			     p.mine ? host_stat_name[p.stat] : "-", ingress);
+			hexdump(in, len < 128 ? len : 128);
+		} else if (o.data_size_out != (__u32)len ||
+			   memcmp(out, wantf, len)) {
+			fail(f, F_FRAME, "ina", i, in,
+			     "%s frame differs from the model's at byte %d",
+			     act_name(o.retval), first_diff(out, wantf, len));
+			hexdump(in, len < 128 ? len : 128);
+		}
+		if (p.aidx >= 0 &&
+		    slot_check(aggs, &tor_slots[p.aidx], p.aidx,
+			       slot_mask(&tor_job, 1, p.aidx), why,
+			       sizeof(why))) {
+			fail(f, F_SLOT, "ina", i, in, "%s", why);
+			slot_read(aggs, &tor_slots[p.aidx], p.aidx);
+		}
+		if ((i + 1) % CHECK_EVERY == 0 || i + 1 == nframes) {
+			k = slots_check(aggs, tor_slots, &tor_job, 1, why,
+					sizeof(why));
+			if (k >= 0) {
+				fail(f, F_SLOT, "ina", i, in,
+				     "frames %llu..%llu: %s",
+				     (unsigned long long)last_ok,
+				     (unsigned long long)i, why);
+				slots_read(aggs, tor_slots);
+			}
+			last_ok = i + 1;
+		}
+	}
+	*secs = now() - t0;
+	tap_diag("INA switch: %llu frames in %.1f s (%.1f us/frame), %llu "
+		 "for the aggregator", (unsigned long long)i, *secs,
+		 *secs * 1e6 / (i ?: 1), (unsigned long long)mine);
+	tap_ok(i == nframes && !f->n[F_RUN],
+	       "INA switch: %llu frames run, %llu shorter than 14 B refused "
+	       "with EINVAL", (unsigned long long)nframes,
+	       (unsigned long long)*einval);
+	if (!read_counters(stats, RINX_SW_STAT_MAX, c1) &&
+	    !read_counters(tstats, RINX_STAT_MAX, t1c)) {
+		sum = 0;
+		tsum = 0;
+		for (k = 0; k < RINX_SW_STAT_MAX; k++)
+			sum += c1[k] - cs[k];
+		for (k = RINX_STAT_PASS; k < RINX_STAT_MAX; k++)
+			if (!annotation(k))
+				tsum += t1c[k] - ts[k];
+		tap_ok(sum + *einval == nframes && tsum == mine &&
+		       t1c[RINX_STAT_RX] - ts[RINX_STAT_RX] == mine,
+		       "INA switch: counter deltas %llu + EINVAL %llu == "
+		       "frames %llu; aggregator outcomes %llu == RX == frames "
+		       "for it %llu", (unsigned long long)sum,
+		       (unsigned long long)*einval,
+		       (unsigned long long)nframes, (unsigned long long)tsum,
+		       (unsigned long long)mine);
+	}
+	for (k = 0; k < F_MAX; k++) {
+		if (k == F_RUN || k == F_RESULT)
+			continue;
+		tap_ok(!f->n[k], "INA switch: %s invariant (%llu violations)",
+		       fail_name[k], (unsigned long long)f->n[k]);
+	}
+	tap_ok(sw_tables_same(bpf_map__fd(skel->maps.macs),
+			      bpf_map__fd(skel->maps.ports), ina_tab,
+			      ARRAY_SIZE(ina_tab)) && tor_tables_same(skel),
+	       "INA switch: MAC table, devmap, job, nodes and hops unchanged");
+out:
+	switch_bpf__destroy(skel);
+}
+
+/* Every path of the aggregator the place can take was taken (with fewer
+ * than COV_MIN frames this is only shown). */
+#define COV_MIN		100000
+
+static void cov_report(const char *place, const __u64 *c, __u32 skip,
+		       __u64 nframes)
+{
+	int k, missing = 0;
+
+	for (k = 0; k < C_MAX; k++) {
+		if (skip >> k & 1)
+			continue;
+		tap_diag("  %s aggregator: %-38s %9llu", place, cov_name[k],
+			 (unsigned long long)c[k]);
+		missing += !c[k];
+	}
+	if (nframes < COV_MIN)
+		tap_ok(1, "%s: aggregator paths reached # SKIP %llu frames, "
+		       "fewer than %d", place, (unsigned long long)nframes,
+		       COV_MIN);
+	else
+		tap_ok(!missing, "%s: every aggregator path reached (%d "
+		       "missing)", place, missing);
 }
 
 /* ---- main ---------------------------------------------------------------- */
 
 int main(void)
 {
-	__u64 total = 1000000, nh, ns, hh[RINX_STAT_MAX] = {};
+	__u64 total = 1500000, nh, ns, ni, hh[RINX_STAT_MAX] = {};
 	__u64 hs[RINX_SW_STAT_MAX] = {}, einval = 0, sum;
-	struct fails fh = {}, fs = {};
-	double th = 0, ts = 0;
+	__u64 hi[RINX_SW_STAT_MAX] = {}, ti[RINX_STAT_MAX] = {}, einval_i = 0;
+	struct fails fh = {}, fs = {}, fi = {};
+	double th = 0, ts = 0, tt = 0;
 	const char *env;
 	int k;
 
@@ -1452,11 +2798,16 @@ int main(void)
 	if (unshare(CLONE_NEWNET))
 		tap_skip_all("cannot create a network namespace: %s",
 			     strerror(errno));
-	nh = total;
-	ns = total;
-	tap_diag("seed 0x%llx (RINX_FUZZ_SEED), %llu frames per program "
-		 "(RINX_FUZZ_N)", (unsigned long long)seed,
-		 (unsigned long long)total);
+	/* half for the host, the rest for the switches, more for the INA
+	 * one, whose frames reach many more paths (and cost twice as much) */
+	nh = total / 2;
+	ns = total / 5;
+	ni = total - nh - ns;
+	tap_diag("seed 0x%llx (RINX_FUZZ_SEED), %llu frames (RINX_FUZZ_N): "
+		 "%llu for the host, %llu for the switch, %llu for the INA "
+		 "switch", (unsigned long long)seed, (unsigned long long)total,
+		 (unsigned long long)nh, (unsigned long long)ns,
+		 (unsigned long long)ni);
 
 	run_host(nh, &fh, hh, &th);
 	sum = 0;
@@ -1469,6 +2820,7 @@ int main(void)
 	tap_ok(sum == nh, "host: outcome counters sum to the frames sent "
 	       "(%llu of %llu)", (unsigned long long)sum,
 	       (unsigned long long)nh);
+	cov_report("host", host_cov, COV_TOR_ONLY, nh);
 
 	run_switch(ns, &fs, hs, &einval, &ts);
 	sum = einval;
@@ -1483,7 +2835,24 @@ int main(void)
 	tap_ok(sum == ns, "switch: counters + EINVAL sum to the frames sent "
 	       "(%llu of %llu)", (unsigned long long)sum,
 	       (unsigned long long)ns);
-	tap_diag("total %.1f s", th + ts);
+
+	run_ina(ni, &fi, hi, ti, &einval_i, &tt);
+	sum = einval_i;
+	for (k = 0; k < RINX_SW_STAT_MAX; k++) {
+		sum += hi[k];
+		if (hi[k])
+			tap_diag("  INA switch %-13s %9llu", sw_stat_name[k],
+				 (unsigned long long)hi[k]);
+	}
+	for (k = RINX_STAT_PASS; k < RINX_STAT_MAX; k++)
+		if (ti[k])
+			tap_diag("  INA aggregator %-15s %9llu",
+				 host_stat_name[k], (unsigned long long)ti[k]);
+	tap_ok(sum == ni, "INA switch: counters + EINVAL sum to the frames "
+	       "sent (%llu of %llu)", (unsigned long long)sum,
+	       (unsigned long long)ni);
+	cov_report("INA switch", tor_cov, COV_HOST_ONLY, ni);
+	tap_diag("total %.1f s", th + ts + tt);
 	tap_plan(tap_n);
 	return tap_done();
 }
