@@ -425,6 +425,10 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		c->cursors = p;
 	}
 	if (c->n > 1) {
+		err = rinx_check_mtu(c->self->name, c->self->ifname, c->err,
+				     sizeof(c->err));
+		if (err)
+			goto fail;
 		err = rinx_c_xctx_get(c, c->self->ifname, dir, &c->x);
 		if (err)
 			goto fail;

@@ -104,6 +104,13 @@ int rinx_parse_mac(const char *str, __u8 mac[6]);
  * program, its link and its maps are pinned under <pin>/<node name>/. */
 int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h);
 int rinx_node_down(const struct rinx_spec *s, const struct rinx_spec_host *h);
+/* The IP MTU a rinx frame needs (its Ethernet payload), and a check of
+ * interface `ifname` in the calling thread's namespace against it: 0, or
+ * -EMSGSIZE with a message naming the MTU needed in err (-errno when the
+ * MTU cannot be read). */
+#define RINX_MTU_NEEDED	(RINX_FRAME_MAX - 14)
+int rinx_check_mtu(const char *node, const char *ifname, char *err,
+		   size_t errlen);
 /* Sum over CPUs of the host program's counters. */
 int rinx_node_stats(const struct rinx_spec *s, const struct rinx_spec_host *h,
 		    __u64 out[RINX_STAT_MAX]);

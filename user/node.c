@@ -11,7 +11,9 @@
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -137,8 +139,40 @@ static void unpin_all(const char *dir)
 	rmdir(dir);
 }
 
+int rinx_check_mtu(const char *node, const char *ifname, char *err,
+		   size_t errlen)
+{
+	struct ifreq ifr = { 0 };
+	int fd, mtu;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return rinx_seterr(err, errlen, -errno, "node %s: no socket to "
+				   "read the MTU of %s: %s", node, ifname,
+				   strerror(errno));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFMTU, &ifr)) {
+		int e = errno;
+
+		close(fd);
+		return rinx_seterr(err, errlen, -e, "node %s: cannot read the "
+				   "MTU of %s: %s", node, ifname, strerror(e));
+	}
+	close(fd);
+	mtu = ifr.ifr_mtu;
+	if (mtu < RINX_MTU_NEEDED)
+		return rinx_seterr(err, errlen, -EMSGSIZE, "node %s: interface "
+				   "%s has MTU %d; rinx frames need an MTU of "
+				   "%d (%d-byte frames: ip link set dev %s mtu "
+				   "%d, and jumbo frames on the switches)",
+				   node, ifname, mtu, RINX_MTU_NEEDED,
+				   RINX_FRAME_MAX, ifname, RINX_MTU_NEEDED);
+	return 0;
+}
+
 int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 {
+	char why[256];
 	LIBBPF_OPTS(bpf_link_create_opts, lopts);
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
 	struct host_bpf *skel = NULL;
@@ -151,6 +185,11 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 		pr_warn("node %s: interface %s not found%s%s\n", h->name,
 			h->ifname, h->netns[0] ? " in netns " : "", h->netns);
 		return -ENODEV;
+	}
+	err = rinx_check_mtu(h->name, h->ifname, why, sizeof(why));
+	if (err) {
+		pr_warn("%s\n", why);
+		return err;
 	}
 	err = rinx_pin_root_ready(s->pin);
 	if (err)
