@@ -30,3 +30,41 @@ cleanup() {
 		ip netns del "$ns" 2>/dev/null
 	done
 }
+
+# needs_root TOOL...: ends the test with a TAP skip (exit 4) unless it runs
+# as root, every TOOL is installed and $rinxctl is built
+needs_root() {
+	local tool
+
+	if [ "$(id -u)" != 0 ]; then
+		echo "1..0 # SKIP needs root (namespaces, XDP)"
+		exit 4
+	fi
+	for tool in "$@"; do
+		if ! command -v "$tool" >/dev/null; then
+			echo "1..0 # SKIP $tool not installed"
+			exit 4
+		fi
+	done
+	if [ ! -x "$rinxctl" ]; then
+		echo "1..0 # SKIP $rinxctl not built (make)"
+		exit 4
+	fi
+}
+
+# verified_sizes OUT SIZES: `rinxctl bench --verify` output OUT has a line
+# for every size of the comma-separated SIZES (bytes) whose verify column
+# is "ok"; prints what is wrong, returns 1 then
+verified_sizes() {
+	local out=$1 sizes=$2 s v bad=0
+
+	for s in ${sizes//,/ }; do
+		v=$(echo "$out" | awk -v s="$s" \
+			'$1 == s && $2 == s / 4 { print $NF }')
+		if [ "$v" != ok ]; then
+			echo "size $s: verify column '${v:-missing}'"
+			bad=1
+		fi
+	done
+	return $bad
+}

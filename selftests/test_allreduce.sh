@@ -53,21 +53,6 @@ cleanup() {
 	done
 }
 
-# check_bench OUT SIZES: every size has a line whose verify column is "ok"
-# and the summary says every element is ok. Prints what is wrong.
-check_bench() {
-	local out=$1 sizes=$2 s line bad=0
-
-	for s in ${sizes//,/ }; do
-		line=$(echo "$out" | awk -v s="$s" \
-			'$1 == s && $2 == s / 4 { print $NF }')
-		if [ "$line" != ok ]; then
-			echo "size $s: verify column '${line:-missing}'"
-			bad=1
-		fi
-	done
-	return $bad
-}
 
 # check_counters SPEC PREFIX: no drop and no abort on any host or switch.
 check_counters() {
@@ -142,7 +127,7 @@ run_case() {
 		echo "$out" | diag
 		echo "# ($((SECONDS - t0)) s)"
 		ok $rc "$name: $dt: bench --verify exit status ($rc)"
-		msg=$(check_bench "$out" "$sizes")
+		msg=$(verified_sizes "$out" "$sizes")
 		ok $? "$name: $dt: every size verified ok"
 		[ -n "$msg" ] && echo "$msg" | diag
 		echo "$out" | grep -q '^# verify: every element ok;'
@@ -157,20 +142,7 @@ run_case() {
 	ok $? "$name: testbed down, no namespace or spec left"
 }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root (namespaces, XDP)"
-	exit 4
-fi
-for tool in ip timeout awk; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..0 # SKIP $tool not installed"
-		exit 4
-	fi
-done
-if [ ! -x "$rinxctl" ]; then
-	echo "1..0 # SKIP $rinxctl not built (make)"
-	exit 4
-fi
+needs_root ip timeout awk
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 

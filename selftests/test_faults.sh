@@ -47,20 +47,7 @@ port() {
 				split($i, a, "="); if (a[1] == k) print a[2] } }'
 }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root (namespaces, XDP)"
-	exit 4
-fi
-for tool in ip tc ping awk; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..0 # SKIP $tool not installed"
-		exit 4
-	fi
-done
-if [ ! -x "$rinxctl" ]; then
-	echo "1..0 # SKIP $rinxctl not built (make)"
-	exit 4
-fi
+needs_root ip tc ping awk
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 

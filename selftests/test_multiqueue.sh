@@ -43,16 +43,10 @@ fail=0
 # check_bench OUT: exit status aside, every size verified ok and the
 # summary line says so (two TAP lines, NAME as their prefix)
 check_bench() {
-	local out=$1 name=$2 s v bad=0
+	local out=$1 name=$2 bad=0
 
-	for s in ${SIZES//,/ }; do
-		v=$(echo "$out" | awk -v s="$s" \
-			'$1 == s && $2 == s / 4 { print $NF }')
-		if [ "$v" != ok ]; then
-			echo "# size $s: verify column '${v:-missing}'"
-			bad=1
-		fi
-	done
+	verified_sizes "$out" "$SIZES" | diag
+	bad=${PIPESTATUS[0]}
 	ok $bad "$name: every size verified ok, element by element"
 	echo "$out" | grep -q '^# verify: every element ok;'
 	ok $? "$name: summary says every element ok"
@@ -100,20 +94,7 @@ for k, v in zip(names, struct.unpack('%dQ' % cnt, b[8:8 + 8 * cnt])):
 EOF
 }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root (namespaces, XDP)"
-	exit 4
-fi
-for tool in ip timeout awk taskset; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..0 # SKIP $tool not installed"
-		exit 4
-	fi
-done
-if [ ! -x "$rinxctl" ]; then
-	echo "1..0 # SKIP $rinxctl not built (make)"
-	exit 4
-fi
+needs_root ip timeout awk taskset
 # a CPU whose frames land on a queue other than 0
 cpu=
 for c in 3 2 1; do

@@ -52,20 +52,12 @@ cleanup() {
 	done
 }
 
-# check_bench OUT SIZES: every size has a line whose verify column is "ok"
-# and the summary says every element is ok.
+# check_bench OUT SIZES: every size verified ok, and the summary says so.
 check_bench() {
-	local out=$1 sizes=$2 s line bad=0
+	local bad=0
 
-	for s in ${sizes//,/ }; do
-		line=$(echo "$out" | awk -v s="$s" \
-			'$1 == s && $2 == s / 4 { print $NF }')
-		if [ "$line" != ok ]; then
-			echo "size $s: verify column '${line:-missing}'"
-			bad=1
-		fi
-	done
-	echo "$out" | grep -q '^# verify: every element ok;' ||
+	verified_sizes "$1" "$2" || bad=1
+	echo "$1" | grep -q '^# verify: every element ok;' ||
 		{ echo "no 'every element ok' summary"; bad=1; }
 	return $bad
 }
@@ -153,20 +145,7 @@ run_case() {
 	ok $? "$name: testbed down, no namespace or spec left"
 }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root (namespaces, XDP)"
-	exit 4
-fi
-for tool in ip timeout awk; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..0 # SKIP $tool not installed"
-		exit 4
-	fi
-done
-if [ ! -x "$rinxctl" ]; then
-	echo "1..0 # SKIP $rinxctl not built (make)"
-	exit 4
-fi
+needs_root ip timeout awk
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 

@@ -102,20 +102,6 @@ cleanup() {
 	done
 }
 
-# check_bench OUT SIZES: every size has a line whose verify column is "ok".
-check_bench() {
-	local out=$1 sizes=$2 s line bad=0
-
-	for s in ${sizes//,/ }; do
-		line=$(echo "$out" | awk -v s="$s" \
-			'$1 == s && $2 == s / 4 { print $NF }')
-		if [ "$line" != ok ]; then
-			echo "size $s: verify column '${line:-missing}'"
-			bad=1
-		fi
-	done
-	return $bad
-}
 
 # check_summary OUT DTYPE: "every element ok", the worst float32 error
 # within the bound, and 0 for int32 (bit-exact).
@@ -563,7 +549,7 @@ run_case() {
 		echo "$out" | diag
 		echo "# ($dt: $((SECONDS - t0)) s)"
 		ok $rc "$name: $dt: bench --verify exit status ($rc)"
-		msg=$(check_bench "$out" "$sizes")
+		msg=$(verified_sizes "$out" "$sizes")
 		ok $? "$name: $dt: every size verified ok"
 		[ -n "$msg" ] && echo "$msg" | diag
 		msg=$(check_summary "$out" $dt)
@@ -605,20 +591,7 @@ run_case() {
 	echo "# case $name: $((SECONDS - tc)) s"
 }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root (namespaces, XDP)"
-	exit 4
-fi
-for tool in ip timeout awk sed grep; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..0 # SKIP $tool not installed"
-		exit 4
-	fi
-done
-if [ ! -x "$rinxctl" ]; then
-	echo "1..0 # SKIP $rinxctl not built (make)"
-	exit 4
-fi
+needs_root ip timeout awk sed grep
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 tmp=$(mktemp) || exit 1

@@ -27,20 +27,7 @@ P=rxtb$$		# unique: runs can overlap
 n=0
 fail=0
 
-if [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root (namespaces, XDP)"
-	exit 4
-fi
-for tool in ip ping; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..0 # SKIP $tool not installed"
-		exit 4
-	fi
-done
-if [ ! -x "$rinxctl" ]; then
-	echo "1..0 # SKIP $rinxctl not built (make)"
-	exit 4
-fi
+needs_root ip ping
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
