@@ -22,6 +22,25 @@ ours() {
 		grep -E "^${P}(h[0-9]+|t[0-9]+|sp)\$"
 }
 
+# the namespaces of testbed prefix $1 (tests with several testbeds)
+ours_of() {
+	ip netns list 2>/dev/null | awk '{print $1}' |
+		grep -E "^${1}(h[0-9]+|t[0-9]+|sp)\$"
+}
+
+# every testbed whose prefix is in the array `used` down, and what is left
+# of their namespaces removed
+cleanup_used() {
+	local p ns
+
+	for p in "${used[@]}"; do
+		"$rinxctl" testbed down "$p" >/dev/null 2>&1
+		for ns in $(ours_of "$p"); do
+			ip netns del "$ns" 2>/dev/null
+		done
+	done
+}
+
 # testbed $P down, and any namespace of it left over removed (a test with
 # more to undo defines its own after sourcing this file)
 cleanup() {

@@ -37,22 +37,6 @@ n=0
 fail=0
 used=()
 
-ours() {	# namespaces of testbed $1, one per line
-	ip netns list 2>/dev/null | awk '{print $1}' |
-		grep -E "^${1}(h[0-9]+|t[0-9]+|sp)\$"
-}
-
-cleanup() {
-	local p ns
-
-	for p in "${used[@]}"; do
-		"$rinxctl" testbed down "$p" >/dev/null 2>&1
-		for ns in $(ours "$p"); do
-			ip netns del "$ns" 2>/dev/null
-		done
-	done
-}
-
 
 # check_counters SPEC PREFIX: no drop and no abort on any host or switch.
 check_counters() {
@@ -114,7 +98,7 @@ run_case() {
 		done
 		ok 1 "$name: no drops (no testbed)"
 		"$rinxctl" testbed down "$p" >/dev/null 2>&1
-		[ -z "$(ours "$p")" ]
+		[ -z "$(ours_of "$p")" ]
 		ok $? "$name: testbed down, no namespace left"
 		return
 	fi
@@ -138,12 +122,12 @@ run_case() {
 	[ -n "$msg" ] && echo "$msg" | diag
 	"$rinxctl" testbed down "$p" 2>&1 | diag
 	rc=${PIPESTATUS[0]}
-	[ $rc -eq 0 ] && [ -z "$(ours "$p")" ] && [ ! -e "$spec" ]
+	[ $rc -eq 0 ] && [ -z "$(ours_of "$p")" ] && [ ! -e "$spec" ]
 	ok $? "$name: testbed down, no namespace or spec left"
 }
 
 needs_root ip timeout awk
-trap cleanup EXIT
+trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
 echo "1..54"

@@ -36,22 +36,6 @@ n=0
 fail=0
 used=()
 
-ours() {	# namespaces of testbed $1, one per line
-	ip netns list 2>/dev/null | awk '{print $1}' |
-		grep -E "^${1}(h[0-9]+|t[0-9]+|sp)\$"
-}
-
-cleanup() {
-	local p ns
-
-	for p in "${used[@]}"; do
-		"$rinxctl" testbed down "$p" >/dev/null 2>&1
-		for ns in $(ours "$p"); do
-			ip netns del "$ns" 2>/dev/null
-		done
-	done
-}
-
 # check_bench OUT SIZES: every size verified ok, and the summary says so.
 check_bench() {
 	local bad=0
@@ -141,12 +125,12 @@ run_case() {
 	fi
 	"$rinxctl" testbed down "$p" 2>&1 | diag
 	rc=${PIPESTATUS[0]}
-	[ $rc -eq 0 ] && [ -z "$(ours "$p")" ] && [ ! -e "$spec" ]
+	[ $rc -eq 0 ] && [ -z "$(ours_of "$p")" ] && [ ! -e "$spec" ]
 	ok $? "$name: testbed down, no namespace or spec left"
 }
 
 needs_root ip timeout awk
-trap cleanup EXIT
+trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
 SMALL=4,28,3072,3076,1048576
