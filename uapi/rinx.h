@@ -186,8 +186,9 @@ struct rinx_cursor {
 	__u64 marked;
 };
 
-/* Own blocks that may leave at once after an idle spell of the pacer. */
-#define RINX_PACE_BURST		4
+/* Own blocks that may leave at once after an idle spell of the pacer: one,
+ * since the bursts of several senders meet in an aggregator's port. */
+#define RINX_PACE_BURST		1
 
 /* IPv4 ECN field (low two bits of the TOS byte). rinx frames leave as
  * ECT(0); a congested switch port turns that into CE. */
