@@ -104,13 +104,12 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 			pthread_mutex_unlock(&c->x->lock);
 			rinx_plan_name(c->spec.plan, c->spec.plan_nps, a,
 				       sizeof(a));
-			snprintf(b, sizeof(b), "%s", "another");
-			for (r = 0; r < 64 * RINX_PLAN_MAX; r++)
-				if (rinx_plan_id(r % RINX_PLAN_MAX,
-						 r / RINX_PLAN_MAX) == c->clash_id)
-					rinx_plan_name(r % RINX_PLAN_MAX,
-						       r / RINX_PLAN_MAX, b,
-						       sizeof(b));
+			/* the id holds kind and server count (rinx_plan_id) */
+			r = (c->clash_id - 1) & 0xff;
+			if (!c->clash_id || r >= RINX_PLAN_MAX)
+				snprintf(b, sizeof(b), "%s", "another");
+			else
+				rinx_plan_name(r, c->clash_id >> 8, b, sizeof(b));
 			return rinx_c_cerr(c, -EINVAL, "rank %d runs plan %s, rank %d "
 					   "plan %s: every rank of job %u must run the "
 					   "same plan", c->rank, a, c->clash - 1, b,

@@ -58,7 +58,8 @@ struct rinx_plan {
 int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
 		    size_t errlen);
 /* A number that names kind and server count (never 0), for the open
- * barrier's check that every rank runs the same plan. */
+ * barrier's check that every rank runs the same plan: kind + 1 in the low
+ * byte, the server count above it. */
 static inline __u32 rinx_plan_id(int kind, int nps)
 {
 	return 1 + (__u32)kind + ((__u32)(nps > 1 ? nps : 0) << 8);
