@@ -16,10 +16,15 @@
  * A rank starts unpaced (line rate) and paces from its first mark, starting
  * from the rate it measured. The pacer (cursor.gap_ns, .next_ns) is shared
  * with the host program, whose recycling obeys it too (pace_ok in
- * bpf/host.bpf.c follows the same rule as pace_ok below).
+ * bpf/host.bpf.c follows the same rule as pace_ok below, with a burst of
+ * one after an idle spell where the trainer may send two).
  */
 #include "user/comm.h"
 
+/* Own blocks the trainer may send at once when they are due: a recycle the
+ * pacer held back in XDP is the trainer's to send, and the trainer naps
+ * two gaps between looks (rinx_wait) instead of waking for each block. */
+#define TRAINER_BURST	2
 #define CC_INTERVAL_NS	500000ull	/* update at most this often */
 #define CC_MIN_STORED	8		/* ... and after this many blocks */
 #define CC_G		(1.0 / 16)	/* DCTCP's gain */
@@ -35,7 +40,7 @@ int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 {
 	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
 	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
-	__u64 lo = now - RINX_PACE_BURST * gap;
+	__u64 lo = now - TRAINER_BURST * gap;
 
 	if (!gap)
 		return 1;
