@@ -164,15 +164,11 @@ static void frame_ce(struct frame *f)
 	memcpy(f->ip + 10, &csum, 2);
 }
 
-/* What became of a slow-path frame. */
-enum {
-	SP_SENT,	/* finished here and transmitted (the frame is in TX) */
-	SP_FREE,	/* finished here, nothing to send: the frame is free */
-	SP_KEEP,	/* not yet: its round, its share or a TX slot is missing */
-	SP_DROP,	/* rejected: the frame is free */
-};
-
-static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
+/* The slow path's hop: one frame the host program handed up, at p (len
+ * bytes), rewritten in place into what this node sends (RINX_SP_SEND: the
+ * caller transmits RINX_FRAME_MAX bytes from p). Needs no socket, so the
+ * differential test runs it on the same tables as the host program. */
+int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 {
 	struct xctx *x = c->x;
 	struct rinx_req *r = c->active;
@@ -183,15 +179,13 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	int agg, ret, ce = 0;
 
 	if (len < RINX_FRAME_MAX)
-		return SP_DROP;
-	/* The frame is rewritten in place: only start when it can leave. */
-	if (xsk_prod_nb_free(&x->tx, 1) < 1)
-		return SP_KEEP;
+		return RINX_SP_DROP;
 	rinx_c_frame_at(p, &f);
 	if (ntohl(f.h->job) != c->job)	/* another communicator's, or late */
-		return rinx_c_xctx_has_job(x, ntohl(f.h->job)) ? SP_KEEP : SP_DROP;
+		return x && rinx_c_xctx_has_job(x, ntohl(f.h->job)) ? RINX_SP_KEEP :
+								      RINX_SP_DROP;
 	if (ntohl(f.h->token) != c->token)
-		return SP_DROP;
+		return RINX_SP_DROP;
 	if (f.h->type == RINX_T_HELLO) {
 		__u16 from = ntohs(f.h->sender);
 		__be32 saddr;
@@ -199,7 +193,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		memcpy(&saddr, f.ip + 12, 4);
 		if (from >= c->n || from == c->rank ||
 		    saddr != c->plan.nodes[from].ip)
-			return SP_DROP;
+			return RINX_SP_DROP;
 		if (f.h->step == RINX_HELLO_OPEN_YES)
 			c->heard |= 1ull << from;
 		if (f.h->step == RINX_HELLO_OPEN_OTHER) {
@@ -212,23 +206,20 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			c->alive |= 1ull << from;
 		if (f.h->step == RINX_HELLO_STATUS ||
 		    f.h->step == RINX_HELLO_READY)
-			return ctl_hello(c, &f, from) ?
-			       (rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-				SP_KEEP : SP_SENT) : SP_FREE;
+			return ctl_hello(c, &f, from) ? RINX_SP_SEND : RINX_SP_FREE;
 		if (f.h->step == RINX_HELLO_PROBE) {
 			f.h->step = RINX_HELLO_ALIVE;
 		} else {
-			return SP_FREE;
+			return RINX_SP_FREE;
 		}
 		rinx_c_frame_addr(c, &f, from);
-		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-		       SP_KEEP : SP_SENT;
+		return RINX_SP_SEND;
 	}
 	epoch = ntohl(f.h->epoch);
 	if ((__s32)(epoch - c->epoch) < 0)
-		return SP_DROP;
+		return RINX_SP_DROP;
 	if (epoch != c->epoch || !r || !r->round_open)
-		return SP_KEEP;
+		return RINX_SP_KEEP;
 	block = ntohl(f.h->block);
 	nblocks = ntohl(f.h->nblocks);
 	cnt = ntohs(f.h->count);
@@ -244,11 +235,11 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 				     c->rank, ntohs(f.h->sender), epoch, nblocks,
 				     block, cnt, ntohs(f.h->dtype), r->nb,
 				     c->jobent.dtype);
-		return SP_DROP;
+		return RINX_SP_DROP;
 	}
 	if (klass >= (__u32)c->plan.nclasses || (int)klass != class_of(c, block) ||
 	    type < RINX_T_REDUCE || type > RINX_T_CONTRIB)
-		return SP_DROP;
+		return RINX_SP_DROP;
 	hop = &c->plan.hops[klass][type - 1];
 	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
 	/* XDP checked the sender of an aggregation's frame; what reaches
@@ -256,7 +247,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	 * host's share, and the slot is what counts */
 	if (hop->action == RINX_A_NONE || (agg && !(hop->flags & RINX_HOP_SELF)) ||
 	    (!agg && (ntohs(f.h->sender) != hop->from || f.h->step != hop->step)))
-		return SP_DROP;
+		return RINX_SP_DROP;
 	idx = c->slot * c->window + block;
 	sh = &c->share[idx];
 	res = &c->result[idx];
@@ -264,7 +255,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
-			return SP_KEEP;
+			return RINX_SP_KEEP;
 		f.h->exp = htons((__u16)rinx_payload_add(f.v,
 				(__s16)ntohs(f.h->exp), sh->v, sh->exp));
 		f.h->flags |= sh->flags;
@@ -279,16 +270,16 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	case RINX_A_STORE_END:
 		store_result(res, &f, epoch, cnt);
 		if (hop->action == RINX_A_STORE_END)
-			return SP_FREE;
+			return RINX_SP_FREE;
 		f.h->step++;
 		break;
 	case RINX_A_AGG_FWD:
 	case RINX_A_AGG_FINISH:
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
-			return SP_KEEP;
+			return RINX_SP_KEEP;
 		ret = self_complete(c, hop, idx, epoch, sh, &f, &ce);
 		if (ret)
-			return ret < 0 ? SP_KEEP : SP_DROP;
+			return ret < 0 ? RINX_SP_KEEP : RINX_SP_DROP;
 		f.h->step = hop->out_step;
 		if (hop->action == RINX_A_AGG_FWD) {
 			f.h->type = RINX_T_REDUCE;
@@ -297,14 +288,13 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		store_result(res, &f, epoch, cnt);
 		f.h->type = RINX_T_GATHER;
 		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
-			return SP_FREE;
+			return RINX_SP_FREE;
 		rinx_c_frame_addr(c, &f, hop->to);
 		if (ce)
 			frame_ce(&f);
 		if (hop->rack != RINX_NO_RACK)
 			frame_group(&f, hop->rack, hop->to != c->rank);
-		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-		       SP_KEEP : SP_SENT;
+		return RINX_SP_SEND;
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:
 		store_result(res, &f, epoch, cnt);
@@ -312,16 +302,14 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
 				  c->rank);
 		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
-		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-		       SP_KEEP : SP_SENT;
+		return RINX_SP_SEND;
 	default:
-		return SP_DROP;
+		return RINX_SP_DROP;
 	}
 	rinx_c_frame_addr(c, &f, hop->to);
 	if (ce)
 		frame_ce(&f);
-	return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
-								 SP_SENT;
+	return RINX_SP_SEND;
 }
 
 /* Runs the slow path over pending and newly received frames. Returns the
@@ -354,15 +342,25 @@ int rinx_c_slow_path(struct rinx_comm *c)
 	for (j = 0; j < x->npend; j++) {
 		__u64 a = x->pend_addr[j];
 
-		ret = slow_frame(c, (__u8 *)x->area + a, x->pend_len[j]);
-		if (ret == SP_SENT) {
+		/* the frame is rewritten in place: only start when it can
+		 * leave */
+		if (x->pend_len[j] >= RINX_FRAME_MAX &&
+		    xsk_prod_nb_free(&x->tx, 1) < 1)
+			ret = RINX_SP_KEEP;
+		else
+			ret = rinx_c_slow_frame(c, (__u8 *)x->area + a,
+						x->pend_len[j]);
+		if (ret == RINX_SP_SEND)
+			ret = rinx_c_x_send(x, a, RINX_FRAME_MAX) ? RINX_SP_KEEP :
+								    RINX_SP_SEND;
+		if (ret == RINX_SP_SEND) {
 			done++;
 			c->st.slow_path++;
-		} else if (ret == SP_FREE) {
+		} else if (ret == RINX_SP_FREE) {
 			done++;
 			c->st.slow_path++;
 			x->free[x->nfree++] = a;
-		} else if (ret == SP_DROP) {
+		} else if (ret == RINX_SP_DROP) {
 			c->st.slow_dropped++;
 			x->free[x->nfree++] = a;
 		} else {
