@@ -153,6 +153,33 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 	return 0;
 }
 
+/* The host program's check of a frame against the hop (rinx_check_sender):
+ * from the node the hop names, at its address and step, or, into an
+ * aggregation, from one of its contributors (a raw share at step 0, the
+ * partial sum of `from` at its step). */
+static int sender_ok(const struct rinx_comm *c, const struct frame *f,
+		     const struct rinx_hop *hop, int agg, __u32 type)
+{
+	__u32 s = ntohs(f->h->sender);
+	__be32 saddr;
+
+	memcpy(&saddr, f->ip + 12, 4);
+	if (s >= RINX_MAX_NODES || (type == RINX_T_CONTRIB && !agg))
+		return 0;
+	/* nodes past the plan's are zero in the host program's table */
+	if (saddr != (s < (__u32)c->plan.nnodes ? c->plan.nodes[s].ip : 0))
+		return 0;
+	if (agg) {
+		if (!(hop->mask & (1ULL << s)))
+			return 0;
+		if (type == RINX_T_CONTRIB || s != hop->from)
+			return f->h->step == 0;
+	} else if (s != hop->from) {
+		return 0;
+	}
+	return f->h->step == hop->step;
+}
+
 /* Marks a readdressed frame CE (its sum met congestion on the way). */
 static void frame_ce(struct frame *f)
 {
@@ -181,6 +208,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	if (len < RINX_FRAME_MAX)
 		return RINX_SP_DROP;
 	rinx_c_frame_at(p, &f);
+	if (ntohl(f.h->magic) != RINX_MAGIC || f.h->version != RINX_VERSION)
+		return RINX_SP_DROP;
 	if (ntohl(f.h->job) != c->job)	/* another communicator's, or late */
 		return x && rinx_c_xctx_has_job(x, ntohl(f.h->job)) ? RINX_SP_KEEP :
 								      RINX_SP_DROP;
@@ -225,6 +254,21 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	cnt = ntohs(f.h->count);
 	klass = ntohs(f.h->klass);
 	type = f.h->type;
+	/* What the host program drops as malformed or misaddressed is
+	 * dropped here alike, before a size that differs from this rank's
+	 * can blame the sender's tensor (rinx_check_bounds, _sender). */
+	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
+	    nblocks > c->window || klass >= (__u32)c->plan.nclasses ||
+	    (int)klass != class_of(c, block) || type < RINX_T_REDUCE ||
+	    type > RINX_T_CONTRIB)
+		return RINX_SP_DROP;
+	hop = &c->plan.hops[klass][type - 1];
+	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
+	if (hop->action == RINX_A_NONE || !sender_ok(c, &f, hop, agg, type))
+		return RINX_SP_DROP;
+	/* int32 payloads are summed as they are: no exponent may shift them */
+	if (c->jobent.dtype == RINX_W_INT32 && f.h->exp)
+		return RINX_SP_DROP;
 	if (nblocks != r->nb || block >= nblocks ||
 	    cnt != (__u32)block_count(r, block) ||
 	    ntohs(f.h->dtype) != c->jobent.dtype) {
@@ -237,16 +281,9 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 				     c->jobent.dtype);
 		return RINX_SP_DROP;
 	}
-	if (klass >= (__u32)c->plan.nclasses || (int)klass != class_of(c, block) ||
-	    type < RINX_T_REDUCE || type > RINX_T_CONTRIB)
-		return RINX_SP_DROP;
-	hop = &c->plan.hops[klass][type - 1];
-	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
-	/* XDP checked the sender of an aggregation's frame; what reaches
-	 * the trainer from one is the sum of a slot that waits for this
-	 * host's share, and the slot is what counts */
-	if (hop->action == RINX_A_NONE || (agg && !(hop->flags & RINX_HOP_SELF)) ||
-	    (!agg && (ntohs(f.h->sender) != hop->from || f.h->step != hop->step)))
+	/* what reaches the trainer from an aggregation is the sum of a slot
+	 * that waits for this host's share: the slot is what counts */
+	if (agg && !(hop->flags & RINX_HOP_SELF))
 		return RINX_SP_DROP;
 	idx = c->slot * c->window + block;
 	sh = &c->share[idx];
