@@ -149,7 +149,7 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 	memcpy(f->v, a.v, RINX_BLOCK_BYTES);
 	f->h->exp = htons((__u16)a.exp);
 	f->h->flags = a.flags;
-	*ce = a.ce;
+	*ce |= a.ce;
 	return 0;
 }
 
@@ -180,7 +180,8 @@ static int sender_ok(const struct rinx_comm *c, const struct frame *f,
 	return f->h->step == hop->step;
 }
 
-/* Marks a readdressed frame CE (its sum met congestion on the way). */
+/* Marks a readdressed frame CE (it or a sum it carries met congestion on
+ * the way). */
 static void frame_ce(struct frame *f)
 {
 	__u16 csum;
@@ -288,6 +289,9 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	idx = c->slot * c->window + block;
 	sh = &c->share[idx];
 	res = &c->result[idx];
+	/* the host program keeps the TOS byte of a frame it forwards: a
+	 * mark (congestion on its way) stays on the block to its end */
+	ce = (f.ip[1] & RINX_ECN_MASK) == RINX_ECN_CE;
 	switch (hop->action) {
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
@@ -338,6 +342,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		f.h->step = hop->out_step;
 		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
 				  c->rank);
+		if (ce)
+			frame_ce(&f);
 		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
 		return RINX_SP_SEND;
 	default:
