@@ -97,14 +97,21 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 	return 1;
 }
 
-static void store_result(struct rinx_slot *res, const struct frame *f,
-			 __u32 epoch, __u32 cnt)
+/* Stores a finished block and counts it in the job's cursor, with its
+ * mark, as the host program does (the trainer's rate control reads both). */
+static void store_result(struct rinx_comm *c, struct rinx_slot *res,
+			 const struct frame *f, __u32 epoch, __u32 cnt, int ce)
 {
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+
 	memcpy(res->v, f->v, RINX_BLOCK_BYTES);
 	res->exp = (__s16)ntohs(f->h->exp);
 	res->flags = f->h->flags;
 	res->count = cnt;
 	__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&cur->stored, 1, __ATOMIC_RELAXED);
+	if (ce)
+		__atomic_fetch_add(&cur->marked, 1, __ATOMIC_RELAXED);
 }
 
 /* A rack's group address (what the ToR replicates into the rack; with
@@ -302,14 +309,14 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FINISH) {
-			store_result(res, &f, epoch, cnt);
+			store_result(c, res, &f, epoch, cnt, ce);
 			f.h->type = RINX_T_GATHER;
 			f.h->step = 0;
 		}
 		break;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
-		store_result(res, &f, epoch, cnt);
+		store_result(c, res, &f, epoch, cnt, ce);
 		if (hop->action == RINX_A_STORE_END)
 			return RINX_SP_FREE;
 		f.h->step++;
@@ -326,7 +333,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			f.h->type = RINX_T_REDUCE;
 			break;
 		}
-		store_result(res, &f, epoch, cnt);
+		store_result(c, res, &f, epoch, cnt, ce);
 		f.h->type = RINX_T_GATHER;
 		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
 			return RINX_SP_FREE;
@@ -338,7 +345,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		return RINX_SP_SEND;
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:
-		store_result(res, &f, epoch, cnt);
+		store_result(c, res, &f, epoch, cnt, ce);
 		f.h->step = hop->out_step;
 		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
 				  c->rank);
