@@ -152,11 +152,15 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 		a.final = hop->action == RINX_A_AGG_FINISH;
 		if (bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK))
 			return -EIO;
+		/* the sum leaves marked if a contribution was, as the one
+		 * that completes a slot in XDP; a sum sent again (the slot
+		 * was done) keeps the mark of the frame that asked, as the
+		 * host program's answer to a duplicate does */
+		*ce |= a.ce;
 	}
 	memcpy(f->v, a.v, RINX_BLOCK_BYTES);
 	f->h->exp = htons((__u16)a.exp);
 	f->h->flags = a.flags;
-	*ce |= a.ce;
 	return 0;
 }
 
