@@ -164,6 +164,28 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 	return 0;
 }
 
+/* A gather passing this aggregating host: its finished block is kept in
+ * the slot of its round, as the host program does (rinx_agg_keep), to
+ * answer a worker's late share with it. Like self_complete, reads and
+ * writes the slot under its lock in two steps: the block passed this slot
+ * on its way, and no rank starts the next round's share of it before this
+ * gather has reached the rack. */
+static void agg_keep(struct rinx_comm *c, __u32 idx, __u32 epoch,
+		     const struct frame *f)
+{
+	struct rinx_agg a;
+
+	if (c->fd_aggs < 0 ||
+	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK) ||
+	    a.epoch != epoch)
+		return;
+	memcpy(a.v, f->v, RINX_BLOCK_BYTES);
+	a.exp = (__s16)ntohs(f->h->exp);
+	a.flags = f->h->flags;
+	a.final = 1;
+	bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK);
+}
+
 /* The host program's check of a frame against the hop (rinx_check_sender):
  * from the node the hop names, at its address and step, or, into an
  * aggregation, from one of its contributors (a raw share at step 0, the
@@ -350,6 +372,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:
 		store_result(c, res, &f, epoch, cnt, ce);
+		agg_keep(c, idx, epoch, &f);
 		f.h->step = hop->out_step;
 		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
 				  c->rank);
