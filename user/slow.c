@@ -126,24 +126,32 @@ static void frame_group(struct frame *f, int rack, int onward)
 	f->eth[5] = onward && rack != RINX_GROUP_EVERY;
 }
 
+/* What the handler found in an aggregation's slot (rinx_agg_ret's). */
+enum { SELF_COMPLETE, SELF_RESEND, SELF_FINAL };
+
 /* An aggregation of this host (RINX_HOP_SELF) whose contributors are all
  * in while its share was not written yet: the host program left the slot
  * waiting (pend) and sent its sum here. Adds the share to the slot and
  * marks it done, so that the host program answers duplicates with the
- * whole sum from now on, and puts the sum into f. Nothing else writes the
- * slot meanwhile: its contributors are all in, and the next round's cannot
- * come before this block has finished. 0, 1 (stale: drop) or -errno. */
+ * whole sum from now on, and puts the sum into f (SELF_COMPLETE). A
+ * duplicate handed up while the slot waited finds it done: it gets the
+ * slot's sum, SELF_RESEND, or SELF_FINAL if the slot holds the finished
+ * block, as a duplicate into a finished slot gets it in XDP. Nothing else
+ * writes the slot meanwhile: its contributors are all in, and the next
+ * round's cannot come before this block has finished. -1 (stale: drop) or
+ * -errno. */
 static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 			 __u32 idx, __u32 epoch, const struct rinx_slot *sh,
 			 struct frame *f, int *ce)
 {
 	struct rinx_agg a;
+	int ret = SELF_COMPLETE;
 
 	if (c->fd_aggs < 0 ||
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK))
 		return -EIO;
 	if (a.epoch != epoch || (!a.pend && !a.done))
-		return 1;
+		return -1;
 	if (a.pend) {
 		a.exp = rinx_payload_add(a.v, a.exp, sh->v, sh->exp);
 		a.flags |= sh->flags;
@@ -157,11 +165,13 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 		 * was done) keeps the mark of the frame that asked, as the
 		 * host program's answer to a duplicate does */
 		*ce |= a.ce;
+	} else {
+		ret = a.final ? SELF_FINAL : SELF_RESEND;
 	}
 	memcpy(f->v, a.v, RINX_BLOCK_BYTES);
 	f->h->exp = htons((__u16)a.exp);
 	f->h->flags = a.flags;
-	return 0;
+	return ret;
 }
 
 /* A gather passing this aggregating host: its finished block is kept in
@@ -352,8 +362,26 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
 			return RINX_SP_KEEP;
 		ret = self_complete(c, hop, idx, epoch, sh, &f, &ce);
-		if (ret)
-			return ret < 0 ? RINX_SP_KEEP : RINX_SP_DROP;
+		if (ret < 0)
+			return ret == -1 ? RINX_SP_DROP : RINX_SP_KEEP;
+		/* a duplicate: what the host program does with one into a
+		 * finished slot. A worker's share into the finished block is
+		 * answered with it, at the step of this node's gather into
+		 * the rack (0 where the block finishes, else out + 1) */
+		if (ret == SELF_FINAL && type == RINX_T_CONTRIB &&
+		    (hop->flags & RINX_HOP_ANSWER)) {
+			f.h->type = RINX_T_GATHER;
+			f.h->step = hop->action == RINX_A_AGG_FINISH ?
+				    hop->out_step : hop->out_step + 1;
+			rinx_c_frame_addr(c, &f, ntohs(f.h->sender));
+			if (ce)
+				frame_ce(&f);
+			return RINX_SP_SEND;
+		}
+		/* the finished block is no partial sum to send on: whoever
+		 * misses it asks for it (NACK) */
+		if (ret == SELF_FINAL && hop->action == RINX_A_AGG_FWD)
+			return RINX_SP_DROP;
 		f.h->step = hop->out_step;
 		if (hop->action == RINX_A_AGG_FWD) {
 			f.h->type = RINX_T_REDUCE;
