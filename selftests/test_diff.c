@@ -1324,7 +1324,9 @@ static int run_plan(int pi)
 		for (trial = 0; trial < TRIALS; trial++) {
 			rd.nb = trial == 0 ? W - 1 : 1 + rnd() % W;
 			rd.last = trial == 1 ? 1 : 1 + rnd() % RINX_BLOCK_VALUES;
-			rd.dtype = trial % 2 ? RINX_W_INT32 : RINX_W_FIXED;
+			/* float and int32 rounds, late in either way */
+			rd.dtype = trial == 1 || (trial == 2 && rnd() % 2) ?
+				   RINX_W_INT32 : RINX_W_FIXED;
 			for (b = 0; b < rd.nb; b++) {
 				struct fr t;
 
@@ -1336,7 +1338,7 @@ static int run_plan(int pi)
 				rd.share[b].count = ntohs(hdr(&t)->count);
 			}
 			np = plan_frames(&rd, pf, MAXF / 4);
-			err = handoff(&rd, trial, np, trial == 1);
+			err = handoff(&rd, trial, np, trial == 2);
 			if (!err && trial == 0)
 				err = direct(&rd, np);
 			if (err)
