@@ -52,8 +52,8 @@
  *
  * At the end, two checks that the comparisons went through every path:
  * every action of the tables finished by XDP and by the handler, and the
- * handler's three answers to a duplicate into a finished slot (the sum
- * again, the finished block to the worker, nothing onward).
+ * handler's answers to a duplicate into a slot it completed (the sum sent
+ * again, the finished block answered to the worker).
  *
  * Differences by design, checked as such:
  *  - the handler does not aggregate: an aggregation's frame reaches it only
@@ -429,6 +429,24 @@ static void random_payload(struct fr *f, __u16 dtype, __u32 cnt)
 	}
 }
 
+/* ECN CE on an IPv4 header, checksum fixed. */
+static void mark_ce(__u8 *ip)
+{
+	const __u16 *w = (const __u16 *)ip;
+	__u32 sum = 0;
+	__u16 csum;
+	int i;
+
+	ip[1] |= RINX_ECN_CE;
+	memset(ip + 10, 0, 2);
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	csum = ~sum & 0xffff;
+	memcpy(ip + 10, &csum, 2);
+}
+
 /* A frame from node `from` to node `to` of rd's cluster. */
 static void build(struct fr *f, const struct round *rd, int from, int to,
 		  int type, int step, __u32 epoch, __u32 block)
@@ -458,24 +476,8 @@ static void build(struct fr *f, const struct round *rd, int from, int to,
 	fp.h->dtype = htons(rd->dtype);
 	random_payload(f, rd->dtype, cnt);
 	/* some arrive marked: the mark must travel with the sum */
-	if (rnd() % 5 == 0) {
-		__u16 csum;
-
-		fp.ip[1] |= RINX_ECN_CE;
-		memset(fp.ip + 10, 0, 2);
-		{
-			const __u16 *w = (const __u16 *)fp.ip;
-			__u32 sum = 0;
-			int i;
-
-			for (i = 0; i < 10; i++)
-				sum += w[i];
-			sum = (sum & 0xffff) + (sum >> 16);
-			sum = (sum & 0xffff) + (sum >> 16);
-			csum = ~sum & 0xffff;
-		}
-		memcpy(fp.ip + 10, &csum, 2);
-	}
+	if (rnd() % 5 == 0)
+		mark_ce(fp.ip);
 }
 
 static struct rinx_hdr *hdr(struct fr *f)
