@@ -336,8 +336,14 @@ int rinx_host(struct xdp_md *ctx)
 	if (epoch != job->epoch) {
 		/* an aggregator takes the next round's contributions before
 		 * its own trainer gets there: the slot keeps rounds apart */
-		if (epoch == job->epoch + 1 && agg && type != RINX_T_GATHER)
+		if (epoch == job->epoch + 1 && agg && type != RINX_T_GATHER) {
+			/* that round is not installed here yet: the frame's
+			 * own dtype says whether it may carry an exponent */
+			if (bpf_ntohs(f.h->dtype) == RINX_W_INT32 && f.h->exp)
+				return rinx_count(RINX_STAT_DROP_BOUNDS,
+						  XDP_DROP);
 			goto sized;
+		}
 		if (epoch == job->epoch + 1)
 			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
 		return rinx_count(RINX_STAT_DROP_STALE, XDP_DROP);

@@ -1218,8 +1218,16 @@ static struct pred host_model(const __u8 *b, int len)
 		/* an aggregator takes the next round's contributions; the
 		 * rest of the next round goes to the slow path (dropped
 		 * here, no socket) */
-		if (epoch == j->epoch + 1 && agg && type != RINX_T_GATHER)
+		if (epoch == j->epoch + 1 && agg && type != RINX_T_GATHER) {
+			/* its round is not installed: the frame's dtype
+			 * says whether an exponent is allowed */
+			if (get16(b + H_DTYPE) == RINX_W_INT32 &&
+			    get16(b + H_EXP)) {
+				p.stat = RINX_STAT_DROP_BOUNDS;
+				return p;
+			}
 			goto sized;
+		}
 		p.stat = epoch == j->epoch + 1 ? RINX_STAT_DROP_NO_XSK :
 						 RINX_STAT_DROP_STALE;
 		return p;

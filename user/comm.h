@@ -200,8 +200,16 @@ void rinx_c_x_kick(struct xctx *x);
 int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len);
 
 /* slow.c */
+/* What became of a slow-path frame (rinx_c_slow_frame). */
+enum rinx_slow_verdict {
+	RINX_SP_SEND,	/* finished here, rewritten: transmit it */
+	RINX_SP_FREE,	/* finished here, nothing to send: the frame is free */
+	RINX_SP_KEEP,	/* not yet: its round or its share is missing */
+	RINX_SP_DROP,	/* rejected: the frame is free */
+};
 void rinx_c_frame_at(__u8 *p, struct frame *f);
 void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to);
+int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len);
 int rinx_c_slow_path(struct rinx_comm *c);
 
 /* ctlmsg.c */

@@ -97,14 +97,21 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 	return 1;
 }
 
-static void store_result(struct rinx_slot *res, const struct frame *f,
-			 __u32 epoch, __u32 cnt)
+/* Stores a finished block and counts it in the job's cursor, with its
+ * mark, as the host program does (the trainer's rate control reads both). */
+static void store_result(struct rinx_comm *c, struct rinx_slot *res,
+			 const struct frame *f, __u32 epoch, __u32 cnt, int ce)
 {
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+
 	memcpy(res->v, f->v, RINX_BLOCK_BYTES);
 	res->exp = (__s16)ntohs(f->h->exp);
 	res->flags = f->h->flags;
 	res->count = cnt;
 	__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&cur->stored, 1, __ATOMIC_RELAXED);
+	if (ce)
+		__atomic_fetch_add(&cur->marked, 1, __ATOMIC_RELAXED);
 }
 
 /* A rack's group address (what the ToR replicates into the rack; with
@@ -119,24 +126,32 @@ static void frame_group(struct frame *f, int rack, int onward)
 	f->eth[5] = onward && rack != RINX_GROUP_EVERY;
 }
 
+/* What the handler found in an aggregation's slot (rinx_agg_ret's). */
+enum { SELF_COMPLETE, SELF_RESEND, SELF_FINAL };
+
 /* An aggregation of this host (RINX_HOP_SELF) whose contributors are all
  * in while its share was not written yet: the host program left the slot
  * waiting (pend) and sent its sum here. Adds the share to the slot and
  * marks it done, so that the host program answers duplicates with the
- * whole sum from now on, and puts the sum into f. Nothing else writes the
- * slot meanwhile: its contributors are all in, and the next round's cannot
- * come before this block has finished. 0, 1 (stale: drop) or -errno. */
+ * whole sum from now on, and puts the sum into f (SELF_COMPLETE). A
+ * duplicate handed up while the slot waited finds it done: it gets the
+ * slot's sum, SELF_RESEND, or SELF_FINAL if the slot holds the finished
+ * block, as a duplicate into a finished slot gets it in XDP. Nothing else
+ * writes the slot meanwhile: its contributors are all in, and the next
+ * round's cannot come before this block has finished. -1 (stale: drop) or
+ * -errno. */
 static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 			 __u32 idx, __u32 epoch, const struct rinx_slot *sh,
 			 struct frame *f, int *ce)
 {
 	struct rinx_agg a;
+	int ret = SELF_COMPLETE;
 
 	if (c->fd_aggs < 0 ||
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK))
 		return -EIO;
 	if (a.epoch != epoch || (!a.pend && !a.done))
-		return 1;
+		return -1;
 	if (a.pend) {
 		a.exp = rinx_payload_add(a.v, a.exp, sh->v, sh->exp);
 		a.flags |= sh->flags;
@@ -145,15 +160,71 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 		a.final = hop->action == RINX_A_AGG_FINISH;
 		if (bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK))
 			return -EIO;
+		/* the sum leaves marked if a contribution was, as the one
+		 * that completes a slot in XDP; a sum sent again (the slot
+		 * was done) keeps the mark of the frame that asked, as the
+		 * host program's answer to a duplicate does */
+		*ce |= a.ce;
+	} else {
+		ret = a.final ? SELF_FINAL : SELF_RESEND;
 	}
 	memcpy(f->v, a.v, RINX_BLOCK_BYTES);
 	f->h->exp = htons((__u16)a.exp);
 	f->h->flags = a.flags;
-	*ce = a.ce;
-	return 0;
+	return ret;
 }
 
-/* Marks a readdressed frame CE (its sum met congestion on the way). */
+/* A gather passing this aggregating host: its finished block is kept in
+ * the slot of its round, as the host program does (rinx_agg_keep), to
+ * answer a worker's late share with it. Like self_complete, reads and
+ * writes the slot under its lock in two steps: the block passed this slot
+ * on its way, and no rank starts the next round's share of it before this
+ * gather has reached the rack. */
+static void agg_keep(struct rinx_comm *c, __u32 idx, __u32 epoch,
+		     const struct frame *f)
+{
+	struct rinx_agg a;
+
+	if (c->fd_aggs < 0 ||
+	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK) ||
+	    a.epoch != epoch)
+		return;
+	memcpy(a.v, f->v, RINX_BLOCK_BYTES);
+	a.exp = (__s16)ntohs(f->h->exp);
+	a.flags = f->h->flags;
+	a.final = 1;
+	bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK);
+}
+
+/* The host program's check of a frame against the hop (rinx_check_sender):
+ * from the node the hop names, at its address and step, or, into an
+ * aggregation, from one of its contributors (a raw share at step 0, the
+ * partial sum of `from` at its step). */
+static int sender_ok(const struct rinx_comm *c, const struct frame *f,
+		     const struct rinx_hop *hop, int agg, __u32 type)
+{
+	__u32 s = ntohs(f->h->sender);
+	__be32 saddr;
+
+	memcpy(&saddr, f->ip + 12, 4);
+	if (s >= RINX_MAX_NODES || (type == RINX_T_CONTRIB && !agg))
+		return 0;
+	/* nodes past the plan's are zero in the host program's table */
+	if (saddr != (s < (__u32)c->plan.nnodes ? c->plan.nodes[s].ip : 0))
+		return 0;
+	if (agg) {
+		if (!(hop->mask & (1ULL << s)))
+			return 0;
+		if (type == RINX_T_CONTRIB || s != hop->from)
+			return f->h->step == 0;
+	} else if (s != hop->from) {
+		return 0;
+	}
+	return f->h->step == hop->step;
+}
+
+/* Marks a readdressed frame CE (it or a sum it carries met congestion on
+ * the way). */
 static void frame_ce(struct frame *f)
 {
 	__u16 csum;
@@ -164,15 +235,11 @@ static void frame_ce(struct frame *f)
 	memcpy(f->ip + 10, &csum, 2);
 }
 
-/* What became of a slow-path frame. */
-enum {
-	SP_SENT,	/* finished here and transmitted (the frame is in TX) */
-	SP_FREE,	/* finished here, nothing to send: the frame is free */
-	SP_KEEP,	/* not yet: its round, its share or a TX slot is missing */
-	SP_DROP,	/* rejected: the frame is free */
-};
-
-static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
+/* The slow path's hop: one frame the host program handed up, at p (len
+ * bytes), rewritten in place into what this node sends (RINX_SP_SEND: the
+ * caller transmits RINX_FRAME_MAX bytes from p). Needs no socket, so the
+ * differential test runs it on the same tables as the host program. */
+int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 {
 	struct xctx *x = c->x;
 	struct rinx_req *r = c->active;
@@ -183,15 +250,15 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	int agg, ret, ce = 0;
 
 	if (len < RINX_FRAME_MAX)
-		return SP_DROP;
-	/* The frame is rewritten in place: only start when it can leave. */
-	if (xsk_prod_nb_free(&x->tx, 1) < 1)
-		return SP_KEEP;
+		return RINX_SP_DROP;
 	rinx_c_frame_at(p, &f);
+	if (ntohl(f.h->magic) != RINX_MAGIC || f.h->version != RINX_VERSION)
+		return RINX_SP_DROP;
 	if (ntohl(f.h->job) != c->job)	/* another communicator's, or late */
-		return rinx_c_xctx_has_job(x, ntohl(f.h->job)) ? SP_KEEP : SP_DROP;
+		return x && rinx_c_xctx_has_job(x, ntohl(f.h->job)) ? RINX_SP_KEEP :
+								      RINX_SP_DROP;
 	if (ntohl(f.h->token) != c->token)
-		return SP_DROP;
+		return RINX_SP_DROP;
 	if (f.h->type == RINX_T_HELLO) {
 		__u16 from = ntohs(f.h->sender);
 		__be32 saddr;
@@ -199,7 +266,7 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		memcpy(&saddr, f.ip + 12, 4);
 		if (from >= c->n || from == c->rank ||
 		    saddr != c->plan.nodes[from].ip)
-			return SP_DROP;
+			return RINX_SP_DROP;
 		if (f.h->step == RINX_HELLO_OPEN_YES)
 			c->heard |= 1ull << from;
 		if (f.h->step == RINX_HELLO_OPEN_OTHER) {
@@ -212,28 +279,40 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			c->alive |= 1ull << from;
 		if (f.h->step == RINX_HELLO_STATUS ||
 		    f.h->step == RINX_HELLO_READY)
-			return ctl_hello(c, &f, from) ?
-			       (rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-				SP_KEEP : SP_SENT) : SP_FREE;
+			return ctl_hello(c, &f, from) ? RINX_SP_SEND : RINX_SP_FREE;
 		if (f.h->step == RINX_HELLO_PROBE) {
 			f.h->step = RINX_HELLO_ALIVE;
 		} else {
-			return SP_FREE;
+			return RINX_SP_FREE;
 		}
 		rinx_c_frame_addr(c, &f, from);
-		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-		       SP_KEEP : SP_SENT;
+		return RINX_SP_SEND;
 	}
 	epoch = ntohl(f.h->epoch);
 	if ((__s32)(epoch - c->epoch) < 0)
-		return SP_DROP;
+		return RINX_SP_DROP;
 	if (epoch != c->epoch || !r || !r->round_open)
-		return SP_KEEP;
+		return RINX_SP_KEEP;
 	block = ntohl(f.h->block);
 	nblocks = ntohl(f.h->nblocks);
 	cnt = ntohs(f.h->count);
 	klass = ntohs(f.h->klass);
 	type = f.h->type;
+	/* What the host program drops as malformed or misaddressed is
+	 * dropped here alike, before a size that differs from this rank's
+	 * can blame the sender's tensor (rinx_check_bounds, _sender). */
+	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
+	    nblocks > c->window || klass >= (__u32)c->plan.nclasses ||
+	    (int)klass != class_of(c, block) || type < RINX_T_REDUCE ||
+	    type > RINX_T_CONTRIB)
+		return RINX_SP_DROP;
+	hop = &c->plan.hops[klass][type - 1];
+	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
+	if (hop->action == RINX_A_NONE || !sender_ok(c, &f, hop, agg, type))
+		return RINX_SP_DROP;
+	/* int32 payloads are summed as they are: no exponent may shift them */
+	if (c->jobent.dtype == RINX_W_INT32 && f.h->exp)
+		return RINX_SP_DROP;
 	if (nblocks != r->nb || block >= nblocks ||
 	    cnt != (__u32)block_count(r, block) ||
 	    ntohs(f.h->dtype) != c->jobent.dtype) {
@@ -244,84 +323,98 @@ static int slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 				     c->rank, ntohs(f.h->sender), epoch, nblocks,
 				     block, cnt, ntohs(f.h->dtype), r->nb,
 				     c->jobent.dtype);
-		return SP_DROP;
+		return RINX_SP_DROP;
 	}
-	if (klass >= (__u32)c->plan.nclasses || (int)klass != class_of(c, block) ||
-	    type < RINX_T_REDUCE || type > RINX_T_CONTRIB)
-		return SP_DROP;
-	hop = &c->plan.hops[klass][type - 1];
-	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
-	/* XDP checked the sender of an aggregation's frame; what reaches
-	 * the trainer from one is the sum of a slot that waits for this
-	 * host's share, and the slot is what counts */
-	if (hop->action == RINX_A_NONE || (agg && !(hop->flags & RINX_HOP_SELF)) ||
-	    (!agg && (ntohs(f.h->sender) != hop->from || f.h->step != hop->step)))
-		return SP_DROP;
+	/* what reaches the trainer from an aggregation is the sum of a slot
+	 * that waits for this host's share: the slot is what counts */
+	if (agg && !(hop->flags & RINX_HOP_SELF))
+		return RINX_SP_DROP;
 	idx = c->slot * c->window + block;
 	sh = &c->share[idx];
 	res = &c->result[idx];
+	/* the host program keeps the TOS byte of a frame it forwards: a
+	 * mark (congestion on its way) stays on the block to its end */
+	ce = (f.ip[1] & RINX_ECN_MASK) == RINX_ECN_CE;
 	switch (hop->action) {
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
-			return SP_KEEP;
+			return RINX_SP_KEEP;
 		f.h->exp = htons((__u16)rinx_payload_add(f.v,
 				(__s16)ntohs(f.h->exp), sh->v, sh->exp));
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FINISH) {
-			store_result(res, &f, epoch, cnt);
+			store_result(c, res, &f, epoch, cnt, ce);
 			f.h->type = RINX_T_GATHER;
 			f.h->step = 0;
 		}
 		break;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
-		store_result(res, &f, epoch, cnt);
+		store_result(c, res, &f, epoch, cnt, ce);
 		if (hop->action == RINX_A_STORE_END)
-			return SP_FREE;
+			return RINX_SP_FREE;
 		f.h->step++;
 		break;
 	case RINX_A_AGG_FWD:
 	case RINX_A_AGG_FINISH:
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
-			return SP_KEEP;
+			return RINX_SP_KEEP;
 		ret = self_complete(c, hop, idx, epoch, sh, &f, &ce);
-		if (ret)
-			return ret < 0 ? SP_KEEP : SP_DROP;
+		if (ret < 0)
+			return ret == -1 ? RINX_SP_DROP : RINX_SP_KEEP;
+		/* a duplicate: what the host program does with one into a
+		 * finished slot. A worker's share into the finished block is
+		 * answered with it, at the step of this node's gather into
+		 * the rack (0 where the block finishes, else out + 1) */
+		if (ret == SELF_FINAL && type == RINX_T_CONTRIB &&
+		    (hop->flags & RINX_HOP_ANSWER)) {
+			f.h->type = RINX_T_GATHER;
+			f.h->step = hop->action == RINX_A_AGG_FINISH ?
+				    hop->out_step : hop->out_step + 1;
+			rinx_c_frame_addr(c, &f, ntohs(f.h->sender));
+			if (ce)
+				frame_ce(&f);
+			return RINX_SP_SEND;
+		}
+		/* the finished block is no partial sum to send on: whoever
+		 * misses it asks for it (NACK) */
+		if (ret == SELF_FINAL && hop->action == RINX_A_AGG_FWD)
+			return RINX_SP_DROP;
 		f.h->step = hop->out_step;
 		if (hop->action == RINX_A_AGG_FWD) {
 			f.h->type = RINX_T_REDUCE;
 			break;
 		}
-		store_result(res, &f, epoch, cnt);
+		store_result(c, res, &f, epoch, cnt, ce);
 		f.h->type = RINX_T_GATHER;
 		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
-			return SP_FREE;
+			return RINX_SP_FREE;
 		rinx_c_frame_addr(c, &f, hop->to);
 		if (ce)
 			frame_ce(&f);
 		if (hop->rack != RINX_NO_RACK)
 			frame_group(&f, hop->rack, hop->to != c->rank);
-		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-		       SP_KEEP : SP_SENT;
+		return RINX_SP_SEND;
 	case RINX_A_MCAST_FWD:
 	case RINX_A_MCAST_END:
-		store_result(res, &f, epoch, cnt);
+		store_result(c, res, &f, epoch, cnt, ce);
+		agg_keep(c, idx, epoch, &f);
 		f.h->step = hop->out_step;
 		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
 				  c->rank);
+		if (ce)
+			frame_ce(&f);
 		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
-		return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ?
-		       SP_KEEP : SP_SENT;
+		return RINX_SP_SEND;
 	default:
-		return SP_DROP;
+		return RINX_SP_DROP;
 	}
 	rinx_c_frame_addr(c, &f, hop->to);
 	if (ce)
 		frame_ce(&f);
-	return rinx_c_x_send(x, p - (__u8 *)x->area, RINX_FRAME_MAX) ? SP_KEEP :
-								 SP_SENT;
+	return RINX_SP_SEND;
 }
 
 /* Runs the slow path over pending and newly received frames. Returns the
@@ -354,15 +447,25 @@ int rinx_c_slow_path(struct rinx_comm *c)
 	for (j = 0; j < x->npend; j++) {
 		__u64 a = x->pend_addr[j];
 
-		ret = slow_frame(c, (__u8 *)x->area + a, x->pend_len[j]);
-		if (ret == SP_SENT) {
+		/* the frame is rewritten in place: only start when it can
+		 * leave */
+		if (x->pend_len[j] >= RINX_FRAME_MAX &&
+		    xsk_prod_nb_free(&x->tx, 1) < 1)
+			ret = RINX_SP_KEEP;
+		else
+			ret = rinx_c_slow_frame(c, (__u8 *)x->area + a,
+						x->pend_len[j]);
+		if (ret == RINX_SP_SEND)
+			ret = rinx_c_x_send(x, a, RINX_FRAME_MAX) ? RINX_SP_KEEP :
+								    RINX_SP_SEND;
+		if (ret == RINX_SP_SEND) {
 			done++;
 			c->st.slow_path++;
-		} else if (ret == SP_FREE) {
+		} else if (ret == RINX_SP_FREE) {
 			done++;
 			c->st.slow_path++;
 			x->free[x->nfree++] = a;
-		} else if (ret == SP_DROP) {
+		} else if (ret == RINX_SP_DROP) {
 			c->st.slow_dropped++;
 			x->free[x->nfree++] = a;
 		} else {

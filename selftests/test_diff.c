@@ -1,0 +1,1410 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Differential test of the hop: the host program (bpf/host.bpf.c, run
+ * through BPF_PROG_TEST_RUN) against the slow path's handler for a frame
+ * (user/slow.c, rinx_c_slow_frame), on identical tables.
+ *
+ * Cluster (7 hosts, one ToR aggregator), every plan built from it by
+ * rinx_plan_build, each plan installed for every host in turn:
+ *
+ *   rack 0, ina=agent: h0 h1 h2     (h0 aggregates for the rack)
+ *   rack 1, ina=switch: h3 h4       (node 7, the ToR, aggregates)
+ *   rack 2, ina=none: h5 h6
+ *   plans: ring rina ps ps:2 ps-ina har tree dbtree
+ *
+ * The frames a host sees in a round are generated from the plans of all
+ * the nodes (every share started towards it, every partial sum and gather
+ * another node's hop emits towards it or into a group it is in), with
+ * random payloads, exponents (all-zero blocks, far ones), flags and ECN
+ * marks, int32 and float rounds, full and short last blocks. A trial feeds
+ * them in a random order that keeps causality (a block's gather after its
+ * reduce), with duplicates (some sent again after the block's gather went
+ * by), stale and far epochs, wrong senders (node id, address, step) and
+ * malformed frames mixed in, to two loaded instances of the host program
+ * with the same tables:
+ *
+ *   A  the trainer is ready: its share of the round is written before the
+ *      frames arrive; XDP finishes nearly everything, and what it hands up
+ *      goes to A's handler at once;
+ *   B  the trainer is late: the job entry and the shares are still those of
+ *      the round before, so XDP hands up every hop that needs the round
+ *      (SLOW_FUTURE) or the share (SLOW_SELF: an aggregation whose
+ *      contributors are all in, and every duplicate into it meanwhile); at
+ *      a random point of the sequence the trainer opens the round and B's
+ *      handler drains what was handed up, in arrival order, as the slow
+ *      path does; later frames see B's XDP with the round open.
+ *
+ * Per frame, what A did must be what B did: the same frame sent (every
+ * header field and the payload, byte for byte), nothing sent, consumed into
+ * a slot, or dropped (for the same counter when both dropped in XDP); when
+ * both finished it in XDP the counter deltas must be equal too. After the
+ * sequence: the result map, the aggregator slots (read with BPF_F_LOCK) and
+ * the job's cursor counts (finished blocks stored, those marked CE) must be
+ * equal. Every plan frame must be taken by the host's tables.
+ *
+ * Then the handler alone ("direct"): after the round's aggregations, run
+ * by XDP on both, every frame of a single-sender hop (add, store,
+ * multicast) and every bad frame goes to A's XDP and straight to the
+ * handler of a third instance C with the round open, bypassing C's XDP;
+ * both must do the same, frame by frame and in the maps (a multicast keeps
+ * its block in the slot), and the handler must drop what XDP drops without
+ * failing the call.
+ *
+ * At the end, two checks that the comparisons went through every path:
+ * every action of the tables finished by XDP and by the handler, and the
+ * handler's answers to a duplicate into a slot it completed (the sum sent
+ * again, the finished block answered to the worker).
+ *
+ * Differences by design, checked as such:
+ *  - the handler does not aggregate: an aggregation's frame reaches it only
+ *    as the sum of a slot that waits for the trainer's share (pend), or as a
+ *    duplicate into it, which it completes or answers (the handoff above);
+ *    direct mode leaves aggregations out;
+ *  - rounds: XDP hands up the next round (it drops any later one, and
+ *    aggregations take the next round's shares); the handler keeps any
+ *    later round for when it opens (direct: "epoch two ahead");
+ *  - a frame whose size disagrees with the round is handed up by XDP, and
+ *    the handler fails the call with -EMSGSIZE naming the sender (direct);
+ *  - counters: the handler has none (the slow path counts what it
+ *    finished); a frame dropped by the handler is compared by outcome;
+ *  - recycling (a gather that ends here turned into this host's next own
+ *    block) is XDP's alone, the trainer's sender does it in user space: the
+ *    cursors stay closed here (test_host covers recycling).
+ *
+ *   test_diff [builddir [seed]]
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "uapi/rinx.h"
+#include "user/comm.h"
+#include "user/ctl.h"
+#include "user/plan.h"
+#include "host.skel.h"
+#include "tap.h"
+
+#define W		8	/* window: blocks per job slot */
+#define PORT		47431
+#define SLOT		1
+#define JOB		0x00d1ff01
+#define TOKEN		0x5ca1ab1e
+#define EPOCH		0x1000	/* the round of every trial */
+#define QBITS		27
+#define NHOSTS		7
+#define FLEN		RINX_FRAME_MAX
+#define MAXF		1024	/* frames of one trial */
+#define TRIALS		3	/* random orders per plan and host */
+
+#define OFF_IP		14
+#define OFF_HDR		42
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+static int ncpus;
+static __u64 rng = 0x9e3779b97f4a7c15ull;
+
+static __u32 rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (__u32)(rng >> 16);
+}
+
+/* ---- instances of the host program ---------------------------------------- */
+
+struct inst {
+	const char *name;
+	struct host_bpf *s;
+	int prog, jobs, nodes, hops, aggs, stats, xsk;
+	struct rinx_slot *share, *result;
+	struct rinx_cursor *cur;
+	size_t slot_bytes, cur_bytes;
+	struct rinx_comm *c;	/* its slow path's state */
+	struct rinx_req req;
+};
+
+static void *map_mmap(struct bpf_map *m, size_t *bytes)
+{
+	size_t b = (size_t)bpf_map__max_entries(m) * bpf_map__value_size(m);
+	void *p;
+
+	b = (b + 4095) & ~(size_t)4095;
+	p = mmap(NULL, b, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	*bytes = b;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int inst_open(struct inst *in, const char *name)
+{
+	__u32 q = 0;
+	int err;
+
+	in->name = name;
+	in->s = host_bpf__open();
+	if (!in->s)
+		return -errno;
+	in->s->rodata->rinx_port_be = htons(PORT);
+	in->s->rodata->rinx_window = W;
+	err = bpf_map__set_max_entries(in->s->maps.share, RINX_MAX_JOBS * W);
+	err = err ?: bpf_map__set_max_entries(in->s->maps.result,
+					       RINX_MAX_JOBS * W);
+	err = err ?: bpf_map__set_max_entries(in->s->maps.aggs,
+					       RINX_MAX_JOBS * W);
+	err = err ?: host_bpf__load(in->s);
+	if (err)
+		return err;
+	in->prog = bpf_program__fd(in->s->progs.rinx_host);
+	in->jobs = bpf_map__fd(in->s->maps.jobs);
+	in->nodes = bpf_map__fd(in->s->maps.nodes);
+	in->hops = bpf_map__fd(in->s->maps.hops);
+	in->aggs = bpf_map__fd(in->s->maps.aggs);
+	in->stats = bpf_map__fd(in->s->maps.stats);
+	in->share = map_mmap(in->s->maps.share, &in->slot_bytes);
+	in->result = map_mmap(in->s->maps.result, &in->slot_bytes);
+	in->cur = map_mmap(in->s->maps.cursors, &in->cur_bytes);
+	if (!in->share || !in->result || !in->cur)
+		return -errno;
+	/* an unbound AF_XDP socket in the XSKMAP: frames handed up are
+	 * redirected (and counted as such) instead of dropped */
+	in->xsk = socket(AF_XDP, SOCK_RAW, 0);
+	if (in->xsk < 0 || bpf_map_update_elem(bpf_map__fd(in->s->maps.xsks),
+					       &q, &in->xsk, BPF_ANY))
+		return -errno;
+	in->c = calloc(1, sizeof(*in->c));
+	return in->c ? 0 : -ENOMEM;
+}
+
+static void inst_close(struct inst *in)
+{
+	if (in->share)
+		munmap(in->share, in->slot_bytes);
+	if (in->result)
+		munmap(in->result, in->slot_bytes);
+	if (in->cur)
+		munmap(in->cur, in->cur_bytes);
+	if (in->xsk >= 0)
+		close(in->xsk);
+	free(in->c);
+	host_bpf__destroy(in->s);
+}
+
+static int read_stats(const struct inst *in, __u64 *out)
+{
+	__u64 pc[ncpus];
+	__u32 k;
+	int i;
+
+	for (k = 0; k < RINX_STAT_MAX; k++) {
+		if (bpf_map_lookup_elem(in->stats, &k, pc))
+			return -errno;
+		out[k] = 0;
+		for (i = 0; i < ncpus; i++)
+			out[k] += pc[i];
+	}
+	return 0;
+}
+
+/* ---- the round ------------------------------------------------------------ */
+
+/* One round of a trial: the plans of every node and the shares of the host
+ * under test. */
+struct round {
+	const char *plan_name;
+	struct rinx_spec spec;
+	struct rinx_plan pl[RINX_MAX_NODES];	/* every node's plan */
+	int nnodes, self;
+	__u32 nb, last;		/* blocks, values of the last block */
+	__u16 dtype;
+	struct rinx_slot share[W];
+};
+
+static void make_spec(struct rinx_spec *s, int kind, int nps)
+{
+	static const int rack_of[NHOSTS] = { 0, 0, 0, 1, 1, 2, 2 };
+	int r;
+
+	rinx_spec_init(s);
+	s->port = PORT;
+	s->window = W;
+	s->plan = kind;
+	s->plan_nps = nps;
+	s->nhosts = NHOSTS;
+	for (r = 0; r < NHOSTS; r++) {
+		struct rinx_spec_host *h = &s->hosts[r];
+		const __u8 mac[6] = { 0x02, 0x72, 0x78, 0x0d, 0, (__u8)(r + 1) };
+
+		snprintf(h->name, sizeof(h->name), "h%d", r);
+		h->rank = r;
+		h->rack = rack_of[r];
+		memcpy(h->mac, mac, 6);
+		h->ip = htonl(0x0a0d0001 + r);
+	}
+	s->nracks = 3;
+	for (r = 0; r < 3; r++) {
+		snprintf(s->racks[r].name, sizeof(s->racks[r].name), "r%d", r);
+		s->racks[r].id = r;
+	}
+	s->racks[0].ina = RINX_INA_AGENT;
+	s->racks[1].ina = RINX_INA_SWITCH;
+	memcpy(s->racks[1].mac, (__u8[6]){ 0x02, 0x72, 0x78, 0x0d, 1, 0xfe }, 6);
+	s->racks[1].ip = htonl(0x0a0d01fe);
+	s->racks[2].ina = RINX_INA_NONE;
+	rinx_plan_spec(s);
+}
+
+/* The job entry of rd's host at `epoch`, as the library writes it (its
+ * plan part as comm.c's plan_job). Cursors stay closed: no recycling. */
+static void job_entry(const struct round *rd, __u32 epoch, struct rinx_job *j)
+{
+	const struct rinx_plan *p = &rd->pl[rd->self];
+	int i, k;
+
+	memset(j, 0, sizeof(*j));
+	j->token = TOKEN;
+	j->slot = SLOT;
+	j->epoch = epoch;
+	j->nblocks = rd->nb;
+	j->last_count = rd->last;
+	j->nclasses = p->nclasses;
+	j->nnodes = p->nnodes;
+	j->self = rd->self;
+	j->qbits = QBITS;
+	j->dtype = rd->dtype;
+	j->window = W;
+	j->plen = p->plen;
+	j->plan_id = rinx_plan_id(rd->spec.plan, rd->spec.plan_nps);
+	memcpy(j->cmap, p->cmap, sizeof(j->cmap));
+	for (k = 0; k < RINX_MAX_CLASSES; k++) {
+		j->start_to[k] = p->start_to[k] >= 0 ? p->start_to[k] :
+						       RINX_NO_SEND;
+		j->start_type[k] = p->start_to[k] >= 0 ? p->start_type[k] : 0;
+	}
+	for (i = 0; i < p->plen; i++)
+		if (j->start_to[p->cmap[i]] != RINX_NO_SEND)
+			j->own[j->nown++] = i;
+}
+
+static void write_shares(struct inst *in, const struct round *rd, __u32 epoch)
+{
+	__u32 b;
+
+	for (b = 0; b < W; b++) {
+		struct rinx_slot *s = &in->share[SLOT * W + b];
+
+		if (b < rd->nb) {
+			memcpy(s->v, rd->share[b].v, sizeof(s->v));
+			s->exp = rd->share[b].exp;
+			s->flags = rd->share[b].flags;
+			s->count = rd->share[b].count;
+		}
+		__atomic_store_n(&s->epoch, b < rd->nb ? epoch : 0,
+				 __ATOMIC_RELEASE);
+	}
+}
+
+/* Tables of rd's host into instance in: job entry at `epoch` (shares of
+ * that round written), clean slots, results and cursor; its handler's
+ * communicator with round EPOCH open. */
+static int install(struct inst *in, const struct round *rd, __u32 epoch)
+{
+	const struct rinx_plan *p = &rd->pl[rd->self];
+	struct rinx_agg *zero = calloc(1, sizeof(*zero));
+	struct rinx_comm *c = in->c;
+	struct rinx_job j;
+	__u32 key, k, t, jid = JOB;
+	int err = 0, i;
+
+	if (!zero)
+		return -ENOMEM;
+	for (i = 0; i < RINX_MAX_NODES; i++) {
+		struct rinx_node n = {};
+
+		if (i < p->nnodes)
+			n = p->nodes[i];
+		key = SLOT * RINX_MAX_NODES + i;
+		err |= bpf_map_update_elem(in->nodes, &key, &n, BPF_ANY);
+	}
+	for (k = 0; k < RINX_MAX_CLASSES; k++)
+		for (t = 1; t <= RINX_HOP_TYPES; t++) {
+			struct rinx_hop h = {};
+
+			if (k < (__u32)p->nclasses)
+				h = p->hops[k][t - 1];
+			key = RINX_HOP_INDEX(SLOT, k, t);
+			err |= bpf_map_update_elem(in->hops, &key, &h, BPF_ANY);
+		}
+	for (k = 0; k < W; k++) {
+		key = SLOT * W + k;
+		err |= bpf_map_update_elem(in->aggs, &key, zero, BPF_ANY);
+		memset(&in->result[key], 0, sizeof(in->result[key]));
+	}
+	free(zero);
+	memset(&in->cur[SLOT], 0, sizeof(in->cur[SLOT]));
+	write_shares(in, rd, epoch);
+	job_entry(rd, epoch, &j);
+	err |= bpf_map_update_elem(in->jobs, &jid, &j, BPF_ANY);
+
+	memset(c, 0, sizeof(*c));
+	c->spec = rd->spec;
+	c->rank = rd->self;
+	c->n = rd->spec.nhosts;
+	c->job = JOB;
+	c->token = TOKEN;
+	c->slot = SLOT;
+	c->window = W;
+	c->qbits = QBITS;
+	c->fd_aggs = in->aggs;
+	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
+	c->tor_jobs_fd = -1;
+	c->share = in->share;
+	c->result = in->result;
+	c->cursors = in->cur;
+	c->plan = *p;
+	job_entry(rd, EPOCH, &c->jobent);
+	c->epoch = EPOCH;
+	memset(&in->req, 0, sizeof(in->req));
+	in->req.c = c;
+	in->req.nb = rd->nb;
+	in->req.last_count = rd->last;
+	in->req.round_open = 1;
+	c->active = &in->req;
+	return err ? -EIO : 0;
+}
+
+/* The trainer of B opens the round: job entry and shares of EPOCH. */
+static int open_round(struct inst *in, const struct round *rd)
+{
+	struct rinx_job j;
+	__u32 jid = JOB;
+
+	write_shares(in, rd, EPOCH);
+	job_entry(rd, EPOCH, &j);
+	return bpf_map_update_elem(in->jobs, &jid, &j, BPF_ANY) ? -errno : 0;
+}
+
+/* ---- frames --------------------------------------------------------------- */
+
+struct fr {
+	__u8 b[FLEN];
+	__u32 len;
+	const char *what;	/* "plan", "dup", or the mutation */
+	bool plan;		/* one of the plan's frames (or a duplicate) */
+	bool agg;		/* for an aggregation hop of the host */
+	bool handed;		/* direct mode: XDP hands it up by design */
+};
+
+static struct rinx_comm fc;	/* frame_addr's view: node addresses */
+
+static void random_payload(struct fr *f, __u16 dtype, __u32 cnt)
+{
+	__s32 *v = (__s32 *)(f->b + RINX_FRAME_HDR_LEN);
+	struct rinx_hdr *h = (struct rinx_hdr *)(f->b + OFF_HDR);
+	__u32 i, r = rnd() % 8;
+
+	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		v[i] = i < cnt ? (__s32)(rnd() % (1u << QBITS)) -
+				 (1 << (QBITS - 1)) : 0;
+	h->exp = 0;
+	h->flags = 0;
+	if (dtype == RINX_W_FIXED) {
+		/* neighbouring exponents, far ones, and all-zero blocks */
+		__s16 e = r == 0 ? RINX_EXP_ZERO : r == 1 ? 40 :
+			  (__s16)(rnd() % 7) - 3;
+
+		if (e == RINX_EXP_ZERO)
+			memset(v, 0, RINX_BLOCK_BYTES);
+		h->exp = htons((__u16)e);
+		if (rnd() % 8 == 0)
+			h->flags = 1u << (rnd() % 3);
+	}
+}
+
+/* ECN CE on an IPv4 header, checksum fixed. */
+static void mark_ce(__u8 *ip)
+{
+	const __u16 *w = (const __u16 *)ip;
+	__u32 sum = 0;
+	__u16 csum;
+	int i;
+
+	ip[1] |= RINX_ECN_CE;
+	memset(ip + 10, 0, 2);
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	csum = ~sum & 0xffff;
+	memcpy(ip + 10, &csum, 2);
+}
+
+/* A frame from node `from` to node `to` of rd's cluster. */
+static void build(struct fr *f, const struct round *rd, int from, int to,
+		  int type, int step, __u32 epoch, __u32 block)
+{
+	const struct rinx_plan *p = &rd->pl[rd->self];
+	struct frame fp;
+	__u32 cnt = block == rd->nb - 1 ? rd->last : RINX_BLOCK_VALUES;
+
+	memset(f, 0, sizeof(*f));
+	f->len = FLEN;
+	fc.spec = rd->spec;
+	memcpy(fc.plan.nodes, p->nodes, sizeof(fc.plan.nodes));
+	fc.rank = from;
+	rinx_c_frame_at(f->b, &fp);
+	rinx_c_frame_addr(&fc, &fp, to);
+	fp.h->magic = htonl(RINX_MAGIC);
+	fp.h->version = RINX_VERSION;
+	fp.h->type = type;
+	fp.h->step = step;
+	fp.h->job = htonl(JOB);
+	fp.h->token = htonl(TOKEN);
+	fp.h->epoch = htonl(epoch);
+	fp.h->block = htonl(block);
+	fp.h->nblocks = htonl(rd->nb);
+	fp.h->count = htons(cnt);
+	fp.h->klass = htons(p->cmap[block % p->plen]);
+	fp.h->dtype = htons(rd->dtype);
+	random_payload(f, rd->dtype, cnt);
+	/* some arrive marked: the mark must travel with the sum */
+	if (rnd() % 5 == 0)
+		mark_ce(fp.ip);
+}
+
+static struct rinx_hdr *hdr(struct fr *f)
+{
+	return (struct rinx_hdr *)(f->b + OFF_HDR);
+}
+
+/* Does node i's hop h (class k) send to node s, and as what? */
+static bool emits_to(const struct round *rd, int i, const struct rinx_hop *h,
+		     int s, int *type, int *step)
+{
+	const struct rinx_node *n = &rd->pl[rd->self].nodes[s];
+	bool host = s < rd->spec.nhosts;
+	bool group = h->rack != RINX_NO_RACK && host &&
+		     (h->rack == RINX_GROUP_EVERY || n->rack == h->rack);
+
+	switch (h->action) {
+	case RINX_A_ADD_FWD:
+		*type = RINX_T_REDUCE;
+		*step = h->step + 1;
+		return h->to == s;
+	case RINX_A_ADD_FINISH:
+		*type = RINX_T_GATHER;
+		*step = 0;
+		return h->to == s;
+	case RINX_A_STORE_FWD:
+		*type = RINX_T_GATHER;
+		*step = h->step + 1;
+		return h->to == s;
+	case RINX_A_AGG_FWD:
+		*type = RINX_T_REDUCE;
+		*step = h->out_step;
+		return h->to == s;
+	case RINX_A_AGG_FINISH:
+	case RINX_A_MCAST_FWD:
+	case RINX_A_MCAST_END:
+		*type = RINX_T_GATHER;
+		*step = h->out_step;
+		return group || (h->action != RINX_A_MCAST_END &&
+				 h->to == s && h->to != i);
+	}
+	return false;
+}
+
+/* Every frame the plan sends to the host under test in a round. */
+static int plan_frames(const struct round *rd, struct fr *out, int max)
+{
+	const struct rinx_plan *me = &rd->pl[rd->self];
+	int n = 0, i, t, type, step, s = rd->self;
+	__u32 b;
+
+	for (b = 0; b < rd->nb; b++) {
+		int k = me->cmap[b % me->plen];
+
+		for (i = 0; i < rd->nnodes; i++) {
+			int seen[8][2], ns = 0, x;
+
+			if (i == s)
+				continue;
+			if (rd->pl[i].start_to[k] == s && n < max) {
+				build(&out[n], rd, i, s, rd->pl[i].start_type[k],
+				      0, EPOCH, b);
+				n++;
+			}
+			for (t = 0; t < RINX_HOP_TYPES; t++) {
+				const struct rinx_hop *h = &rd->pl[i].hops[k][t];
+				bool dup = false;
+
+				if (!emits_to(rd, i, h, s, &type, &step))
+					continue;
+				/* an aggregation is often declared for two
+				 * types: it sends once per block */
+				for (x = 0; x < ns; x++)
+					dup |= seen[x][0] == type &&
+					       seen[x][1] == step;
+				if (dup || n >= max)
+					continue;
+				seen[ns][0] = type;
+				seen[ns++][1] = step;
+				build(&out[n], rd, i, s, type, step, EPOCH, b);
+				n++;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct rinx_hdr *h = hdr(&out[i]);
+		const struct rinx_hop *hp =
+			&me->hops[ntohs(h->klass)][h->type - 1];
+
+		out[i].what = "plan";
+		out[i].plan = true;
+		out[i].agg = hp->action == RINX_A_AGG_FWD ||
+			     hp->action == RINX_A_AGG_FINISH;
+	}
+	return n;
+}
+
+enum mut {
+	M_STALE, M_FAR, M_FROM_OTHER, M_SADDR, M_STEP, M_SENDER_BIG,
+	M_MAGIC, M_VERSION, M_TYPE, M_SHORT, M_COUNT0, M_COUNT_BIG,
+	M_BLOCK, M_KLASS, M_TOKEN, M_JOB, M_I32_EXP,
+	M_HANDOFF_MAX,		/* both XDPs reject the above alike */
+	M_NEXT = M_HANDOFF_MAX,	/* the next round */
+	M_NBLOCKS, M_DTYPE, M_LASTCOUNT,
+	M_MAX,
+};
+
+static const char *const mut_name[M_MAX] = {
+	"stale epoch", "epoch two ahead", "another node", "wrong address",
+	"wrong step", "sender id 64+", "bad magic", "bad version",
+	"unknown type", "truncated", "count 0", "count 769", "block past end",
+	"wrong class", "wrong token", "unknown job", "int32 with exponent",
+	"next round", "other block count", "other dtype", "other last count",
+};
+
+/* A bad copy of plan frame src; false if the mutation does not apply. */
+static bool mutate(const struct round *rd, const struct fr *src, int m,
+		   struct fr *f)
+{
+	struct rinx_hdr *h;
+	__u32 saddr;
+	int from, other;
+
+	*f = *src;
+	f->plan = false;
+	f->agg = src->agg;
+	f->handed = false;
+	f->what = mut_name[m];
+	h = hdr(f);
+	from = ntohs(h->sender);
+	switch (m) {
+	case M_STALE:
+		h->epoch = htonl(EPOCH - 3);
+		break;
+	case M_FAR:
+		h->epoch = htonl(EPOCH + 2);
+		break;
+	case M_FROM_OTHER:
+		/* the same frame from another node (its own address) */
+		do
+			other = rnd() % rd->nnodes;
+		while (other == from);
+		fc.rank = other;
+		{
+			struct frame fp;
+
+			rinx_c_frame_at(f->b, &fp);
+			rinx_c_frame_addr(&fc, &fp, rd->self);
+		}
+		break;
+	case M_SADDR:
+		saddr = htonl(0x0afe0001);
+		memcpy(f->b + OFF_IP + 12, &saddr, 4);
+		break;
+	case M_STEP:
+		h->step++;
+		break;
+	case M_SENDER_BIG:
+		h->sender = htons(RINX_MAX_NODES + rnd() % 100);
+		break;
+	case M_MAGIC:
+		h->magic = htonl(RINX_MAGIC ^ 1);
+		break;
+	case M_VERSION:
+		h->version = RINX_VERSION + 1;
+		break;
+	case M_TYPE:
+		h->type = rnd() % 2 ? 0 : RINX_T_MAX + rnd() % 5;
+		break;
+	case M_SHORT:
+		f->len = rnd() % 2 ? FLEN - 1 - rnd() % 100 :
+			 OFF_HDR + (__u32)sizeof(*h) - 1;
+		break;
+	case M_COUNT0:
+		h->count = 0;
+		break;
+	case M_COUNT_BIG:
+		h->count = htons(RINX_BLOCK_VALUES + 1);
+		break;
+	case M_BLOCK:
+		h->block = htonl(rd->nb + rnd() % 3);
+		break;
+	case M_KLASS:
+		if (rd->pl[rd->self].nclasses < 2)
+			h->klass = htons(RINX_MAX_CLASSES + 1);
+		else
+			h->klass = htons((ntohs(h->klass) + 1) %
+					 rd->pl[rd->self].nclasses);
+		break;
+	case M_TOKEN:
+		h->token = htonl(TOKEN + 1);
+		break;
+	case M_JOB:
+		h->job = htonl(JOB + 4);	/* same slot, not installed */
+		break;
+	case M_I32_EXP:
+		if (rd->dtype != RINX_W_INT32)
+			return false;
+		h->exp = htons(1 + rnd() % 3);
+		break;
+	case M_NEXT:
+		h->epoch = htonl(EPOCH + 1);
+		f->handed = !src->agg || h->type == RINX_T_GATHER;
+		break;
+	case M_NBLOCKS:
+		h->nblocks = htonl(rd->nb + 1);
+		f->handed = true;
+		break;
+	case M_DTYPE:
+		h->dtype = htons(rd->dtype == RINX_W_INT32 ? RINX_W_FIXED :
+							    RINX_W_INT32);
+		h->exp = 0;
+		f->handed = true;
+		break;
+	case M_LASTCOUNT:
+		if (ntohl(h->block) != rd->nb - 1 || rd->last == 1)
+			return false;
+		h->count = htons(rd->last - 1);
+		f->handed = true;
+		break;
+	}
+	return true;
+}
+
+/* ---- running a frame ------------------------------------------------------ */
+
+enum kind {
+	K_SENT,		/* a frame left (bytes in out) */
+	K_DONE,		/* finished here, nothing sent */
+	K_CONSUMED,	/* added into a slot */
+	K_DROP,		/* rejected (stat says why; ~0: by the handler) */
+	K_KEEP,		/* handed up and kept for later */
+	K_UP,		/* handed up, not run yet */
+};
+
+static const char *const kind_name[] = {
+	"sent", "done", "consumed", "dropped", "kept", "handed up",
+};
+
+struct outcome {
+	int kind;
+	__u32 stat;		/* the drop's counter */
+	bool xdp;		/* finished by XDP */
+	int sp;			/* the handler's verdict, -1: not run */
+	__u64 delta[RINX_STAT_MAX];
+	__u8 out[FLEN];
+	__u32 len;
+};
+
+static const char *stat_name(__u32 s)
+{
+	return s == ~0u ? "handler" : rinx_stat_name(s);
+}
+
+static int xdp_run(struct inst *in, const struct fr *f, struct outcome *o)
+{
+	__u64 s0[RINX_STAT_MAX], s1[RINX_STAT_MAX];
+	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = f->b,
+		    .data_size_in = f->len, .data_out = o->out,
+		    .data_size_out = sizeof(o->out), .repeat = 1);
+	int k;
+
+	memset(o, 0, sizeof(*o));
+	o->sp = -1;
+	if (read_stats(in, s0) || bpf_prog_test_run_opts(in->prog, &t) ||
+	    read_stats(in, s1))
+		return -errno;
+	o->len = t.data_size_out;
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		o->delta[k] = s1[k] - s0[k];
+	o->xdp = true;
+	switch (t.retval) {
+	case XDP_TX:
+		o->kind = K_SENT;
+		return 0;
+	case XDP_REDIRECT:
+		o->kind = K_UP;
+		o->xdp = false;
+		return 0;
+	case XDP_DROP:
+		break;
+	default:
+		o->kind = K_DROP;
+		o->stat = RINX_STAT_ABORTED;
+		return 0;
+	}
+	if (o->delta[RINX_STAT_GATHER_END] || o->delta[RINX_STAT_AGG_DONE] ||
+	    o->delta[RINX_STAT_AGG_REEMIT]) {
+		o->kind = K_DONE;
+		return 0;
+	}
+	if (o->delta[RINX_STAT_AGG_ADD]) {
+		o->kind = K_CONSUMED;
+		return 0;
+	}
+	o->kind = K_DROP;
+	o->stat = RINX_STAT_MAX;
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		if (k != RINX_STAT_RX && k != RINX_STAT_AGG_RESET &&
+		    o->delta[k])
+			o->stat = k;
+	return 0;
+}
+
+/* The handler on what XDP handed up (o->out), as the slow path runs it. */
+static void slow_run(struct inst *in, struct outcome *o)
+{
+	in->c->err[0] = 0;
+	o->sp = rinx_c_slow_frame(in->c, o->out, o->len);
+	switch (o->sp) {
+	case RINX_SP_SEND:
+		o->kind = K_SENT;
+		o->len = FLEN;
+		break;
+	case RINX_SP_FREE:
+		o->kind = K_DONE;
+		break;
+	case RINX_SP_KEEP:
+		o->kind = K_KEEP;
+		break;
+	default:
+		o->kind = K_DROP;
+		o->stat = ~0u;
+	}
+}
+
+/* ---- comparing ------------------------------------------------------------ */
+
+static int nmis;	/* mismatches of the current check, diagnosed */
+static bool trace;	/* RINX_TEST_TRACE set: every frame of a failed trial */
+
+static __attribute__((format(printf, 1, 2))) void mis(const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+
+	if (nmis++ >= 6)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	tap_diag("  %s", buf);
+}
+
+/* First byte where two frames differ, named. */
+static const char *first_diff(const __u8 *a, const __u8 *b, __u32 len,
+			      char *buf, size_t sz)
+{
+	__u32 i;
+
+	for (i = 0; i < len && a[i] == b[i]; i++)
+		;
+	if (i == len)
+		return "none";
+	snprintf(buf, sz, "byte %u (%s) %02x vs %02x", i,
+		 i < 14 ? "ethernet" : i < 34 ? "ip" : i < OFF_HDR ? "udp" :
+		 i < RINX_FRAME_HDR_LEN ? "rinx header" : "payload", a[i], b[i]);
+	return buf;
+}
+
+static void describe(const struct fr *f, int i, char *buf, size_t sz)
+{
+	const struct rinx_hdr *h = (const struct rinx_hdr *)(f->b + OFF_HDR);
+
+	snprintf(buf, sz, "frame %d (%s): type %u step %u from %u block %u "
+		 "class %u epoch %#x", i, f->what, h->type, h->step,
+		 ntohs(h->sender), ntohl(h->block), ntohs(h->klass),
+		 ntohl(h->epoch));
+}
+
+/* Is a's outcome for frame f b's? */
+static bool same(const struct outcome *a, const struct outcome *b)
+{
+	if (a->kind == K_SENT && b->kind == K_SENT) {
+		if (a->len == b->len && !memcmp(a->out, b->out, a->len))
+			return a->xdp != b->xdp ||
+			       !memcmp(a->delta, b->delta, sizeof(a->delta));
+		return false;
+	}
+	if (a->kind != b->kind)
+		return false;
+	if (a->kind == K_DROP)	/* the handler has no counters */
+		return a->stat == b->stat || !a->xdp || !b->xdp;
+	if (a->xdp && b->xdp)
+		return !memcmp(a->delta, b->delta, sizeof(a->delta));
+	return true;
+}
+
+static void show(const char *who, const struct outcome *o, char *buf,
+		 size_t sz)
+{
+	snprintf(buf, sz, "%s %s%s%s", who, kind_name[o->kind],
+		 o->kind == K_DROP ? " by " : "",
+		 o->kind == K_DROP ? stat_name(o->stat) :
+		 o->xdp ? " in XDP" : " by the handler");
+}
+
+static void compare_frame(const struct fr *f, int i, const struct outcome *a,
+			  const struct outcome *b, const char *an,
+			  const char *bn)
+{
+	char d[160], sa[96], sb[96], x[96];
+
+	if (same(a, b))
+		return;
+	describe(f, i, d, sizeof(d));
+	show(an, a, sa, sizeof(sa));
+	show(bn, b, sb, sizeof(sb));
+	if (a->kind == K_SENT && b->kind == K_SENT && a->len == b->len)
+		mis("%s: %s, %s; first difference %s", d, sa, sb,
+		    first_diff(a->out, b->out, a->len, x, sizeof(x)));
+	else
+		mis("%s: %s, %s", d, sa, sb);
+}
+
+static void compare_maps(const struct inst *a, const struct inst *b,
+			 const struct round *rd)
+{
+	struct rinx_agg ga, gb;
+	__u32 k, key;
+
+	for (k = 0; k < rd->nb; k++) {
+		const struct rinx_slot *ra = &a->result[SLOT * W + k];
+		const struct rinx_slot *rb = &b->result[SLOT * W + k];
+
+		if (memcmp(ra, rb, sizeof(*ra)))
+			mis("result of block %u: epoch %#x/%#x exp %d/%d "
+			    "flags %#x/%#x count %u/%u%s", k, ra->epoch,
+			    rb->epoch, ra->exp, rb->exp, ra->flags, rb->flags,
+			    ra->count, rb->count,
+			    memcmp(ra->v, rb->v, sizeof(ra->v)) ?
+			    ", values differ" : "");
+		key = SLOT * W + k;
+		if (bpf_map_lookup_elem_flags(a->aggs, &key, &ga, BPF_F_LOCK) ||
+		    bpf_map_lookup_elem_flags(b->aggs, &key, &gb, BPF_F_LOCK)) {
+			mis("aggs %u: lookup failed: %s", key, strerror(errno));
+			continue;
+		}
+		memset(&ga.lock, 0, sizeof(ga.lock));
+		memset(&gb.lock, 0, sizeof(gb.lock));
+		if (memcmp(&ga, &gb, sizeof(ga)))
+			mis("slot of block %u: epoch %#x/%#x seen %#llx/%#llx "
+			    "done %u/%u final %u/%u pend %u/%u ce %u/%u exp "
+			    "%d/%d flags %#x/%#x%s", k, ga.epoch, gb.epoch,
+			    (unsigned long long)ga.seen,
+			    (unsigned long long)gb.seen, ga.done, gb.done,
+			    ga.final, gb.final, ga.pend, gb.pend, ga.ce, gb.ce,
+			    ga.exp, gb.exp, ga.flags, gb.flags,
+			    memcmp(ga.v, gb.v, sizeof(ga.v)) ?
+			    ", values differ" : "");
+	}
+	if (a->cur[SLOT].stored != b->cur[SLOT].stored ||
+	    a->cur[SLOT].marked != b->cur[SLOT].marked)
+		mis("cursor: stored %llu/%llu, marked %llu/%llu",
+		    (unsigned long long)a->cur[SLOT].stored,
+		    (unsigned long long)b->cur[SLOT].stored,
+		    (unsigned long long)a->cur[SLOT].marked,
+		    (unsigned long long)b->cur[SLOT].marked);
+}
+
+/* ---- the two modes -------------------------------------------------------- */
+
+/* What the comparisons went through: per action of the host's table,
+ * frames finished by XDP and by the handler; and the handler's answers to
+ * duplicates (the sum sent again, the finished block answered to a worker,
+ * the finished block not sent on as a partial sum). */
+static int cov[2][RINX_A_MAX];
+enum { D_RESEND, D_ANSWER, D_FINAL_DROP, D_MAX };
+static int cov_dup[D_MAX];
+static const char *const action_name[RINX_A_MAX] = {
+	"none", "add+fwd", "add+finish", "store+fwd", "store+end", "agg+fwd",
+	"agg+finish", "mcast+fwd", "mcast+end",
+};
+
+static void note(const struct round *rd, const struct fr *f,
+		 const struct outcome *o, const struct outcome *xdp)
+{
+	const struct rinx_hdr *h = (const struct rinx_hdr *)(f->b + OFF_HDR);
+	const struct rinx_plan *p = &rd->pl[rd->self];
+	__u32 k = ntohs(h->klass);
+	int a;
+
+	if (k >= (__u32)p->nclasses || h->type < RINX_T_REDUCE ||
+	    h->type > RINX_T_CONTRIB)
+		return;
+	a = p->hops[k][h->type - 1].action;
+	if (o->kind == K_SENT || o->kind == K_DONE)
+		cov[!o->xdp][a]++;
+	if (o->xdp || !xdp)
+		return;
+	if (o->kind == K_SENT && xdp->delta[RINX_STAT_AGG_REEMIT])
+		cov_dup[D_RESEND]++;
+	if (o->kind == K_SENT && xdp->delta[RINX_STAT_AGG_RESEND])
+		cov_dup[D_ANSWER]++;
+	if (o->kind == K_DROP && xdp->delta[RINX_STAT_DROP_AGG_DUP])
+		cov_dup[D_FINAL_DROP]++;
+}
+
+static struct inst ia, ib, ic;
+static struct fr seq[MAXF], pf[MAXF];
+static struct outcome oa[MAXF], ob[MAXF];
+
+static void shuffle(struct fr *f, int n)
+{
+	int i, j;
+	struct fr t;
+
+	for (i = n - 1; i > 0; i--) {
+		j = rnd() % (i + 1);
+		t = f[i];
+		f[i] = f[j];
+		f[j] = t;
+	}
+}
+
+/* Inserts x at a random position of f[0..*n), at or after `from` and
+ * less than `span` after it (0: anywhere after it). */
+static void insert_near(struct fr *f, int *n, int from, int span,
+			const struct fr *x)
+{
+	int at, room = *n - from + 1;
+
+	if (*n >= MAXF)
+		return;
+	at = from + rnd() % (span && span < room ? span : room);
+	memmove(&f[at + 1], &f[at], (*n - at) * sizeof(*f));
+	f[at] = *x;
+	(*n)++;
+}
+
+static void insert(struct fr *f, int *n, int from, const struct fr *x)
+{
+	insert_near(f, n, from, 0, x);
+}
+
+/* Where plan frame f is in seq[0..n) (a truncated copy has its bytes). */
+static int find(const struct fr *f, int n)
+{
+	int j;
+
+	for (j = 0; j < n; j++)
+		if (seq[j].what == f->what && seq[j].len == f->len &&
+		    !memcmp(seq[j].b, f->b, FLEN))
+			return j;
+	return n - 1;
+}
+
+static struct fr *again(const struct fr *f, struct fr *x, const char *what)
+{
+	*x = *f;
+	x->what = what;
+	return x;
+}
+
+/* Drains what B handed up, in arrival order, until nothing moves. */
+static void drain(struct inst *b, int upto)
+{
+	int i, moved = 1;
+
+	while (moved) {
+		moved = 0;
+		for (i = 0; i < upto; i++) {
+			if (ob[i].kind != K_UP && ob[i].kind != K_KEEP)
+				continue;
+			slow_run(b, &ob[i]);
+			moved |= ob[i].kind != K_KEEP;
+			if (ob[i].kind == K_KEEP)
+				ob[i].kind = K_UP;
+		}
+	}
+}
+
+static int handoff(struct round *rd, int trial, int np, bool share_late)
+{
+	int n, i, m, open_at, taken = 0, err;
+	struct fr x;
+
+	/* The plan's frames in a random order that respects causality. The
+	 * reduce phase first, and frames sent again after their original;
+	 * bad frames anywhere */
+	n = 0;
+	for (i = 0; i < np; i++)
+		if (hdr(&pf[i])->type != RINX_T_GATHER)
+			seq[n++] = pf[i];
+	shuffle(seq, n);
+	for (i = 0; i < np; i++) {
+		int j;
+
+		if (hdr(&pf[i])->type == RINX_T_GATHER ||
+		    rnd() % 3 >= (pf[i].agg ? 2u : 1u))
+			continue;
+		/* into an aggregation: just after its block's last
+		 * contribution, while the slot waits for the trainer if it
+		 * does (a retransmission the handler answers) */
+		j = find(&pf[i], n) + 1;
+		if (pf[i].agg) {
+			__u32 b = ntohl(hdr(&pf[i])->block);
+			int k;
+
+			for (k = 0; k < n; k++)
+				if (seq[k].plan && ntohl(hdr(&seq[k])->block) ==
+				    b && k + 1 > j)
+					j = k + 1;
+		}
+		insert_near(seq, &n, j, pf[i].agg ? 2 : 0,
+			    again(&pf[i], &x, "dup"));
+	}
+	for (i = 0; i < np; i++)
+		for (m = 0; m < M_HANDOFF_MAX; m++)
+			if (rnd() % 4 == 0 && mutate(rd, &pf[i], m, &x))
+				insert(seq, &n, 0, &x);
+	/* B's trainer opens the round here. A block's gather carries every
+	 * rank's share, this host's too, which leaves here only once it is
+	 * written: gathers come after the opening, and after the block's
+	 * reduce passed (an aggregator keeps the gather in its slot) */
+	open_at = n / 4 + rnd() % (n - n / 4 + 1);
+	for (i = 0; i < np; i++) {
+		__u32 b = ntohl(hdr(&pf[i])->block);
+		int j, after = open_at;
+
+		if (hdr(&pf[i])->type != RINX_T_GATHER)
+			continue;
+		for (j = open_at; j < n; j++)
+			if (ntohl(hdr(&seq[j])->block) == b &&
+			    hdr(&seq[j])->type != RINX_T_GATHER)
+				after = j + 1;
+		insert(seq, &n, after, &pf[i]);
+		if (rnd() % 3 == 0)
+			insert(seq, &n, find(&pf[i], n) + 1,
+			       again(&pf[i], &x, "dup"));
+	}
+	/* a share or partial sum sent again after its block's gather went
+	 * by (lost on the way): a worker's share is answered with the
+	 * finished block, a partial sum is not sent on */
+	for (i = 0; i < np; i++) {
+		__u32 b = ntohl(hdr(&pf[i])->block);
+		int j, last = -1;
+
+		/* every partial sum (rarer than shares) */
+		if (!pf[i].agg || (hdr(&pf[i])->type != RINX_T_REDUCE &&
+				   rnd() % 3))
+			continue;
+		for (j = 0; j < n; j++)
+			if (ntohl(hdr(&seq[j])->block) == b &&
+			    hdr(&seq[j])->type == RINX_T_GATHER)
+				last = j;
+		if (last >= 0)
+			insert(seq, &n, last + 1, again(&pf[i], &x, "late dup"));
+	}
+
+	err = install(&ia, rd, EPOCH);
+	if (share_late) {
+		/* the round is in the job entry, the shares are not written
+		 * yet (the trainer writes the entry first) */
+		err = err ?: install(&ib, rd, EPOCH);
+		if (!err)
+			write_shares(&ib, rd, EPOCH - 1);
+	} else {
+		err = err ?: install(&ib, rd, EPOCH - 1);
+	}
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		if (i == open_at) {
+			err = open_round(&ib, rd);
+			if (err)
+				return err;
+			drain(&ib, i);
+		}
+		err = xdp_run(&ia, &seq[i], &oa[i]);
+		err = err ?: xdp_run(&ib, &seq[i], &ob[i]);
+		if (err)
+			return err;
+		if (oa[i].kind == K_UP)
+			slow_run(&ia, &oa[i]);
+		if (i >= open_at && ob[i].kind == K_UP)
+			slow_run(&ib, &ob[i]);
+		/* refused by the tables, not as a duplicate of a
+		 * contributor a wrong sender took the place of */
+		if (seq[i].plan && !strstr(seq[i].what, "dup") &&
+		    (oa[i].kind != K_DROP ||
+		     oa[i].stat == RINX_STAT_DROP_AGG_DUP))
+			taken++;
+	}
+	if (open_at >= n) {
+		err = open_round(&ib, rd);
+		if (err)
+			return err;
+	}
+	drain(&ib, n);
+
+	nmis = 0;
+	for (i = 0; i < n; i++)
+		compare_frame(&seq[i], i, &oa[i], &ob[i], "XDP(ready)",
+			      "XDP+handler(late)");
+	if (trace && nmis)
+		for (i = 0; i < n; i++) {
+			char d[160], sa[96], sb[96];
+
+			describe(&seq[i], i, d, sizeof(d));
+			show("A", &oa[i], sa, sizeof(sa));
+			show("B", &ob[i], sb, sizeof(sb));
+			tap_diag("    %s: %s, %s", d, sa, sb);
+		}
+	for (i = 0; i < n; i++) {
+		note(rd, &seq[i], &oa[i], NULL);
+		note(rd, &seq[i], &ob[i], &oa[i]);
+	}
+	compare_maps(&ia, &ib, rd);
+	tap_ok(!nmis, "%s h%d trial %d: %d frames (%d of the plan, %s until "
+	       "frame %d): ready and late nodes agree", rd->plan_name,
+	       rd->self, trial, n, np, share_late ? "share" : "round",
+	       open_at);
+	tap_ok(taken == np, "%s h%d trial %d: every frame the plan sends to "
+	       "h%d is taken (%d of %d)", rd->plan_name, rd->self, trial,
+	       rd->self, taken, np);
+	return 0;
+}
+
+/* Every single-sender hop's frame and every bad frame: A's XDP against C's
+ * handler alone. */
+static int direct(struct round *rd, int np)
+{
+	int n = 0, i, m, designed = 0, err;
+	struct fr x;
+
+	for (i = 0; i < np; i++) {
+		/* the handler does not aggregate (handoff tests those) */
+		if (pf[i].agg)
+			continue;
+		if (n < MAXF)
+			seq[n++] = pf[i];
+		for (m = 0; m < M_MAX; m++)
+			if ((m >= M_HANDOFF_MAX || rnd() % 3 == 0) &&
+			    n < MAXF && mutate(rd, &pf[i], m, &x))
+				seq[n++] = x;
+	}
+	shuffle(seq, n);
+	err = install(&ia, rd, EPOCH);
+	err = err ?: install(&ic, rd, EPOCH);
+	if (err)
+		return err;
+	nmis = 0;
+	/* the round's aggregations first, by XDP on both: a gather then
+	 * finds its slot, where XDP and the handler keep its block */
+	for (i = 0; i < np; i++) {
+		if (!pf[i].agg)
+			continue;
+		err = xdp_run(&ia, &pf[i], &oa[0]);
+		err = err ?: xdp_run(&ic, &pf[i], &ob[0]);
+		if (err)
+			return err;
+		compare_frame(&pf[i], i, &oa[0], &ob[0], "XDP", "XDP");
+	}
+	for (i = 0; i < n; i++) {
+		err = xdp_run(&ia, &seq[i], &oa[i]);
+		if (err)
+			return err;
+		memset(&ob[i], 0, sizeof(ob[i]));
+		memcpy(ob[i].out, seq[i].b, FLEN);
+		ob[i].len = seq[i].len;
+		slow_run(&ic, &ob[i]);
+		if (seq[i].handed) {
+			/* XDP hands it up by design: the handler decides */
+			char d[160];
+			bool next = ntohl(hdr(&seq[i])->epoch) == EPOCH + 1;
+
+			if (oa[i].kind != K_UP ||
+			    (next ? ob[i].kind != K_KEEP :
+			     ob[i].kind != K_DROP || !ic.c->err[0])) {
+				describe(&seq[i], i, d, sizeof(d));
+				mis("%s: XDP %s (%s), handler %s%s", d,
+				    kind_name[oa[i].kind],
+				    stat_name(oa[i].stat), kind_name[ob[i].kind],
+				    next || ic.c->err[0] ? "" :
+				    " without an error");
+			}
+			designed++;
+			continue;
+		}
+		if (!strcmp(seq[i].what, mut_name[M_FAR]) &&
+		    oa[i].kind == K_DROP && oa[i].stat == RINX_STAT_DROP_STALE &&
+		    ob[i].kind == K_KEEP) {
+			designed++;	/* a later round: kept for it */
+			continue;
+		}
+		/* XDP rejects it: the handler must too, without blaming
+		 * the sender's tensor */
+		if (oa[i].kind == K_DROP && ob[i].kind == K_DROP &&
+		    !ic.c->err[0])
+			continue;
+		if (ic.c->err[0]) {
+			char d[160];
+
+			describe(&seq[i], i, d, sizeof(d));
+			mis("%s: XDP %s (%s), the handler fails the call: %s",
+			    d, kind_name[oa[i].kind], stat_name(oa[i].stat),
+			    ic.c->err);
+			continue;
+		}
+		compare_frame(&seq[i], i, &oa[i], &ob[i], "XDP", "handler");
+	}
+	for (i = 0; i < n; i++)
+		note(rd, &seq[i], &ob[i], NULL);
+	compare_maps(&ia, &ic, rd);
+	tap_ok(!nmis, "%s h%d direct: %d frames to XDP and to the handler "
+	       "alone agree (%d handed up or kept by design)", rd->plan_name,
+	       rd->self, n, designed);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int kind, nps;
+} plans[] = {
+	{ "ring", RINX_PLAN_RING, 0 },
+	{ "rina", RINX_PLAN_RINA, 0 },
+	{ "ps", RINX_PLAN_PS, 0 },
+	{ "ps:2", RINX_PLAN_PS, 2 },
+	{ "ps-ina", RINX_PLAN_PSINA, 0 },
+	{ "har", RINX_PLAN_HAR, 0 },
+	{ "tree", RINX_PLAN_TREE, 0 },
+	{ "dbtree", RINX_PLAN_DBTREE, 0 },
+};
+
+static int run_plan(int pi)
+{
+	static struct round rd;
+	int self, trial, i, np, err;
+	__u32 b;
+
+	memset(&rd, 0, sizeof(rd));
+	rd.plan_name = plans[pi].name;
+	make_spec(&rd.spec, plans[pi].kind, plans[pi].nps);
+	err = rinx_plan_build(&rd.pl[0], &rd.spec, 0);
+	if (err)
+		return err;
+	rd.nnodes = rd.pl[0].nnodes;
+	for (i = 1; i < rd.nnodes; i++) {
+		err = rinx_plan_build(&rd.pl[i], &rd.spec, i);
+		if (err)
+			return err;
+	}
+	for (self = 0; self < rd.spec.nhosts; self++) {
+		rd.self = self;
+		for (trial = 0; trial < TRIALS; trial++) {
+			rd.nb = trial == 0 ? W - 1 : 1 + rnd() % W;
+			rd.last = trial == 1 ? 1 : 1 + rnd() % RINX_BLOCK_VALUES;
+			/* float and int32 rounds, late in either way */
+			rd.dtype = trial == 1 || (trial == 2 && rnd() % 2) ?
+				   RINX_W_INT32 : RINX_W_FIXED;
+			for (b = 0; b < rd.nb; b++) {
+				struct fr t;
+
+				build(&t, &rd, self, self, 1, 0, EPOCH, b);
+				memcpy(rd.share[b].v, t.b + RINX_FRAME_HDR_LEN,
+				       RINX_BLOCK_BYTES);
+				rd.share[b].exp = (__s16)ntohs(hdr(&t)->exp);
+				rd.share[b].flags = hdr(&t)->flags;
+				rd.share[b].count = ntohs(hdr(&t)->count);
+			}
+			np = plan_frames(&rd, pf, MAXF / 4);
+			err = handoff(&rd, trial, np, trial == 2);
+			if (!err && trial == 0)
+				err = direct(&rd, np);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int err, i;
+
+	if (geteuid())
+		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus < 1)
+		tap_skip_all("cannot count CPUs");
+	ia.xsk = ib.xsk = ic.xsk = -1;
+	err = inst_open(&ia, "A");
+	err = err ?: inst_open(&ib, "B");
+	err = err ?: inst_open(&ic, "C");
+	if (err)
+		tap_skip_all("cannot load the host program: %s", strerror(-err));
+	/* a fixed seed by default (runs are repeatable); another one as the
+	 * second argument */
+	if (argc > 2)
+		rng = strtoull(argv[2], NULL, 0) | 1;
+	tap_diag("seed %#llx", (unsigned long long)rng);
+	trace = getenv("RINX_TEST_TRACE");
+	for (i = 0; i < (int)ARRAY_SIZE(plans); i++) {
+		err = run_plan(i);
+		if (err) {
+			tap_ok(0, "%s: set up: %s", plans[i].name,
+			       strerror(err < 0 ? -err : err));
+			break;
+		}
+	}
+	if (!err) {
+		char buf[512];
+		int a, len = 0;
+		bool all = true;
+
+		for (a = RINX_A_NONE + 1; a < RINX_A_MAX; a++) {
+			len += snprintf(buf + len, sizeof(buf) - len,
+					"%s%s %d/%d", a > 1 ? ", " : "",
+					action_name[a], cov[0][a], cov[1][a]);
+			all &= cov[0][a] > 0 && cov[1][a] > 0;
+		}
+		tap_ok(all, "every action finished by XDP and by the handler "
+		       "(XDP/handler): %s", buf);
+		/* a partial sum handed up again that finds the finished
+		 * block in its slot (not sent on) needs the gather back
+		 * before the handler ran: the gather carries this host's
+		 * share, which the handler adds, so it is not required */
+		tap_ok(cov_dup[D_RESEND] && cov_dup[D_ANSWER],
+		       "the handler met duplicates as XDP does: sum sent "
+		       "again %d, finished block answered %d (finished "
+		       "block not sent on %d)", cov_dup[D_RESEND],
+		       cov_dup[D_ANSWER], cov_dup[D_FINAL_DROP]);
+	}
+	inst_close(&ia);
+	inst_close(&ib);
+	inst_close(&ic);
+	tap_plan(tap_n);
+	return tap_done();
+}
