@@ -68,7 +68,15 @@ struct rinx_spec_rack {
 	__be32 ip;
 	char netns[RINX_NAME_MAX];	/* the ToR's namespace (testbed) */
 	__u32 uplink_mbit;	/* ToR <-> spine rate; 0: not known/unlimited */
+	/* ina=switch, plan ps-ina: aggregator slots of a job's pool (ATP);
+	 * 0: not set (RINX_POOL_DEFAULT), RINX_POOL_PER_BLOCK: a slot per
+	 * block of the window (spec pool=0). At most the window is used. */
+	__u32 pool;
 };
+
+#define RINX_POOL_DEFAULT	1024
+#define RINX_POOL_PER_BLOCK	0xffffffffu
+#define RINX_POOL_MAX		(1 << 20)
 
 struct rinx_spec {
 	__u16 port;
