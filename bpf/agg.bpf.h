@@ -36,7 +36,7 @@ enum rinx_agg_ret {
 				 * in part: refused */
 	RINX_AGG_PASS,		/* pool: the slot holds another block; the
 				 * frame is untouched, for the server */
-	RINX_AGG_FLUSH,		/* pool: a contributor came again; the frame
+	RINX_AGG_FLUSH,		/* pool: a share sent again; the frame
 				 * carries the slot's partial sum and its
 				 * coverage, the slot is free */
 };
@@ -166,20 +166,22 @@ static __always_inline void rinx_agg_out(struct rinx_agg *a,
  *    carries the sum and its coverage and the slot is free again;
  *  - a slot that holds another block: RINX_AGG_PASS, the share goes on to
  *    the server unaggregated (a collision; a full pool is the same case);
- *  - a share already in the slot: its contributor's timer fired because
- *    the block did not finish, which happens when some other contributor's
- *    share passed on to the server (a collision) while the slot was held by
- *    another block. The partial sum leaves with its coverage
- *    (RINX_AGG_FLUSH) and the slot is free: the server can finish.
+ *  - the share again (a network duplicate): RINX_AGG_DUP.
+ * A share sent again by its worker (`resend`, RINX_F_RESEND: the block did
+ * not finish, typically because another share of it passed on while the
+ * slot held another block, so the slot waits for a share the server has)
+ * never enters a slot: if the slot holds the block, its partial sum leaves
+ * with its coverage (RINX_AGG_FLUSH) and the slot is free; else the share
+ * passes on (RINX_AGG_PASS). So a share reaches the server once, in a sum
+ * or alone, unless the network duplicates it; and every block finishes
+ * once each of its missing contributors has sent again.
  * A slot is freed when its sum leaves, not when the result comes back (the
- * result is multicast past the aggregator); a share repeated after that
- * finds a free slot and is the same as a first one: the server refuses the
- * coverage it already has.
+ * result is multicast past the aggregator).
  */
 static __always_inline int rinx_pool_add(struct rinx_agg *a,
 					 struct rinx_frame *f, __u32 epoch,
 					 __u32 block, __u32 bit, __u64 mask,
-					 int *reset)
+					 int resend, int *reset)
 {
 	__u64 b = 1ULL << (bit & 63);
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
@@ -195,11 +197,20 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 		*reset = 1;
 		a->seen = 0;
 	}
-	if (a->seen & b) {
-		rinx_agg_out(a, f);
-		a->seen = 0;
+	if (resend) {
+		if (a->seen) {
+			rinx_agg_out(a, f);
+			a->seen = 0;
+			ret = RINX_AGG_FLUSH;
+		} else {
+			ret = RINX_AGG_PASS;
+		}
 		bpf_spin_unlock(&a->lock);
-		return RINX_AGG_FLUSH;
+		return ret;
+	}
+	if (a->seen & b) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_DUP;
 	}
 	if (!a->seen) {
 		a->epoch = epoch;

@@ -58,8 +58,8 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 				    __u32 epoch, __u32 block, __u32 sender)
 {
 	__u32 pool = hop->pool, idx, what;
+	int ret, reset, resend;
 	struct rinx_agg *a;
-	int ret, reset;
 
 	if (hop->action != RINX_A_AGG_FWD || (hop->flags & RINX_HOP_SELF) ||
 	    pool == 0 || pool > ina_window || f->h->type != RINX_T_CONTRIB)
@@ -68,14 +68,19 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	a = bpf_map_lookup_elem(&aggs, &idx);
 	if (!a)
 		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
-	ret = rinx_pool_add(a, f, epoch, block, sender, hop->mask, &reset);
+	resend = !!(f->h->flags & RINX_F_RESEND);
+	f->h->flags &= ~RINX_F_RESEND;
+	ret = rinx_pool_add(a, f, epoch, block, sender, hop->mask, resend,
+			    &reset);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
 	if (ret == RINX_AGG_CONSUMED)
 		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
+	if (ret == RINX_AGG_DUP)
+		return rinx_count(RINX_STAT_DROP_AGG_DUP, RINX_INA_DROP);
 	if (ret == RINX_AGG_PASS) {
 		f->h->cover = bpf_cpu_to_be64(1ULL << (sender & 63));
-		what = RINX_STAT_POOL_PASS;
+		what = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
 	} else {
 		what = ret == RINX_AGG_FLUSH ? RINX_STAT_POOL_FLUSH :
 					       RINX_STAT_AGG_DONE;
@@ -150,6 +155,10 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 				  RINX_INA_ABORTED : RINX_INA_DROP);
 	if (hop->flags & RINX_HOP_POOL)
 		return ina_pool(&f, job, hop, jid, epoch, block, sender);
+	/* a slot per block needs no flush: a share sent again is a
+	 * duplicate like any other */
+	if (hop->flags & RINX_HOP_COVER)
+		f.h->flags &= ~RINX_F_RESEND;
 	idx = job->slot * ina_window + block;
 	a = bpf_map_lookup_elem(&aggs, &idx);
 	if (!a)

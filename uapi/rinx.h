@@ -77,6 +77,10 @@ enum rinx_wire_dtype {
 #define RINX_F_PINF	0x02
 #define RINX_F_NINF	0x04
 #define RINX_F_NONFINITE (RINX_F_NAN | RINX_F_PINF | RINX_F_NINF)
+/* rinx_hdr.flags only: a worker's share sent again (its timer fired) to a
+ * pool aggregator (ps-ina's ToR), which flushes the block's partial sum or
+ * passes the share on unaggregated, and clears the flag (docs/rinx.md) */
+#define RINX_F_RESEND	0x80
 
 struct rinx_hdr {
 	__be32 magic;
@@ -374,9 +378,11 @@ enum rinx_stat {
 	RINX_STAT_POOL_PASS,	/* pool: the share's slot holds another
 				 * block (a collision): passed on to the
 				 * server unaggregated */
-	RINX_STAT_POOL_FLUSH,	/* pool: a contributor repeated its share
-				 * (its timer fired): the slot's partial sum
+	RINX_STAT_POOL_FLUSH,	/* pool: a share sent again (RINX_F_RESEND)
+				 * found its block's slot: the partial sum
 				 * sent on with its coverage, slot freed */
+	RINX_STAT_POOL_RESEND,	/* pool: a share sent again whose block
+				 * has no slot: passed on unaggregated */
 	RINX_STAT_AGG_OVERLAP,	/* coverage aggregation: a frame covers
 				 * some but not all of what the slot has:
 				 * refused (the sum stays exact) */

@@ -848,10 +848,14 @@ static void print_all(FILE *f, const struct rinx_spec *s, const struct bld *b)
 				if (agg && (h->flags & RINX_HOP_POOL))
 					fprintf(f, " in a pool of %u slots",
 						h->pool);
-				if (agg && (h->flags & RINX_HOP_COVER)) {
+				if (agg && (h->flags & RINX_HOP_COVER) &&
+				    h->via) {
 					mask_names(s, h->via, who, sizeof(who));
-					fprintf(f, " by coverage (partials of "
-						"{%s})", who);
+					fprintf(f, " by coverage (partial sums "
+						"from {%s})", who);
+				} else if (agg && (h->flags & RINX_HOP_COVER)) {
+					fprintf(f, " (sums tell their "
+						"coverage)");
 				}
 				if (h->to != node && h->action != RINX_A_STORE_END &&
 				    h->action != RINX_A_MCAST_END) {
