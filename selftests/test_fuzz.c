@@ -73,7 +73,7 @@ extern char **environ;
 #define PORT		47123
 #define NSLOTS		RINX_MAX_JOBS
 #define NRES		(NSLOTS * WINDOW)
-#define FULL_LEN	RINX_FRAME_MAX		/* 3152 */
+#define FULL_LEN	RINX_FRAME_MAX		/* 3160 */
 #define MAX_LEN		3500
 #define OFF_IP		14
 #define OFF_UDP		34
@@ -618,7 +618,8 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 	}
 	case 22: {
 		/* truncate: anywhere, or around a parser boundary */
-		const int at[] = { 14, 33, 34, 41, 42, 79, 80, FULL_LEN - 1 };
+		const int at[] = { 14, 33, 34, 41, 42, OFF_V - 1, OFF_V,
+				   FULL_LEN - 1 };
 
 		int l = at[below(ARRAY_SIZE(at))];
 
