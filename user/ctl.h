@@ -41,6 +41,9 @@ int rinx_seterr(char *err, size_t len, int ret, const char *fmt, ...)
  * absent or 0 when not known or unlimited: a host's link= is its access
  * link (host <-> ToR), a rack's uplink= its ToR <-> spine link (the slower
  * direction of each); `rinxctl bench` relates bandwidth to the slowest.
+ * An ina=switch rack's pool=N: the slots its ToR gives a ps-ina job (ATP's
+ * pool, default RINX_POOL_DEFAULT, at most the window; 0: a slot per
+ * block).
  */
 #define RINX_NAME_MAX	48
 #define RINX_PATH_MAX	200
