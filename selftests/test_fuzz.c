@@ -220,8 +220,12 @@ static const struct jobcfg jobs[] = {
  *   2      AGG_FINISH 1 63, unicast to 31            MCAST_END from 31 rack 7
  *   3      AGG_FINISH 2 3, rack 7 and on to 40,      STORE_END (a host's
  *          answers, SELF set                        action: no route here)
+ *   4      ps-ina's pool: AGG_FWD 1 2 3 to 31 in    -
+ *          a pool of 2 slots (which are the slots
+ *          of blocks 0 and 1: the tables of one
+ *          job mix what a plan keeps apart)
  */
-static const __u8 tor_cmap[] = { 0, 1, 2, 0, 3 };
+static const __u8 tor_cmap[] = { 0, 1, 2, 0, 3, 4, 4, 4 };
 static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 	[0] = { { .action = RINX_A_AGG_FWD, .from = 30, .step = 2, .to = 31,
 		  .out_step = 3, .rack = 7, .flags = HA,
@@ -245,11 +249,15 @@ static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 		{ .action = RINX_A_STORE_END, .from = 40, .to = 50 },
 		{ .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 40,
 		  .rack = 7, .flags = HS | HA, .mask = BIT(2) | BIT(3) } },
+	[4] = { AGG(.action = RINX_A_AGG_FWD, .from = NOFROM, .to = 31,
+		    .rack = RINX_NO_RACK, .pool = 2,
+		    .flags = RINX_HOP_POOL | RINX_HOP_COVER,
+		    .mask = BIT(1) | BIT(2) | BIT(3)) },
 #undef AGG
 };
 
 static const struct jobcfg tor_job = {
-	0x70770001, 0x11aa22bb, 3, 77, 9, 500, 4, 64, 50, 24, RINX_W_FIXED, 0,
+	0x70770001, 0x11aa22bb, 3, 77, 9, 500, 5, 64, 50, 24, RINX_W_FIXED, 0,
 	tor_cmap, sizeof(tor_cmap), tor_tab,
 };
 
@@ -384,6 +392,7 @@ enum {
 	H_BLOCK = OFF_HDR + 20, H_NBLOCKS = OFF_HDR + 24,
 	H_SENDER = OFF_HDR + 28, H_COUNT = OFF_HDR + 30,
 	H_KLASS = OFF_HDR + 32, H_EXP = OFF_HDR + 34, H_DTYPE = OFF_HDR + 36,
+	H_COVER = OFF_HDR + 38,
 };
 
 /* ---- host frames --------------------------------------------------------- */
@@ -781,6 +790,7 @@ static int stat_action(int stat)
  */
 struct mslot {
 	__u32 epoch;
+	__u32 block;	/* pool slot: the block it holds */
 	__u64 seen;
 	__s16 exp;
 	__u8 flags, done, final, ce, pend;
@@ -915,7 +925,8 @@ enum cov {
 	C_ADD, C_FWD, C_FIN_UNICAST, C_FIN_GROUP_ON, C_FIN_GROUP, C_FIN_END,
 	C_NEED_SELF, C_PEND_DUP, C_RESET, C_DUP, C_FINAL_DUP, C_ANSWER,
 	C_REEMIT_FWD, C_REEMIT_FIN, C_STALE, C_MCAST_FWD, C_MCAST_END,
-	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_MAX,
+	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_POOL_DONE, C_POOL_PASS,
+	C_POOL_FLUSH, C_POOL_RESEND, C_MAX,
 };
 
 static const char *cov_name[C_MAX] = {
@@ -928,12 +939,17 @@ static const char *cov_name[C_MAX] = {
 	"AGG_FINISH sum sent again", "older round refused", "MCAST_FWD",
 	"MCAST_END", "gather before the slot is done",
 	"NACK answered from the slot", "pending slot completed by the trainer",
+	"pool: sum complete, slot freed", "pool: collision, share passed on",
+	"pool: share sent again flushes the slot",
+	"pool: share sent again passed on",
 };
 
 /* C_* bits that only a host or only a ToR can reach */
 #define COV_HOST_ONLY	(1u << C_FIN_END | 1u << C_NEED_SELF | \
 			 1u << C_PEND_DUP | 1u << C_TRAINER)
-#define COV_TOR_ONLY	(1u << C_MCAST_STALE | 1u << C_NACK_REPAIR)
+#define COV_TOR_ONLY	(1u << C_MCAST_STALE | 1u << C_NACK_REPAIR | \
+			 1u << C_POOL_DONE | 1u << C_POOL_PASS | \
+			 1u << C_POOL_FLUSH | 1u << C_POOL_RESEND)
 
 static __u64 host_cov[C_MAX], tor_cov[C_MAX], *cov = host_cov;
 
@@ -1429,6 +1445,11 @@ static int slot_check(int fd, const struct mslot *m, __u32 idx, __u64 mask,
 			 (unsigned long long)a.seen, (unsigned long long)mask);
 		return -1;
 	}
+	if (a.block != m->block) {
+		snprintf(why, n, "slot %u: block %u, model %u", idx, a.block,
+			 m->block);
+		return -1;
+	}
 	if (a.epoch != m->epoch || a.seen != m->seen || a.exp != m->exp ||
 	    a.flags != m->flags || a.done != m->done || a.final != m->final ||
 	    a.ce != m->ce || a.pend != m->pend || a.resv8 ||
@@ -1468,6 +1489,7 @@ static void slot_read(int fd, struct mslot *m, __u32 idx)
 	if (bpf_map_lookup_elem_flags(fd, &idx, &a, BPF_F_LOCK))
 		return;
 	m->epoch = a.epoch;
+	m->block = a.block;
 	m->seen = a.seen;
 	m->exp = a.exp;
 	m->flags = a.flags;
@@ -1498,7 +1520,8 @@ static int first_diff(const __u8 *a, const __u8 *b, int len)
 static int slot_write(int fd, const struct mslot *m, __u32 idx)
 {
 	struct rinx_agg a = {
-		.epoch = m->epoch, .seen = m->seen, .exp = m->exp,
+		.epoch = m->epoch, .block = m->block, .seen = m->seen,
+		.exp = m->exp,
 		.flags = m->flags, .done = m->done, .final = m->final,
 		.ce = m->ce, .pend = m->pend,
 	};
@@ -2272,6 +2295,99 @@ static __u8 ina_mac[6], ina_node_mac[4][6];
 enum { V_NOT_MINE, V_DROP, V_ABORTED, V_UNICAST, V_GROUP_HOSTS,
        V_GROUP_ALL };
 
+static void put_cover(__u8 *f, __u64 c)
+{
+	put32(f + H_COVER, (__u32)(c >> 32));
+	put32(f + H_COVER + 4, (__u32)c);
+}
+
+/* A pool aggregation (bpf/ina.bpf.h ina_pool, rinx_pool_add), frame b
+ * from `sender` (checked) into p. */
+static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
+			      const struct rinx_hop *h, __u32 sender,
+			      struct pred p)
+{
+	__u32 epoch = get32(b + H_EPOCH), block = get32(b + H_BLOCK), idx;
+	__u64 bit = 1ULL << (sender & 63);
+	__s32 x[RINX_BLOCK_VALUES];
+	enum { P_ADD, P_DONE, P_DUP, P_PASS, P_FLUSH } r = P_ADD;
+	bool resend;
+	struct mslot *a;
+
+	if (h->action != RINX_A_AGG_FWD || (h->flags & RINX_HOP_SELF) ||
+	    !h->pool || h->pool > WINDOW || b[H_TYPE] != RINX_T_CONTRIB) {
+		p.stat = RINX_STAT_DROP_NO_ROUTE;
+		return p;
+	}
+	idx = j->slot * WINDOW + rinx_pool_index(j->id, block, h->pool);
+	a = &tor_slots[idx];
+	p.aidx = (int)idx;
+	resend = wantf[H_FLAGS] & RINX_F_RESEND;
+	wantf[H_FLAGS] &= ~RINX_F_RESEND;
+	if (a->seen && (a->epoch != epoch || a->block != block)) {
+		if ((__s32)(epoch - a->epoch) <= 0) {
+			r = P_PASS;
+			goto out;
+		}
+		p.reset = true;
+		a->seen = 0;
+	}
+	if (resend) {
+		r = a->seen ? P_FLUSH : P_PASS;
+		goto out;
+	}
+	if (a->seen & bit) {
+		r = P_DUP;
+		goto out;
+	}
+	memcpy(x, wantf + OFF_V, sizeof(x));
+	if (!a->seen) {
+		a->epoch = epoch;
+		a->block = block;
+		memcpy(a->v, x, sizeof(x));
+		a->exp = (__s16)get16(wantf + H_EXP);
+		a->flags = wantf[H_FLAGS];
+		a->ce = a->done = a->final = a->pend = 0;
+	} else {
+		a->exp = m_block_add(a->v, a->exp, x,
+				     (__s16)get16(wantf + H_EXP));
+		a->flags |= wantf[H_FLAGS];
+	}
+	if ((wantf[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_CE)
+		a->ce = 1;
+	a->seen |= bit;
+	if ((a->seen & h->mask) == h->mask)
+		r = P_DONE;
+out:
+	if (r == P_ADD || r == P_DUP) {
+		if (r == P_ADD)
+			cov[C_ADD]++;
+		else
+			cov[C_DUP]++;
+		p.stat = r == P_ADD ? RINX_STAT_AGG_ADD : RINX_STAT_DROP_AGG_DUP;
+		return p;
+	}
+	if (r == P_PASS) {
+		put_cover(wantf, bit);
+		p.stat = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
+		cov[resend ? C_POOL_RESEND : C_POOL_PASS]++;
+	} else {
+		m_slot_to_frame(a, wantf);
+		put_cover(wantf, a->seen);
+		if (a->ce)
+			wantf[OFF_IP + 1] |= RINX_ECN_CE;
+		a->seen = 0;
+		p.stat = r == P_FLUSH ? RINX_STAT_POOL_FLUSH :
+					RINX_STAT_AGG_DONE;
+		cov[r == P_FLUSH ? C_POOL_FLUSH : C_POOL_DONE]++;
+	}
+	wantf[H_TYPE] = RINX_T_REDUCE;
+	wantf[H_STEP] = h->out_step;
+	m_readdress(wantf, j->slot, j->self, h->to);
+	p.act = V_UNICAST;
+	return p;
+}
+
 /* The aggregator's rules for frame b (wantf: the frame it leaves). */
 static struct pred tor_model(const __u8 *b, int len)
 {
@@ -2346,6 +2462,8 @@ static struct pred tor_model(const __u8 *b, int len)
 		p.stat = bad;
 		return p;
 	}
+	if (h.flags & RINX_HOP_POOL)
+		return pool_model(b, j, &h, sender, p);
 	p.aidx = (int)p.idx;
 	if (h.action == RINX_A_MCAST_FWD || h.action == RINX_A_MCAST_END) {
 		/* the rack contributed to the block: its slot holds the
