@@ -149,8 +149,11 @@ struct jobcfg {
  *          every host (RINX_GROUP_EVERY) only
  *   4      AGG_FINISH 12..15, unicast to 11         MCAST_END every host
  *   5      AGG_FWD of one contributor (21) to 20    STORE_FWD from 20 to 22
+ *   6      ps-ina's server: AGG_FINISH 12 13 14 by   -
+ *          coverage (partial sums from 44), own
+ *          share, every host
  */
-static const __u8 agg_cmap[] = { 3, 0, 5, 1, 2, 4, 1 };
+static const __u8 agg_cmap[] = { 3, 0, 5, 1, 2, 4, 1, 6, 6 };
 
 /* A class's hops: one aggregation for reduce and contribution frames
  * alike, no gather hop. */
@@ -192,6 +195,9 @@ static const struct rinx_hop agg_tab[][RINX_HOP_TYPES] = {
 		{ .action = RINX_A_STORE_FWD, .from = 20, .step = 3, .to = 22 },
 		{ .action = RINX_A_AGG_FWD, .from = 21, .to = 20,
 		  .out_step = 1, .rack = RINX_NO_RACK, .mask = BIT(21) } },
+	[6] = { AGG(.action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 5,
+		    .rack = RINX_GROUP_EVERY, .flags = HS | RINX_HOP_COVER,
+		    .mask = BIT(12) | BIT(13) | BIT(14), .via = BIT(44)) },
 };
 
 static const struct jobcfg jobs[] = {
@@ -202,7 +208,7 @@ static const struct jobcfg jobs[] = {
 	{ 0x00000007, 0x0badf00d, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
 	  RINX_W_INT32, 0x00000009, NULL, 0, NULL },
 	/* the aggregating host above: 13 blocks, shares of some written */
-	{ 0x00a990a9, 0x7a66c0de, 1, 5000, 13, 321, 6, 64, 5, 24,
+	{ 0x00a990a9, 0x7a66c0de, 1, 5000, 13, 321, 7, 64, 5, 24,
 	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab },
 };
 
@@ -395,6 +401,17 @@ enum {
 	H_COVER = OFF_HDR + 38,
 };
 
+static void put_cover(__u8 *f, __u64 c)
+{
+	put32(f + H_COVER, (__u32)(c >> 32));
+	put32(f + H_COVER + 4, (__u32)c);
+}
+
+static __u64 get_cover(const __u8 *f)
+{
+	return (__u64)get32(f + H_COVER) << 32 | get32(f + H_COVER + 4);
+}
+
 /* ---- host frames --------------------------------------------------------- */
 
 /* A random node of mask (which is not empty). */
@@ -437,6 +454,8 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 	if (is_agg(h.action)) {
 		if (h.from >= RINX_MAX_NODES || below(4))
 			from = mask_node(h.mask);
+		if (h.via && below(2))
+			from = mask_node(h.via);
 		if (type == RINX_T_CONTRIB || from != h.from)
 			step = 0;
 	}
@@ -486,6 +505,11 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 	put16(buf + H_SENDER, from);
 	put16(buf + H_COUNT, (__u16)cnt);
 	put16(buf + H_KLASS, (__u16)job_class(j, block));
+	/* coverage: a part of the hop's contributors, mostly (an aggregator
+	 * of `via` declares it; anyone else's is ignored), now and then none
+	 * or beyond them */
+	put_cover(buf, !below(16) ? (__u64)rnd() << 32 | rnd() :
+		       !below(16) ? 0 : h.mask & ((__u64)rnd() << 32 | rnd()));
 	put16(buf + H_EXP, j->dtype == RINX_W_INT32 ? 0 :
 			   (__u16)(below(4) ? (__s16)(below(64) - 32) :
 					      (__s16)rnd()));
@@ -798,7 +822,16 @@ struct mslot {
 };
 
 enum mret { M_CONSUMED, M_COMPLETE, M_DUP, M_RESEND, M_FINAL, M_STALE,
-	    M_NEED_SELF };
+	    M_NEED_SELF, M_OVERLAP };
+
+/* What a frame from `sender` adds at hop h: its declared coverage if it
+ * comes from one of the hop's coverage aggregators, else its bit. */
+static __u64 m_cover(const __u8 *b, const struct rinx_hop *h, __u32 sender)
+{
+	if ((h->flags & RINX_HOP_COVER) && (h->via >> (sender & 63) & 1))
+		return get_cover(b);
+	return 1ULL << (sender & 63);
+}
 
 static __s32 m_align(__s32 x, __u32 d)
 {
@@ -831,11 +864,10 @@ static void m_slot_to_frame(const struct mslot *a, __u8 *f)
 
 /* Frame f (round epoch, contributor node) into slot a; f becomes the
  * frame as the program leaves it. own: the node's share (RINX_HOP_SELF). */
-static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u32 node,
+static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
 		     __u64 mask, bool finish, const struct rinx_slot *own,
 		     bool *reset)
 {
-	__u64 b = 1ULL << (node & 63);
 	__s32 x[RINX_BLOCK_VALUES];
 	__s16 fexp = (__s16)get16(f + H_EXP);
 	int ret = M_COMPLETE;
@@ -849,6 +881,8 @@ static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u32 node,
 		a->seen = 0;
 		a->done = a->final = a->pend = 0;
 	}
+	if ((a->seen & b) && (a->seen & b) != b)
+		return M_OVERLAP;
 	if (a->seen & b) {
 		if (!a->done && !a->pend)
 			return M_DUP;
@@ -926,7 +960,7 @@ enum cov {
 	C_NEED_SELF, C_PEND_DUP, C_RESET, C_DUP, C_FINAL_DUP, C_ANSWER,
 	C_REEMIT_FWD, C_REEMIT_FIN, C_STALE, C_MCAST_FWD, C_MCAST_END,
 	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_POOL_DONE, C_POOL_PASS,
-	C_POOL_FLUSH, C_POOL_RESEND, C_MAX,
+	C_POOL_FLUSH, C_POOL_RESEND, C_OVERLAP, C_MAX,
 };
 
 static const char *cov_name[C_MAX] = {
@@ -942,10 +976,12 @@ static const char *cov_name[C_MAX] = {
 	"pool: sum complete, slot freed", "pool: collision, share passed on",
 	"pool: share sent again flushes the slot",
 	"pool: share sent again passed on",
+	"coverage overlapping the slot's in part",
 };
 
 /* C_* bits that only a host or only a ToR can reach */
-#define COV_HOST_ONLY	(1u << C_FIN_END | 1u << C_NEED_SELF | \
+#define COV_HOST_ONLY	(1u << C_OVERLAP | \
+			 1u << C_FIN_END | 1u << C_NEED_SELF | \
 			 1u << C_PEND_DUP | 1u << C_TRAINER)
 #define COV_TOR_ONLY	(1u << C_MCAST_STALE | 1u << C_NACK_REPAIR | \
 			 1u << C_POOL_DONE | 1u << C_POOL_PASS | \
@@ -1014,6 +1050,12 @@ static int sender_model(const __u8 *b, const struct jobcfg *j,
 	    get32(b + OFF_IP + 12) != node_ip(j->slot, *sender))
 		return RINX_STAT_DROP_SENDER;
 	if (agg) {
+		if ((h->flags & RINX_HOP_COVER) && (h->via >> *sender & 1)) {
+			__u64 c = get_cover(b);
+
+			return !c || (c & ~h->mask) || b[H_STEP] ?
+			       RINX_STAT_DROP_SENDER : 0;
+		}
 		if (!(h->mask >> *sender & 1))
 			return RINX_STAT_DROP_SENDER;
 		if (type == RINX_T_CONTRIB || *sender != h->from)
@@ -1057,6 +1099,9 @@ static void cov_add(int r, bool reset, const struct rinx_hop *h, __u32 type,
 	case M_STALE:
 		cov[C_STALE]++;
 		break;
+	case M_OVERLAP:
+		cov[C_OVERLAP]++;
+		break;
 	case M_RESEND:
 	case M_FINAL:
 		if (r == M_FINAL && type == RINX_T_CONTRIB &&
@@ -1098,11 +1143,16 @@ static void host_agg(struct pred *p, const struct jobcfg *j,
 		return;
 	}
 	pend = a->pend && a->epoch == p->epoch;
-	r = m_agg_add(a, wantf, p->epoch, sender, h->mask, finish,
+	r = m_agg_add(a, wantf, p->epoch, m_cover(wantf, h, sender), h->mask,
+		      finish,
 		      h->flags & RINX_HOP_SELF ? &share_model[p->idx] : NULL,
 		      &p->reset);
 	cov_add(r, p->reset, h, type, j->self);
 	p->act = XDP_DROP;
+	if (r == M_OVERLAP) {
+		p->stat = RINX_STAT_AGG_OVERLAP;
+		return;
+	}
 	if (r == M_NEED_SELF) {
 		cov[pend ? C_PEND_DUP : C_NEED_SELF]++;
 		p->stat = RINX_STAT_DROP_NO_XSK;	/* for the trainer */
@@ -2295,12 +2345,6 @@ static __u8 ina_mac[6], ina_node_mac[4][6];
 enum { V_NOT_MINE, V_DROP, V_ABORTED, V_UNICAST, V_GROUP_HOSTS,
        V_GROUP_ALL };
 
-static void put_cover(__u8 *f, __u64 c)
-{
-	put32(f + H_COVER, (__u32)(c >> 32));
-	put32(f + H_COVER + 4, (__u32)c);
-}
-
 /* A pool aggregation (bpf/ina.bpf.h ina_pool, rinx_pool_add), frame b
  * from `sender` (checked) into p. */
 static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
@@ -2486,7 +2530,13 @@ static struct pred tor_model(const __u8 *b, int len)
 	}
 	finish = h.action == RINX_A_AGG_FINISH;
 	/* a ToR has no share: RINX_HOP_SELF is not its business */
-	r = m_agg_add(a, wantf, epoch, sender, h.mask, finish, NULL, &p.reset);
+	r = m_agg_add(a, wantf, epoch, m_cover(b, &h, sender), h.mask, finish,
+		      NULL, &p.reset);
+	if (r == M_OVERLAP) {
+		cov[C_OVERLAP]++;
+		p.stat = RINX_STAT_AGG_OVERLAP;
+		return p;
+	}
 	cov_add(r, p.reset, &h, type, j->self);
 	if (r == M_FINAL && type == RINX_T_CONTRIB &&
 	    (h.flags & RINX_HOP_ANSWER)) {
