@@ -32,9 +32,21 @@ enum rinx_agg_ret {
 	RINX_AGG_NEED_SELF,	/* every contributor is in, the node's own
 				 * share is not: the frame carries the sum
 				 * of the others, for the trainer */
+	RINX_AGG_OVERLAP,	/* the frame's coverage overlaps the slot's
+				 * in part: refused */
+	RINX_AGG_PASS,		/* pool: the slot holds another block; the
+				 * frame is untouched, for the server */
+	RINX_AGG_FLUSH,		/* pool: a share sent again; the frame
+				 * carries the slot's partial sum and its
+				 * coverage, the slot is free */
 };
 
-/* Adds frame f (round epoch, contributor node `bit`) into slot a. *reset
+/* Adds frame f (round epoch, covering the contributor nodes `cov`: the
+ * sender's bit, or the coverage an aggregator's frame declares) into slot
+ * a. A coverage already wholly in the slot is a duplicate; one that is in
+ * part is refused (RINX_AGG_OVERLAP): adding it would count some
+ * contributors twice, leaving it out loses none that another frame cannot
+ * bring. *reset
  * is set when an unfinished older round had to give the slot up. A
  * duplicate into the finished slot gets the stored sum (RINX_AGG_RESEND):
  * the caller sends it on again or back. With `finish`, the completed sum
@@ -46,10 +58,9 @@ enum rinx_agg_ret {
  * (the slot's contributors are all in, so nothing else writes it). */
 static __always_inline int rinx_agg_add(struct rinx_agg *a,
 					struct rinx_frame *f, __u32 epoch,
-					__u32 bit, __u64 mask, int finish,
+					__u64 b, __u64 mask, int finish,
 					struct rinx_slot *own, int *reset)
 {
-	__u64 b = 1ULL << (bit & 63);
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
 	int ret = RINX_AGG_CONSUMED, i;
 
@@ -67,6 +78,10 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		a->done = 0;
 		a->final = 0;
 		a->pend = 0;
+	}
+	if ((a->seen & b) && (a->seen & b) != b) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_OVERLAP;
 	}
 	if (a->seen & b) {
 		/* A retransmission into a finished slot: hand the stored sum
@@ -121,6 +136,104 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		if (a->ce)
 			f->ip->tos |= RINX_ECN_CE;	/* readdress fixes
 							 * the checksum */
+	}
+	bpf_spin_unlock(&a->lock);
+	return ret;
+}
+
+/* Copies slot a's sum, exponent, flags, marks and coverage into f. */
+static __always_inline void rinx_agg_out(struct rinx_agg *a,
+					 struct rinx_frame *f)
+{
+	int i;
+
+	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		f->v[i] = a->v[i];
+	f->h->exp = bpf_htons((__u16)a->exp);
+	f->h->flags = a->flags;
+	f->h->cover = bpf_cpu_to_be64(a->seen);
+	if (a->ce)
+		f->ip->tos |= RINX_ECN_CE;	/* readdress fixes the checksum */
+}
+
+/*
+ * A raw share (contributor node `bit`) of block `block` of round `epoch`
+ * into pool slot a (RINX_HOP_POOL, ATP's aggregator pool):
+ *  - a free slot (seen == 0), or one whose block belongs to an older round
+ *    (its sender finished that round, so the server did: what it holds is
+ *    not needed; *reset is set), takes the block;
+ *  - the slot of the same block adds the share; complete (mask), the frame
+ *    carries the sum and its coverage and the slot is free again;
+ *  - a slot that holds another block: RINX_AGG_PASS, the share goes on to
+ *    the server unaggregated (a collision; a full pool is the same case);
+ *  - the share again (a network duplicate): RINX_AGG_DUP.
+ * A share sent again by its worker (`resend`, RINX_F_RESEND: the block did
+ * not finish, typically because another share of it passed on while the
+ * slot held another block, so the slot waits for a share the server has)
+ * never enters a slot: if the slot holds the block, its partial sum leaves
+ * with its coverage (RINX_AGG_FLUSH) and the slot is free; else the share
+ * passes on (RINX_AGG_PASS). So a share reaches the server once, in a sum
+ * or alone, unless the network duplicates it; and every block finishes
+ * once each of its missing contributors has sent again.
+ * A slot is freed when its sum leaves, not when the result comes back (the
+ * result is multicast past the aggregator).
+ */
+static __always_inline int rinx_pool_add(struct rinx_agg *a,
+					 struct rinx_frame *f, __u32 epoch,
+					 __u32 block, __u32 bit, __u64 mask,
+					 int resend, int *reset)
+{
+	__u64 b = 1ULL << (bit & 63);
+	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
+	int ret = RINX_AGG_CONSUMED, i;
+
+	*reset = 0;
+	bpf_spin_lock(&a->lock);
+	if (a->seen && (a->epoch != epoch || a->block != block)) {
+		if ((__s32)(epoch - a->epoch) <= 0) {
+			bpf_spin_unlock(&a->lock);
+			return RINX_AGG_PASS;
+		}
+		*reset = 1;
+		a->seen = 0;
+	}
+	if (resend) {
+		if (a->seen) {
+			rinx_agg_out(a, f);
+			a->seen = 0;
+			ret = RINX_AGG_FLUSH;
+		} else {
+			ret = RINX_AGG_PASS;
+		}
+		bpf_spin_unlock(&a->lock);
+		return ret;
+	}
+	if (a->seen & b) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_DUP;
+	}
+	if (!a->seen) {
+		a->epoch = epoch;
+		a->block = block;
+		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			a->v[i] = f->v[i];
+		a->exp = fexp;
+		a->flags = f->h->flags;
+		a->ce = 0;
+		a->done = 0;
+		a->final = 0;
+		a->pend = 0;
+	} else {
+		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
+		a->flags |= f->h->flags;
+	}
+	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
+		a->ce = 1;
+	a->seen |= b;
+	if ((a->seen & mask) == mask) {
+		rinx_agg_out(a, f);
+		a->seen = 0;
+		ret = RINX_AGG_COMPLETE;
 	}
 	bpf_spin_unlock(&a->lock);
 	return ret;

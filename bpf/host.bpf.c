@@ -408,10 +408,13 @@ sized:
 			sh = bpf_map_lookup_elem(&share, &idx);
 		if (!a || (!sh && (hop->flags & RINX_HOP_SELF)))
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		ret = rinx_agg_add(a, &f, epoch, sender, hop->mask,
-				   hop->action == RINX_A_AGG_FINISH, sh, &reset);
+		ret = rinx_agg_add(a, &f, epoch, rinx_cover(&f, hop, sender),
+				   hop->mask, hop->action == RINX_A_AGG_FINISH,
+				   sh, &reset);
 		if (reset)
 			rinx_count(RINX_STAT_AGG_RESET, 0);
+		if (ret == RINX_AGG_OVERLAP)
+			return rinx_count(RINX_STAT_AGG_OVERLAP, XDP_DROP);
 		/* the others' sum waits for this host's share: the trainer
 		 * adds it and completes the slot */
 		if (ret == RINX_AGG_NEED_SELF)

@@ -48,6 +48,49 @@ static __always_inline int ina_out(struct rinx_frame *f, struct rinx_job *job,
 	return RINX_INA_UNICAST;
 }
 
+/* A raw share for a pool aggregation (RINX_HOP_POOL: ps-ina's ToR, ATP's
+ * design; see rinx_pool_add). Whatever leaves goes to the server `to` as a
+ * REDUCE from this aggregator carrying its coverage: the slot's sum when it
+ * completes or is flushed, the share itself when its slot holds another
+ * block. */
+static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
+				    struct rinx_hop *hop, __u32 jid,
+				    __u32 epoch, __u32 block, __u32 sender)
+{
+	__u32 pool = hop->pool, idx, what;
+	int ret, reset, resend;
+	struct rinx_agg *a;
+
+	if (hop->action != RINX_A_AGG_FWD || (hop->flags & RINX_HOP_SELF) ||
+	    pool == 0 || pool > ina_window || f->h->type != RINX_T_CONTRIB)
+		return rinx_count(RINX_STAT_DROP_NO_ROUTE, RINX_INA_DROP);
+	idx = job->slot * ina_window + rinx_pool_index(jid, block, pool);
+	a = bpf_map_lookup_elem(&aggs, &idx);
+	if (!a)
+		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+	resend = !!(f->h->flags & RINX_F_RESEND);
+	f->h->flags &= ~RINX_F_RESEND;
+	ret = rinx_pool_add(a, f, epoch, block, sender, hop->mask, resend,
+			    &reset);
+	if (reset)
+		rinx_count(RINX_STAT_AGG_RESET, 0);
+	if (ret == RINX_AGG_CONSUMED)
+		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
+	if (ret == RINX_AGG_DUP)
+		return rinx_count(RINX_STAT_DROP_AGG_DUP, RINX_INA_DROP);
+	if (ret == RINX_AGG_PASS) {
+		f->h->cover = bpf_cpu_to_be64(1ULL << (sender & 63));
+		what = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
+	} else {
+		what = ret == RINX_AGG_FLUSH ? RINX_STAT_POOL_FLUSH :
+					       RINX_STAT_AGG_DONE;
+	}
+	f->h->type = RINX_T_REDUCE;
+	f->h->step = hop->out_step;
+	ret = ina_out(f, job, hop->to);
+	return ret == RINX_INA_UNICAST ? rinx_count(what, ret) : ret;
+}
+
 static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 {
 	struct rinx_frame f = {};
@@ -110,6 +153,12 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
 				  RINX_INA_ABORTED : RINX_INA_DROP);
+	if (hop->flags & RINX_HOP_POOL)
+		return ina_pool(&f, job, hop, jid, epoch, block, sender);
+	/* a slot per block needs no flush: a share sent again is a
+	 * duplicate like any other */
+	if (hop->flags & RINX_HOP_COVER)
+		f.h->flags &= ~RINX_F_RESEND;
 	idx = job->slot * ina_window + block;
 	a = bpf_map_lookup_elem(&aggs, &idx);
 	if (!a)
@@ -132,8 +181,10 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 				 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
 	}
 
-	ret = rinx_agg_add(a, &f, epoch, sender, hop->mask,
+	ret = rinx_agg_add(a, &f, epoch, rinx_cover(&f, hop, sender), hop->mask,
 			   hop->action == RINX_A_AGG_FINISH, NULL, &reset);
+	if (ret == RINX_AGG_OVERLAP)
+		return rinx_count(RINX_STAT_AGG_OVERLAP, RINX_INA_DROP);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
 	if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB &&
@@ -165,6 +216,10 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
 	f.h->step = hop->out_step;
 	if (hop->action == RINX_A_AGG_FWD) {
+		/* the sum covers every contributor of the slot, for a
+		 * server that sums coverages (ps-ina) */
+		if (hop->flags & RINX_HOP_COVER)
+			f.h->cover = bpf_cpu_to_be64(hop->mask);
 		f.h->type = RINX_T_REDUCE;
 		ret = ina_out(&f, job, hop->to);
 		return ret == RINX_INA_UNICAST ? rinx_count(what, ret) : ret;

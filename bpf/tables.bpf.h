@@ -102,7 +102,17 @@ static __always_inline __u32 rinx_check_sender(struct rinx_frame *f,
 	if (f->ip->saddr != from->ip)
 		return RINX_STAT_DROP_SENDER;
 	if (agg) {
-		if (!(hop->mask & (1ULL << (*sender & 63))))
+		__u64 bit = 1ULL << (*sender & 63), cov;
+
+		if ((hop->flags & RINX_HOP_COVER) && (hop->via & bit)) {
+			/* an aggregator's frame: whatever part of the
+			 * contributors it sums, never anyone else */
+			cov = bpf_be64_to_cpu(f->h->cover);
+			if (!cov || (cov & ~hop->mask) || f->h->step)
+				return RINX_STAT_DROP_SENDER;
+			return 0;
+		}
+		if (!(hop->mask & bit))
 			return RINX_STAT_DROP_SENDER;
 		if (type == RINX_T_CONTRIB || *sender != hop->from)
 			return f->h->step == 0 ? 0 : RINX_STAT_DROP_SENDER;
@@ -110,6 +120,19 @@ static __always_inline __u32 rinx_check_sender(struct rinx_frame *f,
 		return RINX_STAT_DROP_SENDER;
 	}
 	return f->h->step == hop->step ? 0 : RINX_STAT_DROP_SENDER;
+}
+
+/* What frame f from `sender` (checked by rinx_check_sender) adds to an
+ * aggregation slot: the coverage it declares if it comes from one of the
+ * hop's coverage aggregators (via), else its sender's bit. */
+static __always_inline __u64 rinx_cover(struct rinx_frame *f,
+					struct rinx_hop *hop, __u32 sender)
+{
+	__u64 bit = 1ULL << (sender & 63);
+
+	if ((hop->flags & RINX_HOP_COVER) && (hop->via & bit))
+		return bpf_be64_to_cpu(f->h->cover);
+	return bit;
 }
 
 /* A NACK's asker: a node of the job, sending from its own address. */

@@ -73,7 +73,7 @@ extern char **environ;
 #define PORT		47123
 #define NSLOTS		RINX_MAX_JOBS
 #define NRES		(NSLOTS * WINDOW)
-#define FULL_LEN	RINX_FRAME_MAX		/* 3152 */
+#define FULL_LEN	RINX_FRAME_MAX		/* 3160 */
 #define MAX_LEN		3500
 #define OFF_IP		14
 #define OFF_UDP		34
@@ -149,8 +149,11 @@ struct jobcfg {
  *          every host (RINX_GROUP_EVERY) only
  *   4      AGG_FINISH 12..15, unicast to 11         MCAST_END every host
  *   5      AGG_FWD of one contributor (21) to 20    STORE_FWD from 20 to 22
+ *   6      ps-ina's server: AGG_FINISH 12 13 14 by   -
+ *          coverage (partial sums from 44), own
+ *          share, every host
  */
-static const __u8 agg_cmap[] = { 3, 0, 5, 1, 2, 4, 1 };
+static const __u8 agg_cmap[] = { 3, 0, 5, 1, 2, 4, 1, 6, 6 };
 
 /* A class's hops: one aggregation for reduce and contribution frames
  * alike, no gather hop. */
@@ -192,6 +195,9 @@ static const struct rinx_hop agg_tab[][RINX_HOP_TYPES] = {
 		{ .action = RINX_A_STORE_FWD, .from = 20, .step = 3, .to = 22 },
 		{ .action = RINX_A_AGG_FWD, .from = 21, .to = 20,
 		  .out_step = 1, .rack = RINX_NO_RACK, .mask = BIT(21) } },
+	[6] = { AGG(.action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 5,
+		    .rack = RINX_GROUP_EVERY, .flags = HS | RINX_HOP_COVER,
+		    .mask = BIT(12) | BIT(13) | BIT(14), .via = BIT(44)) },
 };
 
 static const struct jobcfg jobs[] = {
@@ -202,7 +208,7 @@ static const struct jobcfg jobs[] = {
 	{ 0x00000007, 0x0badf00d, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
 	  RINX_W_INT32, 0x00000009, NULL, 0, NULL },
 	/* the aggregating host above: 13 blocks, shares of some written */
-	{ 0x00a990a9, 0x7a66c0de, 1, 5000, 13, 321, 6, 64, 5, 24,
+	{ 0x00a990a9, 0x7a66c0de, 1, 5000, 13, 321, 7, 64, 5, 24,
 	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab },
 };
 
@@ -220,8 +226,12 @@ static const struct jobcfg jobs[] = {
  *   2      AGG_FINISH 1 63, unicast to 31            MCAST_END from 31 rack 7
  *   3      AGG_FINISH 2 3, rack 7 and on to 40,      STORE_END (a host's
  *          answers, SELF set                        action: no route here)
+ *   4      ps-ina's pool: AGG_FWD 1 2 3 to 31 in    -
+ *          a pool of 2 slots (which are the slots
+ *          of blocks 0 and 1: the tables of one
+ *          job mix what a plan keeps apart)
  */
-static const __u8 tor_cmap[] = { 0, 1, 2, 0, 3 };
+static const __u8 tor_cmap[] = { 0, 1, 2, 0, 3, 4, 4, 4 };
 static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 	[0] = { { .action = RINX_A_AGG_FWD, .from = 30, .step = 2, .to = 31,
 		  .out_step = 3, .rack = 7, .flags = HA,
@@ -245,11 +255,15 @@ static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 		{ .action = RINX_A_STORE_END, .from = 40, .to = 50 },
 		{ .action = RINX_A_AGG_FINISH, .from = NOFROM, .to = 40,
 		  .rack = 7, .flags = HS | HA, .mask = BIT(2) | BIT(3) } },
+	[4] = { AGG(.action = RINX_A_AGG_FWD, .from = NOFROM, .to = 31,
+		    .rack = RINX_NO_RACK, .pool = 2,
+		    .flags = RINX_HOP_POOL | RINX_HOP_COVER,
+		    .mask = BIT(1) | BIT(2) | BIT(3)) },
 #undef AGG
 };
 
 static const struct jobcfg tor_job = {
-	0x70770001, 0x11aa22bb, 3, 77, 9, 500, 4, 64, 50, 24, RINX_W_FIXED, 0,
+	0x70770001, 0x11aa22bb, 3, 77, 9, 500, 5, 64, 50, 24, RINX_W_FIXED, 0,
 	tor_cmap, sizeof(tor_cmap), tor_tab,
 };
 
@@ -384,7 +398,19 @@ enum {
 	H_BLOCK = OFF_HDR + 20, H_NBLOCKS = OFF_HDR + 24,
 	H_SENDER = OFF_HDR + 28, H_COUNT = OFF_HDR + 30,
 	H_KLASS = OFF_HDR + 32, H_EXP = OFF_HDR + 34, H_DTYPE = OFF_HDR + 36,
+	H_COVER = OFF_HDR + 38,
 };
+
+static void put_cover(__u8 *f, __u64 c)
+{
+	put32(f + H_COVER, (__u32)(c >> 32));
+	put32(f + H_COVER + 4, (__u32)c);
+}
+
+static __u64 get_cover(const __u8 *f)
+{
+	return (__u64)get32(f + H_COVER) << 32 | get32(f + H_COVER + 4);
+}
 
 /* ---- host frames --------------------------------------------------------- */
 
@@ -428,6 +454,8 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 	if (is_agg(h.action)) {
 		if (h.from >= RINX_MAX_NODES || below(4))
 			from = mask_node(h.mask);
+		if (h.via && below(2))
+			from = mask_node(h.via);
 		if (type == RINX_T_CONTRIB || from != h.from)
 			step = 0;
 	}
@@ -477,6 +505,11 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 	put16(buf + H_SENDER, from);
 	put16(buf + H_COUNT, (__u16)cnt);
 	put16(buf + H_KLASS, (__u16)job_class(j, block));
+	/* coverage: a part of the hop's contributors, mostly (an aggregator
+	 * of `via` declares it; anyone else's is ignored), now and then none
+	 * or beyond them */
+	put_cover(buf, !below(16) ? (__u64)rnd() << 32 | rnd() :
+		       !below(16) ? 0 : h.mask & ((__u64)rnd() << 32 | rnd()));
 	put16(buf + H_EXP, j->dtype == RINX_W_INT32 ? 0 :
 			   (__u16)(below(4) ? (__s16)(below(64) - 32) :
 					      (__s16)rnd()));
@@ -618,7 +651,8 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 	}
 	case 22: {
 		/* truncate: anywhere, or around a parser boundary */
-		const int at[] = { 14, 33, 34, 41, 42, 79, 80, FULL_LEN - 1 };
+		const int at[] = { 14, 33, 34, 41, 42, OFF_V - 1, OFF_V,
+				   FULL_LEN - 1 };
 
 		int l = at[below(ARRAY_SIZE(at))];
 
@@ -780,6 +814,7 @@ static int stat_action(int stat)
  */
 struct mslot {
 	__u32 epoch;
+	__u32 block;	/* pool slot: the block it holds */
 	__u64 seen;
 	__s16 exp;
 	__u8 flags, done, final, ce, pend;
@@ -787,7 +822,16 @@ struct mslot {
 };
 
 enum mret { M_CONSUMED, M_COMPLETE, M_DUP, M_RESEND, M_FINAL, M_STALE,
-	    M_NEED_SELF };
+	    M_NEED_SELF, M_OVERLAP };
+
+/* What a frame from `sender` adds at hop h: its declared coverage if it
+ * comes from one of the hop's coverage aggregators, else its bit. */
+static __u64 m_cover(const __u8 *b, const struct rinx_hop *h, __u32 sender)
+{
+	if ((h->flags & RINX_HOP_COVER) && (h->via >> (sender & 63) & 1))
+		return get_cover(b);
+	return 1ULL << (sender & 63);
+}
 
 static __s32 m_align(__s32 x, __u32 d)
 {
@@ -820,11 +864,10 @@ static void m_slot_to_frame(const struct mslot *a, __u8 *f)
 
 /* Frame f (round epoch, contributor node) into slot a; f becomes the
  * frame as the program leaves it. own: the node's share (RINX_HOP_SELF). */
-static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u32 node,
+static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
 		     __u64 mask, bool finish, const struct rinx_slot *own,
 		     bool *reset)
 {
-	__u64 b = 1ULL << (node & 63);
 	__s32 x[RINX_BLOCK_VALUES];
 	__s16 fexp = (__s16)get16(f + H_EXP);
 	int ret = M_COMPLETE;
@@ -838,6 +881,8 @@ static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u32 node,
 		a->seen = 0;
 		a->done = a->final = a->pend = 0;
 	}
+	if ((a->seen & b) && (a->seen & b) != b)
+		return M_OVERLAP;
 	if (a->seen & b) {
 		if (!a->done && !a->pend)
 			return M_DUP;
@@ -914,7 +959,8 @@ enum cov {
 	C_ADD, C_FWD, C_FIN_UNICAST, C_FIN_GROUP_ON, C_FIN_GROUP, C_FIN_END,
 	C_NEED_SELF, C_PEND_DUP, C_RESET, C_DUP, C_FINAL_DUP, C_ANSWER,
 	C_REEMIT_FWD, C_REEMIT_FIN, C_STALE, C_MCAST_FWD, C_MCAST_END,
-	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_MAX,
+	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_POOL_DONE, C_POOL_PASS,
+	C_POOL_FLUSH, C_POOL_RESEND, C_OVERLAP, C_MAX,
 };
 
 static const char *cov_name[C_MAX] = {
@@ -927,12 +973,19 @@ static const char *cov_name[C_MAX] = {
 	"AGG_FINISH sum sent again", "older round refused", "MCAST_FWD",
 	"MCAST_END", "gather before the slot is done",
 	"NACK answered from the slot", "pending slot completed by the trainer",
+	"pool: sum complete, slot freed", "pool: collision, share passed on",
+	"pool: share sent again flushes the slot",
+	"pool: share sent again passed on",
+	"coverage overlapping the slot's in part",
 };
 
 /* C_* bits that only a host or only a ToR can reach */
-#define COV_HOST_ONLY	(1u << C_FIN_END | 1u << C_NEED_SELF | \
+#define COV_HOST_ONLY	(1u << C_OVERLAP | \
+			 1u << C_FIN_END | 1u << C_NEED_SELF | \
 			 1u << C_PEND_DUP | 1u << C_TRAINER)
-#define COV_TOR_ONLY	(1u << C_MCAST_STALE | 1u << C_NACK_REPAIR)
+#define COV_TOR_ONLY	(1u << C_MCAST_STALE | 1u << C_NACK_REPAIR | \
+			 1u << C_POOL_DONE | 1u << C_POOL_PASS | \
+			 1u << C_POOL_FLUSH | 1u << C_POOL_RESEND)
 
 static __u64 host_cov[C_MAX], tor_cov[C_MAX], *cov = host_cov;
 
@@ -997,6 +1050,12 @@ static int sender_model(const __u8 *b, const struct jobcfg *j,
 	    get32(b + OFF_IP + 12) != node_ip(j->slot, *sender))
 		return RINX_STAT_DROP_SENDER;
 	if (agg) {
+		if ((h->flags & RINX_HOP_COVER) && (h->via >> *sender & 1)) {
+			__u64 c = get_cover(b);
+
+			return !c || (c & ~h->mask) || b[H_STEP] ?
+			       RINX_STAT_DROP_SENDER : 0;
+		}
 		if (!(h->mask >> *sender & 1))
 			return RINX_STAT_DROP_SENDER;
 		if (type == RINX_T_CONTRIB || *sender != h->from)
@@ -1040,6 +1099,9 @@ static void cov_add(int r, bool reset, const struct rinx_hop *h, __u32 type,
 	case M_STALE:
 		cov[C_STALE]++;
 		break;
+	case M_OVERLAP:
+		cov[C_OVERLAP]++;
+		break;
 	case M_RESEND:
 	case M_FINAL:
 		if (r == M_FINAL && type == RINX_T_CONTRIB &&
@@ -1081,11 +1143,16 @@ static void host_agg(struct pred *p, const struct jobcfg *j,
 		return;
 	}
 	pend = a->pend && a->epoch == p->epoch;
-	r = m_agg_add(a, wantf, p->epoch, sender, h->mask, finish,
+	r = m_agg_add(a, wantf, p->epoch, m_cover(wantf, h, sender), h->mask,
+		      finish,
 		      h->flags & RINX_HOP_SELF ? &share_model[p->idx] : NULL,
 		      &p->reset);
 	cov_add(r, p->reset, h, type, j->self);
 	p->act = XDP_DROP;
+	if (r == M_OVERLAP) {
+		p->stat = RINX_STAT_AGG_OVERLAP;
+		return;
+	}
 	if (r == M_NEED_SELF) {
 		cov[pend ? C_PEND_DUP : C_NEED_SELF]++;
 		p->stat = RINX_STAT_DROP_NO_XSK;	/* for the trainer */
@@ -1436,6 +1503,11 @@ static int slot_check(int fd, const struct mslot *m, __u32 idx, __u64 mask,
 			 (unsigned long long)a.seen, (unsigned long long)mask);
 		return -1;
 	}
+	if (a.block != m->block) {
+		snprintf(why, n, "slot %u: block %u, model %u", idx, a.block,
+			 m->block);
+		return -1;
+	}
 	if (a.epoch != m->epoch || a.seen != m->seen || a.exp != m->exp ||
 	    a.flags != m->flags || a.done != m->done || a.final != m->final ||
 	    a.ce != m->ce || a.pend != m->pend || a.resv8 ||
@@ -1475,6 +1547,7 @@ static void slot_read(int fd, struct mslot *m, __u32 idx)
 	if (bpf_map_lookup_elem_flags(fd, &idx, &a, BPF_F_LOCK))
 		return;
 	m->epoch = a.epoch;
+	m->block = a.block;
 	m->seen = a.seen;
 	m->exp = a.exp;
 	m->flags = a.flags;
@@ -1505,7 +1578,8 @@ static int first_diff(const __u8 *a, const __u8 *b, int len)
 static int slot_write(int fd, const struct mslot *m, __u32 idx)
 {
 	struct rinx_agg a = {
-		.epoch = m->epoch, .seen = m->seen, .exp = m->exp,
+		.epoch = m->epoch, .block = m->block, .seen = m->seen,
+		.exp = m->exp,
 		.flags = m->flags, .done = m->done, .final = m->final,
 		.ce = m->ce, .pend = m->pend,
 	};
@@ -2279,6 +2353,93 @@ static __u8 ina_mac[6], ina_node_mac[4][6];
 enum { V_NOT_MINE, V_DROP, V_ABORTED, V_UNICAST, V_GROUP_HOSTS,
        V_GROUP_ALL };
 
+/* A pool aggregation (bpf/ina.bpf.h ina_pool, rinx_pool_add), frame b
+ * from `sender` (checked) into p. */
+static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
+			      const struct rinx_hop *h, __u32 sender,
+			      struct pred p)
+{
+	__u32 epoch = get32(b + H_EPOCH), block = get32(b + H_BLOCK), idx;
+	__u64 bit = 1ULL << (sender & 63);
+	__s32 x[RINX_BLOCK_VALUES];
+	enum { P_ADD, P_DONE, P_DUP, P_PASS, P_FLUSH } r = P_ADD;
+	bool resend;
+	struct mslot *a;
+
+	if (h->action != RINX_A_AGG_FWD || (h->flags & RINX_HOP_SELF) ||
+	    !h->pool || h->pool > WINDOW || b[H_TYPE] != RINX_T_CONTRIB) {
+		p.stat = RINX_STAT_DROP_NO_ROUTE;
+		return p;
+	}
+	idx = j->slot * WINDOW + rinx_pool_index(j->id, block, h->pool);
+	a = &tor_slots[idx];
+	p.aidx = (int)idx;
+	resend = wantf[H_FLAGS] & RINX_F_RESEND;
+	wantf[H_FLAGS] &= ~RINX_F_RESEND;
+	if (a->seen && (a->epoch != epoch || a->block != block)) {
+		if ((__s32)(epoch - a->epoch) <= 0) {
+			r = P_PASS;
+			goto out;
+		}
+		p.reset = true;
+		a->seen = 0;
+	}
+	if (resend) {
+		r = a->seen ? P_FLUSH : P_PASS;
+		goto out;
+	}
+	if (a->seen & bit) {
+		r = P_DUP;
+		goto out;
+	}
+	memcpy(x, wantf + OFF_V, sizeof(x));
+	if (!a->seen) {
+		a->epoch = epoch;
+		a->block = block;
+		memcpy(a->v, x, sizeof(x));
+		a->exp = (__s16)get16(wantf + H_EXP);
+		a->flags = wantf[H_FLAGS];
+		a->ce = a->done = a->final = a->pend = 0;
+	} else {
+		a->exp = m_block_add(a->v, a->exp, x,
+				     (__s16)get16(wantf + H_EXP));
+		a->flags |= wantf[H_FLAGS];
+	}
+	if ((wantf[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_CE)
+		a->ce = 1;
+	a->seen |= bit;
+	if ((a->seen & h->mask) == h->mask)
+		r = P_DONE;
+out:
+	if (r == P_ADD || r == P_DUP) {
+		if (r == P_ADD)
+			cov[C_ADD]++;
+		else
+			cov[C_DUP]++;
+		p.stat = r == P_ADD ? RINX_STAT_AGG_ADD : RINX_STAT_DROP_AGG_DUP;
+		return p;
+	}
+	if (r == P_PASS) {
+		put_cover(wantf, bit);
+		p.stat = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
+		cov[resend ? C_POOL_RESEND : C_POOL_PASS]++;
+	} else {
+		m_slot_to_frame(a, wantf);
+		put_cover(wantf, a->seen);
+		if (a->ce)
+			wantf[OFF_IP + 1] |= RINX_ECN_CE;
+		a->seen = 0;
+		p.stat = r == P_FLUSH ? RINX_STAT_POOL_FLUSH :
+					RINX_STAT_AGG_DONE;
+		cov[r == P_FLUSH ? C_POOL_FLUSH : C_POOL_DONE]++;
+	}
+	wantf[H_TYPE] = RINX_T_REDUCE;
+	wantf[H_STEP] = h->out_step;
+	m_readdress(wantf, j->slot, j->self, h->to);
+	p.act = V_UNICAST;
+	return p;
+}
+
 /* The aggregator's rules for frame b (wantf: the frame it leaves). */
 static struct pred tor_model(const __u8 *b, int len)
 {
@@ -2353,6 +2514,8 @@ static struct pred tor_model(const __u8 *b, int len)
 		p.stat = bad;
 		return p;
 	}
+	if (h.flags & RINX_HOP_POOL)
+		return pool_model(b, j, &h, sender, p);
 	p.aidx = (int)p.idx;
 	if (h.action == RINX_A_MCAST_FWD || h.action == RINX_A_MCAST_END) {
 		/* the rack contributed to the block: its slot holds the
@@ -2375,7 +2538,13 @@ static struct pred tor_model(const __u8 *b, int len)
 	}
 	finish = h.action == RINX_A_AGG_FINISH;
 	/* a ToR has no share: RINX_HOP_SELF is not its business */
-	r = m_agg_add(a, wantf, epoch, sender, h.mask, finish, NULL, &p.reset);
+	r = m_agg_add(a, wantf, epoch, m_cover(b, &h, sender), h.mask, finish,
+		      NULL, &p.reset);
+	if (r == M_OVERLAP) {
+		cov[C_OVERLAP]++;
+		p.stat = RINX_STAT_AGG_OVERLAP;
+		return p;
+	}
 	cov_add(r, p.reset, &h, type, j->self);
 	if (r == M_FINAL && type == RINX_T_CONTRIB &&
 	    (h.flags & RINX_HOP_ANSWER)) {

@@ -26,7 +26,7 @@
 #define RINX_DEFAULT_PORT	47001
 
 /* Values of one block: one block travels in one packet. 768 x 4 B keeps the
- * frame (3152 B) under the veth XDP limit of one page per frame. */
+ * frame (3160 B) under the veth XDP limit of one page per frame. */
 #define RINX_BLOCK_VALUES	768
 #define RINX_BLOCK_BYTES	(RINX_BLOCK_VALUES * 4)
 
@@ -77,6 +77,10 @@ enum rinx_wire_dtype {
 #define RINX_F_PINF	0x02
 #define RINX_F_NINF	0x04
 #define RINX_F_NONFINITE (RINX_F_NAN | RINX_F_PINF | RINX_F_NINF)
+/* rinx_hdr.flags only: a worker's share sent again (its timer fired) to a
+ * pool aggregator (ps-ina's ToR), which flushes the block's partial sum or
+ * passes the share on unaggregated, and clears the flag (docs/rinx.md) */
+#define RINX_F_RESEND	0x80
 
 struct rinx_hdr {
 	__be32 magic;
@@ -94,6 +98,13 @@ struct rinx_hdr {
 	__be16 klass;	/* plan class of the block (rinx_job.cmap) */
 	__be16 exp;	/* s16 block exponent: value = q * 2^(exp - qbits) */
 	__be16 dtype;	/* enum rinx_wire_dtype of the job's round */
+	/* Coverage: the worker nodes (bit i = node i) whose shares the
+	 * payload sums. Read only where a hop aggregates by coverage
+	 * (RINX_HOP_COVER: ps-ina's server) and only from the aggregators
+	 * that hop names in rinx_hop.via, which set it on every frame they
+	 * send; every other frame's coverage is its sender's bit, whatever
+	 * this field holds. */
+	__be64 cover;
 } __attribute__((packed));
 
 #define RINX_FRAME_HDR_LEN	(14 + 20 + 8 + (int)sizeof(struct rinx_hdr))
@@ -232,8 +243,14 @@ struct rinx_hop {
 	__u8 out_step;	/* aggregator: step of the frame it sends */
 	__u8 rack;	/* group actions: the rack whose group gets it */
 	__u8 flags;	/* RINX_HOP_* */
-	__u8 resv[7];
-	__u64 mask;	/* aggregator: contributor nodes that complete a slot */
+	__u8 resv[3];
+	/* RINX_HOP_POOL: slots of the job's pool (1..window); the block's
+	 * slot is rinx_pool_index(job, block, pool) */
+	__u32 pool;
+	__u64 mask;	/* aggregator: contributor nodes that complete a slot
+			 * (RINX_HOP_COVER: the coverage that completes it) */
+	__u64 via;	/* RINX_HOP_COVER: aggregators whose frames carry a
+			 * coverage (any subset of mask, in rinx_hdr.cover) */
 };
 
 #define RINX_HOP_SELF	0x01	/* aggregator adds its own share */
@@ -242,13 +259,27 @@ struct rinx_hop {
 				 * the block (its sender stores the gather
 				 * that leaves here, at out_step, or
 				 * out_step + 1 after AGG_FWD) */
+#define RINX_HOP_POOL	0x04	/* aggregator (INA ToR): a bounded pool of
+				 * `pool` slots hashed by (job, block)
+				 * instead of a slot per block; a share
+				 * whose slot holds another block passes on
+				 * to `to` unaggregated (ATP) */
+#define RINX_HOP_COVER	0x08	/* aggregator: works in coverages. It sums
+				 * what frames cover (rinx_hdr.cover of the
+				 * `via` nodes' frames, the sender's bit for
+				 * the others), refuses a frame that overlaps
+				 * the slot's coverage in part
+				 * (RINX_STAT_AGG_OVERLAP), and its sums
+				 * leave with their coverage */
 
 #define RINX_HOP_TYPES	3
 #define RINX_HOP_INDEX(slot, klass, type) \
 	(((slot) * RINX_MAX_CLASSES + (klass)) * RINX_HOP_TYPES + ((type) - 1))
 
 /* Aggregator slot: one block of one job at an INA ToR or agent host.
- * Index: slot * window + block. The lock serializes contributors that
+ * Index: slot * window + block, or, with RINX_HOP_POOL, slot * window +
+ * rinx_pool_index(): then (epoch, block) is the key of the block the slot
+ * holds, seen == 0 marks it free. The lock serializes contributors that
  * arrive on several CPUs at once. */
 struct rinx_agg {
 	struct bpf_spin_lock lock;
@@ -265,8 +296,22 @@ struct rinx_agg {
 			 * is not written yet: the sum waits for the
 			 * trainer (slow path), which completes the slot */
 	__u8 resv8;
+	__u32 block;	/* pool slot: the block it holds */
+	__u32 resv32;
 	__s32 v[RINX_BLOCK_VALUES];
 };
+
+/* The pool slot of a block (RINX_HOP_POOL): a multiplicative hash of (job,
+ * block), so that the blocks of a round (and of several jobs) spread over
+ * the pool as ATP's hashed aggregator index does. One definition for the
+ * ToR, the control plane and the tests. */
+static inline __u32 rinx_pool_index(__u32 job, __u32 block, __u32 pool)
+{
+	__u32 h = (block ^ (job * 0x9e3779b9u)) * 0x85ebca6bu;
+
+	h ^= h >> 16;
+	return pool ? h % pool : 0;
+}
 
 /* Group addresses of a rack's gather multicast: frames to these MACs are
  * flooded by the rack's ToR to its host ports (..:00) or to its host ports
@@ -330,14 +375,26 @@ enum rinx_stat {
 				 * when its time comes) */
 	RINX_STAT_SLOW_SELF,	/* to AF_XDP: an aggregated sum waits for
 				 * this host's own share (not written yet) */
+	RINX_STAT_POOL_PASS,	/* pool: the share's slot holds another
+				 * block (a collision): passed on to the
+				 * server unaggregated */
+	RINX_STAT_POOL_FLUSH,	/* pool: a share sent again (RINX_F_RESEND)
+				 * found its block's slot: the partial sum
+				 * sent on with its coverage, slot freed */
+	RINX_STAT_POOL_RESEND,	/* pool: a share sent again whose block
+				 * has no slot: passed on unaggregated */
+	RINX_STAT_AGG_OVERLAP,	/* coverage aggregation: a frame covers
+				 * some but not all of what the slot has:
+				 * refused (the sum stays exact) */
 	RINX_STAT_MAX,
 };
 
-_Static_assert(sizeof(struct rinx_hdr) == 38, "rinx_hdr size");
+_Static_assert(sizeof(struct rinx_hdr) == 46, "rinx_hdr size");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, job) == 8, "job offset");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, sender) == 28, "sender");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, exp) == 34, "exp");
-_Static_assert(RINX_FRAME_HDR_LEN == 80, "payload is 8-byte aligned");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, cover) == 38, "cover");
+_Static_assert(RINX_FRAME_HDR_LEN == 88, "payload is 8-byte aligned");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
@@ -345,11 +402,12 @@ _Static_assert(sizeof(struct rinx_job) == 40 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");
-_Static_assert(sizeof(struct rinx_hop) == 24, "hop");
+_Static_assert(sizeof(struct rinx_hop) == 32, "hop");
+_Static_assert(__builtin_offsetof(struct rinx_hop, pool) == 12, "hop.pool");
 _Static_assert(__builtin_offsetof(struct rinx_hop, mask) == 16, "hop.mask");
-_Static_assert(sizeof(struct rinx_agg) == 24 + RINX_BLOCK_BYTES, "agg");
+_Static_assert(sizeof(struct rinx_agg) == 32 + RINX_BLOCK_BYTES, "agg");
 _Static_assert(__builtin_offsetof(struct rinx_agg, seen) == 8, "agg.seen");
-_Static_assert(__builtin_offsetof(struct rinx_agg, v) == 24, "agg.v");
+_Static_assert(__builtin_offsetof(struct rinx_agg, v) == 32, "agg.v");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "payload is little-endian on the wire");
 

@@ -98,7 +98,7 @@ static int round_open(struct rinx_req *r)
 
 /* Builds and queues the frame of block b (reduce from its origin, or a
  * contribution to the rack's aggregator). 0 or -EAGAIN. */
-int rinx_c_send_block(struct rinx_req *r, __u32 b)
+int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 {
 	struct rinx_comm *c = r->c;
 	struct xctx *x = c->x;
@@ -113,6 +113,11 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b)
 	f.h->version = RINX_VERSION;
 	f.h->type = c->plan.start_type[klass];
 	f.h->flags = s->flags;
+	/* ps-ina: a share sent again to the rack's ToR says so; its pool
+	 * then flushes what it holds of the block (docs/rinx.md) */
+	if (again && c->plan.kind == RINX_PLAN_PSINA &&
+	    c->plan.start_to[klass] >= c->n)
+		f.h->flags |= RINX_F_RESEND;
 	f.h->step = 0;
 	f.h->job = htonl(c->job);
 	f.h->token = htonl(c->token);
@@ -151,7 +156,7 @@ static int send_own(struct rinx_req *r)
 		j = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
 		if (j >= r->nown)
 			break;
-		if (rinx_c_send_block(r, r->own[j])) {
+		if (rinx_c_send_block(r, r->own[j], 0)) {
 			/* cannot happen: a TX slot was checked */
 			r->err = rinx_c_cerr(c, -EIO, "AF_XDP transmit ring full");
 			break;

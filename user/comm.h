@@ -223,7 +223,8 @@ int rinx_c_ina_check(struct rinx_comm *c);
 __u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
 
 /* allreduce.c */
-int rinx_c_send_block(struct rinx_req *r, __u32 b);
+/* Sends own block b; `again`: it was sent before (a retransmission). */
+int rinx_c_send_block(struct rinx_req *r, __u32 b, int again);
 
 /* cc.c */
 int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);

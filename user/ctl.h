@@ -41,6 +41,9 @@ int rinx_seterr(char *err, size_t len, int ret, const char *fmt, ...)
  * absent or 0 when not known or unlimited: a host's link= is its access
  * link (host <-> ToR), a rack's uplink= its ToR <-> spine link (the slower
  * direction of each); `rinxctl bench` relates bandwidth to the slowest.
+ * An ina=switch rack's pool=N: the slots its ToR gives a ps-ina job (ATP's
+ * pool, default RINX_POOL_DEFAULT, at most the window; 0: a slot per
+ * block).
  */
 #define RINX_NAME_MAX	48
 #define RINX_PATH_MAX	200
@@ -68,7 +71,15 @@ struct rinx_spec_rack {
 	__be32 ip;
 	char netns[RINX_NAME_MAX];	/* the ToR's namespace (testbed) */
 	__u32 uplink_mbit;	/* ToR <-> spine rate; 0: not known/unlimited */
+	/* ina=switch, plan ps-ina: aggregator slots of a job's pool (ATP);
+	 * 0: not set (RINX_POOL_DEFAULT), RINX_POOL_PER_BLOCK: a slot per
+	 * block of the window (spec pool=0). At most the window is used. */
+	__u32 pool;
 };
+
+#define RINX_POOL_DEFAULT	1024
+#define RINX_POOL_PER_BLOCK	0xffffffffu
+#define RINX_POOL_MAX		(1 << 20)
 
 struct rinx_spec {
 	__u16 port;

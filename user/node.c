@@ -68,6 +68,10 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_ECN_CE] = "ecn_ce",
 	[RINX_STAT_PACED] = "paced",
 	[RINX_STAT_SLOW_SELF] = "slow_self",
+	[RINX_STAT_POOL_PASS] = "pool_pass",
+	[RINX_STAT_POOL_FLUSH] = "pool_flush",
+	[RINX_STAT_POOL_RESEND] = "pool_resend",
+	[RINX_STAT_AGG_OVERLAP] = "agg_overlap",
 };
 
 const char *rinx_stat_name(int stat)

@@ -411,6 +411,32 @@ static void agg_fwd(struct bld *b, int node, int k, __u64 mask, int to)
 	set_hop(b, node, k, RINX_T_REDUCE, &h);
 }
 
+/* ps-ina: the ToR aggregator `node` of rack r sums class k in the job's
+ * pool of r->pool slots (ATP's aggregator pool, hashed by job and block)
+ * unless the rack keeps a slot per block (pool=0). A pool larger than the
+ * window is the window: the ToR has no more slots for a job. */
+static void tor_pool(struct bld *b, int node, int k,
+		     const struct rinx_spec_rack *r)
+{
+	__u32 pool = r->pool ? r->pool : RINX_POOL_DEFAULT;
+	int t;
+
+	if (pool > b->s->window)
+		pool = b->s->window;
+	for (t = RINX_T_REDUCE; t <= RINX_T_CONTRIB; t++) {
+		struct rinx_hop *h = &b->hop[node][k][t - 1];
+
+		if (h->action != RINX_A_AGG_FWD)
+			continue;
+		/* its sums tell the server what they cover */
+		h->flags |= RINX_HOP_COVER;
+		if (r->pool == RINX_POOL_PER_BLOCK)
+			continue;
+		h->flags |= RINX_HOP_POOL;
+		h->pool = pool;
+	}
+}
+
 /* The root host of class k sums `mask` and its own share, stores the
  * finished block and sends it to every other host at once: to the fabric's
  * group (RINX_GROUP_EVERY), which the switches replicate, one copy per
@@ -482,7 +508,7 @@ static int build_ps(struct bld *b)
 	even_classes(p, nps);
 	for (k = 0; k < nps; k++) {
 		int P = srv[k];
-		__u64 mask = 0;
+		__u64 mask = 0, via = 0;
 
 		p->root[k] = P;
 		for (ri = -1; ri < s->nracks; ri++) {
@@ -506,7 +532,15 @@ static int build_ps(struct bld *b)
 					continue;
 				}
 			}
-			if (A >= 0) {
+			if (A >= 0 && A >= s->nhosts) {
+				/* an INA ToR: its sum, or what of it its
+				 * pool managed, reaches the server with the
+				 * coverage it has (ATP) */
+				agg_fwd(b, A, k, w, P);
+				tor_pool(b, A, k, &s->racks[ri]);
+				mask |= w;
+				via |= 1ull << A;
+			} else if (A >= 0) {
 				agg_fwd(b, A, k, w, P);
 				mask |= 1ull << A;
 			} else {
@@ -518,6 +552,18 @@ static int build_ps(struct bld *b)
 					      RINX_T_CONTRIB);
 		}
 		root_bcast(b, k, P, mask);
+		if (via) {
+			/* the server sums coverages: a ToR's frame may hold
+			 * any part of its rack, the rest comes raw */
+			for (r = RINX_T_REDUCE; r <= RINX_T_CONTRIB; r++) {
+				struct rinx_hop *h = &b->hop[P][k][r - 1];
+
+				if (r == RINX_T_GATHER)
+					continue;
+				h->flags |= RINX_HOP_COVER;
+				h->via = via;
+			}
+		}
 	}
 	return 0;
 }
@@ -798,6 +844,18 @@ static void print_all(FILE *f, const struct rinx_spec *s, const struct bld *b)
 					fprintf(f, " sums {%s%s}", who,
 						h->flags & RINX_HOP_SELF ?
 						",self" : "");
+				}
+				if (agg && (h->flags & RINX_HOP_POOL))
+					fprintf(f, " in a pool of %u slots",
+						h->pool);
+				if (agg && (h->flags & RINX_HOP_COVER) &&
+				    h->via) {
+					mask_names(s, h->via, who, sizeof(who));
+					fprintf(f, " by coverage (partial sums "
+						"from {%s})", who);
+				} else if (agg && (h->flags & RINX_HOP_COVER)) {
+					fprintf(f, " (sums tell their "
+						"coverage)");
 				}
 				if (h->to != node && h->action != RINX_A_STORE_END &&
 				    h->action != RINX_A_MCAST_END) {

@@ -99,7 +99,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			continue;
 		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0 ||
-		    rinx_c_send_block(r, b))
+		    rinx_c_send_block(r, b, 1))
 			break;
 		r->sent_at[j] = now;
 		if (r->resent[j] < 255)
@@ -208,7 +208,7 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		 * a block that one of them lost */
 		if (oi >= 0 && (!nackable || !first) && oi < claimed &&
 		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
-		    c->x->nfree > 0 && !rinx_c_send_block(r, b))
+		    c->x->nfree > 0 && !rinx_c_send_block(r, b, 1))
 			c->st.retransmits++;
 	}
 	rinx_c_x_kick(c->x);

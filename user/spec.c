@@ -160,6 +160,12 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 				return BAD("line %d: uplink must be 0..%d Mbit/s",
 					   lineno, RINX_SPEC_RATE_MAX);
 			r->uplink_mbit = x;
+		} else if (r && !strcmp(tok, "pool")) {
+			if (parse_int(v, 0, RINX_POOL_MAX, &x))
+				return BAD("line %d: pool must be 0 (a slot per "
+					   "block) or 1..%d slots", lineno,
+					   RINX_POOL_MAX);
+			r->pool = x ? (__u32)x : RINX_POOL_PER_BLOCK;
 		} else if (r && !strcmp(tok, "ina")) {
 			if (!strcmp(v, "none"))
 				r->ina = RINX_INA_NONE;
@@ -337,6 +343,9 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 			fprintf(f, " netns=%s", r->netns);
 		if (r->uplink_mbit)
 			fprintf(f, " uplink=%u", r->uplink_mbit);
+		if (r->pool)
+			fprintf(f, " pool=%u", r->pool == RINX_POOL_PER_BLOCK ?
+				0 : r->pool);
 		fprintf(f, "\n");
 	}
 	for (i = 0; i < s->nhosts; i++) {
