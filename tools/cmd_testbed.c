@@ -616,6 +616,22 @@ static int load_target(const char *what, char *path, size_t len,
 	return ret;
 }
 
+/* A port of switch namespace ns of a topology testbed, "eth0" if none. */
+static void topo_port(const struct rinx_spec *s, const char *ns, char *buf,
+		      size_t len)
+{
+	struct rinx_tb_port_link *pl = calloc(256, sizeof(*pl));
+	int n = pl ? rinx_testbed_link_get(s, pl, 256) : 0, i;
+
+	snprintf(buf, len, "eth0");
+	for (i = 0; i < n; i++)
+		if (!strcmp(pl[i].ns, ns)) {
+			snprintf(buf, len, "%s", pl[i].ifname);
+			break;
+		}
+	free(pl);
+}
+
 static void show_switch(const char *ns, const char *ifname, const char *what)
 {
 	__u64 c[RINX_SW_STAT_MAX];
@@ -764,6 +780,13 @@ static int testbed_show(int argc, char **argv)
 			/* All ports of a switch share one program and its
 			 * counters: ask any of them. */
 			snprintf(ns, sizeof(ns), "%st%d", prefix, r);
+			if (s->topo[0]) {
+				/* a topology's switch or server: named as
+				 * there, ports named by link */
+				topo_port(s, ns, ifname, sizeof(ifname));
+				show_switch(ns, ifname, s->racks[r].name);
+				continue;
+			}
 			for (i = 0; i < s->nhosts; i++)
 				if (s->hosts[i].rack == s->racks[r].id)
 					break;
@@ -773,7 +796,7 @@ static int testbed_show(int argc, char **argv)
 				snprintf(ifname, sizeof(ifname), "uplink");
 			show_switch(ns, ifname, "tor");
 		}
-		if (s->nracks > 1) {
+		if (s->nracks > 1 && !s->topo[0]) {
 			snprintf(ns, sizeof(ns), "%ssp", prefix);
 			show_switch(ns, "t0", "spine");
 		}

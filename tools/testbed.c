@@ -1774,6 +1774,7 @@ struct tt_sw {
 	char ifname[TT_MAX_PORTS][IFNAMSIZ];
 	int link[TT_MAX_PORTS];		/* topology link of each port */
 	__u32 rate[TT_MAX_PORTS];	/* egress Mbit/s */
+	__u32 real[TT_MAX_PORTS];	/* ... of the topology (unscaled) */
 	int tree[TT_MAX_PORTS];		/* on the spanning tree */
 };
 
@@ -2026,6 +2027,8 @@ static int tt_build(const struct rinx_testbed_opts *o, struct tt *x,
 			/* egress of u: a->b is gbps[0] */
 			sw->rate[sw->nports] = tt_rate(t->link[l].gbps[r],
 						       scale);
+			sw->real[sw->nports] = tt_rate(t->link[l].gbps[r],
+						       1000);
 			sw->nports++;
 		}
 	}
@@ -2190,9 +2193,15 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 		ifindex[i] = idx;
 		if (link)
 			f = *link;
+		/* A scaled port keeps the queue of the port it stands for,
+		 * in bytes: as many frames fit and mark as at line rate (a
+		 * default sized for the scaled rate would hold a few frames,
+		 * less than one window of the ranks' first blocks). */
 		f.rate_mbit = sw->rate[i];
-		f.buffer = link && link->rate_mbit ? link->buffer : 0;
-		f.ecn = link && link->rate_mbit ? link->ecn : 0;
+		f.buffer = link && link->buffer ? link->buffer :
+			   rinx_testbed_buffer_default(sw->real[i]);
+		f.ecn = link && link->ecn ? link->ecn :
+			rinx_testbed_ecn_default(sw->real[i]);
 		err = map_set(bpf_map__fd(skel->maps.ports), &idx, &v, sw->ns,
 			      "devmap");
 		/* floods and the group on the tree; a group finished here
