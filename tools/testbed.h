@@ -16,7 +16,9 @@
  * `queues` rx and tx queues (a NIC with RSS: XDP frames redirected into a
  * veth arrive on the rx queue of the sending CPU, modulo the queues). Hosts have static neighbours for every
  * other host and IPv6 off, so nothing but the traffic of the job crosses the
- * switches. Internal to rinxctl and the selftests: built into
+ * switches. A topology testbed (opts.topo/gen) lays out a topology's
+ * switches, servers and hosts instead (tools/testbed.c, "topology
+ * testbeds"). Internal to rinxctl and the selftests: built into
  * build/libtestbed.a, never into librinx (a trainer does not build
  * clusters, and the switch program has no place in its library).
  */
