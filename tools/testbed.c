@@ -1450,7 +1450,8 @@ static int switch_ns(const struct rinx_spec *s, const char *prefix, int i,
 		tor_ns(buf, prefix, i);
 		return 1;
 	}
-	if (i == s->nracks && s->nracks > 1) {
+	/* a topology testbed's switches and servers are all racks */
+	if (i == s->nracks && s->nracks > 1 && !s->topo[0]) {
 		spine_ns(buf, prefix);
 		return 1;
 	}
@@ -1695,7 +1696,9 @@ int rinx_testbed_fault_set(const char *what, const char *port,
 		pr_warn("no switch %s in testbed %s\n", want_ns, prefix);
 		err = -ENOENT;
 	}
-	if (!err && (mask & RINX_TB_F_RATE))
+	/* a topology testbed's rates are its topology's, scaled: the spec
+	 * has none to rewrite */
+	if (!err && (mask & RINX_TB_F_RATE) && !s->topo[0])
 		err = spec_rates_write(s, prefix, path);
 out:
 	if (nports)
