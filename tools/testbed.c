@@ -2334,6 +2334,20 @@ static int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows)
 					err = -ENODEV;
 					goto out;
 				}
+				{
+					struct rinx_sw_port had;
+
+					/* one route per (dst, src) pair */
+					if (!bpf_map_lookup_elem(fds[ri], &key,
+								 &had) &&
+					    had.port != p.port)
+						pr_warn("switch %s: %s -> %s is "
+							"routed two ways; the "
+							"last route wins\n",
+							sw->ns,
+							t->node[xf->src].name,
+							t->node[xf->dst].name);
+				}
 				if (bpf_map_update_elem(fds[ri], &key, &p, 0)) {
 					err = -errno;
 					pr_warn("switch %s: flow table: %s\n",
