@@ -430,6 +430,11 @@ static int testbed_up(int argc, char **argv)
 		fprintf(stderr, "rinxctl testbed: --topo or --gen, not both\n");
 		return RINX_EXIT_USAGE;
 	}
+	if ((o.topo || o.gen) && (fmask & RINX_TB_F_RATE)) {
+		fprintf(stderr, "rinxctl testbed: a topology's links have "
+			"their own rates: use --scale, not --rate\n");
+		return RINX_EXIT_USAGE;
+	}
 	if ((o.scale_mbit > 0 || o.plan) && !o.topo && !o.gen) {
 		fprintf(stderr, "rinxctl testbed: --scale and --plan need "
 			"--topo or --gen\n");
