@@ -32,7 +32,8 @@
 # Then bad input (a topology whose hosts link directly, a ring plan, an
 # unknown planner) gets a clear error, and down leaves nothing behind.
 #
-#   selftests/test_topo.sh [builddir]
+#   selftests/test_topo.sh [builddir]   (RINX_TOPO_PREFIX: namespace prefix
+#                                       head, default rxT; the pid follows)
 #
 # TAP output. Exit 0 pass, 1 fail, 4 skip (reason printed).
 
@@ -42,7 +43,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxT$$			# unique: runs can overlap
+P=${RINX_TOPO_PREFIX:-rxT}$$	# unique: runs can overlap (the variable
+				# picks another head, e.g. one per user)
 spec=/run/rinx-testbed/$P.spec
 topo=/run/rinx-testbed/$P.topo
 TIMEOUT_MS=20000	# per allreduce without progress
