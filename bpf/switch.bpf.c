@@ -7,8 +7,11 @@
  * Known unicast destinations are redirected through the devmap; group
  * addresses (broadcast, multicast) and unknown destinations are flooded to
  * every port but the ingress one. The MAC table is filled by the control
- * plane (tools/testbed.c); there is no learning. The topology is a tree, so
- * flooding cannot loop.
+ * plane (tools/testbed.c); there is no learning. The rack testbed is a
+ * tree, so flooding cannot loop; a topology testbed (sw_topo) may have
+ * cycles, and floods there stay on a spanning tree (`flood`), while
+ * unicast follows the MAC table's shortest paths or, for the pairs a plan
+ * routes otherwise, `flows`.
  *
  * Rina (the ToR of a rack):
  *  - an INA ToR runs the rack's aggregator (bpf/ina.bpf.h) first: frames to
@@ -75,9 +78,18 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #ifndef RINX_SW_MAX_PORTS
 #define RINX_SW_MAX_PORTS	64
 #endif
+#ifndef RINX_SW_MAX_FLOWS
+#define RINX_SW_MAX_FLOWS	1024
+#endif
 
 /* Rack of this ToR (the one its groups belong to); 0xff: the spine. */
 const volatile __u8 sw_rack = 0xff;
+/* A switch of a topology testbed (tools/testbed.c, --topo): its links may
+ * form cycles, so floods go to `flood` (the ports of a spanning tree)
+ * instead of every port, and `flows` may route a (source, destination)
+ * pair off the shortest path the MAC table holds (a planner's route).
+ * Constant after load: the rack testbed's switch has neither lookup. */
+const volatile __u8 sw_topo = 0;
 
 /* Destination MAC -> port it leaves by. Key: the 6 MAC bytes in wire order
  * followed by 2 zero bytes, read as a __u64 in memory order. */
@@ -117,6 +129,24 @@ struct {
 	__type(key, __u32);
 	__type(value, struct bpf_devmap_val);
 } group_all SEC(".maps");
+
+/* ifindex -> port: the ports on the topology's spanning tree (sw_topo),
+ * where floods and the fabric's group go. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, RINX_SW_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} flood SEC(".maps");
+
+/* (destination, source MAC) -> port it leaves by (sw_topo): the routes
+ * of the plan's transfers that are not the MAC table's shortest path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RINX_SW_MAX_FLOWS);
+	__type(key, struct rinx_sw_flow_key);
+	__type(value, struct rinx_sw_port);
+} flows SEC(".maps");
 
 /* IPv4 address (network order) -> MAC, as the key of `macs`: every host
  * and aggregator of the cluster. */
@@ -512,7 +542,16 @@ int rinx_switch(struct xdp_md *ctx)
 					      BPF_F_EXCLUDE_INGRESS));
 	}
 	__builtin_memcpy(&key, eth->h_dest, ETH_ALEN);
-	p = bpf_map_lookup_elem(&macs, &key);
+	p = NULL;
+	if (sw_topo) {
+		struct rinx_sw_flow_key fk = {};
+
+		__builtin_memcpy(fk.dst, eth->h_dest, ETH_ALEN);
+		__builtin_memcpy(fk.src, eth->h_source, ETH_ALEN);
+		p = bpf_map_lookup_elem(&flows, &fk);
+	}
+	if (!p)
+		p = bpf_map_lookup_elem(&macs, &key);
 	if (!p) {
 		if (from_ina)
 			return count(RINX_SW_DROP_NO_PORT, XDP_DROP);
@@ -528,6 +567,10 @@ int rinx_switch(struct xdp_md *ctx)
 	}
 	return sw_send(ctx, p->port, from_ina ? RINX_SW_INA_FWD : RINX_SW_FWD);
 flood:
+	if (sw_topo)
+		return count(RINX_SW_FLOOD,
+			     bpf_redirect_map(&flood, 0, BPF_F_BROADCAST |
+					      BPF_F_EXCLUDE_INGRESS));
 	return count(RINX_SW_FLOOD,
 		     bpf_redirect_map(&ports, 0,
 				      BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS));

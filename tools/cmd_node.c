@@ -227,8 +227,9 @@ int cmd_plan(int argc, char **argv)
 
 	if (parse_node_args(argc, argv, &a,
 			    "--spec FILE | --hosts N [--plan P]\n"
-			    "  --plan P   ring, rina, ps[:N], ps-ina[:N], har, tree or "
-			    "dbtree\n"
+			    "  --plan P   ring, rina, ps[:N], ps-ina[:N], har, tree, "
+			    "dbtree or\n"
+			    "             topo:NAME (a planner on the spec's topology)\n"
 			    "             (default: the spec's plan=, else rina)"))
 		return RINX_EXIT_USAGE;
 	if (a.spec) {

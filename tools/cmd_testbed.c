@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include "tools/cmds.h"
 #include "tools/testbed.h"
+#include "user/plan.h"
 
 static const char testbed_usage[] =
 "usage: rinxctl testbed up [options]\n"
@@ -20,6 +21,7 @@ static const char testbed_usage[] =
 "       rinxctl testbed show PREFIX|SPEC\n"
 "       rinxctl testbed fault PREFIX|SPEC [--port NS:IF | --all] LINK\n"
 "       rinxctl testbed ina-off PREFIX|SPEC RACK\n"
+"       rinxctl testbed plan PREFIX|SPEC [topo:NAME]\n"
 "\n"
 "up: build the emulated cluster: one network namespace per host, one per\n"
 "rack's ToR switch and a spine when there are several racks, joined by\n"
@@ -44,6 +46,18 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  --ina LIST          INA kind of each rack, comma-separated: none, switch\n"
 "                      or agent (one value applies to every rack)\n"
 "  --no-nodes          leave the host program off (plain IP testbed)\n"
+"  --topo FILE         build a topology (format in docs/sim.md) instead of\n"
+"                      racks: a namespace per switch and per PS, a host per\n"
+"                      worker, a veth per link; every port's queue at its\n"
+"                      link's rate x --scale; unicast on shortest paths or\n"
+"                      the plan's routes, floods on a spanning tree; ina=yes\n"
+"                      switches and every PS aggregate (--racks, --hosts,\n"
+"                      --ina and --queues do not apply)\n"
+"  --gen SPEC          the same for a generated topology (grid-toy, ...)\n"
+"  --scale MBIT        Mbit/s of a port per Gbit/s of the topology (default\n"
+"                      20: the GRID toy's 3 Gbit/s links run at 60 Mbit/s)\n"
+"  --plan topo:NAME    the spec's plan and the routes the switches get\n"
+"                      (default topo:grid; see plan below)\n"
 "  LINK                link settings of every switch port (see fault)\n"
 "down: host programs off, namespaces deleted, pins and spec removed.\n"
 "  Succeeds when nothing is left. --all: every testbed with a spec in\n"
@@ -55,6 +69,11 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  bytes sent, tail drops, ECN marks, frames above the mark threshold that\n"
 "  were not ECT, the peak backlog, utilization (bytes x 8 / (rate x time\n"
 "  since set), Ethernet overhead not counted) and the faults injected.\n"
+"plan: a topology testbed changes plan: the planner NAME (rinxctl sim\n"
+"  --list) plans on the testbed's topology, its reduce routes replace the\n"
+"  switches' flow tables and it becomes the spec's plan= (without NAME: the\n"
+"  spec's plan again). Ranks that run another plan than the routes' still\n"
+"  get exact sums, on shortest paths.\n"
 "ina-off: rack RACK's ToR loses its aggregator (it goes on switching);\n"
 "  running jobs fall back to ring members for that rack at their next\n"
 "  collective.\n"
@@ -92,7 +111,8 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
 	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
 	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
-	OPT_HOLD, OPT_BUFFER, OPT_ECN, OPT_QUEUES };
+	OPT_HOLD, OPT_BUFFER, OPT_ECN, OPT_QUEUES, OPT_TOPO, OPT_GEN,
+	OPT_SCALE, OPT_PLAN };
 
 static const struct option testbed_opts[] = {
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
@@ -107,6 +127,10 @@ static const struct option testbed_opts[] = {
 	{ "port", required_argument, NULL, OPT_PORT },
 	{ "ina", required_argument, NULL, OPT_INA },
 	{ "no-nodes", no_argument, NULL, OPT_NO_NODES },
+	{ "topo", required_argument, NULL, OPT_TOPO },
+	{ "gen", required_argument, NULL, OPT_GEN },
+	{ "scale", required_argument, NULL, OPT_SCALE },
+	{ "plan", required_argument, NULL, OPT_PLAN },
 	{ "all", no_argument, NULL, OPT_ALL },
 	{ "drop", required_argument, NULL, OPT_DROP },
 	{ "dup", required_argument, NULL, OPT_DUP },
@@ -359,6 +383,28 @@ static int testbed_up(int argc, char **argv)
 		case OPT_NO_NODES:
 			o.no_nodes = 1;
 			break;
+		case OPT_TOPO:
+			o.topo = optarg;
+			break;
+		case OPT_GEN:
+			o.gen = optarg;
+			break;
+		case OPT_SCALE: {
+			char *end;
+
+			errno = 0;
+			o.scale_mbit = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(o.scale_mbit >= 0.001 && o.scale_mbit <= 1e5)) {
+				fprintf(stderr, "rinxctl testbed: --scale must "
+					"be 0.001..100000 Mbit/s\n");
+				return RINX_EXIT_USAGE;
+			}
+			break;
+		}
+		case OPT_PLAN:
+			o.plan = optarg;
+			break;
 		case 'h':
 			fputs(testbed_usage, stdout);
 			return 0;
@@ -378,6 +424,20 @@ static int testbed_up(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "rinxctl testbed up: unexpected '%s'\n",
 			argv[optind]);
+		return RINX_EXIT_USAGE;
+	}
+	if (o.topo && o.gen) {
+		fprintf(stderr, "rinxctl testbed: --topo or --gen, not both\n");
+		return RINX_EXIT_USAGE;
+	}
+	if ((o.topo || o.gen) && (fmask & RINX_TB_F_RATE)) {
+		fprintf(stderr, "rinxctl testbed: a topology's links have "
+			"their own rates: use --scale, not --rate\n");
+		return RINX_EXIT_USAGE;
+	}
+	if ((o.scale_mbit > 0 || o.plan) && !o.topo && !o.gen) {
+		fprintf(stderr, "rinxctl testbed: --scale and --plan need "
+			"--topo or --gen\n");
 		return RINX_EXIT_USAGE;
 	}
 	if (hosts && per_rack && hosts != per_rack * o.racks) {
@@ -427,11 +487,24 @@ static int testbed_up(int argc, char **argv)
 		free(s);
 		return ret == -EEXIST ? RINX_EXIT_CONFIG : rinx_exit_code(ret);
 	}
-	printf("testbed %s: %d rack%s x %d host%s, %s XDP%s", prefix,
-	       o.racks, o.racks > 1 ? "s" : "", o.hosts_per_rack,
-	       o.hosts_per_rack > 1 ? "s" : "",
-	       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
-	       o.no_nodes ? ", host program off" : "");
+	if (o.topo || o.gen) {
+		char pl[40];
+
+		printf("testbed %s: topology %s, %d hosts, %d switches and "
+		       "servers, %g Mbit/s per topology Gbit/s, plan %s, %s "
+		       "XDP%s", prefix, o.topo ? o.topo : o.gen, s->nhosts,
+		       s->nracks, o.scale_mbit > 0 ? o.scale_mbit :
+		       RINX_TB_SCALE, rinx_plan_name(s->plan, s->plan_nps, pl,
+						     sizeof(pl)),
+		       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
+		       o.no_nodes ? ", host program off" : "");
+	} else {
+		printf("testbed %s: %d rack%s x %d host%s, %s XDP%s", prefix,
+		       o.racks, o.racks > 1 ? "s" : "", o.hosts_per_rack,
+		       o.hosts_per_rack > 1 ? "s" : "",
+		       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
+		       o.no_nodes ? ", host program off" : "");
+	}
 	if (o.queues > 1)
 		printf(", %d queues per host", o.queues);
 	printf("\n");
@@ -546,6 +619,22 @@ static int load_target(const char *what, char *path, size_t len,
 		fprintf(stderr, "rinxctl testbed show: %s: %s\n", path,
 			ret == -ENOENT ? "no such testbed spec" : err);
 	return ret;
+}
+
+/* A port of switch namespace ns of a topology testbed, "eth0" if none. */
+static void topo_port(const struct rinx_spec *s, const char *ns, char *buf,
+		      size_t len)
+{
+	struct rinx_tb_port_link *pl = calloc(256, sizeof(*pl));
+	int n = pl ? rinx_testbed_link_get(s, pl, 256) : 0, i;
+
+	snprintf(buf, len, "eth0");
+	for (i = 0; i < n; i++)
+		if (!strcmp(pl[i].ns, ns)) {
+			snprintf(buf, len, "%s", pl[i].ifname);
+			break;
+		}
+	free(pl);
 }
 
 static void show_switch(const char *ns, const char *ifname, const char *what)
@@ -696,6 +785,13 @@ static int testbed_show(int argc, char **argv)
 			/* All ports of a switch share one program and its
 			 * counters: ask any of them. */
 			snprintf(ns, sizeof(ns), "%st%d", prefix, r);
+			if (s->topo[0]) {
+				/* a topology's switch or server: named as
+				 * there, ports named by link */
+				topo_port(s, ns, ifname, sizeof(ifname));
+				show_switch(ns, ifname, s->racks[r].name);
+				continue;
+			}
 			for (i = 0; i < s->nhosts; i++)
 				if (s->hosts[i].rack == s->racks[r].id)
 					break;
@@ -705,7 +801,7 @@ static int testbed_show(int argc, char **argv)
 				snprintf(ifname, sizeof(ifname), "uplink");
 			show_switch(ns, ifname, "tor");
 		}
-		if (s->nracks > 1) {
+		if (s->nracks > 1 && !s->topo[0]) {
 			snprintf(ns, sizeof(ns), "%ssp", prefix);
 			show_switch(ns, "t0", "spine");
 		}
@@ -862,6 +958,27 @@ static int testbed_ina_off(int argc, char **argv)
 	return 0;
 }
 
+static int testbed_plan(int argc, char **argv)
+{
+	int ret, n = 0;
+
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: rinxctl testbed plan PREFIX|SPEC "
+			"[topo:NAME]\n");
+		return RINX_EXIT_USAGE;
+	}
+	ret = rinx_testbed_topo_plan(argv[1], argc == 3 ? argv[2] : NULL, &n);
+	if (ret) {
+		fprintf(stderr, "rinxctl testbed plan: %s\n", strerror(-ret));
+		return ret == -ENOENT || ret == -EINVAL ||
+		       ret == -EOPNOTSUPP ? RINX_EXIT_CONFIG :
+					    rinx_exit_code(ret);
+	}
+	printf("testbed %s: plan %s, %d flow entries\n", argv[1],
+	       argc == 3 ? argv[2] : "of the spec", n);
+	return 0;
+}
+
 int cmd_testbed(int argc, char **argv)
 {
 	const char *act = argc > 1 ? argv[1] : "";
@@ -879,6 +996,8 @@ int cmd_testbed(int argc, char **argv)
 		return testbed_fault(argc - 1, argv + 1);
 	if (!strcmp(act, "ina-off"))
 		return testbed_ina_off(argc - 1, argv + 1);
+	if (!strcmp(act, "plan"))
+		return testbed_plan(argc - 1, argv + 1);
 	if (!strcmp(act, "-h") || !strcmp(act, "--help")) {
 		fputs(testbed_usage, stdout);
 		return 0;

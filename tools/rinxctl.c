@@ -15,8 +15,8 @@
 #include "user/ctl.h"
 
 static const struct rinx_cmd cmds[] = {
-	{ "testbed", cmd_testbed, "up|down|show|fault|ina-off [options]",
-	  "build, inspect, fault or tear down the emulated cluster (namespaces, veth,\n           XDP switches)" },
+	{ "testbed", cmd_testbed, "up|down|show|fault|ina-off|plan [options]",
+	  "build, inspect, fault or tear down the emulated cluster (namespaces, veth,\n           XDP switches): racks, or a topology (--topo FILE, --gen grid-toy)" },
 	{ "up", cmd_up, "--spec FILE --node NAME",
 	  "attach the host program on a node and pin its maps" },
 	{ "down", cmd_down, "--spec FILE --node NAME",
@@ -25,7 +25,8 @@ static const struct rinx_cmd cmds[] = {
 	  "per-node counters of the host program" },
 	{ "plan", cmd_plan, "--spec FILE | --hosts N [--plan P]",
 	  "print the plan (per-node tables) of a cluster: ring, rina, ps[:N],\n"
-	  "           ps-ina[:N], har, tree or dbtree" },
+	  "           ps-ina[:N], har, tree, dbtree, or topo:NAME (a planner on the\n"
+	  "           spec's topology: topo:grid, topo:ps-ina, ...)" },
 	{ "bench", cmd_bench, "--spec FILE [options]",
 	  "allreduce benchmark: size sweep, verify, time and bandwidth" },
 	{ "demo", cmd_demo, "[--racks R --per-rack H --ina LIST | --hosts N] [--sizes LIST]",

@@ -16,7 +16,9 @@
  * `queues` rx and tx queues (a NIC with RSS: XDP frames redirected into a
  * veth arrive on the rx queue of the sending CPU, modulo the queues). Hosts have static neighbours for every
  * other host and IPv6 off, so nothing but the traffic of the job crosses the
- * switches. Internal to rinxctl and the selftests: built into
+ * switches. A topology testbed (opts.topo/gen) lays out a topology's
+ * switches, servers and hosts instead (tools/testbed.c, "topology
+ * testbeds"). Internal to rinxctl and the selftests: built into
  * build/libtestbed.a, never into librinx (a trainer does not build
  * clusters, and the switch program has no place in its library).
  */
@@ -91,7 +93,21 @@ struct rinx_testbed_opts {
 				 * and its switch port); 0: 1 */
 	const struct rinx_sw_link_set *link;	/* every switch port; NULL:
 						 * a perfect link */
+	/* A topology testbed (tools/testbed.c, "topology testbeds") instead
+	 * of racks: a topology file, or a generator spec ("grid-toy"); racks,
+	 * hosts_per_rack, ina and queues are not used then. */
+	const char *topo;
+	const char *gen;
+	double scale_mbit;	/* Mbit/s of a port per topology Gbit/s;
+				 * 0: RINX_TB_SCALE */
+	const char *plan;	/* plan= of the spec (topo:NAME), whose reduce
+				 * routes the switches get; NULL: topo:grid */
 };
+
+/* Default scale of a topology testbed: 1 Gbit/s of the topology is 20
+ * Mbit/s here (the GRID toy's 3 Gbit/s switch links: 60 Mbit/s), what two
+ * shared cores carry for 8 workers with room to spare. */
+#define RINX_TB_SCALE		20.0
 
 /* A growing text buffer of commands for `ip`/`tc -batch`; on failure to
  * grow it keeps the error (err) and every later call is a no-op. */
@@ -127,6 +143,12 @@ void rinx_testbed_spec_path(const char *prefix, char *buf, size_t len);
  * spec_out (may be NULL) receives the spec. */
 int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		    struct rinx_spec *spec_out);
+
+/* A topology testbed (PREFIX or SPEC) changes plan: plan (topo:NAME; NULL:
+ * the spec's own) is planned on the testbed's topology, its reduce routes
+ * replace the switches' flow tables, and it becomes the spec's plan=.
+ * *nflows (may be NULL) gets the flow entries written. */
+int rinx_testbed_topo_plan(const char *what, const char *plan, int *nflows);
 
 /* Tears down the testbed named by a spec file path (contains '/' or ends in
  * ".spec") or by its prefix: host programs, namespaces, pins, spec file.

@@ -49,6 +49,14 @@ struct rinx_sw_port {
 	__u32 resv;
 };
 
+/* Switch flow table key (topology testbed): a (destination, source MAC)
+ * pair routed by the plan rather than by the MAC table. */
+struct rinx_sw_flow_key {
+	__u8 dst[6];
+	__u8 src[6];
+	__u32 resv;	/* zero */
+};
+
 /* Probabilities are in parts per million. */
 #define RINX_SW_PPM		1000000U
 /* Queue arithmetic: 1 Mbit/s drains 1/8000 byte per ns, so the backlog is
@@ -109,6 +117,7 @@ struct rinx_sw_link {
 };
 
 _Static_assert(sizeof(struct rinx_sw_port) == 8, "sw port");
+_Static_assert(sizeof(struct rinx_sw_flow_key) == 16, "sw flow key");
 _Static_assert(sizeof(struct rinx_sw_link_set) == 32, "sw link settings");
 _Static_assert(__builtin_offsetof(struct rinx_sw_link, set) == 8,
 	       "sw link: settings after the lock");

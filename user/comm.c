@@ -258,6 +258,35 @@ int rinx_c_ina_replan(struct rinx_comm *c, __u32 down)
 	return 0;
 }
 
+/* An aggregator with no host in its rack (a topology's PS, an aggregating
+ * spine: only a topology spec has one) has no agent: rank 0 installs it,
+ * before its own job entry, so no peer passes the open barrier first. */
+static int install_hostless(struct rinx_comm *c)
+{
+	int ri, r, n, err, keep;
+
+	if (c->rank != 0)
+		return 0;
+	for (ri = 0; ri < c->spec.nracks && ri < RINX_MAX_NODES; ri++) {
+		if (c->spec.racks[ri].ina != RINX_INA_SWITCH)
+			continue;
+		for (r = n = 0; r < c->spec.nhosts; r++)
+			n += c->spec.hosts[r].rack == c->spec.racks[ri].id;
+		if (n)
+			continue;
+		keep = c->tor_jobs_fd;
+		c->tor_jobs_fd = -1;
+		err = install_tor(c, ri);
+		if (c->hostless_fd[ri] >= 0)
+			close(c->hostless_fd[ri]);
+		c->hostless_fd[ri] = c->tor_jobs_fd;
+		c->tor_jobs_fd = keep;
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int install(struct rinx_comm *c)
 {
 	struct rinx_job other;
@@ -317,6 +346,9 @@ static int install(struct rinx_comm *c)
 		if (err)
 			return err;
 	}
+	err = install_hostless(c);
+	if (err)
+		return err;
 	key = c->job;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
 		return rinx_c_cerr(c, -errno, "cannot write job entry: %s",
@@ -339,6 +371,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		return -ENOMEM;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
 	c->fd_aggs = c->tor_jobs_fd = -1;
+	memset(c->hostless_fd, 0xff, sizeof(c->hostless_fd));
 	/* options of an older caller end before `plan` */
 	if (!o || o->sz < offsetof(struct rinx_comm_opts, plan) || !o->spec) {
 		err = rinx_c_cerr(c, -EINVAL, "missing options or spec");
@@ -458,6 +491,7 @@ fail:
 RINX_API void rinx_comm_close(struct rinx_comm *c)
 {
 	__u32 key;
+	int i;
 
 	if (!c)
 		return;
@@ -476,6 +510,12 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		bpf_map_delete_elem(c->tor_jobs_fd, &key);
 		close(c->tor_jobs_fd);
 	}
+	for (i = 0; i < RINX_MAX_NODES; i++)
+		if (c->hostless_fd[i] >= 0) {
+			key = c->job;
+			bpf_map_delete_elem(c->hostless_fd[i], &key);
+			close(c->hostless_fd[i]);
+		}
 	if (c->fd_aggs >= 0)
 		close(c->fd_aggs);
 	if (c->x) {

@@ -106,6 +106,9 @@ struct rinx_comm {
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
 	int fd_aggs;		/* agent host: its aggregator slots */
 	int tor_jobs_fd;	/* agent of an INA ToR: the ToR's job table */
+	/* rank 0: job tables of the aggregators without hosts (a topology's
+	 * PS, an aggregating spine) it installed, -1 where none */
+	int hostless_fd[RINX_MAX_NODES];
 	struct rinx_slot *share, *result;
 	size_t map_bytes;
 	struct rinx_cursor *cursors;	/* mmapped, RINX_MAX_JOBS entries */

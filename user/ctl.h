@@ -30,6 +30,10 @@ int rinx_seterr(char *err, size_t len, int ret, const char *fmt, ...)
 /* ---- cluster spec ----
  * A text file, one record per line, '#' starts a comment:
  *   cluster port=47001 window=8192 pin=/run/rinx mode=native plan=rina
+ *           [topo=FILE]                (plan=topo:NAME: the planner NAME on
+ *                                       the topology FILE, whose hosts,
+ *                                       switches and PS are the spec's
+ *                                       hosts and racks by name)
  *   rack id=0 ina=none                 (or ina=agent: the rack's lowest
  *                                       rank aggregates in its host program)
  *   rack id=1 ina=switch name=agg1 mac=02:72:78:fe:01:01 ip=10.71.1.254 \
@@ -88,6 +92,8 @@ struct rinx_spec {
 	char pin[RINX_PATH_MAX];/* bpffs directory; one subdirectory per node */
 	int plan;		/* enum rinx_plan_kind (user/plan.h) */
 	int plan_nps;		/* parameter servers of the ps plans; 0: 1 */
+	/* topology file of plan=topo:NAME (user/topo.h format), "" none */
+	char topo[RINX_PATH_MAX];
 	int nhosts;
 	struct rinx_spec_host hosts[RINX_MAX_NODES];
 	int nracks;

@@ -30,12 +30,13 @@
 #include <string.h>
 #include "user/ctl.h"
 #include "user/plan.h"
+#include "user/pplan.h"
 
 static const char *const kind_name[RINX_PLAN_MAX] = {
 	[RINX_PLAN_RINA] = "rina", [RINX_PLAN_RING] = "ring",
 	[RINX_PLAN_PS] = "ps", [RINX_PLAN_PSINA] = "ps-ina",
 	[RINX_PLAN_HAR] = "har", [RINX_PLAN_TREE] = "tree",
-	[RINX_PLAN_DBTREE] = "dbtree",
+	[RINX_PLAN_DBTREE] = "dbtree", [RINX_PLAN_TOPO] = "topo",
 };
 
 int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
@@ -51,6 +52,18 @@ int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
 		if (strlen(kind_name[k]) == len &&
 		    !strncmp(name, kind_name[k], len))
 			break;
+	if (k == RINX_PLAN_TOPO) {
+		const struct pp_planner *pl;
+
+		pl = colon ? pp_planner_find(colon + 1) : NULL;
+		if (!pl)
+			return rinx_seterr(err, errlen, -EINVAL, "plan '%s': "
+					   "topo:NAME needs a planner NAME "
+					   "(rinxctl sim --list)", name);
+		*kind = k;
+		*nps = (int)(pl - pp_planners) + 1;
+		return 0;
+	}
 	if (k == RINX_PLAN_MAX)
 		return rinx_seterr(err, errlen, -EINVAL, "unknown plan '%s' "
 				   "(ring, rina, ps[:N], ps-ina[:N], har, tree, "
@@ -76,7 +89,10 @@ const char *rinx_plan_name(int kind, int nps, char *buf, size_t len)
 {
 	if (kind < 0 || kind >= RINX_PLAN_MAX)
 		kind = RINX_PLAN_RINA;
-	if (nps > 1)
+	if (kind == RINX_PLAN_TOPO)
+		snprintf(buf, len, "topo:%s", nps >= 1 && nps <= pp_nplanners() ?
+			 pp_planners[nps - 1].name : "?");
+	else if (nps > 1)
 		snprintf(buf, len, "%s:%d", kind_name[kind], nps);
 	else
 		snprintf(buf, len, "%s", kind_name[kind]);
@@ -106,6 +122,9 @@ void rinx_plan_spec(struct rinx_spec *s)
 {
 	int i;
 
+	/* a topology plan says itself which switch aggregates what */
+	if (s->plan == RINX_PLAN_TOPO)
+		return;
 	for (i = 0; i < s->nracks; i++) {
 		struct rinx_spec_rack *r = &s->racks[i];
 
@@ -624,6 +643,8 @@ static int build_all(struct bld *b, struct rinx_spec *s, struct rinx_plan *p)
 	if (s->nhosts < 1)
 		return -EINVAL;
 	switch (p->kind) {
+	case RINX_PLAN_TOPO:
+		return pp_tables(s, p, b->hop, b->start_to, b->start_type);
 	case RINX_PLAN_PS:
 	case RINX_PLAN_PSINA:
 		return build_ps(b);
@@ -753,9 +774,24 @@ static void summary(FILE *f, const struct rinx_spec *s, const struct bld *b)
 		"b %% %d)\n", pl,
 		p->kind == RINX_PLAN_PS ? "parameter servers" :
 		p->kind == RINX_PLAN_PSINA ? "parameter servers, INA racks "
-		"aggregate on the way" : p->kind == RINX_PLAN_TREE ?
+		"aggregate on the way" : p->kind == RINX_PLAN_TOPO ?
+		"a planner's plan on the spec's topology" :
+		p->kind == RINX_PLAN_TREE ?
 		"binary tree" : "double binary tree", s->nhosts, p->nclasses,
 		p->nclasses);
+	if (p->plen != p->nclasses) {
+		/* proportional shares: the pattern says which class a block
+		 * is in, and each class's part of it */
+		int cnt[RINX_MAX_CLASSES] = { 0 };
+
+		for (i = 0; i < p->plen; i++)
+			cnt[p->cmap[i]]++;
+		fprintf(f, "  (not b %% %d: block b is in class cmap[b %% %d]; "
+			"shares", p->nclasses, p->plen);
+		for (k = 0; k < p->nclasses; k++)
+			fprintf(f, " %d/%d", cnt[k], p->plen);
+		fprintf(f, ")\n");
+	}
 	for (k = 0; k < p->nclasses; k++) {
 		node_name(s, p->root[k], a, sizeof(a));
 		fprintf(f, "class %d: root %s; aggregators:", k, a);

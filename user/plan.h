@@ -29,6 +29,10 @@ enum rinx_plan_kind {
 	RINX_PLAN_HAR,		/* hierarchical: rack leaders in a ring */
 	RINX_PLAN_TREE,		/* binary tree */
 	RINX_PLAN_DBTREE,	/* double binary tree */
+	RINX_PLAN_TOPO,		/* "topo:NAME": the planner NAME (user/pplan.h)
+				 * on the spec's topology (topo=), compiled
+				 * by user/plan_ir.c; plan_nps holds the
+				 * planner's index + 1 */
 	RINX_PLAN_MAX,
 };
 
@@ -53,7 +57,9 @@ struct rinx_plan {
 };
 
 /* Plan name ("ring", "rina", "ps", "ps:2", "ps-ina", "ps-ina:2", "har",
- * "tree", "dbtree") -> kind and server count (ps kinds; 0 otherwise).
+ * "tree", "dbtree", "topo:grid" and the other topology planners) -> kind
+ * and server count (ps kinds; the planner's index + 1 for topo; 0
+ * otherwise).
  * 0, or -EINVAL with a message in err. */
 int rinx_plan_parse(const char *name, int *kind, int *nps, char *err,
 		    size_t errlen);

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include "user/topo.h"
+#include "uapi/rinx.h"
 
 enum pp_kind { PP_TREE, PP_RING };
 
@@ -150,6 +151,35 @@ void pp_mf_set_cap(struct pp_mf *m, int e, long long cap);
  * cut. Exact (n-1 max-flows); -1 if the topology is too large (> maxw
  * workers). */
 double pp_cut_bound(struct topo *t, int maxw);
+
+/* ---- a plan on the data plane (user/plan_ir.c) ---- */
+struct rinx_spec;
+struct rinx_plan;
+/* Planners in pp_planners. */
+int pp_nplanners(void);
+/* The topology (a file, or a generator spec such as "grid-toy") and the
+ * named planner's finished plan on it; 0 or -errno with a message. t and p
+ * are initialised either way (free them). */
+int pp_load(const char *topo, const char *planner, struct topo *t,
+	    struct pp_plan *p, char *err, size_t errlen);
+/* Node id of topology node tn in spec s: a host's rank, an ina=switch
+ * rack's aggregator (switch or PS, by name); -1 if it has none. */
+int pp_node_id(const struct rinx_spec *s, const struct topo *t, int tn);
+/* Every node's tables for plan pp on t (tree classes only), the shared
+ * part (classes, pattern, roots) into p, whose nodes are already built:
+ * hop[node][class][type-1], start_to/start_type[node][class] (start_to
+ * preset to -1). 0 or -errno with a message. */
+int pp_compile(const struct topo *t, const struct pp_plan *pp,
+	       const struct rinx_spec *s, struct rinx_plan *p,
+	       struct rinx_hop (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
+	       int (*start_to)[RINX_MAX_CLASSES],
+	       int (*start_type)[RINX_MAX_CLASSES], char *err, size_t errlen);
+/* The same for the spec's own topology and planner (plan=topo:NAME,
+ * topo=FILE): what user/plan.c builds for RINX_PLAN_TOPO. */
+int pp_tables(const struct rinx_spec *s, struct rinx_plan *p,
+	      struct rinx_hop (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
+	       int (*start_to)[RINX_MAX_CLASSES],
+	      int (*start_type)[RINX_MAX_CLASSES]);
 
 /* planners, one file each */
 #define PP_PLANNER(name)						\

@@ -196,6 +196,10 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 			if (rinx_plan_parse(v, &s->plan, &s->plan_nps, why,
 					    sizeof(why)))
 				return BAD("line %d: %s", lineno, why);
+		} else if (!h && !r && !strcmp(tok, "topo")) {
+			if (strlen(v) >= sizeof(s->topo))
+				return BAD("line %d: topo path too long", lineno);
+			snprintf(s->topo, sizeof(s->topo), "%s", v);
 		} else if (!h && !r && !strcmp(tok, "mode")) {
 			if (!strcmp(v, "native"))
 				s->mode = RINX_XDP_NATIVE;
@@ -269,7 +273,9 @@ int rinx_spec_check(const struct rinx_spec *s, char *err, size_t errlen)
 					   s->racks[i].id);
 		for (j = 0; j < s->nhosts; j++)
 			workers += s->hosts[j].rack == s->racks[i].id;
-		if (s->racks[i].ina != RINX_INA_NONE && !workers)
+		/* a topology's PS or a spine may aggregate without hosts */
+		if (s->racks[i].ina != RINX_INA_NONE && !workers &&
+		    (!s->topo[0] || s->racks[i].ina != RINX_INA_SWITCH))
 			return BAD("rack %d: an INA rack without hosts",
 				   s->racks[i].id);
 		if (s->racks[i].uplink_mbit > RINX_SPEC_RATE_MAX)
@@ -323,10 +329,13 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 	if (!f)
 		return -errno;
 	fprintf(f, "# rinx cluster spec\n");
-	fprintf(f, "cluster port=%u window=%u pin=%s mode=%s plan=%s\n",
+	fprintf(f, "cluster port=%u window=%u pin=%s mode=%s plan=%s",
 		s->port, s->window, s->pin,
 		s->mode == RINX_XDP_GENERIC ? "generic" : "native",
 		rinx_plan_name(s->plan, s->plan_nps, pl, sizeof(pl)));
+	if (s->topo[0])
+		fprintf(f, " topo=%s", s->topo);
+	fprintf(f, "\n");
 	for (i = 0; i < s->nracks; i++) {
 		const struct rinx_spec_rack *r = &s->racks[i];
 

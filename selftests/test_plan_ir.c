@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The plan compiler (user/plan_ir.c): planners' plans on the GRID toy
+ * turned into the engine's per-node tables, checked entry by entry against
+ * the plans worked out by hand. Pure computation: no root, no namespaces.
+ *
+ * The spec is the one the testbed writes for `--gen grid-toy`: hosts W1-W8
+ * (ranks 0-7), racks S1, S2, S3 and PS, all ina=switch, so the aggregator
+ * node ids are S1 8, S2 9, S3 10, PS 11.
+ *
+ *   grid:   W1-W3 -> S1, W4-W6 -> S2 (W4 routed S1-S2), W7-W8 -> S3;
+ *           S1, S2, S3 -> PS, which finishes and sends to every host
+ *   ps-ina: class 0 (12/13 of the blocks): W1-W4 -> S1, the rest as grid;
+ *           class 1 (1/13): W1-W4 straight to the PS (S1 is full)
+ *   ps:     every worker -> PS
+ * and what must fail: a plan whose aggregator the spec cannot run (S2
+ * without INA), ring classes, a spec whose hosts are not the topology's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include "selftests/tap.h"
+#include "user/ctl.h"
+#include "user/plan.h"
+
+enum { S1 = 8, S2 = 9, S3 = 10, PS = 11 };
+
+static void toy_spec(struct rinx_spec *s, const char *plan)
+{
+	static const char *const sw[4] = { "S1", "S2", "S3", "PS" };
+	static const int at[8] = { 0, 0, 0, 0, 1, 1, 2, 2 };
+	char err[160];
+	int i;
+
+	rinx_spec_init(s);
+	snprintf(s->topo, sizeof(s->topo), "grid-toy");
+	if (rinx_plan_parse(plan, &s->plan, &s->plan_nps, err, sizeof(err)))
+		tap_diag("%s: %s", plan, err);
+	s->nracks = 4;
+	for (i = 0; i < 4; i++) {
+		struct rinx_spec_rack *r = &s->racks[i];
+		__u8 mac[6] = { 0x02, 0x72, 0x78, 0xfe, i, 1 };
+
+		r->id = i;
+		r->ina = RINX_INA_SWITCH;
+		snprintf(r->name, sizeof(r->name), "%s", sw[i]);
+		memcpy(r->mac, mac, 6);
+		r->ip = htonl(0x0a470000 | i << 8 | 254);
+	}
+	s->nhosts = 8;
+	for (i = 0; i < 8; i++) {
+		struct rinx_spec_host *h = &s->hosts[i];
+		__u8 mac[6] = { 0x02, 0x72, 0x78, 0, at[i], i + 1 };
+
+		snprintf(h->name, sizeof(h->name), "W%d", i + 1);
+		h->rank = i;
+		h->rack = at[i];
+		memcpy(h->mac, mac, 6);
+		h->ip = htonl(0x0a470000 | at[i] << 8 | (i + 1));
+	}
+}
+
+static __u64 bits(const int *ids, int n)
+{
+	__u64 m = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		m |= 1ull << ids[i];
+	return m;
+}
+
+/* The hop of node at (class k, type) has action a, mask m, next node to. */
+static int hop_is(const struct rinx_spec *s, int node, int k, int type,
+		  int a, __u64 m, int to)
+{
+	struct rinx_plan p;
+	const struct rinx_hop *h;
+
+	if (rinx_plan_build(&p, s, node))
+		return 0;
+	h = &p.hops[k][type - 1];
+	if (h->action != a || h->mask != m || h->to != to) {
+		tap_diag("node %d class %d type %d: action %d mask %#llx to %d",
+			 node, k, type, h->action, (unsigned long long)h->mask,
+			 h->to);
+		return 0;
+	}
+	return 1;
+}
+
+static int starts(const struct rinx_spec *s, int node, int k, int to)
+{
+	struct rinx_plan p;
+
+	if (rinx_plan_build(&p, s, node))
+		return 0;
+	if (p.start_to[k] != to || (to >= 0 &&
+				    p.start_type[k] != RINX_T_CONTRIB)) {
+		tap_diag("node %d class %d starts at %d type %d", node, k,
+			 p.start_to[k], p.start_type[k]);
+		return 0;
+	}
+	return 1;
+}
+
+int main(void)
+{
+	static const int w123[] = { 0, 1, 2 }, w456[] = { 3, 4, 5 };
+	static const int w78[] = { 6, 7 }, sws[] = { S1, S2, S3 };
+	static const int w1234[] = { 0, 1, 2, 3 }, w56[] = { 4, 5 };
+	struct rinx_spec s;
+	struct rinx_plan p;
+	int ok, i, k, cnt[2];
+
+	tap_plan(17);
+
+	toy_spec(&s, "topo:grid");
+	ok = !rinx_plan_build(&p, &s, PS) && p.nnodes == 12 &&
+	     p.nclasses == 1 && p.root[0] == PS;
+	tap_ok(ok, "grid: 12 nodes (8 ranks, S1-S3, PS), one class, root PS");
+	tap_ok(starts(&s, 3, 0, S2) && starts(&s, 0, 0, S1) &&
+	       starts(&s, 6, 0, S3) && starts(&s, S1, 0, -1),
+	       "grid: W4 sends its share to S2, W1 to S1, W7 to S3; a switch "
+	       "starts nothing");
+	tap_ok(hop_is(&s, S2, 0, RINX_T_CONTRIB, RINX_A_AGG_FWD,
+		      bits(w456, 3), PS) &&
+	       hop_is(&s, S1, 0, RINX_T_CONTRIB, RINX_A_AGG_FWD,
+		      bits(w123, 3), PS) &&
+	       hop_is(&s, S3, 0, RINX_T_CONTRIB, RINX_A_AGG_FWD,
+		      bits(w78, 2), PS),
+	       "grid: S2 sums {W4,W5,W6}, S1 {W1,W2,W3}, S3 {W7,W8}, each on "
+	       "to the PS");
+	ok = hop_is(&s, PS, 0, RINX_T_REDUCE, RINX_A_AGG_FINISH,
+		    bits(sws, 3), PS) && !rinx_plan_build(&p, &s, PS) &&
+	     p.hops[0][RINX_T_REDUCE - 1].rack == RINX_GROUP_EVERY &&
+	     !(p.hops[0][RINX_T_REDUCE - 1].flags & RINX_HOP_SELF);
+	tap_ok(ok, "grid: the PS sums {S1,S2,S3} without a share of its own "
+	       "and sends the block to every host");
+	ok = 1;
+	for (i = 0; i < 8; i++) {
+		const struct rinx_hop *g;
+
+		ok &= !rinx_plan_build(&p, &s, i);
+		g = &p.hops[0][RINX_T_GATHER - 1];
+		ok &= g->action == RINX_A_STORE_END && g->from == PS &&
+		      g->step == 0;
+	}
+	tap_ok(ok, "grid: every worker stores the block the PS sends");
+
+	toy_spec(&s, "topo:ps-ina");
+	ok = !rinx_plan_build(&p, &s, 0) && p.nclasses == 2 && p.plen == 13;
+	cnt[0] = cnt[1] = 0;
+	for (i = 0; ok && i < p.plen; i++)
+		cnt[p.cmap[i] & 1]++;
+	tap_ok(ok && cnt[0] == 12 && cnt[1] == 1,
+	       "ps-ina: shares 12/13 and 1/13 as a pattern of 13 (%d, %d)",
+	       cnt[0], cnt[1]);
+	/* which class is the big one: the one S1 aggregates */
+	k = p.start_to[0] == S1 ? 0 : 1;
+	tap_ok(starts(&s, 0, k, S1) && starts(&s, 3, k, S1) &&
+	       starts(&s, 0, !k, PS) && starts(&s, 3, !k, PS),
+	       "ps-ina: W1-W4 send to S1 in the big class, to the PS in the "
+	       "small one");
+	tap_ok(hop_is(&s, S1, k, RINX_T_CONTRIB, RINX_A_AGG_FWD,
+		      bits(w1234, 4), PS) &&
+	       hop_is(&s, S2, !k, RINX_T_CONTRIB, RINX_A_AGG_FWD,
+		      bits(w56, 2), PS),
+	       "ps-ina: S1 sums W1-W4 (big class), S2 sums W5-W6 (both)");
+	{
+		int ps1[] = { 0, 1, 2, 3, S2, S3 };
+
+		tap_ok(hop_is(&s, PS, !k, RINX_T_CONTRIB, RINX_A_AGG_FINISH,
+			      bits(ps1, 6), PS) &&
+		       hop_is(&s, S1, !k, RINX_T_CONTRIB, RINX_A_NONE, 0, 0),
+		       "ps-ina: in the small class the PS sums W1-W4, S2, S3 "
+		       "and S1 takes no part");
+	}
+
+	toy_spec(&s, "topo:ps");
+	tap_ok(hop_is(&s, PS, 0, RINX_T_CONTRIB, RINX_A_AGG_FINISH, 0xff, PS) &&
+	       starts(&s, 0, 0, PS) && starts(&s, 7, 0, PS) &&
+	       hop_is(&s, S1, 0, RINX_T_CONTRIB, RINX_A_NONE, 0, 0),
+	       "ps: every worker to the PS, which sums all 8; no switch "
+	       "aggregates");
+
+	toy_spec(&s, "topo:forest");
+	ok = !rinx_plan_build(&p, &s, 0) && p.nclasses >= 1;
+	for (k = 0; ok && k < p.nclasses; k++) {
+		struct rinx_plan r;
+		const struct rinx_hop *h;
+
+		ok = p.root[k] >= 0 && p.root[k] < 8 &&
+		     !rinx_plan_build(&r, &s, p.root[k]);
+		h = &r.hops[k][RINX_T_CONTRIB - 1];
+		ok = ok && h->action == RINX_A_AGG_FINISH &&
+		     (h->flags & RINX_HOP_SELF) && h->to == p.root[k];
+	}
+	tap_ok(ok, "forest: every class finishes at a worker that adds its "
+	       "own share");
+
+	/* a worker never starts a class it aggregates itself */
+	ok = 1;
+	for (k = 0; k < p.nclasses; k++) {
+		struct rinx_plan r;
+
+		ok &= !rinx_plan_build(&r, &s, p.root[k]) &&
+		      r.start_to[k] == -1;
+	}
+	tap_ok(ok, "forest: a root sends no share of its own class");
+
+	/* what cannot run */
+	toy_spec(&s, "topo:grid");
+	s.racks[1].ina = RINX_INA_NONE;
+	tap_ok(rinx_plan_build(&p, &s, 0) == -EINVAL,
+	       "grid with S2 not aggregating in the spec: refused");
+	toy_spec(&s, "topo:ring");
+	tap_ok(rinx_plan_build(&p, &s, 0) == -EOPNOTSUPP,
+	       "a ring planner: refused (-EOPNOTSUPP)");
+	toy_spec(&s, "topo:grid");
+	snprintf(s.hosts[7].name, sizeof(s.hosts[7].name), "X8");
+	tap_ok(rinx_plan_build(&p, &s, 0) == -EINVAL,
+	       "a spec host that is not a topology worker: refused");
+	toy_spec(&s, "topo:grid");
+	s.topo[0] = 0;
+	tap_ok(rinx_plan_build(&p, &s, 0) == -EINVAL,
+	       "topo:NAME without topo= in the spec: refused");
+	{
+		char err[160] = "";
+		int kind, nps;
+
+		tap_ok(rinx_plan_parse("topo:nosuch", &kind, &nps, err,
+				       sizeof(err)) == -EINVAL &&
+		       strstr(err, "planner"),
+		       "an unknown planner: refused by name (%s)", err);
+	}
+	return tap_done();
+}
