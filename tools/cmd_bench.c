@@ -407,6 +407,28 @@ static int prog_fd_of_xdp(const char *netns, const char *ifname)
 	return fd;
 }
 
+/* The program on any XDP interface of namespace netns (a topology
+ * testbed's switch: its ports are named after its links). */
+static int prog_fd_of_ns(const char *netns)
+{
+	struct if_nameindex *ifs, *it;
+	int old, fd = -1;
+	__u32 id;
+
+	if (rinx_netns_enter(netns, &old))
+		return -1;
+	ifs = if_nameindex();
+	for (it = ifs; it && it->if_index && fd < 0; it++) {
+		id = 0;
+		if (!bpf_xdp_query_id(it->if_index, 0, &id) && id)
+			fd = bpf_prog_get_fd_by_id(id);
+	}
+	if (ifs)
+		if_freenameindex(ifs);
+	rinx_netns_leave(old);
+	return fd;
+}
+
 static void prof_open(struct prof *p, const struct rinx_spec *s)
 {
 	char path[RINX_PATH_MAX + 16], dir[RINX_PATH_MAX], prefix[64];
@@ -423,7 +445,12 @@ static void prof_open(struct prof *p, const struct rinx_spec *s)
 	/* testbed switches: one program per switch namespace */
 	if (rinx_testbed_spec_prefix(s, prefix, sizeof(prefix)))
 		return;
-	for (i = 0; i < s->nhosts; i++) {
+	/* a topology testbed: every switch and server is a rack, <prefix>t<i> */
+	for (i = 0; s->topo[0] && i < s->nracks && i < RINX_MAX_NODES; i++) {
+		snprintf(ns, sizeof(ns), "%st%d", prefix, i);
+		p->sw[p->nsw++].fd = prog_fd_of_ns(ns);
+	}
+	for (i = 0; !s->topo[0] && i < s->nhosts; i++) {
 		const struct rinx_spec_host *h = &s->hosts[i];
 
 		r = h->rack;
@@ -433,7 +460,8 @@ static void prof_open(struct prof *p, const struct rinx_spec *s)
 		snprintf(ifn, sizeof(ifn), "p%d", i);
 		p->sw[p->nsw++].fd = prog_fd_of_xdp(ns, ifn);
 	}
-	if (p->nsw > 1) {
+	/* a topology testbed has no spine: its switches are all racks */
+	if (p->nsw > 1 && !s->topo[0]) {
 		snprintf(ns, sizeof(ns), "%ssp", prefix);
 		p->sw[p->nsw++].fd = prog_fd_of_xdp(ns, "t0");
 	}
