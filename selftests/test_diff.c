@@ -417,7 +417,7 @@ struct fr {
 	bool plan;		/* one of the plan's frames (or a duplicate) */
 	bool agg;		/* for an aggregation hop of the host */
 	bool via;		/* ... from one of its coverage aggregators */
-	bool part;		/* ... covering part of the aggregator's mask */
+	bool part;		/* ... covering part of its aggregator's */
 	bool handed;		/* direct mode: XDP hands it up by design */
 };
 
@@ -1348,8 +1348,8 @@ static int handoff(struct round *rd, int trial, int np, bool share_late)
 			describe(&seq[i], i, d, sizeof(d));
 			show("A", &oa[i], sa, sizeof(sa));
 			tap_diag("  not taken: %s, cover %#llx: %s", d,
-				 (unsigned long long)be64toh(hdr(&seq[i])->cover),
-				 sa);
+				 (unsigned long long)
+				 be64toh(hdr(&seq[i])->cover), sa);
 		}
 	}
 	if (open_at >= n) {
@@ -1551,8 +1551,8 @@ static int direct_agg(struct round *rd, int np)
 				continue;
 			}
 			describe(&x, i, d, sizeof(d));
-			mis("%s, cover %#llx: XDP refuses it (%s), the handler: "
-			    "%s%s%s", d,
+			mis("%s, cover %#llx: XDP refuses it (%s), the "
+			    "handler: %s%s%s", d,
 			    (unsigned long long)be64toh(hdr(&x)->cover),
 			    stat_name(xo->stat), kind_name[co->kind],
 			    ic.c->err[0] ? ", failing the call: " : "",
@@ -1606,11 +1606,13 @@ static int direct_agg(struct round *rd, int np)
 		if (bpf_map_update_elem(ic.aggs, &key, &snap[b], BPF_F_LOCK))
 			return -errno;
 	}
+	memset(xo, 0, sizeof(*xo));	/* counts the handler's part only */
 	for (i = 0; i < n; i++) {
 		if (ob[i].kind != K_UP)
 			continue;
 		slow_run(&ic, &ob[i]);
 		note(rd, &seq[i], &ob[i], NULL);
+		note_cover(&seq[i], xo, &ob[i]);
 		compare_frame(&seq[i], i, &oa[i], &ob[i], "XDP(ready)",
 			      "handler");
 	}
