@@ -73,8 +73,8 @@
  *  - the handler does not aggregate: an aggregation's frame reaches it only
  *    as the sum of a slot that waits for the trainer's share (pend), or as a
  *    duplicate into it, which it completes or answers (the handoff above);
- *    direct mode compares no aggregation frame by frame (only what the
- *    handler refuses, and the slots it completes);
+ *    direct mode gives the handler no good contribution but the sums XDP
+ *    handed up (and bad ones, which it must refuse);
  *  - rounds: XDP hands up the next round (it drops any later one, and
  *    aggregations take the next round's shares); the handler keeps any
  *    later round for when it opens (direct: "epoch two ahead");
