@@ -4,24 +4,30 @@
  * through BPF_PROG_TEST_RUN) against the slow path's handler for a frame
  * (user/slow.c, rinx_c_slow_frame), on identical tables.
  *
- * Cluster (7 hosts, one ToR aggregator), every plan built from it by
+ * Cluster (8 hosts, one ToR aggregator), every plan built from it by
  * rinx_plan_build, each plan installed for every host in turn:
  *
  *   rack 0, ina=agent: h0 h1 h2     (h0 aggregates for the rack)
- *   rack 1, ina=switch: h3 h4       (node 7, the ToR, aggregates)
- *   rack 2, ina=none: h5 h6
- *   plans: ring rina ps ps:2 ps-ina har tree dbtree
+ *   rack 1, ina=switch: h3 h4 h5    (node 8, the ToR, aggregates)
+ *   rack 2, ina=none: h6 h7
+ *   plans: ring rina ps ps:2 ps-ina ps-ina:2 har tree dbtree
  *
  * The frames a host sees in a round are generated from the plans of all
  * the nodes (every share started towards it, every partial sum and gather
  * another node's hop emits towards it or into a group it is in), with
  * random payloads, exponents (all-zero blocks, far ones), flags and ECN
- * marks, int32 and float rounds, full and short last blocks. A trial feeds
- * them in a random order that keeps causality (a block's gather after its
- * reduce), with duplicates (some sent again after the block's gather went
- * by), stale and far epochs, wrong senders (node id, address, step) and
- * malformed frames mixed in, to two loaded instances of the host program
- * with the same tables:
+ * marks, int32 and float rounds, full and short last blocks, and random
+ * cover fields (which count nowhere but below). A hop that sums coverages
+ * (ps-ina's server) gets the frames of its aggregator (the ToR) as the
+ * ToR's pool would send them: the rack's whole sum, or the rack split at
+ * random into shares passed on alone (a collision in the pool) and
+ * partial sums (flushed by a share sent again), each frame with its
+ * coverage. A trial feeds them in a random order that keeps causality (a
+ * block's gather after its reduce), with duplicates (some sent again after
+ * the block's gather went by), stale and far epochs, wrong senders (node
+ * id, address, step), bad coverages (0, beyond the contributors, one that
+ * overlaps another frame's) and malformed frames mixed in, to two loaded
+ * instances of the host program with the same tables:
  *
  *   A  the trainer is ready: its share of the round is written before the
  *      frames arrive; XDP finishes nearly everything, and what it hands up
@@ -40,7 +46,8 @@
  * both finished it in XDP the counter deltas must be equal too. After the
  * sequence: the result map, the aggregator slots (read with BPF_F_LOCK) and
  * the job's cursor counts (finished blocks stored, those marked CE) must be
- * equal. Every plan frame must be taken by the host's tables.
+ * equal. Every plan frame must be taken by the host's tables (a bad frame
+ * that took a contributor's place may make it a duplicate or an overlap).
  *
  * Then the handler alone ("direct"): after the round's aggregations, run
  * by XDP on both, every frame of a single-sender hop (add, store,
@@ -48,18 +55,26 @@
  * handler of a third instance C with the round open, bypassing C's XDP;
  * both must do the same, frame by frame and in the maps (a multicast keeps
  * its block in the slot), and the handler must drop what XDP drops without
- * failing the call.
+ * failing the call. Aggregations, the handler alone: C's trainer late,
+ * its XDP leaves every slot waiting for the share; then every bad copy of
+ * a contribution that XDP refuses goes straight to C's handler, which must
+ * refuse it and leave the slot waiting, also when the slot lacks part of
+ * the coverage of the frame it handed up; the handler completes the slots
+ * from what XDP handed up as A's XDP completed them.
  *
- * At the end, two checks that the comparisons went through every path:
- * every action of the tables finished by XDP and by the handler, and the
- * handler's answers to a duplicate into a slot it completed (the sum sent
- * again, the finished block answered to the worker).
+ * At the end, three checks that the comparisons went through every path:
+ * every action of the tables finished by XDP and by the handler, the
+ * coverage paths (whole and partial coverages taken, duplicates, overlaps
+ * and bad coverages refused, by XDP and by the handler), and the handler's
+ * answers to a duplicate into a slot it completed (the sum sent again, the
+ * finished block answered to the worker).
  *
  * Differences by design, checked as such:
  *  - the handler does not aggregate: an aggregation's frame reaches it only
  *    as the sum of a slot that waits for the trainer's share (pend), or as a
  *    duplicate into it, which it completes or answers (the handoff above);
- *    direct mode leaves aggregations out;
+ *    direct mode gives the handler no good contribution but the sums XDP
+ *    handed up (and bad ones, which it must refuse);
  *  - rounds: XDP hands up the next round (it drops any later one, and
  *    aggregations take the next round's shares); the handler keeps any
  *    later round for when it opens (direct: "epoch two ahead");
@@ -80,6 +95,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <endian.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <bpf/bpf.h>
@@ -99,7 +115,7 @@
 #define TOKEN		0x5ca1ab1e
 #define EPOCH		0x1000	/* the round of every trial */
 #define QBITS		27
-#define NHOSTS		7
+#define NHOSTS		8
 #define FLEN		RINX_FRAME_MAX
 #define MAXF		1024	/* frames of one trial */
 #define TRIALS		3	/* random orders per plan and host */
@@ -230,7 +246,7 @@ struct round {
 
 static void make_spec(struct rinx_spec *s, int kind, int nps)
 {
-	static const int rack_of[NHOSTS] = { 0, 0, 0, 1, 1, 2, 2 };
+	static const int rack_of[NHOSTS] = { 0, 0, 0, 1, 1, 1, 2, 2 };
 	int r;
 
 	rinx_spec_init(s);
@@ -400,6 +416,8 @@ struct fr {
 	const char *what;	/* "plan", "dup", or the mutation */
 	bool plan;		/* one of the plan's frames (or a duplicate) */
 	bool agg;		/* for an aggregation hop of the host */
+	bool via;		/* ... from one of its coverage aggregators */
+	bool part;		/* ... covering part of its aggregator's */
 	bool handed;		/* direct mode: XDP hands it up by design */
 };
 
@@ -475,6 +493,11 @@ static void build(struct fr *f, const struct round *rd, int from, int to,
 	fp.h->klass = htons(p->cmap[block % p->plen]);
 	fp.h->dtype = htons(rd->dtype);
 	random_payload(f, rd->dtype, cnt);
+	/* a frame's cover field counts only where a coverage aggregator
+	 * sends it to a hop that sums coverages: anywhere else it is
+	 * ignored, whatever it holds */
+	if (rnd() % 2)
+		fp.h->cover = htobe64((__u64)rnd() << 32 | rnd());
 	/* some arrive marked: the mark must travel with the sum */
 	if (rnd() % 5 == 0)
 		mark_ce(fp.ip);
@@ -483,6 +506,56 @@ static void build(struct fr *f, const struct round *rd, int from, int to,
 static struct rinx_hdr *hdr(struct fr *f)
 {
 	return (struct rinx_hdr *)(f->b + OFF_HDR);
+}
+
+/* The host's hop for frame f, NULL if its class or type has none. */
+static const struct rinx_hop *hop_of(const struct round *rd,
+				     const struct fr *f)
+{
+	const struct rinx_hdr *h = (const struct rinx_hdr *)(f->b + OFF_HDR);
+	const struct rinx_plan *p = &rd->pl[rd->self];
+	__u32 k = ntohs(h->klass);
+
+	if (k >= (__u32)p->nclasses || h->type < RINX_T_REDUCE ||
+	    h->type > RINX_T_CONTRIB)
+		return NULL;
+	return &p->hops[k][h->type - 1];
+}
+
+/* Is frame f from a node whose frames the host's hop reads coverages
+ * of (RINX_HOP_COVER, via)? */
+static bool from_via(const struct round *rd, const struct fr *f)
+{
+	const struct rinx_hop *hp = hop_of(rd, f);
+	__u32 s = ntohs(((const struct rinx_hdr *)(f->b + OFF_HDR))->sender);
+
+	return hp && (hp->flags & RINX_HOP_COVER) && s < 64 &&
+	       (hp->via & (1ull << s));
+}
+
+/* What a coverage aggregator's frames of one block cover: its hop's
+ * contributors `mask` whole (every share met in the block's pool slot), or
+ * split as its pool splits them: shares passed on alone (their slot held
+ * another block), partial sums flushed by a share sent again, the rest
+ * summed. A random partition of mask into parts[]; returns their number. */
+static int cover_parts(__u64 mask, __u64 *parts)
+{
+	int bits[64], nb = 0, np, i, n = 0;
+
+	for (i = 0; i < 64; i++)
+		if (mask & (1ull << i))
+			bits[nb++] = i;
+	if (!nb)
+		return 0;
+	/* one part (no collision) a third of the time */
+	np = rnd() % 3 == 0 ? 1 : 1 + rnd() % nb;
+	memset(parts, 0, np * sizeof(*parts));
+	for (i = 0; i < nb; i++)
+		parts[rnd() % np] |= 1ull << bits[i];
+	for (i = 0; i < np; i++)
+		if (parts[i])
+			parts[n++] = parts[i];
+	return n;
 }
 
 /* Does node i's hop h (class k) send to node s, and as what? */
@@ -522,7 +595,18 @@ static bool emits_to(const struct round *rd, int i, const struct rinx_hop *h,
 	return false;
 }
 
-/* Every frame the plan sends to the host under test in a round. */
+/* Does plan me's hop (class k, type) sum coverages, read from node i? */
+static bool via_hop(const struct rinx_plan *me, int k, int type, int i)
+{
+	const struct rinx_hop *hp = &me->hops[k][type - 1];
+
+	return (hp->flags & RINX_HOP_COVER) && i < 64 &&
+	       (hp->via & (1ull << i));
+}
+
+/* Every frame the plan sends to the host under test in a round; a
+ * coverage aggregator's, for a hop that sums coverages, as the pool may
+ * split them (cover_parts). */
 static int plan_frames(const struct round *rd, struct fr *out, int max)
 {
 	const struct rinx_plan *me = &rd->pl[rd->self];
@@ -557,6 +641,19 @@ static int plan_frames(const struct round *rd, struct fr *out, int max)
 					continue;
 				seen[ns][0] = type;
 				seen[ns++][1] = step;
+				if (via_hop(me, k, type, i)) {
+					__u64 part[64];
+					int np = cover_parts(h->mask, part), j;
+
+					for (j = 0; j < np && n < max; j++) {
+						build(&out[n], rd, i, s, type,
+						      step, EPOCH, b);
+						out[n].part = np > 1;
+						hdr(&out[n++])->cover =
+							htobe64(part[j]);
+					}
+					continue;
+				}
 				build(&out[n], rd, i, s, type, step, EPOCH, b);
 				n++;
 			}
@@ -571,6 +668,7 @@ static int plan_frames(const struct round *rd, struct fr *out, int max)
 		out[i].plan = true;
 		out[i].agg = hp->action == RINX_A_AGG_FWD ||
 			     hp->action == RINX_A_AGG_FINISH;
+		out[i].via = from_via(rd, &out[i]);
 	}
 	return n;
 }
@@ -579,6 +677,7 @@ enum mut {
 	M_STALE, M_FAR, M_FROM_OTHER, M_SADDR, M_STEP, M_SENDER_BIG,
 	M_MAGIC, M_VERSION, M_TYPE, M_SHORT, M_COUNT0, M_COUNT_BIG,
 	M_BLOCK, M_KLASS, M_TOKEN, M_JOB, M_I32_EXP,
+	M_COVER0, M_COVER_OUT, M_OVERLAP,
 	M_HANDOFF_MAX,		/* both XDPs reject the above alike */
 	M_NEXT = M_HANDOFF_MAX,	/* the next round */
 	M_NBLOCKS, M_DTYPE, M_LASTCOUNT,
@@ -590,6 +689,7 @@ static const char *const mut_name[M_MAX] = {
 	"wrong step", "sender id 64+", "bad magic", "bad version",
 	"unknown type", "truncated", "count 0", "count 769", "block past end",
 	"wrong class", "wrong token", "unknown job", "int32 with exponent",
+	"coverage 0", "coverage beyond the mask", "coverage overlapping",
 	"next round", "other block count", "other dtype", "other last count",
 };
 
@@ -678,6 +778,38 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 			return false;
 		h->exp = htons(1 + rnd() % 3);
 		break;
+	case M_COVER0:
+		if (!src->via)
+			return false;
+		h->cover = 0;
+		break;
+	case M_COVER_OUT:
+		/* the server itself, the aggregator, a node past the job */
+		if (!src->via)
+			return false;
+		other = rnd() % 3;
+		other = other == 0 ? rd->self : other == 1 ? from :
+			rd->nnodes + (int)(rnd() % (64 - rd->nnodes));
+		h->cover |= htobe64(1ull << other);
+		break;
+	case M_OVERLAP:
+		/* its part and a contributor of another: a duplicate of
+		 * both, refused in part, or (first in) an intruder */
+		if (!src->via)
+			return false;
+		{
+			__u64 cov = be64toh(h->cover);
+			__u64 rest = hop_of(rd, src)->mask & ~cov;
+			int b;
+
+			if (!rest)
+				return false;
+			do
+				b = rnd() % 64;
+			while (!(rest & (1ull << b)));
+			h->cover = htobe64(cov | 1ull << b);
+		}
+		break;
 	case M_NEXT:
 		h->epoch = htonl(EPOCH + 1);
 		f->handed = !src->agg || h->type == RINX_T_GATHER;
@@ -699,6 +831,7 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 		f->handed = true;
 		break;
 	}
+	f->via = from_via(rd, f);
 	return true;
 }
 
@@ -976,6 +1109,45 @@ static void note(const struct round *rd, const struct fr *f,
 		cov_dup[D_FINAL_DROP]++;
 }
 
+/* The coverage paths the comparisons went through (a hop that sums
+ * coverages, frames of its aggregators): XDP took a whole rack's sum, a
+ * part of it (a share passed on, a partial flushed), refused a duplicate
+ * coverage or one overlapping the slot's in part, refused a bad coverage
+ * (0, beyond the contributors); the handler completed a slot or answered
+ * from such a frame, and refused a bad one. */
+enum { V_WHOLE, V_PART, V_DUP, V_OVERLAP, V_BAD, V_HANDLER, V_HANDLER_BAD,
+       V_MAX };
+static int cov_via[V_MAX];
+static const char *const via_name[V_MAX] = {
+	"whole", "part", "duplicate", "overlap refused", "bad refused",
+	"handler finished", "handler refused bad",
+};
+
+static bool bad_cover(const struct fr *f)
+{
+	return f->what == mut_name[M_COVER0] ||
+	       f->what == mut_name[M_COVER_OUT];
+}
+
+static void note_cover(const struct fr *f, const struct outcome *a,
+		       const struct outcome *b)
+{
+	if (a->delta[RINX_STAT_AGG_OVERLAP])
+		cov_via[V_OVERLAP]++;
+	if (!f->via)
+		return;
+	if (f->plan && !strstr(f->what, "dup") &&
+	    (a->delta[RINX_STAT_AGG_ADD] || a->delta[RINX_STAT_AGG_DONE]))
+		cov_via[f->part ? V_PART : V_WHOLE]++;
+	if (strstr(f->what, "dup") && (a->delta[RINX_STAT_DROP_AGG_DUP] ||
+				       a->delta[RINX_STAT_AGG_REEMIT]))
+		cov_via[V_DUP]++;
+	if (bad_cover(f) && a->stat == RINX_STAT_DROP_SENDER)
+		cov_via[V_BAD]++;
+	if (!b->xdp && (b->kind == K_SENT || b->kind == K_DONE))
+		cov_via[V_HANDLER]++;
+}
+
 static struct inst ia, ib, ic;
 static struct fr seq[MAXF], pf[MAXF];
 static struct outcome oa[MAXF], ob[MAXF];
@@ -1052,7 +1224,8 @@ static void drain(struct inst *b, int upto)
 
 static int handoff(struct round *rd, int trial, int np, bool share_late)
 {
-	int n, i, m, open_at, taken = 0, err;
+	int n, i, m, open_at, taken = 0, refused = 0, err;
+	bool intruded[W] = { false };
 	struct fr x;
 
 	/* The plan's frames in a random order that respects causality. The
@@ -1156,11 +1329,28 @@ static int handoff(struct round *rd, int trial, int np, bool share_late)
 		if (i >= open_at && ob[i].kind == K_UP)
 			slow_run(&ib, &ob[i]);
 		/* refused by the tables, not as a duplicate of a
-		 * contributor a wrong sender took the place of */
+		 * contributor a wrong sender took the place of, nor as an
+		 * overlap with what a bad frame put into the block's slot */
+		if (!seq[i].plan && seq[i].agg &&
+		    (oa[i].delta[RINX_STAT_AGG_ADD] ||
+		     oa[i].delta[RINX_STAT_AGG_DONE]))
+			intruded[ntohl(hdr(&seq[i])->block) % W] = true;
 		if (seq[i].plan && !strstr(seq[i].what, "dup") &&
 		    (oa[i].kind != K_DROP ||
-		     oa[i].stat == RINX_STAT_DROP_AGG_DUP))
+		     oa[i].stat == RINX_STAT_DROP_AGG_DUP ||
+		     (oa[i].stat == RINX_STAT_AGG_OVERLAP &&
+		      intruded[ntohl(hdr(&seq[i])->block) % W])))
 			taken++;
+		else if (seq[i].plan && !strstr(seq[i].what, "dup") &&
+			 refused++ < 6) {
+			char d[160], sa[96];
+
+			describe(&seq[i], i, d, sizeof(d));
+			show("A", &oa[i], sa, sizeof(sa));
+			tap_diag("  not taken: %s, cover %#llx: %s", d,
+				 (unsigned long long)
+				 be64toh(hdr(&seq[i])->cover), sa);
+		}
 	}
 	if (open_at >= n) {
 		err = open_round(&ib, rd);
@@ -1185,6 +1375,7 @@ static int handoff(struct round *rd, int trial, int np, bool share_late)
 	for (i = 0; i < n; i++) {
 		note(rd, &seq[i], &oa[i], NULL);
 		note(rd, &seq[i], &ob[i], &oa[i]);
+		note_cover(&seq[i], &oa[i], &ob[i]);
 	}
 	compare_maps(&ia, &ib, rd);
 	tap_ok(!nmis, "%s h%d trial %d: %d frames (%d of the plan, %s until "
@@ -1289,6 +1480,151 @@ static int direct(struct round *rd, int np)
 	return 0;
 }
 
+/* Aggregations, the handler alone. C's trainer is late (its shares are
+ * the round before's): C's XDP takes the round's contributions and hands
+ * up the sum of every slot that then waits for the share (pend); the
+ * trainer writes it. Every bad copy of a contribution that C's XDP refuses
+ * (a wrong sender, address or step, a coverage of 0 or beyond the hop's
+ * contributors, ...) goes straight to C's handler too, which must refuse
+ * it without failing the call and leave the waiting slot as it is: the
+ * handler completes a slot for the frames XDP hands up, never for one XDP
+ * would not take. A frame whose coverage a waiting slot lacks in part (a
+ * slot filled under other tables: the slot is made so here) must not
+ * complete it either. Last, the sums handed up run through C's handler:
+ * each must leave as the same frame left A's XDP (ready), and the maps
+ * must be A's. */
+static int direct_agg(struct round *rd, int np)
+{
+	static struct rinx_agg snap[W], g, got;
+	struct outcome *xo = &oa[MAXF - 1], *co = &ob[MAXF - 1];
+	int n = 0, i, m, refused = 0, waiting = 0, lacking = 0, err;
+	__u32 b, key;
+	struct fr x;
+
+	for (i = 0; i < np && n < MAXF - 1; i++)
+		if (pf[i].agg)
+			seq[n++] = pf[i];
+	if (!n)
+		return 0;
+	err = install(&ia, rd, EPOCH);
+	err = err ?: install(&ic, rd, EPOCH);
+	if (err)
+		return err;
+	write_shares(&ic, rd, EPOCH - 1);
+	nmis = 0;
+	for (i = 0; i < n; i++) {
+		err = xdp_run(&ia, &seq[i], &oa[i]);
+		err = err ?: xdp_run(&ic, &seq[i], &ob[i]);
+		if (err)
+			return err;
+		waiting += ob[i].kind == K_UP;
+	}
+	write_shares(&ic, rd, EPOCH);
+	for (b = 0; b < rd->nb; b++) {
+		key = SLOT * W + b;
+		if (bpf_map_lookup_elem_flags(ic.aggs, &key, &snap[b],
+					      BPF_F_LOCK))
+			return -errno;
+	}
+	for (i = 0; i < n; i++)
+		for (m = 0; m < M_HANDOFF_MAX; m++) {
+			char d[160];
+
+			/* a later round is kept for when it opens (direct) */
+			if (m == M_FAR || (m < M_COVER0 && rnd() % 3) ||
+			    !mutate(rd, &seq[i], m, &x))
+				continue;
+			err = xdp_run(&ic, &x, xo);
+			if (err)
+				return err;
+			/* taken after all (from another contributor: a
+			 * duplicate into the waiting slot) */
+			if (xo->kind != K_DROP)
+				continue;
+			memset(co, 0, sizeof(*co));
+			memcpy(co->out, x.b, FLEN);
+			co->len = x.len;
+			slow_run(&ic, co);
+			if (co->kind == K_DROP && !ic.c->err[0]) {
+				refused++;
+				cov_via[V_HANDLER_BAD] += bad_cover(&x);
+				continue;
+			}
+			describe(&x, i, d, sizeof(d));
+			mis("%s, cover %#llx: XDP refuses it (%s), the "
+			    "handler: %s%s%s", d,
+			    (unsigned long long)be64toh(hdr(&x)->cover),
+			    stat_name(xo->stat), kind_name[co->kind],
+			    ic.c->err[0] ? ", failing the call: " : "",
+			    ic.c->err);
+		}
+	for (b = 0; b < rd->nb; b++) {
+		key = SLOT * W + b;
+		if (bpf_map_lookup_elem_flags(ic.aggs, &key, &g, BPF_F_LOCK))
+			return -errno;
+		memset(&g.lock, 0, sizeof(g.lock));
+		memset(&snap[b].lock, 0, sizeof(snap[b].lock));
+		if (memcmp(&g, &snap[b], sizeof(g)))
+			mis("slot of block %u changed by refused frames: seen "
+			    "%#llx, pend %u, done %u", b,
+			    (unsigned long long)g.seen, g.pend, g.done);
+	}
+	/* a waiting slot that lacks one contributor of the frame handed
+	 * up for it */
+	for (i = 0; i < n; i++) {
+		struct frame fp;
+		__u64 cov;
+
+		if (ob[i].kind != K_UP)
+			continue;
+		b = ntohl(hdr(&seq[i])->block);
+		key = SLOT * W + b;
+		rinx_c_frame_at(ob[i].out, &fp);
+		cov = seq[i].via ? be64toh(fp.h->cover) :
+			1ull << ntohs(fp.h->sender);
+		g = snap[b];
+		g.seen &= ~(cov & -cov);
+		memset(co, 0, sizeof(*co));
+		memcpy(co->out, ob[i].out, FLEN);
+		co->len = ob[i].len;
+		if (bpf_map_update_elem(ic.aggs, &key, &g, BPF_F_LOCK))
+			return -errno;
+		slow_run(&ic, co);
+		if (bpf_map_lookup_elem_flags(ic.aggs, &key, &got, BPF_F_LOCK))
+			return -errno;
+		memset(&got.lock, 0, sizeof(got.lock));
+		memset(&g.lock, 0, sizeof(g.lock));
+		if (co->kind != K_DROP || memcmp(&got, &g, sizeof(g)))
+			mis("block %u: a waiting slot without %#llx of the "
+			    "coverage %#llx: the handler %s it%s", b,
+			    (unsigned long long)(cov & -cov),
+			    (unsigned long long)cov, kind_name[co->kind],
+			    memcmp(&got, &g, sizeof(g)) ?
+			    ", the slot changed" : "");
+		else
+			lacking++;
+		if (bpf_map_update_elem(ic.aggs, &key, &snap[b], BPF_F_LOCK))
+			return -errno;
+	}
+	memset(xo, 0, sizeof(*xo));	/* counts the handler's part only */
+	for (i = 0; i < n; i++) {
+		if (ob[i].kind != K_UP)
+			continue;
+		slow_run(&ic, &ob[i]);
+		note(rd, &seq[i], &ob[i], NULL);
+		note_cover(&seq[i], xo, &ob[i]);
+		compare_frame(&seq[i], i, &oa[i], &ob[i], "XDP(ready)",
+			      "handler");
+	}
+	compare_maps(&ia, &ic, rd);
+	tap_ok(!nmis && refused && lacking == waiting, "%s h%d aggregations, "
+	       "the handler alone: %d bad frames XDP refuses refused, %d "
+	       "waiting slots kept, and not completed for a coverage they "
+	       "lack (%d), then completed as XDP completes them",
+	       rd->plan_name, rd->self, refused, waiting, lacking);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int kind, nps;
@@ -1298,6 +1634,7 @@ static const struct {
 	{ "ps", RINX_PLAN_PS, 0 },
 	{ "ps:2", RINX_PLAN_PS, 2 },
 	{ "ps-ina", RINX_PLAN_PSINA, 0 },
+	{ "ps-ina:2", RINX_PLAN_PSINA, 2 },
 	{ "har", RINX_PLAN_HAR, 0 },
 	{ "tree", RINX_PLAN_TREE, 0 },
 	{ "dbtree", RINX_PLAN_DBTREE, 0 },
@@ -1343,6 +1680,8 @@ static int run_plan(int pi)
 			err = handoff(&rd, trial, np, trial == 2);
 			if (!err && trial == 0)
 				err = direct(&rd, np);
+			if (!err && trial == 0)
+				err = direct_agg(&rd, np);
 			if (err)
 				return err;
 		}
@@ -1396,6 +1735,15 @@ int main(int argc, char **argv)
 		 * block in its slot (not sent on) needs the gather back
 		 * before the handler ran: the gather carries this host's
 		 * share, which the handler adds, so it is not required */
+		len = 0;
+		all = true;
+		for (a = 0; a < V_MAX; a++) {
+			len += snprintf(buf + len, sizeof(buf) - len,
+					"%s%s %d", a ? ", " : "", via_name[a],
+					cov_via[a]);
+			all &= cov_via[a] > 0;
+		}
+		tap_ok(all, "coverages met as the pool gives them: %s", buf);
 		tap_ok(cov_dup[D_RESEND] && cov_dup[D_ANSWER],
 		       "the handler met duplicates as XDP does: sum sent "
 		       "again %d, finished block answered %d (finished "

@@ -6,6 +6,7 @@
  * waiting aggregation slot of this host, or a control answer.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -129,6 +130,19 @@ static void frame_group(struct frame *f, int rack, int onward)
 /* What the handler found in an aggregation's slot (rinx_agg_ret's). */
 enum { SELF_COMPLETE, SELF_RESEND, SELF_FINAL };
 
+/* The contributors a frame into an aggregation stands for, as the host
+ * program counts them (rinx_cover): the coverage a frame of one of the
+ * hop's coverage aggregators (via) declares, else its sender's bit, whatever
+ * its cover field holds. */
+static __u64 frame_cover(const struct frame *f, const struct rinx_hop *hop)
+{
+	__u64 bit = 1ULL << (ntohs(f->h->sender) & 63);
+
+	if ((hop->flags & RINX_HOP_COVER) && (hop->via & bit))
+		return be64toh(f->h->cover);
+	return bit;
+}
+
 /* An aggregation of this host (RINX_HOP_SELF) whose contributors are all
  * in while its share was not written yet: the host program left the slot
  * waiting (pend) and sent its sum here. Adds the share to the slot and
@@ -138,11 +152,18 @@ enum { SELF_COMPLETE, SELF_RESEND, SELF_FINAL };
  * slot's sum, SELF_RESEND, or SELF_FINAL if the slot holds the finished
  * block, as a duplicate into a finished slot gets it in XDP. Nothing else
  * writes the slot meanwhile: its contributors are all in, and the next
- * round's cannot come before this block has finished. -1 (stale: drop) or
- * -errno. */
+ * round's cannot come before this block has finished. `cov`: what f
+ * covers (frame_cover). The handler adds no contribution, it only completes
+ * or answers, so a frame whose coverage the slot does not hold wholly is
+ * refused: in part, as XDP refuses an overlap (it would count a contributor
+ * twice); not at all, as a contribution the handler cannot add. XDP hands
+ * up neither (a waiting or done slot holds its whole mask, and the hop's
+ * checks keep a frame within it): the check keeps the handler from
+ * completing a slot for a frame that is not the slot's. -1 (stale or
+ * refused: drop) or -errno. */
 static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 			 __u32 idx, __u32 epoch, const struct rinx_slot *sh,
-			 struct frame *f, int *ce)
+			 __u64 cov, struct frame *f, int *ce)
 {
 	struct rinx_agg a;
 	int ret = SELF_COMPLETE;
@@ -150,7 +171,7 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 	if (c->fd_aggs < 0 ||
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK))
 		return -EIO;
-	if (a.epoch != epoch || (!a.pend && !a.done))
+	if (a.epoch != epoch || (!a.pend && !a.done) || (a.seen & cov) != cov)
 		return -1;
 	if (a.pend) {
 		a.exp = rinx_payload_add(a.v, a.exp, sh->v, sh->exp);
@@ -199,7 +220,9 @@ static void agg_keep(struct rinx_comm *c, __u32 idx, __u32 epoch,
 /* The host program's check of a frame against the hop (rinx_check_sender):
  * from the node the hop names, at its address and step, or, into an
  * aggregation, from one of its contributors (a raw share at step 0, the
- * partial sum of `from` at its step). */
+ * partial sum of `from` at its step), or from one of the aggregators whose
+ * frames carry a coverage (RINX_HOP_COVER, via): at step 0, covering part
+ * of the contributors and no one else. */
 static int sender_ok(const struct rinx_comm *c, const struct frame *f,
 		     const struct rinx_hop *hop, int agg, __u32 type)
 {
@@ -213,6 +236,10 @@ static int sender_ok(const struct rinx_comm *c, const struct frame *f,
 	if (saddr != (s < (__u32)c->plan.nnodes ? c->plan.nodes[s].ip : 0))
 		return 0;
 	if (agg) {
+		__u64 cov = be64toh(f->h->cover);
+
+		if ((hop->flags & RINX_HOP_COVER) && (hop->via & (1ULL << s)))
+			return cov && !(cov & ~hop->mask) && f->h->step == 0;
 		if (!(hop->mask & (1ULL << s)))
 			return 0;
 		if (type == RINX_T_CONTRIB || s != hop->from)
@@ -361,7 +388,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	case RINX_A_AGG_FINISH:
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
 			return RINX_SP_KEEP;
-		ret = self_complete(c, hop, idx, epoch, sh, &f, &ce);
+		ret = self_complete(c, hop, idx, epoch, sh,
+				    frame_cover(&f, hop), &f, &ce);
 		if (ret < 0)
 			return ret == -1 ? RINX_SP_DROP : RINX_SP_KEEP;
 		/* a duplicate: what the host program does with one into a
