@@ -41,6 +41,29 @@ enum rinx_agg_ret {
 				 * coverage, the slot is free */
 };
 
+/* Folds frame f's payload (exponent fexp) into slot a, under its lock: the
+ * first contribution (nothing seen) is copied, later ones are added. The
+ * congestion a consumed contribution met must reach the ranks with the sum
+ * (ATP's aggregators forward ECN the same way). */
+static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
+				    __s16 fexp)
+{
+	int i;
+
+	if (!a->seen) {
+		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			a->v[i] = f->v[i];
+		a->exp = fexp;
+		a->flags = f->h->flags;
+		a->ce = 0;
+	} else {
+		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
+		a->flags |= f->h->flags;
+	}
+	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
+		a->ce = 1;
+}
+
 /* Adds frame f (round epoch, covering the contributor nodes `cov`: the
  * sender's bit, or the coverage an aggregator's frame declares) into slot
  * a. A coverage already wholly in the slot is a duplicate; one that is in
@@ -101,20 +124,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		bpf_spin_unlock(&a->lock);
 		return ret;
 	}
-	if (!a->seen) {
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
-			a->v[i] = f->v[i];
-		a->exp = fexp;
-		a->flags = f->h->flags;
-		a->ce = 0;
-	} else {
-		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
-		a->flags |= f->h->flags;
-	}
-	/* the congestion a consumed contribution met must reach the ranks
-	 * with the sum (ATP's aggregators forward ECN the same way) */
-	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
-		a->ce = 1;
+	agg_fold(a, f, fexp);
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		ret = RINX_AGG_COMPLETE;
@@ -185,7 +195,7 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 {
 	__u64 b = 1ULL << (bit & 63);
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
-	int ret = RINX_AGG_CONSUMED, i;
+	int ret = RINX_AGG_CONSUMED;
 
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
@@ -215,20 +225,11 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 	if (!a->seen) {
 		a->epoch = epoch;
 		a->block = block;
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
-			a->v[i] = f->v[i];
-		a->exp = fexp;
-		a->flags = f->h->flags;
-		a->ce = 0;
 		a->done = 0;
 		a->final = 0;
 		a->pend = 0;
-	} else {
-		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
-		a->flags |= f->h->flags;
 	}
-	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
-		a->ce = 1;
+	agg_fold(a, f, fexp);
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		rinx_agg_out(a, f);

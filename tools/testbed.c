@@ -641,6 +641,62 @@ static void link_unpin(const struct rinx_spec *s, const char *ns)
 /* Loads the switch program in sw's namespace (ToR of rack sw->rack, or the
  * spine), fills its tables and attaches it to every port. An INA ToR also
  * gets its aggregator's identity and pins the aggregator's maps. */
+/* Opens and loads the switch program for switch namespace ns (the caller
+ * is in it): rack id (0xff: the spine), a topology switch or not, the
+ * aggregator's MAC if it aggregates (NULL: not). 0 or -errno, with a
+ * message; *skel is set whenever it was opened (the caller destroys it). */
+static int switch_load(const struct rinx_spec *s, const char *ns, __u8 rack,
+		       int topo, const __u8 *ina_mac, struct switch_bpf **skel)
+{
+	struct switch_bpf *k;
+	int err;
+
+	*skel = k = switch_bpf__open();
+	if (!k) {
+		err = -errno;
+		pr_warn("switch %s: cannot open the switch program: %s\n", ns,
+			strerror(errno));
+		return err;
+	}
+	k->rodata->sw_rack = rack;
+	k->rodata->sw_topo = topo;
+	k->rodata->ina_port_be = htons(s->port);
+	k->rodata->ina_window = s->window;
+	if (ina_mac) {
+		memcpy((void *)k->rodata->ina_mac, ina_mac, 6);
+		err = bpf_map__set_max_entries(k->maps.aggs,
+					       RINX_MAX_JOBS * s->window);
+		if (err)
+			return err;
+	}
+	err = switch_bpf__load(k);
+	if (err)
+		pr_warn("switch %s: switch program rejected by the kernel: %s "
+			"(rerun with -v for the verifier log)\n", ns,
+			strerror(-err));
+	return err;
+}
+
+/* Attaches the switch program prog to the n ports of switch namespace ns
+ * (the caller is in it). 0 or -errno, with a message. */
+static int attach_ports(const struct rinx_spec *s, const char *ns,
+			const char (*ifname)[IFNAMSIZ], const int *ifindex,
+			int n, int prog, __u32 flags)
+{
+	int i, err;
+
+	for (i = 0; i < n; i++) {
+		err = bpf_xdp_attach(ifindex[i], prog, flags, NULL);
+		if (err) {
+			pr_warn("switch %s: cannot attach XDP (%s mode) to %s: "
+				"%s\n", ns, s->mode == RINX_XDP_GENERIC ?
+				"generic" : "native", ifname[i], strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 			 const struct rinx_sw_link_set *link)
 {
@@ -650,7 +706,7 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 	const struct rinx_spec_rack *ina = NULL;
 	int ifindex[RINX_TB_MAX_PER_RACK + 1];
 	struct switch_bpf *skel = NULL;
-	int old, err, i, prog, fd, port_egress, group_egress;
+	int old, err, i, fd, port_egress, group_egress;
 	int pinned = 0, fpinned = 0;
 
 	if (sw->rack >= 0 && s->racks[sw->rack].ina == RINX_INA_SWITCH)
@@ -658,30 +714,11 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 	err = rinx_netns_enter(sw->ns, &old);
 	if (err)
 		return err;
-	skel = switch_bpf__open();
-	if (!skel) {
-		err = -errno;
-		pr_warn("switch %s: cannot open the switch program: %s\n",
-			sw->ns, strerror(errno));
+	err = switch_load(s, sw->ns,
+			  sw->rack >= 0 ? s->racks[sw->rack].id : 0xff, 0,
+			  ina ? ina->mac : NULL, &skel);
+	if (err)
 		goto out;
-	}
-	skel->rodata->sw_rack = sw->rack >= 0 ? s->racks[sw->rack].id : 0xff;
-	skel->rodata->ina_port_be = htons(s->port);
-	skel->rodata->ina_window = s->window;
-	if (ina) {
-		memcpy((void *)skel->rodata->ina_mac, ina->mac, 6);
-		err = bpf_map__set_max_entries(skel->maps.aggs,
-					       RINX_MAX_JOBS * s->window);
-		if (err)
-			goto out;
-	}
-	err = switch_bpf__load(skel);
-	if (err) {
-		pr_warn("switch %s: switch program rejected by the kernel: %s "
-			"(rerun with -v for the verifier log)\n", sw->ns,
-			strerror(-err));
-		goto out;
-	}
 	port_egress = bpf_program__fd(skel->progs.rinx_port_egress);
 	group_egress = bpf_program__fd(skel->progs.rinx_group_egress);
 	for (i = 0; i < sw->nports; i++) {
@@ -781,17 +818,8 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 	if (err)
 		goto out;
 	fpinned = 1;
-	prog = bpf_program__fd(skel->progs.rinx_switch);
-	for (i = 0; i < sw->nports; i++) {
-		err = bpf_xdp_attach(ifindex[i], prog, flags, NULL);
-		if (err) {
-			pr_warn("switch %s: cannot attach XDP (%s mode) to %s: "
-				"%s\n", sw->ns, s->mode == RINX_XDP_GENERIC ?
-				"generic" : "native", sw->ifname[i],
-				strerror(-err));
-			goto out;
-		}
-	}
+	err = attach_ports(s, sw->ns, sw->ifname, ifindex, sw->nports,
+			   bpf_program__fd(skel->progs.rinx_switch), flags);
 out:
 	if (err && pinned)
 		agg_unpin(s, ina);
@@ -2149,37 +2177,15 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 	int ina = r->ina == RINX_INA_SWITCH;
 	int ifindex[TT_MAX_PORTS];
 	struct switch_bpf *skel = NULL;
-	int old, err, i, prog, port_egress, pinned = 0, fpinned = 0;
+	int old, err, i, port_egress, pinned = 0, fpinned = 0;
 	char path[RINX_PATH_MAX + 16], dir[RINX_PATH_MAX];
 
 	err = rinx_netns_enter(sw->ns, &old);
 	if (err)
 		return err;
-	skel = switch_bpf__open();
-	if (!skel) {
-		err = -errno;
-		pr_warn("switch %s: cannot open the switch program: %s\n",
-			sw->ns, strerror(errno));
+	err = switch_load(s, sw->ns, r->id, 1, ina ? r->mac : NULL, &skel);
+	if (err)
 		goto out;
-	}
-	skel->rodata->sw_rack = r->id;
-	skel->rodata->sw_topo = 1;
-	skel->rodata->ina_port_be = htons(s->port);
-	skel->rodata->ina_window = s->window;
-	if (ina) {
-		memcpy((void *)skel->rodata->ina_mac, r->mac, 6);
-		err = bpf_map__set_max_entries(skel->maps.aggs,
-					       RINX_MAX_JOBS * s->window);
-		if (err)
-			goto out;
-	}
-	err = switch_bpf__load(skel);
-	if (err) {
-		pr_warn("switch %s: switch program rejected by the kernel: %s "
-			"(rerun with -v for the verifier log)\n", sw->ns,
-			strerror(-err));
-		goto out;
-	}
 	port_egress = bpf_program__fd(skel->progs.rinx_port_egress);
 	for (i = 0; i < sw->nports; i++) {
 		__u32 idx = if_nametoindex(sw->ifname[i]);
@@ -2245,17 +2251,8 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 			strerror(errno));
 		goto out;
 	}
-	prog = bpf_program__fd(skel->progs.rinx_switch);
-	for (i = 0; i < sw->nports; i++) {
-		err = bpf_xdp_attach(ifindex[i], prog, flags, NULL);
-		if (err) {
-			pr_warn("switch %s: cannot attach XDP (%s mode) to %s: "
-				"%s\n", sw->ns, s->mode == RINX_XDP_GENERIC ?
-				"generic" : "native", sw->ifname[i],
-				strerror(-err));
-			goto out;
-		}
-	}
+	err = attach_ports(s, sw->ns, sw->ifname, ifindex, sw->nports,
+			   bpf_program__fd(skel->progs.rinx_switch), flags);
 out:
 	if (err && pinned)
 		agg_unpin(s, r);
