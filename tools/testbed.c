@@ -641,6 +641,63 @@ static void link_unpin(const struct rinx_spec *s, const char *ns)
 /* Loads the switch program in sw's namespace (ToR of rack sw->rack, or the
  * spine), fills its tables and attaches it to every port. An INA ToR also
  * gets its aggregator's identity and pins the aggregator's maps. */
+/* Every host's interface readied (GRO, checksum offload) and, unless
+ * no_nodes, its host program up, in its namespace. 0 or -errno. */
+static int hosts_up(const struct rinx_spec *s, int no_nodes)
+{
+	int i, old, err = 0;
+
+	for (i = 0; i < s->nhosts && !err; i++) {
+		const struct rinx_spec_host *h = &s->hosts[i];
+
+		err = rinx_netns_enter(h->netns, &old);
+		if (err)
+			break;
+		err = host_nic_prepare(h->ifname);
+		if (err)
+			pr_warn("host %s: cannot set GRO/checksum offload on "
+				"%s: %s\n", h->name, h->ifname,
+				strerror(-err));
+		else if (!no_nodes)
+			err = rinx_node_up(s, h);
+		rinx_netns_leave(old);
+	}
+	return err;
+}
+
+/* Pins a loaded switch's maps: the aggregator's of rack ina (NULL: it
+ * does not aggregate) and the links'. *pinned says what was pinned (1:
+ * the aggregator's, 2: both) for switch_unpin. 0 or -errno. */
+static int switch_pin(const struct rinx_spec *s,
+		      const struct rinx_spec_rack *ina, const char *ns,
+		      struct switch_bpf *skel, int *pinned)
+{
+	int err;
+
+	*pinned = 0;
+	if (ina) {
+		err = agg_pin(s, ina, skel);
+		if (err)
+			return err;
+		*pinned = 1;
+	}
+	err = link_pin(s, ns, skel);
+	if (!err)
+		*pinned = 2;
+	return err;
+}
+
+/* Undoes what switch_pin pinned (a switch that failed to come up). */
+static void switch_unpin(const struct rinx_spec *s,
+			 const struct rinx_spec_rack *ina, const char *ns,
+			 int pinned)
+{
+	if (pinned && ina)
+		agg_unpin(s, ina);
+	if (pinned == 2)
+		link_unpin(s, ns);
+}
+
 /* Opens and loads the switch program for switch namespace ns (the caller
  * is in it): rack id (0xff: the spine), a topology switch or not, the
  * aggregator's MAC if it aggregates (NULL: not). 0 or -errno, with a
@@ -707,7 +764,7 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 	int ifindex[RINX_TB_MAX_PER_RACK + 1];
 	struct switch_bpf *skel = NULL;
 	int old, err, i, fd, port_egress, group_egress;
-	int pinned = 0, fpinned = 0;
+	int pinned = 0;
 
 	if (sw->rack >= 0 && s->racks[sw->rack].ina == RINX_INA_SWITCH)
 		ina = &s->racks[sw->rack];
@@ -808,23 +865,14 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 		if (err)
 			goto out;
 	}
-	if (ina) {
-		err = agg_pin(s, ina, skel);
-		if (err)
-			goto out;
-		pinned = 1;
-	}
-	err = link_pin(s, sw->ns, skel);
+	err = switch_pin(s, ina, sw->ns, skel, &pinned);
 	if (err)
 		goto out;
-	fpinned = 1;
 	err = attach_ports(s, sw->ns, sw->ifname, ifindex, sw->nports,
 			   bpf_program__fd(skel->progs.rinx_switch), flags);
 out:
-	if (err && pinned)
-		agg_unpin(s, ina);
-	if (err && fpinned)
-		link_unpin(s, sw->ns);
+	if (err)
+		switch_unpin(s, ina, sw->ns, pinned);
 	/* The attached program holds itself and its maps. */
 	switch_bpf__destroy(skel);
 	rinx_netns_leave(old);
@@ -1245,7 +1293,7 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 	struct rinx_spec *s;
 	struct tb_switch *sw;
 	struct rinx_tb_buf cmd = {};
-	int i, n, err, old;
+	int i, n, err;
 
 	err = check_opts(o);
 	if (err)
@@ -1325,23 +1373,9 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		if (err)
 			goto fail;
 	}
-	for (i = 0; i < s->nhosts; i++) {
-		const struct rinx_spec_host *h = &s->hosts[i];
-
-		err = rinx_netns_enter(h->netns, &old);
-		if (err)
-			goto fail;
-		err = host_nic_prepare(h->ifname);
-		if (err)
-			pr_warn("host %s: cannot set GRO/checksum offload on "
-				"%s: %s\n", h->name, h->ifname,
-				strerror(-err));
-		else if (!o->no_nodes)
-			err = rinx_node_up(s, h);
-		rinx_netns_leave(old);
-		if (err)
-			goto fail;
-	}
+	err = hosts_up(s, o->no_nodes);
+	if (err)
+		goto fail;
 	if (!o->spec_out) {
 		err = mkdir_parent(spec_path);
 		if (err) {
@@ -2177,7 +2211,7 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 	int ina = r->ina == RINX_INA_SWITCH;
 	int ifindex[TT_MAX_PORTS];
 	struct switch_bpf *skel = NULL;
-	int old, err, i, port_egress, pinned = 0, fpinned = 0;
+	int old, err, i, port_egress, pinned = 0;
 	char path[RINX_PATH_MAX + 16], dir[RINX_PATH_MAX];
 
 	err = rinx_netns_enter(sw->ns, &old);
@@ -2232,16 +2266,9 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 		pr_warn("switch %s: mac table: %s\n", sw->ns, strerror(-err));
 		goto out;
 	}
-	if (ina) {
-		err = agg_pin(s, r, skel);
-		if (err)
-			goto out;
-		pinned = 1;
-	}
-	err = link_pin(s, sw->ns, skel);
+	err = switch_pin(s, ina ? r : NULL, sw->ns, skel, &pinned);
 	if (err)
 		goto out;
-	fpinned = 1;
 	tt_flows_dir(s, sw->ns, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/flows", dir);
 	unlink(path);
@@ -2254,10 +2281,8 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 	err = attach_ports(s, sw->ns, sw->ifname, ifindex, sw->nports,
 			   bpf_program__fd(skel->progs.rinx_switch), flags);
 out:
-	if (err && pinned)
-		agg_unpin(s, r);
-	if (err && fpinned)
-		link_unpin(s, sw->ns);
+	if (err)
+		switch_unpin(s, ina ? r : NULL, sw->ns, pinned);
 	switch_bpf__destroy(skel);
 	rinx_netns_leave(old);
 	return err;
@@ -2409,7 +2434,7 @@ static int topo_up(const struct rinx_testbed_opts *o,
 	struct rinx_spec *s;
 	struct tt x;
 	struct rinx_tb_buf cmd = {};
-	int i, err, old, made = 0, nflows = 0;
+	int i, err, made = 0, nflows = 0;
 	FILE *f;
 
 	if (o->spec_out)
@@ -2493,21 +2518,8 @@ static int topo_up(const struct rinx_testbed_opts *o,
 	}
 	if (!err)
 		err = tt_routes(s, &x, &nflows);
-	for (i = 0; i < s->nhosts && !err; i++) {
-		const struct rinx_spec_host *h = &s->hosts[i];
-
-		err = rinx_netns_enter(h->netns, &old);
-		if (err)
-			break;
-		err = host_nic_prepare(h->ifname);
-		if (err)
-			pr_warn("host %s: cannot set GRO/checksum offload on "
-				"%s: %s\n", h->name, h->ifname,
-				strerror(-err));
-		else if (!o->no_nodes)
-			err = rinx_node_up(s, h);
-		rinx_netns_leave(old);
-	}
+	if (!err)
+		err = hosts_up(s, o->no_nodes);
 	if (err)
 		goto out;
 	err = mkdir_parent(spec_path);

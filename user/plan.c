@@ -456,6 +456,25 @@ static void tor_pool(struct bld *b, int node, int k,
 	}
 }
 
+void rinx_plan_store_from(struct rinx_hop
+			  (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
+			  int nhosts, int k, int root)
+{
+	int r;
+
+	for (r = 0; r < nhosts; r++) {
+		struct rinx_hop g = { 0 };
+
+		if (r == root)
+			continue;
+		g.action = RINX_A_STORE_END;
+		g.from = root;
+		g.to = r;
+		g.rack = RINX_NO_RACK;
+		hop[r][k][RINX_T_GATHER - 1] = g;
+	}
+}
+
 /* The root host of class k sums `mask` and its own share, stores the
  * finished block and sends it to every other host at once: to the fabric's
  * group (RINX_GROUP_EVERY), which the switches replicate, one copy per
@@ -464,7 +483,6 @@ static void root_bcast(struct bld *b, int k, int root, __u64 mask)
 {
 	const struct rinx_spec *s = b->s;
 	struct rinx_hop h = { 0 };
-	int r;
 
 	h.action = RINX_A_AGG_FINISH;
 	h.mask = mask;
@@ -474,18 +492,7 @@ static void root_bcast(struct bld *b, int k, int root, __u64 mask)
 	h.rack = s->nhosts > 1 ? RINX_GROUP_EVERY : RINX_NO_RACK;
 	set_hop(b, root, k, RINX_T_CONTRIB, &h);
 	set_hop(b, root, k, RINX_T_REDUCE, &h);
-	for (r = 0; r < s->nhosts; r++) {
-		struct rinx_hop g = { 0 };
-
-		if (r == root)
-			continue;
-		g.action = RINX_A_STORE_END;
-		g.from = root;
-		g.step = 0;
-		g.to = r;
-		g.rack = RINX_NO_RACK;
-		set_hop(b, r, k, RINX_T_GATHER, &g);
-	}
+	rinx_plan_store_from(b->hop, s->nhosts, k, root);
 }
 
 /* Parameter servers spread over the racks: the i-th is the i-th host of a

@@ -87,6 +87,11 @@ int rinx_plan_agg_node(const struct rinx_spec *s, int rack_index);
 int rinx_plan_agent_of_rack(const struct rinx_spec *s, int rack_index);
 /* Index of the rack whose agent (lowest rank) this host is, else -1. */
 int rinx_plan_agent_of(const struct rinx_spec *s, int rank);
+/* Class k's gather: every host but `root` stores the finished block that
+ * root sends (STORE_END from root), into hop[node][class][type-1]. */
+void rinx_plan_store_from(struct rinx_hop
+			  (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
+			  int nhosts, int k, int root);
 /* Two lines: the kind of plan and its ring members. */
 void rinx_plan_summary(FILE *f, const struct rinx_spec *s);
 /* Human-readable plan of every node, for rinxctl plan. 0 or -errno. */

@@ -161,7 +161,7 @@ int pp_compile(const struct topo *t, const struct pp_plan *pp,
 	       int (*start_type)[RINX_MAX_CLASSES], char *err, size_t errlen)
 {
 	double sh[RINX_MAX_CLASSES];
-	int k, i, j, r, len;
+	int k, i, j, len;
 
 	if (pp->ncls < 1 || pp->ncls > RINX_MAX_CLASSES)
 		return rinx_seterr(err, errlen, -E2BIG, "plan %s: %d classes, "
@@ -261,17 +261,7 @@ int pp_compile(const struct topo *t, const struct pp_plan *pp,
 					   "%d has no root", pp->scheme, k);
 		p->root[k] = root;
 		/* every worker but a root one stores the finished block */
-		for (r = 0; r < s->nhosts; r++) {
-			struct rinx_hop g = { 0 };
-
-			if (r == root)
-				continue;
-			g.action = RINX_A_STORE_END;
-			g.from = root;
-			g.to = r;
-			g.rack = RINX_NO_RACK;
-			hop[r][k][RINX_T_GATHER - 1] = g;
-		}
+		rinx_plan_store_from(hop, s->nhosts, k, root);
 	}
 	len = share_pattern(sh, pp->ncls, p->cmap);
 	if (len < 0)
