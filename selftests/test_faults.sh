@@ -112,7 +112,7 @@ ok $? "reorder: ping saw replies out of order"
 "$rinxctl" testbed fault "$P" --reorder 0 >/dev/null 2>&1
 
 # The port queue: 10 Mbit/s, defaults buffer 68760 B (about 22 frames of
-# 3 KB) and mark threshold 6876 B (two frames). A host's link rate also
+# 3 KB) and mark threshold 27504 B (eight frames). A host's link rate also
 # paces what its own stack sends (tc tbf on eth0), so the flood below
 # comes from h0 with p0 (h0's link) unlimited again: 100 pings of 3 KB
 # sent at once (preload) with ECT(0) are 300 KB, 240 ms at 10 Mbit/s: p1's
@@ -127,7 +127,7 @@ tbf() {	# tbf HOST: the rate of the host's token bucket on eth0, or none
 }
 "$rinxctl" testbed fault "$P" --rate 10 >/dev/null 2>&1
 [ "$(port p0 rate)" = 10 ] && [ "$(port p1 rate)" = 10 ] &&
-	[ "$(port p1 buffer)" = 68760 ] && [ "$(port p1 ecn)" = 6876 ]
+	[ "$(port p1 buffer)" = 68760 ] && [ "$(port p1 ecn)" = 27504 ]
 ok $? "testbed fault --rate 10: both ports, default buffer and threshold"
 [ "$(grep -c '^host .* link=10$' "$spec")" = 2 ] &&
 	"$rinxctl" testbed show "$P" | grep -q '^slowest link: 10 Mbit/s$' &&
@@ -155,7 +155,7 @@ echo "# 100 pings of 3 KB at once: $got answered, queue_drop +$qd;" \
 ok $? "rate 10 Mbit/s: the queue overflows, every lost ping a counted tail drop ($qd)"
 [ "$(port p1 marks)" -gt 0 ] && [ "$(port p1 not_ect)" = 0 ] &&
 	[ $(($(port p1 frames) + $(port p1 tail_drops))) = 100 ] &&
-	[ "$(port p1 peak)" -gt 6876 ] && [ "$(port p1 peak)" -le 68760 ]
+	[ "$(port p1 peak)" -gt 27504 ] && [ "$(port p1 peak)" -le 68760 ]
 ok $? "ECT(0) requests above the threshold marked; peak between threshold and buffer"
 [ $((ce1 - ce0)) = "$(port p1 marks)" ]
 ok $? "h1's stack received every marked request with CE ($((ce1 - ce0)))"

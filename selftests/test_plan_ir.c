@@ -61,6 +61,61 @@ static void toy_spec(struct rinx_spec *s, const char *plan)
 	}
 }
 
+/* 2 racks x 4 hosts (ranks 0-3, 4-7), each rack's ina, host links and
+ * uplinks at the rates given (Mbit/s, 0: none). */
+static void racks_spec(struct rinx_spec *s, const char *plan, int ina,
+		       __u32 link, __u32 uplink)
+{
+	char err[160];
+	int i;
+
+	rinx_spec_init(s);
+	if (rinx_plan_parse(plan, &s->plan, &s->plan_nps, err, sizeof(err)))
+		tap_diag("%s: %s", plan, err);
+	s->nracks = 2;
+	for (i = 0; i < 2; i++) {
+		struct rinx_spec_rack *r = &s->racks[i];
+		__u8 mac[6] = { 0x02, 0x72, 0x78, 0xfe, i, 1 };
+
+		r->id = i;
+		r->ina = ina;
+		snprintf(r->name, sizeof(r->name), "agg%d", i);
+		memcpy(r->mac, mac, 6);
+		r->ip = htonl(0x0a470000 | i << 8 | 254);
+		r->uplink_mbit = uplink;
+	}
+	s->nhosts = 8;
+	for (i = 0; i < 8; i++) {
+		struct rinx_spec_host *h = &s->hosts[i];
+		__u8 mac[6] = { 0x02, 0x72, 0x78, 0, i / 4, i + 1 };
+
+		snprintf(h->name, sizeof(h->name), "h%d", i);
+		h->rank = i;
+		h->rack = i / 4;
+		memcpy(h->mac, mac, 6);
+		h->ip = htonl(0x0a470000 | (i / 4) << 8 | (i + 1));
+		h->link_mbit = link;
+	}
+}
+
+/* Every rank's ceiling within 1e-9 of want (frames of RINX_FRAME_MAX). */
+static int ceilings_are(const struct rinx_spec *s, int from, int to,
+			double want)
+{
+	int r, ok = 1;
+
+	for (r = from; r < to; r++) {
+		double c = rinx_plan_ceiling(s, r, RINX_FRAME_MAX);
+
+		if (c < want * (1 - 1e-9) || c > want * (1 + 1e-9)) {
+			tap_diag("rank %d: ceiling %.3f blocks/s, want %.3f",
+				 r, c, want);
+			ok = 0;
+		}
+	}
+	return ok;
+}
+
 static __u64 bits(const int *ids, int n)
 {
 	__u64 m = 0;
@@ -114,7 +169,7 @@ int main(void)
 	struct rinx_plan p;
 	int ok, i, k, cnt[2];
 
-	tap_plan(17);
+	tap_plan(24);
 
 	toy_spec(&s, "topo:grid");
 	ok = !rinx_plan_build(&p, &s, PS) && p.nnodes == 12 &&
@@ -209,6 +264,55 @@ int main(void)
 		      r.start_to[k] == -1;
 	}
 	tap_ok(ok, "forest: a root sends no share of its own class");
+
+	/* The pacer's ceiling: the own blocks per second at which the
+	 * busiest link of the plan runs full. Link frames per second at 1
+	 * Gbit/s: 1e9 / 8 / RINX_FRAME_MAX. */
+	{
+		double lf = 1e9 / 8 / RINX_FRAME_MAX;
+
+		/* ring of 8: a block makes 14 hops, each host sends 14 frames
+		 * per 8 blocks (one own), the rack boundary 3->4 carries as
+		 * many */
+		racks_spec(&s, "ring", RINX_INA_NONE, 1000, 1000);
+		tap_ok(ceilings_are(&s, 0, 8, lf / 14),
+		       "ceiling: ring of 8 at 1 Gbit/s, one own block per 14 "
+		       "frames of a host's link");
+		racks_spec(&s, "ring", RINX_INA_NONE, 1000, 500);
+		tap_ok(ceilings_are(&s, 0, 8, lf / 2 / 14),
+		       "ceiling: the uplinks at 500 Mbit/s are the busiest "
+		       "(the ring's rack boundary)");
+		/* Rina, both ToRs aggregating: a host sends its share of
+		 * every block and gets the block back; each uplink carries
+		 * one partial sum and one finished block per block */
+		racks_spec(&s, "rina", RINX_INA_SWITCH, 1000, 1000);
+		tap_ok(ceilings_are(&s, 0, 8, lf),
+		       "ceiling: all-INA Rina, every block one frame each way "
+		       "on every link");
+		racks_spec(&s, "rina", RINX_INA_SWITCH, 1000, 250);
+		tap_ok(ceilings_are(&s, 0, 8, lf / 4),
+		       "ceiling: all-INA Rina with 250 Mbit/s uplinks");
+		/* agents (ranks 0 and 4) add their own share on the way:
+		 * they start nothing (no ceiling); an agent's link down
+		 * carries per block the 3 shares of its rack and the other
+		 * agent's partial or finished block */
+		racks_spec(&s, "rina", RINX_INA_AGENT, 1000, 1000);
+		tap_ok(ceilings_are(&s, 1, 4, lf / 4) &&
+		       ceilings_are(&s, 5, 8, lf / 4) &&
+		       ceilings_are(&s, 0, 1, 0) && ceilings_are(&s, 4, 5, 0),
+		       "ceiling: agent Rina, the agents' links down are the "
+		       "busiest (4 frames per block)");
+		racks_spec(&s, "ring", RINX_INA_NONE, 0, 0);
+		tap_ok(ceilings_are(&s, 0, 8, 0),
+		       "ceiling: none without link rates");
+		/* the GRID toy at 20 Mbit/s per Gbit/s: GRID's 3 Gbit/s per
+		 * worker, ps's 1 (the simulator's rates) */
+		toy_spec(&s, "topo:grid");
+		s.scale_mbit = 20;
+		tap_ok(ceilings_are(&s, 0, 8, 3 * lf * 20 / 1000),
+		       "ceiling: GRID on the toy at scale 20, 60 Mbit/s of "
+		       "frames per worker");
+	}
 
 	/* what cannot run */
 	toy_spec(&s, "topo:grid");

@@ -47,7 +47,7 @@ struct reply_msg {
 	double worst;		/* largest |error| / bound seen */
 	uint64_t ns_quant, ns_dequant;	/* conversion time of this op */
 	/* loss repair and congestion control during this op */
-	uint64_t sent, retx, nacks, repairs, marked, cuts, rate;
+	uint64_t sent, retx, nacks, repairs, marked, cuts, rate, ceil;
 	uint64_t job_ns[BENCH_MAX_JOBS];	/* --jobs: each job's time */
 	char msg[240];
 };
@@ -307,6 +307,7 @@ static void child(const struct bench_opts *o, const char *spec_path,
 			rep.marked = b.ecn_marked - a.ecn_marked;
 			rep.cuts = b.cc_cuts - a.cc_cuts;
 			rep.rate = b.pace_rate;
+			rep.ceil = b.pace_ceiling;
 		}
 			if (rep.err)
 				for (j = 0; j < nj; j++)
@@ -666,7 +667,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		uint64_t count = o->sizes[k] / 4, med;
 		uint64_t hns = 0, hcnt = 0, sns = 0, scnt = 0, qns = 0, dns = 0;
 		uint64_t retx = 0, nacks = 0, repairs = 0, marked = 0, cuts = 0;
-		uint64_t rates[RINX_MAX_NODES];
+		uint64_t rates[RINX_MAX_NODES], ceils[RINX_MAX_NODES];
 		uint64_t cpu[8] = { 0 }, wall = 0;
 		double algbw, busbw;
 		char utilbuf[16];
@@ -701,6 +702,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 					marked += reps[r].marked;
 					cuts += reps[r].cuts;
 					rates[r] = reps[r].rate;
+					ceils[r] = reps[r].ceil;
 				}
 			}
 			for (r = 0; r < n; r++) {
@@ -826,16 +828,20 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 			/* what congestion control and loss repair did; each
 			 * rank stores every finished block once */
 			qsort(rates, n, sizeof(rates[0]), cmp_u64);
+			qsort(ceils, n, sizeof(ceils[0]), cmp_u64);
 			fprintf(out, "#   network: %.2f%% of finished blocks "
 				"marked CE, %.1f rate cuts/op, pace rate "
 				"min/median/max %llu/%llu/%llu blocks/s per rank "
-				"(0: unpaced); per op: %.1f stalls "
+				"(0: unpaced), ceiling %llu..%llu (0: none); "
+				"per op: %.1f stalls "
 				"repaired, %.1f NACKs, %.1f blocks resent (%.2f%% "
 				"of blocks)\n",
 				100.0 * marked / (nblk * n), (double)cuts / o->iters,
 				(unsigned long long)rates[0],
 				(unsigned long long)rates[n / 2],
 				(unsigned long long)rates[n - 1],
+				(unsigned long long)ceils[0],
+				(unsigned long long)ceils[n - 1],
 				(double)repairs / o->iters, (double)nacks / o->iters,
 				(double)retx / o->iters, 100.0 * retx / nblk);
 		}

@@ -100,12 +100,13 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "                      no queue; the default). Resets --buffer and --ecn\n"
 "                      to the rate's defaults unless they are given\n"
 "  --buffer BYTES      queue size: frames beyond it are tail-dropped\n"
-"                      (default 10 x the --ecn default: 300000 at 1000\n"
-"                      Mbit/s, 948680 at 10000; at least 3438)\n"
+"                      (default 10 x K, DCTCP's mark threshold: K =\n"
+"                      30000 x sqrt(MBIT / 1000), at least 6876, as\n"
+"                      DCTCP's 20 and 65 packets; 300000 at 1000 Mbit/s,\n"
+"                      948680 at 10000; at least 3438)\n"
 "  --ecn BYTES|off     mark threshold: CE on ECT frames queued above it\n"
-"                      (default 30000 x sqrt(MBIT / 1000), at least\n"
-"                      6876: 30000 at 1000 Mbit/s, 94868 at 10000, as\n"
-"                      DCTCP's K of 20 and 65 packets)\n"
+"                      (default 4 x K: 120000 at 1000 Mbit/s, 379472 at\n"
+"                      10000; 4 x for the bursts of software switches)\n"
 "  (--burst is gone: the token bucket became this queue; use --buffer)\n";
 
 enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,

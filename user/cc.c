@@ -13,13 +13,22 @@
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
  * then a growing additive step), so the rate finds a link's share quickly
  * and jobs sharing links converge to equal shares.
- * A rank starts unpaced (line rate) and paces from its first mark, starting
- * from the rate it measured. The pacer (cursor.gap_ns, .next_ns) is shared
+ * Where the spec gives link rates, the plan says how fast its busiest link
+ * lets every origin go (rinx_plan_ceiling): a rank starts paced at
+ * CC_CEIL_UTIL of that ceiling and never goes above it, so a job alone on
+ * its links runs near the link rate without a queue to probe for. At the
+ * ceiling a few marks are the job's own bursts (its load is below the
+ * link's); a competitor (another job, TCP) makes the queue stand, marks
+ * most blocks and alpha rises past CC_CEIL_TOL: only then does it cut.
+ * Without link rates a rank starts unpaced (line rate) and paces from its
+ * first mark, starting from the rate it measured. The pacer (cursor.gap_ns, .next_ns) is shared
  * with the host program, whose recycling obeys it too (pace_ok in
  * bpf/host.bpf.c follows the same rule as pace_ok below, with a burst of
  * one after an idle spell where the trainer may send two).
  */
+#include <string.h>
 #include "user/comm.h"
+#include "user/plan.h"
 
 /* Own blocks the trainer may send at once when they are due: a recycle the
  * pacer held back in XDP is the trainer's to send, and the trainer naps
@@ -33,6 +42,11 @@
 #define CC_FR		5		/* fast-recovery intervals */
 #define CC_AI_DIV	8		/* the step stays below rate / 8 */
 #define CC_MIN_RATE	200.0		/* blocks/s: never starve */
+#define CC_CEIL_UTIL	0.95		/* of the plan's ceiling: headroom
+					 * for repairs and the testbed's
+					 * own jitter */
+#define CC_CEIL_TOL	0.1		/* alpha a rank at its ceiling
+					 * ignores */
 #define CC_USED		0.8		/* share of the rate that must be
 					 * used before it may grow */
 
@@ -49,6 +63,23 @@ int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 	return __atomic_compare_exchange_n(&cur->next_ns, &t,
 					   (t > lo ? t : lo) + gap, 0,
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+void rinx_c_cc_init(struct rinx_comm *c)
+{
+	struct cc *cc = &c->cc;
+	double ceil = rinx_plan_ceiling(&c->spec, c->rank, RINX_FRAME_MAX);
+
+	memset(cc, 0, sizeof(*cc));
+	if (ceil <= 0)
+		return;
+	cc->ceiling = cc->rate = cc->target = CC_CEIL_UTIL * ceil;
+	if (cc->rate < CC_MIN_RATE)
+		cc->ceiling = cc->rate = cc->target = CC_MIN_RATE;
+	__atomic_store_n(&c->cursors[c->slot].gap_ns, (__u32)(1e9 / cc->rate),
+			 __ATOMIC_RELAXED);
+	c->st.pace_rate = (uint64_t)cc->rate;
+	c->st.pace_ceiling = (uint64_t)cc->ceiling;
 }
 
 void rinx_c_cc_update(struct rinx_req *r, __u64 now)
@@ -78,7 +109,9 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		return;
 	f = dm > ds ? 1.0 : (double)dm / (double)ds;
 	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
-	if (dm && now - cc->cut > hold) {
+	if (dm && now - cc->cut > hold &&
+	    !(cc->ceiling > 0 && cc->rate >= 0.99 * cc->ceiling &&
+	      cc->alpha < CC_CEIL_TOL)) {
 		/* at most one cut per block round trip: marks seen sooner
 		 * still tell of the backlog before the last cut */
 		if (!cc->rate) {
@@ -111,6 +144,10 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		}
 		cc->rate = (cc->rate + cc->target) / 2;
 	}
+	if (cc->ceiling > 0 && cc->target > cc->ceiling)
+		cc->target = cc->ceiling;
+	if (cc->ceiling > 0 && cc->rate > cc->ceiling)
+		cc->rate = cc->ceiling;
 	if (cc->rate && cc->rate < CC_MIN_RATE)
 		cc->rate = CC_MIN_RATE;
 	__atomic_store_n(&cur->gap_ns, cc->rate ? (__u32)(1e9 / cc->rate) : 0,

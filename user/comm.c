@@ -324,7 +324,7 @@ static int install(struct rinx_comm *c)
 	c->jobent.plan_id = rinx_plan_id(c->spec.plan, c->spec.plan_nps);
 	plan_job(c);
 	memset(&c->cursors[c->slot], 0, sizeof(c->cursors[c->slot]));
-	memset(&c->cc, 0, sizeof(c->cc));
+	rinx_c_cc_init(c);
 	/* Every rank starts at epoch 0 of a clean slot: results and shares
 	 * are recognised by epoch, so whatever an earlier job left is wiped. */
 	c->epoch = 0;

@@ -144,6 +144,9 @@ struct rinx_comm {
 		double ai;		/* additive increase per update */
 		__u64 cut;		/* time of the last cut */
 		int calm;		/* updates in a row without a mark */
+		/* the highest rate: CC_CEIL_UTIL of the one at which the
+		 * plan fills the spec's busiest link; 0: none known */
+		double ceiling;
 	} cc;
 	struct rinx_comm_stats st;
 	char err[320];
@@ -231,6 +234,8 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again);
 
 /* cc.c */
 int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);
+/* The pacer of a job just opened: its ceiling, and the rate it starts at. */
+void rinx_c_cc_init(struct rinx_comm *c);
 void rinx_c_cc_update(struct rinx_req *r, __u64 now);
 
 /* repair.c */

@@ -94,6 +94,10 @@ struct rinx_spec {
 	int plan_nps;		/* parameter servers of the ps plans; 0: 1 */
 	/* topology file of plan=topo:NAME (user/topo.h format), "" none */
 	char topo[RINX_PATH_MAX];
+	/* Mbit/s a link runs at per Gbit/s of the topology's rate (a testbed
+	 * scales them down to what it sustains); 0: not set, the topology's
+	 * rates are the links' (1000) */
+	double scale_mbit;
 	int nhosts;
 	struct rinx_spec_host hosts[RINX_MAX_NODES];
 	int nracks;

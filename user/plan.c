@@ -925,3 +925,181 @@ int rinx_plan_print(FILE *f, const struct rinx_spec *s)
 {
 	return with_plan(f, s, print_all);
 }
+
+/* ---- the rate the links allow a plan (the pacer's ceiling) ----
+ * Topology plans: the simulator's rate of the plan on the topology (user/
+ * sim.c), at the spec's scale. Rack plans:
+ * Frames per pattern round on every directed link of a rack spec: a host's
+ * access link (up: host -> ToR, down: ToR -> host) and a rack's uplink (up:
+ * ToR -> spine, down). A frame from a to b crosses a's link up (a host),
+ * both uplinks when the racks differ, b's link down (a host); an aggregator
+ * is its rack's ToR; a group frame crosses the sender's way to the rack's
+ * ToR once and then every other host's link down. */
+struct load {
+	const struct rinx_spec *s;
+	int n;
+	double *l;	/* [2 * n + 2 * nracks] */
+	double w;	/* frames of this class per pattern round */
+};
+
+static int node_rack(const struct load *d, int v)
+{
+	int i;
+
+	if (v < d->n) {
+		const struct rinx_spec_host *h = rinx_spec_rank(d->s, v);
+
+		return h ? rack_index(d->s, h->rack) : -1;
+	}
+	for (i = 0; i < d->s->nracks; i++)
+		if (rinx_plan_agg_node(d->s, i) == v)
+			return i;
+	return -1;
+}
+
+static void path(struct load *d, int a, int b, int from_tor)
+{
+	int ra = node_rack(d, a), rb = node_rack(d, b);
+
+	if (a < d->n && !from_tor)
+		d->l[2 * a] += d->w;
+	if (ra != rb) {
+		if (ra >= 0)
+			d->l[2 * d->n + 2 * ra] += d->w;
+		if (rb >= 0)
+			d->l[2 * d->n + 2 * rb + 1] += d->w;
+	}
+	if (b < d->n)
+		d->l[2 * b + 1] += d->w;
+}
+
+static void group(struct load *d, int v, int rack_id)
+{
+	int rv = node_rack(d, v), r, ri, up = 0;
+
+	if (v < d->n)
+		d->l[2 * v] += d->w;
+	for (r = 0; r < d->n; r++) {
+		const struct rinx_spec_host *h = rinx_spec_rank(d->s, r);
+
+		if (r != v && h && (rack_id == RINX_GROUP_EVERY ||
+				    h->rack == rack_id))
+			d->l[2 * r + 1] += d->w;
+	}
+	/* one copy leaves the sender's rack, the spine copies it to every
+	 * other rack of the group */
+	for (ri = 0; ri < d->s->nracks; ri++)
+		if (ri != rv && (rack_id == RINX_GROUP_EVERY ||
+				 d->s->racks[ri].id == rack_id)) {
+			d->l[2 * d->n + 2 * ri + 1] += d->w;
+			up = 1;
+		}
+	if (up && rv >= 0)
+		d->l[2 * d->n + 2 * rv] += d->w;
+}
+
+static void node_load(struct load *d, const struct bld *b, int v, int k)
+{
+	int t, agg = 0;
+
+	if (b->start_to[v][k] >= 0)
+		path(d, v, b->start_to[v][k], 0);
+	for (t = 0; t < RINX_HOP_TYPES; t++) {
+		const struct rinx_hop *h = &b->hop[v][k][t];
+
+		switch (h->action) {
+		case RINX_A_ADD_FWD:
+		case RINX_A_ADD_FINISH:
+		case RINX_A_STORE_FWD:
+			path(d, v, h->to, 0);
+			break;
+		case RINX_A_AGG_FWD:
+		case RINX_A_AGG_FINISH:
+			/* one slot per class, whatever the contributors'
+			 * types: its sum leaves once */
+			if (agg++)
+				break;
+			if (h->action == RINX_A_AGG_FWD) {
+				path(d, v, h->to, 0);
+				break;
+			}
+			if (h->rack != RINX_NO_RACK)
+				group(d, v, h->rack);
+			if (h->to != v && (h->rack == RINX_NO_RACK ||
+					   h->rack != RINX_GROUP_EVERY))
+				path(d, v, h->to, h->rack != RINX_NO_RACK);
+			break;
+		case RINX_A_MCAST_FWD:
+			group(d, v, h->rack);
+			path(d, v, h->to, 1);
+			break;
+		case RINX_A_MCAST_END:
+			group(d, v, h->rack);
+			break;
+		}
+	}
+}
+
+double rinx_plan_ceiling(const struct rinx_spec *s_in, int self,
+			 double frame_bytes)
+{
+	struct rinx_spec *s = malloc(sizeof(*s));
+	struct bld *b = malloc(sizeof(*b));
+	struct rinx_plan *p = malloc(sizeof(*p));
+	struct load d = { 0 };
+	double best = 0, cnt[RINX_MAX_CLASSES] = { 0 }, nown = 0;
+	int i, k, v, nl;
+
+	if (!s || !b || !p)
+		goto out;
+	*s = *s_in;
+	if (build_all(b, s, p) || self < 0 || self >= p->nnodes)
+		goto out;
+	for (i = 0; i < p->plen; i++)
+		cnt[p->cmap[i] % RINX_MAX_CLASSES]++;
+	for (k = 0; k < p->nclasses; k++)
+		if (b->start_to[self][k] >= 0)
+			nown += cnt[k];
+	if (p->kind == RINX_PLAN_TOPO) {
+		/* the planner's routes cross the topology, not racks: the
+		 * simulator's rate per worker, a block of the tensor per
+		 * frame_bytes of it, the own blocks' share of them */
+		double x = pp_spec_rate_gbps(s) *
+			   (s->scale_mbit > 0 ? s->scale_mbit : 1000) * 1e6;
+
+		if (x > 0 && p->plen)
+			best = x / 8 / frame_bytes * nown / p->plen;
+		goto out;
+	}
+	d.s = s;
+	d.n = s->nhosts;
+	nl = 2 * s->nhosts + 2 * s->nracks;
+	d.l = calloc(nl, sizeof(*d.l));
+	if (!d.l)
+		goto out;
+	for (k = 0; k < p->nclasses; k++) {
+		d.w = cnt[k];
+		for (v = 0; v < p->nnodes; v++)
+			node_load(&d, b, v, k);
+	}
+	/* pattern rounds per second each link allows; the least of them */
+	for (i = 0; i < nl; i++) {
+		__u32 mbit = i < 2 * s->nhosts ?
+			     rinx_spec_rank(s, i / 2)->link_mbit :
+			     s->racks[(i - 2 * s->nhosts) / 2].uplink_mbit;
+		double r;
+
+		if (!mbit || d.l[i] <= 0)
+			continue;
+		r = mbit * 1e6 / 8 / frame_bytes / d.l[i];
+		if (!best || r < best)
+			best = r;
+	}
+	best *= nown;
+	free(d.l);
+out:
+	free(s);
+	free(b);
+	free(p);
+	return best;
+}

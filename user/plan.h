@@ -94,6 +94,13 @@ void rinx_plan_store_from(struct rinx_hop
 			  int nhosts, int k, int root);
 /* Two lines: the kind of plan and its ring members. */
 void rinx_plan_summary(FILE *f, const struct rinx_spec *s);
+/* The rate of own blocks (per second) of node `self` at which the plan's
+ * busiest link of the spec runs full, for frames of frame_bytes on the
+ * wire (a topology plan: at the simulator's rate of the plan, with the
+ * spec's scale); 0 when the spec gives no link rates the plan crosses.
+ * The pacer's ceiling (user/cc.c). */
+double rinx_plan_ceiling(const struct rinx_spec *s, int self,
+			 double frame_bytes);
 /* Human-readable plan of every node, for rinxctl plan. 0 or -errno. */
 int rinx_plan_print(FILE *f, const struct rinx_spec *s);
 

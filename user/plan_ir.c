@@ -299,3 +299,21 @@ int pp_tables(const struct rinx_spec *s, struct rinx_plan *p,
 	topo_free(&t);
 	return ret;
 }
+
+double pp_spec_rate_gbps(const struct rinx_spec *s)
+{
+	struct topo t;
+	struct pp_plan pp;
+	char err[256];
+	double x = 0;
+
+	if (!s->topo[0] || s->plan != RINX_PLAN_TOPO || s->plan_nps < 1 ||
+	    s->plan_nps > pp_nplanners())
+		return 0;
+	if (!pp_load(s->topo, pp_planners[s->plan_nps - 1].name, &t, &pp, err,
+		     sizeof(err)))
+		x = pp_sim_rate(&t, &pp);
+	pp_free(&pp);
+	topo_free(&t);
+	return x;
+}

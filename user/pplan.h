@@ -121,6 +121,10 @@ int pp_rack_order(const struct topo *t, int *order);
 /* Rates at which a unit model changes (c/k for every distinct capacity c
  * given and k = 1..kmax), ascending, deduplicated; count or -ENOMEM. */
 int pp_breakpoints(const double *caps, int ncaps, int kmax, double **out);
+/* The rate the simulator gives the plan of spec s (a topo:NAME plan on its
+ * topo=), in Gbps per worker of the topology's rates; 0 when none. */
+struct rinx_spec;
+double pp_spec_rate_gbps(const struct rinx_spec *s);
 /* The rate the simulator gives a plan (Gbps per worker), 0 on error. */
 double pp_sim_rate(const struct topo *t, const struct pp_plan *p);
 

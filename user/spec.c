@@ -200,6 +200,17 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 			if (strlen(v) >= sizeof(s->topo))
 				return BAD("line %d: topo path too long", lineno);
 			snprintf(s->topo, sizeof(s->topo), "%s", v);
+		} else if (!h && !r && !strcmp(tok, "scale")) {
+			char *end;
+			double x;
+
+			errno = 0;
+			x = strtod(v, &end);
+			if (errno || end == v || *end || !(x > 0) || x > 1e6)
+				return BAD("line %d: scale must be Mbit/s per "
+					   "Gbit/s, above 0 and at most 1e6",
+					   lineno);
+			s->scale_mbit = x;
 		} else if (!h && !r && !strcmp(tok, "mode")) {
 			if (!strcmp(v, "native"))
 				s->mode = RINX_XDP_NATIVE;
@@ -335,6 +346,8 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 		rinx_plan_name(s->plan, s->plan_nps, pl, sizeof(pl)));
 	if (s->topo[0])
 		fprintf(f, " topo=%s", s->topo);
+	if (s->scale_mbit > 0)
+		fprintf(f, " scale=%g", s->scale_mbit);
 	fprintf(f, "\n");
 	for (i = 0; i < s->nracks; i++) {
 		const struct rinx_spec_rack *r = &s->racks[i];

@@ -34,6 +34,7 @@ STATS_FIELDS = (
     "ina_fallbacks", "ns_quant", "ns_dequant", "ns_total",
     "xsk_rx_dropped", "xsk_rx_ring_full", "xsk_fill_empty",
     "xsk_tx_invalid", "ecn_marked", "cc_cuts", "pace_rate",
+    "pace_ceiling",
 )
 
 
