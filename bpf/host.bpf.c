@@ -150,12 +150,13 @@ static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
 /* Pacer of the own blocks: may one leave now? Takes its departure time
  * with a compare-and-swap shared with the trainer's sender, which runs the
  * same rule (user/cc.c); losing the race means another sender took the
- * slot, so this one waits. Up to RINX_PACE_BURST blocks may leave back to
+ * slot, so this one waits. Up to cur->burst blocks may leave back to
  * back after an idle spell. */
 static __always_inline int pace_ok(struct rinx_cursor *cur)
 {
 	__u64 now = bpf_ktime_get_ns(), gap = cur->gap_ns;
-	__u64 t = cur->next_ns, lo = now - RINX_PACE_BURST * gap;
+	__u64 burst = cur->burst ? cur->burst : RINX_PACE_BURST;
+	__u64 t = cur->next_ns, lo = now - burst * gap;
 
 	if (now < t)
 		return 0;

@@ -187,7 +187,8 @@ struct rinx_cursor {
 	 * departure of the next one, advanced by whoever sends it (the host
 	 * program's recycle or the trainer) with a compare-and-swap. */
 	__u32 gap_ns;
-	__u32 resv;
+	__u32 burst;	/* own blocks that may leave back to back after an
+			 * idle spell (0: RINX_PACE_BURST) */
 	__u64 next_ns;
 	/* Written by the host program: finished blocks stored here, and of
 	 * those the ones whose frame arrived marked CE (congestion on some
@@ -197,8 +198,9 @@ struct rinx_cursor {
 	__u64 marked;
 };
 
-/* Own blocks that may leave at once after an idle spell of the pacer: one,
- * since the bursts of several senders meet in an aggregator's port. */
+/* Own blocks that may leave at once after an idle spell of the pacer when
+ * the trainer sets no burst: one, since the bursts of several senders meet
+ * in an aggregator's port. */
 #define RINX_PACE_BURST		1
 
 /* IPv4 ECN field (low two bits of the TOS byte). rinx frames leave as
