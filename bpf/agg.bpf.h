@@ -39,7 +39,26 @@ enum rinx_agg_ret {
 	RINX_AGG_FLUSH,		/* pool: a share sent again; the frame
 				 * carries the slot's partial sum and its
 				 * coverage, the slot is free */
+	RINX_AGG_SHAPE,		/* the frame's size or dtype is not that of
+				 * the round the slot holds: refused */
 };
+
+/* The shape (RINX_SHAPE, dtype) of frame f's round. */
+static __always_inline __u32 rinx_frame_shape(struct rinx_frame *f)
+{
+	return RINX_SHAPE(bpf_ntohl(f->h->nblocks), bpf_ntohs(f->h->count));
+}
+
+/* Does slot a, holding contributions, hold them for f's shape? Every
+ * contribution of a round has its size and dtype: one that differs is
+ * another tensor (a rank's bug, a stray job) and would be summed into the
+ * wrong block. Under the slot's lock. */
+static __always_inline int agg_same_shape(struct rinx_agg *a,
+					  struct rinx_frame *f)
+{
+	return a->shape == rinx_frame_shape(f) &&
+	       a->dtype == (__u8)bpf_ntohs(f->h->dtype);
+}
 
 /* Folds frame f's payload (exponent fexp) into slot a, under its lock: the
  * first contribution (nothing seen) is copied, later ones are added. The
@@ -56,6 +75,9 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
 		a->exp = fexp;
 		a->flags = f->h->flags;
 		a->ce = 0;
+		/* the first contribution sets the round's shape */
+		a->shape = rinx_frame_shape(f);
+		a->dtype = (__u8)bpf_ntohs(f->h->dtype);
 	} else {
 		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
 		a->flags |= f->h->flags;
@@ -101,6 +123,10 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		a->done = 0;
 		a->final = 0;
 		a->pend = 0;
+	}
+	if (a->seen && !agg_same_shape(a, f)) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_SHAPE;
 	}
 	if ((a->seen & b) && (a->seen & b) != b) {
 		bpf_spin_unlock(&a->lock);
@@ -206,6 +232,10 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 		}
 		*reset = 1;
 		a->seen = 0;
+	}
+	if (a->seen && !agg_same_shape(a, f)) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_SHAPE;
 	}
 	if (resend) {
 		if (a->seen) {

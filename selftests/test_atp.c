@@ -52,7 +52,7 @@
 #define PORT		47377
 #define NENT		(RINX_MAX_JOBS * WINDOW)
 #define JOB_ID		0x00a7b001
-#define JOB_TOKEN	0x600d1dea
+#define JOB_TOKEN	0xa7b1c3d5600d1deaULL
 #define SLOT		1
 #define EPOCH		7
 
@@ -317,7 +317,7 @@ static void build(__u8 *f, int from, int to, __u8 type, __u32 epoch,
 	h->type = type;
 	h->flags = flags;
 	h->job = htonl(JOB_ID);
-	h->token = htonl(JOB_TOKEN);
+	h->token = htobe64(JOB_TOKEN);
 	h->epoch = htonl(epoch);
 	h->block = htonl(block);
 	h->nblocks = htonl(WINDOW);
@@ -771,7 +771,7 @@ int main(void)
 	  EPOCH, bD, 0, RINX_T_REDUCE, 0, 0, XDP_DROP, RINX_STAT_DROP_NO_ROUTE,
 	  NO, O_NONE, 0, 0, false, 0, 0, EPOCH, bD, 0x1 },
 	{ "tor: a share from the PS (not a contributor) is dropped", &tor, PS,
-	  EPOCH, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_SENDER, NO, O_NONE,
+	  EPOCH, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_MEMBER, NO, O_NONE,
 	  0, 0, false, 0, 0, EPOCH, bD, 0x1 },
 	{ "tor: block A takes the shared slot again", &tor, 0, EPOCH, bA, 0,
 	  0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE, 0, 0, false, 0, 0,
