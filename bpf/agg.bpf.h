@@ -91,7 +91,8 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
  * a. A coverage already wholly in the slot is a duplicate; one that is in
  * part is refused (RINX_AGG_OVERLAP): adding it would count some
  * contributors twice, leaving it out loses none that another frame cannot
- * bring. *reset
+ * bring. A frame whose round size or dtype is not that of the slot's first
+ * contribution of the round is refused (RINX_AGG_SHAPE). *reset
  * is set when an unfinished older round had to give the slot up. A
  * duplicate into the finished slot gets the stored sum (RINX_AGG_RESEND):
  * the caller sends it on again or back. With `finish`, the completed sum
@@ -202,7 +203,9 @@ static __always_inline void rinx_agg_out(struct rinx_agg *a,
  *    carries the sum and its coverage and the slot is free again;
  *  - a slot that holds another block: RINX_AGG_PASS, the share goes on to
  *    the server unaggregated (a collision; a full pool is the same case);
- *  - the share again (a network duplicate): RINX_AGG_DUP.
+ *  - the share again (a network duplicate): RINX_AGG_DUP;
+ *  - a share of the slot's block and round with another size or dtype
+ *    than the slot's first: RINX_AGG_SHAPE.
  * A share sent again by its worker (`resend`, RINX_F_RESEND: the block did
  * not finish, typically because another share of it passed on while the
  * slot held another block, so the slot waits for a share the server has)

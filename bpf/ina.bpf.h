@@ -71,8 +71,10 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	a = bpf_map_lookup_elem(&aggs, &idx);
 	if (!a)
 		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+	/* the flag is for this ToR: a share that passes on leaves without
+	 * it (a flushed sum carries the slot's flags); a refused one is
+	 * dropped as it came */
 	resend = !!(f->h->flags & RINX_F_RESEND);
-	f->h->flags &= ~RINX_F_RESEND;
 	ret = rinx_pool_add(a, f, epoch, block, sender, hop->mask, resend,
 			    &reset);
 	if (reset)
@@ -84,6 +86,7 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	if (ret == RINX_AGG_SHAPE)
 		return rinx_count(RINX_STAT_DROP_SHAPE, RINX_INA_DROP);
 	if (ret == RINX_AGG_PASS) {
+		f->h->flags &= ~RINX_F_RESEND;
 		f->h->cover = bpf_cpu_to_be64(1ULL << (sender & 63));
 		what = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
 	} else {

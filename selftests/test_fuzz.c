@@ -5,7 +5,9 @@
  *
  * Frames are valid frames of the programs' jobs with mutations on top (bit
  * and byte flips, truncation, extension, header fields set to chosen or
- * random values) and purely random frames. The host holds two ring jobs and
+ * random values: tokens that differ in any of their 64 bits, senders that
+ * are no members, rounds far ahead, sizes and dtypes of another round) and
+ * purely random frames. The host holds two ring jobs and
  * an aggregating job (AGG_FWD, AGG_FINISH to a group, on, unicast or ending
  * here, with and without its own share and answers, MCAST_FWD/END, a
  * proportional class pattern); the second switch holds the aggregator of an
@@ -17,7 +19,10 @@
  *    matches that outcome; AGG_RESET and ECN_CE move exactly when the model
  *    says so;
  *  - the outcome is the one a reference model of the job's rules (written
- *    here from uapi/rinx.h, with the tables the test itself set up) predicts;
+ *    here from uapi/rinx.h and docs/security.md, with the tables the test
+ *    itself set up) predicts, refusals included (drop_member, drop_ahead
+ *    against the ToR's newest round, which the model follows, drop_shape
+ *    against the round and the slot's first contribution);
  *  - no XDP_ABORTED; frames that are not transmitted leave unchanged; the
  *    aggregator's frames (sums, answers, multicasts) are the model's to the
  *    byte;
@@ -2464,7 +2469,6 @@ static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
 	a = &tor_slots[idx];
 	p.aidx = (int)idx;
 	resend = wantf[H_FLAGS] & RINX_F_RESEND;
-	wantf[H_FLAGS] &= ~RINX_F_RESEND;
 	if (a->seen && (a->epoch != epoch || a->block != block)) {
 		if ((__s32)(epoch - a->epoch) <= 0) {
 			r = P_PASS;
@@ -2515,6 +2519,7 @@ out:
 		return p;
 	}
 	if (r == P_PASS) {
+		wantf[H_FLAGS] &= ~RINX_F_RESEND;
 		put_cover(wantf, bit);
 		p.stat = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
 		cov[resend ? C_POOL_RESEND : C_POOL_PASS]++;

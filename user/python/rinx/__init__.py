@@ -261,9 +261,9 @@ class Comm:
             raise _config_error("rinx.Comm", "job= is required: a job id "
                                 "!= 0, the same on every rank")
         if not 0 <= int(job) < 1 << 32 or not 0 <= int(token) < 1 << 64:
-            raise _config_error("rinx.Comm", "job %d / token %d: an "
-                                "unsigned 32-bit and an unsigned 64-bit "
-                                "number" % (job, token))
+            raise _config_error("rinx.Comm", "job %d / token %d: the job "
+                                "is an unsigned 32-bit number, the token "
+                                "an unsigned 64-bit one" % (job, token))
         hosts, implied = _read_spec(spec)
         _check_plan(plan)
         if world_size is not None and world_size != hosts:
