@@ -182,12 +182,13 @@ struct rinx_job {
 	__u32 ahead;
 };
 
-/* How far ahead of the newest round an INA ToR has taken a frame of a
- * member's frame may be. A rank starts round e + 1 only when round e is
- * finished at it, which needs every rank's share of e: so no rank is more
- * than one round ahead of the slowest one, s. Round s - 1 is finished, and
- * if every round passes the ToR it took frames of s - 1: its newest round
- * is at least s - 1 and no legitimate frame is past s + 1, two ahead. */
+/* How many rounds past the newest round an INA ToR has taken a frame of a
+ * member's frame may be (rinx_job.ahead). A rank starts round e + 1 only
+ * when round e is finished at it, which needs every rank's share of e: so
+ * no rank is more than one round ahead of the slowest one, s. Round s - 1
+ * is finished, and if every round passes the ToR it took frames of s - 1:
+ * its newest round is at least s - 1 and no legitimate frame is past
+ * s + 1, two ahead. */
 #define RINX_AGG_AHEAD		2
 
 #define RINX_NO_SEND		0xffff
