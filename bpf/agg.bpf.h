@@ -39,7 +39,26 @@ enum rinx_agg_ret {
 	RINX_AGG_FLUSH,		/* pool: a share sent again; the frame
 				 * carries the slot's partial sum and its
 				 * coverage, the slot is free */
+	RINX_AGG_SHAPE,		/* the frame's size or dtype is not that of
+				 * the round the slot holds: refused */
 };
+
+/* The shape (RINX_SHAPE, dtype) of frame f's round. */
+static __always_inline __u32 rinx_frame_shape(struct rinx_frame *f)
+{
+	return RINX_SHAPE(bpf_ntohl(f->h->nblocks), bpf_ntohs(f->h->count));
+}
+
+/* Does slot a, holding contributions, hold them for f's shape? Every
+ * contribution of a round has its size and dtype: one that differs is
+ * another tensor (a rank's bug, a stray job) and would be summed into the
+ * wrong block. Under the slot's lock. */
+static __always_inline int agg_same_shape(struct rinx_agg *a,
+					  struct rinx_frame *f)
+{
+	return a->shape == rinx_frame_shape(f) &&
+	       a->dtype == (__u8)bpf_ntohs(f->h->dtype);
+}
 
 /* Folds frame f's payload (exponent fexp) into slot a, under its lock: the
  * first contribution (nothing seen) is copied, later ones are added. The
@@ -56,6 +75,9 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
 		a->exp = fexp;
 		a->flags = f->h->flags;
 		a->ce = 0;
+		/* the first contribution sets the round's shape */
+		a->shape = rinx_frame_shape(f);
+		a->dtype = (__u8)bpf_ntohs(f->h->dtype);
 	} else {
 		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
 		a->flags |= f->h->flags;
@@ -69,7 +91,8 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
  * a. A coverage already wholly in the slot is a duplicate; one that is in
  * part is refused (RINX_AGG_OVERLAP): adding it would count some
  * contributors twice, leaving it out loses none that another frame cannot
- * bring. *reset
+ * bring. A frame whose round size or dtype is not that of the slot's first
+ * contribution of the round is refused (RINX_AGG_SHAPE). *reset
  * is set when an unfinished older round had to give the slot up. A
  * duplicate into the finished slot gets the stored sum (RINX_AGG_RESEND):
  * the caller sends it on again or back. With `finish`, the completed sum
@@ -101,6 +124,10 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		a->done = 0;
 		a->final = 0;
 		a->pend = 0;
+	}
+	if (a->seen && !agg_same_shape(a, f)) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_SHAPE;
 	}
 	if ((a->seen & b) && (a->seen & b) != b) {
 		bpf_spin_unlock(&a->lock);
@@ -176,7 +203,9 @@ static __always_inline void rinx_agg_out(struct rinx_agg *a,
  *    carries the sum and its coverage and the slot is free again;
  *  - a slot that holds another block: RINX_AGG_PASS, the share goes on to
  *    the server unaggregated (a collision; a full pool is the same case);
- *  - the share again (a network duplicate): RINX_AGG_DUP.
+ *  - the share again (a network duplicate): RINX_AGG_DUP;
+ *  - a share of the slot's block and round with another size or dtype
+ *    than the slot's first: RINX_AGG_SHAPE.
  * A share sent again by its worker (`resend`, RINX_F_RESEND: the block did
  * not finish, typically because another share of it passed on while the
  * slot held another block, so the slot waits for a share the server has)
@@ -206,6 +235,10 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 		}
 		*reset = 1;
 		a->seen = 0;
+	}
+	if (a->seen && !agg_same_shape(a, f)) {
+		bpf_spin_unlock(&a->lock);
+		return RINX_AGG_SHAPE;
 	}
 	if (resend) {
 		if (a->seen) {

@@ -287,7 +287,7 @@ int rinx_host(struct xdp_md *ctx)
 	if (!job)
 		return rinx_count(type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
 			     RINX_STAT_DROP_JOB, XDP_DROP);
-	if (bpf_ntohl(f.h->token) != job->token)
+	if (bpf_be64_to_cpu(f.h->token) != job->token)
 		return rinx_count(RINX_STAT_DROP_TOKEN, XDP_DROP);
 	/* "do you know the job?": yes, now that it is installed here; the
 	 * answer needs no trainer, which may be busy elsewhere after open */
@@ -338,15 +338,22 @@ int rinx_host(struct xdp_md *ctx)
 		/* an aggregator takes the next round's contributions before
 		 * its own trainer gets there: the slot keeps rounds apart */
 		if (epoch == job->epoch + 1 && agg && type != RINX_T_GATHER) {
-			/* that round is not installed here yet: the frame's
-			 * own dtype says whether it may carry an exponent */
-			if (bpf_ntohs(f.h->dtype) == RINX_W_INT32 && f.h->exp)
-				return rinx_count(RINX_STAT_DROP_BOUNDS,
-						  XDP_DROP);
+			/* that round is not installed here yet: the frame
+			 * says its size and dtype, which must fit a round
+			 * (an exponent only on fixed point), and the slot
+			 * holds the round to its first contribution's */
+			bad = rinx_check_shape(&f);
+			if (bad)
+				return rinx_count(bad, XDP_DROP);
 			goto sized;
 		}
 		if (epoch == job->epoch + 1)
 			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
+		/* no rank runs more than one round ahead of another: a
+		 * round starts once the one before finished, which took
+		 * this node's share of it */
+		if ((__s32)(epoch - job->epoch) > 1)
+			return rinx_count(RINX_STAT_DROP_AHEAD, XDP_DROP);
 		return rinx_count(RINX_STAT_DROP_STALE, XDP_DROP);
 	}
 	/* int32 payloads are summed as they are: no exponent may shift them */
@@ -416,6 +423,8 @@ sized:
 			rinx_count(RINX_STAT_AGG_RESET, 0);
 		if (ret == RINX_AGG_OVERLAP)
 			return rinx_count(RINX_STAT_AGG_OVERLAP, XDP_DROP);
+		if (ret == RINX_AGG_SHAPE)
+			return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
 		/* the others' sum waits for this host's share: the trainer
 		 * adds it and completes the slot */
 		if (ret == RINX_AGG_NEED_SELF)

@@ -3,7 +3,10 @@
  * The aggregator of an INA ToR (Rina's abstracted worker on a programmable
  * switch), for the testbed switch program. Frames addressed to the
  * aggregator's MAC are checked like on a host (job, token, bounds, the plan's
- * sender and step) and summed in the rack's slots; the caller forwards what
+ * sender and step), then as a ToR must check a round it has no table of:
+ * from a member of the slot, of a round not far ahead of the job's, with
+ * a size and dtype that fit the round (rinx_check_shape) and the slot's
+ * (rinx_agg_add), and summed in the rack's slots; the caller forwards what
  * comes out: a unicast reduce frame to the next ring member, or a gather for
  * the rack's host ports (and the uplink).
  *
@@ -68,8 +71,10 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	a = bpf_map_lookup_elem(&aggs, &idx);
 	if (!a)
 		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+	/* the flag is for this ToR: a share that passes on leaves without
+	 * it (a flushed sum carries the slot's flags); a refused one is
+	 * dropped as it came */
 	resend = !!(f->h->flags & RINX_F_RESEND);
-	f->h->flags &= ~RINX_F_RESEND;
 	ret = rinx_pool_add(a, f, epoch, block, sender, hop->mask, resend,
 			    &reset);
 	if (reset)
@@ -78,7 +83,10 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
 	if (ret == RINX_AGG_DUP)
 		return rinx_count(RINX_STAT_DROP_AGG_DUP, RINX_INA_DROP);
+	if (ret == RINX_AGG_SHAPE)
+		return rinx_count(RINX_STAT_DROP_SHAPE, RINX_INA_DROP);
 	if (ret == RINX_AGG_PASS) {
+		f->h->flags &= ~RINX_F_RESEND;
 		f->h->cover = bpf_cpu_to_be64(1ULL << (sender & 63));
 		what = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
 	} else {
@@ -89,6 +97,29 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	f->h->step = hop->out_step;
 	ret = ina_out(f, job, hop->to);
 	return ret == RINX_INA_UNICAST ? rinx_count(what, ret) : ret;
+}
+
+/* Is round epoch (of a frame that passed every other check) within the
+ * bound past the job's newest round (RINX_AGG_AHEAD, set by the control
+ * plane in job->ahead)? If so the newest round becomes max(newest, epoch)
+ * with a compare-and-swap: CPUs race, and the round must never go back
+ * (a regressed round would refuse a legitimate frame). A failed swap means
+ * another CPU moved it; a few tries settle it. Epochs wrap: compared as
+ * signed differences. */
+static __always_inline int ina_round_ok(struct rinx_job *job, __u32 epoch)
+{
+	__u32 cur = job->epoch, old;
+	int i;
+
+	if (job->ahead && (__s32)(epoch - cur) > (__s32)job->ahead)
+		return 0;
+	for (i = 0; i < 4 && (__s32)(epoch - cur) > 0; i++) {
+		old = __sync_val_compare_and_swap(&job->epoch, cur, epoch);
+		if (old == cur)
+			break;
+		cur = old;
+	}
+	return 1;
 }
 
 static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
@@ -119,7 +150,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	job = bpf_map_lookup_elem(&jobs, &jid);
 	if (!job)
 		return rinx_count(RINX_STAT_DROP_JOB, RINX_INA_DROP);
-	if (bpf_ntohl(f.h->token) != job->token)
+	if (bpf_be64_to_cpu(f.h->token) != job->token)
 		return rinx_count(RINX_STAT_DROP_TOKEN, RINX_INA_DROP);
 	epoch = bpf_ntohl(f.h->epoch);
 	block = bpf_ntohl(f.h->block);
@@ -150,9 +181,13 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	if (hop->action < RINX_A_AGG_FWD || hop->action >= RINX_A_MAX)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, RINX_INA_DROP);
 	bad = rinx_check_sender(&f, job, hop, type, &sender);
+	if (!bad)
+		bad = rinx_check_shape(&f);
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
 				  RINX_INA_ABORTED : RINX_INA_DROP);
+	if (!ina_round_ok(job, epoch))
+		return rinx_count(RINX_STAT_DROP_AHEAD, RINX_INA_DROP);
 	if (hop->flags & RINX_HOP_POOL)
 		return ina_pool(&f, job, hop, jid, epoch, block, sender);
 	/* a slot per block needs no flush: a share sent again is a
@@ -169,6 +204,8 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		 * finished round of this gather: anything else is stale. */
 		if (a->epoch != epoch || !a->done)
 			return rinx_count(RINX_STAT_DROP_STALE, RINX_INA_DROP);
+		if (!agg_same_shape(a, &f))
+			return rinx_count(RINX_STAT_DROP_SHAPE, RINX_INA_DROP);
 		rinx_agg_keep(a, &f, epoch);
 		f.h->step = hop->out_step;
 		ret = ina_out(&f, job, hop->action == RINX_A_MCAST_FWD ?
@@ -185,6 +222,8 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 			   hop->action == RINX_A_AGG_FINISH, NULL, &reset);
 	if (ret == RINX_AGG_OVERLAP)
 		return rinx_count(RINX_STAT_AGG_OVERLAP, RINX_INA_DROP);
+	if (ret == RINX_AGG_SHAPE)
+		return rinx_count(RINX_STAT_DROP_SHAPE, RINX_INA_DROP);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
 	if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB &&

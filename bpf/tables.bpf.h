@@ -78,6 +78,27 @@ static __always_inline __u32 rinx_check_bounds(struct rinx_frame *f,
 	return 0;
 }
 
+/* What an aggregator can check of a round it has no table of (an INA ToR
+ * never has; an agent for the next round): a dtype it knows, no exponent on
+ * int32 values (they are summed as they are), every block but the last
+ * full, and a size a slot can keep (RINX_SHAPE). The slot then holds every
+ * contribution of the round to the shape of its first (rinx_agg_add). 0 or
+ * the drop stat. */
+static __always_inline __u32 rinx_check_shape(struct rinx_frame *f)
+{
+	__u32 block = bpf_ntohl(f->h->block), nblocks = bpf_ntohl(f->h->nblocks);
+	__u16 dtype = bpf_ntohs(f->h->dtype), cnt = bpf_ntohs(f->h->count);
+
+	if (dtype == RINX_W_INT32 && f->h->exp)
+		return RINX_STAT_DROP_BOUNDS;
+	if (nblocks >= RINX_SHAPE_MAX_BLOCKS)
+		return RINX_STAT_DROP_BOUNDS;
+	if ((dtype != RINX_W_INT32 && dtype != RINX_W_FIXED) ||
+	    (block + 1 < nblocks && cnt != RINX_BLOCK_VALUES))
+		return RINX_STAT_DROP_SHAPE;
+	return 0;
+}
+
 /* Is f from the node the hop names (sender, step, source IP), or, for an
  * aggregation, from one of its contributors (a raw share with step 0, or
  * the partial sum of `from` with its step)? Sets *sender. 0 or the drop
@@ -93,14 +114,18 @@ static __always_inline __u32 rinx_check_sender(struct rinx_frame *f,
 	__u32 k;
 
 	*sender = bpf_ntohs(f->h->sender);
-	if (*sender >= RINX_MAX_NODES || (type == RINX_T_CONTRIB && !agg))
+	/* a node of the job, sending from its own address: anything else
+	 * is no member (a stray host, a spoofed or misconfigured one) */
+	if (*sender >= RINX_MAX_NODES || *sender >= job->nnodes)
+		return RINX_STAT_DROP_MEMBER;
+	if (type == RINX_T_CONTRIB && !agg)
 		return RINX_STAT_DROP_SENDER;
 	k = job->slot * RINX_MAX_NODES + *sender;
 	from = bpf_map_lookup_elem(&nodes, &k);
 	if (!from)
 		return RINX_STAT_ABORTED;
 	if (f->ip->saddr != from->ip)
-		return RINX_STAT_DROP_SENDER;
+		return RINX_STAT_DROP_MEMBER;
 	if (agg) {
 		__u64 bit = 1ULL << (*sender & 63), cov;
 
@@ -112,8 +137,9 @@ static __always_inline __u32 rinx_check_sender(struct rinx_frame *f,
 				return RINX_STAT_DROP_SENDER;
 			return 0;
 		}
+		/* a node of the job, but not one this slot sums */
 		if (!(hop->mask & bit))
-			return RINX_STAT_DROP_SENDER;
+			return RINX_STAT_DROP_MEMBER;
 		if (type == RINX_T_CONTRIB || *sender != hop->from)
 			return f->h->step == 0 ? 0 : RINX_STAT_DROP_SENDER;
 	} else if (*sender != hop->from) {

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <endian.h>
 #include <sys/socket.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
@@ -80,7 +81,7 @@
 #define QBITS		28	/* 4 contributors: 30 - 2 */
 
 #define JOB_ID		0x00a99001
-#define JOB_TOKEN	0x7a7a1234
+#define JOB_TOKEN	0x9e3779b97a7a1234ULL
 #define JOB_SLOT	1
 #define FWD_JOB_ID	0x00a99002	/* plain host reduce hop (timing) */
 #define FWD_JOB_SLOT	2
@@ -208,10 +209,14 @@ static const char *stat_name(int i)
 
 /* The job of plan pl at slot; the aggregator starts no blocks of its own
  * here (recycling is test_host's), so every start_to is RINX_NO_SEND. */
-static int put_job(const struct place *p, const struct rinx_plan *pl,
-		   __u32 id, __u32 slot, __u16 self, __u32 epoch)
+/* The job entry; `ahead`: the ToR's bound on rounds ahead of epoch (0:
+ * none, as for a plan that routes some rounds around it). */
+static int put_job_ahead(const struct place *p, const struct rinx_plan *pl,
+			 __u32 id, __u32 slot, __u16 self, __u32 epoch,
+			 __u32 ahead)
 {
 	struct rinx_job j = {
+		.ahead = ahead,
 		.token = JOB_TOKEN, .slot = slot, .epoch = epoch,
 		.nblocks = WINDOW, .last_count = RINX_BLOCK_VALUES,
 		.nclasses = (__u16)pl->nclasses,
@@ -223,6 +228,12 @@ static int put_job(const struct place *p, const struct rinx_plan *pl,
 	memcpy(j.cmap, pl->cmap, sizeof(j.cmap));
 	memset(j.start_to, 0xff, sizeof(j.start_to));
 	return bpf_map_update_elem(p->jobs, &id, &j, BPF_ANY);
+}
+
+static int put_job(const struct place *p, const struct rinx_plan *pl,
+		   __u32 id, __u32 slot, __u16 self, __u32 epoch)
+{
+	return put_job_ahead(p, pl, id, slot, self, epoch, 0);
 }
 
 static int put_plan(struct place *p, const struct rinx_plan *pl, __u32 slot,
@@ -278,7 +289,7 @@ static void star_plan(struct place *p)
 	memset(st, 0, sizeof(*st));
 	st->kind = RINX_PLAN_PS;
 	st->nclasses = 3;
-	st->nnodes = p->plan.nnodes;
+	st->nnodes = RINX_MAX_NODES;	/* contributors up to NODE_TOP */
 	memcpy(st->nodes, p->plan.nodes, sizeof(st->nodes));
 	st->plen = STAR_PLEN;
 	memcpy(st->cmap, cmap, sizeof(cmap));
@@ -450,7 +461,7 @@ static void build(const struct place *p, const struct rinx_plan *pl, __u8 *f,
 	h->flags = flags;
 	h->step = step;
 	h->job = htonl(job);
-	h->token = htonl(JOB_TOKEN);
+	h->token = htobe64(JOB_TOKEN);
 	h->epoch = htonl(epoch);
 	h->block = htonl(block);
 	h->nblocks = htonl(WINDOW);
@@ -658,6 +669,14 @@ enum who {
 	X_PSTEP,	/* the partial with step + 1 */
 	X_PFROM,	/* the partial from node 3 (not the planned sender) */
 	X_KLASS,	/* W1's frame claiming the class after its own */
+	/* refused as a ToR refuses what does not fit the job or the round
+	 * (docs/security.md); W2's frame with: */
+	X_TOKEN,	/* the token wrong in its high 32 bits only */
+	X_COUNT,	/* 100 values in a block that is not the last */
+	X_DTYPE,	/* dtype 7 (none) */
+	X_NBLOCKS,	/* one block fewer in the round than the slot's */
+	X_INT32,	/* int32 (exponent 0) into a fixed-point round */
+	X_GNBLOCKS,	/* the gather with one block fewer in the round */
 };
 
 enum outcome {
@@ -679,6 +698,11 @@ enum outcome {
 	O_SHARE,	/* agent, W0: the trainer writes its share (no run) */
 	O_TRAIN,	/* agent, T: the trainer completes the slot */
 	O_SKIP,		/* the step is not taken in this placement */
+	O_MEMBER,	/* DROP_MEMBER: not a node of the job, not from
+			 * its address, or not a contributor of the slot */
+	O_AHEAD,	/* DROP_AHEAD */
+	O_SHAPE,	/* DROP_SHAPE */
+	O_TOKEN,	/* DROP_TOKEN */
 };
 
 #define RS_A	1	/* AGG_RESET counted at the agent */
@@ -731,9 +755,9 @@ static const struct tcase fixed_cases[] = {
 	/* the agent's share is in its map, not a frame: node 0's raw share
 	 * is no contributor there; the ToR answers worker 0 */
 	{ "node 0's share as a frame (AGG_FINISH)", 7, 0, BOTH, 7, {
-		C(W0, O_ADD), C2(X_SELF, O_SENDER, O_DUP), C(W1, O_ADD),
-		C(W2, O_ADD), C(P, O_DONE), C2(X_SELF, O_SENDER, O_RESEND),
-		C2(X_SELF, O_SENDER, O_RESEND) } },
+		C(W0, O_ADD), C2(X_SELF, O_MEMBER, O_DUP), C(W1, O_ADD),
+		C(W2, O_ADD), C(P, O_DONE), C2(X_SELF, O_MEMBER, O_RESEND),
+		C2(X_SELF, O_MEMBER, O_RESEND) } },
 	{ "retransmission into a finished AGG_FWD slot", 2, 0, BOTH, 7, {
 		C(W2, O_ADD), C(W1, O_ADD), C(W0, O_ADD), C(P, O_DONE),
 		C(W1, O_REEMIT), C(P, O_REEMIT), C(W0, O_REEMIT) } },
@@ -742,7 +766,7 @@ static const struct tcase fixed_cases[] = {
 	{ "after the gather passed (class 0): a worker gets the finished "
 	  "block", 6, 0, BOTH, 6, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE), C(G, O_MCAST),
-		C(W1, O_RESEND), C2(X_SELF, O_SENDER, O_RESEND) } },
+		C(W1, O_RESEND), C2(X_SELF, O_MEMBER, O_RESEND) } },
 	{ "after the gather passed (class 2): a late partial is dropped", 11,
 	  0, BOTH, 7, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
@@ -779,7 +803,7 @@ static const struct tcase fixed_cases[] = {
 		  .ex_sw = O_DONE },
 		{ .who = W1, .ep = 1, .exp = 1, .ex = O_SELF,
 		  .ex_sw = O_REEMIT },
-		{ .who = W2, .ep = 2, .exp = 1, .ex = O_JSTALE,
+		{ .who = W2, .ep = 2, .exp = 1, .ex = O_AHEAD,
 		  .ex_sw = O_ADD },
 		{ .who = W2, .ep = 2, .jo = 1, .exp = 1, .ex = O_ADD,
 		  .ex_sw = O_DUP, .reset = RS_A } } },
@@ -792,24 +816,53 @@ static const struct tcase fixed_cases[] = {
 		{ .who = P, .ep = 1, .jo = 1, .exp = 6, .ex = O_DONE },
 		{ .who = W2, .ep = 0, .jo = 1, .exp = 3, .ex = O_JSTALE,
 		  .ex_sw = O_STALE } } },
-	{ "reset: a round far ahead takes over (class 1)", 1, 0, TOR_ONLY, 5, {
+	{ "reset: a round two ahead (the bound) takes over (class 1)", 1, 0,
+	  TOR_ONLY, 5, {
 		C(P, O_ADD),
-		{ .who = W0, .ep = 1000, .exp = 2, .ex = O_ADD, .reset = RS },
-		{ .who = W1, .ep = 1000, .exp = 2, .ex = O_ADD },
-		{ .who = W2, .ep = 1000, .exp = 2, .ex = O_ADD },
-		{ .who = P, .ep = 1000, .exp = 2, .ex = O_DONE } } },
+		{ .who = W0, .ep = 2, .exp = 2, .ex = O_ADD, .reset = RS },
+		{ .who = W1, .ep = 2, .exp = 2, .ex = O_ADD },
+		{ .who = W2, .ep = 2, .exp = 2, .ex = O_ADD },
+		{ .who = P, .ep = 2, .exp = 2, .ex = O_DONE } } },
+	{ "refused: a round far ahead never takes the slot over (class 1)",
+	  1, 0, TOR_ONLY, 7, {
+		C(P, O_ADD),
+		{ .who = W0, .ep = 3, .exp = 2, .ex = O_AHEAD },
+		{ .who = W1, .ep = 1000, .exp = 2, .ex = O_AHEAD },
+		{ .who = W2, .ep = 1 << 30, .exp = 2, .ex = O_AHEAD },
+		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE) } },
+	/* What a ToR refuses, and an agent of the round after its own
+	 * (jo 0, ep 1: the round its tables do not describe yet), counted
+	 * and without touching the slot. */
+	{ "refused: token, size, dtype, members, rounds ahead (class 2)", 8,
+	  0, BOTH, 12, {
+		{ .who = W1, .ep = 1, .exp = 3, .ex = O_ADD },
+		{ .who = X_TOKEN, .ep = 1, .exp = 3, .ex = O_TOKEN },
+		{ .who = X_COUNT, .ep = 1, .exp = 3, .ex = O_SHAPE },
+		{ .who = X_DTYPE, .ep = 1, .exp = 3, .ex = O_SHAPE },
+		{ .who = X_NBLOCKS, .ep = 1, .exp = 3, .ex = O_SHAPE },
+		{ .who = X_INT32, .ep = 1, .exp = 0, .ex = O_SHAPE },
+		{ .who = X_INT32, .ep = 1, .exp = 3, .ex = O_BOUNDS },
+		{ .who = W2, .ep = 4, .exp = 3, .ex = O_AHEAD },
+		{ .who = X_RACK, .ep = 1, .exp = 3, .ex = O_MEMBER },
+		{ .who = W0, .ep = 1, .exp = 3, .ex = O_SHARE, .ex_sw = O_ADD },
+		{ .who = W2, .ep = 1, .exp = 3, .ex = O_ADD },
+		{ .who = P, .ep = 1, .exp = 3, .ex = O_DONE } } },
+	{ "refused: a gather whose round has another size (class 2)", 8, 0,
+	  TOR_ONLY, 7, {
+		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
+		C(X_GNBLOCKS, O_SHAPE), C(G, O_MCAST), C(P, O_DUP) } },
 	{ "senders: node 3, nodes 37 and 63 (not in the mask), ids, IP, "
 	  "step, class", 5, 0, BOTH, 14, {
-		C(X_RACK, O_SENDER), C(W0, O_ADD), C(N37, O_SENDER),
-		C(N63, O_SENDER), C(X_HUGE, O_SENDER),
-		C(X_SADDR, O_SENDER), C(X_STEP, O_SENDER),
-		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER),
+		C(X_RACK, O_MEMBER), C(W0, O_ADD), C(N37, O_MEMBER),
+		C(N63, O_MEMBER), C(X_HUGE, O_MEMBER),
+		C(X_SADDR, O_MEMBER), C(X_STEP, O_SENDER),
+		C(X_PSTEP, O_SENDER), C(X_PFROM, O_MEMBER),
 		C(X_KLASS, O_BOUNDS), C(W1, O_ADD), C(P, O_ADD),
-		C(X_RACK, O_SENDER), C(W2, O_DONE) } },
+		C(X_RACK, O_MEMBER), C(W2, O_DONE) } },
 	{ "senders at AGG_FINISH", 7, 0, BOTH, 8, {
-		C(N37, O_SENDER), C(X_SADDR, O_SENDER), C(W1, O_ADD),
-		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER),
-		C(X_STEP, O_SENDER), C2(X_SELF, O_SENDER, O_ADD),
+		C(N37, O_MEMBER), C(X_SADDR, O_MEMBER), C(W1, O_ADD),
+		C(X_PSTEP, O_SENDER), C(X_PFROM, O_MEMBER),
+		C(X_STEP, O_SENDER), C2(X_SELF, O_MEMBER, O_ADD),
 		C(X_KLASS, O_BOUNDS) } },
 	/* every raw share has step 0, whoever sends it (tables.bpf.h) */
 	{ "the partial's node sends a raw share: counted as its node", 4, 0,
@@ -911,7 +964,7 @@ static const struct tcase fixed_cases[] = {
 		C2(W2, O_SELF, O_DUP), C2(P, O_SELF, O_DUP),
 		C2(W0, O_SHARE, O_DONE), C2(W1, O_SELF, O_RESEND), TR,
 		C(W1, O_RESEND), C(P, O_REEMIT),
-		C2(X_SELF, O_SENDER, O_RESEND) } },
+		C2(X_SELF, O_MEMBER, O_RESEND) } },
 	{ "own share late (class 2, AGG_FWD), CE on the others' sum", 5, 0,
 	  BOTH, 7, {
 		C(W2, O_ADD), { .who = P, .exp = 2, .ex = O_ADD, .ce = true },
@@ -960,9 +1013,9 @@ static const struct tcase fixed_cases[] = {
 		CE(W2, 1, O_DONE), C(P, O_REEMIT) } },
 	{ "star: senders outside the mask, steps, the partial's node", 6, 0,
 	  STAR, 8, {
-		C(X_RACK, O_SENDER), C2(X_SELF, O_SENDER, O_ADD),
-		C(X_PSTEP, O_SENDER), C(X_PFROM, O_SENDER),
-		C(X_STEP, O_SENDER), C(X_HUGE, O_SENDER),
+		C(X_RACK, O_MEMBER), C2(X_SELF, O_MEMBER, O_ADD),
+		C(X_PSTEP, O_SENDER), C(X_PFROM, O_MEMBER),
+		C(X_STEP, O_SENDER), C(X_HUGE, O_MEMBER),
 		C(X_PCONTRIB, O_ADD), C(P, O_DUP) } },
 	/* block 5 is in class cmap[5 % 4] = 1, not 5 % 3 = 2 */
 	{ "star: the class pattern decides a block's class (a frame of "
@@ -1094,6 +1147,10 @@ static int stat_of(const struct place *p, int o)
 	case O_NOROUTE: return RINX_STAT_DROP_NO_ROUTE;
 	case O_MCAST: return RINX_STAT_AGG_MCAST;
 	case O_JSTALE: return RINX_STAT_DROP_STALE;
+	case O_MEMBER: return RINX_STAT_DROP_MEMBER;
+	case O_AHEAD: return RINX_STAT_DROP_AHEAD;
+	case O_SHAPE: return RINX_STAT_DROP_SHAPE;
+	case O_TOKEN: return RINX_STAT_DROP_TOKEN;
 	case O_REEMIT: return RINX_STAT_AGG_REEMIT;
 	/* slow_path(): counted as what it is only when a socket takes it */
 	case O_SELF: return p->xsk ? RINX_STAT_SLOW_SELF :
@@ -1107,7 +1164,8 @@ static const char *oname(int o)
 	static const char *n[] = { "-", "ADD", "DONE", "DUP", "RESEND",
 				   "STALE", "SENDER", "NOROUTE", "MCAST",
 				   "JOB_STALE", "BOUNDS", "REEMIT", "SELF",
-				   "SHARE", "TRAIN", "SKIP" };
+				   "SHARE", "TRAIN", "SKIP", "MEMBER", "AHEAD",
+				   "SHAPE", "TOKEN" };
 
 	return o >= 0 && o < (int)ARRAY_SIZE(n) ? n[o] : "?";
 }
@@ -1119,7 +1177,10 @@ static const char *wname(int w)
 				   "node0-frame", "node3(rack5)",
 				   "node4-raw-share", "sender200",
 				   "w1/ip-of-w2", "w1/step1", "partial/step+1",
-				   "partial-from-node3", "w1/next-class" };
+				   "partial-from-node3", "w1/next-class",
+				   "w2/token-high-bit", "w2/count100",
+				   "w2/dtype7", "w2/nblocks-1", "w2/int32",
+				   "gather/nblocks-1" };
 
 	return w >= 0 && w < (int)ARRAY_SIZE(n) ? n[w] : "?";
 }
@@ -1163,9 +1224,13 @@ static bool slot_same(const struct rinx_agg *ag, const struct mslot *m)
 {
 	bool ok = ag->epoch == m->epoch && ag->seen == m->seen &&
 		  ag->done == m->done && ag->final == m->final &&
-		  ag->pend == m->pend && (!m->seen || ag->ce == m->ce) &&
-		  !ag->resv8;
+		  ag->pend == m->pend && (!m->seen || ag->ce == m->ce);
 
+	/* every frame the cases add has the rounds' one shape, which the
+	 * first contribution sets and nothing refused changes */
+	if (m->seen)
+		ok = ok && ag->shape == RINX_SHAPE(WINDOW, RINX_BLOCK_VALUES) &&
+		     ag->dtype == RINX_W_FIXED;
 	if (m->seen)
 		ok = ok && ag->exp == m->exp && ag->flags == m->flags &&
 		     !memcmp(ag->v, m->v, sizeof(m->v));
@@ -1275,7 +1340,7 @@ static void run_step(struct stepctx *x)
 	case P: case X_PSTEP: case X_PFROM:
 		type = RINX_T_REDUCE;
 		break;
-	case G:
+	case G: case X_GNBLOCKS:
 		type = RINX_T_GATHER;
 		break;
 	default:
@@ -1321,6 +1386,10 @@ static void run_step(struct stepctx *x)
 	case X_HUGE: case X_SADDR: case X_STEP: case X_KLASS:
 		from = 1;
 		break;
+	case X_TOKEN: case X_COUNT: case X_DTYPE: case X_NBLOCKS:
+	case X_INT32:
+		from = 2;
+		break;
 	default:	/* the partial and the gather: the planned sender */
 		from = hop->from;
 		step = hop->step;
@@ -1334,6 +1403,16 @@ static void run_step(struct stepctx *x)
 	      s->exp, s->flags);
 	if (w == X_KLASS)
 		hdr(fin)->klass = htons((klass + 1) % pl->nclasses);
+	if (w == X_TOKEN)
+		hdr(fin)->token = htobe64(JOB_TOKEN ^ 1ULL << 40);
+	if (w == X_COUNT)
+		hdr(fin)->count = htons(100);
+	if (w == X_DTYPE)
+		hdr(fin)->dtype = htons(7);
+	if (w == X_NBLOCKS || w == X_GNBLOCKS)
+		hdr(fin)->nblocks = htonl(WINDOW - 1);
+	if (w == X_INT32)
+		hdr(fin)->dtype = htons(RINX_W_INT32);
 	fin[OFF_IP + 1] = s->ce ? RINX_ECN_CE : RINX_ECN_ECT0;
 	ip_fix_csum(fin + OFF_IP);
 	if (w == X_SADDR) {
@@ -1610,8 +1689,12 @@ static void run_case(struct place *p, const struct tcase *c, __u32 base)
 	x.own = own;
 	idx = x.slot * WINDOW + c->block;
 	/* every case starts from an unused slot and, at the agent, with the
-	 * share of a round long gone in the share map */
+	 * share of a round long gone in the share map; the ToR's job as the
+	 * control plane installs it for a plan every round passes: at the
+	 * case's round, bounded RINX_AGG_AHEAD ahead */
 	if (bpf_map_update_elem(p->aggs, &idx, &zero, BPF_ANY) ||
+	    (p->sw && put_job_ahead(p, x.pl, x.job, x.slot, p->self, base,
+				    RINX_AGG_AHEAD)) ||
 	    (!p->sw && write_share(&x, base - 50, 0, 0, V_RAND))) {
 		check(NULL, 0, "%s: %s: clear slot and share", p->name,
 		      c->name);
@@ -1621,8 +1704,7 @@ static void run_case(struct place *p, const struct tcase *c, __u32 base)
 	}
 	for (x.si = 0; x.si < c->n; x.si++)
 		run_step(&x);
-	if (!p->sw)
-		put_job(p, x.pl, x.job, x.slot, p->self, 1);
+	put_job(p, x.pl, x.job, x.slot, p->self, 1);
 	free(m);
 	free(own);
 }

@@ -52,7 +52,7 @@
 #define PORT		47377
 #define NENT		(RINX_MAX_JOBS * WINDOW)
 #define JOB_ID		0x00a7b001
-#define JOB_TOKEN	0x600d1dea
+#define JOB_TOKEN	0xa7b1c3d5600d1deaULL
 #define SLOT		1
 #define EPOCH		7
 
@@ -317,7 +317,7 @@ static void build(__u8 *f, int from, int to, __u8 type, __u32 epoch,
 	h->type = type;
 	h->flags = flags;
 	h->job = htonl(JOB_ID);
-	h->token = htonl(JOB_TOKEN);
+	h->token = htobe64(JOB_TOKEN);
 	h->epoch = htonl(epoch);
 	h->block = htonl(block);
 	h->nblocks = htonl(WINDOW);
@@ -542,7 +542,8 @@ static bool check_result(const char *desc, __u32 b, __u64 who)
 	return true;
 }
 
-static void run_step(const struct step *s)
+/* Step s with the frame's dtype set to `dtype` (0: the job's, int32). */
+static void run_step_dt(const struct step *s, __u16 dtype)
 {
 	static __u8 in[FLEN], out[FLEN + 64], out2[FLEN + 64];
 	int want_st[RINX_STAT_MAX] = {}, want_sw[RINX_SW_STAT_MAX] = {};
@@ -553,6 +554,8 @@ static void run_step(const struct step *s)
 	if (tor_step) {
 		share(in, s->from, s->epoch, s->block, s->flags);
 		hdr(in)->cover = htobe64(s->cover);
+		if (dtype)
+			hdr(in)->dtype = htons(dtype);
 		if (s->type)
 			hdr(in)->type = s->type;
 	} else {
@@ -771,7 +774,7 @@ int main(void)
 	  EPOCH, bD, 0, RINX_T_REDUCE, 0, 0, XDP_DROP, RINX_STAT_DROP_NO_ROUTE,
 	  NO, O_NONE, 0, 0, false, 0, 0, EPOCH, bD, 0x1 },
 	{ "tor: a share from the PS (not a contributor) is dropped", &tor, PS,
-	  EPOCH, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_SENDER, NO, O_NONE,
+	  EPOCH, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_MEMBER, NO, O_NONE,
 	  0, 0, false, 0, 0, EPOCH, bD, 0x1 },
 	{ "tor: block A takes the shared slot again", &tor, 0, EPOCH, bA, 0,
 	  0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE, 0, 0, false, 0, 0,
@@ -809,7 +812,24 @@ int main(void)
 	  NO, O_NONE, 0, 0, false, 0, 0, EPOCH, bD, 0x2 },
 		};
 
-		tap_plan(7 + 1 + (int)ARRAY_SIZE(steps));
+		/* the job's frames are int32: a fixed-point share of the
+		 * same block and round is another tensor's (after the steps
+		 * above, block D's pool slot holds worker 0's share) */
+		const struct step shape_steps[] = {
+	{ .desc = "tor: a share of block D as fixed point into its int32 "
+	  "slot is refused (drop_shape), the slot unchanged", .at = &tor,
+	  .from = 1, .epoch = EPOCH, .block = bD, .verdict = XDP_DROP,
+	  .stat = RINX_STAT_DROP_SHAPE, .stat2 = NO, .out = O_NONE,
+	  .slot_epoch = EPOCH, .slot_block = bD, .slot_seen = 0x1 },
+	{ .desc = "tor: the same share sent again (a resend) is refused too, "
+	  "the slot is not flushed", .at = &tor, .from = 1, .epoch = EPOCH,
+	  .block = bD, .flags = RINX_F_RESEND, .verdict = XDP_DROP,
+	  .stat = RINX_STAT_DROP_SHAPE, .stat2 = NO, .out = O_NONE,
+	  .slot_epoch = EPOCH, .slot_block = bD, .slot_seen = 0x1 },
+		};
+
+		tap_plan(7 + 1 + (int)ARRAY_SIZE(steps) +
+			 (int)ARRAY_SIZE(shape_steps));
 		check_plan();
 		err = open_all();
 		if (!tap_ok(!err, "ToR (switch) and PS (host) programs load, "
@@ -821,7 +841,9 @@ int main(void)
 			 "elsewhere", POOL, bA, bB,
 			 rinx_pool_index(JOB_ID, bA, POOL), bC, bD, bE);
 		for (i = 0; i < (int)ARRAY_SIZE(steps); i++)
-			run_step(&steps[i]);
+			run_step_dt(&steps[i], 0);
+		for (i = 0; i < (int)ARRAY_SIZE(shape_steps); i++)
+			run_step_dt(&shape_steps[i], RINX_W_FIXED);
 	}
 	return tap_done();
 }

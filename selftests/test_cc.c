@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <endian.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -32,7 +33,7 @@
 #define WINDOW		16
 #define PORT		47124
 #define JOB		0x0c0ffee1
-#define TOKEN		0x7e57c0de
+#define TOKEN		0x51d3c0de7e57c0deULL
 #define SLOT		0
 #define EPOCH		7
 #define NBLOCKS		12
@@ -110,7 +111,7 @@ static void build_gather(__u8 tos)
 	h->type = RINX_T_GATHER;
 	h->step = 2;
 	h->job = htonl(JOB);
-	h->token = htonl(TOKEN);
+	h->token = htobe64(TOKEN);
 	h->epoch = htonl(EPOCH);
 	h->block = htonl(3);
 	h->nblocks = htonl(NBLOCKS);

@@ -112,7 +112,7 @@
 #define PORT		47431
 #define SLOT		1
 #define JOB		0x00d1ff01
-#define TOKEN		0x5ca1ab1e
+#define TOKEN		0xdeadbeef5ca1ab1eULL
 #define EPOCH		0x1000	/* the round of every trial */
 #define QBITS		27
 #define NHOSTS		8
@@ -485,7 +485,7 @@ static void build(struct fr *f, const struct round *rd, int from, int to,
 	fp.h->type = type;
 	fp.h->step = step;
 	fp.h->job = htonl(JOB);
-	fp.h->token = htonl(TOKEN);
+	fp.h->token = htobe64(TOKEN);
 	fp.h->epoch = htonl(epoch);
 	fp.h->block = htonl(block);
 	fp.h->nblocks = htonl(rd->nb);
@@ -768,7 +768,7 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 					 rd->pl[rd->self].nclasses);
 		break;
 	case M_TOKEN:
-		h->token = htonl(TOKEN + 1);
+		h->token = htobe64(TOKEN + (1ULL << 32));
 		break;
 	case M_JOB:
 		h->job = htonl(JOB + 4);	/* same slot, not installed */
@@ -1450,7 +1450,7 @@ static int direct(struct round *rd, int np)
 			continue;
 		}
 		if (!strcmp(seq[i].what, mut_name[M_FAR]) &&
-		    oa[i].kind == K_DROP && oa[i].stat == RINX_STAT_DROP_STALE &&
+		    oa[i].kind == K_DROP && oa[i].stat == RINX_STAT_DROP_AHEAD &&
 		    ob[i].kind == K_KEEP) {
 			designed++;	/* a later round: kept for it */
 			continue;

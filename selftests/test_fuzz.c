@@ -5,7 +5,9 @@
  *
  * Frames are valid frames of the programs' jobs with mutations on top (bit
  * and byte flips, truncation, extension, header fields set to chosen or
- * random values) and purely random frames. The host holds two ring jobs and
+ * random values: tokens that differ in any of their 64 bits, senders that
+ * are no members, rounds far ahead, sizes and dtypes of another round) and
+ * purely random frames. The host holds two ring jobs and
  * an aggregating job (AGG_FWD, AGG_FINISH to a group, on, unicast or ending
  * here, with and without its own share and answers, MCAST_FWD/END, a
  * proportional class pattern); the second switch holds the aggregator of an
@@ -17,7 +19,10 @@
  *    matches that outcome; AGG_RESET and ECN_CE move exactly when the model
  *    says so;
  *  - the outcome is the one a reference model of the job's rules (written
- *    here from uapi/rinx.h, with the tables the test itself set up) predicts;
+ *    here from uapi/rinx.h and docs/security.md, with the tables the test
+ *    itself set up) predicts, refusals included (drop_member, drop_ahead
+ *    against the ToR's newest round, which the model follows, drop_shape
+ *    against the round and the slot's first contribution);
  *  - no XDP_ABORTED; frames that are not transmitted leave unchanged; the
  *    aggregator's frames (sums, answers, multicasts) are the model's to the
  *    byte;
@@ -73,7 +78,7 @@ extern char **environ;
 #define PORT		47123
 #define NSLOTS		RINX_MAX_JOBS
 #define NRES		(NSLOTS * WINDOW)
-#define FULL_LEN	RINX_FRAME_MAX		/* 3160 */
+#define FULL_LEN	RINX_FRAME_MAX		/* 3168 */
 #define MAX_LEN		3500
 #define OFF_IP		14
 #define OFF_UDP		34
@@ -117,7 +122,9 @@ static void frame_seed(int prog, __u64 i)
 /* ---- jobs and plan (the test's own copy of what it writes) ------------ */
 
 struct jobcfg {
-	__u32 id, token, slot, epoch, nblocks;
+	__u32 id;
+	__u64 token;
+	__u32 slot, epoch, nblocks;
 	__u16 last_count, nclasses, nnodes, self, qbits, dtype;
 	__u32 ready;	/* bit b: share of block b written for epoch */
 	/* NULL: the ring below, block b in class b % nclasses; else block b
@@ -202,13 +209,13 @@ static const struct rinx_hop agg_tab[][RINX_HOP_TYPES] = {
 
 static const struct jobcfg jobs[] = {
 	/* 4-node ring seen from node 1, fixed point */
-	{ 0x00c0ffee, 0x5eed1234, 2, 1000, 11, 100, 4, 4, 1, 28,
+	{ 0x00c0ffee, 0x1dea5eed1234ULL, 2, 1000, 11, 100, 4, 4, 1, 28,
 	  RINX_W_FIXED, 0x0000054d, NULL, 0, NULL },
 	/* int32 sums, node 2 of 4, epoch about to wrap */
-	{ 0x00000007, 0x0badf00d, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
+	{ 0x00000007, 0xf00d00000badf00dULL, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
 	  RINX_W_INT32, 0x00000009, NULL, 0, NULL },
 	/* the aggregating host above: 13 blocks, shares of some written */
-	{ 0x00a990a9, 0x7a66c0de, 1, 5000, 13, 321, 7, 64, 5, 24,
+	{ 0x00a990a9, 0x7a66c0de7a66c0deULL, 1, 5000, 13, 321, 7, 64, 5, 24,
 	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab },
 };
 
@@ -263,7 +270,8 @@ static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 };
 
 static const struct jobcfg tor_job = {
-	0x70770001, 0x11aa22bb, 3, 77, 9, 500, 5, 64, 50, 24, RINX_W_FIXED, 0,
+	0x70770001, 0x11aa22bb11aa22bbULL, 3, 77, 9, 500, 5, 64, 50, 24,
+	RINX_W_FIXED, 0,
 	tor_cmap, sizeof(tor_cmap), tor_tab,
 };
 
@@ -394,22 +402,34 @@ static void rand_bytes(__u8 *p, int n)
 enum {
 	H_MAGIC = OFF_HDR + 0, H_VERSION = OFF_HDR + 4, H_TYPE = OFF_HDR + 5,
 	H_FLAGS = OFF_HDR + 6, H_STEP = OFF_HDR + 7, H_JOB = OFF_HDR + 8,
-	H_TOKEN = OFF_HDR + 12, H_EPOCH = OFF_HDR + 16,
-	H_BLOCK = OFF_HDR + 20, H_NBLOCKS = OFF_HDR + 24,
-	H_SENDER = OFF_HDR + 28, H_COUNT = OFF_HDR + 30,
-	H_KLASS = OFF_HDR + 32, H_EXP = OFF_HDR + 34, H_DTYPE = OFF_HDR + 36,
-	H_COVER = OFF_HDR + 38,
+	H_TOKEN = OFF_HDR + 12, H_EPOCH = OFF_HDR + 20,
+	H_BLOCK = OFF_HDR + 24, H_NBLOCKS = OFF_HDR + 28,
+	H_SENDER = OFF_HDR + 32, H_COUNT = OFF_HDR + 34,
+	H_KLASS = OFF_HDR + 36, H_EXP = OFF_HDR + 38, H_DTYPE = OFF_HDR + 40,
+	H_RESV = OFF_HDR + 42, H_COVER = OFF_HDR + 46,
 };
+
+_Static_assert(H_COVER + 8 == OFF_V, "header offsets (uapi/rinx.h)");
+
+static void put64(__u8 *p, __u64 v)
+{
+	put32(p, (__u32)(v >> 32));
+	put32(p + 4, (__u32)v);
+}
+
+static __u64 get64(const __u8 *p)
+{
+	return (__u64)get32(p) << 32 | get32(p + 4);
+}
 
 static void put_cover(__u8 *f, __u64 c)
 {
-	put32(f + H_COVER, (__u32)(c >> 32));
-	put32(f + H_COVER + 4, (__u32)c);
+	put64(f + H_COVER, c);
 }
 
 static __u64 get_cover(const __u8 *f)
 {
-	return (__u64)get32(f + H_COVER) << 32 | get32(f + H_COVER + 4);
+	return get64(f + H_COVER);
 }
 
 /* ---- host frames --------------------------------------------------------- */
@@ -498,7 +518,7 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 		       (__u8)(rnd() & RINX_F_NONFINITE);
 	buf[H_STEP] = step;
 	put32(buf + H_JOB, j->id);
-	put32(buf + H_TOKEN, j->token);
+	put64(buf + H_TOKEN, j->token);
 	put32(buf + H_EPOCH, epoch);
 	put32(buf + H_BLOCK, block);
 	put32(buf + H_NBLOCKS, j->nblocks);
@@ -563,8 +583,9 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 			  j->id ^ 1u << below(32));
 		break;
 	case 4:
-		put32(b + H_TOKEN, below(3) == 0 ? v : below(2) ? o->token :
-			  j->token ^ 1u << below(32));
+		/* a token that differs anywhere, the high half included */
+		put64(b + H_TOKEN, below(3) == 0 ? (__u64)v << 32 | rnd() :
+			  below(2) ? o->token : j->token ^ 1ULL << below(64));
 		break;
 	case 5:
 	case 6:
@@ -815,14 +836,33 @@ static int stat_action(int stat)
 struct mslot {
 	__u32 epoch;
 	__u32 block;	/* pool slot: the block it holds */
+	__u32 shape;	/* RINX_SHAPE of its round (set with seen) */
 	__u64 seen;
 	__s16 exp;
-	__u8 flags, done, final, ce, pend;
+	__u8 flags, done, final, ce, pend, dtype;
 	__s32 v[RINX_BLOCK_VALUES];
 };
 
 enum mret { M_CONSUMED, M_COMPLETE, M_DUP, M_RESEND, M_FINAL, M_STALE,
-	    M_NEED_SELF, M_OVERLAP };
+	    M_NEED_SELF, M_OVERLAP, M_SHAPE };
+
+/* The round's shape frame f declares, and whether slot a (with
+ * contributions) holds that shape. */
+static __u32 m_shape(const __u8 *f)
+{
+	return RINX_SHAPE(get32(f + H_NBLOCKS), get16(f + H_COUNT));
+}
+
+static bool m_same_shape(const struct mslot *a, const __u8 *f)
+{
+	return a->shape == m_shape(f) && a->dtype == (__u8)get16(f + H_DTYPE);
+}
+
+static void m_take_shape(struct mslot *a, const __u8 *f)
+{
+	a->shape = m_shape(f);
+	a->dtype = (__u8)get16(f + H_DTYPE);
+}
 
 /* What a frame from `sender` adds at hop h: its declared coverage if it
  * comes from one of the hop's coverage aggregators, else its bit. */
@@ -881,6 +921,8 @@ static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
 		a->seen = 0;
 		a->done = a->final = a->pend = 0;
 	}
+	if (a->seen && !m_same_shape(a, f))
+		return M_SHAPE;
 	if ((a->seen & b) && (a->seen & b) != b)
 		return M_OVERLAP;
 	if (a->seen & b) {
@@ -895,6 +937,7 @@ static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
 		a->exp = fexp;
 		a->flags = f[H_FLAGS];
 		a->ce = 0;
+		m_take_shape(a, f);
 	} else {
 		a->exp = m_block_add(a->v, a->exp, x, fexp);
 		a->flags |= f[H_FLAGS];
@@ -960,7 +1003,8 @@ enum cov {
 	C_NEED_SELF, C_PEND_DUP, C_RESET, C_DUP, C_FINAL_DUP, C_ANSWER,
 	C_REEMIT_FWD, C_REEMIT_FIN, C_STALE, C_MCAST_FWD, C_MCAST_END,
 	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_POOL_DONE, C_POOL_PASS,
-	C_POOL_FLUSH, C_POOL_RESEND, C_OVERLAP, C_MAX,
+	C_POOL_FLUSH, C_POOL_RESEND, C_OVERLAP, C_MEMBER, C_AHEAD,
+	C_SHAPE_FRAME, C_SHAPE, C_MAX,
 };
 
 static const char *cov_name[C_MAX] = {
@@ -977,6 +1021,9 @@ static const char *cov_name[C_MAX] = {
 	"pool: share sent again flushes the slot",
 	"pool: share sent again passed on",
 	"coverage overlapping the slot's in part",
+	"non-member refused", "round too far ahead refused",
+	"size or dtype unfit for a round",
+	"size or dtype not the slot's round's",
 };
 
 /* C_* bits that only a host or only a ToR can reach */
@@ -985,7 +1032,10 @@ static const char *cov_name[C_MAX] = {
 			 1u << C_PEND_DUP | 1u << C_TRAINER)
 #define COV_TOR_ONLY	(1u << C_MCAST_STALE | 1u << C_NACK_REPAIR | \
 			 1u << C_POOL_DONE | 1u << C_POOL_PASS | \
-			 1u << C_POOL_FLUSH | 1u << C_POOL_RESEND)
+			 1u << C_POOL_FLUSH | 1u << C_POOL_RESEND | \
+			 1u << C_SHAPE_FRAME | 1u << C_SHAPE)
+/* (a host checks the shape of the next round only, which few frames are:
+ * both shape paths are required at the ToR, which checks every frame) */
 
 static __u64 host_cov[C_MAX], tor_cov[C_MAX], *cov = host_cov;
 
@@ -1046,9 +1096,12 @@ static int sender_model(const __u8 *b, const struct jobcfg *j,
 	bool agg = is_agg(h->action);
 
 	*sender = get16(b + H_SENDER);
-	if (*sender >= RINX_MAX_NODES || (type == RINX_T_CONTRIB && !agg) ||
-	    get32(b + OFF_IP + 12) != node_ip(j->slot, *sender))
+	if (*sender >= RINX_MAX_NODES || *sender >= j->nnodes)
+		return RINX_STAT_DROP_MEMBER;
+	if (type == RINX_T_CONTRIB && !agg)
 		return RINX_STAT_DROP_SENDER;
+	if (get32(b + OFF_IP + 12) != node_ip(j->slot, *sender))
+		return RINX_STAT_DROP_MEMBER;
 	if (agg) {
 		if ((h->flags & RINX_HOP_COVER) && (h->via >> *sender & 1)) {
 			__u64 c = get_cover(b);
@@ -1057,13 +1110,32 @@ static int sender_model(const __u8 *b, const struct jobcfg *j,
 			       RINX_STAT_DROP_SENDER : 0;
 		}
 		if (!(h->mask >> *sender & 1))
-			return RINX_STAT_DROP_SENDER;
+			return RINX_STAT_DROP_MEMBER;
 		if (type == RINX_T_CONTRIB || *sender != h->from)
 			return b[H_STEP] == 0 ? 0 : RINX_STAT_DROP_SENDER;
 	} else if (*sender != h->from) {
 		return RINX_STAT_DROP_SENDER;
 	}
 	return b[H_STEP] == h->step ? 0 : RINX_STAT_DROP_SENDER;
+}
+
+/* rinx_check_shape: what an aggregator checks of a round it has no table
+ * of. 0 or the drop. */
+static int shape_model(const __u8 *b)
+{
+	__u32 block = get32(b + H_BLOCK), nblocks = get32(b + H_NBLOCKS);
+	__u16 dtype = get16(b + H_DTYPE);
+
+	if (dtype == RINX_W_INT32 && get16(b + H_EXP))
+		return RINX_STAT_DROP_BOUNDS;
+	if (nblocks >= RINX_SHAPE_MAX_BLOCKS)
+		return RINX_STAT_DROP_BOUNDS;
+	if ((dtype != RINX_W_INT32 && dtype != RINX_W_FIXED) ||
+	    (block + 1 < nblocks && get16(b + H_COUNT) != RINX_BLOCK_VALUES)) {
+		cov[C_SHAPE_FRAME]++;
+		return RINX_STAT_DROP_SHAPE;
+	}
+	return 0;
 }
 
 /* NACK's asker: a node of the job sending from its own address. */
@@ -1153,6 +1225,11 @@ static void host_agg(struct pred *p, const struct jobcfg *j,
 		p->stat = RINX_STAT_AGG_OVERLAP;
 		return;
 	}
+	if (r == M_SHAPE) {
+		cov[C_SHAPE]++;
+		p->stat = RINX_STAT_DROP_SHAPE;
+		return;
+	}
 	if (r == M_NEED_SELF) {
 		cov[pend ? C_PEND_DUP : C_NEED_SELF]++;
 		p->stat = RINX_STAT_DROP_NO_XSK;	/* for the trainer */
@@ -1236,7 +1313,7 @@ static struct pred host_model(const __u8 *b, int len)
 						RINX_STAT_DROP_JOB;
 		return p;
 	}
-	if (get32(b + H_TOKEN) != j->token) {
+	if (get64(b + H_TOKEN) != j->token) {
 		p.stat = RINX_STAT_DROP_TOKEN;
 		return p;
 	}
@@ -1277,6 +1354,8 @@ static struct pred host_model(const __u8 *b, int len)
 	}
 	bad = sender_model(b, j, &h, type, &sender);
 	if (bad) {
+		if (bad == RINX_STAT_DROP_MEMBER)
+			cov[C_MEMBER]++;
 		p.stat = bad;
 		return p;
 	}
@@ -1286,17 +1365,20 @@ static struct pred host_model(const __u8 *b, int len)
 		 * rest of the next round goes to the slow path (dropped
 		 * here, no socket) */
 		if (epoch == j->epoch + 1 && agg && type != RINX_T_GATHER) {
-			/* its round is not installed: the frame's dtype
-			 * says whether an exponent is allowed */
-			if (get16(b + H_DTYPE) == RINX_W_INT32 &&
-			    get16(b + H_EXP)) {
-				p.stat = RINX_STAT_DROP_BOUNDS;
+			/* its round is not installed: the frame's size
+			 * and dtype must fit a round */
+			bad = shape_model(b);
+			if (bad) {
+				p.stat = bad;
 				return p;
 			}
 			goto sized;
 		}
+		if (epoch != j->epoch + 1 && (__s32)(epoch - j->epoch) > 1)
+			cov[C_AHEAD]++;
 		p.stat = epoch == j->epoch + 1 ? RINX_STAT_DROP_NO_XSK :
-						 RINX_STAT_DROP_STALE;
+			 (__s32)(epoch - j->epoch) > 1 ? RINX_STAT_DROP_AHEAD :
+							 RINX_STAT_DROP_STALE;
 		return p;
 	}
 	if (j->dtype == RINX_W_INT32 && get16(b + H_EXP)) {
@@ -1346,8 +1428,13 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"DROP_NO_XSK", "ABORTED", "AGG_ADD", "AGG_DONE", "AGG_MCAST",
 	"DROP_AGG_DUP", "DROP_AGG_STALE", "AGG_RESET", "AGG_RESEND", "SLOW_HELLO",
 	"RECYCLED", "REPAIR", "NACK_MISS", "AGG_REEMIT", "HELLO_EARLY",
-	"HELLO_YES", "ECN_CE", "PACED", "SLOW_SELF",
+	"HELLO_YES", "ECN_CE", "PACED", "SLOW_SELF", "POOL_PASS",
+	"POOL_FLUSH", "POOL_RESEND", "AGG_OVERLAP", "DROP_MEMBER",
+	"DROP_AHEAD", "DROP_SHAPE",
 };
+
+_Static_assert(RINX_STAT_DROP_SHAPE == 43 && RINX_STAT_MAX == 44,
+	       "host_stat_name follows enum rinx_stat");
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {
 	"FWD", "FLOOD", "DROP_SHORT", "DROP_NO_PORT", "DROP_HAIRPIN",
@@ -1510,7 +1597,8 @@ static int slot_check(int fd, const struct mslot *m, __u32 idx, __u64 mask,
 	}
 	if (a.epoch != m->epoch || a.seen != m->seen || a.exp != m->exp ||
 	    a.flags != m->flags || a.done != m->done || a.final != m->final ||
-	    a.ce != m->ce || a.pend != m->pend || a.resv8 ||
+	    a.ce != m->ce || a.pend != m->pend ||
+	    (m->seen && (a.shape != m->shape || a.dtype != m->dtype)) ||
 	    memcmp(a.v, m->v, sizeof(a.v))) {
 		snprintf(why, n, "slot %u: epoch %u seen %#llx exp %d flags "
 			 "%#x done %u final %u ce %u pend %u, model epoch %u "
@@ -1555,6 +1643,8 @@ static void slot_read(int fd, struct mslot *m, __u32 idx)
 	m->final = a.final;
 	m->ce = a.ce;
 	m->pend = a.pend;
+	m->shape = a.shape;
+	m->dtype = a.dtype;
 	memcpy(m->v, a.v, sizeof(a.v));
 }
 
@@ -1581,7 +1671,8 @@ static int slot_write(int fd, const struct mslot *m, __u32 idx)
 		.epoch = m->epoch, .block = m->block, .seen = m->seen,
 		.exp = m->exp,
 		.flags = m->flags, .done = m->done, .final = m->final,
-		.ce = m->ce, .pend = m->pend,
+		.ce = m->ce, .pend = m->pend, .shape = m->shape,
+		.dtype = m->dtype,
 	};
 
 	memcpy(a.v, m->v, sizeof(a.v));
@@ -2348,6 +2439,9 @@ out:
  */
 static struct sw_mac ina_tab[8];
 static __u8 ina_mac[6], ina_node_mac[4][6];
+/* The ToR's job->epoch as the model has it: the newest round it took a
+ * member's frame of (the one field of its tables the ToR writes). */
+static __u32 tor_epoch;
 
 /* What rinx_ina_frame returns (bpf/ina.bpf.h). */
 enum { V_NOT_MINE, V_DROP, V_ABORTED, V_UNICAST, V_GROUP_HOSTS,
@@ -2375,7 +2469,6 @@ static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
 	a = &tor_slots[idx];
 	p.aidx = (int)idx;
 	resend = wantf[H_FLAGS] & RINX_F_RESEND;
-	wantf[H_FLAGS] &= ~RINX_F_RESEND;
 	if (a->seen && (a->epoch != epoch || a->block != block)) {
 		if ((__s32)(epoch - a->epoch) <= 0) {
 			r = P_PASS;
@@ -2383,6 +2476,11 @@ static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
 		}
 		p.reset = true;
 		a->seen = 0;
+	}
+	if (a->seen && !m_same_shape(a, wantf)) {
+		cov[C_SHAPE]++;
+		p.stat = RINX_STAT_DROP_SHAPE;
+		return p;
 	}
 	if (resend) {
 		r = a->seen ? P_FLUSH : P_PASS;
@@ -2400,6 +2498,7 @@ static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
 		a->exp = (__s16)get16(wantf + H_EXP);
 		a->flags = wantf[H_FLAGS];
 		a->ce = a->done = a->final = a->pend = 0;
+		m_take_shape(a, wantf);
 	} else {
 		a->exp = m_block_add(a->v, a->exp, x,
 				     (__s16)get16(wantf + H_EXP));
@@ -2420,6 +2519,7 @@ out:
 		return p;
 	}
 	if (r == P_PASS) {
+		wantf[H_FLAGS] &= ~RINX_F_RESEND;
 		put_cover(wantf, bit);
 		p.stat = resend ? RINX_STAT_POOL_RESEND : RINX_STAT_POOL_PASS;
 		cov[resend ? C_POOL_RESEND : C_POOL_PASS]++;
@@ -2474,7 +2574,7 @@ static struct pred tor_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_JOB;
 		return p;
 	}
-	if (get32(b + H_TOKEN) != j->token) {
+	if (get64(b + H_TOKEN) != j->token) {
 		p.stat = RINX_STAT_DROP_TOKEN;
 		return p;
 	}
@@ -2510,10 +2610,23 @@ static struct pred tor_model(const __u8 *b, int len)
 		return p;
 	}
 	bad = sender_model(b, j, &h, type, &sender);
+	if (bad == RINX_STAT_DROP_MEMBER)
+		cov[C_MEMBER]++;
+	if (!bad)
+		bad = shape_model(b);
 	if (bad) {
 		p.stat = bad;
 		return p;
 	}
+	/* the newest round a member's frame reached it, RINX_AGG_AHEAD at
+	 * most behind any frame it takes */
+	if ((__s32)(epoch - tor_epoch) > RINX_AGG_AHEAD) {
+		cov[C_AHEAD]++;
+		p.stat = RINX_STAT_DROP_AHEAD;
+		return p;
+	}
+	if ((__s32)(epoch - tor_epoch) > 0)
+		tor_epoch = epoch;
 	if (h.flags & RINX_HOP_POOL)
 		return pool_model(b, j, &h, sender, p);
 	p.aidx = (int)p.idx;
@@ -2523,6 +2636,10 @@ static struct pred tor_model(const __u8 *b, int len)
 		if (a->epoch != epoch || !a->done) {
 			p.stat = RINX_STAT_DROP_STALE;
 			cov[C_MCAST_STALE]++;
+			return p;
+		}
+		if (!m_same_shape(a, wantf)) {
+			p.stat = RINX_STAT_DROP_SHAPE;
 			return p;
 		}
 		cov[h.action == RINX_A_MCAST_FWD ? C_MCAST_FWD : C_MCAST_END]++;
@@ -2543,6 +2660,11 @@ static struct pred tor_model(const __u8 *b, int len)
 	if (r == M_OVERLAP) {
 		cov[C_OVERLAP]++;
 		p.stat = RINX_STAT_AGG_OVERLAP;
+		return p;
+	}
+	if (r == M_SHAPE) {
+		cov[C_SHAPE]++;
+		p.stat = RINX_STAT_DROP_SHAPE;
 		return p;
 	}
 	cov_add(r, p.reset, &h, type, j->self);
@@ -2634,6 +2756,8 @@ static int tor_tables_same(struct switch_bpf *skel)
 	__u32 k, id, c;
 	int t, bad = 0;
 
+	wj.ahead = RINX_AGG_AHEAD;
+	wj.epoch = tor_epoch;
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.jobs), &j->id, &job) ||
 	    memcmp(&job, &wj, sizeof(job)))
 		bad++;
@@ -2665,6 +2789,9 @@ static int tor_setup(struct switch_bpf *skel)
 	const struct jobcfg *j = &tor_job;
 	struct rinx_job job = job_entry(j);
 	int err = 0, t;
+
+	job.ahead = RINX_AGG_AHEAD;
+	tor_epoch = job.epoch;
 	__u32 k, id, c;
 	size_t n;
 

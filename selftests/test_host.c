@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <endian.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
@@ -45,7 +46,9 @@
 /* ---- jobs ---------------------------------------------------------------- */
 
 struct jobcfg {
-	__u32 id, token, slot, epoch, nblocks;
+	__u32 id;
+	__u64 token;
+	__u32 slot, epoch, nblocks;
 	__u16 last_count, nclasses, nnodes, self, qbits, dtype;
 };
 
@@ -54,7 +57,7 @@ enum { J_MAIN, J_I32, J_BADSLOT, J_NOCLASS, J_MAX };
 static struct jobcfg jobcfg[J_MAX] = {
 	/* slot 2, node 1 of 4: class 0 ADD_FWD/STORE_FWD, class 1 -/STORE_FWD,
 	 * class 2 ADD_FINISH/-, class 3 ADD_FWD/STORE_END. */
-	[J_MAIN] = { 0x00c0ffee, 0x5eed1234, 2, 1000, 11, 100, 4, 4, 1, 28,
+	[J_MAIN] = { 0x00c0ffee, 0x1dea5eed1234ULL, 2, 1000, 11, 100, 4, 4, 1, 28,
 		     RINX_W_FIXED },
 	/* slot 0, node 2 of 4, int32 sums, epoch about to wrap. */
 	[J_I32] = { 0x00000007, 0x0badf00d, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
@@ -291,7 +294,7 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	h->flags = c->flags;
 	h->step = b->hop.step;
 	h->job = htonl(j->id);
-	h->token = htonl(j->token);
+	h->token = htobe64(j->token);
 	h->epoch = htonl(b->epoch);
 	h->block = htonl(c->block);
 	h->nblocks = htonl(b->nblocks);
@@ -347,7 +350,7 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 		h->job = htonl((__u32)c->tv);
 		break;
 	case TW_TOKEN:
-		h->token = htonl((__u32)c->tv);
+		h->token = htobe64((__u64)c->tv);
 		break;
 	case TW_EPOCH:
 		b->epoch = j->epoch + (__u32)c->tv;
@@ -584,6 +587,9 @@ static const char *stat_name[RINX_STAT_MAX] = {
 	[RINX_STAT_DROP_NO_ROUTE] = "DROP_NO_ROUTE",
 	[RINX_STAT_DROP_NO_XSK] = "DROP_NO_XSK",
 	[RINX_STAT_ABORTED] = "ABORTED",
+	[RINX_STAT_DROP_MEMBER] = "DROP_MEMBER",
+	[RINX_STAT_DROP_AHEAD] = "DROP_AHEAD",
+	[RINX_STAT_DROP_SHAPE] = "DROP_SHAPE",
 };
 
 static const char *act_name(int a)
@@ -784,8 +790,9 @@ static const struct tcase cases[] = {
 	  .st = RXD(DROP_VERSION) },
 	{ "bad version 0", .type = R, .block = 0, .tw = TW_VERSION, .tv = 0,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_VERSION) },
-	{ "bad version 2", .type = R, .block = 0, .tw = TW_VERSION, .tv = 2,
-	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_VERSION) },
+	{ "bad version 1 (32-bit token)", .type = R, .block = 0,
+	  .tw = TW_VERSION, .tv = 1, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_VERSION) },
 	{ "bad type 0", .type = R, .block = 0, .tw = TW_TYPE, .tv = 0,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
 	{ "bad type 6", .type = R, .block = 0, .tw = TW_TYPE, .tv = 6,
@@ -799,8 +806,11 @@ static const struct tcase cases[] = {
 	  .tv = 0x00c0ffef, .ret = XDP_DROP, .ex = EX_ANY,
 	  .st = RXD(DROP_JOB) },
 	{ "wrong token", .type = R, .block = 0, .tw = TW_TOKEN,
-	  .tv = 0x5eed1235, .ret = XDP_DROP, .ex = EX_ANY,
+	  .tv = 0x1dea5eed1235LL, .ret = XDP_DROP, .ex = EX_ANY,
 	  .st = RXD(DROP_TOKEN) },
+	{ "token wrong in the high 32 bits only", .type = R, .block = 0,
+	  .tw = TW_TOKEN, .tv = 0x1deb5eed1234LL, .ret = XDP_DROP,
+	  .ex = EX_ANY, .st = RXD(DROP_TOKEN) },
 	{ "token of another job", .type = G, .block = 1, .tw = TW_TOKEN,
 	  .tv = 0x0badf00d, .ret = XDP_DROP, .ex = EX_ANY,
 	  .st = RXD(DROP_TOKEN) },
@@ -839,12 +849,16 @@ static const struct tcase cases[] = {
 	{ "gather of the class this node finishes: no route", .type = G,
 	  .block = 2, .ret = XDP_DROP, .ex = EX_ANY,
 	  .st = RXD(DROP_NO_ROUTE) },
+	/* a sender id that is not the source address's node: no member */
 	{ "wrong sender id (self)", .type = R, .block = 0, .tw = TW_SENDER,
-	  .tv = 1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	  .tv = 1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_MEMBER) },
 	{ "wrong sender id (next)", .type = G, .block = 1, .tw = TW_SENDER,
-	  .tv = 2, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	  .tv = 2, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_MEMBER) },
 	{ "sender id 64 + planned", .type = R, .block = 0, .tw = TW_SENDER,
-	  .tv = 64, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	  .tv = 64, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_MEMBER) },
+	{ "sender id 4: not a node of the 4-node job", .type = R,
+	  .block = 0, .tw = TW_SENDER, .tv = 4, .ret = XDP_DROP,
+	  .ex = EX_ANY, .st = RXD(DROP_MEMBER) },
 	{ "wrong step (+1)", .type = R, .block = 3, .tw = TW_STEP, .tv = 1,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
 	{ "wrong step (-1)", .type = G, .block = 3, .tw = TW_STEP, .tv = -1,
@@ -853,16 +867,18 @@ static const struct tcase cases[] = {
 	  .tv = 1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SENDER) },
 	{ "wrong source IP (other node)", .type = R, .block = 0,
 	  .tw = TW_SADDR, .tv = 0x0a020301, .ret = XDP_DROP, .ex = EX_ANY,
-	  .st = RXD(DROP_SENDER) },
+	  .st = RXD(DROP_MEMBER) },
 	{ "wrong source IP (same node id, other slot)", .type = R,
 	  .block = 0, .tw = TW_SADDR, .tv = 0x0a000001, .ret = XDP_DROP,
-	  .ex = EX_ANY, .st = RXD(DROP_SENDER) },
+	  .ex = EX_ANY, .st = RXD(DROP_MEMBER) },
 	{ "stale epoch (previous)", .type = R, .block = 0, .tw = TW_EPOCH,
 	  .tv = -1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
 	{ "stale epoch (long ago)", .type = G, .block = 1, .tw = TW_EPOCH,
 	  .tv = -1000, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
 	{ "far-future epoch (+2)", .type = R, .block = 0, .tw = TW_EPOCH,
-	  .tv = 2, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
+	  .tv = 2, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_AHEAD) },
+	{ "far-future epoch (+1000)", .type = G, .block = 1, .tw = TW_EPOCH,
+	  .tv = 1000, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_AHEAD) },
 	{ "far-future epoch (+2^31)", .type = G, .block = 1, .tw = TW_EPOCH,
 	  .tv = 0x80000000LL, .ret = XDP_DROP, .ex = EX_ANY,
 	  .st = RXD(DROP_STALE) },

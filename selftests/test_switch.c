@@ -322,7 +322,7 @@ static int setup_ports(struct switch_bpf *skel, int if_a, int if_b)
 #define TOR_WINDOW	4
 #define JOB_FWD		7
 #define JOB_FIN		8
-#define TOKEN		0x5eed
+#define TOKEN		0x70c0ffee00005eedULL
 
 /* Nodes of both jobs: 0 = the worker on va, 1 = the next ring member (its
  * MAC is behind va too: the reduce frame leaves by its ingress port),
@@ -414,7 +414,7 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 }
 
 /* A contribution of node 0 to job jid, block 0 of round 1. */
-static int contrib(__u8 *b, __u32 jid, __u32 token)
+static int contrib(__u8 *b, __u32 jid, __u64 token)
 {
 	int len = RINX_FRAME_MAX, i;
 	__u32 ip;
@@ -427,13 +427,13 @@ static int contrib(__u8 *b, __u32 jid, __u32 token)
 	memcpy(b + 26, &ip, 4);
 	ip = htonl(tor_nodes[2].ip);
 	memcpy(b + 30, &ip, 4);
-	b[54] = token >> 24, b[55] = token >> 16;
-	b[56] = token >> 8, b[57] = token;
-	b[61] = 1;			/* epoch */
-	b[69] = 1;			/* nblocks */
-	b[72] = RINX_BLOCK_VALUES >> 8;	/* count */
-	b[73] = RINX_BLOCK_VALUES & 0xff;
-	b[79] = RINX_W_INT32;		/* dtype */
+	for (i = 0; i < 8; i++)		/* token, big-endian */
+		b[54 + i] = (__u8)(token >> (56 - 8 * i));
+	b[65] = 1;			/* epoch */
+	b[73] = 1;			/* nblocks */
+	b[76] = RINX_BLOCK_VALUES >> 8;	/* count */
+	b[77] = RINX_BLOCK_VALUES & 0xff;
+	b[83] = RINX_W_INT32;		/* dtype */
 	for (i = 0; i < RINX_BLOCK_VALUES; i++)
 		memcpy(b + RINX_FRAME_HDR_LEN + 4 * i, &i, 4);
 	return len;
@@ -441,7 +441,8 @@ static int contrib(__u8 *b, __u32 jid, __u32 token)
 
 struct ina_case {
 	const char *desc;
-	__u32 job, token;
+	__u32 job;
+	__u64 token;
 	int verdict;
 	int stat;		/* the switch counter that must move */
 	const __u8 *dst;	/* destination MAC of the output, NULL: any */
@@ -456,6 +457,8 @@ static const struct ina_case ina_cases[] = {
 	  XDP_DROP, RINX_SW_INA_DROP, NULL },
 	{ "tor: frame for the aggregator, wrong token: dropped", JOB_FWD, 1,
 	  XDP_DROP, RINX_SW_INA_DROP, NULL },
+	{ "tor: token wrong in its high 32 bits only: dropped", JOB_FWD,
+	  TOKEN ^ (1ULL << 40), XDP_DROP, RINX_SW_INA_DROP, NULL },
 };
 
 static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,

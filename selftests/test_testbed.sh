@@ -112,7 +112,7 @@ for mode in native generic; do
 	rc=$?
 	echo "$out" | grep -i mtu | diag
 	[ $rc -ne 0 ] && echo "$out" | grep -q "eth0 has MTU 1500" &&
-		echo "$out" | grep -q "need an MTU of 3146"
+		echo "$out" | grep -q "need an MTU of 3154"
 	ok $? "$mode: open on a host with MTU 1500 fails naming the MTU needed (exit $rc)"
 	"$rinxctl" down --spec "$spec" --node h3 >/dev/null 2>&1
 	out=$("$rinxctl" up --spec "$spec" --node h3 2>&1)
@@ -120,7 +120,7 @@ for mode in native generic; do
 	ip -n "${P}h3" link set eth0 mtu 3400 &&
 		"$rinxctl" up --spec "$spec" --node h3 >/dev/null 2>&1
 	rc2=$?
-	[ $rc -ne 0 ] && echo "$out" | grep -q "need an MTU of 3146" &&
+	[ $rc -ne 0 ] && echo "$out" | grep -q "need an MTU of 3154" &&
 		[ $rc2 -eq 0 ]
 	ok $? "$mode: up with MTU 1500 refused (exit $rc), with 3400 done ($rc2)"
 

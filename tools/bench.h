@@ -4,12 +4,27 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/random.h>
 #include "user/ctl.h"
 
 #define BENCH_MAX_SIZES 32
 #define BENCH_MAX_ITERS 1000
 
 #define BENCH_MAX_JOBS	RINX_MAX_JOBS
+
+/* A fresh 64-bit job token for a benchmark's jobs (the kernel's random
+ * numbers; a clock-seeded mix if they are not available). */
+static inline uint64_t bench_token(void)
+{
+	uint64_t t;
+
+	if (getrandom(&t, sizeof(t), 0) == sizeof(t))
+		return t;
+	t = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL;
+	return t ^ ((uint64_t)rand() << 32) ^ (uint64_t)rand();
+}
 
 struct bench_opts {
 	uint64_t sizes[BENCH_MAX_SIZES];	/* bytes per rank */
@@ -19,7 +34,8 @@ struct bench_opts {
 	int verify, json, profile;
 	int timeout_ms, inflight;
 	int jobs;		/* jobs at once over the same links (1..) */
-	uint32_t job, token;
+	uint32_t job;
+	uint64_t token;
 	uint64_t seed;
 	uint64_t max_count;	/* filled by bench_run */
 	int hosts;		/* demo */

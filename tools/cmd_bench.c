@@ -883,7 +883,7 @@ void bench_defaults(struct bench_opts *o)
 	o->timeout_ms = 10000;
 	srand(getpid() ^ time(NULL));
 	o->job = 1 + (rand() & 0x3ffffff);
-	o->token = rand() ^ (rand() << 16);
+	o->token = bench_token();
 	o->seed = 12345;
 	bench_parse_sizes("1M,16M,64M", o);
 }

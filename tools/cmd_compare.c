@@ -358,7 +358,7 @@ static int run_rinx(const struct cmp_opts *o, struct cand *c)
 	b.profile = 1;
 	b.json = 0;
 	b.job = 1 + (rand() & 0x3ffffff);
-	b.token = rand() ^ (rand() << 16);
+	b.token = bench_token();
 	mem = open_memstream(&buf, &len);
 	if (!mem)
 		return -ENOMEM;

@@ -33,7 +33,7 @@
 #define RINX_TB_MAX_RACKS	8
 #define RINX_TB_MAX_PER_RACK	32
 #define RINX_TB_PREFIX_MAX	16	/* characters of a prefix */
-#define RINX_TB_MTU		3400	/* rinx frames are 3160 B; veth XDP <= ~3500 */
+#define RINX_TB_MTU		3400	/* rinx frames are 3168 B; veth XDP <= ~3500 */
 #define RINX_TB_PIN_ROOT	"/run/rinx"	/* spec pin = <root>/<prefix> */
 #define RINX_TB_SPEC_DIR	"/run/rinx-testbed"	/* <prefix>.spec */
 #define RINX_TB_MAX_QUEUES	16	/* queues of a host link */

@@ -22,11 +22,11 @@
 #include <linux/bpf.h>	/* struct bpf_spin_lock */
 
 #define RINX_MAGIC		0x52494e58	/* "RINX" */
-#define RINX_VERSION		1
+#define RINX_VERSION		2	/* 2: 64-bit token */
 #define RINX_DEFAULT_PORT	47001
 
 /* Values of one block: one block travels in one packet. 768 x 4 B keeps the
- * frame (3160 B) under the veth XDP limit of one page per frame. */
+ * frame (3168 B) under the veth XDP limit of one page per frame. */
 #define RINX_BLOCK_VALUES	768
 #define RINX_BLOCK_BYTES	(RINX_BLOCK_VALUES * 4)
 
@@ -89,7 +89,10 @@ struct rinx_hdr {
 	__u8 flags;	/* RINX_F_* */
 	__u8 step;	/* hops already done on the current path */
 	__be32 job;	/* job (communicator) id */
-	__be32 token;	/* per-job secret shared by its ranks */
+	/* Per-job secret shared by its ranks, 64 bits, compared whole at
+	 * every node: a guard against misconfigured and stray jobs, not
+	 * against an attacker on the path (docs/security.md). */
+	__be64 token;
 	__be32 epoch;	/* collective sequence number (one per round) */
 	__be32 block;	/* block index within the round */
 	__be32 nblocks;	/* blocks in the round */
@@ -98,6 +101,7 @@ struct rinx_hdr {
 	__be16 klass;	/* plan class of the block (rinx_job.cmap) */
 	__be16 exp;	/* s16 block exponent: value = q * 2^(exp - qbits) */
 	__be16 dtype;	/* enum rinx_wire_dtype of the job's round */
+	__be32 resv;	/* sent as zero; keeps the payload 8-byte aligned */
 	/* Coverage: the worker nodes (bit i = node i) whose shares the
 	 * payload sums. Read only where a hop aggregates by coverage
 	 * (RINX_HOP_COVER: ps-ina's server) and only from the aggregators
@@ -143,9 +147,11 @@ struct rinx_node {
 
 /* Per-job state, keyed by job id (hash map). Written by the library. */
 struct rinx_job {
-	__u32 token;
+	__u64 token;		/* rinx_hdr.token, all 64 bits compared */
 	__u32 slot;		/* job slot: base of its share/result/hop entries */
-	__u32 epoch;		/* round in progress on this node */
+	__u32 epoch;		/* round in progress on this node (an INA ToR:
+				 * the newest round it has taken a frame of,
+				 * advanced by the ToR itself) */
 	__u32 nblocks;		/* blocks of that round */
 	__u16 last_count;	/* values in its last block */
 	__u16 nclasses;		/* plan classes (ring: number of ranks) */
@@ -170,7 +176,20 @@ struct rinx_job {
 	 * hello carries the asker's in `block`; another one is answered with
 	 * OPEN_OTHER, so ranks that disagree fail at open. */
 	__u32 plan_id;
+	/* Aggregator (INA ToR): how many rounds past `epoch` a frame may
+	 * be (RINX_AGG_AHEAD when every round passes this node), 0: no
+	 * bound (the plan routes some rounds around it). */
+	__u32 ahead;
 };
+
+/* How many rounds past the newest round an INA ToR has taken a frame of a
+ * member's frame may be (rinx_job.ahead). A rank starts round e + 1 only
+ * when round e is finished at it, which needs every rank's share of e: so
+ * no rank is more than one round ahead of the slowest one, s. Round s - 1
+ * is finished, and if every round passes the ToR it took frames of s - 1:
+ * its newest round is at least s - 1 and no legitimate frame is past
+ * s + 1, two ahead. */
+#define RINX_AGG_AHEAD		2
 
 #define RINX_NO_SEND		0xffff
 
@@ -297,11 +316,19 @@ struct rinx_agg {
 	__u8 pend;	/* every contributor is in, the node's own share
 			 * is not written yet: the sum waits for the
 			 * trainer (slow path), which completes the slot */
-	__u8 resv8;
+	__u8 dtype;	/* enum rinx_wire_dtype of the round it holds */
 	__u32 block;	/* pool slot: the block it holds */
-	__u32 resv32;
+	__u32 shape;	/* RINX_SHAPE() of the round it holds: set by the
+			 * first contribution, every other one must match
+			 * (RINX_STAT_DROP_SHAPE) */
 	__s32 v[RINX_BLOCK_VALUES];
 };
+
+/* The size of a round as an aggregator slot keeps it: blocks in the round
+ * and values in this block. Rounds of RINX_SHAPE_MAX_BLOCKS blocks or more
+ * (12 GiB) are refused (RINX_STAT_DROP_BOUNDS). */
+#define RINX_SHAPE_MAX_BLOCKS	(1u << 22)
+#define RINX_SHAPE(nblocks, count)	((__u32)(nblocks) << 10 | (count))
 
 /* The pool slot of a block (RINX_HOP_POOL): a multiplicative hash of (job,
  * block), so that the blocks of a round (and of several jobs) spread over
@@ -388,20 +415,34 @@ enum rinx_stat {
 	RINX_STAT_AGG_OVERLAP,	/* coverage aggregation: a frame covers
 				 * some but not all of what the slot has:
 				 * refused (the sum stays exact) */
+	RINX_STAT_DROP_MEMBER,	/* sender not a node of the job, source
+				 * address not the sender's, or not one of
+				 * the aggregation's contributors */
+	RINX_STAT_DROP_AHEAD,	/* round too far ahead of this node's
+				 * (RINX_AGG_AHEAD at an INA ToR, one round
+				 * at a host) */
+	RINX_STAT_DROP_SHAPE,	/* aggregator: dtype, block count or value
+				 * count that does not fit the round (a
+				 * non-last block not full, an unknown dtype,
+				 * or not the slot's round's) */
 	RINX_STAT_MAX,
 };
 
-_Static_assert(sizeof(struct rinx_hdr) == 46, "rinx_hdr size");
+_Static_assert(sizeof(struct rinx_hdr) == 54, "rinx_hdr size");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, job) == 8, "job offset");
-_Static_assert(__builtin_offsetof(struct rinx_hdr, sender) == 28, "sender");
-_Static_assert(__builtin_offsetof(struct rinx_hdr, exp) == 34, "exp");
-_Static_assert(__builtin_offsetof(struct rinx_hdr, cover) == 38, "cover");
-_Static_assert(RINX_FRAME_HDR_LEN == 88, "payload is 8-byte aligned");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, token) == 12, "token");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, epoch) == 20, "epoch");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, sender) == 32, "sender");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, exp) == 38, "exp");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, cover) == 46, "cover");
+_Static_assert(RINX_FRAME_HDR_LEN == 96, "payload is 8-byte aligned");
+_Static_assert(RINX_FRAME_MAX == 3168, "frame size (docs, MTU 3154)");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
-_Static_assert(sizeof(struct rinx_job) == 40 + 2 * RINX_CMAP_MAX +
+_Static_assert(sizeof(struct rinx_job) == 48 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job");
+_Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");
 _Static_assert(sizeof(struct rinx_hop) == 32, "hop");
@@ -410,6 +451,9 @@ _Static_assert(__builtin_offsetof(struct rinx_hop, mask) == 16, "hop.mask");
 _Static_assert(sizeof(struct rinx_agg) == 32 + RINX_BLOCK_BYTES, "agg");
 _Static_assert(__builtin_offsetof(struct rinx_agg, seen) == 8, "agg.seen");
 _Static_assert(__builtin_offsetof(struct rinx_agg, v) == 32, "agg.v");
+_Static_assert(__builtin_offsetof(struct rinx_agg, shape) == 28, "agg.shape");
+_Static_assert((__u64)RINX_MAX_JOBS * RINX_DEFAULT_WINDOW <
+	       RINX_SHAPE_MAX_BLOCKS, "default windows fit a shape");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "payload is little-endian on the wire");
 

@@ -14,6 +14,7 @@
  * round, an open barrier makes sure every peer knows the job (ctlmsg.c).
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,7 +121,7 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 		f.h->flags |= RINX_F_RESEND;
 	f.h->step = 0;
 	f.h->job = htonl(c->job);
-	f.h->token = htonl(c->token);
+	f.h->token = htobe64(c->token);
 	f.h->epoch = htonl(c->epoch);
 	f.h->block = htonl(b);
 	f.h->nblocks = htonl(r->nb);

@@ -134,7 +134,7 @@ static int install_tor(struct rinx_comm *c, int ri)
 	struct rinx_plan p;
 	struct rinx_job j, other;
 	int fd_jobs = -1, fd_nodes = -1, fd_hops = -1, fd_aggs = -1, err;
-	int self = rinx_plan_agg_node(&c->spec, ri);
+	int self = rinx_plan_agg_node(&c->spec, ri), k;
 	__u32 key, next;
 
 	snprintf(dir, sizeof(dir), "%s/%s", c->spec.pin, r->name);
@@ -174,6 +174,14 @@ static int install_tor(struct rinx_comm *c, int ri)
 	j.self = self;
 	j.qbits = c->qbits;
 	j.window = c->window;
+	/* The ToR refuses rounds far ahead of the newest it took a frame
+	 * of (RINX_AGG_AHEAD), which it can only know if every round
+	 * passes it: block 0 of every round is in class cmap[0]. */
+	j.epoch = c->epoch;
+	for (k = RINX_T_REDUCE; k <= RINX_T_CONTRIB; k++)
+		if (p.hops[p.cmap[0]][k - 1].action == RINX_A_AGG_FWD ||
+		    p.hops[p.cmap[0]][k - 1].action == RINX_A_AGG_FINISH)
+			j.ahead = RINX_AGG_AHEAD;
 	key = c->job;
 	if (bpf_map_update_elem(fd_jobs, &key, &j, 0))
 		err = rinx_c_cerr(c, -errno, "cannot write the ToR's job entry: %s",

@@ -100,7 +100,8 @@ struct rinx_comm {
 	struct rinx_spec spec;
 	const struct rinx_spec_host *self;
 	int rank, n;
-	__u32 job, token, slot, window;
+	__u32 job, slot, window;
+	__u64 token;		/* 64 bits on the wire (rinx_hdr.token) */
 	int qbits;
 	int timeout_ms, inflight;
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;

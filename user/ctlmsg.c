@@ -6,6 +6,7 @@
  * timeout, and the frame they and the NACKs of loss repair are sent in.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,7 +34,7 @@ int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
 	f.h->type = type;
 	f.h->step = step;
 	f.h->job = htonl(c->job);
-	f.h->token = htonl(c->token);
+	f.h->token = htobe64(c->token);
 	f.h->epoch = htonl(epoch);
 	f.h->block = htonl(block);
 	f.h->nblocks = htonl(nblocks);

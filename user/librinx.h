@@ -33,7 +33,9 @@ struct rinx_comm_opts {
 	const char *node;	/* this host's name in the spec, or NULL: */
 	int rank;		/*   this rank (used when node is NULL) */
 	uint32_t job;		/* job id, the same on every rank, != 0 */
-	uint32_t token;		/* job secret, the same on every rank */
+	uint64_t token;		/* job secret, 64 bits, the same on every
+				   rank: keeps stray and misconfigured
+				   jobs out (docs/security.md) */
 	int timeout_ms;		/* an allreduce fails after this long
 				   without progress (no block finished,
 				   none started); 0 = 10000 */

@@ -72,6 +72,9 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_POOL_FLUSH] = "pool_flush",
 	[RINX_STAT_POOL_RESEND] = "pool_resend",
 	[RINX_STAT_AGG_OVERLAP] = "agg_overlap",
+	[RINX_STAT_DROP_MEMBER] = "drop_member",
+	[RINX_STAT_DROP_AHEAD] = "drop_ahead",
+	[RINX_STAT_DROP_SHAPE] = "drop_shape",
 };
 
 const char *rinx_stat_name(int stat)

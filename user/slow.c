@@ -284,7 +284,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	if (ntohl(f.h->job) != c->job)	/* another communicator's, or late */
 		return x && rinx_c_xctx_has_job(x, ntohl(f.h->job)) ? RINX_SP_KEEP :
 								      RINX_SP_DROP;
-	if (ntohl(f.h->token) != c->token)
+	if (be64toh(f.h->token) != c->token)
 		return RINX_SP_DROP;
 	if (f.h->type == RINX_T_HELLO) {
 		__u16 from = ntohs(f.h->sender);

@@ -109,7 +109,7 @@ if [ -z "$logs" ]; then
 fi
 mkdir -p "$logs"
 job=${RINX_JOB:-$((1 + (RANDOM << 10 | RANDOM) % 1000000))}
-token=${RINX_TOKEN:-$((RANDOM << 15 | RANDOM))}
+token=${RINX_TOKEN:-$(od -An -N8 -tu8 /dev/urandom | tr -d " ")}
 port=${MASTER_PORT:-$((20000 + RANDOM % 20000))}
 
 echo "# $n ranks, spec $spec, job $job, master ${ip[0]}:$port, logs $logs" >&2

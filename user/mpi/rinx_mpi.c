@@ -120,7 +120,8 @@ static struct {
 	const char *spec;
 	int rank;			/* our rank in the spec */
 	int nhosts;
-	uint32_t job_base, token;	/* proposals, then agreed */
+	uint32_t job_base;	/* proposals, then agreed */
+	uint64_t token;
 	int agreed;
 	long long next_seq;
 	int timeout_ms, inflight;
@@ -185,7 +186,8 @@ static int env_int(const char *name, int def, int min, int max)
 	return (int)x;
 }
 
-static uint32_t env_u32(const char *name, int *set)
+/* Unsigned number of `bits` bits from the environment (0x.. allowed). */
+static uint64_t env_unum(const char *name, int bits, int *set)
 {
 	const char *v = getenv(name);
 	unsigned long long x;
@@ -196,13 +198,24 @@ static uint32_t env_u32(const char *name, int *set)
 		return 0;
 	errno = 0;
 	x = strtoull(v, &end, 0);
-	if (errno || *end || x > UINT32_MAX) {
-		say("%s=%s is not a 32-bit number", name, v);
+	if (errno || *end || v[0] == '-' ||
+	    (bits < 64 && x >> bits)) {
+		say("%s=%s is not a %d-bit number", name, v, bits);
 		g.conf_err = 1;
 		return 0;
 	}
 	*set = 1;
-	return (uint32_t)x;
+	return x;
+}
+
+static uint32_t env_u32(const char *name, int *set)
+{
+	return (uint32_t)env_unum(name, 32, set);
+}
+
+static uint64_t env_u64(const char *name, int *set)
+{
+	return env_unum(name, 64, set);
 }
 
 static int spec_rank_of(const struct rinx_spec *s, const char *ent)
@@ -308,9 +321,9 @@ static void config_init(void)
 		g.job_base = (uint32_t)now_ns() ^ (uint32_t)getpid() << 8;
 	if (!set)
 		g.job_base = 1 + g.job_base % 0x40000000u;
-	g.token = env_u32("RINX_TOKEN", &set);
+	g.token = env_u64("RINX_TOKEN", &set);
 	if (!set && getrandom(&g.token, sizeof(g.token), 0) != sizeof(g.token))
-		g.token = (uint32_t)(now_ns() * 0x9e3779b1u);
+		g.token = now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 	g.spec = getenv("RINX_SPEC");
 	if (!g.spec || !*g.spec) {
 		g.off = 1;
@@ -697,7 +710,7 @@ static struct cstate *cs_get(MPI_Comm comm)
 	/* what every rank can do, agreed */
 	memset(a, 0, sizeof(a));
 	a[A_JOB] = g.job_base;
-	a[A_TOKEN] = g.token;
+	a[A_TOKEN] = (long long)g.token;	/* all 64 bits: MAX agrees on one */
 	a[A_SEQ] = g.next_seq;
 	PMPI_Query_thread(&lvl);
 	a[A_VETO] = g.off ? R_OFF : lvl == MPI_THREAD_MULTIPLE ? R_THREADS : 0;
@@ -717,7 +730,7 @@ static struct cstate *cs_get(MPI_Comm comm)
 	if (a[A_VETO])
 		return cs_new(comm, CS_MPI, a[A_VETO]);
 	g.job_base = (uint32_t)a[A_JOB];
-	g.token = (uint32_t)a[A_TOKEN];
+	g.token = (uint64_t)a[A_TOKEN];
 	/* the job slot of a node is job mod 4: the next id whose slot none
 	 * of our communicators holds; ids are never used twice */
 	for (seq = a[A_SEQ]; seq < a[A_SEQ] + 4; seq++)

@@ -247,7 +247,8 @@ class Comm:
     """A communicator: the ranks of one cluster spec running one job.
 
     Comm(spec, rank, job=..., token=0, plan=None, timeout_ms=0, inflight=0)
-    opens it; every rank must open it with the same job and token. It
+    opens it; every rank must open it with the same job and token (a 64-bit
+    secret: frames with another one are refused; docs/security.md). It
     returns once every rank has opened it (or raises TimeoutError naming the
     ranks that did not). timeout_ms bounds each allreduce (0: librinx's
     default, 10 s).
@@ -259,9 +260,10 @@ class Comm:
         if job is None:
             raise _config_error("rinx.Comm", "job= is required: a job id "
                                 "!= 0, the same on every rank")
-        if not 0 <= int(job) < 1 << 32 or not 0 <= int(token) < 1 << 32:
-            raise _config_error("rinx.Comm", "job %d / token %d: both are "
-                                "unsigned 32-bit numbers" % (job, token))
+        if not 0 <= int(job) < 1 << 32 or not 0 <= int(token) < 1 << 64:
+            raise _config_error("rinx.Comm", "job %d / token %d: the job "
+                                "is an unsigned 32-bit number, the token "
+                                "an unsigned 64-bit one" % (job, token))
         hosts, implied = _read_spec(spec)
         _check_plan(plan)
         if world_size is not None and world_size != hosts:

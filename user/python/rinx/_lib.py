@@ -21,7 +21,7 @@ class CommOpts(ctypes.Structure):
         ("node", ctypes.c_char_p),
         ("rank", ctypes.c_int),
         ("job", ctypes.c_uint32),
-        ("token", ctypes.c_uint32),
+        ("token", ctypes.c_uint64),
         ("timeout_ms", ctypes.c_int),
         ("inflight", ctypes.c_int),
         ("plan", ctypes.c_char_p),
