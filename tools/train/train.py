@@ -84,6 +84,9 @@ def parse_args():
     p.add_argument("--ps-rank", type=int, default=0,
                    help="asp, ssp, inhad: the rank whose process runs the "
                         "parameter server")
+    p.add_argument("--ps-momentum", type=float, default=0.7,
+                   help="asp, ssp, inhad: the PS's momentum (staleness "
+                        "adds momentum of its own)")
     p.add_argument("--ssp-staleness", type=int, default=2,
                    help="ssp: iterations a rank may be ahead of the slowest")
     p.add_argument("--inhad-staleness", type=int, default=2,
@@ -335,7 +338,7 @@ def train_ps(a, backend, comm, data, rank, world):
     steps_per_epoch = per_rank // a.batch
     epoch_samples = steps_per_epoch * world
     total = (a.steps * world if a.steps else a.epochs * epoch_samples)
-    kw = dict(lr=a.lr, momentum=0.9, total=total, ps_rank=a.ps_rank,
+    kw = dict(lr=a.lr, momentum=a.ps_momentum, total=total, ps_rank=a.ps_rank,
               timeout_ms=a.timeout_ms)
     if backend == "asp":
         sync = rs.ASP(comm, net.parameters(), **kw)

@@ -13,10 +13,15 @@
 A parameter server (PS) runs as a thread in the process of rank `ps_rank`
 (default 0) and listens on that host's address of the cluster spec; every
 rank, the PS's own included, talks to it over TCP with the framed protocol
-below. The PS keeps the parameters and the momentum buffer and applies
-    v = momentum * v + scale * g ;  p = p - lr * v
-(float32) for every gradient g it accepts; workers replace their parameters
-with the PS's.
+below. The PS keeps the parameters and the momentum buffer v and applies
+every gradient g it accepts (averaged over the ranks and iterations it
+covers) as an update worth f synchronous steps, f = ranks x iterations it
+covers / size (or scale x iterations):
+    d = momentum^f ;  v = d * v + (1 - d) / (1 - momentum) * g ;
+    p = p - lr * f * v                                            (float32)
+f = 1 is the synchronous momentum step; the decay in synchronous steps
+keeps the steady-state step of a mix of partial updates that of BSP.
+Workers replace their parameters with the PS's.
 
 ASP    every push is applied at once, in the order it arrives, and answered
        with the parameters right after it (and every push before it).
@@ -184,7 +189,6 @@ class Server:
                              for r in g}
             self.pull_every = int(pull_every)
             ng = len(self.groups)
-            self.scale = 1.0 / ng if scale is None else float(scale)
             self.gclock = [0] * ng      # iterations the group reported
             self.pulled = [0] * ng      # ... as of the PS's last pull
             self.decision = [dict() for _ in range(ng)]  # iter -> answer
@@ -192,7 +196,8 @@ class Server:
         else:
             self.groups = [[r] for r in range(self.size)]
             self.group_of = {r: r for r in range(self.size)}
-            self.scale = 1.0 / self.size if scale is None else float(scale)
+        # None: an update's weight is its share of one synchronous step
+        self.scale = None if scale is None else float(scale)
         self.clock = [0] * len(self.groups)     # per unit of the bound
         self.version = 0        # updates applied
         self.samples = 0        # rank-iterations applied
@@ -287,15 +292,26 @@ class Server:
         self.max_lead = max(self.max_lead, self.clock[u] - self._min_clock())
         return flags
 
-    def _apply(self, g, samples):
+    def _apply(self, g, k, ranks):
+        """Applies g, the sum of k iterations' gradients of `ranks` ranks
+        (averaged over them): an update worth f = k * ranks / size
+        synchronous steps (or scale * k). Momentum is kept in synchronous
+        steps: the buffer decays by mu^f and the parameters move by lr * f
+        times it, so that any mix of updates worth one step in all moves
+        the parameters as one synchronous step would in the steady state,
+        and f = 1 is exactly the synchronous (BSP) momentum step."""
+        f = k * ranks / self.size if self.scale is None else self.scale * k
+        if k > 1:
+            g = g / np.float32(k)
         if self.mu:
-            self.v *= np.float32(self.mu)
-            self.v += g * np.float32(self.scale)
+            d = self.mu ** f
+            self.v *= np.float32(d)
+            self.v += g * np.float32((1.0 - d) / (1.0 - self.mu))
         else:
-            self.v = g * np.float32(self.scale)
-        self.p -= np.float32(self.lr) * self.v
+            self.v = g.copy()
+        self.p -= np.float32(self.lr * f) * self.v
         self.version += 1
-        self.samples += samples
+        self.samples += k * ranks
         self.cv.notify_all()
 
     def _stop(self):
@@ -336,6 +352,7 @@ class Server:
 
     def _serve(self, s):
         rank = None
+        failed = False
         try:
             h, payload = _recv(s)
             if h["type"] == T_STATS:
@@ -367,6 +384,7 @@ class Server:
                     raise _Fail(_errno.EPROTO, "unexpected message type "
                                 "%d from rank %d" % (h["type"], rank))
         except _Fail as f:
+            failed = True   # told why: its end is not a death
             try:
                 _send(s, T_ERROR, aux=f.err, payload=f.text.encode())
             except OSError:
@@ -375,7 +393,8 @@ class Server:
             pass
         finally:
             with self.lock:
-                if rank is not None and rank not in self.done:
+                if rank is not None and rank not in self.done and \
+                        not failed:
                     self.dead.add(rank)
                 self.cv.notify_all()
                 if s in self.conns:
@@ -427,7 +446,7 @@ class Server:
                 raise _Fail(_errno.EPROTO, "rank %d pushed iteration %d, "
                             "expected %d" % (rank, h["iter"],
                                              self.clock[rank]))
-            self._apply(g, 1)
+            self._apply(g, 1, 1)
             self.clock[rank] += 1
             flags = self._bound(rank)
             p = self.p.copy()
@@ -470,7 +489,7 @@ class Server:
                             "the PS counted %d" % (u, k, self.clock[u] -
                                                    self.pulled[u]))
             with self.lock:
-                self._apply(g, k * len(self.groups[u]))
+                self._apply(g, k, len(self.groups[u]))
                 self.pulled[u] = self.clock[u]
                 self.pulls[u] += 1
                 ans = (flags | self._stop(), self.p.copy(), self.version,
@@ -515,7 +534,7 @@ class Server:
                             "the PS counted %d" % (u, k, self.clock[u] -
                                                    self.pulled[u]))
             if k:
-                self._apply(g, k * len(self.groups[u]))
+                self._apply(g, k, len(self.groups[u]))
                 self.pulled[u] = self.clock[u]
             _send(s, T_GO, rank=rank, group=u, it=self.version,
                   samples=self.samples)

@@ -135,10 +135,11 @@ def test_asp(comm, port):
     seq = [(order[i % N], i // N) for i in range(rounds * N)]
     # the reference: the PS's update, in float32, push after push
     ref_p, ref_v, refs = p0(), np.zeros(NP, dtype=np.float32), []
+    d = mu ** scale     # each push worth `scale` synchronous steps
     for r, t in seq:
-        ref_v *= np.float32(mu)
-        ref_v += grad_f(r, t) * np.float32(scale)
-        ref_p = ref_p - np.float32(lr) * ref_v
+        ref_v *= np.float32(d)
+        ref_v += grad_f(r, t) * np.float32((1 - d) / (1 - mu))
+        ref_p = ref_p - np.float32(lr * scale) * ref_v
         refs.append(ref_p.copy())
     good, vers = True, []
     for k, (r, t) in enumerate(seq):
