@@ -7,12 +7,14 @@
 # nothing but that every run finished.
 #
 #   tools/train/bench.sh [--hosts N] [--epochs E] [--repeat K] [--out DIR]
-#                        [--straggler R] [-- train.py options]
+#                        [--straggler R] [--prefix P] [-- train.py options]
 #
 #   --hosts N       ranks, one per host of a fresh testbed (default 4)
 #   --epochs E      epochs of every run (default 10)
 #   --repeat K      sittings per case; the table takes the median (default 1)
 #   --straggler R   the slow rank of the straggler case (default: the last)
+#   --replot        no runs: the table and PNG again from DIR/results.jsonl
+#   --prefix P      the testbed's namespace prefix (default rxbs + 4 hex)
 #   --out DIR       results.jsonl, table.md and accuracy.png (default
 #                   ./bench-sync)
 #
@@ -32,6 +34,8 @@ epochs=10
 repeat=1
 out=bench-sync
 slow=
+replot=0
+prefix=rxbs$(printf '%04x' $((RANDOM)))
 backends=gloo,rinx,osp,asp,ssp,inhad
 
 usage() { sed -n '/^#   tools/,/^# tools\/deps/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -42,6 +46,8 @@ while [ $# -gt 0 ]; do
 	--repeat) repeat=${2:?}; shift 2 ;;
 	--straggler) slow=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
+	--prefix) prefix=${2:?}; shift 2 ;;
+	--replot) replot=1; shift ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
 	*) echo "bench.sh: unknown option $1" >&2; usage ;;
@@ -50,9 +56,9 @@ done
 slow=${slow:-$((hosts - 1))}
 mkdir -p "$out" || exit 1
 res=$out/results.jsonl
+if [ $replot -eq 0 ]; then	# the runs
 : >"$res"
 
-prefix=rxbs$(printf '%04x' $((RANDOM)))
 cleanup() { "$build/rinxctl" testbed down "$prefix" >/dev/null 2>&1; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -84,6 +90,7 @@ for line in sys.stdin:
 		rm -f "$log"
 	done
 done
+fi
 
 # the table (medians over the sittings) and the plot's data (sitting 1)
 OUT=$out /usr/bin/python3 - "$res" <<'EOF'
@@ -118,34 +125,45 @@ for strag in (False, True):
             len(rs)))
 open(os.path.join(out, "table.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
+short = {"gloo": "Gloo DDP", "rinx": "rinx BSP", "osp": "rinx OSP",
+         "asp": "ASP", "ssp": "SSP", "inhad": "InHAD"}
+plots = []
 for strag in (False, True):
-    with open(os.path.join(out, "curve-%d.dat" % strag), "w") as f:
+    dat = os.path.join(out, "curve-%d.dat" % strag)
+    cmds = []
+    with open(dat, "w") as f:
+        i = 0
         for b in order:
             for r in rows:
                 if r["backend"] == b and r["sitting"] == 1 and \
                         (r["straggler"] >= 0) == strag:
-                    f.write("# %s\n0 0.1\n" % name[b])
                     for a, t in zip(r["accuracy_by_epoch"], r["time_by_epoch"]):
                         f.write("%.3f %.4f\n" % (t, a * 100))
                     f.write("\n\n")
-EOF
-
-if command -v gnuplot >/dev/null; then
-	gnuplot <<EOF
-set terminal pngcairo size 1100,450 font ",10"
-set output "$out/accuracy.png"
+                    cmds.append("'%s' index %d with linespoints title '%s'"
+                                % (dat, i, short[b]))
+                    i += 1
+    sl = [r for r in rows if r["straggler"] >= 0]
+    title = ("4 ranks, rank %d at half speed (+%.1f ms/step)" % (
+        sl[0]["straggler"], sl[0]["straggle_s"] * 1000) if strag and sl
+        else "%d ranks, no straggler" % rows[0]["ranks"])
+    plots.append("set title '%s'\nplot %s" % (title, ", ".join(cmds)))
+with open(os.path.join(out, "plot.gp"), "w") as f:
+    f.write("""set terminal pngcairo size 1100,450 font ",10"
+set output '%s'
 set multiplot layout 1,2
 set xlabel "seconds of training (rank 0)"
-set ylabel "held-out accuracy (%)"
+set ylabel "held-out accuracy after each epoch (%%)"
 set yrange [40:100]
 set key bottom right
 set grid
-set title "4 ranks, no straggler"
-plot for [i=0:5] "$out/curve-0.dat" index i with linespoints title columnheader(1)
-set title "4 ranks, rank $slow at half speed"
-plot for [i=0:5] "$out/curve-1.dat" index i with linespoints title columnheader(1)
+%s
 unset multiplot
+""" % (os.path.join(out, "accuracy.png"), "\n".join(plots)))
 EOF
+
+if command -v gnuplot >/dev/null; then
+	gnuplot "$out/plot.gp" || exit 1
 	echo "# plot: $out/accuracy.png" >&2
 else
 	echo "bench.sh: gnuplot missing (tools/deps.sh plot): no PNG" >&2
