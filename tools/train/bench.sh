@@ -7,12 +7,15 @@
 # nothing but that every run finished.
 #
 #   tools/train/bench.sh [--hosts N] [--epochs E] [--repeat K] [--out DIR]
-#                        [--straggler R] [--prefix P] [-- train.py options]
+#                        [--straggler R] [--slow-ms X] [--prefix P]
+#                        [-- train.py options]
 #
 #   --hosts N       ranks, one per host of a fresh testbed (default 4)
 #   --epochs E      epochs of every run (default 10)
 #   --repeat K      sittings per case; the table takes the median (default 1)
 #   --straggler R   the slow rank of the straggler case (default: the last)
+#   --slow-ms X     the straggler sleeps X ms every step instead of its
+#                   compute time (train.py --slow-rank R --slow-ms X)
 #   --replot        no runs: the table and PNG again from DIR/results.jsonl
 #   --prefix P      the testbed's namespace prefix (default rxbs + 4 hex)
 #   --out DIR       results.jsonl, table.md and accuracy.png (default
@@ -35,6 +38,7 @@ repeat=1
 out=bench-sync
 slow=
 replot=0
+slowms=
 prefix=rxbs$(printf '%04x' $((RANDOM)))
 backends=gloo,rinx,osp,asp,ssp,inhad
 
@@ -48,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--out) out=${2:?}; shift 2 ;;
 	--prefix) prefix=${2:?}; shift 2 ;;
 	--replot) replot=1; shift ;;
+	--slow-ms) slowms=${2:?}; shift 2 ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
 	*) echo "bench.sh: unknown option $1" >&2; usage ;;
@@ -70,9 +75,14 @@ for ((k = 1; k <= repeat; k++)); do
 	for s in -1 "$slow"; do
 		echo "# sitting $k, straggler $s" >&2
 		log=$(mktemp)
+		if [ -n "$slowms" ]; then
+			how=(--slow-rank "$s" --slow-ms "$slowms")
+		else
+			how=(--straggler "$s")
+		fi
 		"$here/run.sh" --spec "$spec" --build "$build" --time 600 -- \
 			--backend "$backends" --epochs "$epochs" --check epoch \
-			--straggler "$s" "$@" >"$log" 2>&1
+			"${how[@]}" "$@" >"$log" 2>&1
 		rc=$?
 		grep -E '^\[rank 0\] result ' "$log" | sed 's/^\[rank 0\] result //' |
 			SITTING=$k /usr/bin/python3 -c '
@@ -100,12 +110,19 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 order = ["gloo", "rinx", "osp", "asp", "ssp", "inhad"]
 name = {"gloo": "Gloo DDP", "rinx": "rinx hook (BSP)", "osp": "rinx OSP",
         "asp": "ASP", "ssp": "SSP", "inhad": "InHAD"}
+def slowed(r):
+    return r["straggler"] >= 0 or r.get("slow_rank", -1) >= 0
+def how(r):
+    if r["straggler"] >= 0:
+        return "rank %d +%.1f ms (x2 compute)" % (r["straggler"],
+                                                  r["straggle_s"] * 1000)
+    return "rank %d +%g ms" % (r["slow_rank"], r["slow_ms"])
 def med(xs):
     return statistics.median(xs) if xs else float("nan")
 lines = ["| backend | straggler | ms/step | vs BSP | accuracy | s to 85% | sittings |",
          "| --- | --- | --- | --- | --- | --- | --- |"]
 for strag in (False, True):
-    sel = [r for r in rows if (r["straggler"] >= 0) == strag]
+    sel = [r for r in rows if slowed(r) == strag]
     bsp = med([r["wall_per_step"] * 1000 for r in sel if r["backend"] == "rinx"])
     for b in order:
         rs = [r for r in sel if r["backend"] == b]
@@ -120,7 +137,7 @@ for strag in (False, True):
             reach.append(t[0] if t else float("inf"))
         rt = med(reach)
         lines.append("| %s | %s | %.1f | %.2fx | %.2f%% | %s | %d |" % (
-            name[b], "rank %d x2" % rs[0]["straggler"] if strag else "none",
+            name[b], how(rs[0]) if strag else "none",
             ms, bsp / ms, acc, "%.2f" % rt if rt != float("inf") else "-",
             len(rs)))
 open(os.path.join(out, "table.md"), "w").write("\n".join(lines) + "\n")
@@ -136,17 +153,16 @@ for strag in (False, True):
         for b in order:
             for r in rows:
                 if r["backend"] == b and r["sitting"] == 1 and \
-                        (r["straggler"] >= 0) == strag:
+                        slowed(r) == strag:
                     for a, t in zip(r["accuracy_by_epoch"], r["time_by_epoch"]):
                         f.write("%.3f %.4f\n" % (t, a * 100))
                     f.write("\n\n")
                     cmds.append("'%s' index %d with linespoints title '%s'"
                                 % (dat, i, short[b]))
                     i += 1
-    sl = [r for r in rows if r["straggler"] >= 0]
-    title = ("4 ranks, rank %d at half speed (+%.1f ms/step)" % (
-        sl[0]["straggler"], sl[0]["straggle_s"] * 1000) if strag and sl
-        else "%d ranks, no straggler" % rows[0]["ranks"])
+    sl = [r for r in rows if slowed(r)]
+    title = ("%d ranks, straggler %s" % (rows[0]["ranks"], how(sl[0]))
+             if strag and sl else "%d ranks, no straggler" % rows[0]["ranks"])
     plots.append("set title '%s'\nplot %s" % (title, ", ".join(cmds)))
 with open(os.path.join(out, "plot.gp"), "w") as f:
     f.write("""set terminal pngcairo size 1100,450 font ",10"

@@ -94,7 +94,7 @@ def parse_args():
                         "slowest group")
     p.add_argument("--inhad-group", type=int, default=2,
                    help="inhad: ranks per group (0: the spec's racks)")
-    p.add_argument("--inhad-pull", type=int, default=2,
+    p.add_argument("--inhad-pull", type=int, default=1,
                    help="inhad: the PS pulls a group's gradient every this "
                         "many of its iterations")
     p.add_argument("--skew-step", type=int, default=-1,
@@ -382,6 +382,8 @@ def train_ps(a, backend, comm, data, rank, world):
             ts = time.time()
             net.zero_grad()
             loss = F.cross_entropy(net(xtr[idx]), ytr[idx])
+            if rank == a.slow_rank:
+                time.sleep(a.slow_ms / 1000)
             if straggle:
                 time.sleep(straggle)
             loss.backward()
@@ -420,6 +422,7 @@ def train_ps(a, backend, comm, data, rank, world):
         "global_steps": sync.samples / world,
         "s_per_step": t_train / max(step, 1),
         "wall_per_step": wall / max(sync.samples / world, 1),
+        "slow_rank": a.slow_rank, "slow_ms": a.slow_ms,
         "straggler": a.straggler, "straggle_s": a.straggle_s,
         "seconds": wall, "sync": st,
     }

@@ -61,7 +61,7 @@ import time
 
 import numpy as np
 
-from . import Comm, Error, TimeoutError, MismatchError, _raise
+from . import Comm, Error, TimeoutError, MismatchError, BusyError, _raise
 
 __all__ = ["ASP", "SSP", "InHAD", "Server", "PSError", "MODES"]
 
@@ -684,12 +684,21 @@ class _PSMode:
         self.finished = False
         self._sock = None
         if self.rank == ps_rank:
-            self.server = Server(self.mode, self.size, self._flat(), lr,
-                                 momentum, scale, self.staleness, groups,
-                                 pull_every, comm_token(comm),
-                                 host=listen or ip, port=int(port),
-                                 timeout_ms=self.timeout_ms,
-                                 total=total).start()
+            try:
+                self.server = Server(self.mode, self.size, self._flat(), lr,
+                                     momentum, scale, self.staleness, groups,
+                                     pull_every, comm_token(comm),
+                                     host=listen or ip, port=int(port),
+                                     timeout_ms=self.timeout_ms,
+                                     total=total).start()
+            except OSError as e:
+                # the port is taken (another job's PS) or the address is
+                # not this host's
+                raise BusyError(op, e.errno or _errno.EADDRINUSE,
+                                "rank %d: the parameter server cannot listen "
+                                "on %s:%d: %s (choose port=)" % (
+                                    self.rank, listen or ip, int(port),
+                                    e.strerror or e)) from None
         self._connect(comm_token(comm))
 
     # -- tensors --

@@ -100,18 +100,6 @@ def wait_for(sync, pred, what, limit=30.0):
     return False, st
 
 
-def stats_of(port):
-    """The PS's STATS over a fresh connection, without a sync object."""
-    s = socket.create_connection((PS_IP, port), timeout=5)
-    try:
-        rs._send(s, rs.T_STATS)
-        _, payload = rs._recv(s)
-    finally:
-        s.close()
-    import json
-    return json.loads(payload.decode())
-
-
 def barrier(comm):
     comm.allreduce(np.zeros(1, dtype=np.int32))
 
