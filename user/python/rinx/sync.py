@@ -682,6 +682,7 @@ class _PSMode:
         self.samples = 0
         self.stopped = False
         self.finished = False
+        self.s_ps = 0.0         # seconds spent in exchanges with the PS
         self._sock = None
         if self.rank == ps_rank:
             try:
@@ -778,10 +779,12 @@ class _PSMode:
             raise PSError(self._op, _errno.EBADF, "rank %d: not connected "
                           "to the parameter server (closed or failed "
                           "before)" % self.rank)
+        t0 = time.perf_counter()
         try:
             if typ is not None:
                 _send(self._sock, typ, rank=self.rank, **kw)
             h, payload = _recv(self._sock)
+            self.s_ps += time.perf_counter() - t0
         except _Fail as f:
             self._drop()
             raise _err(self._op, f.err, f.text) from None
@@ -864,7 +867,8 @@ class _PSMode:
     def stats(self):
         return {"mode": self.mode, "steps": self.steps, "held": self.held,
                 "max_lead": self.max_lead, "version": self.version,
-                "samples": self.samples, "staleness": self.staleness}
+                "samples": self.samples, "staleness": self.staleness,
+                "s_ps": self.s_ps}
 
 
 def comm_token(comm):
@@ -955,6 +959,7 @@ class InHAD(_PSMode):
         self.members = groups[self.group]
         self.gcomm = None
         self._gspec = None
+        self.s_group = 0.0      # seconds in the group's allreduce
         self.lr_local = float(lr)
         self.mu = float(momentum)
         if len(self.members) > 1:
@@ -987,7 +992,9 @@ class InHAD(_PSMode):
         the PS's parameters. Returns False once the PS has `total`."""
         g = self._flat_grad()
         if self.gcomm is not None:
+            t0 = time.perf_counter()
             self.gcomm.allreduce(g)
+            self.s_group += time.perf_counter() - t0
             g /= np.float32(len(self.members))
         self.acc += g
         self.k += 1
@@ -1051,7 +1058,8 @@ class InHAD(_PSMode):
 
     def stats(self):
         d = super().stats()
-        d.update(group=self.group, members=self.members, pulls=self.pulls)
+        d.update(group=self.group, members=self.members, pulls=self.pulls,
+                 s_group=self.s_group)
         return d
 
 
