@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """Data-parallel training of a small classifier with PyTorch DDP, gradients
 reduced by rinx (--backend rinx, the default) or by Gloo (--backend gloo),
-or with rinx's OSP in place of DDP and the optimizer (--backend osp); a
-comma-separated list runs them one after the other in the same processes.
+or with rinx's OSP in place of DDP and the optimizer (--backend osp), or on
+a parameter server with rinx.sync's ASP, SSP or InHAD (--backend
+asp|ssp|inhad); a comma-separated list runs them one after the other in the
+same processes.
 
 One process per rank, started as torchrun starts them: RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT in the environment (tools/train/run.sh does that on
@@ -18,6 +20,17 @@ and the digests are all-gathered through the Gloo process group: any
 difference between ranks fails the run (exit 3). For OSP the parameters
 compared after a step are the agreed ones (rinx.osp.OSP.synced), and all
 of them at every epoch end.
+
+ASP, SSP and InHAD have no per-step agreement to check: every rank trains
+until the PS has as many rank-iterations as the synchronous runs take
+(epochs x steps per epoch x ranks; a fast rank takes more of them than a
+slow one), then all take the PS's final parameters, which are compared.
+Rank 0 measures the accuracy of its parameters each time the PS's count
+passes an epoch's worth of samples.
+
+--straggler R makes rank R take twice its compute time: before training it
+measures its forward and backward pass (median of 20) and then sleeps that
+long every step, between forward and backward pass.
 
 Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
 every epoch, final loss, steps, seconds per step, parameter digest, and for
@@ -65,6 +78,25 @@ def parse_args():
                    help="a straggler: this rank sleeps --slow-ms every "
                         "step between forward and backward pass")
     p.add_argument("--slow-ms", type=float, default=5.0)
+    p.add_argument("--straggler", type=int, default=-1,
+                   help="this rank takes twice its compute time: it sleeps "
+                        "its measured forward+backward time every step")
+    p.add_argument("--ps-rank", type=int, default=0,
+                   help="asp, ssp, inhad: the rank whose process runs the "
+                        "parameter server")
+    p.add_argument("--ps-momentum", type=float, default=0.7,
+                   help="asp, ssp, inhad: the PS's momentum (staleness "
+                        "adds momentum of its own)")
+    p.add_argument("--ssp-staleness", type=int, default=2,
+                   help="ssp: iterations a rank may be ahead of the slowest")
+    p.add_argument("--inhad-staleness", type=int, default=2,
+                   help="inhad: iterations a group may be ahead of the "
+                        "slowest group")
+    p.add_argument("--inhad-group", type=int, default=2,
+                   help="inhad: ranks per group (0: the spec's racks)")
+    p.add_argument("--inhad-pull", type=int, default=1,
+                   help="inhad: the PS pulls a group's gradient every this "
+                        "many of its iterations")
     p.add_argument("--skew-step", type=int, default=-1,
                    help="test of the check: after this step the last rank "
                         "changes one parameter by one ulp")
@@ -139,14 +171,46 @@ def check_the_check(net, rank, world):
     return (not skewed) and same
 
 
+def make_net(a, xtr, rank):
+    torch.manual_seed(a.seed + rank)    # rank 0's wins (DDP, the PS)
+    return nn.Sequential(nn.Linear(xtr.shape[1], a.hidden), nn.ReLU(),
+                         nn.Linear(a.hidden, a.hidden), nn.ReLU(),
+                         nn.Linear(a.hidden, 10))
+
+
+def compute_time(a, net, xtr, ytr):
+    """Median seconds of one forward and backward pass of a copy of the
+    model on a batch: what the straggler sleeps every step."""
+    import copy
+    m = copy.deepcopy(net)
+    ts = []
+    for i in range(21):
+        idx = torch.arange(i * a.batch, (i + 1) * a.batch) % len(ytr)
+        t = time.perf_counter()
+        m.zero_grad()
+        F.cross_entropy(m(xtr[idx]), ytr[idx]).backward()
+        ts.append(time.perf_counter() - t)
+    return sorted(ts[1:])[len(ts) // 2]
+
+
+def straggler_sleep(a, net, xtr, ytr, rank):
+    """Seconds the straggler sleeps every step (0 on the other ranks); every
+    rank learns it (for the result) through Gloo."""
+    mine = compute_time(a, net, xtr, ytr) if rank == a.straggler else 0.0
+    t = torch.tensor([mine], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    a.straggle_s = t.item()
+    return mine
+
+
 def train(a, backend, comm, data, rank, world):
     """One training run; returns its result dict or exits 3 when the ranks'
     parameters differ."""
+    if backend in ("asp", "ssp", "inhad"):
+        return train_ps(a, backend, comm, data, rank, world)
     xtr, ytr, xte, yte, name = data
-    torch.manual_seed(a.seed + rank)    # DDP's broadcast makes rank 0's win
-    net = nn.Sequential(nn.Linear(xtr.shape[1], a.hidden), nn.ReLU(),
-                        nn.Linear(a.hidden, a.hidden), nn.ReLU(),
-                        nn.Linear(a.hidden, 10))
+    net = make_net(a, xtr, rank)
+    straggle = straggler_sleep(a, net, xtr, ytr, rank)
     # DDP keeps its first bucket at 1 MiB unless told (the module's own
     # comment invites setting this): small buckets, several per step, so
     # that the hook's pipeline is exercised
@@ -180,6 +244,7 @@ def train(a, backend, comm, data, rank, world):
     step = 0
     checks = 0
     accs = []
+    times = []
     loss_v = float("nan")
     t0 = time.time()
     t_train = 0.0
@@ -197,6 +262,8 @@ def train(a, backend, comm, data, rank, world):
             loss = F.cross_entropy(model(xtr[idx]), ytr[idx])
             if rank == a.slow_rank:
                 time.sleep(a.slow_ms / 1000)
+            if straggle:
+                time.sleep(straggle)
             loss.backward()
             if osp is not None:
                 osp.step()
@@ -237,6 +304,7 @@ def train(a, backend, comm, data, rank, world):
                 sys.exit(3)
         model.eval()
         accs.append(accuracy(net, xte, yte))
+        times.append(time.time() - t0)
         if done:
             break
 
@@ -250,7 +318,9 @@ def train(a, backend, comm, data, rank, world):
         "digest": param_digest(net).hex(),
         "s_per_step": t_train / max(step, 1),
         "slow_rank": a.slow_rank, "slow_ms": a.slow_ms,
-        "seconds": time.time() - t0,
+        "straggler": a.straggler, "straggle_s": a.straggle_s,
+        "seconds": time.time() - t0, "time_by_epoch": times,
+        "wall_per_step": times[-1] / max(step, 1) if times else None,
     }
     if osp is not None:
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
@@ -266,20 +336,112 @@ def train(a, backend, comm, data, rank, world):
     return result
 
 
+def train_ps(a, backend, comm, data, rank, world):
+    """ASP, SSP or InHAD on rinx.sync's parameter server (rank a.ps_rank).
+    Every rank steps until the PS has the synchronous runs' number of
+    rank-iterations, then all take its final parameters."""
+    import rinx.sync as rs
+    xtr, ytr, xte, yte, name = data
+    net = make_net(a, xtr, rank)
+    straggle = straggler_sleep(a, net, xtr, ytr, rank)
+    per_rank = len(ytr) // world
+    steps_per_epoch = per_rank // a.batch
+    epoch_samples = steps_per_epoch * world
+    total = (a.steps * world if a.steps else a.epochs * epoch_samples)
+    kw = dict(lr=a.lr, momentum=a.ps_momentum, total=total, ps_rank=a.ps_rank,
+              timeout_ms=a.timeout_ms)
+    if backend == "asp":
+        sync = rs.ASP(comm, net.parameters(), **kw)
+    elif backend == "ssp":
+        sync = rs.SSP(comm, net.parameters(), staleness=a.ssp_staleness, **kw)
+    else:
+        sync = rs.InHAD(comm, net.parameters(), staleness=a.inhad_staleness,
+                        group_size=a.inhad_group or None,
+                        pull_every=a.inhad_pull, **kw)
+    # every rank starts from the PS's parameters (rank 0's)
+    check_ok = check_the_check(net, rank, world)
+    same, digs = same_everywhere(net, world)
+    if not (check_ok and same):
+        print("train: %s: rank %d: the ranks do not start alike (%s) or "
+              "the check is blind" % (backend, rank, digs), file=sys.stderr)
+        sys.exit(3)
+    accs, times = [], []
+    loss_v = float("nan")
+    t0 = time.time()
+    t_train = 0.0
+    step = 0
+    epoch = 0
+    next_eval = epoch_samples
+    more = True
+    while more:
+        g = torch.Generator().manual_seed(a.seed * 1000 + epoch)
+        order = torch.randperm(len(ytr), generator=g)
+        mine = order[rank * per_rank:(rank + 1) * per_rank]
+        for s in range(steps_per_epoch):
+            idx = mine[s * a.batch:(s + 1) * a.batch]
+            ts = time.time()
+            net.zero_grad()
+            loss = F.cross_entropy(net(xtr[idx]), ytr[idx])
+            if rank == a.slow_rank:
+                time.sleep(a.slow_ms / 1000)
+            if straggle:
+                time.sleep(straggle)
+            loss.backward()
+            more = sync.step()
+            t_train += time.time() - ts
+            loss_v = loss.item()
+            step += 1
+            if rank == 0 and sync.samples >= next_eval and \
+                    len(accs) < a.epochs - 1:
+                accs.append(accuracy(net, xte, yte))
+                times.append(time.time() - t0)
+                next_eval += epoch_samples
+            if not more:
+                break
+        epoch += 1
+    sync.finish()
+    wall = time.time() - t0
+    same, digs = same_everywhere(net, world)
+    if not same:
+        print("train: %s: rank %d: parameters differ between ranks after "
+              "finish: %s" % (backend, rank, digs), file=sys.stderr)
+        sys.exit(3)
+    accs.append(accuracy(net, xte, yte))
+    times.append(wall)
+    st = sync.stats()
+    return {
+        "backend": backend, "ranks": world, "data": name,
+        "train": len(ytr), "test": len(yte), "seed": a.seed,
+        "epochs": len(accs), "steps": step, "batch_per_rank": a.batch,
+        "accuracy": accs[-1], "accuracy_by_epoch": accs,
+        "time_by_epoch": times, "loss": loss_v, "check": "finish",
+        "checks_passed": 1, "check_detects_one_ulp": check_ok,
+        "digest": param_digest(net).hex(),
+        # the PS's rank-iterations over the ranks: one synchronous step's
+        # worth of samples per "step"
+        "global_steps": sync.samples / world,
+        "s_per_step": t_train / max(step, 1),
+        "wall_per_step": wall / max(sync.samples / world, 1),
+        "slow_rank": a.slow_rank, "slow_ms": a.slow_ms,
+        "straggler": a.straggler, "straggle_s": a.straggle_s,
+        "seconds": wall, "sync": st,
+    }
+
+
 def main():
     a = parse_args()
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     backends = a.backend.split(",")
     for b in backends:
-        if b not in ("rinx", "gloo", "osp"):
-            sys.exit("train: --backend: rinx, gloo, osp or a list of them, "
-                     "not %r" % b)
+        if b not in ("rinx", "gloo", "osp", "asp", "ssp", "inhad"):
+            sys.exit("train: --backend: rinx, gloo, osp, asp, ssp, inhad or "
+                     "a list of them, not %r" % b)
     torch.set_num_threads(1)    # one core per rank at most, no oversubscription
 
     dist.init_process_group("gloo", rank=rank, world_size=world)
     comm = None
-    if "rinx" in backends or "osp" in backends:
+    if set(backends) - {"gloo"}:
         import rinx
         comm = rinx.Comm.from_env(timeout_ms=a.timeout_ms)
     data = load_data(a.data, a.seed)

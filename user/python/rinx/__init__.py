@@ -302,6 +302,7 @@ class Comm:
         self.rank = _lib_handle.rinx_comm_rank(c)
         self.size = _lib_handle.rinx_comm_size(c)
         self.job = opts.job
+        self.token = opts.token
 
     @classmethod
     def from_env(cls, **kw):
