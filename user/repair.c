@@ -44,8 +44,11 @@ static __u64 rto_blk(const struct rinx_comm *c)
 }
 
 /* Selective repair of own blocks, in the manner of RACK (RFC 8985): an
- * own block not finished here is taken for lost when one claimed after it
- * has finished and it is older than its timer (doubled for every resend);
+ * own block not finished here is taken for lost when one of its class
+ * claimed after it has finished and it is older than its timer (doubled
+ * for every resend); blocks of different classes take different paths
+ * (a forest's trees, a ring's origins) and finish out of order when all
+ * is well;
  * only that block is sent again, while the round goes on. A machine that
  * is merely slow finishes nothing out of order, so it sends nothing again;
  * a block lost at the end of a round is left to the stall repair. Every
@@ -60,6 +63,8 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
 					__ATOMIC_ACQUIRE), j, hi;
 	__u64 rto = rto_blk(c);
+	__u32 hik[RINX_MAX_CLASSES];	/* per class: one past its last
+					 * own block finished, in the scan */
 	int n = 0;
 
 	if (claimed > r->nown)
@@ -70,11 +75,13 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	 * finished beyond the head (they no longer count as in flight) */
 	hi = r->head;
 	r->fin_ahead = 0;
+	memset(hik, 0, sizeof(hik));
 	for (j = r->head; j < r->stamped && j < r->head + OWN_SCAN; j++)
 		if (__atomic_load_n(&c->result[c->slot * c->window +
 					       r->own[j]].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch) {
 			hi = j + 1;
+			hik[class_of(c, r->own[j])] = j + 1;
 			r->fin_ahead++;
 		}
 	/* the round trip of the newest finished block (it finished since
@@ -92,6 +99,8 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	for (j = r->head; j + 1 < hi && n < REPAIR_MAX; j++) {
 		__u32 b = r->own[j];
 
+		if (j + 1 >= hik[class_of(c, b)])
+			continue;	/* none of its class finished after it */
 		if (now - r->sent_at[j] < rto << (r->resent[j] < 6 ?
 						   r->resent[j] : 6))
 			continue;
