@@ -71,6 +71,32 @@ needs_root() {
 	fi
 }
 
+# needs_python FILE: needs_root, Debian's python3 ($python) with numpy
+# and torch, and the package's FILE built under $build/python/rinx
+needs_python() {
+	needs_root ip timeout awk
+	if [ ! -x "$python" ]; then
+		echo "1..0 # SKIP $python missing (tools/deps.sh python)"
+		exit 4
+	fi
+	if ! "$python" -c 'import numpy, torch' 2>/dev/null; then
+		echo "1..0 # SKIP python3-torch or python3-numpy missing" \
+		     "(tools/deps.sh python)"
+		exit 4
+	fi
+	if [ ! -f "$build/python/rinx/$1" ]; then
+		echo "1..0 # SKIP $build/python/rinx not built (make)"
+		exit 4
+	fi
+}
+
+# testbed $P down once it was brought up ($up = 1) and the test's scratch
+# directory $logs removed (the Python tests' cleanup)
+cleanup_logs() {
+	[ "$up" -eq 1 ] && cleanup
+	[ -n "$logs" ] && rm -rf "$logs"
+}
+
 # verified_sizes OUT SIZES: `rinxctl bench --verify` output OUT has a line
 # for every size of the comma-separated SIZES (bytes) whose verify column
 # is "ok"; prints what is wrong, returns 1 then

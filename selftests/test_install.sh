@@ -66,6 +66,7 @@ $py/rinx/__init__.py
 $py/rinx/_lib.py
 $py/rinx/librinx.so
 $py/rinx/osp.py
+$py/rinx/sync.py
 $py/rinx/torch.py
 usr/share/doc/rinx/LICENSE
 usr/share/man/man8/rinxctl.8"

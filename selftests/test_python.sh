@@ -51,30 +51,8 @@ fail=0
 logs=
 up=0
 
-cleanup() {
-	local ns
-
-	if [ $up -eq 1 ]; then
-		"$rinxctl" testbed down "$P" >/dev/null 2>&1
-		for ns in $(ours); do
-			ip netns del "$ns" 2>/dev/null
-		done
-	fi
-	[ -n "$logs" ] && rm -rf "$logs"
-}
-
-skip() { echo "1..0 # SKIP $*"; exit 4; }
-
-[ "$(id -u)" = 0 ] || skip "needs root (namespaces, XDP)"
-[ -x "$python" ] || skip "$python missing (tools/deps.sh python)"
-"$python" -c 'import numpy, torch' 2>/dev/null ||
-	skip "python3-torch or python3-numpy missing (tools/deps.sh python)"
-[ -x "$rinxctl" ] || skip "$rinxctl not built (make)"
-[ -f "$build/python/rinx/__init__.py" ] || skip "$build/python/rinx not built (make)"
-for tool in ip timeout awk; do
-	command -v $tool >/dev/null || skip "$tool not installed"
-done
-trap cleanup EXIT
+needs_python __init__.py
+trap cleanup_logs EXIT
 trap 'exit 1' INT TERM
 logs=$(mktemp -d)
 

@@ -25,34 +25,12 @@ import numpy as np
 import torch
 
 import rinx
+from checks import check, phase, raises
 import rinx.sync as rs
 
 RANK = int(os.environ["RANK"])
 N = int(os.environ["WORLD_SIZE"])
 NP = 1000               # parameters of the toy model
-T0 = time.time()
-
-
-def phase(name):
-    print("phase\t%s\t%.2f s" % (name, time.time() - T0), flush=True)
-
-
-def check(name, ok, detail=""):
-    detail = str(detail).replace("\t", " ").replace("\n", " ")[:400]
-    print("check\t%s\t%d\t%s" % (name, 1 if ok else 0, detail), flush=True)
-    return ok
-
-
-def raises(name, exc_types, fn, *words):
-    try:
-        fn()
-    except Exception as e:
-        msg = str(e)
-        ok = isinstance(e, exc_types) and all(w in msg for w in words)
-        check(name, ok, "%s: %s" % (type(e).__name__, msg))
-        return e
-    check(name, False, "no exception")
-    return None
 
 
 def p0():
