@@ -21,10 +21,10 @@
  * link's); a competitor (another job, TCP) makes the queue stand, marks
  * most blocks and alpha rises past CC_CEIL_TOL: only then does it cut.
  * Without link rates a rank starts unpaced (line rate) and paces from its
- * first mark, starting from the rate it measured. The pacer (cursor.gap_ns, .next_ns) is shared
- * with the host program, whose recycling obeys it too (pace_ok in
- * bpf/host.bpf.c follows the same rule as pace_ok below, with a burst of
- * one after an idle spell where the trainer may send two).
+ * first mark, starting from the rate it measured. The pacer (cursor.gap_ns,
+ * .next_ns, .burst) is shared with the host program, whose recycling obeys
+ * it too (pace_ok in bpf/host.bpf.c follows the same rule as pace_ok
+ * below, where the trainer may send at least TRAINER_BURST at once).
  */
 #include <string.h>
 #include "user/comm.h"

@@ -928,8 +928,8 @@ int rinx_plan_print(FILE *f, const struct rinx_spec *s)
 
 /* ---- the rate the links allow a plan (the pacer's ceiling) ----
  * Topology plans: the simulator's rate of the plan on the topology (user/
- * sim.c), at the spec's scale. Rack plans:
- * Frames per pattern round on every directed link of a rack spec: a host's
+ * sim.c), at the spec's scale. Rack plans: the frames per pattern round
+ * on every directed link of the spec: a host's
  * access link (up: host -> ToR, down: ToR -> host) and a rack's uplink (up:
  * ToR -> spine, down). A frame from a to b crosses a's link up (a host),
  * both uplinks when the racks differ, b's link down (a host); an aggregator
