@@ -161,12 +161,12 @@ if [ $rc -ne 0 ]; then
 	echo "# cannot go on without the testbed"
 	exit 1
 fi
-grep -q "^cluster .*plan=topo:grid topo=$topo\$" "$spec" &&
+grep -q "^cluster .*plan=topo:grid topo=$topo scale=20\$" "$spec" &&
 	[ "$(grep -c '^rack .*ina=switch' "$spec")" -eq 4 ] &&
 	[ "$(grep -c '^host ' "$spec")" -eq 8 ] &&
 	grep -q '^link a=S1 b=S2 gbps=3$' "$topo" &&
 	[ "$(ours | wc -l)" -eq 12 ]
-ok $? "spec: 8 hosts, 4 aggregators (S1-S3, PS), the topology beside it, 12 namespaces"
+ok $? "spec: 8 hosts, 4 aggregators (S1-S3, PS), the topology beside it at scale 20, 12 namespaces"
 # the toy's links at 20 Mbit/s per Gbit/s: 3 -> 60, 9 -> 180, 10 -> 200
 out=$(timeout 60 "$rinxctl" testbed show "$P" 2>&1)
 echo "$out" | grep -qE "^  ${P}t0 +l9 +rate=60 " &&
