@@ -97,6 +97,43 @@ cleanup_logs() {
 	[ -n "$logs" ] && rm -rf "$logs"
 }
 
+# tap_checks PREFIX TEXT: every "0|1<TAB>name<TAB>why" line of TEXT (0:
+# passed) becomes the TAP line "PREFIXname", why a diagnostic when it
+# failed; other lines are diagnostics. Sets nchecks to the TAP lines made.
+tap_checks() {
+	local st name why
+
+	nchecks=0
+	while IFS=$'\t' read -r st name why; do
+		case $st in
+		0|1)
+			[ -n "$name" ] || continue
+			nchecks=$((nchecks + 1))
+			ok "$st" "$1$name"
+			[ "$st" = 0 ] || [ -z "$why" ] || echo "$why" | diag
+			;;
+		*)
+			[ -n "$st$name" ] && echo "$st $name $why" | diag
+			;;
+		esac
+	done <<<"$2"
+}
+
+# testbed $P down and checked gone (with its spec $spec), then the TAP
+# plan and the test's exit status
+testbed_down_end() {
+	"$rinxctl" testbed down "$P" 2>&1 | diag
+	[ -z "$(ours)" ] && [ ! -e "$spec" ]
+	ok $? "testbed down, no namespace or spec left"
+	up=0
+	echo "1..$n"
+	if [ $fail -ne 0 ]; then
+		echo "# $fail of $n failed"
+		exit 1
+	fi
+	exit 0
+}
+
 # verified_sizes OUT SIZES: `rinxctl bench --verify` output OUT has a line
 # for every size of the comma-separated SIZES (bytes) whose verify column
 # is "ok"; prints what is wrong, returns 1 then

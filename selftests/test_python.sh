@@ -97,13 +97,7 @@ checks=$(awk -F'\t' '
 			print (nm in bad ? "1" : "0") "\t" nm "\t" bad[nm]
 		}
 	}' "$logs/binding.out")
-nchecks=0
-while IFS=$'\t' read -r st name why; do
-	[ -n "$name" ] || continue
-	nchecks=$((nchecks + 1))
-	ok "$st" "binding: $name"
-	[ "$st" = 0 ] || echo "$why" | diag
-done <<<"$checks"
+tap_checks "binding: " "$checks"
 ndone=$(grep -cE $'^\\[rank [012]\\] phase\tdone\t' "$logs/binding.out")
 [ $nchecks -gt 0 ] && [ "$ndone" -eq 3 ]
 ok $? "binding: ranks 0-2 ran every phase to the end ($ndone of 3; $nchecks checks)"
@@ -178,24 +172,9 @@ print("%d\tosp: %d steps, %d corrections, at most %d stage-2 sum in flight, "
       os_["stage2_elements"], os_["stage1_elements"] + os_["stage2_elements"],
       o["checks_passed"]))
 ' 2>&1)
-nv=0
-while IFS=$'\t' read -r st what; do
-	case $st in
-	0|1) ok "$st" "training: $what"; nv=$((nv + 1)) ;;
-	*) echo "$st $what" | diag ;;
-	esac
-done <<<"$verdict"
+tap_checks "training: " "$verdict"
+nv=$nchecks
 [ $nv -eq 6 ]
 ok $? "training: results parsed ($nv of 6 verdicts)"
 
-"$rinxctl" testbed down "$P" 2>&1 | diag
-[ -z "$(ours)" ] && [ ! -e "$spec" ]
-ok $? "testbed down, no namespace or spec left"
-up=0
-
-echo "1..$n"
-if [ $fail -ne 0 ]; then
-	echo "# $fail of $n failed"
-	exit 1
-fi
-exit 0
+testbed_down_end

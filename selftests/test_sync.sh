@@ -99,13 +99,7 @@ checks=$(awk -F'\t' '
 			print (nm in bad ? "1" : "0") "\t" nm "\t" bad[nm]
 		}
 	}' "$logs/modes.out")
-nchecks=0
-while IFS=$'\t' read -r st name why; do
-	[ -n "$name" ] || continue
-	nchecks=$((nchecks + 1))
-	ok "$st" "$name"
-	[ "$st" = 0 ] || echo "$why" | diag
-done <<<"$checks"
+tap_checks "" "$checks"
 ndone=$(grep -cE $'^\\[rank [0-3]\\] phase\tdone\t' "$logs/modes.out")
 [ $nchecks -ge 25 ] && [ "$ndone" -eq 4 ]
 ok $? "modes: every rank ran every phase to the end ($ndone of 4; $nchecks checks, want >= 25)"
@@ -162,24 +156,9 @@ for m, bound in (("asp", None), ("ssp", 2), ("inhad", 2)):
               not ok, m, d["accuracy"] * 100, lo * 100, d["steps"],
               d["global_steps"], s["max_lead"], bound, s["held"]))
 ' 2>&1)
-nv=0
-while IFS=$'\t' read -r st what; do
-	case $st in
-	0|1) ok "$st" "training: $what"; nv=$((nv + 1)) ;;
-	*) echo "$st $what" | diag ;;
-	esac
-done <<<"$verdict"
+tap_checks "training: " "$verdict"
+nv=$nchecks
 [ $nv -eq 3 ]
 ok $? "training: results parsed ($nv of 3 verdicts)"
 
-"$rinxctl" testbed down "$P" 2>&1 | diag
-[ -z "$(ours)" ] && [ ! -e "$spec" ]
-ok $? "testbed down, no namespace or spec left"
-up=0
-
-echo "1..$n"
-if [ $fail -ne 0 ]; then
-	echo "# $fail of $n failed"
-	exit 1
-fi
-exit 0
+testbed_down_end
