@@ -96,6 +96,9 @@ def test_asp(comm, port):
                timeout_ms=TMO)
     check("asp: every rank starts from the PS's parameters (rank 0's)",
           np.array_equal(flat(ps), p0()), "")
+    # every rank has its start before the first push: a rank that
+    # connected after it would start from the pushed-to parameters
+    barrier(comm)
     order = [2, 0, 3, 1]
     rounds = 3
     seq = [(order[i % N], i // N) for i in range(rounds * N)]
