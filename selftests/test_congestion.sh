@@ -5,9 +5,11 @@
 # rate, a buffer and an ECN mark threshold), without and with loss, one and
 # two jobs at once. Every allreduce is verified element by element against
 # an independent reference (int32 bit-exact, float32 within the bound);
-# the congestion feedback is checked through counters: the ports marked
-# rinx frames (all of them ECN-capable), the hosts counted the marks, and the
-# ranks paced themselves. No time is asserted: the speed is the benchmark's
+# the congestion feedback is checked through counters: with the rates in
+# the spec every rank paces from its plan's ceiling on and never above it;
+# without them (a copy of the spec) the ranks start at line rate, the ports
+# mark rinx frames (all of them ECN-capable), the hosts count the marks and
+# the ranks pace themselves. No time is asserted: the speed is the benchmark's
 # (docs/benchmark.md).
 #
 #   <P>h0 <P>h1         <P>h2 <P>h3
@@ -79,6 +81,28 @@ echo "$out" | grep -q "util"
 ok $? "bench reports link utilization when the spec has link rates"
 bench --sizes 3076,4M --profile
 ok $? "float32 on 300 Mbit/s links: every element within the bound"
+# the spec gives the rates: every rank paces from the start at most at its
+# plan's ceiling (the links' rate), so the run may well see no mark
+echo "$out" | awk '/pace rate min\/median\/max/ {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "min/median/max") split($(i + 1), r, "/")
+			if ($i == "ceiling") split($(i + 1), c, "\\.\\.")
+		}
+		if (!(c[1] > 0 && r[1] > 0 && r[3] + 0 <= c[2] + 0)) bad = 1
+		seen++
+	}
+	END { exit !(seen && !bad) }'
+ok $? "every rank paced from its ceiling on, never above it"
+# without the rates in the spec the ranks start at line rate: the ports'
+# queues fill, mark, and the ranks pace themselves from the marks
+norate=$(mktemp)
+sed 's/ link=[0-9]*//; s/ uplink=[0-9]*//' "$spec" >"$norate"
+spec_rated=$spec
+spec=$norate
+bench --sizes 4M --profile
+ok $? "float32, the spec without link rates: every element within the bound"
+spec=$spec_rated
+rm -f "$norate"
 marks=$(swsum ecn_mark)
 notect=$(swsum ecn_not_ect)
 ce=$(hostsum ecn_ce)
