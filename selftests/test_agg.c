@@ -72,6 +72,7 @@
 #include "user/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
+#include "frame.h"
 #include "tap.h"
 
 #define WINDOW		12
@@ -400,27 +401,6 @@ static int open_place(struct place *p, bool sw)
 
 /* ---- frames -------------------------------------------------------------- */
 
-static __u16 csum16(const void *p, int len)
-{
-	const __u8 *b = p;
-	__u32 sum = 0;
-	int i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (__u32)b[i] << 8 | b[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
-static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = v; }
-
-static void ip_fix_csum(__u8 *ip)
-{
-	put16(ip + 10, 0);
-	put16(ip + 10, csum16(ip, 20));
-}
-
 static struct rinx_hdr *hdr(__u8 *f)
 {
 	return (struct rinx_hdr *)(f + OFF_HDR);
@@ -437,26 +417,8 @@ static void build(const struct place *p, const struct rinx_plan *pl, __u8 *f,
 {
 	const struct rinx_node *src = &p->node[from];
 	const struct rinx_node *dst = &p->node[p->self];
-	__u8 *ip = f + OFF_IP, *udp = f + OFF_UDP;
-	struct rinx_hdr *h = hdr(f);
+	struct rinx_hdr *h = tf_frame(f, p->self_mac, src, dst, 0, PORT);
 
-	memset(f, 0, FLEN);
-	memcpy(f, p->self_mac, 6);
-	memcpy(f + 6, src->mac, 6);
-	put16(f + 12, ETH_P_IP);
-	ip[0] = 0x45;
-	put16(ip + 2, FLEN - OFF_IP);
-	put16(ip + 6, 0x4000);
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	memcpy(ip + 12, &src->ip, 4);
-	memcpy(ip + 16, &dst->ip, 4);
-	ip_fix_csum(ip);
-	put16(udp, PORT);
-	put16(udp + 2, PORT);
-	put16(udp + 4, FLEN - OFF_UDP);
-	h->magic = htonl(RINX_MAGIC);
-	h->version = RINX_VERSION;
 	h->type = type;
 	h->flags = flags;
 	h->step = step;

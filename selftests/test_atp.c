@@ -45,6 +45,7 @@
 #include "user/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
+#include "frame.h"
 #include "tap.h"
 
 #define WINDOW		16
@@ -272,20 +273,6 @@ static int open_all(void)
 
 /* ---- frames -------------------------------------------------------------- */
 
-static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = v; }
-
-static __u16 csum16(const __u8 *b, int len)
-{
-	__u32 sum = 0;
-	int i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (__u32)b[i] << 8 | b[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
 static struct rinx_hdr *hdr(__u8 *f) { return (struct rinx_hdr *)(f + OFF_HDR); }
 static __s32 *vals(__u8 *f) { return (__s32 *)(f + OFF_V); }
 
@@ -294,26 +281,8 @@ static void build(__u8 *f, int from, int to, __u8 type, __u32 epoch,
 		  __u32 block, __u8 flags, __u64 cover)
 {
 	const struct rinx_node *s = &plan_ps.nodes[from], *d = &plan_ps.nodes[to];
-	__u8 *ip = f + OFF_IP, *udp = f + OFF_UDP;
-	struct rinx_hdr *h = hdr(f);
+	struct rinx_hdr *h = tf_frame(f, d->mac, s, d, RINX_ECN_ECT0, PORT);
 
-	memset(f, 0, FLEN);
-	memcpy(f, d->mac, 6);
-	memcpy(f + 6, s->mac, 6);
-	put16(f + 12, ETH_P_IP);
-	ip[0] = 0x45;
-	ip[1] = RINX_ECN_ECT0;
-	put16(ip + 2, FLEN - OFF_IP);
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	memcpy(ip + 12, &s->ip, 4);
-	memcpy(ip + 16, &d->ip, 4);
-	put16(ip + 10, csum16(ip, 20));
-	put16(udp, PORT);
-	put16(udp + 2, PORT);
-	put16(udp + 4, FLEN - OFF_UDP);
-	h->magic = htonl(RINX_MAGIC);
-	h->version = RINX_VERSION;
 	h->type = type;
 	h->flags = flags;
 	h->job = htonl(JOB_ID);
