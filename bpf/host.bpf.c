@@ -10,7 +10,9 @@
  *  - aggregations (a rack's agent, a tree node, a parameter server): sum
  *    the declared contributors in a slot, add this host's own share, send
  *    the sum on, or store it and send it into the rack's group and/or on;
- *  - NACK: answer with the stored result (loss repair);
+ *  - NACK: answer with the stored result (loss repair); RNACK: send the
+ *    reduce the asker missed again, from the partial sum kept at the add
+ *    and forward hop (or the origin's share), so a loss costs one hop;
  *  - congestion feedback: every finished block stored here is counted per
  *    job, and so is every one that arrived marked CE; the recycle of a
  *    finished gather into the next own block obeys the job's pacer (both
@@ -44,6 +46,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rinx_slot);
 } result SEC(".maps");
+
+/* (slot, block) -> the partial sum this host sent on at a ring's reduce
+ * hop (add and forward), kept to answer its successor's RNACK (a reduce
+ * lost on the link between them is sent again from here, not from the
+ * block's origin); its epoch tells the trainer the reduce passed here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, RINX_MAX_JOBS * RINX_DEFAULT_WINDOW);
+	__type(key, __u32);
+	__type(value, struct rinx_slot);
+} partial SEC(".maps");
 
 /* job slot -> contribution cursor (mmapped, shared with the trainer). */
 struct {
@@ -217,6 +231,8 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	f->h->klass = bpf_htons(k);
 	f->h->count = bpf_htons(sh->count);
 	f->h->exp = bpf_htons((__u16)sh->exp);
+	/* the trainer times the block's round trip from here */
+	sh->sent_us = (__u32)(bpf_ktime_get_ns() / 1000);
 	return forward(f, job, job->slot, to);
 }
 
@@ -254,6 +270,64 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 	return ret == XDP_TX ? rinx_count(RINX_STAT_REPAIR, ret) : ret;
 }
 
+/* RNACK: the asker (the frame's sender) missed the reduce of the block
+ * that this host sends it: send it again, as it left. At an add and
+ * forward hop that is the kept partial sum; at the class's origin its
+ * share, once the pacer let the block's pattern round start here (the
+ * trainer's timers resend what it never sent). The loss costs this one
+ * hop, not the block's whole path from its origin. */
+static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
+				 __u32 epoch, __u32 block, __u32 klass)
+{
+	struct rinx_slot *src = NULL;
+	struct rinx_cursor *cur;
+	struct rinx_hop *hop;
+	__u32 idx, who, bad, k, slot = job->slot;
+	__u64 *d, *s;
+	__u8 step = 0;
+	int i, ret;
+
+	bad = rinx_check_asker(f, job, &who);
+	if (bad)
+		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
+								XDP_DROP);
+	if (epoch != job->epoch)
+		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
+	idx = slot * rinx_window + block;
+	k = RINX_HOP_INDEX(slot, klass, RINX_T_REDUCE);
+	hop = bpf_map_lookup_elem(&hops, &k);
+	if (hop && hop->action == RINX_A_ADD_FWD && hop->to == who) {
+		src = bpf_map_lookup_elem(&partial, &idx);
+		if (src && src->epoch == epoch)
+			step = (__u8)src->step;
+		else
+			src = NULL;
+	} else if (job->start_to[klass & (RINX_MAX_CLASSES - 1)] == who &&
+		   job->start_type[klass & (RINX_MAX_CLASSES - 1)] ==
+		   RINX_T_REDUCE) {
+		cur = bpf_map_lookup_elem(&cursors, &slot);
+		src = bpf_map_lookup_elem(&share, &idx);
+		if (!cur || cur->epoch != epoch || !src ||
+		    src->epoch != epoch ||
+		    (block / job->plen) * job->nown >= cur->next)
+			src = NULL;
+	}
+	if (!src || src->count != bpf_ntohs(f->h->count))
+		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
+	d = (__u64 *)f->v;
+	s = (__u64 *)src->v;
+#pragma clang loop unroll_count(8)
+	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+		d[i] = s[i];
+	f->h->exp = bpf_htons((__u16)src->exp);
+	f->h->flags = src->flags;
+	f->h->type = RINX_T_REDUCE;
+	f->h->step = step;
+	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
+	ret = forward(f, job, slot, who);
+	return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) : ret;
+}
+
 SEC("xdp")
 int rinx_host(struct xdp_md *ctx)
 {
@@ -280,7 +354,7 @@ int rinx_host(struct xdp_md *ctx)
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
-	    type != RINX_T_NACK)
+	    type != RINX_T_NACK && type != RINX_T_RNACK)
 		return rinx_count(RINX_STAT_DROP_TYPE, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
@@ -321,6 +395,8 @@ int rinx_host(struct xdp_md *ctx)
 
 	if (type == RINX_T_NACK)
 		return nack(&f, job, epoch, block);
+	if (type == RINX_T_RNACK)
+		return rnack(&f, job, epoch, block, klass);
 
 	k = RINX_HOP_INDEX(job->slot, klass, type);
 	hop = bpf_map_lookup_elem(&hops, &k);
@@ -368,8 +444,15 @@ sized:
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
 		sh = bpf_map_lookup_elem(&share, &idx);
-		if (!sh)
+		res = bpf_map_lookup_elem(hop->action == RINX_A_ADD_FWD ?
+					  (void *)&partial : (void *)&result,
+					  &idx);
+		if (!sh || !res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+		/* passed on already this round: a duplicate (a loss further
+		 * on is asked for by the node after it, hop by hop) */
+		if (res->epoch == epoch)
+			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
 		if (sh->epoch != epoch)
 			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
 		f.h->exp = bpf_htons(rinx_block_add(f.v,
@@ -378,13 +461,12 @@ sized:
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FWD) {
+			res->step = f.h->step;
+			store(res, &f, epoch);
 			ret = forward(&f, job, job->slot, hop->to);
 			return ret == XDP_TX ?
 				rinx_count(RINX_STAT_REDUCE_FWD, ret) : ret;
 		}
-		res = bpf_map_lookup_elem(&result, &idx);
-		if (!res)
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		store_job(res, &f, epoch, job->slot);
 		f.h->type = RINX_T_GATHER;
 		f.h->step = 0;
@@ -396,6 +478,8 @@ sized:
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+		if (res->epoch == epoch)
+			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
 		cur = store_job(res, &f, epoch, job->slot);
 		if (hop->action == RINX_A_STORE_END) {
 			rinx_count(RINX_STAT_GATHER_END, 0);

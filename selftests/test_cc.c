@@ -42,7 +42,7 @@
 #define OFF_IP		14
 #define OFF_HDR		42
 
-static int prog_fd, stats_fd, cursors_fd, share_fd;
+static int prog_fd, stats_fd, cursors_fd, share_fd, result_fd;
 static __u8 fin[RINX_FRAME_MAX], fout[RINX_FRAME_MAX + 256];
 
 static __u64 mono_ns(void)
@@ -220,6 +220,15 @@ static void run_case(const struct tcase *t)
 	int err, i;
 
 	build_gather(t->tos);
+	/* the gather's first pass here this round (a ring hop drops what
+	 * it passed on already) */
+	for (i = 0; i < RINX_MAX_JOBS * WINDOW; i++) {
+		struct rinx_slot z = { 0 };
+		__u32 key = (__u32)i;
+
+		if (bpf_map_update_elem(result_fd, &key, &z, 0))
+			tap_diag("result %d: cannot clear", i);
+	}
 	cur.gap_ns = t->gap_ns;
 	cur.stored = 100;
 	cur.marked = 10;
@@ -303,6 +312,8 @@ int main(void)
 				       RINX_MAX_JOBS * WINDOW);
 	err = err ?: bpf_map__set_max_entries(skel->maps.result,
 					      RINX_MAX_JOBS * WINDOW);
+	err = err ?: bpf_map__set_max_entries(skel->maps.partial,
+					      RINX_MAX_JOBS * WINDOW);
 	err = err ?: host_bpf__load(skel);
 	if (!tap_ok(!err, "load rinx_host")) {
 		tap_plan(tap_n);
@@ -312,6 +323,7 @@ int main(void)
 	stats_fd = bpf_map__fd(skel->maps.stats);
 	cursors_fd = bpf_map__fd(skel->maps.cursors);
 	share_fd = bpf_map__fd(skel->maps.share);
+	result_fd = bpf_map__fd(skel->maps.result);
 	if (tap_ok(!setup(skel), "job, ring of 4, shares of the own blocks"))
 		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 			run_case(&cases[i]);

@@ -142,7 +142,7 @@ struct inst {
 	const char *name;
 	struct host_bpf *s;
 	int prog, jobs, nodes, hops, aggs, stats, xsk;
-	struct rinx_slot *share, *result;
+	struct rinx_slot *share, *result, *partial;
 	struct rinx_cursor *cur;
 	size_t slot_bytes, cur_bytes;
 	struct rinx_comm *c;	/* its slow path's state */
@@ -174,6 +174,8 @@ static int inst_open(struct inst *in, const char *name)
 	err = bpf_map__set_max_entries(in->s->maps.share, RINX_MAX_JOBS * W);
 	err = err ?: bpf_map__set_max_entries(in->s->maps.result,
 					       RINX_MAX_JOBS * W);
+	err = err ?: bpf_map__set_max_entries(in->s->maps.partial,
+					       RINX_MAX_JOBS * W);
 	err = err ?: bpf_map__set_max_entries(in->s->maps.aggs,
 					       RINX_MAX_JOBS * W);
 	err = err ?: host_bpf__load(in->s);
@@ -187,8 +189,9 @@ static int inst_open(struct inst *in, const char *name)
 	in->stats = bpf_map__fd(in->s->maps.stats);
 	in->share = map_mmap(in->s->maps.share, &in->slot_bytes);
 	in->result = map_mmap(in->s->maps.result, &in->slot_bytes);
+	in->partial = map_mmap(in->s->maps.partial, &in->slot_bytes);
 	in->cur = map_mmap(in->s->maps.cursors, &in->cur_bytes);
-	if (!in->share || !in->result || !in->cur)
+	if (!in->share || !in->result || !in->partial || !in->cur)
 		return -errno;
 	/* an unbound AF_XDP socket in the XSKMAP: frames handed up are
 	 * redirected (and counted as such) instead of dropped */
@@ -206,6 +209,8 @@ static void inst_close(struct inst *in)
 		munmap(in->share, in->slot_bytes);
 	if (in->result)
 		munmap(in->result, in->slot_bytes);
+	if (in->partial)
+		munmap(in->partial, in->slot_bytes);
 	if (in->cur)
 		munmap(in->cur, in->cur_bytes);
 	if (in->xsk >= 0)
@@ -363,6 +368,7 @@ static int install(struct inst *in, const struct round *rd, __u32 epoch)
 		key = SLOT * W + k;
 		err |= bpf_map_update_elem(in->aggs, &key, zero, BPF_ANY);
 		memset(&in->result[key], 0, sizeof(in->result[key]));
+		memset(&in->partial[key], 0, sizeof(in->partial[key]));
 	}
 	free(zero);
 	memset(&in->cur[SLOT], 0, sizeof(in->cur[SLOT]));
@@ -384,6 +390,7 @@ static int install(struct inst *in, const struct round *rd, __u32 epoch)
 	c->tor_jobs_fd = -1;
 	c->share = in->share;
 	c->result = in->result;
+	c->partial = in->partial;
 	c->cursors = in->cur;
 	c->plan = *p;
 	job_entry(rd, EPOCH, &c->jobent);
@@ -1035,7 +1042,14 @@ static void compare_maps(const struct inst *a, const struct inst *b,
 	for (k = 0; k < rd->nb; k++) {
 		const struct rinx_slot *ra = &a->result[SLOT * W + k];
 		const struct rinx_slot *rb = &b->result[SLOT * W + k];
+		const struct rinx_slot *pa = &a->partial[SLOT * W + k];
+		const struct rinx_slot *pb = &b->partial[SLOT * W + k];
 
+		if (memcmp(pa, pb, sizeof(*pa)))
+			mis("kept partial sum of block %u: epoch %#x/%#x "
+			    "step %u/%u%s", k, pa->epoch, pb->epoch, pa->step,
+			    pb->step, memcmp(pa->v, pb->v, sizeof(pa->v)) ?
+			    ", values differ" : "");
 		if (memcmp(ra, rb, sizeof(*ra)))
 			mis("result of block %u: epoch %#x/%#x exp %d/%d "
 			    "flags %#x/%#x count %u/%u%s", k, ra->epoch,

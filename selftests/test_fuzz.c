@@ -492,6 +492,14 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 			from = (__u16)below(RINX_MAX_NODES);
 		}
 	}
+	if (!j->tab && type == RINX_T_REDUCE && !below(12)) {
+		/* the successor asks again for the reduce it missed (the
+		 * node starts nothing: only an add and forward hop answers) */
+		type = RINX_T_RNACK;
+		from = below(8) ? h.to : (__u16)below(RINX_MAX_NODES);
+		if (below(8))
+			epoch = j->epoch;
+	}
 	cnt = block == j->nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES;
 
 	memset(buf, 0, FULL_LEN);
@@ -514,7 +522,8 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 	put32(buf + H_MAGIC, RINX_MAGIC);
 	buf[H_VERSION] = RINX_VERSION;
 	buf[H_TYPE] = (__u8)type;
-	buf[H_FLAGS] = below(8) || type == RINX_T_NACK ? 0 :
+	buf[H_FLAGS] = below(8) || type == RINX_T_NACK ||
+		       type == RINX_T_RNACK ? 0 :
 		       (__u8)(rnd() & RINX_F_NONFINITE);
 	buf[H_STEP] = step;
 	put32(buf + H_JOB, j->id);
@@ -808,6 +817,7 @@ static int stat_action(int stat)
 	case RINX_STAT_REDUCE_FINISH:
 	case RINX_STAT_GATHER_FWD:
 	case RINX_STAT_REPAIR:
+	case RINX_STAT_RREPAIR:
 	case RINX_STAT_HELLO_YES:
 	case RINX_STAT_AGG_RESEND:
 	case RINX_STAT_AGG_MCAST:
@@ -1047,6 +1057,8 @@ static struct mslot host_slots[NRES], tor_slots[NRES];
 /* The result map as it must be (the shadow copy), for NACK answers, and
  * the shares as the test wrote them (RINX_HOP_SELF). */
 static const struct rinx_slot *res_model, *share_model;
+/* The partial sums the host keeps at its add and forward hops. */
+static struct rinx_slot *part_model;
 
 static const struct jobcfg *find_job_in(const struct jobcfg *t, size_t n,
 					__u32 id)
@@ -1303,7 +1315,7 @@ static struct pred host_model(const __u8 *b, int len)
 	type = b[H_TYPE];
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
-	    type != RINX_T_NACK) {
+	    type != RINX_T_NACK && type != RINX_T_RNACK) {
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
@@ -1345,6 +1357,36 @@ static struct pred host_model(const __u8 *b, int len)
 		else
 			p.stat = r->epoch == epoch && r->count == cnt ?
 				 RINX_STAT_REPAIR : RINX_STAT_NACK_MISS;
+		return p;
+	}
+	/* RNACK: answered from the kept partial sum by the add and forward
+	 * hop that sends the asker the class's reduce (the test's nodes
+	 * start nothing, so no share answers) */
+	if (type == RINX_T_RNACK) {
+		const struct rinx_slot *k;
+
+		h = job_hop(j, get16(b + H_KLASS), RINX_T_REDUCE);
+		k = &part_model[j->slot * WINDOW + block];
+		if (!asker_ok(b, j)) {
+			p.stat = RINX_STAT_DROP_SENDER;
+		} else if (epoch != j->epoch || h.action != RINX_A_ADD_FWD ||
+			   h.to != get16(b + H_SENDER) || k->epoch != epoch ||
+			   k->count != cnt) {
+			p.stat = RINX_STAT_RNACK_MISS;
+		} else {
+			p.stat = RINX_STAT_RREPAIR;
+			p.want = true;
+			p.act = XDP_TX;
+			memcpy(wantf + OFF_V, k->v, RINX_BLOCK_BYTES);
+			put16(wantf + H_EXP, (__u16)k->exp);
+			wantf[H_FLAGS] = k->flags;
+			wantf[H_TYPE] = RINX_T_REDUCE;
+			wantf[H_STEP] = (__u8)k->step;
+			wantf[OFF_IP + 1] = (wantf[OFF_IP + 1] &
+					     ~RINX_ECN_MASK) | RINX_ECN_ECT0;
+			m_readdress(wantf, j->slot, j->self,
+				    get16(b + H_SENDER));
+		}
 		return p;
 	}
 	h = job_hop(j, get16(b + H_KLASS), (int)type);
@@ -1394,6 +1436,13 @@ sized:
 	switch (h.action) {
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
+		/* passed on already this round: a duplicate */
+		if ((h.action == RINX_A_ADD_FWD ? part_model :
+						  res_model)[p.idx].epoch ==
+		    epoch) {
+			p.stat = RINX_STAT_DROP_DUP;
+			return p;
+		}
 		if (!(j->ready >> block & 1))
 			return p;	/* share not ready: slow path */
 		if (h.action == RINX_A_ADD_FWD) {
@@ -1404,11 +1453,13 @@ sized:
 		}
 		break;
 	case RINX_A_STORE_FWD:
-		p.stat = RINX_STAT_GATHER_FWD;
-		p.store = true;
-		break;
 	case RINX_A_STORE_END:
-		p.stat = RINX_STAT_GATHER_END;
+		if (res_model[p.idx].epoch == epoch) {
+			p.stat = RINX_STAT_DROP_DUP;
+			return p;
+		}
+		p.stat = h.action == RINX_A_STORE_FWD ? RINX_STAT_GATHER_FWD :
+							RINX_STAT_GATHER_END;
 		p.store = true;
 		break;
 	default:
@@ -1430,10 +1481,10 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"RECYCLED", "REPAIR", "NACK_MISS", "AGG_REEMIT", "HELLO_EARLY",
 	"HELLO_YES", "ECN_CE", "PACED", "SLOW_SELF", "POOL_PASS",
 	"POOL_FLUSH", "POOL_RESEND", "AGG_OVERLAP", "DROP_MEMBER",
-	"DROP_AHEAD", "DROP_SHAPE",
+	"DROP_AHEAD", "DROP_SHAPE", "RREPAIR", "RNACK_MISS", "DROP_DUP",
 };
 
-_Static_assert(RINX_STAT_DROP_SHAPE == 43 && RINX_STAT_MAX == 44,
+_Static_assert(RINX_STAT_DROP_DUP == 46 && RINX_STAT_MAX == 47,
 	       "host_stat_name follows enum rinx_stat");
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {
@@ -1721,10 +1772,31 @@ static __u8 in[MAX_LEN + 64], out[4096];
 
 struct host_env {
 	struct host_bpf *skel;
-	int prog, jobs, nodes, hops, share, result, stats, aggs;
+	int prog, jobs, nodes, hops, share, result, stats, aggs, partial;
 	struct rinx_slot *res_map;	/* mmap of the result map */
+	struct rinx_slot *part_map;	/* ... and of the partial map */
 	struct rinx_slot *shadow, *share_want;
 };
+
+/* A ring hop drops what it passed on already this round (a duplicate):
+ * the trainer's next round frees the block again. Now and then a kept
+ * partial sum or a stored result is forgotten, in the map and the model,
+ * so forwarding stays as likely as the duplicate. -1 if a write failed. */
+static int ring_maint(struct host_env *e)
+{
+	__u32 idx = below(NRES);
+
+	if (below(2))
+		return 0;
+	if (below(2)) {
+		e->shadow[idx].epoch = 0;
+		return bpf_map_update_elem(e->result, &idx, &e->shadow[idx],
+					   BPF_ANY) ? -1 : 1;
+	}
+	part_model[idx].epoch = 0;
+	return bpf_map_update_elem(e->partial, &idx, &part_model[idx],
+				   BPF_ANY) ? -1 : 1;
+}
 
 static int host_setup(struct host_env *e)
 {
@@ -1783,8 +1855,8 @@ static int host_setup(struct host_env *e)
 		s->flags = 0xa5;
 		s->resv = 0x3c;
 		s->count = 0xc3c3;
-		s->resv2 = 0x7777;
-		s->resv3 = 0x12345678;
+		s->step = 0x7777;
+		s->sent_us = 0x12345678;
 		for (id = 0; id < RINX_BLOCK_VALUES; id++)
 			s->v[id] = (__s32)(0x5a000000 | k << 12 | id);
 		err |= bpf_map_update_elem(e->result, &k, s, BPF_ANY);
@@ -1883,7 +1955,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	__u64 c0[RINX_STAT_MAX], c1[RINX_STAT_MAX], cs[RINX_STAT_MAX], sum;
 	size_t map_sz;
 	double t0;
-	__u64 i, stores = 0, last_ok = 0, aggs_seen = 0;
+	__u64 i, stores = 0, last_ok = 0, aggs_seen = 0, kept = 0;
 	__u64 slot_stored[NSLOTS] = {}, slot_marked[NSLOTS] = {};
 	char why[320];
 	int err, k;
@@ -1907,15 +1979,19 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	e.result = bpf_map__fd(e.skel->maps.result);
 	e.stats = bpf_map__fd(e.skel->maps.stats);
 	e.aggs = bpf_map__fd(e.skel->maps.aggs);
+	e.partial = bpf_map__fd(e.skel->maps.partial);
 	map_sz = (size_t)NRES * sizeof(struct rinx_slot);
 	map_sz = (map_sz + 4095) & ~(size_t)4095;
 	e.res_map = mmap(NULL, map_sz, PROT_READ, MAP_SHARED, e.result, 0);
+	e.part_map = mmap(NULL, map_sz, PROT_READ, MAP_SHARED, e.partial, 0);
+	part_model = calloc(NRES, sizeof(*part_model));
 	e.shadow = calloc(NRES, sizeof(*e.shadow));
 	res_model = e.shadow;
 	e.share_want = calloc(NRES, sizeof(*e.share_want));
 	share_model = e.share_want;
 	frame_seed(0, ~0ULL);
-	if (!tap_ok(e.res_map != MAP_FAILED && e.shadow && e.share_want &&
+	if (!tap_ok(e.res_map != MAP_FAILED && e.part_map != MAP_FAILED &&
+		    part_model && e.shadow && e.share_want &&
 		    !host_setup(&e) && !read_counters(e.stats, RINX_STAT_MAX,
 						      c0),
 		    "host: jobs, plan, nodes, shares, result markers set up"))
@@ -1931,7 +2007,8 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 		__u8 tos;
 
 		frame_seed(0, i);
-		if (slot_maint(e.aggs, host_slots, AGG_JOB, e.share_want) < 0)
+		if (slot_maint(e.aggs, host_slots, AGG_JOB, e.share_want) < 0 ||
+		    ring_maint(&e) < 0)
 			fail(&f[0], F_RUN, "host", i, in, "slot write %d",
 			     -errno);
 		len = gen_host(in);
@@ -2046,6 +2123,23 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 				*w = e.res_map[p.idx];
 			}
 		}
+		if (outcome == p.stat && outcome == RINX_STAT_REDUCE_FWD) {
+			/* the sum that left is kept, with its step */
+			struct rinx_slot *w = &part_model[p.idx];
+
+			w->epoch = p.epoch;
+			w->exp = (__s16)get16(out + H_EXP);
+			w->flags = out[H_FLAGS];
+			w->count = get16(out + H_COUNT);
+			w->step = out[H_STEP];
+			memcpy(w->v, out + OFF_V, RINX_BLOCK_BYTES);
+			kept++;
+			if (memcmp(&e.part_map[p.idx], w, sizeof(*w))) {
+				fail(&f[0], F_RESULT, "host", i, in,
+				     "kept partial sum %u differs", p.idx);
+				*w = e.part_map[p.idx];
+			}
+		}
 		if (p.aidx >= 0) {
 			__u64 mask = slot_mask(jobs, ARRAY_SIZE(jobs),
 					       p.aidx);
@@ -2107,6 +2201,12 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	}
 	tap_ok(result_diff(&e) < 0,
 	       "host: result map == shadow (only legitimate stores)");
+	tap_ok(kept && hist[RINX_STAT_RREPAIR] && hist[RINX_STAT_RNACK_MISS] &&
+	       !memcmp(e.part_map, part_model, NRES * sizeof(*part_model)),
+	       "host: %llu partial sums kept == the model's; RNACKs answered "
+	       "%llu, missed %llu", (unsigned long long)kept,
+	       (unsigned long long)hist[RINX_STAT_RREPAIR],
+	       (unsigned long long)hist[RINX_STAT_RNACK_MISS]);
 	for (k = 0, sum = 0; k < NSLOTS; k++) {
 		struct rinx_cursor cur;
 		__u32 key = k;
@@ -2130,6 +2230,9 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 out:
 	if (e.res_map && e.res_map != MAP_FAILED)
 		munmap(e.res_map, map_sz);
+	if (e.part_map && e.part_map != MAP_FAILED)
+		munmap(e.part_map, map_sz);
+	free(part_model);
 	free(e.shadow);
 	free(e.share_want);
 	host_bpf__destroy(e.skel);

@@ -413,6 +413,7 @@ static void align_nearest(__s32 x, int d, __s64 *lo, __s64 *hi)
 
 static struct host_bpf *skel;
 static int prog_fd, jobs_fd, nodes_fd, hops_fd, share_fd, result_fd, stats_fd;
+static int partial_fd, cursors_fd;
 static int ncpus;
 static struct rinx_slot *res_before, *res_after;
 
@@ -536,8 +537,8 @@ static int setup_maps(void)
 		s->flags = 0x80;
 		s->resv = 0x5a;
 		s->count = 0x7777;
-		s->resv2 = 0x6666;
-		s->resv3 = 0x55555555;
+		s->step = 0x6666;
+		s->sent_us = 0x55555555;
 		for (i = 0; i < RINX_BLOCK_VALUES; i++)
 			s->v[i] = (__s32)(0xa5a5a5a5 ^ (k << 12) ^ i);
 		err |= bpf_map_update_elem(result_fd, &k, s, BPF_ANY);
@@ -590,6 +591,9 @@ static const char *stat_name[RINX_STAT_MAX] = {
 	[RINX_STAT_DROP_MEMBER] = "DROP_MEMBER",
 	[RINX_STAT_DROP_AHEAD] = "DROP_AHEAD",
 	[RINX_STAT_DROP_SHAPE] = "DROP_SHAPE",
+	[RINX_STAT_RREPAIR] = "RREPAIR",
+	[RINX_STAT_RNACK_MISS] = "RNACK_MISS",
+	[RINX_STAT_DROP_DUP] = "DROP_DUP",
 };
 
 static const char *act_name(int a)
@@ -795,7 +799,7 @@ static const struct tcase cases[] = {
 	  .st = RXD(DROP_VERSION) },
 	{ "bad type 0", .type = R, .block = 0, .tw = TW_TYPE, .tv = 0,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
-	{ "bad type 6", .type = R, .block = 0, .tw = TW_TYPE, .tv = 6,
+	{ "bad type 7", .type = R, .block = 0, .tw = TW_TYPE, .tv = 7,
 	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_TYPE) },
 	{ "contribution to a host that aggregates nothing", .type = R,
 	  .block = 0, .tw = TW_TYPE, .tv = RINX_T_CONTRIB, .ret = XDP_DROP,
@@ -912,6 +916,25 @@ static void diag_bytes(const __u8 *got, const __u8 *exp, int len)
 	}
 }
 
+/* Block idx not passed here this round: no partial sum kept, the result
+ * slot back to its marker (setup_maps). */
+static int fresh_block(__u32 idx)
+{
+	struct rinx_slot *z = calloc(1, sizeof(*z));
+	int err;
+
+	if (!z)
+		return -ENOMEM;
+	err = bpf_map_update_elem(partial_fd, &idx, z, BPF_ANY);
+	if (!err && !bpf_map_lookup_elem(result_fd, &idx, z) &&
+	    (z->epoch >> 16) != 0xdead) {
+		z->epoch = 0xdead0000 | idx;
+		err = bpf_map_update_elem(result_fd, &idx, z, BPF_ANY);
+	}
+	free(z);
+	return err;
+}
+
 static void run_case(int ci)
 {
 	const struct tcase *c = &cases[ci];
@@ -944,6 +967,9 @@ static void run_case(int ci)
 		err |= put_job(j, c->nblocks);
 	if (j->slot < NSLOTS && c->block < WINDOW) {
 		idx = j->slot * WINDOW + c->block;
+		/* every case is the block's first pass here this round: a
+		 * ring hop drops what it passed on already (run_ring_repair) */
+		err |= fresh_block(idx);
 		sh = calloc(1, sizeof(*sh));
 		if (!sh)
 			exit(1);
@@ -1136,6 +1162,167 @@ static void run_case(int ci)
 	free(sh);
 }
 
+/* Runs frame f (len bytes) once: the action, the output in out, and the
+ * counter deltas in d. */
+static int run_frame(const __u8 *f, int len, __u64 *d)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	__u64 a[RINX_STAT_MAX], b[RINX_STAT_MAX];
+	int k;
+
+	o.data_in = f;
+	o.data_size_in = len;
+	o.data_out = out;
+	o.data_size_out = sizeof(out);
+	o.repeat = 1;
+	if (read_stats(a) || bpf_prog_test_run_opts(prog_fd, &o) ||
+	    read_stats(b))
+		return -1;
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		d[k] = b[k] - a[k];
+	return (int)o.retval;
+}
+
+/* Frame f as an RNACK from node `who` of job j (epoch + de). */
+static void as_rnack(__u8 *f, const struct jobcfg *j, __u16 who, __u32 de)
+{
+	struct rinx_hdr *h = (struct rinx_hdr *)(f + OFF_HDR);
+
+	h->type = RINX_T_RNACK;
+	h->flags = 0;
+	h->sender = htons(who);
+	h->epoch = htonl(j->epoch + de);
+	node_mac(j->slot, who, f + 6);
+	memcpy(f + OFF_IP + 12, &(__be32){ node_ip(j->slot, who) }, 4);
+	memset(f + OFF_V, 0, RINX_BLOCK_BYTES);
+	ip_fix_csum(f + OFF_IP);
+}
+
+/*
+ * Per-hop repair of a ring's reduce, and the drop of what a ring hop
+ * passed on already. J_MAIN's node 1 of 4: class 0 is ADD_FWD from 0 to
+ * 2 (block 0), class 1 starts here (block 1, to node 2).
+ */
+static void run_ring_repair(void)
+{
+	const struct jobcfg *j = &jobcfg[J_MAIN];
+	const struct tcase red = { "ring repair", J_MAIN, RINX_T_REDUCE, 0,
+				   .vals = V_RAND, .sh_vals = V_RAND };
+	const struct tcase gat = { "ring repair", J_MAIN, RINX_T_GATHER, 0,
+				   .vals = V_RAND };
+	__u32 idx = j->slot * WINDOW, idx1 = idx + 1, slot = j->slot;
+	struct rinx_slot sh = { .epoch = j->epoch, .count = RINX_BLOCK_VALUES };
+	struct rinx_slot kept, res;
+	struct rinx_cursor cur = { .epoch = j->epoch };
+	struct rinx_job job;
+	struct rinx_hdr *oh = (struct rinx_hdr *)(out + OFF_HDR);
+	__u8 first[FULL_LEN];
+	__u64 d[RINX_STAT_MAX];
+	struct built b;
+	int ret, i;
+
+	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		sh.v[i] = i * 3 - 1000;
+	if (!check(NULL, !fresh_block(idx) && !fresh_block(idx1) &&
+			 !bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY) &&
+			 !bpf_map_update_elem(share_fd, &idx1, &sh, BPF_ANY) &&
+			 !put_job(j, j->nblocks),
+		   "ring repair: state set up"))
+		return;
+	rng = 0x1234567;
+	build(&red, in, &b);
+	ret = run_frame(in, b.len, d);
+	memcpy(first, out, FULL_LEN);
+	check(NULL, ret == XDP_TX && d[RINX_STAT_REDUCE_FWD] == 1,
+	      "ring repair: reduce added and sent on (%s)", act_name(ret));
+	memset(&kept, 0, sizeof(kept));
+	bpf_map_lookup_elem(partial_fd, &idx, &kept);
+	check(NULL, kept.epoch == j->epoch && kept.step == first[OFF_HDR +
+		    offsetof(struct rinx_hdr, step)] && kept.step == 1 &&
+		    kept.count == b.count &&
+		    !memcmp(kept.v, first + OFF_V, RINX_BLOCK_BYTES),
+	      "ring repair: the sum sent on is kept with its step (%u, sent "
+	      "%u)", kept.step, first[OFF_HDR + offsetof(struct rinx_hdr,
+							step)]);
+	ret = run_frame(in, b.len, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_DUP] == 1 &&
+		    d[RINX_STAT_REDUCE_FWD] == 0,
+	      "ring repair: the same reduce again is a duplicate, dropped "
+	      "(%s)", act_name(ret));
+
+	/* the successor (node 2) asks for it again */
+	memcpy(in, first, FULL_LEN);
+	as_rnack(in, j, 2, 0);
+	ret = run_frame(in, FULL_LEN, d);
+	check(NULL, ret == XDP_TX && d[RINX_STAT_RREPAIR] == 1 &&
+		    oh->type == RINX_T_REDUCE && oh->step == kept.step &&
+		    ntohs(oh->sender) == j->self &&
+		    !memcmp(out + OFF_V, kept.v, RINX_BLOCK_BYTES) &&
+		    !memcmp(out, first, 12) &&
+		    (out[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_ECT0,
+	      "ring repair: RNACK of the successor answered with the kept "
+	      "sum, to it (%s)", act_name(ret));
+	memcpy(in, first, FULL_LEN);
+	as_rnack(in, j, 3, 0);
+	ret = run_frame(in, FULL_LEN, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_RNACK_MISS] == 1,
+	      "ring repair: RNACK of a node this hop does not send to: "
+	      "missed (%s)", act_name(ret));
+	memcpy(in, first, FULL_LEN);
+	as_rnack(in, j, 2, 1);
+	ret = run_frame(in, FULL_LEN, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_RNACK_MISS] == 1,
+	      "ring repair: RNACK of another round: missed (%s)",
+	      act_name(ret));
+
+	/* the origin of class 1 answers from its share what it sent */
+	job = (struct rinx_job){ 0 };
+	check(NULL, !bpf_map_lookup_elem(jobs_fd, &j->id, &job),
+	      "ring repair: job read");
+	job.start_to[1] = 2;
+	job.start_type[1] = RINX_T_REDUCE;
+	job.nown = 1;
+	job.own[0] = 1;
+	memcpy(in, first, FULL_LEN);
+	as_rnack(in, j, 2, 0);
+	((struct rinx_hdr *)(in + OFF_HDR))->block = htonl(1);
+	((struct rinx_hdr *)(in + OFF_HDR))->klass = htons(1);
+	ip_fix_csum(in + OFF_IP);
+	check(NULL, !bpf_map_update_elem(jobs_fd, &j->id, &job, BPF_ANY) &&
+		    !bpf_map_update_elem(cursors_fd, &slot, &cur, BPF_ANY),
+	      "ring repair: node 1 starts class 1, nothing claimed");
+	ret = run_frame(in, FULL_LEN, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_RNACK_MISS] == 1,
+	      "ring repair: RNACK for an own block not sent yet: missed (%s)",
+	      act_name(ret));
+	cur.next = 1;
+	bpf_map_update_elem(cursors_fd, &slot, &cur, BPF_ANY);
+	ret = run_frame(in, FULL_LEN, d);
+	check(NULL, ret == XDP_TX && d[RINX_STAT_RREPAIR] == 1 &&
+		    oh->type == RINX_T_REDUCE && oh->step == 0 &&
+		    ntohl(oh->block) == 1 &&
+		    !memcmp(out + OFF_V, sh.v, RINX_BLOCK_BYTES),
+	      "ring repair: RNACK for an own block sent: answered from the "
+	      "share, step 0 (%s)", act_name(ret));
+	memset(&cur, 0, sizeof(cur));
+	bpf_map_update_elem(cursors_fd, &slot, &cur, BPF_ANY);
+	put_job(j, j->nblocks);
+
+	/* a gather stored and sent on once */
+	build(&gat, in, &b);
+	ret = run_frame(in, b.len, d);
+	check(NULL, ret == XDP_TX && d[RINX_STAT_GATHER_FWD] == 1 &&
+		    !bpf_map_lookup_elem(result_fd, &idx, &res) &&
+		    res.epoch == j->epoch,
+	      "ring repair: gather stored and sent on (%s)", act_name(ret));
+	ret = run_frame(in, b.len, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_DUP] == 1,
+	      "ring repair: the same gather again is a duplicate, dropped "
+	      "(%s)", act_name(ret));
+	fresh_block(idx);
+	fresh_block(idx1);
+}
+
 int main(void)
 {
 	size_t i;
@@ -1154,6 +1341,7 @@ int main(void)
 	skel->rodata->rinx_window = WINDOW;
 	err = bpf_map__set_max_entries(skel->maps.share, NRES);
 	err = err ?: bpf_map__set_max_entries(skel->maps.result, NRES);
+	err = err ?: bpf_map__set_max_entries(skel->maps.partial, NRES);
 	err = err ?: host_bpf__load(skel);
 	tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT);
 	if (err) {
@@ -1167,6 +1355,8 @@ int main(void)
 	hops_fd = bpf_map__fd(skel->maps.hops);
 	share_fd = bpf_map__fd(skel->maps.share);
 	result_fd = bpf_map__fd(skel->maps.result);
+	partial_fd = bpf_map__fd(skel->maps.partial);
+	cursors_fd = bpf_map__fd(skel->maps.cursors);
 	stats_fd = bpf_map__fd(skel->maps.stats);
 	ncpus = libbpf_num_possible_cpus();
 	res_before = calloc(NRES, sizeof(*res_before));
@@ -1179,6 +1369,7 @@ int main(void)
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
 		run_case(i);
+	run_ring_repair();
 
 	tap_plan(tap_n);
 	host_bpf__destroy(skel);

@@ -118,8 +118,8 @@ static void ref_quant(struct rinx_slot *s, const float *x, int count,
 	s->flags = 0;
 	s->count = count;
 	s->resv = 0;
-	s->resv2 = 0;
-	s->resv3 = 0;
+	s->step = 0;
+	s->sent_us = 0;
 	for (i = 0; i < count; i++) {
 		if (isnan(x[i]))
 			s->flags |= RINX_F_NAN;
@@ -224,8 +224,8 @@ static void old_quant_block(struct rinx_slot *s, const float *x, int count,
 	s->flags = flags;
 	s->count = count;
 	s->resv = 0;
-	s->resv2 = 0;
-	s->resv3 = 0;
+	s->step = 0;
+	s->sent_us = 0;
 	if (maxbits == 0) {
 		s->exp = RINX_EXP_ZERO;
 		memset(s->v, 0, sizeof(s->v));

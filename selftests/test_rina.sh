@@ -275,6 +275,13 @@ check_hosts() {		# no drop (but drop_job) and no abort on any host
 				fi ;;
 			"$h drop_stale")
 				;;	# checked above
+			"$h drop_dup")
+				# a ring hop's block passed on already this
+				# round (a repair or resend that raced the
+				# late original): never a loss
+				[ "${C[$k]}" -gt 0 ] &&
+					echo "$h: drop_dup = ${C[$k]} tolerated" >&3
+				;;
 			"$h drop_"*)
 				is "$h" "${k#* }" -eq 0 "${C[$k]}" || bad=1 ;;
 			esac

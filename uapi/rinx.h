@@ -47,6 +47,12 @@ enum rinx_type {
 	RINX_T_NACK = 5,	/* "send me the finished block": answered in
 				 * XDP with a gather frame carrying the stored
 				 * result (step = the step the asker expects) */
+	RINX_T_RNACK = 6,	/* "send me again the partial sum you sent me"
+				 * (the reduce of block `block`, lost on the
+				 * link into the asker): answered in XDP by the
+				 * asker's reduce predecessor, from the partial
+				 * sum it keeps (or, at the class's origin, its
+				 * share), as the reduce frame it sent */
 	RINX_T_MAX,
 };
 
@@ -126,8 +132,11 @@ struct rinx_slot {
 	__u8 flags;	/* RINX_F_* */
 	__u8 resv;
 	__u16 count;
-	__u16 resv2;
-	__u32 resv3;	/* keeps v 8-byte aligned for 64-bit copies */
+	__u16 step;	/* partial map: the step the kept sum left with */
+	__u32 sent_us;	/* share: when it was claimed and sent (CLOCK_-
+			 * MONOTONIC in us, low 32 bits; 0: not yet), for
+			 * the round trip of own blocks. Keeps v 8-byte
+			 * aligned for 64-bit copies */
 	__s32 v[RINX_BLOCK_VALUES];
 };
 
@@ -425,6 +434,13 @@ enum rinx_stat {
 				 * count that does not fit the round (a
 				 * non-last block not full, an unknown dtype,
 				 * or not the slot's round's) */
+	RINX_STAT_RREPAIR,	/* RNACK answered with the kept partial sum
+				 * (or the origin's share) */
+	RINX_STAT_RNACK_MISS,	/* RNACK for a reduce this node did not
+				 * send (yet) or does not keep */
+	RINX_STAT_DROP_DUP,	/* ring hop: a reduce or gather this node
+				 * passed on already this round (a network
+				 * duplicate, or a repair that came late) */
 	RINX_STAT_MAX,
 };
 

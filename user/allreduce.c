@@ -93,6 +93,8 @@ static int round_open(struct rinx_req *r)
 	r->head = r->cursor = r->stamped = r->sampled = r->fin_ahead = 0;
 	r->cursor_t = r->first_fin = 0;
 	memset(r->resent, 0, r->nown);
+	memset(r->rasked, 0, r->nb);
+	rinx_c_reduce_init(r);
 	r->round_open = 1;
 	return 0;
 }
@@ -133,6 +135,9 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 	if (rinx_c_x_send(x, addr, RINX_FRAME_MAX))
 		return -EAGAIN;
 	x->nfree--;
+	if (!again)
+		__atomic_store_n(&s->sent_us, (__u32)(now_ns() / 1000),
+				 __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -289,6 +294,8 @@ static void req_free(struct rinx_req *r)
 	free(r->own);
 	free(r->sent_at);
 	free(r->resent);
+	free(r->rhole_at);
+	free(r->rasked);
 	free(r);
 }
 
@@ -326,6 +333,7 @@ static int progress(struct rinx_req *r, int *moved)
 		*moved += got;
 		rinx_c_cc_update(r, t);
 		rinx_c_own_timers(r, t);
+		rinx_c_reduce_holes(r, t);
 		/* a hole: the next block in order is missing for a while
 		 * though a later one of its class finished here - ask for
 		 * the holes now, before the round drains (RACK's reasoning
@@ -334,7 +342,7 @@ static int progress(struct rinx_req *r, int *moved)
 		if (got || !r->cursor_t) {
 			r->cursor_t = t;
 			r->holes = 0;
-		} else if (t - r->cursor_t > rinx_c_hole_wait(c) << (r->holes < 6 ?
+		} else if (t - r->cursor_t > rinx_c_hole_wait(r) << (r->holes < 6 ?
 								     r->holes : 6) &&
 			   rinx_c_cursor_hole(r)) {
 			rinx_c_repair(r, !r->holes, 0);
@@ -412,11 +420,12 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	r->own = calloc(c->window, sizeof(*r->own));
 	r->sent_at = calloc(c->window, sizeof(*r->sent_at));
 	r->resent = calloc(c->window, sizeof(*r->resent));
-	if (!r->own || !r->sent_at || !r->resent) {
-		free(r->own);
-		free(r->sent_at);
-		free(r->resent);
-		free(r);
+	r->rhole_at = calloc(c->window, sizeof(*r->rhole_at));
+	r->rasked = calloc(c->window, sizeof(*r->rasked));
+	if (!r->own || !r->sent_at || !r->resent || !r->rhole_at ||
+	    !r->rasked) {
+		r->c = NULL;
+		req_free(r);
 		return -ENOMEM;
 	}
 	c->active = r;

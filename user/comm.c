@@ -246,6 +246,7 @@ int rinx_c_ina_replan(struct rinx_comm *c, __u32 down)
 	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
 		return rinx_c_cerr(c, err, "cannot rebuild the plan");
+	rinx_c_reduce_peers(c);
 	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;
@@ -318,6 +319,7 @@ static int install(struct rinx_comm *c)
 	if (err)
 		return rinx_c_cerr(c, err, "cannot build a plan for spec (%s)",
 				   strerror(-err));
+	rinx_c_reduce_peers(c);
 	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;
@@ -339,6 +341,7 @@ static int install(struct rinx_comm *c)
 	for (i = 0; i < (int)c->window; i++) {
 		c->result[c->slot * c->window + i].epoch = 0;
 		c->share[c->slot * c->window + i].epoch = 0;
+		c->partial[c->slot * c->window + i].epoch = 0;
 	}
 	if (c->fd_aggs >= 0) {
 		err = clear_aggs(c, c->fd_aggs);
@@ -371,7 +374,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 {
 	char dir[RINX_PATH_MAX];
 	struct rinx_comm *c;
-	int err, fd_share = -1, fd_result = -1;
+	int err, fd_share = -1, fd_result = -1, fd_partial = -1;
 
 	*out = NULL;
 	c = calloc(1, sizeof(*c));
@@ -434,7 +437,8 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	    (c->fd_hops = err = open_pinned(c, dir, "hops")) < 0 ||
 	    (c->fd_xsks = err = open_pinned(c, dir, "xsks")) < 0 ||
 	    (fd_share = err = open_pinned(c, dir, "share")) < 0 ||
-	    (fd_result = err = open_pinned(c, dir, "result")) < 0)
+	    (fd_result = err = open_pinned(c, dir, "result")) < 0 ||
+	    (fd_partial = err = open_pinned(c, dir, "partial")) < 0)
 		goto fail;
 	/* any host may aggregate: an agent, a tree node, a server */
 	if ((c->fd_aggs = err = open_pinned(c, dir, "aggs")) < 0)
@@ -445,9 +449,13 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	err = map_share(c, fd_result, &c->result);
 	if (err)
 		goto fail;
+	err = map_share(c, fd_partial, &c->partial);
+	if (err)
+		goto fail;
 	close(fd_share);
 	close(fd_result);
-	fd_share = fd_result = -1;
+	close(fd_partial);
+	fd_share = fd_result = fd_partial = -1;
 	{
 		int fd = open_pinned(c, dir, "cursors");
 		void *p;
@@ -490,6 +498,8 @@ fail:
 		close(fd_share);
 	if (fd_result >= 0)
 		close(fd_result);
+	if (fd_partial >= 0)
+		close(fd_partial);
 	/* keep the message reachable for the caller through a NULL comm */
 	memcpy(open_fail_comm.err, c->err, sizeof(c->err));
 	rinx_comm_close(c);
@@ -536,6 +546,8 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		munmap(c->share, c->map_bytes);
 	if (c->result)
 		munmap(c->result, c->map_bytes);
+	if (c->partial)
+		munmap(c->partial, c->map_bytes);
 	if (c->fd_jobs >= 0)
 		close(c->fd_jobs);
 	if (c->fd_nodes >= 0)

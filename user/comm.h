@@ -92,6 +92,16 @@ struct rinx_req {
 	__u64 moved_at;		/* ... not reset by a repair */
 	__u32 last_claimed;
 	__u64 rto;		/* repair after this long without one */
+	/* per-hop repair of the reduce (repair.c): the classes whose
+	 * reduce adds here and those that finish here; blocks < rlo have
+	 * passed; per block, when its hole was seen or last asked for and
+	 * how often; per class, one past its last block passed and when */
+	__u64 rmine, rfin;
+	__u32 rlo;
+	__u64 *rhole_at;
+	__u8 *rasked;
+	__u32 rhi[RINX_MAX_CLASSES];
+	__u64 rpass_t[RINX_MAX_CLASSES];
 	__u64 t0;
 	int err;
 };
@@ -111,10 +121,16 @@ struct rinx_comm {
 	 * PS, an aggregating spine) it installed, -1 where none */
 	int hostless_fd[RINX_MAX_NODES];
 	struct rinx_slot *share, *result;
+	struct rinx_slot *partial;	/* what this rank's add and forward
+					 * hops sent (RNACK answers) */
 	size_t map_bytes;
 	struct rinx_cursor *cursors;	/* mmapped, RINX_MAX_JOBS entries */
 	struct xctx *x;
 	struct rinx_plan plan;
+	/* classes whose reduce reaches this rank's add hop from a host that
+	 * can send it again (an add and forward hop, or the class's origin):
+	 * the ones it asks with RNACKs (repair.c) */
+	__u64 rnack_ok;
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */
@@ -242,7 +258,10 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now);
 /* repair.c */
 void rinx_c_own_timers(struct rinx_req *r, __u64 now);
 int rinx_c_cursor_hole(const struct rinx_req *r);
-__u64 rinx_c_hole_wait(const struct rinx_comm *c);
+__u64 rinx_c_hole_wait(const struct rinx_req *r);
 void rinx_c_repair(struct rinx_req *r, int first, int stall);
+void rinx_c_reduce_peers(struct rinx_comm *c);
+void rinx_c_reduce_init(struct rinx_req *r);
+void rinx_c_reduce_holes(struct rinx_req *r, __u64 now);
 
 #endif

@@ -3,8 +3,8 @@
  * Attaching the host program to a node and pinning it.
  *
  * Layout under <pin>/<node>/: link (the XDP bpf_link: unpinning it detaches),
- * jobs, nodes, hops, share, result, xsks, stats (the maps the trainers and
- * rinxctl open). Nothing is left behind by rinx_node_down.
+ * jobs, nodes, hops, share, result, partial, xsks, stats (the maps the
+ * trainers and rinxctl open). Nothing is left behind by rinx_node_down.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,8 +26,8 @@
 #include "host.skel.h"
 
 static const char *const pinned_maps[] = {
-	"jobs", "nodes", "hops", "share", "result", "xsks", "stats", "aggs",
-	"cursors",
+	"jobs", "nodes", "hops", "share", "result", "partial", "xsks", "stats",
+	"aggs", "cursors",
 };
 
 static const char *const stat_names[RINX_STAT_MAX] = {
@@ -75,6 +75,9 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_DROP_MEMBER] = "drop_member",
 	[RINX_STAT_DROP_AHEAD] = "drop_ahead",
 	[RINX_STAT_DROP_SHAPE] = "drop_shape",
+	[RINX_STAT_RREPAIR] = "rrepair",
+	[RINX_STAT_RNACK_MISS] = "rnack_miss",
+	[RINX_STAT_DROP_DUP] = "drop_dup",
 };
 
 const char *rinx_stat_name(int stat)
@@ -222,6 +225,7 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 	skel->rodata->rinx_window = s->window;
 	bpf_map__set_max_entries(skel->maps.share, RINX_MAX_JOBS * s->window);
 	bpf_map__set_max_entries(skel->maps.result, RINX_MAX_JOBS * s->window);
+	bpf_map__set_max_entries(skel->maps.partial, RINX_MAX_JOBS * s->window);
 	/* any host may aggregate (a rack's agent, a tree node, a parameter
 	 * server: the plan is the job's choice): a window of slots per job */
 	bpf_map__set_max_entries(skel->maps.aggs, RINX_MAX_JOBS * s->window);

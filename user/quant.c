@@ -161,8 +161,8 @@ quant_one(struct rinx_slot *s, const float *x, int count, int qbits,
 	s->flags = flags;
 	s->count = count;
 	s->resv = 0;
-	s->resv2 = 0;
-	s->resv3 = 0;
+	s->step = 0;
+	s->sent_us = 0;
 	if (maxbits == 0) {
 		s->exp = RINX_EXP_ZERO;
 		memset(s->v, 0, sizeof(s->v));
@@ -622,8 +622,8 @@ void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
 	s->flags = 0;
 	s->count = 0;
 	s->resv = 0;
-	s->resv2 = 0;
-	s->resv3 = 0;
+	s->step = 0;
+	s->sent_us = 0;
 }
 
 void rinx_dequant_block(const struct rinx_slot *s, float *x, int count,

@@ -2,8 +2,10 @@
 /*
  * Loss repair: own blocks sent again on their timers (RACK), the blocks
  * of other origins asked for with NACKs when a hole or a stall shows they
- * were lost.
+ * were lost, and a ring's reduce asked for again, hop by hop (RNACK), when
+ * it missed this rank's add and forward hop.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <xdp/xsk.h>
 #include "user/comm.h"
@@ -57,6 +59,8 @@ static __u64 rto_blk(const struct rinx_comm *c)
  * (the host program claims in XDP). */
 #define OWN_SCAN	256	/* own blocks looked at per call */
 
+static int send_nack(struct rinx_req *r, __u32 b, int to, int step);
+
 void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
@@ -69,8 +73,17 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 
 	if (claimed > r->nown)
 		claimed = r->nown;
-	for (; r->stamped < claimed; r->stamped++)
-		r->sent_at[r->stamped] = now;
+	for (; r->stamped < claimed; r->stamped++) {
+		/* the host program stamps what it claims (the trainer sees
+		 * a claim only when it looks): the round trip starts there */
+		__u32 us = __atomic_load_n(&c->share[c->slot * c->window +
+					   r->own[r->stamped]].sent_us,
+					   __ATOMIC_RELAXED);
+		__u32 ago = (__u32)(now / 1000) - us;
+
+		r->sent_at[r->stamped] = us && ago < 10000000u ?
+					 now - (__u64)ago * 1000 : now;
+	}
 	/* the last own block finished here, within the scan, and how many
 	 * finished beyond the head (they no longer count as in flight) */
 	hi = r->head;
@@ -107,13 +120,31 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
 			continue;
-		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0 ||
-		    rinx_c_send_block(r, b, 1))
+		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0)
 			break;
+		{
+			const struct rinx_hop *g =
+				&c->plan.hops[class_of(c, b)][RINX_T_GATHER - 1];
+
+			/* a ring: the reduce is repaired hop by hop (and
+			 * its hops drop what they passed on already), so
+			 * the block finished and its gather back here was
+			 * lost: ask the node before for it, twice, before
+			 * sending it again */
+			if ((g->action == RINX_A_STORE_FWD ||
+			     g->action == RINX_A_STORE_END) && r->resent[j] < 2) {
+				if (send_nack(r, b, g->from, g->step))
+					break;
+				c->st.nacks++;
+			} else {
+				if (rinx_c_send_block(r, b, 1))
+					break;
+				c->st.retransmits++;
+			}
+		}
 		r->sent_at[j] = now;
 		if (r->resent[j] < 255)
 			r->resent[j]++;
-		c->st.retransmits++;
 		n++;
 	}
 }
@@ -135,7 +166,7 @@ static void class_ends(const struct rinx_req *r, __u32 *hi)
 
 	memset(hi, 0, ncl * sizeof(*hi));
 	for (b = r->nb; b > r->cursor && left; b--) {
-		k = class_of(c, b - 1);
+		k = (__u32)class_of(c, b - 1);
 		if (!hi[k] && __atomic_load_n(&c->result[c->slot * c->window +
 							 b - 1].epoch,
 					      __ATOMIC_ACQUIRE) == c->epoch) {
@@ -161,11 +192,20 @@ int rinx_c_cursor_hole(const struct rinx_req *r)
 
 /* How long the next block in order may be missing while later ones
  * finish before it is taken for lost. */
-__u64 rinx_c_hole_wait(const struct rinx_comm *c)
+__u64 rinx_c_hole_wait(const struct rinx_req *r)
 {
+	const struct rinx_comm *c = r->c;
 	__u64 t = 2 * rto_blk(c);
+	__u8 step = r->cursor < r->nb ?
+		    c->plan.hops[class_of(c, r->cursor)][RINX_T_GATHER - 1].step :
+		    0;
 
-	return t > RTO_BLK_MIN_NS ? t : RTO_BLK_MIN_NS;
+	if (t < RTO_BLK_MIN_NS)
+		t = RTO_BLK_MIN_NS;
+	/* a gather lost upstream leaves every rank after it a hole: the
+	 * later in the gather, the longer a rank waits (the first one's
+	 * repair is passed on to the others meanwhile) */
+	return t + step * (t / 4);
 }
 
 /* A frame was lost (or a peer is slow): ask the node this one gets the
@@ -221,4 +261,185 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 			c->st.retransmits++;
 	}
 	rinx_c_x_kick(c->x);
+}
+
+/*
+ * Per-hop repair of a ring's reduce. A partial sum lost on the link into
+ * this rank's add and forward (or add and finish) hop is asked for again
+ * from the hop before (RINX_T_RNACK), which sends it again from the sum it
+ * kept (the partial map) or, at the block's origin, from its share: the
+ * loss costs that one hop, where the origin's timer would drive the block
+ * along its whole path again (14 hops on a ring of 8) and only after a
+ * later block of its came back around. The blocks of a class pass a hop
+ * in order, so a block missing here while a later one of its class passed
+ * is a hole: asked for after RHOLE_MIN_NS or two pacing gaps (the testbed
+ * reorders by a frame, a NIC's queues by a little more). The last blocks
+ * of a class in a round have nothing behind them: missing for RTAIL_MIN_NS
+ * or eight gaps since its class last passed here, they are asked for too (the hop
+ * before answers only what it sent: an origin whose pacer has not let the
+ * block go yet answers nothing, so a slow peer costs a few small waits,
+ * never a wrong sum). Each ask doubles the wait for the next one.
+ */
+#define RHOLE_MIN_NS	300000ull
+#define RTAIL_MIN_NS	2000000ull
+#define RSCAN		1024	/* blocks looked at per call */
+
+static int reduce_passed(const struct rinx_comm *c, const struct rinx_req *r,
+			 __u32 b)
+{
+	const struct rinx_slot *s = (r->rfin >> class_of(c, b) & 1) ?
+				    &c->result[c->slot * c->window + b] :
+				    &c->partial[c->slot * c->window + b];
+
+	return __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) == c->epoch;
+}
+
+/* Which classes' reduce predecessors can answer an RNACK (c->rnack_ok): a
+ * host (an INA ToR or a server without the host program cannot) whose hop
+ * for the class is an add and forward towards this rank, or which starts
+ * the class's reduce towards it. Their tables are built as they build
+ * them; a ring's predecessor is the same node for every class. */
+void rinx_c_reduce_peers(struct rinx_comm *c)
+{
+	struct rinx_plan *q = malloc(sizeof(*q));
+	int built = -1;
+	__u32 k;
+
+	c->rnack_ok = 0;
+	if (!q)
+		return;
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
+		const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
+		const struct rinx_hop *ph;
+
+		if (h->action != RINX_A_ADD_FWD &&
+		    h->action != RINX_A_ADD_FINISH)
+			continue;
+		if (h->from >= c->n)
+			continue;
+		if (built != h->from) {
+			built = -1;
+			if (rinx_plan_build(q, &c->spec, h->from))
+				continue;
+			built = h->from;
+		}
+		ph = &q->hops[k][RINX_T_REDUCE - 1];
+		if ((ph->action == RINX_A_ADD_FWD && ph->to == c->rank) ||
+		    (q->start_to[k] == c->rank &&
+		     q->start_type[k] == RINX_T_REDUCE))
+			c->rnack_ok |= 1ull << k;
+	}
+	free(q);
+}
+
+/* The classes whose reduce adds this rank's share here (r->rmine), and
+ * those that finish here (r->rfin), for a round being opened. */
+void rinx_c_reduce_init(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	__u32 k;
+
+	r->rmine = r->rfin = 0;
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
+		const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
+
+		if ((h->action == RINX_A_ADD_FWD ||
+		     h->action == RINX_A_ADD_FINISH) &&
+		    (c->rnack_ok >> k & 1))
+			r->rmine |= 1ull << k;
+		if (h->action == RINX_A_ADD_FINISH)
+			r->rfin |= 1ull << k;
+		r->rhi[k] = 0;
+		r->rpass_t[k] = 0;
+	}
+	r->rlo = 0;
+	if (r->rmine)
+		memset(r->rhole_at, 0, r->nb * sizeof(*r->rhole_at));
+}
+
+void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	__u64 gap = __atomic_load_n(&c->cursors[c->slot].gap_ns,
+				    __ATOMIC_RELAXED);
+	__u64 hole = 2 * gap > RHOLE_MIN_NS ? 2 * gap : RHOLE_MIN_NS;
+	__u64 tail = 8 * gap > RTAIL_MIN_NS ? 8 * gap : RTAIL_MIN_NS;
+	__u32 hi[RINX_MAX_CLASSES], b, k, end;
+	__u64 seen = 0;		/* classes with a missing block met */
+	int n = 0;
+
+	if (!r->rmine)
+		return;
+	while (r->rlo < r->nb && (!(r->rmine >> class_of(c, r->rlo) & 1) ||
+				  reduce_passed(c, r, r->rlo)))
+		r->rlo++;
+	end = r->nb - r->rlo > RSCAN ? r->rlo + RSCAN : r->nb;
+	/* per class, one past its last block that passed here */
+	memset(hi, 0, sizeof(hi));
+	for (b = end; b > r->rlo; b--) {
+		k = (__u32)class_of(c, b - 1);
+		if ((r->rmine >> k & 1) && !hi[k] &&
+		    reduce_passed(c, r, b - 1))
+			hi[k] = b;
+	}
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++)
+		if (hi[k] > r->rhi[k]) {
+			r->rhi[k] = hi[k];
+			r->rpass_t[k] = now;
+		}
+	for (b = r->rlo; b < end && n < REPAIR_MAX; b++) {
+		__u64 since, wait;
+
+		k = (__u32)class_of(c, b);
+		if (!(r->rmine >> k & 1) || reduce_passed(c, r, b))
+			continue;
+		if (b < hi[k]) {
+			/* a hole: a later block of its class passed */
+			if (!r->rhole_at[b]) {
+				r->rhole_at[b] = now;
+				continue;
+			}
+			since = r->rhole_at[b];
+			wait = hole;
+		} else {
+			/* the tail: only its class's first missing block,
+			 * once the class has passed here at all, in the
+			 * round's last window (before it, blocks that follow
+			 * a lost one make it a hole; a class that merely
+			 * stops a while waits for its origin's window) */
+			if ((seen >> k & 1) || !r->rpass_t[k] ||
+			    (__u64)b + (__u64)c->inflight * c->plan.plen <
+			    r->nb)
+				continue;
+			since = r->rhole_at[b] > r->rpass_t[k] ?
+				r->rhole_at[b] : r->rpass_t[k];
+			wait = tail;
+		}
+		seen |= 1ull << k;
+		{
+			const struct rinx_hop *h =
+				&c->plan.hops[k][RINX_T_REDUCE - 1];
+
+			/* a loss upstream leaves every hop after it a
+			 * hole: the later the hop, the longer it waits,
+			 * so the first one's repair reaches the others
+			 * before they ask the hop before them (which
+			 * has nothing to answer with) */
+			wait += (h->step > 1 ? h->step - 1 : 0) * hole / 2;
+			if (now - since < wait << (r->rasked[b] < 6 ?
+						   r->rasked[b] : 6))
+				continue;
+			if (rinx_c_send_ctl(c, h->from, RINX_T_RNACK, h->step,
+					    c->epoch, b, r->nb,
+					    block_count(r, b)))
+				break;
+		}
+		c->st.nacks++;
+		r->rhole_at[b] = now;
+		if (r->rasked[b] < 255)
+			r->rasked[b]++;
+		n++;
+	}
+	if (n)
+		rinx_c_x_kick(c->x);
 }

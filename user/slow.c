@@ -365,12 +365,28 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	switch (hop->action) {
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
+		/* passed on already this round: a duplicate (as in XDP) */
+		if (__atomic_load_n(hop->action == RINX_A_ADD_FWD ?
+				    &c->partial[idx].epoch : &res->epoch,
+				    __ATOMIC_ACQUIRE) == epoch)
+			return RINX_SP_DROP;
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
 			return RINX_SP_KEEP;
 		f.h->exp = htons((__u16)rinx_payload_add(f.v,
 				(__s16)ntohs(f.h->exp), sh->v, sh->exp));
 		f.h->flags |= sh->flags;
 		f.h->step++;
+		if (hop->action == RINX_A_ADD_FWD) {
+			/* kept for the successor's RNACK, as XDP keeps it */
+			struct rinx_slot *k = &c->partial[idx];
+
+			memcpy(k->v, f.v, RINX_BLOCK_BYTES);
+			k->exp = (__s16)ntohs(f.h->exp);
+			k->flags = f.h->flags;
+			k->count = cnt;
+			k->step = f.h->step;
+			__atomic_store_n(&k->epoch, epoch, __ATOMIC_RELEASE);
+		}
 		if (hop->action == RINX_A_ADD_FINISH) {
 			store_result(c, res, &f, epoch, cnt, ce);
 			f.h->type = RINX_T_GATHER;
@@ -379,6 +395,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		break;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
+		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) == epoch)
+			return RINX_SP_DROP;
 		store_result(c, res, &f, epoch, cnt, ce);
 		if (hop->action == RINX_A_STORE_END)
 			return RINX_SP_FREE;
