@@ -93,9 +93,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u8 sw_rack = 0xff;
 /* A switch of a topology testbed (tools/testbed.c, --topo): its links may
  * form cycles, so floods go to `flood` (the ports of a spanning tree)
- * instead of every port, and `flows` may route a (source, destination)
- * pair off the shortest path the MAC table holds (a planner's route).
- * Constant after load: the rack testbed's switch has neither lookup. */
+ * instead of every port, `flows` may route a (source, destination) pair,
+ * of one plan class or of any, off the shortest path the MAC table holds
+ * (a planner's route), and `bcast` sends a class's result along its
+ * broadcast route. Constant after load: the rack testbed's switch has
+ * none of these lookups. */
 const volatile __u8 sw_topo = 0;
 
 /* Destination MAC -> port it leaves by. Key: the 6 MAC bytes in wire order
@@ -138,7 +140,7 @@ struct {
 } group_all SEC(".maps");
 
 /* ifindex -> port: the ports on the topology's spanning tree (sw_topo),
- * where floods and the fabric's group go. */
+ * where floods and the fabric's group without a `bcast` entry go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
 	__uint(max_entries, RINX_SW_MAX_PORTS);

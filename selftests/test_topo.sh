@@ -32,6 +32,14 @@
 # Then bad input (a topology whose hosts link directly, a ring plan, an
 # unknown planner) gets a clear error, and down leaves nothing behind.
 #
+# Then forest packing on tools/topo/hetero4-diag.topo (four switches, one
+# worker each, a mesh of unequal links with a diagonal), where its trees
+# route one pair of workers several ways and broadcast on trees of their
+# own: the routes go in per class (testbed up warns of no pair routed two
+# ways), the sums are exact, and every finished block takes its class's
+# broadcast route at every switch (each is on every tree), none the
+# spanning tree.
+#
 #   selftests/test_topo.sh [builddir]   (RINX_TOPO_PREFIX: namespace prefix
 #                                       head, default rxT; the pid follows)
 #
@@ -151,7 +159,7 @@ needs_root ip timeout awk
 trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
-echo "1..37"
+echo "1..45"
 out=$(timeout -k 5 120 "$rinxctl" testbed up --prefix "$P" --gen grid-toy \
 	--plan topo:grid 2>&1)
 rc=$?
@@ -213,6 +221,47 @@ timeout 120 "$rinxctl" testbed down "$P" 2>&1 | diag
 rc=${PIPESTATUS[0]}
 [ $rc -eq 0 ] && [ -z "$(ours)" ] && [ ! -e "$spec" ] && [ ! -e "$topo" ]
 ok $? "testbed down: no namespace, spec or topology file left"
+
+# forest on a mesh of unequal links with a diagonal: its classes' routes
+P2=${P}f
+used+=("$P2")
+out=$(timeout -k 5 120 "$rinxctl" testbed up --prefix "$P2" \
+	--topo "$here/../tools/topo/hetero4-diag.topo" --plan topo:forest 2>&1)
+rc=$?
+echo "$out" | diag
+ok $rc "hetero4-diag testbed up, plan topo:forest"
+! echo "$out" | grep -q "two ways"
+ok $? "hetero4-diag: every class's routes installed (no pair routed two ways in a class)"
+# counters NAME: "NS flood class_group" of every switch
+swcount() {
+	timeout 60 "$rinxctl" testbed show "$P2" 2>/dev/null |
+		awk -v p="$P2" '$1 ~ "^" p "t" && $3 ~ /^fwd=/ { f = ""; c = ""
+			for (i = 3; i <= NF; i++) {
+				if ($i ~ /^flood=/) { sub(/^flood=/, "", $i); f = $i }
+				if ($i ~ /^class_group=/) { sub(/^class_group=/, "", $i); c = $i }
+			}
+			print $1, f, c }'
+}
+c0=$(swcount)
+spec_toy=$spec
+spec=/run/rinx-testbed/$P2.spec
+bench "topo:forest on hetero4-diag" int32
+bench "topo:forest on hetero4-diag" float32
+spec=$spec_toy
+c1=$(swcount)
+# blocks broadcast by the two sweeps: 4 B, 3076 B and 1 MiB, 1 + 2 + 342
+want=$(( 2 * (1 + 2 + BLOCKS_1M) ))
+echo "$c0" | sed 's/^/# before: /'
+echo "$c1" | sed 's/^/# after: /'
+[ "$(echo "$c1" | wc -l)" -eq 4 ] &&
+	join <(echo "$c0" | sort) <(echo "$c1" | sort) |
+	awk -v w=$want '{ if ($4 - $2 != 0 || $5 - $3 < w) bad = 1 }
+			END { exit bad }'
+ok $? "hetero4-diag: every switch sent every finished block on its class's route ($want blocks or more each), no group on the spanning tree"
+timeout 120 "$rinxctl" testbed down "$P2" 2>&1 | diag
+rc=${PIPESTATUS[0]}
+[ $rc -eq 0 ] && [ -z "$(ours_of "$P2")" ]
+ok $? "hetero4-diag testbed down: no namespace left"
 
 if [ $fail -ne 0 ]; then
 	echo "# $fail of $n failed"

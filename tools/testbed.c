@@ -1838,10 +1838,11 @@ int rinx_testbed_link_get(const struct rinx_spec *s,
  * of a host or a PS, l<link> on a switch. Every port's queue drains at its
  * link's rate (that direction) times scale_mbit. A switch runs the XDP
  * switch with sw_topo set: unicast by the MAC table (shortest paths, the
- * routes topo_route picks), pairs routed otherwise by the plan in `flows`,
- * floods and the fabric's group on a spanning tree (breadth first from the
- * first PS's switch, else from the first switch), so cycles cannot loop a
- * frame. A switch marked ina=yes and every PS carry an aggregator: a PS
+ * routes topo_route picks), the plan's routes (per class and per pair) in
+ * `flows`, each class's result to the fabric's group along the class's
+ * broadcast route (`bcast`), floods and the group of classes without one
+ * on a spanning tree (breadth first from the first PS's switch, else from
+ * the first switch), so cycles cannot loop a frame. A switch marked ina=yes and every PS carry an aggregator: a PS
  * is a one-port INA node (the switch program on its eth0, its aggregator
  * answering to its MAC, its output back out eth0). In the spec a switch or
  * PS is a rack (named as in the topology, ina=switch when it aggregates),
