@@ -83,7 +83,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define RINX_SW_MAX_MACS	256
 #endif
 #ifndef RINX_SW_MAX_FLOWS
-#define RINX_SW_MAX_FLOWS	1024
+#define RINX_SW_MAX_FLOWS	4096	/* a class's and a pair's per route */
 #endif
 #ifndef RINX_SW_MAX_BCAST
 #define RINX_SW_MAX_BCAST	1024
