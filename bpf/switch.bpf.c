@@ -17,8 +17,8 @@
  * (rinx_hdr.klass) selects its route: `flows` holds (destination, source,
  * class) entries beside the (destination, source) ones, and `bcast` sends
  * a class's frames to the fabric's group along the class's broadcast
- * route (per class and ingress port, a devmap of the ports they leave
- * by), the spanning tree taking the classes without one.
+ * route (per ingress port, class and root, a devmap of the ports they
+ * leave by), the spanning tree taking the classes without one.
  *
  * Rina (the ToR of a rack):
  *  - an INA ToR runs the rack's aggregator (bpf/ina.bpf.h) first: frames to

@@ -35,7 +35,9 @@
  * unicast's class entry, its pair's, the MAC table; the fabric's group
  * along its class's broadcast route (per ingress port, class and root)
  * or the spanning tree; the ports each frame leaves by, counted by their
- * `links` entries (a broadcast's copies in live frames).
+ * `links` entries (a broadcast's copies in live frames). With an
+ * aggregator (a class's root), its result takes its class's route from
+ * the aggregator, or its group when the class has none.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -1515,6 +1517,180 @@ static void topo_case_run(struct switch_bpf *skel, const struct topo_case *c,
 	tap_ok(ok, "%s", c->desc);
 }
 
+/* An INA topology switch: the aggregator at M_AGG (node 2 of job JOB_FIN,
+ * slot 0) finishes classes 0 and 1 of its block from node 0's share alone
+ * (AGG_FINISH to itself, to the fabric's group: the class's root), on the
+ * ports of topo_open's tables: group_hosts (where an aggregator's group
+ * goes without a route) va and vb; bcast (0, class 0, M_AGG) -> {tc, td},
+ * (va, class 0, M_AGG) -> {vb}. */
+static struct switch_bpf *topo_ina_open(const __u32 *ifx)
+{
+	struct switch_bpf *skel = switch_bpf__open();
+	struct rinx_job job = {
+		.token = TOKEN, .slot = 0, .epoch = 1, .nblocks = 1,
+		.nclasses = 2, .nnodes = 3, .self = 2,
+		.dtype = RINX_W_INT32, .window = TOR_WINDOW, .plen = 2,
+		.cmap = { 0, 1 },
+	};
+	struct rinx_hop hop = {
+		.action = RINX_A_AGG_FINISH, .to = 2, .rack = RINX_GROUP_EVERY,
+		.mask = 1,
+	};
+	__u32 jid = JOB_FIN, k, n;
+	int egress, err = 0, p;
+
+	if (!skel)
+		return NULL;
+	skel->rodata->sw_topo = 1;
+	memcpy((void *)skel->rodata->ina_mac, M_AGG, 6);
+	skel->rodata->ina_window = TOR_WINDOW;
+	if (bpf_map__set_max_entries(skel->maps.aggs,
+				     RINX_MAX_JOBS * TOR_WINDOW) ||
+	    switch_bpf__load(skel)) {
+		switch_bpf__destroy(skel);
+		return NULL;
+	}
+	egress = bpf_program__fd(skel->progs.rinx_port_egress);
+	for (p = 0; p < T_NPORTS; p++) {
+		struct bpf_devmap_val v = { .ifindex = ifx[p],
+					    .bpf_prog.fd = egress };
+		struct rinx_sw_link l = {};
+
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.ports),
+					   &ifx[p], &v, BPF_ANY);
+		if (p == T_VA || p == T_VB)
+			err |= bpf_map_update_elem(
+				bpf_map__fd(skel->maps.group_hosts), &ifx[p],
+				&v, BPF_ANY);
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.links),
+					   &ifx[p], &l, BPF_ANY);
+	}
+	err |= bpf_map_update_elem(bpf_map__fd(skel->maps.jobs), &jid, &job,
+				   BPF_ANY);
+	for (k = 0; k < 2; k++) {
+		n = RINX_HOP_INDEX(0, k, RINX_T_CONTRIB);
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.hops), &n,
+					   &hop, BPF_ANY);
+	}
+	for (n = 0; n < 3; n++) {
+		struct rinx_node nd = { .rack = RINX_NO_RACK,
+					.ip = htonl(tor_nodes[n].ip) };
+
+		memcpy(nd.mac, tor_nodes[n].mac, 6);
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.nodes), &n,
+					   &nd, BPF_ANY);
+	}
+	err |= topo_bcast(skel, ifx, 0, 0, M_AGG, TB(T_TC) | TB(T_TD));
+	err |= topo_bcast(skel, ifx, ifx[T_VA], 0, M_AGG, TB(T_VB));
+	if (err) {
+		switch_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* Node 0's share of class klass into the aggregator, from va, live or
+ * not: the verdict (not live), the counters moved, the frames each port
+ * admitted, the output's first 12 bytes. 0 or -errno. */
+static int topo_ina_run(struct switch_bpf *skel, const __u32 *ifx, int klass,
+			int live, int ncpu, struct frun *r,
+			__u64 sent[T_NPORTS])
+{
+	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
+	__u64 p0[T_NPORTS], p1[T_NPORTS];
+	static __u8 in[RINX_FRAME_MAX];
+	int fd = bpf_map__fd(skel->maps.sw_stats), len, i, err;
+	struct xdp_md ctx = { .ingress_ifindex = ifx[T_VA] };
+
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	len = contrib(in, JOB_FIN, TOKEN);
+	in[79] = klass;
+	/* block klass of the pattern (0, 1): the round has two */
+	in[69] = klass;
+	in[73] = 2;
+	ctx.data_end = len;
+	o.data_in = in;
+	o.data_size_in = len;
+	o.ctx_in = &ctx;
+	o.ctx_size_in = sizeof(ctx);
+	o.repeat = 1;
+	if (live) {
+		o.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+	} else {
+		o.data_out = r->out;
+		o.data_size_out = sizeof(r->out);
+	}
+	if (read_stats(fd, ncpu, before) || topo_sent(skel, ifx, p0))
+		return -errno;
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
+				     &o);
+	if (err)
+		return err;
+	if (read_stats(fd, ncpu, after) || topo_sent(skel, ifx, p1))
+		return -errno;
+	for (i = 0; i < RINX_SW_STAT_MAX; i++)
+		r->d[i] = after[i] - before[i];
+	for (i = 0; i < T_NPORTS; i++)
+		sent[i] = p1[i] - p0[i];
+	r->retval = o.retval;
+	r->out_len = o.data_size_out;
+	return 0;
+}
+
+/* The aggregator's result: class 0 on its route from the aggregator, by
+ * tc and td (not the route of frames from va); class 1, without one, on
+ * group_hosts (va, vb). Each: verdict, output to the fabric's group from
+ * the aggregator, the one counter moved (class_group or ina_group), then
+ * live, the ports. The first share finishes the block, those after it
+ * send the finished block again (a duplicate into a finished slot): the
+ * same output. */
+static void topo_ina_tests(const __u32 *ifx, int ncpu)
+{
+	static struct frun r;
+	struct switch_bpf *skel = topo_ina_open(ifx);
+	__u64 sent[T_NPORTS];
+	int k, p, ok, err;
+
+	for (k = 0; k < 2; k++) {
+		const char *desc = k ? "topo: aggregator's result, class 1 "
+				       "(no route): its group (va, vb)" :
+				       "topo: aggregator's result, class 0: "
+				       "its route from the aggregator (tc, td)";
+		int stat = k ? RINX_SW_INA_GROUP : RINX_SW_CLASS_GROUP;
+		unsigned want = k ? TB(T_VA) | TB(T_VB) : TB(T_TC) | TB(T_TD);
+
+		if (!skel) {
+			tap_ok(0, "%s: no INA topology switch: %s", desc,
+			       strerror(errno));
+			continue;
+		}
+		err = topo_ina_run(skel, ifx, k, 0, ncpu, &r, sent);
+		ok = !err && r.retval == XDP_REDIRECT && r.out_len >= 12 &&
+		     !memcmp(r.out, M_EVERY, 6) && !memcmp(r.out + 6, M_AGG, 6);
+		if (!err && !ok)
+			tap_diag("%s: verdict %u, %u bytes out", desc,
+				 r.retval, r.out_len);
+		ok = ok && moved_only(&r, stat, 1, -1);
+		err = err ? err : topo_ina_run(skel, ifx, k, 1, ncpu, &r, sent);
+		if (err) {
+			tap_ok(0, "%s: test run: %s", desc, strerror(-err));
+			continue;
+		}
+		ok = moved_only(&r, stat, 1, -1) && ok;
+		for (p = 0; p < T_NPORTS; p++) {
+			if (sent[p] != !!(want & TB(p))) {
+				tap_diag("%s: %llu frames left by %s, want %d",
+					 desc, (unsigned long long)sent[p],
+					 t_names[p], !!(want & TB(p)));
+				ok = 0;
+			}
+		}
+		tap_ok(ok, "%s", desc);
+	}
+	switch_bpf__destroy(skel);
+}
+
 /* GRO on: a veth takes frames redirected to its peer only when it runs
  * NAPI (the peer does not offer XDP transmission otherwise). */
 static int gro_on(const char *ifname)
@@ -1542,8 +1718,9 @@ static void topo_tests(int ncpu)
 	int p, i, err = run_ip(add);
 
 	for (p = 0; p < T_NPORTS && !err; p++) {
-		char *up[] = { "ip", "link", "set", (char *)t_names[p], "up",
-			       NULL };
+		/* MTU: the aggregator's output is a whole rinx frame */
+		char *up[] = { "ip", "link", "set", (char *)t_names[p], "mtu",
+			       "4000", "up", NULL };
 		char path[64];
 		FILE *f;
 
@@ -1563,13 +1740,14 @@ static void topo_tests(int ncpu)
 		skel = topo_open(ifx);
 	if (!tap_ok(skel != NULL, "topology switch loads, tables filled "
 		    "(ports, spanning tree, MAC table, flows, bcast)")) {
-		for (i = 0; i < NTOPO_CASES; i++)
-			tap_ok(0, "%s: no topology switch", topo_cases[i].desc);
+		for (i = 0; i < NTOPO_CASES + 2; i++)
+			tap_ok(0, "topology case %d: no topology switch", i);
 		return;
 	}
 	for (i = 0; i < NTOPO_CASES; i++)
 		topo_case_run(skel, &topo_cases[i], ifx, ncpu);
 	switch_bpf__destroy(skel);
+	topo_ina_tests(ifx, ncpu);
 }
 
 int main(void)
@@ -1603,7 +1781,7 @@ int main(void)
 	}
 	tap_plan(NCASES + 5 + NQ_CASES + 1 + NFAULT_TESTS +
 		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])) + 1 +
-		 NTOPO_CASES);
+		 NTOPO_CASES + 2);
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "switch program loads")) {
 		tap_diag("open/load: %s", strerror(errno));

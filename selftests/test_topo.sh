@@ -28,6 +28,9 @@
 #    blocks met at S2 under grid and at S1 under ps-ina;
 #  - the S1->S2 port (l9 at S1) carries W4's blocks under grid and W1's
 #    under ps (routes off the MAC table's shortest path S1-S3).
+# SwitchML (topo:switchml: S1 sums all 8 workers) returns the result on its
+# own broadcast route, S1-S2 for W5 and W6, off the spanning tree: l9 at S1
+# carries the finished blocks.
 # Forest packing runs too (trees rooted at workers, exact sums).
 # Then bad input (a topology whose hosts link directly, a ring plan, an
 # unknown planner) gets a clear error, and down leaves nothing behind.
@@ -152,14 +155,14 @@ scheme() {
 	echo "# S1->S2 (l9 at S1): $d bytes during topo:$name"
 	[ "$check" = many ] || return
 	[ -n "$before" ] && [ "$d" -ge $((2 * BLOCKS_1M * BLOCK_FRAME)) ]
-	ok $? "topo:$name: S1->S2 carries a worker's blocks ($d bytes; a 1 MiB sweep is $BLOCKS_1M frames of $BLOCK_FRAME B)"
+	ok $? "topo:$name: S1->S2 carries a sweep's blocks ($d bytes; a 1 MiB sweep is $BLOCKS_1M frames of $BLOCK_FRAME B)"
 }
 
 needs_root ip timeout awk
 trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
-echo "1..45"
+echo "1..53"
 out=$(timeout -k 5 120 "$rinxctl" testbed up --prefix "$P" --gen grid-toy \
 	--plan topo:grid 2>&1)
 rc=$?
@@ -189,6 +192,8 @@ ok $? "ports run at their link's scaled rate"
 scheme grid 'S2\{W4,W5,W6\}' many "S1:3 S2:3 S3:2 PS:3"
 scheme ps-ina 'S1\{W1,W2,W3,W4\}' none "S1:4 S2:2 S3:2"
 scheme ps 'PS\{W1,W2,W3,W4,W5,W6,W7,W8\}' many "S1:0 S2:0 S3:0 PS:8"
+# SwitchML: S1 sums every worker and sends the result out from itself
+scheme switchml 'S1\{W1,W2,W3,W4,W5,W6,W7,W8\}' many "S1:8 S2:0 S3:0 PS:0"
 # forest packing: trees rooted at workers (a root adds its own share),
 # the switches inner nodes; no PS
 scheme forest 'class 0: root W[0-9]+; aggregators: W[0-9]+\{[^}]*self\}' none ""

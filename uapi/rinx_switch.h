@@ -42,7 +42,9 @@ enum rinx_sw_stat {
 				 * IPv4 ECT: left unmarked */
 	RINX_SW_CLASS_GROUP,	/* the fabric's group sent along its class's
 				 * broadcast route (`bcast`, topology
-				 * testbed) instead of the spanning tree */
+				 * testbed) instead of the spanning tree;
+				 * an aggregator's output too (then not
+				 * counted ina_group) */
 	RINX_SW_STAT_MAX,
 };
 
