@@ -1842,12 +1842,13 @@ int rinx_testbed_link_get(const struct rinx_spec *s,
  * `flows`, each class's result to the fabric's group along the class's
  * broadcast route (`bcast`), floods and the group of classes without one
  * on a spanning tree (breadth first from the first PS's switch, else from
- * the first switch), so cycles cannot loop a frame. A switch marked ina=yes and every PS carry an aggregator: a PS
- * is a one-port INA node (the switch program on its eth0, its aggregator
- * answering to its MAC, its output back out eth0). In the spec a switch or
- * PS is a rack (named as in the topology, ina=switch when it aggregates),
- * a host is in the rack of its switch; the topology is written beside the
- * spec and named by its topo=.
+ * the first switch), so cycles cannot loop a frame. A switch marked
+ * ina=yes and every PS carry an aggregator: a PS is a one-port INA node
+ * (the switch program on its eth0, its aggregator answering to its MAC,
+ * its output back out eth0). In the spec a switch or PS is a rack (named
+ * as in the topology, ina=switch when it aggregates), a host is in the
+ * rack of its switch; the topology is written beside the spec and named by
+ * its topo=.
  */
 
 #define TT_MAX_PORTS	64
@@ -2509,12 +2510,12 @@ static int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows,
 	struct tt_bc *bc = calloc((size_t)(x->pp.ncls + 1) * (na + 1),
 				  sizeof(*bc));
 
+	for (i = 0; fds && bfd && efd && i < x->nsw; i++)
+		fds[i] = bfd[i] = efd[i] = -1;
 	if (!fds || !bfd || !efd || !by || !q || !ifx || !use || !keep || !bc) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < x->nsw; i++)
-		fds[i] = bfd[i] = efd[i] = -1;
 	for (i = 0; i < x->nsw; i++) {
 		int *fdp[] = { &fds[i], &bfd[i], &efd[i] };
 
@@ -2613,12 +2614,12 @@ static int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows,
 	for (i = 0; i < x->nsw && !err; i++)
 		err = tt_bc_write(x, i, bc, nbc, ifx[i], bfd[i], efd[i], &nb);
 out:
-	for (i = 0; fds && i < x->nsw; i++) {
+	for (i = 0; fds && bfd && efd && i < x->nsw; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
-		if (bfd && bfd[i] >= 0)
+		if (bfd[i] >= 0)
 			close(bfd[i]);
-		if (efd && efd[i] >= 0)
+		if (efd[i] >= 0)
 			close(efd[i]);
 	}
 	free(fds);
