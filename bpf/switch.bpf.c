@@ -11,7 +11,14 @@
  * tree, so flooding cannot loop; a topology testbed (sw_topo) may have
  * cycles, and floods there stay on a spanning tree (`flood`), while
  * unicast follows the MAC table's shortest paths or, for the pairs a plan
- * routes otherwise, `flows`.
+ * routes otherwise, `flows`. A plan's classes (trees of a forest, shards
+ * of several servers) route one pair in several ways and broadcast on
+ * trees of their own, so on a topology switch a rinx frame's plan class
+ * (rinx_hdr.klass) selects its route: `flows` holds (destination, source,
+ * class) entries beside the (destination, source) ones, and `bcast` sends
+ * a class's frames to the fabric's group along the class's broadcast
+ * route (per ingress port, class and root, a devmap of the ports they
+ * leave by), the spanning tree taking the classes without one.
  *
  * Rina (the ToR of a rack):
  *  - an INA ToR runs the rack's aggregator (bpf/ina.bpf.h) first: frames to
@@ -75,20 +82,22 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #ifndef RINX_SW_MAX_MACS
 #define RINX_SW_MAX_MACS	256
 #endif
-#ifndef RINX_SW_MAX_PORTS
-#define RINX_SW_MAX_PORTS	64
-#endif
 #ifndef RINX_SW_MAX_FLOWS
-#define RINX_SW_MAX_FLOWS	1024
+#define RINX_SW_MAX_FLOWS	4096	/* a class's and a pair's per route */
+#endif
+#ifndef RINX_SW_MAX_BCAST
+#define RINX_SW_MAX_BCAST	1024
 #endif
 
 /* Rack of this ToR (the one its groups belong to); 0xff: the spine. */
 const volatile __u8 sw_rack = 0xff;
 /* A switch of a topology testbed (tools/testbed.c, --topo): its links may
  * form cycles, so floods go to `flood` (the ports of a spanning tree)
- * instead of every port, and `flows` may route a (source, destination)
- * pair off the shortest path the MAC table holds (a planner's route).
- * Constant after load: the rack testbed's switch has neither lookup. */
+ * instead of every port, `flows` may route a (source, destination) pair,
+ * of one plan class or of any, off the shortest path the MAC table holds
+ * (a planner's route), and `bcast` sends a class's result along its
+ * broadcast route. Constant after load: the rack testbed's switch has
+ * none of these lookups. */
 const volatile __u8 sw_topo = 0;
 
 /* Destination MAC -> port it leaves by. Key: the 6 MAC bytes in wire order
@@ -131,7 +140,7 @@ struct {
 } group_all SEC(".maps");
 
 /* ifindex -> port: the ports on the topology's spanning tree (sw_topo),
- * where floods and the fabric's group go. */
+ * where floods and the fabric's group without a `bcast` entry go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
 	__uint(max_entries, RINX_SW_MAX_PORTS);
@@ -139,14 +148,33 @@ struct {
 	__type(value, struct bpf_devmap_val);
 } flood SEC(".maps");
 
-/* (destination, source MAC) -> port it leaves by (sw_topo): the routes
- * of the plan's transfers that are not the MAC table's shortest path. */
+/* (destination, source MAC, class or any) -> port it leaves by
+ * (sw_topo): the routes of the plan's transfers. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RINX_SW_MAX_FLOWS);
 	__type(key, struct rinx_sw_flow_key);
 	__type(value, struct rinx_sw_port);
 } flows SEC(".maps");
+
+/* The ports of one class's broadcast route at this switch (ifindex ->
+ * port, every entry with the port's devmap program, see `ports`). */
+struct sw_bcast_map {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, RINX_SW_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+};
+
+/* (ingress port, class, source MAC) -> the ports a class's frame to the
+ * fabric's group leaves by (sw_topo), written by the control plane with
+ * the plan's broadcast routes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, RINX_SW_MAX_BCAST);
+	__type(key, struct rinx_sw_bcast_key);
+	__array(values, struct sw_bcast_map);
+} bcast SEC(".maps");
 
 /* IPv4 address (network order) -> MAC, as the key of `macs`: every host
  * and aggregator of the cluster. */
@@ -480,6 +508,59 @@ static __always_inline int own_group(const struct ethhdr *eth)
 	return eth->h_dest[5];
 }
 
+/* The plan class of a rinx frame (rinx_hdr.klass), or -1 if it is not
+ * one: IPv4 without options, UDP to the rinx port, magic and version. */
+static __always_inline int frame_class(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip + 1);
+	struct rinx_hdr *h = (void *)(udp + 1);
+
+	if ((void *)(h + 1) > data_end ||
+	    eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 ||
+	    ip->protocol != IPPROTO_UDP || udp->dest != ina_port_be ||
+	    h->magic != bpf_htonl(RINX_MAGIC) || h->version != RINX_VERSION)
+		return -1;
+	return bpf_ntohs(h->klass);
+}
+
+/*
+ * A rinx frame to the fabric's group (RINX_GROUP_EVERY) whose class has a
+ * broadcast route here for frames that came in by ingress (0: from this
+ * switch's aggregator) goes to that route's ports: the verdict, counted;
+ * -1 for any other frame (it takes the spanning tree).
+ */
+static __noinline int class_group(struct xdp_md *ctx, __u32 ingress,
+				  __u64 flags)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct rinx_sw_bcast_key k = { .ingress = ingress };
+	struct ethhdr *eth = data;
+	void *ports_of;
+	int klass;
+
+	if ((void *)(eth + 1) > data_end ||
+	    eth->h_dest[0] != RINX_GROUP_MAC0 ||
+	    eth->h_dest[1] != RINX_GROUP_MAC1 ||
+	    eth->h_dest[2] != RINX_GROUP_MAC2 || eth->h_dest[3] != 0xff ||
+	    eth->h_dest[4] != 0xff || eth->h_dest[5] != 0)
+		return -1;
+	klass = frame_class(ctx);
+	if (klass < 0)
+		return -1;
+	k.klass = klass;
+	__builtin_memcpy(k.src, eth->h_source, ETH_ALEN);
+	ports_of = bpf_map_lookup_elem(&bcast, &k);
+	if (!ports_of)
+		return -1;
+	return count(RINX_SW_CLASS_GROUP,
+		     bpf_redirect_map(ports_of, 0, flags));
+}
+
 /* The aggregator as a subprogram of its own: the switch's paths and the
  * aggregator's are verified (and register-allocated) apart. */
 static __noinline int sw_ina(struct xdp_md *ctx)
@@ -494,11 +575,19 @@ int rinx_switch(struct xdp_md *ctx)
 	struct rinx_sw_port *p;
 	struct ethhdr *eth;
 	void *data, *data_end;
-	int from_ina = 0, g;
+	int from_ina = 0, g, ret;
 	__u64 key = 0;
 
 	if (ina_enabled()) {
-		switch (sw_ina(ctx)) {
+		ret = sw_ina(ctx);
+		/* a class's root: its result takes the class's route */
+		if (sw_topo && (ret == RINX_INA_GROUP_HOSTS ||
+				ret == RINX_INA_GROUP_ALL)) {
+			g = class_group(ctx, 0, BPF_F_BROADCAST);
+			if (g >= 0)
+				return g;
+		}
+		switch (ret) {
 		case RINX_INA_NOT_MINE:
 			break;
 		case RINX_INA_DROP:
@@ -545,10 +634,18 @@ int rinx_switch(struct xdp_md *ctx)
 	p = NULL;
 	if (sw_topo) {
 		struct rinx_sw_flow_key fk = {};
+		int klass = frame_class(ctx);
 
 		__builtin_memcpy(fk.dst, eth->h_dest, ETH_ALEN);
 		__builtin_memcpy(fk.src, eth->h_source, ETH_ALEN);
-		p = bpf_map_lookup_elem(&flows, &fk);
+		if (klass >= 0) {
+			fk.klass = klass;
+			p = bpf_map_lookup_elem(&flows, &fk);
+		}
+		if (!p) {
+			fk.klass = RINX_SW_CLASS_ANY;
+			p = bpf_map_lookup_elem(&flows, &fk);
+		}
 	}
 	if (!p)
 		p = bpf_map_lookup_elem(&macs, &key);
@@ -567,10 +664,15 @@ int rinx_switch(struct xdp_md *ctx)
 	}
 	return sw_send(ctx, p->port, from_ina ? RINX_SW_INA_FWD : RINX_SW_FWD);
 flood:
-	if (sw_topo)
+	if (sw_topo) {
+		ret = class_group(ctx, ingress, BPF_F_BROADCAST |
+				  BPF_F_EXCLUDE_INGRESS);
+		if (ret >= 0)
+			return ret;
 		return count(RINX_SW_FLOOD,
 			     bpf_redirect_map(&flood, 0, BPF_F_BROADCAST |
 					      BPF_F_EXCLUDE_INGRESS));
+	}
 	return count(RINX_SW_FLOOD,
 		     bpf_redirect_map(&ports, 0,
 				      BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS));

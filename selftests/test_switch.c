@@ -29,6 +29,15 @@
  * Then drop 100% and 0%, duplication (verdict and counters; with live
  * frames, the two copies counted on vb) and the reorder slot (hold, swap
  * of frames of different sizes, loss of a frame held too long).
+ *
+ * A topology switch (sw_topo, on va, vb and a second veth pair tc, td):
+ * routes per plan class, table-driven (below, "a topology switch"): a
+ * unicast's class entry, its pair's, the MAC table; the fabric's group
+ * along its class's broadcast route (per ingress port, class and root)
+ * or the spanning tree; the ports each frame leaves by, counted by their
+ * `links` entries (a broadcast's copies in live frames). With an
+ * aggregator (a class's root), its result takes its class's route from
+ * the aggregator, or its group when the class has none.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -1214,6 +1223,533 @@ static void fault_tests(struct switch_bpf *skel, int if_a, int if_b,
 	free(r);
 }
 
+/* ---- a topology switch: routes per plan class ----
+ *
+ * A third instance with sw_topo set, on four veth ports va, vb, tc, td
+ * (every one up, with a `links` entry so that the port a frame leaves by
+ * counts it), spanning tree (flood) va and vb:
+ *   MAC table  M_A -> va
+ *   flows      (M_A, M_SRC, class 1) -> tc   (M_A, M_SRC, any) -> td
+ *              (M_A, M_SRC2, class 3) -> vb
+ *   bcast      (tc, class 1, M_SRC) -> {va, td}   (tc, class 2, M_SRC) -> {vb}
+ *              (va, class 1, M_SRC) -> {va, tc}   (0, class 4, M_SRC) -> {td}
+ * Unicast: a rinx frame takes its class's entry, else its pair's, else the
+ * MAC table; a frame that is not rinx (another UDP port, a bad magic) its
+ * pair's. The fabric's group: a rinx frame of a class with an entry for
+ * its ingress port and source (the class's root) leaves by that entry's
+ * ports, but its ingress; anything else floods the spanning tree. Each
+ * case: the verdict, the one counter moved and the frame untouched (a
+ * test run), then the ports it left by (the same frame live: the ports'
+ * devmap programs count the copies of a broadcast).
+ */
+
+static const __u8 M_SRC2[6] = { 0x02, 0x72, 0x78, 0x00, 0x02, 0x01 };
+static const __u8 M_EVERY[6] = { 0x03, 0x72, 0x78, 0xff, 0xff, 0x00 };
+
+enum { T_VA, T_VB, T_TC, T_TD, T_NPORTS };
+static const char *const t_names[T_NPORTS] = { "va", "vb", "tc", "td" };
+
+/* how a case's frame differs from a rinx frame of its class */
+enum { TF_RINX, TF_OTHER_PORT, TF_BAD_MAGIC, TF_PLAIN };
+
+struct topo_case {
+	const char *desc;
+	const __u8 *dst, *src;
+	int klass;
+	int form;	/* TF_* */
+	int ingress;	/* T_* */
+	int stat;	/* the one counter that moves */
+	unsigned ports;	/* bit T_*: the ports it leaves by */
+};
+
+#define TB(p)	(1u << (p))
+
+static const struct topo_case topo_cases[] = {
+	{ "topo: unicast of class 1: its class's route", M_A, M_SRC, 1,
+	  TF_RINX, T_VB, RINX_SW_FWD, TB(T_TC) },
+	{ "topo: unicast of class 2 (no entry): the pair's route", M_A, M_SRC,
+	  2, TF_RINX, T_VB, RINX_SW_FWD, TB(T_TD) },
+	{ "topo: not rinx (another UDP port): the pair's route", M_A, M_SRC,
+	  1, TF_OTHER_PORT, T_VB, RINX_SW_FWD, TB(T_TD) },
+	{ "topo: not rinx (bad magic): the pair's route", M_A, M_SRC, 1,
+	  TF_BAD_MAGIC, T_VB, RINX_SW_FWD, TB(T_TD) },
+	{ "topo: plain frame: the pair's route", M_A, M_SRC, 0, TF_PLAIN,
+	  T_VB, RINX_SW_FWD, TB(T_TD) },
+	{ "topo: unicast of class 3 from another source: its class's route",
+	  M_A, M_SRC2, 3, TF_RINX, T_TC, RINX_SW_FWD, TB(T_VB) },
+	{ "topo: class 1 from that source (no class or pair entry): MAC table",
+	  M_A, M_SRC2, 1, TF_RINX, T_TC, RINX_SW_FWD, TB(T_VA) },
+	{ "topo: group, class 1 from tc: its broadcast route", M_EVERY, M_SRC,
+	  1, TF_RINX, T_TC, RINX_SW_CLASS_GROUP, TB(T_VA) | TB(T_TD) },
+	{ "topo: group, class 2 from tc: its broadcast route", M_EVERY, M_SRC,
+	  2, TF_RINX, T_TC, RINX_SW_CLASS_GROUP, TB(T_VB) },
+	{ "topo: group, class 1 from va: its route but the ingress", M_EVERY,
+	  M_SRC, 1, TF_RINX, T_VA, RINX_SW_CLASS_GROUP, TB(T_TC) },
+	{ "topo: group, class 3 (no route): spanning tree", M_EVERY, M_SRC, 3,
+	  TF_RINX, T_TC, RINX_SW_FLOOD, TB(T_VA) | TB(T_VB) },
+	{ "topo: group, class 1 from another root: spanning tree", M_EVERY,
+	  M_SRC2, 1, TF_RINX, T_TC, RINX_SW_FLOOD, TB(T_VA) | TB(T_VB) },
+	{ "topo: group, class 1 from td (no route from there): spanning tree",
+	  M_EVERY, M_SRC, 1, TF_RINX, T_TD, RINX_SW_FLOOD,
+	  TB(T_VA) | TB(T_VB) },
+	{ "topo: group, class 4 from a port (route from the aggregator only): "
+	  "spanning tree", M_EVERY, M_SRC, 4, TF_RINX, T_TC, RINX_SW_FLOOD,
+	  TB(T_VA) | TB(T_VB) },
+	{ "topo: group, not rinx (another UDP port): spanning tree", M_EVERY,
+	  M_SRC, 1, TF_OTHER_PORT, T_TC, RINX_SW_FLOOD, TB(T_VA) | TB(T_VB) },
+	{ "topo: broadcast MAC, rinx class 1: spanning tree", M_BCAST, M_SRC,
+	  1, TF_RINX, T_TC, RINX_SW_FLOOD, TB(T_VA) | TB(T_VB) },
+	{ "topo: group of rack 1, rinx class 1: spanning tree", M_G1A, M_SRC,
+	  1, TF_RINX, T_TC, RINX_SW_FLOOD, TB(T_VA) | TB(T_VB) },
+};
+
+#define NTOPO_CASES	((int)(sizeof(topo_cases) / sizeof(topo_cases[0])))
+
+/* A broadcast route: devmap of the ports in `set`, under key (ingress, class,
+ * src) of the outer map. */
+static int topo_bcast(struct switch_bpf *skel, const __u32 *ifx, __u32 in,
+		      int klass, const __u8 *src, unsigned set)
+{
+	struct rinx_sw_bcast_key k = { .ingress = in, .klass = klass };
+	int egress = bpf_program__fd(skel->progs.rinx_port_egress);
+	int fd, p, err = 0;
+
+	memcpy(k.src, src, 6);
+	fd = bpf_map_create(BPF_MAP_TYPE_DEVMAP_HASH, "t_bcast", sizeof(__u32),
+			    sizeof(struct bpf_devmap_val), RINX_SW_MAX_PORTS,
+			    NULL);
+	if (fd < 0)
+		return -errno;
+	for (p = 0; p < T_NPORTS && !err; p++) {
+		struct bpf_devmap_val v = { .ifindex = ifx[p],
+					    .bpf_prog.fd = egress };
+
+		if (set & TB(p))
+			err = bpf_map_update_elem(fd, &ifx[p], &v, BPF_ANY) ?
+			      -errno : 0;
+	}
+	if (!err && bpf_map_update_elem(bpf_map__fd(skel->maps.bcast), &k, &fd,
+					BPF_ANY))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int topo_flow(struct switch_bpf *skel, const __u8 *dst,
+		     const __u8 *src, int klass, __u32 port)
+{
+	struct rinx_sw_flow_key k = { .klass = klass };
+	struct rinx_sw_port p = { .port = port };
+
+	memcpy(k.dst, dst, 6);
+	memcpy(k.src, src, 6);
+	return bpf_map_update_elem(bpf_map__fd(skel->maps.flows), &k, &p,
+				   BPF_ANY) ? -errno : 0;
+}
+
+/* The topology switch on ports ifx[T_*], its tables as above. */
+static struct switch_bpf *topo_open(const __u32 *ifx)
+{
+	struct switch_bpf *skel = switch_bpf__open();
+	int egress, err = 0, p;
+	__u64 k = mac_key(M_A);
+	struct rinx_sw_port ma = { .port = ifx[T_VA] };
+
+	if (!skel)
+		return NULL;
+	skel->rodata->sw_topo = 1;
+	if (switch_bpf__load(skel)) {
+		switch_bpf__destroy(skel);
+		return NULL;
+	}
+	egress = bpf_program__fd(skel->progs.rinx_port_egress);
+	for (p = 0; p < T_NPORTS; p++) {
+		struct bpf_devmap_val v = { .ifindex = ifx[p],
+					    .bpf_prog.fd = egress };
+		struct rinx_sw_link l = {};
+
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.ports),
+					   &ifx[p], &v, BPF_ANY);
+		if (p == T_VA || p == T_VB)
+			err |= bpf_map_update_elem(
+				bpf_map__fd(skel->maps.flood), &ifx[p], &v,
+				BPF_ANY);
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.links),
+					   &ifx[p], &l, BPF_ANY);
+	}
+	err |= bpf_map_update_elem(bpf_map__fd(skel->maps.macs), &k, &ma,
+				   BPF_ANY);
+	err |= topo_flow(skel, M_A, M_SRC, 1, ifx[T_TC]);
+	err |= topo_flow(skel, M_A, M_SRC, RINX_SW_CLASS_ANY, ifx[T_TD]);
+	err |= topo_flow(skel, M_A, M_SRC2, 3, ifx[T_VB]);
+	err |= topo_bcast(skel, ifx, ifx[T_TC], 1, M_SRC,
+			  TB(T_VA) | TB(T_TD));
+	err |= topo_bcast(skel, ifx, ifx[T_TC], 2, M_SRC, TB(T_VB));
+	err |= topo_bcast(skel, ifx, ifx[T_VA], 1, M_SRC,
+			  TB(T_VA) | TB(T_TC));
+	err |= topo_bcast(skel, ifx, 0, 4, M_SRC, TB(T_TD));
+	if (err) {
+		switch_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* Frames each port's `links` entry admitted so far. */
+static int topo_sent(struct switch_bpf *skel, const __u32 *ifx,
+		     __u64 n[T_NPORTS])
+{
+	int p;
+
+	for (p = 0; p < T_NPORTS; p++) {
+		struct rinx_sw_link l;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.links), &ifx[p],
+					&l))
+			return -errno;
+		n[p] = l.n_frames;
+	}
+	return 0;
+}
+
+/* Runs case c once, live or not: verdict (not live), counters moved, the
+ * frames each port admitted; 0 or -errno. */
+static int topo_run(struct switch_bpf *skel, const struct topo_case *c,
+		    const __u32 *ifx, int live, int ncpu, struct frun *r,
+		    __u64 sent[T_NPORTS], __u8 *in, int *len)
+{
+	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
+	__u64 p0[T_NPORTS], p1[T_NPORTS];
+	int fd = bpf_map__fd(skel->maps.sw_stats), i, err;
+	struct xdp_md ctx = { .ingress_ifindex = ifx[c->ingress] };
+
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	/* the switch reads up to the rinx header: a short payload keeps the
+	 * live copies under the ports' MTU */
+	*len = c->form == TF_PLAIN ? 60 : RINX_FRAME_HDR_LEN + 64;
+	memset(in, 0, *len);
+	for (i = 14; i < *len; i++)
+		in[i] = (__u8)(i * 5 + 1);
+	if (c->form != TF_PLAIN) {
+		rinx_frame(in, *len, 77, RINX_T_GATHER);
+		in[78] = c->klass >> 8;
+		in[79] = c->klass & 0xff;
+		if (c->form == TF_OTHER_PORT)
+			in[37] ^= 1;
+		if (c->form == TF_BAD_MAGIC)
+			in[42] ^= 0xff;
+	}
+	memcpy(in, c->dst, 6);
+	memcpy(in + 6, c->src, 6);
+	if (c->form == TF_PLAIN) {
+		in[12] = 0x08;
+		in[13] = 0x06;	/* ARP */
+	}
+	ctx.data_end = *len;
+	o.data_in = in;
+	o.data_size_in = *len;
+	o.ctx_in = &ctx;
+	o.ctx_size_in = sizeof(ctx);
+	o.repeat = 1;
+	if (live) {
+		o.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+	} else {
+		o.data_out = r->out;
+		o.data_size_out = sizeof(r->out);
+	}
+	if (read_stats(fd, ncpu, before) || topo_sent(skel, ifx, p0))
+		return -errno;
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
+				     &o);
+	if (err)
+		return err;
+	/* live copies leave in the flush at the end of the run */
+	if (read_stats(fd, ncpu, after) || topo_sent(skel, ifx, p1))
+		return -errno;
+	for (i = 0; i < RINX_SW_STAT_MAX; i++)
+		r->d[i] = after[i] - before[i];
+	for (i = 0; i < T_NPORTS; i++)
+		sent[i] = p1[i] - p0[i];
+	r->retval = o.retval;
+	r->out_len = o.data_size_out;
+	return 0;
+}
+
+static void topo_case_run(struct switch_bpf *skel, const struct topo_case *c,
+			  const __u32 *ifx, int ncpu)
+{
+	static struct frun r;
+	static __u8 in[RINX_FRAME_MAX];
+	__u64 sent[T_NPORTS];
+	int len, ok, err, p, bcast = c->dst[0] & 1;
+
+	/* the test run: verdict, counter, frame untouched; a unicast's port
+	 * admits it here already (sw_send), a broadcast's copies only
+	 * live */
+	err = topo_run(skel, c, ifx, 0, ncpu, &r, sent, in, &len);
+	if (err) {
+		tap_ok(0, "%s: test run: %s", c->desc, strerror(-err));
+		return;
+	}
+	ok = r.retval == XDP_REDIRECT && moved_only(&r, c->stat, 1, -1) &&
+	     r.out_len == (__u32)len && !memcmp(r.out, in, len);
+	if (r.retval != XDP_REDIRECT || r.out_len != (__u32)len ||
+	    memcmp(r.out, in, len))
+		tap_diag("%s: verdict %u, %u bytes out", c->desc, r.retval,
+			 r.out_len);
+	if (bcast) {
+		err = topo_run(skel, c, ifx, 1, ncpu, &r, sent, in, &len);
+		if (err) {
+			tap_ok(0, "%s: live run: %s", c->desc, strerror(-err));
+			return;
+		}
+		ok &= moved_only(&r, c->stat, 1, -1);
+	}
+	for (p = 0; p < T_NPORTS; p++) {
+		if (sent[p] != !!(c->ports & TB(p))) {
+			tap_diag("%s: %llu frames left by %s, want %d",
+				 c->desc, (unsigned long long)sent[p],
+				 t_names[p], !!(c->ports & TB(p)));
+			ok = 0;
+		}
+	}
+	tap_ok(ok, "%s", c->desc);
+}
+
+/* An INA topology switch: the aggregator at M_AGG (node 2 of job JOB_FIN,
+ * slot 0) finishes classes 0 and 1 of its block from node 0's share alone
+ * (AGG_FINISH to itself, to the fabric's group: the class's root), on the
+ * ports of topo_open's tables: group_hosts (where an aggregator's group
+ * goes without a route) va and vb; bcast (0, class 0, M_AGG) -> {tc, td},
+ * (va, class 0, M_AGG) -> {vb}. */
+static struct switch_bpf *topo_ina_open(const __u32 *ifx)
+{
+	struct switch_bpf *skel = switch_bpf__open();
+	struct rinx_job job = {
+		.token = TOKEN, .slot = 0, .epoch = 1, .nblocks = 1,
+		.nclasses = 2, .nnodes = 3, .self = 2,
+		.dtype = RINX_W_INT32, .window = TOR_WINDOW, .plen = 2,
+		.cmap = { 0, 1 },
+	};
+	struct rinx_hop hop = {
+		.action = RINX_A_AGG_FINISH, .to = 2, .rack = RINX_GROUP_EVERY,
+		.mask = 1,
+	};
+	__u32 jid = JOB_FIN, k, n;
+	int egress, err = 0, p;
+
+	if (!skel)
+		return NULL;
+	skel->rodata->sw_topo = 1;
+	memcpy((void *)skel->rodata->ina_mac, M_AGG, 6);
+	skel->rodata->ina_window = TOR_WINDOW;
+	if (bpf_map__set_max_entries(skel->maps.aggs,
+				     RINX_MAX_JOBS * TOR_WINDOW) ||
+	    switch_bpf__load(skel)) {
+		switch_bpf__destroy(skel);
+		return NULL;
+	}
+	egress = bpf_program__fd(skel->progs.rinx_port_egress);
+	for (p = 0; p < T_NPORTS; p++) {
+		struct bpf_devmap_val v = { .ifindex = ifx[p],
+					    .bpf_prog.fd = egress };
+		struct rinx_sw_link l = {};
+
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.ports),
+					   &ifx[p], &v, BPF_ANY);
+		if (p == T_VA || p == T_VB)
+			err |= bpf_map_update_elem(
+				bpf_map__fd(skel->maps.group_hosts), &ifx[p],
+				&v, BPF_ANY);
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.links),
+					   &ifx[p], &l, BPF_ANY);
+	}
+	err |= bpf_map_update_elem(bpf_map__fd(skel->maps.jobs), &jid, &job,
+				   BPF_ANY);
+	for (k = 0; k < 2; k++) {
+		n = RINX_HOP_INDEX(0, k, RINX_T_CONTRIB);
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.hops), &n,
+					   &hop, BPF_ANY);
+	}
+	for (n = 0; n < 3; n++) {
+		struct rinx_node nd = { .rack = RINX_NO_RACK,
+					.ip = htonl(tor_nodes[n].ip) };
+
+		memcpy(nd.mac, tor_nodes[n].mac, 6);
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.nodes), &n,
+					   &nd, BPF_ANY);
+	}
+	err |= topo_bcast(skel, ifx, 0, 0, M_AGG, TB(T_TC) | TB(T_TD));
+	err |= topo_bcast(skel, ifx, ifx[T_VA], 0, M_AGG, TB(T_VB));
+	if (err) {
+		switch_bpf__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/* Node 0's share of class klass into the aggregator, from va, live or
+ * not: the verdict (not live), the counters moved, the frames each port
+ * admitted, the output's first 12 bytes. 0 or -errno. */
+static int topo_ina_run(struct switch_bpf *skel, const __u32 *ifx, int klass,
+			int live, int ncpu, struct frun *r,
+			__u64 sent[T_NPORTS])
+{
+	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
+	__u64 p0[T_NPORTS], p1[T_NPORTS];
+	static __u8 in[RINX_FRAME_MAX];
+	int fd = bpf_map__fd(skel->maps.sw_stats), len, i, err;
+	struct xdp_md ctx = { .ingress_ifindex = ifx[T_VA] };
+
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	len = contrib(in, JOB_FIN, TOKEN);
+	in[79] = klass;
+	/* block klass of the pattern (0, 1): the round has two */
+	in[69] = klass;
+	in[73] = 2;
+	ctx.data_end = len;
+	o.data_in = in;
+	o.data_size_in = len;
+	o.ctx_in = &ctx;
+	o.ctx_size_in = sizeof(ctx);
+	o.repeat = 1;
+	if (live) {
+		o.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+	} else {
+		o.data_out = r->out;
+		o.data_size_out = sizeof(r->out);
+	}
+	if (read_stats(fd, ncpu, before) || topo_sent(skel, ifx, p0))
+		return -errno;
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
+				     &o);
+	if (err)
+		return err;
+	if (read_stats(fd, ncpu, after) || topo_sent(skel, ifx, p1))
+		return -errno;
+	for (i = 0; i < RINX_SW_STAT_MAX; i++)
+		r->d[i] = after[i] - before[i];
+	for (i = 0; i < T_NPORTS; i++)
+		sent[i] = p1[i] - p0[i];
+	r->retval = o.retval;
+	r->out_len = o.data_size_out;
+	return 0;
+}
+
+/* The aggregator's result: class 0 on its route from the aggregator, by
+ * tc and td (not the route of frames from va); class 1, without one, on
+ * group_hosts (va, vb). Each: verdict, output to the fabric's group from
+ * the aggregator, the one counter moved (class_group or ina_group), then
+ * live, the ports. The first share finishes the block, those after it
+ * send the finished block again (a duplicate into a finished slot): the
+ * same output. */
+static void topo_ina_tests(const __u32 *ifx, int ncpu)
+{
+	static struct frun r;
+	struct switch_bpf *skel = topo_ina_open(ifx);
+	__u64 sent[T_NPORTS];
+	int k, p, ok, err;
+
+	for (k = 0; k < 2; k++) {
+		const char *desc = k ? "topo: aggregator's result, class 1 "
+				       "(no route): its group (va, vb)" :
+				       "topo: aggregator's result, class 0: "
+				       "its route from the aggregator (tc, td)";
+		int stat = k ? RINX_SW_INA_GROUP : RINX_SW_CLASS_GROUP;
+		unsigned want = k ? TB(T_VA) | TB(T_VB) : TB(T_TC) | TB(T_TD);
+
+		if (!skel) {
+			tap_ok(0, "%s: no INA topology switch: %s", desc,
+			       strerror(errno));
+			continue;
+		}
+		err = topo_ina_run(skel, ifx, k, 0, ncpu, &r, sent);
+		ok = !err && r.retval == XDP_REDIRECT && r.out_len >= 12 &&
+		     !memcmp(r.out, M_EVERY, 6) && !memcmp(r.out + 6, M_AGG, 6);
+		if (!err && !ok)
+			tap_diag("%s: verdict %u, %u bytes out", desc,
+				 r.retval, r.out_len);
+		ok = ok && moved_only(&r, stat, 1, -1);
+		err = err ? err : topo_ina_run(skel, ifx, k, 1, ncpu, &r, sent);
+		if (err) {
+			tap_ok(0, "%s: test run: %s", desc, strerror(-err));
+			continue;
+		}
+		ok = moved_only(&r, stat, 1, -1) && ok;
+		for (p = 0; p < T_NPORTS; p++) {
+			if (sent[p] != !!(want & TB(p))) {
+				tap_diag("%s: %llu frames left by %s, want %d",
+					 desc, (unsigned long long)sent[p],
+					 t_names[p], !!(want & TB(p)));
+				ok = 0;
+			}
+		}
+		tap_ok(ok, "%s", desc);
+	}
+	switch_bpf__destroy(skel);
+}
+
+/* GRO on: a veth takes frames redirected to its peer only when it runs
+ * NAPI (the peer does not offer XDP transmission otherwise). */
+static int gro_on(const char *ifname)
+{
+	struct ethtool_value ev = { .cmd = ETHTOOL_SGRO, .data = 1 };
+	struct ifreq ifr = {};
+	int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err;
+
+	if (sock < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&ev;
+	err = ioctl(sock, SIOCETHTOOL, &ifr) ? -errno : 0;
+	close(sock);
+	return err;
+}
+
+/* The topology switch's cases on ports va, vb and a second pair tc, td. */
+static void topo_tests(int ncpu)
+{
+	char *add[] = { "ip", "link", "add", "tc", "type", "veth", "peer",
+			"name", "td", NULL };
+	__u32 ifx[T_NPORTS];
+	struct switch_bpf *skel = NULL;
+	int p, i, err = run_ip(add);
+
+	for (p = 0; p < T_NPORTS && !err; p++) {
+		/* MTU: the aggregator's output is a whole rinx frame */
+		char *up[] = { "ip", "link", "set", (char *)t_names[p], "mtu",
+			       "4000", "up", NULL };
+		char path[64];
+		FILE *f;
+
+		/* no IPv6 (its router solicitations would be frames too) */
+		snprintf(path, sizeof(path),
+			 "/proc/sys/net/ipv6/conf/%s/disable_ipv6",
+			 t_names[p]);
+		f = fopen(path, "w");
+		if (f) {
+			fputs("1", f);
+			fclose(f);
+		}
+		ifx[p] = if_nametoindex(t_names[p]);
+		err = !ifx[p] || run_ip(up) || gro_on(t_names[p]);
+	}
+	if (!err)
+		skel = topo_open(ifx);
+	if (!tap_ok(skel != NULL, "topology switch loads, tables filled "
+		    "(ports, spanning tree, MAC table, flows, bcast)")) {
+		for (i = 0; i < NTOPO_CASES + 2; i++)
+			tap_ok(0, "topology case %d: no topology switch", i);
+		return;
+	}
+	for (i = 0; i < NTOPO_CASES; i++)
+		topo_case_run(skel, &topo_cases[i], ifx, ncpu);
+	switch_bpf__destroy(skel);
+	topo_ina_tests(ifx, ncpu);
+}
+
 int main(void)
 {
 	char *add[] = { "ip", "link", "add", "va", "type", "veth", "peer",
@@ -1244,7 +1780,8 @@ int main(void)
 		sched_setaffinity(0, sizeof(set), &set);
 	}
 	tap_plan(NCASES + 5 + NQ_CASES + 1 + NFAULT_TESTS +
-		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])));
+		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])) + 1 +
+		 NTOPO_CASES + 2);
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "switch program loads")) {
 		tap_diag("open/load: %s", strerror(errno));
@@ -1282,6 +1819,7 @@ int main(void)
 		tap_ok(0, "group egress: no ToR");
 	queue_tests(skel, if_a, if_b, ncpu);
 	fault_tests(skel, if_a, if_b, ncpu);
+	topo_tests(ncpu);
 	switch_bpf__destroy(skels[1]);
 	switch_bpf__destroy(skel);
 	return tap_done();

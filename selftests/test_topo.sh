@@ -28,9 +28,20 @@
 #    blocks met at S2 under grid and at S1 under ps-ina;
 #  - the S1->S2 port (l9 at S1) carries W4's blocks under grid and W1's
 #    under ps (routes off the MAC table's shortest path S1-S3).
+# SwitchML (topo:switchml: S1 sums all 8 workers) returns the result on its
+# own broadcast route, S1-S2 for W5 and W6, off the spanning tree: l9 at S1
+# carries the finished blocks.
 # Forest packing runs too (trees rooted at workers, exact sums).
 # Then bad input (a topology whose hosts link directly, a ring plan, an
 # unknown planner) gets a clear error, and down leaves nothing behind.
+#
+# Then forest packing on tools/topo/hetero4-diag.topo (four switches, one
+# worker each, a mesh of unequal links with a diagonal), where its trees
+# route one pair of workers several ways and broadcast on trees of their
+# own: the routes go in per class (testbed up warns of no pair routed two
+# ways), the sums are exact, and every finished block takes its class's
+# broadcast route at every switch (each is on every tree), none the
+# spanning tree.
 #
 #   selftests/test_topo.sh [builddir]   (RINX_TOPO_PREFIX: namespace prefix
 #                                       head, default rxT; the pid follows)
@@ -144,14 +155,14 @@ scheme() {
 	echo "# S1->S2 (l9 at S1): $d bytes during topo:$name"
 	[ "$check" = many ] || return
 	[ -n "$before" ] && [ "$d" -ge $((2 * BLOCKS_1M * BLOCK_FRAME)) ]
-	ok $? "topo:$name: S1->S2 carries a worker's blocks ($d bytes; a 1 MiB sweep is $BLOCKS_1M frames of $BLOCK_FRAME B)"
+	ok $? "topo:$name: S1->S2 carries a sweep's blocks ($d bytes; a 1 MiB sweep is $BLOCKS_1M frames of $BLOCK_FRAME B)"
 }
 
 needs_root ip timeout awk
 trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
-echo "1..37"
+echo "1..53"
 out=$(timeout -k 5 120 "$rinxctl" testbed up --prefix "$P" --gen grid-toy \
 	--plan topo:grid 2>&1)
 rc=$?
@@ -181,6 +192,8 @@ ok $? "ports run at their link's scaled rate"
 scheme grid 'S2\{W4,W5,W6\}' many "S1:3 S2:3 S3:2 PS:3"
 scheme ps-ina 'S1\{W1,W2,W3,W4\}' none "S1:4 S2:2 S3:2"
 scheme ps 'PS\{W1,W2,W3,W4,W5,W6,W7,W8\}' many "S1:0 S2:0 S3:0 PS:8"
+# SwitchML: S1 sums every worker and sends the result out from itself
+scheme switchml 'S1\{W1,W2,W3,W4,W5,W6,W7,W8\}' many "S1:8 S2:0 S3:0 PS:0"
 # forest packing: trees rooted at workers (a root adds its own share),
 # the switches inner nodes; no PS
 scheme forest 'class 0: root W[0-9]+; aggregators: W[0-9]+\{[^}]*self\}' none ""
@@ -213,6 +226,47 @@ timeout 120 "$rinxctl" testbed down "$P" 2>&1 | diag
 rc=${PIPESTATUS[0]}
 [ $rc -eq 0 ] && [ -z "$(ours)" ] && [ ! -e "$spec" ] && [ ! -e "$topo" ]
 ok $? "testbed down: no namespace, spec or topology file left"
+
+# forest on a mesh of unequal links with a diagonal: its classes' routes
+P2=${P}f
+used+=("$P2")
+out=$(timeout -k 5 120 "$rinxctl" testbed up --prefix "$P2" \
+	--topo "$here/../tools/topo/hetero4-diag.topo" --plan topo:forest 2>&1)
+rc=$?
+echo "$out" | diag
+ok $rc "hetero4-diag testbed up, plan topo:forest"
+! echo "$out" | grep -q "two ways"
+ok $? "hetero4-diag: every class's routes installed (no pair routed two ways in a class)"
+# counters NAME: "NS flood class_group" of every switch
+swcount() {
+	timeout 60 "$rinxctl" testbed show "$P2" 2>/dev/null |
+		awk -v p="$P2" '$1 ~ "^" p "t" && $3 ~ /^fwd=/ { f = ""; c = ""
+			for (i = 3; i <= NF; i++) {
+				if ($i ~ /^flood=/) { sub(/^flood=/, "", $i); f = $i }
+				if ($i ~ /^class_group=/) { sub(/^class_group=/, "", $i); c = $i }
+			}
+			print $1, f, c }'
+}
+c0=$(swcount)
+spec_toy=$spec
+spec=/run/rinx-testbed/$P2.spec
+bench "topo:forest on hetero4-diag" int32
+bench "topo:forest on hetero4-diag" float32
+spec=$spec_toy
+c1=$(swcount)
+# blocks broadcast by the two sweeps: 4 B, 3076 B and 1 MiB, 1 + 2 + 342
+want=$(( 2 * (1 + 2 + BLOCKS_1M) ))
+echo "$c0" | sed 's/^/# before: /'
+echo "$c1" | sed 's/^/# after: /'
+[ "$(echo "$c1" | wc -l)" -eq 4 ] &&
+	join <(echo "$c0" | sort) <(echo "$c1" | sort) |
+	awk -v w=$want '{ if ($4 - $2 != 0 || $5 - $3 < w) bad = 1 }
+			END { exit bad }'
+ok $? "hetero4-diag: every switch sent every finished block on its class's route ($want blocks or more each), no group on the spanning tree"
+timeout 120 "$rinxctl" testbed down "$P2" 2>&1 | diag
+rc=${PIPESTATUS[0]}
+[ $rc -eq 0 ] && [ -z "$(ours_of "$P2")" ]
+ok $? "hetero4-diag testbed down: no namespace left"
 
 if [ $fail -ne 0 ]; then
 	echo "# $fail of $n failed"

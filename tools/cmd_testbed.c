@@ -50,9 +50,10 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "                      racks: a namespace per switch and per PS, a host per\n"
 "                      worker, a veth per link; every port's queue at its\n"
 "                      link's rate x --scale; unicast on shortest paths or\n"
-"                      the plan's routes, floods on a spanning tree; ina=yes\n"
-"                      switches and every PS aggregate (--racks, --hosts,\n"
-"                      --ina and --queues do not apply)\n"
+"                      the plan's routes (per class), each class's result\n"
+"                      on its broadcast route, floods on a spanning tree;\n"
+"                      ina=yes switches and every PS aggregate (--racks,\n"
+"                      --hosts, --ina and --queues do not apply)\n"
 "  --gen SPEC          the same for a generated topology (grid-toy, ...)\n"
 "  --scale MBIT        Mbit/s of a port per Gbit/s of the topology (default\n"
 "                      20: the GRID toy's 3 Gbit/s links run at 60 Mbit/s)\n"
@@ -70,10 +71,12 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  were not ECT, the peak backlog, utilization (bytes x 8 / (rate x time\n"
 "  since set), Ethernet overhead not counted) and the faults injected.\n"
 "plan: a topology testbed changes plan: the planner NAME (rinxctl sim\n"
-"  --list) plans on the testbed's topology, its reduce routes replace the\n"
-"  switches' flow tables and it becomes the spec's plan= (without NAME: the\n"
-"  spec's plan again). Ranks that run another plan than the routes' still\n"
-"  get exact sums, on shortest paths.\n"
+"  --list) plans on the testbed's topology, its reduce routes (per class)\n"
+"  replace the switches' flow tables, each class's broadcast route (the\n"
+"  plan's, where switches replicate) their broadcast tables, and it becomes\n"
+"  the spec's plan= (without NAME: the spec's plan again). Ranks that run\n"
+"  another plan than the routes' still get exact sums, on the routes of\n"
+"  the pairs, shortest paths and the spanning tree.\n"
 "ina-off: rack RACK's ToR loses its aggregator (it goes on switching);\n"
 "  running jobs fall back to ring members for that rack at their next\n"
 "  collective.\n"
@@ -961,22 +964,23 @@ static int testbed_ina_off(int argc, char **argv)
 
 static int testbed_plan(int argc, char **argv)
 {
-	int ret, n = 0;
+	int ret, n = 0, nb = 0;
 
 	if (argc != 2 && argc != 3) {
 		fprintf(stderr, "usage: rinxctl testbed plan PREFIX|SPEC "
 			"[topo:NAME]\n");
 		return RINX_EXIT_USAGE;
 	}
-	ret = rinx_testbed_topo_plan(argv[1], argc == 3 ? argv[2] : NULL, &n);
+	ret = rinx_testbed_topo_plan(argv[1], argc == 3 ? argv[2] : NULL, &n,
+				     &nb);
 	if (ret) {
 		fprintf(stderr, "rinxctl testbed plan: %s\n", strerror(-ret));
 		return ret == -ENOENT || ret == -EINVAL ||
 		       ret == -EOPNOTSUPP ? RINX_EXIT_CONFIG :
 					    rinx_exit_code(ret);
 	}
-	printf("testbed %s: plan %s, %d flow entries\n", argv[1],
-	       argc == 3 ? argv[2] : "of the spec", n);
+	printf("testbed %s: plan %s, %d flow entries, %d broadcast entries\n",
+	       argv[1], argc == 3 ? argv[2] : "of the spec", n, nb);
 	return 0;
 }
 

@@ -69,6 +69,7 @@ static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
 	[RINX_SW_FAULT_SKIP] = "fault_skip",
 	[RINX_SW_ECN_MARK] = "ecn_mark",
 	[RINX_SW_ECN_NOT_ECT] = "ecn_not_ect",
+	[RINX_SW_CLASS_GROUP] = "class_group",
 };
 
 /* Maps of an INA ToR's aggregator, pinned under <pin>/<rack name>/. */
@@ -646,6 +647,13 @@ static void link_unpin(const struct rinx_spec *s, const char *ns)
 
 	link_pin_dir(s, ns, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/links", dir);
+	unlink(path);
+	/* a topology switch's (tt_pins) */
+	snprintf(path, sizeof(path), "%s/flows", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/bcast", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/port_egress", dir);
 	unlink(path);
 	rmdir(dir);
 }
@@ -1830,15 +1838,17 @@ int rinx_testbed_link_get(const struct rinx_spec *s,
  * of a host or a PS, l<link> on a switch. Every port's queue drains at its
  * link's rate (that direction) times scale_mbit. A switch runs the XDP
  * switch with sw_topo set: unicast by the MAC table (shortest paths, the
- * routes topo_route picks), pairs routed otherwise by the plan in `flows`,
- * floods and the fabric's group on a spanning tree (breadth first from the
- * first PS's switch, else from the first switch), so cycles cannot loop a
- * frame. A switch marked ina=yes and every PS carry an aggregator: a PS
- * is a one-port INA node (the switch program on its eth0, its aggregator
- * answering to its MAC, its output back out eth0). In the spec a switch or
- * PS is a rack (named as in the topology, ina=switch when it aggregates),
- * a host is in the rack of its switch; the topology is written beside the
- * spec and named by its topo=.
+ * routes topo_route picks), the plan's routes (per class and per pair) in
+ * `flows`, each class's result to the fabric's group along the class's
+ * broadcast route (`bcast`), floods and the group of classes without one
+ * on a spanning tree (breadth first from the first PS's switch, else from
+ * the first switch), so cycles cannot loop a frame. A switch marked
+ * ina=yes and every PS carry an aggregator: a PS is a one-port INA node
+ * (the switch program on its eth0, its aggregator answering to its MAC,
+ * its output back out eth0). In the spec a switch or PS is a rack (named
+ * as in the topology, ina=switch when it aggregates), a host is in the
+ * rack of its switch; the topology is written beside the spec and named by
+ * its topo=.
  */
 
 #define TT_MAX_PORTS	64
@@ -2213,6 +2223,10 @@ static void tt_flows_dir(const struct rinx_spec *s, const char *ns,
 	link_pin_dir(s, ns, buf, len);
 }
 
+/* What a topology switch pins beside its links for tt_routes: the flow
+ * table, the broadcast table and the ports' devmap program. */
+static const char *const tt_pins[] = { "flows", "bcast", "port_egress" };
+
 static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 			    const struct tt_sw *sw,
 			    const struct rinx_sw_link_set *link)
@@ -2282,14 +2296,21 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 	err = switch_pin(s, ina ? r : NULL, sw->ns, skel, &pinned);
 	if (err)
 		goto out;
+	/* the plan's routes are written later (tt_routes), into these:
+	 * the broadcast routes' devmaps name the ports' program */
 	tt_flows_dir(s, sw->ns, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/flows", dir);
-	unlink(path);
-	if (bpf_obj_pin(bpf_map__fd(skel->maps.flows), path)) {
-		err = -errno;
-		pr_warn("switch %s: cannot pin %s: %s\n", sw->ns, path,
-			strerror(errno));
-		goto out;
+	for (i = 0; i < (int)NELEM(tt_pins); i++) {
+		int fd = i == 0 ? bpf_map__fd(skel->maps.flows) :
+			 i == 1 ? bpf_map__fd(skel->maps.bcast) : port_egress;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, tt_pins[i]);
+		unlink(path);
+		if (bpf_obj_pin(fd, path)) {
+			err = -errno;
+			pr_warn("switch %s: cannot pin %s: %s\n", sw->ns, path,
+				strerror(errno));
+			goto out;
+		}
 	}
 	err = attach_ports(s, sw->ns, sw->ifname, ifindex, sw->nports,
 			   bpf_program__fd(skel->progs.rinx_switch), flags);
@@ -2301,39 +2322,224 @@ out:
 	return err;
 }
 
-/* Routes of the plan's reduce transfers into the switches' flow tables
- * (emptied first): each switch on a transfer's route sends the (dst, src)
- * pair out by the route's next link. Transfers that follow the MAC table
- * anyway need no entry, but an entry does no harm. *nflows gets the
- * entries written. */
-static int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows)
+/*
+ * One class's broadcast route through the switches: the arcs of the
+ * plan's broadcast transfers, breadth first from the class's root, where
+ * only switches pass the block on (the root sends it once, to the fabric's
+ * group, and the switches replicate it: a worker or a server that relays
+ * in the plan does not on the testbed, and its switch sends on what it
+ * would have), pruned to the arcs that lead to a worker. by[v]: the arc
+ * node v gets the block by (-1: the root, -2: not on the route);
+ * keep[arc]: the arc is on the route. Every arc kept is one of the plan's
+ * and carries one copy of a block, so none carries more than the plan
+ * says. -ENOENT when a worker is not reached (the class's broadcast then
+ * stays on the spanning tree).
+ */
+static int tt_bc_route(const struct topo *t, const struct pp_class *c,
+		       int *by, char *use, char *keep, int *q)
+{
+	int h = 0, n = 0, i, j, w;
+
+	memset(use, 0, 2 * t->nlinks);
+	memset(keep, 0, 2 * t->nlinks);
+	for (i = 0; i < t->nnodes; i++)
+		by[i] = -2;
+	if (c->kind != PP_TREE || c->root < 0 || c->root >= t->nnodes)
+		return -ENOENT;
+	for (i = 0; i < c->nbc; i++)
+		for (j = 0; j < c->bc[i].nhop; j++)
+			use[c->bc[i].hop[j]] = 1;
+	by[c->root] = -1;
+	q[n++] = c->root;
+	while (h < n) {
+		int u = q[h++];
+
+		if (u != c->root && t->node[u].kind != TOPO_SWITCH)
+			continue;
+		for (i = t->off[u]; i < t->off[u + 1]; i++) {
+			int arc = t->adj[i], v = topo_arc_to(t, arc);
+
+			if (!use[arc] || by[v] != -2)
+				continue;
+			by[v] = arc;
+			q[n++] = v;
+		}
+	}
+	for (i = 0; i < t->nhosts; i++) {
+		w = t->hosts[i];
+		if (by[w] == -2)
+			return -ENOENT;
+		for (; by[w] >= 0 && !keep[by[w]]; w = topo_arc_from(t, by[w]))
+			keep[by[w]] = 1;
+	}
+	return 0;
+}
+
+/* One port of one class's broadcast route at a switch. */
+struct tt_bc {
+	int sw;		/* index in x->sw */
+	int in;		/* port the block comes in by; -1: the switch's
+			 * own aggregator (the class's root) */
+	int out;	/* a port it leaves by */
+	int klass;
+	const __u8 *src;	/* the root's MAC */
+};
+
+/* Empties the map at fd (a flow or broadcast table). */
+static void tt_map_clear(int fd, size_t key_size)
+{
+	__u8 key[64], next[64];
+	int n = 0;
+
+	if (key_size > sizeof(key))
+		return;
+	/* each delete removes the first key: bounded by the map's size */
+	while (n++ < 1 << 16 && !bpf_map_get_next_key(fd, NULL, next)) {
+		memcpy(key, next, key_size);
+		if (bpf_map_delete_elem(fd, key))
+			break;
+	}
+}
+
+/* Ifindex of every port of switch sw (looked up in its namespace). */
+static int tt_ifindexes(const struct tt_sw *sw, __u32 *ifindex)
+{
+	int old, err, i;
+
+	err = rinx_netns_enter(sw->ns, &old);
+	if (err)
+		return err;
+	for (i = 0; i < sw->nports; i++) {
+		ifindex[i] = if_nametoindex(sw->ifname[i]);
+		if (!ifindex[i]) {
+			pr_warn("switch %s: no port %s\n", sw->ns,
+				sw->ifname[i]);
+			err = -ENODEV;
+			break;
+		}
+	}
+	rinx_netns_leave(old);
+	return err;
+}
+
+/* The broadcast routes bc[0..n) of switch i into its `bcast` table: one
+ * devmap of ports per (ingress, class, root), made in the switch's
+ * namespace (a devmap resolves its ifindexes there). *nb counts them. */
+static int tt_bc_write(const struct tt *x, int i, const struct tt_bc *bc,
+		       int n, const __u32 *ifindex, int outer, int egress,
+		       int *nb)
+{
+	const struct tt_sw *sw = &x->sw[i];
+	int old, err, a, b;
+
+	err = rinx_netns_enter(sw->ns, &old);
+	if (err)
+		return err;
+	for (a = 0; a < n && !err; a++) {
+		struct rinx_sw_bcast_key key = {};
+		int fd, first = 1;
+
+		if (bc[a].sw != i)
+			continue;
+		/* the first entry of its (ingress, class, root) makes it */
+		for (b = 0; b < a && first; b++)
+			first = !(bc[b].sw == i && bc[b].in == bc[a].in &&
+				  bc[b].klass == bc[a].klass &&
+				  bc[b].src == bc[a].src);
+		if (!first)
+			continue;
+		fd = bpf_map_create(BPF_MAP_TYPE_DEVMAP_HASH, "sw_bcast",
+				    sizeof(__u32),
+				    sizeof(struct bpf_devmap_val),
+				    RINX_SW_MAX_PORTS, NULL);
+		if (fd < 0) {
+			err = -errno;
+			pr_warn("switch %s: broadcast devmap: %s\n", sw->ns,
+				strerror(errno));
+			break;
+		}
+		for (b = a; b < n && !err; b++) {
+			struct bpf_devmap_val v = { .bpf_prog.fd = egress };
+
+			if (bc[b].sw != i || bc[b].in != bc[a].in ||
+			    bc[b].klass != bc[a].klass || bc[b].src != bc[a].src)
+				continue;
+			v.ifindex = ifindex[bc[b].out];
+			err = map_set(fd, &v.ifindex, &v, sw->ns,
+				      "broadcast devmap");
+		}
+		key.ingress = bc[a].in < 0 ? 0 : ifindex[bc[a].in];
+		key.klass = bc[a].klass;
+		memcpy(key.src, bc[a].src, 6);
+		if (!err)
+			err = map_set(outer, &key, &fd, sw->ns,
+				      "broadcast table");
+		close(fd);
+		if (!err)
+			(*nb)++;
+	}
+	rinx_netns_leave(old);
+	return err;
+}
+
+/*
+ * The plan's routes into the switches' tables (emptied first):
+ *  - every reduce transfer's route: each switch on it sends the (dst, src)
+ *    pair of the transfer's class out by the route's next link, and the
+ *    pair of any class too (frames without a class entry: other plans',
+ *    control frames; a pair two classes route differently keeps the last
+ *    one). Transfers that follow the MAC table anyway need no entry, but
+ *    an entry does no harm;
+ *  - every class's broadcast route (tt_bc_route): the switches on it send
+ *    the class's blocks from its root to the fabric's group out by the
+ *    route's ports; a class whose route misses a worker keeps the
+ *    spanning tree.
+ * *nflows and *nbcast get the entries written.
+ */
+static int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows,
+		     int *nbcast)
 {
 	struct topo *t = &x->t;
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
-	int *fds = calloc(x->nsw, sizeof(int)), i, k, j, h, err = 0, n = 0;
+	int na = 2 * t->nlinks, i, k, j, h, err = 0, n = 0, nb = 0, nbc = 0;
+	int *fds = calloc(x->nsw, sizeof(int)), *bfd = calloc(x->nsw, sizeof(int));
+	int *efd = calloc(x->nsw, sizeof(int)), *by = calloc(t->nnodes, sizeof(int));
+	int *q = calloc(t->nnodes, sizeof(int));
+	__u32 (*ifx)[TT_MAX_PORTS] = calloc(x->nsw, sizeof(*ifx));
+	char *use = calloc(na + 1, 1), *keep = calloc(na + 1, 1);
+	struct tt_bc *bc = calloc((size_t)(x->pp.ncls + 1) * (na + 1),
+				  sizeof(*bc));
 
-	if (!fds)
-		return -ENOMEM;
+	for (i = 0; fds && bfd && efd && i < x->nsw; i++)
+		fds[i] = bfd[i] = efd[i] = -1;
+	if (!fds || !bfd || !efd || !by || !q || !ifx || !use || !keep || !bc) {
+		err = -ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < x->nsw; i++) {
-		struct rinx_sw_flow_key key, next;
+		int *fdp[] = { &fds[i], &bfd[i], &efd[i] };
 
 		tt_flows_dir(s, x->sw[i].ns, dir, sizeof(dir));
-		snprintf(path, sizeof(path), "%s/flows", dir);
-		fds[i] = bpf_obj_get(path);
-		if (fds[i] < 0) {
-			err = -errno;
-			pr_warn("switch %s: no flow table at %s: %s\n",
-				x->sw[i].ns, path, strerror(errno));
+		for (j = 0; j < (int)NELEM(tt_pins); j++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, tt_pins[j]);
+			*fdp[j] = bpf_obj_get(path);
+			if (*fdp[j] < 0) {
+				err = -errno;
+				pr_warn("switch %s: no %s at %s: %s\n",
+					x->sw[i].ns, tt_pins[j], path,
+					strerror(errno));
+				goto out;
+			}
+		}
+		err = tt_ifindexes(&x->sw[i], ifx[i]);
+		if (err)
 			goto out;
-		}
-		while (!bpf_map_get_next_key(fds[i], NULL, &next)) {
-			key = next;
-			if (bpf_map_delete_elem(fds[i], &key))
-				break;
-		}
+		tt_map_clear(fds[i], sizeof(struct rinx_sw_flow_key));
+		tt_map_clear(bfd[i], sizeof(struct rinx_sw_bcast_key));
 	}
 	for (k = 0; k < x->pp.ncls; k++) {
 		const struct pp_class *c = &x->pp.cls[k];
+		const __u8 *root;
 
 		for (j = 0; j < c->nred; j++) {
 			const struct pp_xfer *xf = &c->red[j];
@@ -2346,60 +2552,89 @@ static int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows)
 			memcpy(key.dst, dst, 6);
 			memcpy(key.src, src, 6);
 			for (h = 0; h < xf->nhop; h++) {
-				int u = topo_arc_from(t, xf->hop[h]), old, ri;
-				const struct tt_sw *sw;
-				struct rinx_sw_port p = {};
-				int port;
+				int u = topo_arc_from(t, xf->hop[h]), ri, port;
+				struct rinx_sw_port p = {}, had;
 
 				if (t->node[u].kind != TOPO_SWITCH)
 					continue;
 				ri = x->rack_of[u];
-				sw = &x->sw[ri];
-				port = tt_port(sw, xf->hop[h] >> 1);
+				port = tt_port(&x->sw[ri], xf->hop[h] >> 1);
 				if (port < 0) {
 					err = -EINVAL;
 					goto out;
 				}
-				err = rinx_netns_enter(sw->ns, &old);
+				p.port = ifx[ri][port];
+				/* one route per (dst, src) pair of a class */
+				key.klass = k;
+				if (!bpf_map_lookup_elem(fds[ri], &key, &had) &&
+				    had.port != p.port)
+					pr_warn("switch %s: %s -> %s is routed "
+						"two ways in class %d; the last "
+						"route wins\n", x->sw[ri].ns,
+						t->node[xf->src].name,
+						t->node[xf->dst].name, k);
+				err = map_set(fds[ri], &key, &p, x->sw[ri].ns,
+					      "flow table");
+				key.klass = RINX_SW_CLASS_ANY;
+				if (!err)
+					err = map_set(fds[ri], &key, &p,
+						      x->sw[ri].ns,
+						      "flow table");
 				if (err)
 					goto out;
-				p.port = if_nametoindex(sw->ifname[port]);
-				rinx_netns_leave(old);
-				if (!p.port) {
-					err = -ENODEV;
-					goto out;
-				}
-				{
-					struct rinx_sw_port had;
-
-					/* one route per (dst, src) pair */
-					if (!bpf_map_lookup_elem(fds[ri], &key,
-								 &had) &&
-					    had.port != p.port)
-						pr_warn("switch %s: %s -> %s is "
-							"routed two ways; the "
-							"last route wins\n",
-							sw->ns,
-							t->node[xf->src].name,
-							t->node[xf->dst].name);
-				}
-				if (bpf_map_update_elem(fds[ri], &key, &p, 0)) {
-					err = -errno;
-					pr_warn("switch %s: flow table: %s\n",
-						sw->ns, strerror(errno));
-					goto out;
-				}
-				n++;
+				n += 2;
 			}
 		}
+		root = tt_mac(s, x, c->root);
+		if (!root || t->nhosts < 2 ||
+		    tt_bc_route(t, c, by, use, keep, q)) {
+			pr_debug("class %d: broadcast on the spanning tree\n",
+				 k);
+			continue;
+		}
+		for (j = 0; j < na; j++) {
+			int u = topo_arc_from(t, j), ri;
+
+			if (!keep[j] || t->node[u].kind != TOPO_SWITCH)
+				continue;
+			ri = x->rack_of[u];
+			bc[nbc].sw = ri;
+			bc[nbc].out = tt_port(&x->sw[ri], j >> 1);
+			bc[nbc].in = by[u] < 0 ? -1 :
+				     tt_port(&x->sw[ri], by[u] >> 1);
+			bc[nbc].klass = k;
+			bc[nbc].src = root;
+			if (bc[nbc].out < 0 || (by[u] >= 0 && bc[nbc].in < 0)) {
+				err = -EINVAL;
+				goto out;
+			}
+			nbc++;
+		}
 	}
+	for (i = 0; i < x->nsw && !err; i++)
+		err = tt_bc_write(x, i, bc, nbc, ifx[i], bfd[i], efd[i], &nb);
 out:
-	for (i = 0; i < x->nsw; i++)
-		if (fds[i] > 0)
+	for (i = 0; fds && bfd && efd && i < x->nsw; i++) {
+		if (fds[i] >= 0)
 			close(fds[i]);
+		if (bfd[i] >= 0)
+			close(bfd[i]);
+		if (efd[i] >= 0)
+			close(efd[i]);
+	}
 	free(fds);
+	free(bfd);
+	free(efd);
+	free(by);
+	free(q);
+	free(ifx);
+	free(use);
+	free(keep);
+	free(bc);
 	if (nflows)
 		*nflows = n;
+	if (nbcast)
+		*nbcast = nb;
 	return err;
 }
 
@@ -2447,7 +2682,7 @@ static int topo_up(const struct rinx_testbed_opts *o,
 	struct rinx_spec *s;
 	struct tt x;
 	struct rinx_tb_buf cmd = {};
-	int i, err, made = 0, nflows = 0;
+	int i, err, made = 0, nflows = 0, nbcast = 0;
 	FILE *f;
 
 	if (o->spec_out)
@@ -2530,7 +2765,7 @@ static int topo_up(const struct rinx_testbed_opts *o,
 			err = tt_switch_attach(s, &x, &x.sw[i], o->link);
 	}
 	if (!err)
-		err = tt_routes(s, &x, &nflows);
+		err = tt_routes(s, &x, &nflows, &nbcast);
 	if (!err)
 		err = hosts_up(s, o->no_nodes);
 	if (err)
@@ -2543,7 +2778,8 @@ static int topo_up(const struct rinx_testbed_opts *o,
 		unlink(spec_path);
 		goto out;
 	}
-	pr_debug("topology testbed %s: %d flow entries\n", o->prefix, nflows);
+	pr_debug("topology testbed %s: %d flow entries, %d broadcast "
+		 "entries\n", o->prefix, nflows, nbcast);
 	if (spec_out)
 		*spec_out = *s;
 out:
@@ -2556,7 +2792,8 @@ out:
 	return err;
 }
 
-int rinx_testbed_topo_plan(const char *what, const char *plan, int *nflows)
+int rinx_testbed_topo_plan(const char *what, const char *plan, int *nflows,
+			   int *nbcast)
 {
 	char prefix[RINX_TB_PREFIX_MAX + 1], spec_path[RINX_PATH_MAX];
 	char msg[256];
@@ -2607,7 +2844,7 @@ int rinx_testbed_topo_plan(const char *what, const char *plan, int *nflows)
 		pr_warn("%s\n", msg);
 		goto out;
 	}
-	err = tt_routes(s, &x, nflows);
+	err = tt_routes(s, &x, nflows, nbcast);
 	if (!err && plan) {
 		err = rinx_spec_save(spec_path, s);
 		if (err)

@@ -146,9 +146,12 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 
 /* A topology testbed (PREFIX or SPEC) changes plan: plan (topo:NAME; NULL:
  * the spec's own) is planned on the testbed's topology, its reduce routes
- * replace the switches' flow tables, and it becomes the spec's plan=.
- * *nflows (may be NULL) gets the flow entries written. */
-int rinx_testbed_topo_plan(const char *what, const char *plan, int *nflows);
+ * (per class and per pair) replace the switches' flow tables, its classes'
+ * broadcast routes their broadcast tables, and it becomes the spec's
+ * plan=. *nflows and *nbcast (may be NULL) get the flow entries and the
+ * broadcast entries (devmaps of ports) written. */
+int rinx_testbed_topo_plan(const char *what, const char *plan, int *nflows,
+			   int *nbcast);
 
 /* Tears down the testbed named by a spec file path (contains '/' or ends in
  * ".spec") or by its prefix: host programs, namespaces, pins, spec file.

@@ -40,6 +40,11 @@ enum rinx_sw_stat {
 				 * with CE (set here, or set before) */
 	RINX_SW_ECN_NOT_ECT,	/* queued above the mark threshold but not
 				 * IPv4 ECT: left unmarked */
+	RINX_SW_CLASS_GROUP,	/* the fabric's group sent along its class's
+				 * broadcast route (`bcast`, topology
+				 * testbed) instead of the spanning tree;
+				 * an aggregator's output too (then not
+				 * counted ina_group) */
 	RINX_SW_STAT_MAX,
 };
 
@@ -50,12 +55,34 @@ struct rinx_sw_port {
 };
 
 /* Switch flow table key (topology testbed): a (destination, source MAC)
- * pair routed by the plan rather than by the MAC table. */
+ * pair routed by the plan rather than by the MAC table, for the rinx
+ * frames of one plan class (rinx_hdr.klass) or for every frame
+ * (RINX_SW_CLASS_ANY). A rinx frame takes its class's entry, else the
+ * pair's, else the MAC table. */
 struct rinx_sw_flow_key {
 	__u8 dst[6];
 	__u8 src[6];
-	__u32 resv;	/* zero */
+	__u16 klass;	/* plan class, host order; RINX_SW_CLASS_ANY */
+	__u16 resv;	/* zero */
 };
+
+#define RINX_SW_CLASS_ANY	0xffff
+
+/* Switch broadcast table key (topology testbed): the rinx frames of one
+ * plan class to the fabric's group (RINX_GROUP_EVERY) from one source (the
+ * class's root: a worker, or an aggregator) that came in by port
+ * `ingress` (ifindex; 0: sent by this switch's own aggregator) leave by
+ * the ports of the devmap the entry holds: the class's broadcast route.
+ * Without an entry the group goes on the spanning tree. */
+struct rinx_sw_bcast_key {
+	__u32 ingress;
+	__u16 klass;	/* host order */
+	__u8 src[6];
+};
+
+/* Ports of a switch's devmaps (a broadcast route's is made by the control
+ * plane, and must be this size). */
+#define RINX_SW_MAX_PORTS	64
 
 /* Probabilities are in parts per million. */
 #define RINX_SW_PPM		1000000U
@@ -118,6 +145,7 @@ struct rinx_sw_link {
 
 _Static_assert(sizeof(struct rinx_sw_port) == 8, "sw port");
 _Static_assert(sizeof(struct rinx_sw_flow_key) == 16, "sw flow key");
+_Static_assert(sizeof(struct rinx_sw_bcast_key) == 12, "sw bcast key");
 _Static_assert(sizeof(struct rinx_sw_link_set) == 32, "sw link settings");
 _Static_assert(__builtin_offsetof(struct rinx_sw_link, set) == 8,
 	       "sw link: settings after the lock");

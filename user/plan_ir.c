@@ -20,12 +20,14 @@
  *  - an aggregator with contributors sums them in a slot (AGG_FWD to its
  *    parent, a worker adding its own share when the plan says `self`);
  *  - the root finishes (AGG_FINISH) and sends the block to the fabric's
- *    group (RINX_GROUP_EVERY), which the switches flood along a spanning
- *    tree: the plan's multicast broadcast, one copy per host;
+ *    group (RINX_GROUP_EVERY), which the switches replicate along the
+ *    class's broadcast route (the testbed writes it, by the frame's class
+ *    and root), else along a spanning tree: one copy per host;
  *  - a worker that aggregates nothing sends its share (CONTRIB) to its
  *    aggregator and stores the finished block from the root.
  * Which way a transfer goes through the fabric is the switches' business:
- * the testbed installs each reduce transfer's route (tools/testbed.c).
+ * the testbed installs each reduce transfer's route and each class's
+ * broadcast route (tools/testbed.c).
  * Shares become the class pattern: block b is in class cmap[b % plen],
  * plen <= RINX_CMAP_MAX chosen so that every class's part of the pattern
  * is within 0.2% of its share when it can be.
