@@ -131,6 +131,7 @@ struct rinx_comm {
 	 * can send it again (an add and forward hop, or the class's origin):
 	 * the ones it asks with RNACKs (repair.c) */
 	__u64 rnack_ok;
+	__u64 own_ring;		/* own classes whose first hop asks so */
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */

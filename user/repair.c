@@ -126,12 +126,13 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			const struct rinx_hop *g =
 				&c->plan.hops[class_of(c, b)][RINX_T_GATHER - 1];
 
-			/* a ring: the reduce is repaired hop by hop (and
-			 * its hops drop what they passed on already), so
-			 * the block finished and its gather back here was
-			 * lost: ask the node before for it, twice, before
-			 * sending it again */
-			if ((g->action == RINX_A_STORE_FWD ||
+			/* a ring whose reduce is repaired hop by hop (its
+			 * hops drop what they passed on already): the block
+			 * finished and its gather back here was lost: ask
+			 * the node before for it, twice, before sending it
+			 * again */
+			if ((c->own_ring >> class_of(c, b) & 1) &&
+			    (g->action == RINX_A_STORE_FWD ||
 			     g->action == RINX_A_STORE_END) && r->resent[j] < 2) {
 				if (send_nack(r, b, g->from, g->step))
 					break;
@@ -328,6 +329,29 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 		    (q->start_to[k] == c->rank &&
 		     q->start_type[k] == RINX_T_REDUCE))
 			c->rnack_ok |= 1ull << k;
+	}
+	/* the own classes whose first hop asks this rank with RNACKs: their
+	 * reduce is repaired hop by hop, so a lost own block is a lost
+	 * gather back here (rinx_c_own_timers asks before resending) */
+	c->own_ring = 0;
+	built = -1;
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
+		int to = c->plan.start_to[k];
+		const struct rinx_hop *sh;
+
+		if (c->plan.start_type[k] != RINX_T_REDUCE || to < 0 ||
+		    to >= c->n || to == c->rank)
+			continue;
+		if (built != to) {
+			built = -1;
+			if (rinx_plan_build(q, &c->spec, to))
+				continue;
+			built = to;
+		}
+		sh = &q->hops[k][RINX_T_REDUCE - 1];
+		if ((sh->action == RINX_A_ADD_FWD ||
+		     sh->action == RINX_A_ADD_FINISH) && sh->from == c->rank)
+			c->own_ring |= 1ull << k;
 	}
 	free(q);
 }
