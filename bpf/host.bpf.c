@@ -340,7 +340,7 @@ int rinx_host(struct xdp_md *ctx)
 	__u32 bad;
 	struct rinx_agg *a;
 	__u16 cnt;
-	int ret, agg, reset;
+	int ret, agg, reset, keep;
 
 	ret = rinx_parse(ctx, rinx_port_be, &f);
 	if (ret == RINX_P_OTHER)
@@ -449,9 +449,10 @@ sized:
 					  &idx);
 		if (!sh || !res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+		keep = job->flags & RINX_JOB_KEEP;
 		/* passed on already this round: a duplicate (a loss further
 		 * on is asked for by the node after it, hop by hop) */
-		if (res->epoch == epoch)
+		if (keep && res->epoch == epoch)
 			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
 		if (sh->epoch != epoch)
 			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
@@ -461,8 +462,10 @@ sized:
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FWD) {
-			res->step = f.h->step;
-			store(res, &f, epoch);
+			if (keep) {
+				res->step = f.h->step;
+				store(res, &f, epoch);
+			}
 			ret = forward(&f, job, job->slot, hop->to);
 			return ret == XDP_TX ?
 				rinx_count(RINX_STAT_REDUCE_FWD, ret) : ret;
@@ -478,7 +481,7 @@ sized:
 		res = bpf_map_lookup_elem(&result, &idx);
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		if (res->epoch == epoch)
+		if ((job->flags & RINX_JOB_KEEP) && res->epoch == epoch)
 			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
 		cur = store_job(res, &f, epoch, job->slot);
 		if (hop->action == RINX_A_STORE_END) {

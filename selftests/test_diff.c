@@ -246,6 +246,7 @@ struct round {
 	int nnodes, self;
 	__u32 nb, last;		/* blocks, values of the last block */
 	__u16 dtype;
+	int keep;		/* RINX_JOB_KEEP: ring hops keep partial sums */
 	struct rinx_slot share[W];
 };
 
@@ -298,6 +299,7 @@ static void job_entry(const struct round *rd, __u32 epoch, struct rinx_job *j)
 	j->last_count = rd->last;
 	j->nclasses = p->nclasses;
 	j->nnodes = p->nnodes;
+	j->flags = rd->keep ? RINX_JOB_KEEP : 0;
 	j->self = rd->self;
 	j->qbits = QBITS;
 	j->dtype = rd->dtype;
@@ -1676,6 +1678,7 @@ static int run_plan(int pi)
 		rd.self = self;
 		for (trial = 0; trial < TRIALS; trial++) {
 			rd.nb = trial == 0 ? W - 1 : 1 + rnd() % W;
+			rd.keep = trial % 2 == 0;
 			rd.last = trial == 1 ? 1 : 1 + rnd() % RINX_BLOCK_VALUES;
 			/* float and int32 rounds, late in either way */
 			rd.dtype = trial == 1 || (trial == 2 && rnd() % 2) ?

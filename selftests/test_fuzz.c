@@ -132,6 +132,8 @@ struct jobcfg {
 	const __u8 *cmap;
 	__u16 plen;
 	const struct rinx_hop (*tab)[RINX_HOP_TYPES];
+	bool keep;	/* RINX_JOB_KEEP: ring hops keep partial sums and drop
+			 * what they passed on already */
 };
 
 #define BIT(n)		(1ULL << (n))
@@ -210,13 +212,13 @@ static const struct rinx_hop agg_tab[][RINX_HOP_TYPES] = {
 static const struct jobcfg jobs[] = {
 	/* 4-node ring seen from node 1, fixed point */
 	{ 0x00c0ffee, 0x1dea5eed1234ULL, 2, 1000, 11, 100, 4, 4, 1, 28,
-	  RINX_W_FIXED, 0x0000054d, NULL, 0, NULL },
+	  RINX_W_FIXED, 0x0000054d, NULL, 0, NULL, true },
 	/* int32 sums, node 2 of 4, epoch about to wrap */
 	{ 0x00000007, 0xf00d00000badf00dULL, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
-	  RINX_W_INT32, 0x00000009, NULL, 0, NULL },
+	  RINX_W_INT32, 0x00000009, NULL, 0, NULL, false },
 	/* the aggregating host above: 13 blocks, shares of some written */
 	{ 0x00a990a9, 0x7a66c0de7a66c0deULL, 1, 5000, 13, 321, 7, 64, 5, 24,
-	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab },
+	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab, true },
 };
 
 #define AGG_JOB		(&jobs[2])
@@ -272,7 +274,7 @@ static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 static const struct jobcfg tor_job = {
 	0x70770001, 0x11aa22bb11aa22bbULL, 3, 77, 9, 500, 5, 64, 50, 24,
 	RINX_W_FIXED, 0,
-	tor_cmap, sizeof(tor_cmap), tor_tab,
+	tor_cmap, sizeof(tor_cmap), tor_tab, false,
 };
 
 /* The job's class pattern (the ring's: block b in class b % n); the node
@@ -299,7 +301,7 @@ static struct rinx_job job_entry(const struct jobcfg *j)
 		.nblocks = j->nblocks, .last_count = j->last_count,
 		.nclasses = j->nclasses, .nnodes = j->nnodes,
 		.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
-		.window = WINDOW,
+		.window = WINDOW, .flags = j->keep ? RINX_JOB_KEEP : 0,
 	};
 
 	job_classes(&job, j);
@@ -796,6 +798,7 @@ struct pred {
 	int aidx;	/* aggregator slot touched (its model is checked), -1 */
 	__u32 idx, epoch;
 	__u8 tos;	/* TOS byte of the stored frame */
+	bool keep;	/* the job's hops keep partial sums */
 };
 
 /* The output frame the model expects when pred.want. */
@@ -1433,11 +1436,12 @@ static struct pred host_model(const __u8 *b, int len)
 sized:
 	p.idx = j->slot * WINDOW + block;
 	p.epoch = epoch;
+	p.keep = j->keep;
 	switch (h.action) {
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
 		/* passed on already this round: a duplicate */
-		if ((h.action == RINX_A_ADD_FWD ? part_model :
+		if (j->keep && (h.action == RINX_A_ADD_FWD ? part_model :
 						  res_model)[p.idx].epoch ==
 		    epoch) {
 			p.stat = RINX_STAT_DROP_DUP;
@@ -1454,7 +1458,7 @@ sized:
 		break;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
-		if (res_model[p.idx].epoch == epoch) {
+		if (j->keep && res_model[p.idx].epoch == epoch) {
 			p.stat = RINX_STAT_DROP_DUP;
 			return p;
 		}
@@ -2123,7 +2127,8 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 				*w = e.res_map[p.idx];
 			}
 		}
-		if (outcome == p.stat && outcome == RINX_STAT_REDUCE_FWD) {
+		if (outcome == p.stat && outcome == RINX_STAT_REDUCE_FWD &&
+		    p.keep) {
 			/* the sum that left is kept, with its step */
 			struct rinx_slot *w = &part_model[p.idx];
 

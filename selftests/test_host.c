@@ -462,6 +462,7 @@ static int put_job(const struct jobcfg *j, __u32 nblocks)
 		.qbits = j->qbits,
 		.dtype = j->dtype,
 		.window = WINDOW,
+		.flags = RINX_JOB_KEEP,
 	};
 	int i;
 
@@ -1319,6 +1320,24 @@ static void run_ring_repair(void)
 	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_DUP] == 1,
 	      "ring repair: the same gather again is a duplicate, dropped "
 	      "(%s)", act_name(ret));
+	/* without RINX_JOB_KEEP a hop keeps nothing and drops nothing: the
+	 * origin's resend drives the block along its path again */
+	job = (struct rinx_job){ 0 };
+	bpf_map_lookup_elem(jobs_fd, &j->id, &job);
+	job.flags = 0;
+	fresh_block(idx);
+	check(NULL, !bpf_map_update_elem(jobs_fd, &j->id, &job, BPF_ANY),
+	      "ring repair: job without RINX_JOB_KEEP");
+	build(&red, in, &b);
+	ret = run_frame(in, b.len, d);
+	i = run_frame(in, b.len, d);
+	memset(&kept, 0, sizeof(kept));
+	bpf_map_lookup_elem(partial_fd, &idx, &kept);
+	check(NULL, ret == XDP_TX && i == XDP_TX &&
+		    d[RINX_STAT_REDUCE_FWD] == 1 && kept.epoch == 0,
+	      "ring repair: without it the same reduce is sent on twice, "
+	      "nothing kept (%s, %s)", act_name(ret), act_name(i));
+	put_job(j, j->nblocks);
 	fresh_block(idx);
 	fresh_block(idx1);
 }

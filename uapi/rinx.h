@@ -189,7 +189,16 @@ struct rinx_job {
 	 * be (RINX_AGG_AHEAD when every round passes this node), 0: no
 	 * bound (the plan routes some rounds around it). */
 	__u32 ahead;
+	__u32 flags;		/* RINX_JOB_* */
 };
+
+/* rinx_job.flags: ring hops keep the partial sums they send on (the
+ * partial map, answering RNACKs) and drop a reduce or gather they passed
+ * on already this round (a loss is repaired hop by hop). Set where the
+ * links have known rates (the network is the bottleneck); without it a
+ * hop keeps nothing (the copy costs a CPU-bound ring) and a loss is
+ * repaired by the block's origin driving it along its path again. */
+#define RINX_JOB_KEEP	0x01
 
 /* How many rounds past the newest round an INA ToR has taken a frame of a
  * member's frame may be (rinx_job.ahead). A rank starts round e + 1 only
@@ -456,7 +465,7 @@ _Static_assert(RINX_FRAME_MAX == 3168, "frame size (docs, MTU 3154)");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
-_Static_assert(sizeof(struct rinx_job) == 48 + 2 * RINX_CMAP_MAX +
+_Static_assert(sizeof(struct rinx_job) == 56 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job");
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");

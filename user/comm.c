@@ -212,6 +212,7 @@ static void plan_job(struct rinx_comm *c)
 	j->nclasses = p->nclasses;
 	j->nnodes = p->nnodes;
 	j->plen = p->plen;
+	j->flags = c->keep ? RINX_JOB_KEEP : 0;
 	memcpy(j->cmap, p->cmap, sizeof(j->cmap));
 	for (k = 0; k < RINX_MAX_CLASSES; k++) {
 		j->start_to[k] = p->start_to[k] >= 0 && c->n > 1 ?

@@ -132,6 +132,7 @@ struct rinx_comm {
 	 * the ones it asks with RNACKs (repair.c) */
 	__u64 rnack_ok;
 	__u64 own_ring;		/* own classes whose first hop asks so */
+	int keep;		/* ring hops keep partial sums (RINX_JOB_KEEP) */
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */

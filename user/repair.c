@@ -276,10 +276,13 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
  * is a hole: asked for after RHOLE_MIN_NS or two pacing gaps (the testbed
  * reorders by a frame, a NIC's queues by a little more). The last blocks
  * of a class in a round have nothing behind them: missing for RTAIL_MIN_NS
- * or eight gaps since its class last passed here, they are asked for too (the hop
- * before answers only what it sent: an origin whose pacer has not let the
- * block go yet answers nothing, so a slow peer costs a few small waits,
- * never a wrong sum). Each ask doubles the wait for the next one.
+ * or eight gaps since its class last passed here (since the round opened,
+ * plus a stall's time, if it has not passed yet), they are asked for too
+ * (the hop before answers only what it sent: an origin whose pacer has not
+ * let the block go yet answers nothing, so a slow peer costs a few waits,
+ * never a wrong sum). Each ask doubles the wait for the next one. Every
+ * hop that misses a block asks the one before it, so the repair reaches
+ * back to wherever the block is, however many hops lost it.
  */
 #define RHOLE_MIN_NS	300000ull
 #define RTAIL_MIN_NS	2000000ull
@@ -306,9 +309,14 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 	int built = -1;
 	__u32 k;
 
-	c->rnack_ok = 0;
-	if (!q)
+	c->rnack_ok = c->own_ring = 0;
+	/* links of known rate: the network is the bottleneck, and a loss is
+	 * worth a copy per hop (rinx_job.flags, set by plan_job) */
+	c->keep = rinx_spec_min_link(&c->spec) || c->spec.scale_mbit > 0;
+	if (!c->keep || !q) {
+		free(q);
 		return;
+	}
 	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
 		const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
 		const struct rinx_hop *ph;
@@ -374,7 +382,7 @@ void rinx_c_reduce_init(struct rinx_req *r)
 		if (h->action == RINX_A_ADD_FINISH)
 			r->rfin |= 1ull << k;
 		r->rhi[k] = 0;
-		r->rpass_t[k] = 0;
+		r->rpass_t[k] = now_ns();	/* the round opens */
 	}
 	r->rlo = 0;
 	if (r->rmine)
@@ -427,17 +435,19 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 			wait = hole;
 		} else {
 			/* the tail: only its class's first missing block,
-			 * once the class has passed here at all, in the
-			 * round's last window (before it, blocks that follow
-			 * a lost one make it a hole; a class that merely
-			 * stops a while waits for its origin's window) */
-			if ((seen >> k & 1) || !r->rpass_t[k] ||
+			 * in the round's last window (before it, blocks that
+			 * follow a lost one make it a hole; a class that
+			 * merely stops a while waits for its origin's
+			 * window); a class that has not passed here at all
+			 * this round waits from the round's start, as long
+			 * as a stall (the peers convert their input too) */
+			if ((seen >> k & 1) ||
 			    (__u64)b + (__u64)c->inflight * c->plan.plen <
 			    r->nb)
 				continue;
 			since = r->rhole_at[b] > r->rpass_t[k] ?
 				r->rhole_at[b] : r->rpass_t[k];
-			wait = tail;
+			wait = r->rhi[k] ? tail : tail + RTO_FIRST_NS;
 		}
 		seen |= 1ull << k;
 		{

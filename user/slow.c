@@ -366,7 +366,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
 		/* passed on already this round: a duplicate (as in XDP) */
-		if (__atomic_load_n(hop->action == RINX_A_ADD_FWD ?
+		if ((c->jobent.flags & RINX_JOB_KEEP) &&
+		    __atomic_load_n(hop->action == RINX_A_ADD_FWD ?
 				    &c->partial[idx].epoch : &res->epoch,
 				    __ATOMIC_ACQUIRE) == epoch)
 			return RINX_SP_DROP;
@@ -376,7 +377,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 				(__s16)ntohs(f.h->exp), sh->v, sh->exp));
 		f.h->flags |= sh->flags;
 		f.h->step++;
-		if (hop->action == RINX_A_ADD_FWD) {
+		if (hop->action == RINX_A_ADD_FWD &&
+		    (c->jobent.flags & RINX_JOB_KEEP)) {
 			/* kept for the successor's RNACK, as XDP keeps it */
 			struct rinx_slot *k = &c->partial[idx];
 
@@ -395,7 +397,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		break;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
-		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) == epoch)
+		if ((c->jobent.flags & RINX_JOB_KEEP) &&
+		    __atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) == epoch)
 			return RINX_SP_DROP;
 		store_result(c, res, &f, epoch, cnt, ce);
 		if (hop->action == RINX_A_STORE_END)
