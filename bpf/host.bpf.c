@@ -236,6 +236,22 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	return forward(f, job, job->slot, to);
 }
 
+/* A stored block's values, exponent and flags into frame f (an answer to
+ * a NACK or an RNACK). */
+static __always_inline void slot_to_frame(struct rinx_frame *f,
+					  const struct rinx_slot *src)
+{
+	__u64 *d = (__u64 *)f->v;
+	const __u64 *s = (const __u64 *)src->v;
+	int i;
+
+#pragma clang loop unroll_count(8)
+	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+		d[i] = s[i];
+	f->h->exp = bpf_htons((__u16)src->exp);
+	f->h->flags = src->flags;
+}
+
 /* NACK: the asker (the frame's sender) misses the finished block; answer
  * with the stored result if this node has it for that round. Any node that
  * keeps the block may answer: results stay until the next round's gather,
@@ -245,8 +261,7 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 {
 	struct rinx_slot *res;
 	__u32 idx, who, bad;
-	__u64 *d, *s;
-	int i, ret;
+	int ret;
 
 	bad = rinx_check_asker(f, job, &who);
 	if (bad)
@@ -258,13 +273,7 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (res->epoch != epoch || res->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
-	d = (__u64 *)f->v;
-	s = (__u64 *)res->v;
-#pragma clang loop unroll_count(8)
-	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
-		d[i] = s[i];
-	f->h->exp = bpf_htons((__u16)res->exp);
-	f->h->flags = res->flags;
+	slot_to_frame(f, res);
 	f->h->type = RINX_T_GATHER;
 	ret = forward(f, job, job->slot, who);
 	return ret == XDP_TX ? rinx_count(RINX_STAT_REPAIR, ret) : ret;
@@ -283,9 +292,8 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	struct rinx_cursor *cur;
 	struct rinx_hop *hop;
 	__u32 idx, who, bad, k, slot = job->slot;
-	__u64 *d, *s;
 	__u8 step = 0;
-	int i, ret;
+	int ret;
 
 	bad = rinx_check_asker(f, job, &who);
 	if (bad)
@@ -314,13 +322,7 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	}
 	if (!src || src->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	d = (__u64 *)f->v;
-	s = (__u64 *)src->v;
-#pragma clang loop unroll_count(8)
-	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
-		d[i] = s[i];
-	f->h->exp = bpf_htons((__u16)src->exp);
-	f->h->flags = src->flags;
+	slot_to_frame(f, src);
 	f->h->type = RINX_T_REDUCE;
 	f->h->step = step;
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
