@@ -446,15 +446,23 @@ sized:
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
 		sh = bpf_map_lookup_elem(&share, &idx);
-		res = bpf_map_lookup_elem(hop->action == RINX_A_ADD_FWD ?
-					  (void *)&partial : (void *)&result,
-					  &idx);
-		if (!sh || !res)
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+		/* the slot this hop writes: the result where the block
+		 * finishes; the kept partial sum only where hops keep it */
 		keep = job->flags & RINX_JOB_KEEP;
+		res = NULL;
+		if (keep || hop->action == RINX_A_ADD_FINISH) {
+			res = bpf_map_lookup_elem(hop->action == RINX_A_ADD_FWD ?
+						  (void *)&partial :
+						  (void *)&result, &idx);
+			if (!res)
+				return rinx_count(RINX_STAT_ABORTED,
+						  XDP_ABORTED);
+		}
+		if (!sh)
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		/* passed on already this round: a duplicate (a loss further
 		 * on is asked for by the node after it, hop by hop) */
-		if (keep && res->epoch == epoch)
+		if (keep && res && res->epoch == epoch)
 			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
 		if (sh->epoch != epoch)
 			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
@@ -464,7 +472,7 @@ sized:
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FWD) {
-			if (keep) {
+			if (res) {
 				res->step = f.h->step;
 				store(res, &f, epoch);
 			}
@@ -472,6 +480,8 @@ sized:
 			return ret == XDP_TX ?
 				rinx_count(RINX_STAT_REDUCE_FWD, ret) : ret;
 		}
+		if (!res)
+			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		store_job(res, &f, epoch, job->slot);
 		f.h->type = RINX_T_GATHER;
 		f.h->step = 0;

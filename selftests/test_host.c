@@ -28,6 +28,7 @@
 
 #include "uapi/rinx.h"
 #include "host.skel.h"
+#include "frame.h"
 #include "tap.h"
 
 #define WINDOW		16
@@ -211,27 +212,6 @@ static void gen_vals(__s32 *v, int count, enum vals kind, int qbits, int d)
 		v[1 % count] = (__s32)lim;
 		v[2 % count] = (__s32)-lim;
 	}
-}
-
-static __u16 csum16(const void *p, int len)
-{
-	const __u8 *b = p;
-	__u32 sum = 0;
-	int i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (__u32)b[i] << 8 | b[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;	/* host order of the big-endian sum */
-}
-
-static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = v; }
-
-static void ip_fix_csum(__u8 *ip)
-{
-	put16(ip + 10, 0);
-	put16(ip + 10, csum16(ip, 20));
 }
 
 struct built {
@@ -1199,6 +1179,15 @@ static void as_rnack(__u8 *f, const struct jobcfg *j, __u16 who, __u32 de)
 	ip_fix_csum(f + OFF_IP);
 }
 
+/* Frame `first` as an RNACK from `who` (round epoch + de), run once. */
+static int run_rnack(const __u8 *first, const struct jobcfg *j, __u16 who,
+		     __u32 de, __u64 *d)
+{
+	memcpy(in, first, FULL_LEN);
+	as_rnack(in, j, who, de);
+	return run_frame(in, FULL_LEN, d);
+}
+
 /*
  * Per-hop repair of a ring's reduce, and the drop of what a ring hop
  * passed on already. J_MAIN's node 1 of 4: class 0 is ADD_FWD from 0 to
@@ -1252,9 +1241,7 @@ static void run_ring_repair(void)
 	      "(%s)", act_name(ret));
 
 	/* the successor (node 2) asks for it again */
-	memcpy(in, first, FULL_LEN);
-	as_rnack(in, j, 2, 0);
-	ret = run_frame(in, FULL_LEN, d);
+	ret = run_rnack(first, j, 2, 0, d);
 	check(NULL, ret == XDP_TX && d[RINX_STAT_RREPAIR] == 1 &&
 		    oh->type == RINX_T_REDUCE && oh->step == kept.step &&
 		    ntohs(oh->sender) == j->self &&
@@ -1263,15 +1250,11 @@ static void run_ring_repair(void)
 		    (out[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_ECT0,
 	      "ring repair: RNACK of the successor answered with the kept "
 	      "sum, to it (%s)", act_name(ret));
-	memcpy(in, first, FULL_LEN);
-	as_rnack(in, j, 3, 0);
-	ret = run_frame(in, FULL_LEN, d);
+	ret = run_rnack(first, j, 3, 0, d);
 	check(NULL, ret == XDP_DROP && d[RINX_STAT_RNACK_MISS] == 1,
 	      "ring repair: RNACK of a node this hop does not send to: "
 	      "missed (%s)", act_name(ret));
-	memcpy(in, first, FULL_LEN);
-	as_rnack(in, j, 2, 1);
-	ret = run_frame(in, FULL_LEN, d);
+	ret = run_rnack(first, j, 2, 1, d);
 	check(NULL, ret == XDP_DROP && d[RINX_STAT_RNACK_MISS] == 1,
 	      "ring repair: RNACK of another round: missed (%s)",
 	      act_name(ret));
