@@ -93,11 +93,13 @@ struct rinx_req {
 	__u32 last_claimed;
 	__u64 rto;		/* repair after this long without one */
 	/* per-hop repair of the reduce (repair.c): the classes whose
-	 * reduce adds here and those that finish here; blocks < rlo have
-	 * passed; per block, when its hole was seen or last asked for and
-	 * how often; per class, one past its last block passed and when */
+	 * reduce adds here and those that finish here; per block, when its
+	 * hole was seen or last asked for and how often; per class, its
+	 * first block not passed yet (rlo), one past its last block passed
+	 * (rhi) and when that moved; when the blocks were last looked at */
 	__u64 rmine, rfin;
-	__u32 rlo;
+	__u32 rlo[RINX_MAX_CLASSES];
+	__u64 rscan_t;
 	__u64 *rhole_at;
 	__u8 *rasked;
 	__u32 rhi[RINX_MAX_CLASSES];
