@@ -9,7 +9,8 @@
  * crosses every link, so every rank sees the congestion of the whole plan.
  * From that fraction each rank sets the rate of the blocks it starts, in
  * the manner of DCTCP: alpha follows the marked fraction, a marked interval
- * cuts the rate by alpha / 2 (at most once per block round trip), clean
+ * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS or block round
+ * trip; never on a rank that fell behind the others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
  * then a growing additive step), so the rate finds a link's share quickly
  * and jobs sharing links converge to equal shares.
@@ -34,7 +35,16 @@
  * pacer held back in XDP is the trainer's to send, and the trainer naps
  * two gaps between looks (rinx_wait) instead of waking for each block. */
 #define TRAINER_BURST	2
-#define CC_INTERVAL_NS	500000ull	/* update at most this often */
+#define CC_INTERVAL_NS	1000000ull	/* update at most this often */
+/* At most one cut in this long (or a round trip, if longer): a block's
+ * marks reach the ranks when its result is stored, after it crossed the
+ * whole plan (a ring's 2(n-1) hops, each port behind up to a mark
+ * threshold's backlog: 1 ms at 1 Gbit/s), so a cut sooner is a cut for
+ * the backlog the last one answered already. Two jobs on 1 Gbit/s links
+ * (2 racks x 4): each ring 0.042-0.044 GB/s with 0.5 ms, 0.050-0.053
+ * with 4 ms (alone: 0.107); the own-block round trip the trainer measures
+ * is shorter than a block's path (0.1 ms there). */
+#define CC_HOLD_NS	4000000ull
 #define CC_MIN_STORED	8		/* ... and after this many blocks */
 #define CC_G		(1.0 / 16)	/* DCTCP's gain */
 #define CC_AI		50.0		/* blocks/s added per clean update */
@@ -47,6 +57,8 @@
 					 * own jitter */
 #define CC_CEIL_TOL	0.1		/* alpha a rank at its ceiling
 					 * ignores */
+#define CC_BEHIND	0.02		/* of the round: a rank this far
+					 * behind its job does not cut */
 #define CC_USED		0.8		/* share of the rate that must be
 					 * used before it may grow */
 
@@ -113,9 +125,15 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	/* own blocks that left in the interval (the cursor restarts with
 	 * every round) */
 	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
-	__u64 hold = c->srtt > CC_INTERVAL_NS ? c->srtt : CC_INTERVAL_NS;
+	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f;
+	int behind;
 
+	if (cc->round != c->epoch) {
+		/* a new round: the blocks stored here count from now */
+		cc->round = c->epoch;
+		cc->stored0 = stored;
+	}
 	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
 		/* first call, or after an idle spell: a fresh interval */
 		cc->t = now;
@@ -126,9 +144,17 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	}
 	if (now - cc->t < CC_INTERVAL_NS || ds < CC_MIN_STORED)
 		return;
+	/* Behind: this rank's own blocks left slower than the job's blocks
+	 * finished here (every block's result is stored at every rank). The
+	 * collective ends with its slowest origin: a rank that fell behind
+	 * its peers, whose marks are its peers' blocks as much as its own,
+	 * does not cut, so the ranks of a job keep one pace. */
+	behind = r->nb && r->nown &&
+		 (double)(stored - cc->stored0) / r->nb >
+		 (double)next / r->nown + CC_BEHIND;
 	f = dm > ds ? 1.0 : (double)dm / (double)ds;
 	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
-	if (dm && now - cc->cut > hold &&
+	if (dm && now - cc->cut > hold && !behind &&
 	    !(cc->ceiling > 0 && cc->rate >= 0.99 * cc->ceiling &&
 	      cc->alpha < CC_CEIL_TOL)) {
 		/* at most one cut per block round trip: marks seen sooner

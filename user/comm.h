@@ -165,6 +165,8 @@ struct rinx_comm {
 		double ai;		/* additive increase per update */
 		__u64 cut;		/* time of the last cut */
 		int calm;		/* updates in a row without a mark */
+		__u32 round;		/* the epoch of stored0 */
+		__u64 stored0;		/* cursor stored when it opened */
 		/* the highest rate: CC_CEIL_UTIL of the one at which the
 		 * plan fills the spec's busiest link; 0: none known */
 		double ceiling;
