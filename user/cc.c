@@ -36,14 +36,15 @@
  * two gaps between looks (rinx_wait) instead of waking for each block. */
 #define TRAINER_BURST	2
 #define CC_INTERVAL_NS	1000000ull	/* update at most this often */
-/* At most one cut in this long (or a round trip, if longer): a block's
- * marks reach the ranks when its result is stored, after it crossed the
- * whole plan (a ring's 2(n-1) hops, each port behind up to a mark
- * threshold's backlog: 1 ms at 1 Gbit/s), so a cut sooner is a cut for
- * the backlog the last one answered already. Two jobs on 1 Gbit/s links
- * (2 racks x 4): each ring 0.042-0.044 GB/s with 0.5 ms, 0.050-0.053
- * with 4 ms (alone: 0.107); the own-block round trip the trainer measures
- * is shorter than a block's path (0.1 ms there). */
+/* At most one cut in this long (or a round trip, if longer): after a cut
+ * the backlog that set the marks drains at the link's spare rate, from up
+ * to a buffer (300 KB, 2.4 ms at 1 Gbit/s) down to the mark threshold, on
+ * every port of the plan, and a block's marks reach the ranks only when
+ * its result is stored; a cut sooner is a cut for the backlog the last one
+ * answered already. The round trip alone does not tell: the testbed's
+ * queues are virtual (no frame waits), so an own block's round trip is
+ * 0.1 ms there. Two rings sharing 1 Gbit/s links (2 racks x 4): each
+ * 0.042-0.044 GB/s with 0.5 ms, 0.050-0.053 with 4 ms (alone: 0.107). */
 #define CC_HOLD_NS	4000000ull
 #define CC_MIN_STORED	8		/* ... and after this many blocks */
 #define CC_G		(1.0 / 16)	/* DCTCP's gain */
