@@ -48,6 +48,7 @@ struct reply_msg {
 	uint64_t ns_quant, ns_dequant;	/* conversion time of this op */
 	/* loss repair and congestion control during this op */
 	uint64_t sent, retx, nacks, repairs, marked, cuts, rate, ceil;
+	uint64_t slow;		/* frames the trainer took from AF_XDP */
 	uint64_t job_ns[BENCH_MAX_JOBS];	/* --jobs: each job's time */
 	char msg[240];
 };
@@ -304,6 +305,7 @@ static void child(const struct bench_opts *o, const char *spec_path,
 			rep.retx = b.retransmits - a.retransmits;
 			rep.nacks = b.nacks - a.nacks;
 			rep.repairs = b.repairs - a.repairs;
+			rep.slow = b.slow_path - a.slow_path;
 			rep.marked = b.ecn_marked - a.ecn_marked;
 			rep.cuts = b.cc_cuts - a.cc_cuts;
 			rep.rate = b.pace_rate;
@@ -667,6 +669,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		uint64_t count = o->sizes[k] / 4, med;
 		uint64_t hns = 0, hcnt = 0, sns = 0, scnt = 0, qns = 0, dns = 0;
 		uint64_t retx = 0, nacks = 0, repairs = 0, marked = 0, cuts = 0;
+		uint64_t slow = 0;
 		uint64_t rates[RINX_MAX_NODES], ceils[RINX_MAX_NODES];
 		uint64_t cpu[8] = { 0 }, wall = 0;
 		double algbw, busbw;
@@ -699,6 +702,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 					retx += reps[r].retx;
 					nacks += reps[r].nacks;
 					repairs += reps[r].repairs;
+					slow += reps[r].slow;
 					marked += reps[r].marked;
 					cuts += reps[r].cuts;
 					rates[r] = reps[r].rate;
@@ -844,6 +848,14 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 				(unsigned long long)ceils[n - 1],
 				(double)repairs / o->iters, (double)nacks / o->iters,
 				(double)retx / o->iters, 100.0 * retx / nblk);
+			/* the slow path: frames XDP handed to the trainers
+			 * (a share not written yet, a frame of the next round,
+			 * control frames, an aggregate waiting for the own
+			 * share), of all frames the host programs ran on */
+			fprintf(out, "#   slow path: %.1f frames/op to the "
+				"trainers, %.3f%% of the frames the host "
+				"programs saw\n", (double)slow / o->iters,
+				hcnt ? 100.0 * slow / hcnt : 0.0);
 		}
 		fflush(out);
 		first = 0;
@@ -897,7 +909,8 @@ static const char bench_usage[] =
 "  --verify         check every element against an independent reference\n"
 "  --json           one JSON object instead of the table\n"
 "  --profile        after each size: XDP runs per block and ns per run (kernel\n"
-"                   BPF statistics), conversion ns per element, CPU use\n"
+"                   BPF statistics), conversion ns per element, CPU use,\n"
+"                   congestion control and repairs, the slow path's share\n"
 "  --timeout MS     an allreduce fails after this long without progress\n"
 "                   (default 10000; with --jobs, 10 x this for all of them)\n"
 "  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
