@@ -99,6 +99,7 @@ struct rinx_req {
 	 * (rhi) and when that moved; when the blocks were last looked at */
 	__u64 rmine, rfin;
 	__u32 rlo[RINX_MAX_CLASSES];
+	__u32 rfirst;		/* the class the next look starts with */
 	__u64 rscan_t;
 	__u64 *rhole_at;
 	__u8 *rasked;

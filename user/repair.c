@@ -386,6 +386,7 @@ void rinx_c_reduce_init(struct rinx_req *r)
 		r->rlo[k] = 0;
 		r->rpass_t[k] = now_ns();	/* the round opens */
 	}
+	r->rfirst = 0;
 	r->rscan_t = 0;
 	if (r->rmine)
 		memset(r->rhole_at, 0, r->nb * sizeof(*r->rhole_at));
@@ -432,7 +433,9 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 				    __ATOMIC_RELAXED);
 	__u64 hole = 2 * gap > RHOLE_MIN_NS ? 2 * gap : RHOLE_MIN_NS;
 	__u64 tail = 8 * gap > RTAIL_MIN_NS ? 8 * gap : RTAIL_MIN_NS;
-	__u32 b, k, lo, look;
+	__u32 ncl = c->plan.nclasses < RINX_MAX_CLASSES ?
+		    (__u32)c->plan.nclasses : RINX_MAX_CLASSES;
+	__u32 b, k, lo, look, i;
 	int n = 0, reads = 0, got;
 
 	if (!r->rmine)
@@ -448,10 +451,12 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 	if (now - r->rscan_t < hole / 8)
 		return;
 	r->rscan_t = now;
-	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES &&
-		    n < REPAIR_MAX && reads < RSCAN; k++) {
+	/* the classes in turn, from where the last look ran out of its
+	 * budget, so that one class's long run of holes starves no other */
+	for (i = 0; i < ncl && n < REPAIR_MAX && reads < RSCAN; i++) {
 		int holes = 0;
 
+		k = (r->rfirst + i) % ncl;
 		if (!(r->rmine >> k & 1))
 			continue;
 		lo = next_of(c, r, r->rlo[k], k);
@@ -510,6 +515,8 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 		n += got;
 	}
 out:
+	/* next time from the class this look stopped at (or the next) */
+	r->rfirst = i < ncl ? (r->rfirst + i) % ncl : 0;
 	if (n)
 		rinx_c_x_kick(c->x);
 }
