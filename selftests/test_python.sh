@@ -109,8 +109,8 @@ ok $? "binding: ranks 0-2 exit 0, rank 3 killed (exits: $codes)"
 ndig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" | wc -l)
 ddig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" |
 	cut -f2,3 | sort -u | wc -l)
-[ "$ndig" -eq 12 ] && [ "$ddig" -eq 3 ]
-ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 12 and 3)"
+[ "$ndig" -eq 16 ] && [ "$ddig" -eq 4 ]
+ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 16 and 4)"
 
 # ---- DDP: Gloo, then the rinx hook ----
 t0=$SECONDS

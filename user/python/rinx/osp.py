@@ -9,9 +9,12 @@ Parameter correction (LGP), for SGD with momentum, on rinx.
         model.zero_grad()
     osp.finish()            # the last stage 2 in, parameters corrected
 
-The parameters are split in forward order: stage 1 holds the leading ones,
-about `split` of the elements, which the next forward pass needs first;
-stage 2 the rest. Each step:
+The parameters are split in forward order, element by element: stage 1
+holds the leading `split` of the elements (a tensor may straddle the two
+stages), which the next forward pass needs first; stage 2 the rest. A split
+at tensor boundaries would put a model's large first layer in stage 1
+whatever `split` says (a 64-512-10 network: 295,424 of 301,066 elements),
+leaving stage 2 nothing to overlap. Each step:
 
 1. waits for the previous step's stage 2 sum and corrects the stage-2
    parameters with it: they become exactly what a synchronous (BSP) step
@@ -50,31 +53,26 @@ class OSP:
             if p.dtype != torch.float32 or p.device.type != "cpu":
                 raise TypeError("rinx.osp: parameters must be float32 on "
                                 "the CPU, got %s on %s" % (p.dtype, p.device))
+            if not p.is_contiguous():
+                raise TypeError("rinx.osp: parameters must be contiguous")
         self.lr = float(lr)
         self.mu = float(momentum)
         total = sum(p.numel() for p in self.params)
-        k, acc = 0, 0
-        while k < len(self.params) and (acc < split * total or k == 0):
-            acc += self.params[k].numel()
-            k += 1
-        self.stage1 = self.params[:k]
-        self.stage2 = self.params[k:]
-        self.n1 = acc
-        self.n2 = total - acc
+        self.n = total
+        self.n1 = min(total, max(1, int(round(split * total))))
+        self.n2 = total - self.n1
         self.v1 = torch.zeros(self.n1)
         self.v2 = torch.zeros(self.n2)
         self.base2 = None       # stage-2 parameters before the local step
-        self.g2 = None          # stage-2 gradient sum in flight
-        self.fut = None
+        self.fut = None         # stage-2 gradient sum in flight
         self.steps = 0
         self.corrections = 0
         self.max_inflight = 0
 
-    @staticmethod
-    def _flat_grad(ps, n):
-        out = torch.empty(n)
+    def _flat_grad(self):
+        out = torch.empty(self.n)
         o = 0
-        for p in ps:
+        for p in self.params:
             k = p.numel()
             if p.grad is None:
                 out[o:o + k].zero_()
@@ -83,24 +81,28 @@ class OSP:
             o += k
         return out
 
-    @staticmethod
-    def _assign(ps, flat):
+    def _flat(self):
+        out = torch.empty(self.n)
         o = 0
-        with torch.no_grad():
-            for p in ps:
-                k = p.numel()
-                p.copy_(flat[o:o + k].view_as(p))
-                o += k
-
-    @staticmethod
-    def _flat(ps, n):
-        out = torch.empty(n)
-        o = 0
-        for p in ps:
+        for p in self.params:
             k = p.numel()
             out[o:o + k].copy_(p.detach().reshape(-1))
             o += k
         return out
+
+    def _assign(self, flat, start):
+        """Writes flat into the elements [start, start + len(flat)) of
+        the parameters taken in order."""
+        end = start + flat.numel()
+        o = 0
+        with torch.no_grad():
+            for p in self.params:
+                k = p.numel()
+                lo, hi = max(o, start), min(o + k, end)
+                if lo < hi:
+                    p.view(-1)[lo - o:hi - o].copy_(flat[lo - start:
+                                                        hi - start])
+                o += k
 
     def _correct(self):
         """Stage 2 of the previous step: wait for the averaged sum and
@@ -110,30 +112,31 @@ class OSP:
         g = self.fut.wait()     # raises the rinx.Error that ended it
         self.fut = None
         self.v2.mul_(self.mu).add_(g)
-        self._assign(self.stage2, self.base2 - self.lr * self.v2)
+        self._assign(self.base2 - self.lr * self.v2, self.n1)
         self.base2 = None
         self.corrections += 1
 
     def step(self):
         self._correct()
         self.steps += 1
+        g = self._flat_grad()
+        p = self._flat()
         # stage 1: what the next forward needs first, synchronously
-        g1 = self._flat_grad(self.stage1, self.n1)
+        g1 = g[:self.n1].clone()
         self.comm.allreduce(g1)
         g1.div_(self.comm.size)
         self.v1.mul_(self.mu).add_(g1)
-        p1 = self._flat(self.stage1, self.n1)
-        self._assign(self.stage1, p1 - self.lr * self.v1)
-        if not self.stage2:
+        self._assign(p[:self.n1] - self.lr * self.v1, 0)
+        if not self.n2:
             return
         # stage 2: in the background; meanwhile the local gradient (LGP)
-        g2 = self._flat_grad(self.stage2, self.n2)
+        g2 = g[self.n1:].clone()
         local = g2.clone()
-        self.base2 = self._flat(self.stage2, self.n2)
+        self.base2 = p[self.n1:].clone()
         self.fut = rtorch.allreduce_future(self.comm, g2, average=True)
         self.max_inflight = max(self.max_inflight, 1)
-        self._assign(self.stage2, self.base2 - self.lr *
-                     (self.v2 * self.mu + local))
+        self._assign(self.base2 - self.lr * (self.v2 * self.mu + local),
+                     self.n1)
 
     def finish(self):
         """Waits for the last stage 2 and corrects: afterwards every
@@ -143,6 +146,7 @@ class OSP:
     def synced(self):
         """The parameters as every rank agrees on them: stage 1 as they
         are, stage 2 before the pending local step (flat float32)."""
-        p2 = self.base2 if self.base2 is not None else \
-            self._flat(self.stage2, self.n2)
-        return torch.cat([self._flat(self.stage1, self.n1), p2])
+        p = self._flat()
+        if self.base2 is not None:
+            p[self.n1:] = self.base2
+        return p

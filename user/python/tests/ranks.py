@@ -375,7 +375,7 @@ def phase_osp(comm):
     """rinx.osp against BSP computed in float64 from every rank's
     gradients: stage 1 synchronous, stage 2 one local (LGP) step ahead of
     the agreed value and corrected at the next step, never more than one
-    stage-2 sum in flight."""
+    stage-2 sum in flight; split at a tensor's boundary and inside one."""
     import rinx.osp
     lr, mu, steps = 0.1, 0.5, 3
 
@@ -383,58 +383,69 @@ def phase_osp(comm):
         return np.random.default_rng([seed, r, 7]).standard_normal(
             n).astype(np.float32)
 
-    a = torch.nn.Parameter(torch.from_numpy(nrm(60, 0, 300)))
-    b = torch.nn.Parameter(torch.from_numpy(nrm(61, 0, 100)))
-    osp = rinx.osp.OSP(comm, [a, b], lr=lr, momentum=mu, split=0.75)
-    check("osp: split in forward order (stage 1 = a, stage 2 = b)",
-          osp.n1 == 300 and osp.n2 == 100, "%d + %d" % (osp.n1, osp.n2))
-    ref = [a.detach().numpy().astype(np.float64).copy(),
-           b.detach().numpy().astype(np.float64).copy()]
-    vel = [np.zeros(300), np.zeros(100)]
-    ok_sync = ok_lgp = True
-    worst = 0.0
-    # float32 rounding of the updates plus the sums' error, over all steps
-    gmax = max(np.max(np.abs(nrm(s0 + t, r, 300)))
-               for s0 in (70, 80) for t in range(steps) for r in range(N))
-    pmax = max(np.max(np.abs(ref[0])), np.max(np.abs(ref[1]))) + \
-        steps * lr * gmax / (1 - mu)
-    tol = 32 * steps * np.finfo(np.float32).eps * pmax + \
-        2 * steps * lr * rinx.f32_bound(N, gmax) / (1 - mu)
-    for t in range(steps):
-        ga = [nrm(70 + t, r, 300).astype(np.float64) for r in range(N)]
-        gb = [nrm(80 + t, r, 100).astype(np.float64) for r in range(N)]
-        a.grad = torch.from_numpy(ga[RANK].astype(np.float32))
-        b.grad = torch.from_numpy(gb[RANK].astype(np.float32))
-        prev_b = ref[1].copy()
-        osp.step()
-        for i, gs in enumerate((ga, gb)):
-            vel[i] = mu * vel[i] + np.mean(gs, axis=0)
-            ref[i] = ref[i] - lr * vel[i]
-        # after step t: a as BSP; b's agreed value is BSP after t-1
-        # steps, b itself one local step on from it
-        sync = osp.synced().numpy().astype(np.float64)
-        e1 = np.max(np.abs(sync[:300] - ref[0]))
-        e2 = np.max(np.abs(sync[300:] - prev_b))
-        # the local step uses the agreed velocity of step t-1
-        lgp = prev_b - lr * (vel[1] - np.mean(gb, axis=0) + gb[RANK])
-        e3 = np.max(np.abs(b.detach().numpy() - lgp))
-        worst = max(worst, e1, e2, e3)
-        ok_sync = ok_sync and e1 <= tol and e2 <= tol
-        ok_lgp = ok_lgp and e3 <= tol
-    check("osp: stage 1 and the agreed stage 2 equal BSP after every step",
-          ok_sync, "worst %.3g, tolerance %.3g" % (worst, tol))
-    check("osp: stage 2 runs one local-gradient step ahead (LGP)", ok_lgp,
-          "worst %.3g, tolerance %.3g" % (worst, tol))
-    check("osp: staleness bound: one stage-2 sum in flight at most",
-          osp.max_inflight == 1 and osp.fut is not None)
-    osp.finish()
-    e = max(np.max(np.abs(a.detach().numpy() - ref[0])),
-            np.max(np.abs(b.detach().numpy() - ref[1])))
-    check("osp: after finish() every parameter equals BSP",
-          e <= tol and osp.fut is None and osp.corrections == steps,
-          "worst %.3g, tolerance %.3g, %d corrections" % (e, tol,
-                                                          osp.corrections))
-    print("digest\tosp\t%s" % digest(osp.synced().numpy()), flush=True)
+    for split, n1 in ((0.75, 300), (0.5, 200)):
+        a = torch.nn.Parameter(torch.from_numpy(nrm(60, 0, 300)))
+        b = torch.nn.Parameter(torch.from_numpy(nrm(61, 0, 100)))
+        osp = rinx.osp.OSP(comm, [a, b], lr=lr, momentum=mu, split=split)
+        check("osp split %.2f: the leading %d of 400 elements in stage 1"
+              % (split, n1), osp.n1 == n1 and osp.n2 == 400 - n1,
+              "%d + %d" % (osp.n1, osp.n2))
+        ref = np.concatenate([a.detach().numpy(),
+                              b.detach().numpy()]).astype(np.float64)
+        vel = np.zeros(400)
+        ok_sync = ok_lgp = True
+        worst = 0.0
+        # float32 rounding of the updates plus the sums' error, all steps
+        gmax = max(np.max(np.abs(nrm(s0 + t, r, m)))
+                   for s0, m in ((70, 300), (80, 100))
+                   for t in range(steps) for r in range(N))
+        pmax = np.max(np.abs(ref)) + steps * lr * gmax / (1 - mu)
+        tol = 32 * steps * np.finfo(np.float32).eps * pmax + \
+            2 * steps * lr * rinx.f32_bound(N, gmax) / (1 - mu)
+        for t in range(steps):
+            gs = [np.concatenate([nrm(70 + t, r, 300),
+                                  nrm(80 + t, r, 100)]).astype(np.float64)
+                  for r in range(N)]
+            a.grad = torch.from_numpy(gs[RANK][:300].astype(np.float32))
+            b.grad = torch.from_numpy(gs[RANK][300:].astype(np.float32))
+            prev = ref.copy()
+            osp.step()
+            vel = mu * vel + np.mean(gs, axis=0)
+            ref = ref - lr * vel
+            # after step t: stage 1 as BSP; stage 2's agreed value is BSP
+            # after t-1 steps, the parameters one local step on from it
+            sync = osp.synced().numpy().astype(np.float64)
+            e1 = np.max(np.abs(sync[:n1] - ref[:n1]))
+            e2 = np.max(np.abs(sync[n1:] - prev[n1:]))
+            # the local step uses the agreed velocity of step t-1
+            lgp = prev[n1:] - lr * (vel[n1:] - np.mean(gs, axis=0)[n1:] +
+                                    gs[RANK][n1:])
+            now = np.concatenate([a.detach().numpy(),
+                                  b.detach().numpy()]).astype(np.float64)
+            e0 = np.max(np.abs(now[:n1] - ref[:n1]))
+            e3 = np.max(np.abs(now[n1:] - lgp))
+            worst = max(worst, e0, e1, e2, e3)
+            ok_sync = ok_sync and e0 <= tol and e1 <= tol and e2 <= tol
+            ok_lgp = ok_lgp and e3 <= tol
+        check("osp split %.2f: stage 1 and the agreed stage 2 equal BSP "
+              "after every step" % split, ok_sync,
+              "worst %.3g, tolerance %.3g" % (worst, tol))
+        check("osp split %.2f: stage 2 runs one local-gradient step ahead "
+              "(LGP)" % split, ok_lgp,
+              "worst %.3g, tolerance %.3g" % (worst, tol))
+        check("osp split %.2f: staleness bound: one stage-2 sum in flight "
+              "at most" % split, osp.max_inflight == 1 and
+              osp.fut is not None)
+        osp.finish()
+        now = np.concatenate([a.detach().numpy(), b.detach().numpy()])
+        e = np.max(np.abs(now - ref))
+        check("osp split %.2f: after finish() every parameter equals BSP"
+              % split, e <= tol and osp.fut is None and
+              osp.corrections == steps,
+              "worst %.3g, tolerance %.3g, %d corrections" % (
+                  e, tol, osp.corrections))
+        print("digest\tosp%d\t%s" % (n1, digest(osp.synced().numpy())),
+              flush=True)
 
 
 def phase_closed(comm, spec, job):
