@@ -33,8 +33,9 @@
 #include "uapi/rinx_switch.h"
 
 /* Own blocks the trainer may send at once when they are due: a recycle the
- * pacer held back in XDP is the trainer's to send, and the trainer naps
- * two gaps between looks (rinx_wait) instead of waking for each block. */
+ * pacer held back in XDP is the trainer's to send, and the trainer naps a
+ * burst's time, two gaps at least, between looks (rinx_wait) instead of
+ * waking for each block. */
 #define TRAINER_BURST	2
 #define CC_INTERVAL_NS	1000000ull	/* update at most this often */
 /* At most one cut in this long (or a round trip, if longer): after a cut
