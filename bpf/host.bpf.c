@@ -198,11 +198,10 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 		return -1;
 	if (!cur || cur->epoch != epoch)
 		return -1;
-	if (cur->gap_ns && !pace_ok(cur)) {
-		rinx_count(RINX_STAT_PACED, 0);
-		return -1;
-	}
-	j = __sync_fetch_and_add(&cur->next, 1);
+	/* The next own block, claimed only once its share is written: the
+	 * trainer converts a round's input while the first blocks travel
+	 * (user/allreduce.c), and sends what the host program leaves. */
+	j = *(volatile __u32 *)&cur->next;
 	b = (j / nown) * plen + job->own[(j % nown) & (RINX_CMAP_MAX - 1)];
 	if (b >= job->nblocks || b >= rinx_window)
 		return -1;
@@ -213,10 +212,15 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	idx = job->slot * rinx_window + b;
 	sh = bpf_map_lookup_elem(&share, &idx);
-	/* The trainer writes every share of a round before it opens the
-	 * cursor: a claimed block always has its share. */
 	if (!sh || sh->epoch != epoch)
-		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+		return -1;
+	if (cur->gap_ns && !pace_ok(cur)) {
+		rinx_count(RINX_STAT_PACED, 0);
+		return -1;
+	}
+	/* another CPU or the trainer took it meanwhile: theirs to send */
+	if (__sync_val_compare_and_swap(&cur->next, j, j + 1) != j)
+		return -1;
 	d = (__u64 *)f->v;
 	s = (__u64 *)sh->v;
 #pragma clang loop unroll_count(8)

@@ -189,22 +189,28 @@ struct tcase {
 	__u32 gap_ns;		/* pacer */
 	__s64 next_rel;		/* next departure - now; INT64_MIN: 0 */
 	bool recycled;		/* the next own block leaves */
+	bool unwritten;		/* its share is not written yet */
 };
 
 static const struct tcase cases[] = {
 	{ "unpaced, ECT(0): stored, counted, recycled", RINX_ECN_ECT0, 0, 0,
-	  true },
+	  true, false },
 	{ "unpaced, CE: counted as marked, the new block leaves as ECT(0)",
-	  RINX_ECN_CE, 0, 0, true },
-	{ "not ECN-capable: stored, not marked, recycled", 0, 0, 0, true },
+	  RINX_ECN_CE, 0, 0, true, false },
+	{ "not ECN-capable: stored, not marked, recycled", 0, 0, 0, true, false },
 	{ "paced, departure 10 s ahead: held back (PACED), stored",
-	  RINX_ECN_ECT0, 1000000, 10000000000ll, false },
+	  RINX_ECN_ECT0, 1000000, 10000000000ll, false, false },
 	{ "paced, CE, departure ahead: held back, marked", RINX_ECN_CE,
-	  1000000, 10000000000ll, false },
+	  1000000, 10000000000ll, false, false },
 	{ "paced, idle since long: leaves, departure = now - burst + gap",
-	  RINX_ECN_ECT0, 1000000, INT64_MIN, true },
+	  RINX_ECN_ECT0, 1000000, INT64_MIN, true, false },
 	{ "paced, departure just passed: leaves, departure += gap",
-	  RINX_ECN_ECT0, 1000000, -1000, true },
+	  RINX_ECN_ECT0, 1000000, -1000, true, false },
+	{ "unpaced, the next own block's share not written yet: not "
+	  "claimed (the trainer sends it)", RINX_ECN_ECT0, 0, 0, false,
+	  true },
+	{ "paced and due, share not written yet: not claimed, the pacer "
+	  "untouched", RINX_ECN_ECT0, 1000000, -1000, false, true },
 };
 
 static void run_case(const struct tcase *t)
@@ -229,6 +235,18 @@ static void run_case(const struct tcase *t)
 		if (bpf_map_update_elem(result_fd, &key, &z, 0))
 			tap_diag("result %d: cannot clear", i);
 	}
+	{
+		/* the own block 1 (class SELF): its share of this round, or
+		 * of the round before (the trainer converts while the first
+		 * blocks travel) */
+		struct rinx_slot sh;
+		__u32 b = SELF;
+
+		if (bpf_map_lookup_elem(share_fd, &b, &sh) ||
+		    (sh.epoch = t->unwritten ? EPOCH - 1 : EPOCH,
+		     bpf_map_update_elem(share_fd, &b, &sh, 0)))
+			tap_diag("share %u: cannot set", b);
+	}
 	cur.gap_ns = t->gap_ns;
 	cur.stored = 100;
 	cur.marked = 10;
@@ -248,7 +266,8 @@ static void run_case(const struct tcase *t)
 	for (i = 0; i < RINX_STAT_MAX; i++) {
 		__u64 w = i == RINX_STAT_RX || i == RINX_STAT_GATHER_END ||
 			  (i == RINX_STAT_RECYCLED && t->recycled) ||
-			  (i == RINX_STAT_PACED && !t->recycled) ||
+			  (i == RINX_STAT_PACED && !t->recycled &&
+			   !t->unwritten) ||
 			  (i == RINX_STAT_ECN_CE && ce);
 
 		if (c1[i] - c0[i] != w) {

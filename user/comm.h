@@ -91,6 +91,7 @@ struct rinx_req {
 	__u64 last_progress;	/* when a block last finished */
 	__u64 moved_at;		/* ... not reset by a repair */
 	__u32 last_claimed;
+	__u32 conv;		/* blocks whose share is written this round */
 	__u64 rto;		/* repair after this long without one */
 	/* per-hop repair of the reduce (repair.c): the classes whose
 	 * reduce adds here and those that finish here; per block, when its
@@ -182,6 +183,16 @@ static inline __u64 now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* CPU time of the calling thread: what a conversion costs, whatever else
+ * the cores run meanwhile. */
+static inline __u64 thread_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 

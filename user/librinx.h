@@ -60,8 +60,8 @@ struct rinx_comm_stats {
 	uint64_t nacks;		/* finished blocks asked for again */
 	uint64_t retransmits;	/* own blocks sent again */
 	uint64_t ina_fallbacks;	/* plan changes: INA racks gone */
-	uint64_t ns_quant;	/* time in float->fixed conversion */
-	uint64_t ns_dequant;	/* time in fixed->float conversion */
+	uint64_t ns_quant;	/* CPU time (thread) in float->fixed conversion */
+	uint64_t ns_dequant;	/* CPU time (thread) in fixed->float conversion */
 	uint64_t ns_total;	/* time inside allreduce calls */
 	/* the AF_XDP socket (shared by a process's communicators) */
 	uint64_t xsk_rx_dropped;	/* frames the kernel could not queue */
