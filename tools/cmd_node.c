@@ -135,6 +135,19 @@ static double pace_rate(const struct rinx_cursor *c)
 	return c->gap_ns ? 1e9 / c->gap_ns : 0;
 }
 
+/* Frames the host program handed to the trainer's socket (the slow path:
+ * every `slow_` counter). */
+static __u64 slow_frames(const __u64 v[RINX_STAT_MAX])
+{
+	__u64 n = 0;
+	int k;
+
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		if (!strncmp(rinx_stat_name(k), "slow_", 5))
+			n += v[k];
+	return n;
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	struct rinx_node_job jobs[RINX_MAX_JOBS * 2];
@@ -175,6 +188,10 @@ int cmd_stats(int argc, char **argv)
 			for (k = 0; k < RINX_STAT_MAX; k++)
 				printf(",\"%s\":%llu", rinx_stat_name(k),
 				       (unsigned long long)v[k]);
+			printf(",\"slow_path\":%llu,\"slow_share\":%.6f",
+			       (unsigned long long)slow_frames(v),
+			       v[RINX_STAT_RX] ? (double)slow_frames(v) /
+						 v[RINX_STAT_RX] : 0.0);
 			printf(",\"jobs\":[");
 			for (k = 0; k < nj; k++)
 				printf("%s{\"job\":%u,\"slot\":%u,\"round\":%u,"
@@ -192,6 +209,13 @@ int cmd_stats(int argc, char **argv)
 				if (v[k])
 					printf("  %-16s %llu\n", rinx_stat_name(k),
 					       (unsigned long long)v[k]);
+			if (v[RINX_STAT_RX])
+				printf("  slow path: %llu of %llu frames to the "
+				       "trainer (%.3f%%)\n",
+				       (unsigned long long)slow_frames(v),
+				       (unsigned long long)v[RINX_STAT_RX],
+				       100.0 * slow_frames(v) /
+				       v[RINX_STAT_RX]);
 			for (k = 0; k < nj; k++) {
 				const struct rinx_cursor *cu = &jobs[k].cursor;
 
