@@ -213,9 +213,11 @@ struct rinx_job {
 
 /* Per job slot (mmapped): how many of the blocks this rank starts in the
  * round are claimed (the j-th is block j, or j * nclasses + send_class).
- * Both the trainer and the host program claim with an atomic add: a gather
- * that ends at this host is turned into its next block in XDP (no copy
- * through AF_XDP); the trainer sends the first ones and fills gaps. */
+ * The trainer claims with an atomic add, the host program with a
+ * compare-and-swap and only a block whose share of the round is written: a
+ * gather that ends at this host is turned into its next block in XDP (no
+ * copy through AF_XDP); the trainer sends the first ones and fills gaps.
+ * epoch 0: closed (a round's first shares are being written). */
 struct rinx_cursor {
 	__u32 epoch;	/* round the cursor counts; written last */
 	__u32 next;	/* next own block to claim */

@@ -78,6 +78,7 @@ static int round_open(struct rinx_req *r)
 		      left : (size_t)c->window * RINX_BLOCK_VALUES;
 	struct rinx_cursor *cur = &c->cursors[c->slot];
 	__u32 b, key = c->job, first;
+	__u64 t;
 
 	r->nb = (vals + RINX_BLOCK_VALUES - 1) / RINX_BLOCK_VALUES;
 	r->last_count = vals - (size_t)(r->nb - 1) * RINX_BLOCK_VALUES;
@@ -116,12 +117,16 @@ static int round_open(struct rinx_req *r)
 	 * cores with the host programs, had converted the rest: 8% of frames
 	 * went to the slow path and a 1 MiB ring on 4 hosts fell from 0.29
 	 * to 0.11 GB/s; there a round is converted before it opens. */
+	t = now_ns();
 	convert(r, c->keep ? first : r->nb);
 	__atomic_store_n(&cur->epoch, c->epoch, __ATOMIC_RELEASE);
 	/* Peers convert their input too before anything can finish: a round
-	 * that has not started moving is not a loss. */
+	 * that has not started moving is not a loss. Wait a few times this
+	 * rank's conversion before the first repair. */
 	r->last_progress = now_ns();
-	r->rto = RTO_FIRST_NS;
+	r->rto = 4 * (r->last_progress - t);
+	if (r->rto < RTO_FIRST_NS)
+		r->rto = RTO_FIRST_NS;
 	r->head = r->cursor = r->stamped = r->sampled = r->fin_ahead = 0;
 	r->cursor_t = r->first_fin = 0;
 	memset(r->resent, 0, r->nown);
@@ -357,11 +362,10 @@ static int progress(struct rinx_req *r, int *moved)
 	*moved += send_own(r);
 	rinx_c_x_kick(x);
 	if (r->conv < r->nb) {
-		/* the first blocks are on their way: the rest of the round's
-		 * shares at once (in slices, converting while the ring moves
-		 * sent the peers' blocks to the slow path: on unlimited links
-		 * they came back faster than the trainer, sharing the cores
-		 * with the host programs, converted) */
+		/* links of known rate: the first blocks are on their way, the
+		 * rest of the round's shares at once (in slices between the
+		 * trainer's other work, the peers' blocks came back before
+		 * their shares were written and went to the slow path) */
 		convert(r, r->nb);
 		*moved = 1;
 	}
