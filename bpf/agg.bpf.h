@@ -60,17 +60,22 @@ static __always_inline int agg_same_shape(struct rinx_agg *a,
 	       a->dtype == (__u8)bpf_ntohs(f->h->dtype);
 }
 
+/* The functions below take nv, the values of f's payload: a constant at
+ * every call (RINX_BLOCK_VALUES or RINX_BLOCK_VALUES_MIN, parse.bpf.h).
+ * A slot has room for RINX_BLOCK_VALUES; a job of small frames uses the
+ * first nv. */
+
 /* Folds frame f's payload (exponent fexp) into slot a, under its lock: the
  * first contribution (nothing seen) is copied, later ones are added. The
  * congestion a consumed contribution met must reach the ranks with the sum
  * (ATP's aggregators forward ECN the same way). */
 static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
-				    __s16 fexp)
+				    __s16 fexp, const int nv)
 {
 	int i;
 
 	if (!a->seen) {
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			a->v[i] = f->v[i];
 		a->exp = fexp;
 		a->flags = f->h->flags;
@@ -79,7 +84,7 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
 		a->shape = rinx_frame_shape(f);
 		a->dtype = (__u8)bpf_ntohs(f->h->dtype);
 	} else {
-		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp);
+		a->exp = rinx_block_add(a->v, a->exp, f->v, fexp, nv);
 		a->flags |= f->h->flags;
 	}
 	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
@@ -105,7 +110,8 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
 static __always_inline int rinx_agg_add(struct rinx_agg *a,
 					struct rinx_frame *f, __u32 epoch,
 					__u64 b, __u64 mask, int finish,
-					struct rinx_slot *own, int *reset)
+					struct rinx_slot *own, int *reset,
+					const int nv)
 {
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
 	int ret = RINX_AGG_CONSUMED, i;
@@ -139,7 +145,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		 * waits for the trainer: the sum again, for the trainer (the
 		 * first one may have been lost on its way there). */
 		if (a->done || a->pend) {
-			for (i = 0; i < RINX_BLOCK_VALUES; i++)
+			for (i = 0; i < nv; i++)
 				f->v[i] = a->v[i];
 			f->h->exp = bpf_htons((__u16)a->exp);
 			f->h->flags = a->flags;
@@ -151,12 +157,13 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		bpf_spin_unlock(&a->lock);
 		return ret;
 	}
-	agg_fold(a, f, fexp);
+	agg_fold(a, f, fexp, nv);
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		ret = RINX_AGG_COMPLETE;
 		if (own && own->epoch == epoch) {
-			a->exp = rinx_block_add(a->v, a->exp, own->v, own->exp);
+			a->exp = rinx_block_add(a->v, a->exp, own->v, own->exp,
+						nv);
 			a->flags |= own->flags;
 		} else if (own) {
 			a->pend = 1;
@@ -166,7 +173,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 			a->done = 1;
 			a->final = !!finish;
 		}
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			f->v[i] = a->v[i];
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;
@@ -180,11 +187,11 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 
 /* Copies slot a's sum, exponent, flags, marks and coverage into f. */
 static __always_inline void rinx_agg_out(struct rinx_agg *a,
-					 struct rinx_frame *f)
+					 struct rinx_frame *f, const int nv)
 {
 	int i;
 
-	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+	for (i = 0; i < nv; i++)
 		f->v[i] = a->v[i];
 	f->h->exp = bpf_htons((__u16)a->exp);
 	f->h->flags = a->flags;
@@ -220,7 +227,7 @@ static __always_inline void rinx_agg_out(struct rinx_agg *a,
 static __always_inline int rinx_pool_add(struct rinx_agg *a,
 					 struct rinx_frame *f, __u32 epoch,
 					 __u32 block, __u32 bit, __u64 mask,
-					 int resend, int *reset)
+					 int resend, int *reset, const int nv)
 {
 	__u64 b = 1ULL << (bit & 63);
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
@@ -242,7 +249,7 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 	}
 	if (resend) {
 		if (a->seen) {
-			rinx_agg_out(a, f);
+			rinx_agg_out(a, f, nv);
 			a->seen = 0;
 			ret = RINX_AGG_FLUSH;
 		} else {
@@ -262,10 +269,10 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 		a->final = 0;
 		a->pend = 0;
 	}
-	agg_fold(a, f, fexp);
+	agg_fold(a, f, fexp, nv);
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
-		rinx_agg_out(a, f);
+		rinx_agg_out(a, f, nv);
 		a->seen = 0;
 		ret = RINX_AGG_COMPLETE;
 	}
@@ -275,13 +282,14 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 
 /* Keeps the finished block of a gather passing an INA member, for NACKs. */
 static __always_inline void rinx_agg_keep(struct rinx_agg *a,
-					  struct rinx_frame *f, __u32 epoch)
+					  struct rinx_frame *f, __u32 epoch,
+					  const int nv)
 {
 	int i;
 
 	bpf_spin_lock(&a->lock);
 	if (a->epoch == epoch) {
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			a->v[i] = f->v[i];
 		a->exp = (__s16)bpf_ntohs(f->h->exp);
 		a->flags = f->h->flags;
@@ -293,13 +301,13 @@ static __always_inline void rinx_agg_keep(struct rinx_agg *a,
 /* Copies the finished block of round epoch into f; 0 if not held. */
 static __always_inline int rinx_agg_get_final(struct rinx_agg *a,
 					      struct rinx_frame *f,
-					      __u32 epoch)
+					      __u32 epoch, const int nv)
 {
 	int i, ok = 0;
 
 	bpf_spin_lock(&a->lock);
 	if (a->epoch == epoch && a->final) {
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			f->v[i] = a->v[i];
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;

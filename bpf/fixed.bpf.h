@@ -9,7 +9,9 @@
 
 #include "bpf/parse.bpf.h"
 
-/* dst[i] = align(dst[i]) + align(src[i]); returns the new exponent.
+/* dst[i] = align(dst[i]) + align(src[i]) for the nv values of a block (a
+ * constant at every call: RINX_BLOCK_VALUES or RINX_BLOCK_VALUES_MIN);
+ * returns the new exponent.
  *
  * One operand always has the larger exponent and is not shifted, so each
  * case is its own loop: the loop bodies stay branch-free (a branch per value
@@ -18,7 +20,8 @@
  * kept unit, then shift arithmetically (in 64 bits: x + 2^30 may leave
  * int32). A shift of 32 or more leaves nothing of the operand. */
 static __always_inline __s16 rinx_block_add(__s32 *dst, __s16 dst_exp,
-					    const __s32 *src, __s16 src_exp)
+					    const __s32 *src, __s16 src_exp,
+					    const int nv)
 {
 	__s32 e = dst_exp > src_exp ? dst_exp : src_exp;
 	__u32 dd = e - dst_exp, ds = e - src_exp;
@@ -27,23 +30,23 @@ static __always_inline __s16 rinx_block_add(__s32 *dst, __s16 dst_exp,
 
 	if (dd == 0 && ds == 0) {
 #pragma clang loop unroll_count(8)
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			dst[i] += src[i];
 	} else if (dd == 0) {
 		if (ds > 31)
 			return e;	/* src rounds to zero everywhere */
 		h = 1LL << (ds - 1);
 #pragma clang loop unroll_count(8)
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			dst[i] += (__s32)(((__s64)src[i] + h) >> ds);
 	} else if (dd > 31) {
 #pragma clang loop unroll_count(8)
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			dst[i] = src[i];
 	} else {
 		h = 1LL << (dd - 1);
 #pragma clang loop unroll_count(8)
-		for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		for (i = 0; i < nv; i++)
 			dst[i] = (__s32)(((__s64)dst[i] + h) >> dd) + src[i];
 	}
 	return e;

@@ -104,14 +104,14 @@ static __always_inline struct rinx_cursor *note_stored(struct rinx_frame *f,
 }
 
 static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
-				  __u32 epoch)
+				  __u32 epoch, const int nv)
 {
 	__u64 *d = (__u64 *)r->v, *s = (__u64 *)f->v;
 	int i;
 
 	/* Too large for an inlined memcpy; a bounded loop of 8-byte moves. */
 #pragma clang loop unroll_count(8)
-	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+	for (i = 0; i < nv / 2; i++)
 		d[i] = s[i];
 	r->exp = (__s16)bpf_ntohs(f->h->exp);
 	r->flags = f->h->flags;
@@ -125,9 +125,10 @@ static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
 
 /* Stores a finished block and counts it; returns the job's cursor. */
 static __always_inline struct rinx_cursor *
-store_job(struct rinx_slot *r, struct rinx_frame *f, __u32 epoch, __u32 slot)
+store_job(struct rinx_slot *r, struct rinx_frame *f, __u32 epoch, __u32 slot,
+	  const int nv)
 {
-	store(r, f, epoch);
+	store(r, f, epoch, nv);
 	return note_stored(f, slot);
 }
 
@@ -185,7 +186,8 @@ static __always_inline int pace_ok(struct rinx_cursor *cur)
  * window thus never cross AF_XDP. Returns the action, or -1 when there is
  * nothing to send. */
 static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
-				   __u32 epoch, struct rinx_cursor *cur)
+				   __u32 epoch, struct rinx_cursor *cur,
+				   const int nv)
 {
 	struct rinx_slot *sh;
 	__u32 j, b, idx, k, nown = job->nown, plen = job->plen;
@@ -224,7 +226,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	d = (__u64 *)f->v;
 	s = (__u64 *)sh->v;
 #pragma clang loop unroll_count(8)
-	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+	for (i = 0; i < nv / 2; i++)
 		d[i] = s[i];
 	f->h->type = type;
 	f->h->step = 0;
@@ -243,14 +245,15 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 /* A stored block's values, exponent and flags into frame f (an answer to
  * a NACK or an RNACK). */
 static __always_inline void slot_to_frame(struct rinx_frame *f,
-					  const struct rinx_slot *src)
+					  const struct rinx_slot *src,
+					  const int nv)
 {
 	__u64 *d = (__u64 *)f->v;
 	const __u64 *s = (const __u64 *)src->v;
 	int i;
 
 #pragma clang loop unroll_count(8)
-	for (i = 0; i < RINX_BLOCK_BYTES / 8; i++)
+	for (i = 0; i < nv / 2; i++)
 		d[i] = s[i];
 	f->h->exp = bpf_htons((__u16)src->exp);
 	f->h->flags = src->flags;
@@ -261,7 +264,7 @@ static __always_inline void slot_to_frame(struct rinx_frame *f,
  * keeps the block may answer: results stay until the next round's gather,
  * which cannot come before the asker has finished this one. */
 static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
-				__u32 epoch, __u32 block)
+				__u32 epoch, __u32 block, const int nv)
 {
 	struct rinx_slot *res;
 	__u32 idx, who, bad;
@@ -277,7 +280,7 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (res->epoch != epoch || res->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
-	slot_to_frame(f, res);
+	slot_to_frame(f, res, nv);
 	f->h->type = RINX_T_GATHER;
 	ret = forward(f, job, job->slot, who);
 	return ret == XDP_TX ? rinx_count(RINX_STAT_REPAIR, ret) : ret;
@@ -290,7 +293,8 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
  * trainer's timers resend what it never sent). The loss costs this one
  * hop, not the block's whole path from its origin. */
 static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
-				 __u32 epoch, __u32 block, __u32 klass)
+				 __u32 epoch, __u32 block, __u32 klass,
+				 const int nv)
 {
 	struct rinx_slot *src = NULL;
 	struct rinx_cursor *cur;
@@ -326,7 +330,7 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	}
 	if (!src || src->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	slot_to_frame(f, src);
+	slot_to_frame(f, src, nv);
 	f->h->type = RINX_T_REDUCE;
 	f->h->step = step;
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
@@ -334,75 +338,35 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) : ret;
 }
 
-SEC("xdp")
-int rinx_host(struct xdp_md *ctx)
+/* A data frame (reduce, gather, share, NACK, RNACK) of a known job, whose
+ * token matched: nv, the frame's values, is a constant in each of the two
+ * copies of this code (parse.bpf.h). */
+static __always_inline int host_block(struct xdp_md *ctx, struct rinx_frame *fp,
+				      struct rinx_job *job, __u32 type,
+				      const int nv)
 {
-	struct rinx_frame f = {};
-	struct rinx_job *job;
+	struct rinx_frame f = *fp;
 	struct rinx_hop *hop;
 	struct rinx_slot *sh, *res;
 	struct rinx_cursor *cur;
-	__u32 jid, epoch, block, nblocks, klass, k, idx, type, sender, what;
-	__u32 bad;
+	__u32 epoch, block, nblocks, klass, k, idx, sender, what, bad;
 	struct rinx_agg *a;
 	__u16 cnt;
 	int ret, agg, reset, keep;
-
-	ret = rinx_parse(ctx, rinx_port_be, &f);
-	if (ret == RINX_P_OTHER)
-		return rinx_count(RINX_STAT_PASS, XDP_PASS);
-	rinx_count(RINX_STAT_RX, 0);
-	if (ret == RINX_P_SHORT)
-		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
-	if (ret == RINX_P_VERSION)
-		return rinx_count(RINX_STAT_DROP_VERSION, XDP_DROP);
-
-	type = f.h->type;
-	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
-	    type != RINX_T_NACK && type != RINX_T_RNACK)
-		return rinx_count(RINX_STAT_DROP_TYPE, XDP_DROP);
-	jid = bpf_ntohl(f.h->job);
-	job = bpf_map_lookup_elem(&jobs, &jid);
-	if (!job)
-		return rinx_count(type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
-			     RINX_STAT_DROP_JOB, XDP_DROP);
-	if (bpf_be64_to_cpu(f.h->token) != job->token)
-		return rinx_count(RINX_STAT_DROP_TOKEN, XDP_DROP);
-	/* "do you know the job?": yes, now that it is installed here; the
-	 * answer needs no trainer, which may be busy elsewhere after open */
-	if (type == RINX_T_HELLO && f.h->step == RINX_HELLO_OPEN) {
-		bad = rinx_check_asker(&f, job, &sender);
-		if (bad)
-			return rinx_count(bad, bad == RINX_STAT_ABORTED ?
-					  XDP_ABORTED : XDP_DROP);
-		f.h->step = RINX_HELLO_OPEN_YES;
-		if (bpf_ntohl(f.h->block) != job->plan_id) {
-			/* the asker runs another plan: say which one */
-			f.h->step = RINX_HELLO_OPEN_OTHER;
-			f.h->block = bpf_htonl(job->plan_id);
-		}
-		ret = forward(&f, job, job->slot, sender);
-		return ret == XDP_TX ? rinx_count(RINX_STAT_HELLO_YES, ret) :
-				       ret;
-	}
-	/* other control frames of a known job are the trainer's business */
-	if (type == RINX_T_HELLO)
-		return slow_path(ctx, RINX_STAT_SLOW_HELLO);
 
 	epoch = bpf_ntohl(f.h->epoch);
 	block = bpf_ntohl(f.h->block);
 	nblocks = bpf_ntohl(f.h->nblocks);
 	klass = bpf_ntohs(f.h->klass);
 	cnt = bpf_ntohs(f.h->count);
-	bad = rinx_check_bounds(&f, job, rinx_window);
+	bad = rinx_check_bounds(&f, job, rinx_window, nv);
 	if (bad)
 		return rinx_count(bad, XDP_DROP);
 
 	if (type == RINX_T_NACK)
-		return nack(&f, job, epoch, block);
+		return nack(&f, job, epoch, block, nv);
 	if (type == RINX_T_RNACK)
-		return rnack(&f, job, epoch, block, klass);
+		return rnack(&f, job, epoch, block, klass, nv);
 
 	k = RINX_HOP_INDEX(job->slot, klass, type);
 	hop = bpf_map_lookup_elem(&hops, &k);
@@ -424,7 +388,7 @@ int rinx_host(struct xdp_md *ctx)
 			 * says its size and dtype, which must fit a round
 			 * (an exponent only on fixed point), and the slot
 			 * holds the round to its first contribution's */
-			bad = rinx_check_shape(&f);
+			bad = rinx_check_shape(&f, nv);
 			if (bad)
 				return rinx_count(bad, XDP_DROP);
 			goto sized;
@@ -442,7 +406,7 @@ int rinx_host(struct xdp_md *ctx)
 	if (job->dtype == RINX_W_INT32 && f.h->exp != 0)
 		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
 	if (nblocks != job->nblocks || bpf_ntohs(f.h->dtype) != job->dtype ||
-	    cnt != (block == nblocks - 1 ? job->last_count : RINX_BLOCK_VALUES))
+	    cnt != (block == nblocks - 1 ? job->last_count : nv))
 		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
 sized:
 	idx = job->slot * rinx_window + block;
@@ -472,13 +436,13 @@ sized:
 			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
 		f.h->exp = bpf_htons(rinx_block_add(f.v,
 					(__s16)bpf_ntohs(f.h->exp),
-					sh->v, sh->exp));
+					sh->v, sh->exp, nv));
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FWD) {
 			if (res) {
 				res->step = f.h->step;
-				store(res, &f, epoch);
+				store(res, &f, epoch, nv);
 			}
 			ret = forward(&f, job, job->slot, hop->to);
 			return ret == XDP_TX ?
@@ -486,7 +450,7 @@ sized:
 		}
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store_job(res, &f, epoch, job->slot);
+		store_job(res, &f, epoch, job->slot, nv);
 		f.h->type = RINX_T_GATHER;
 		f.h->step = 0;
 		ret = forward(&f, job, job->slot, hop->to);
@@ -499,10 +463,10 @@ sized:
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		if ((job->flags & RINX_JOB_KEEP) && res->epoch == epoch)
 			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
-		cur = store_job(res, &f, epoch, job->slot);
+		cur = store_job(res, &f, epoch, job->slot, nv);
 		if (hop->action == RINX_A_STORE_END) {
 			rinx_count(RINX_STAT_GATHER_END, 0);
-			ret = recycle(&f, job, epoch, cur);
+			ret = recycle(&f, job, epoch, cur, nv);
 			if (ret < 0)
 				return XDP_DROP;
 			return ret == XDP_TX ? rinx_count(RINX_STAT_RECYCLED, ret) :
@@ -521,7 +485,7 @@ sized:
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		ret = rinx_agg_add(a, &f, epoch, rinx_cover(&f, hop, sender),
 				   hop->mask, hop->action == RINX_A_AGG_FINISH,
-				   sh, &reset);
+				   sh, &reset, nv);
 		if (reset)
 			rinx_count(RINX_STAT_AGG_RESET, 0);
 		if (ret == RINX_AGG_OVERLAP)
@@ -568,7 +532,7 @@ sized:
 		if (!res)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 		f.h->type = RINX_T_GATHER;
-		store_job(res, &f, epoch, job->slot);
+		store_job(res, &f, epoch, job->slot, nv);
 		if (hop->rack == RINX_NO_RACK && hop->to == job->self)
 			return rinx_count(what, XDP_DROP);	/* ends here */
 		if (hop->rack == RINX_NO_RACK)
@@ -582,8 +546,8 @@ sized:
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!res || !a)
 			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store_job(res, &f, epoch, job->slot);
-		rinx_agg_keep(a, &f, epoch);
+		store_job(res, &f, epoch, job->slot, nv);
+		rinx_agg_keep(a, &f, epoch, nv);
 		f.h->step = hop->out_step;
 		ret = to_group(&f, job, job->slot,
 			       hop->action == RINX_A_MCAST_FWD ? hop->to :
@@ -591,4 +555,63 @@ sized:
 		return ret == XDP_TX ? rinx_count(RINX_STAT_AGG_MCAST, ret) : ret;
 	}
 	return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+}
+
+SEC("xdp.frags")
+int rinx_host(struct xdp_md *ctx)
+{
+	struct rinx_frame f = {};
+	struct rinx_job *job;
+	__u32 jid, type, sender, bad;
+	int ret, parsed;
+
+	parsed = rinx_parse(ctx, rinx_port_be, &f);
+	if (parsed == RINX_P_OTHER)
+		return rinx_count(RINX_STAT_PASS, XDP_PASS);
+	rinx_count(RINX_STAT_RX, 0);
+	if (parsed == RINX_P_SHORT)
+		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
+	if (parsed == RINX_P_VERSION)
+		return rinx_count(RINX_STAT_DROP_VERSION, XDP_DROP);
+
+	type = f.h->type;
+	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
+	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
+	    type != RINX_T_NACK && type != RINX_T_RNACK)
+		return rinx_count(RINX_STAT_DROP_TYPE, XDP_DROP);
+	jid = bpf_ntohl(f.h->job);
+	job = bpf_map_lookup_elem(&jobs, &jid);
+	if (!job)
+		return rinx_count(type == RINX_T_HELLO ? RINX_STAT_HELLO_EARLY :
+			     RINX_STAT_DROP_JOB, XDP_DROP);
+	if (bpf_be64_to_cpu(f.h->token) != job->token)
+		return rinx_count(RINX_STAT_DROP_TOKEN, XDP_DROP);
+	/* "do you know the job?": yes, now that it is installed here; the
+	 * answer needs no trainer, which may be busy elsewhere after open */
+	if (type == RINX_T_HELLO && f.h->step == RINX_HELLO_OPEN) {
+		bad = rinx_check_asker(&f, job, &sender);
+		if (bad)
+			return rinx_count(bad, bad == RINX_STAT_ABORTED ?
+					  XDP_ABORTED : XDP_DROP);
+		f.h->step = RINX_HELLO_OPEN_YES;
+		if (bpf_ntohl(f.h->block) != job->plan_id) {
+			/* the asker runs another plan: say which one */
+			f.h->step = RINX_HELLO_OPEN_OTHER;
+			f.h->block = bpf_htonl(job->plan_id);
+		} else if (bpf_ntohs(f.h->count) != job->bval) {
+			/* or blocks of another size (another MTU) */
+			f.h->step = RINX_HELLO_OPEN_SIZE;
+			f.h->count = bpf_htons(job->bval);
+		}
+		ret = forward(&f, job, job->slot, sender);
+		return ret == XDP_TX ? rinx_count(RINX_STAT_HELLO_YES, ret) :
+				       ret;
+	}
+	/* other control frames of a known job are the trainer's business */
+	if (type == RINX_T_HELLO)
+		return slow_path(ctx, RINX_STAT_SLOW_HELLO);
+	/* the data path, built for the frame's size */
+	if (parsed == RINX_P_OK)
+		return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES);
+	return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES_MIN);
 }

@@ -58,7 +58,8 @@ static __always_inline int ina_out(struct rinx_frame *f, struct rinx_job *job,
  * block. */
 static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 				    struct rinx_hop *hop, __u32 jid,
-				    __u32 epoch, __u32 block, __u32 sender)
+				    __u32 epoch, __u32 block, __u32 sender,
+				    const int nv)
 {
 	__u32 pool = hop->pool, idx, what;
 	int ret, reset, resend;
@@ -76,7 +77,7 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	 * dropped as it came */
 	resend = !!(f->h->flags & RINX_F_RESEND);
 	ret = rinx_pool_add(a, f, epoch, block, sender, hop->mask, resend,
-			    &reset);
+			    &reset, nv);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
 	if (ret == RINX_AGG_CONSUMED)
@@ -122,39 +123,21 @@ static __always_inline int ina_round_ok(struct rinx_job *job, __u32 epoch)
 	return 1;
 }
 
-static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
+/* A frame of a known job whose token matched, of nv values (a constant in
+ * each of the two copies of this code, parse.bpf.h). */
+static __always_inline int ina_block(struct rinx_frame *fp,
+				     struct rinx_job *job, __u32 jid,
+				     __u32 type, const int nv)
 {
-	struct rinx_frame f = {};
-	struct rinx_job *job;
+	struct rinx_frame f = *fp;
 	struct rinx_hop *hop;
 	struct rinx_agg *a;
-	__u32 jid, epoch, block, k, idx, type, sender, what, bad;
-	int ret, reset, i;
+	__u32 epoch, block, k, idx, sender, what, bad;
+	int ret, reset;
 
-	ret = rinx_parse(ctx, ina_port_be, &f);
-	if (ret == RINX_P_OTHER)
-		return RINX_INA_NOT_MINE;
-	for (i = 0; i < 6; i++)
-		if (f.eth->h_dest[i] != ina_mac[i])
-			return RINX_INA_NOT_MINE;
-	rinx_count(RINX_STAT_RX, 0);
-	if (ret == RINX_P_SHORT)
-		return rinx_count(RINX_STAT_DROP_SHORT, RINX_INA_DROP);
-	if (ret == RINX_P_VERSION)
-		return rinx_count(RINX_STAT_DROP_VERSION, RINX_INA_DROP);
-	type = f.h->type;
-	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB && type != RINX_T_NACK)
-		return rinx_count(RINX_STAT_DROP_TYPE, RINX_INA_DROP);
-	jid = bpf_ntohl(f.h->job);
-	job = bpf_map_lookup_elem(&jobs, &jid);
-	if (!job)
-		return rinx_count(RINX_STAT_DROP_JOB, RINX_INA_DROP);
-	if (bpf_be64_to_cpu(f.h->token) != job->token)
-		return rinx_count(RINX_STAT_DROP_TOKEN, RINX_INA_DROP);
 	epoch = bpf_ntohl(f.h->epoch);
 	block = bpf_ntohl(f.h->block);
-	bad = rinx_check_bounds(&f, job, ina_window);
+	bad = rinx_check_bounds(&f, job, ina_window, nv);
 	if (bad)
 		return rinx_count(bad, RINX_INA_DROP);
 	if (type == RINX_T_NACK) {
@@ -167,7 +150,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!a)
 			return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
-		if (!rinx_agg_get_final(a, &f, epoch))
+		if (!rinx_agg_get_final(a, &f, epoch, nv))
 			return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
 		f.h->type = RINX_T_GATHER;
 		ret = ina_out(&f, job, sender);
@@ -182,14 +165,14 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, RINX_INA_DROP);
 	bad = rinx_check_sender(&f, job, hop, type, &sender);
 	if (!bad)
-		bad = rinx_check_shape(&f);
+		bad = rinx_check_shape(&f, nv);
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
 				  RINX_INA_ABORTED : RINX_INA_DROP);
 	if (!ina_round_ok(job, epoch))
 		return rinx_count(RINX_STAT_DROP_AHEAD, RINX_INA_DROP);
 	if (hop->flags & RINX_HOP_POOL)
-		return ina_pool(&f, job, hop, jid, epoch, block, sender);
+		return ina_pool(&f, job, hop, jid, epoch, block, sender, nv);
 	/* a slot per block needs no flush: a share sent again is a
 	 * duplicate like any other */
 	if (hop->flags & RINX_HOP_COVER)
@@ -206,7 +189,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 			return rinx_count(RINX_STAT_DROP_STALE, RINX_INA_DROP);
 		if (!agg_same_shape(a, &f))
 			return rinx_count(RINX_STAT_DROP_SHAPE, RINX_INA_DROP);
-		rinx_agg_keep(a, &f, epoch);
+		rinx_agg_keep(a, &f, epoch, nv);
 		f.h->step = hop->out_step;
 		ret = ina_out(&f, job, hop->action == RINX_A_MCAST_FWD ?
 				       hop->to : job->self);
@@ -219,7 +202,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	}
 
 	ret = rinx_agg_add(a, &f, epoch, rinx_cover(&f, hop, sender), hop->mask,
-			   hop->action == RINX_A_AGG_FINISH, NULL, &reset);
+			   hop->action == RINX_A_AGG_FINISH, NULL, &reset, nv);
 	if (ret == RINX_AGG_OVERLAP)
 		return rinx_count(RINX_STAT_AGG_OVERLAP, RINX_INA_DROP);
 	if (ret == RINX_AGG_SHAPE)
@@ -270,6 +253,39 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	rinx_to_group(&f, hop->rack, hop->to != job->self);
 	return rinx_count(what, hop->to != job->self ?
 			 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
+}
+
+static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
+{
+	struct rinx_frame f = {};
+	struct rinx_job *job;
+	__u32 jid, type;
+	int ret, i;
+
+	ret = rinx_parse(ctx, ina_port_be, &f);
+	if (ret == RINX_P_OTHER)
+		return RINX_INA_NOT_MINE;
+	for (i = 0; i < 6; i++)
+		if (f.eth->h_dest[i] != ina_mac[i])
+			return RINX_INA_NOT_MINE;
+	rinx_count(RINX_STAT_RX, 0);
+	if (ret == RINX_P_SHORT)
+		return rinx_count(RINX_STAT_DROP_SHORT, RINX_INA_DROP);
+	if (ret == RINX_P_VERSION)
+		return rinx_count(RINX_STAT_DROP_VERSION, RINX_INA_DROP);
+	type = f.h->type;
+	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
+	    type != RINX_T_CONTRIB && type != RINX_T_NACK)
+		return rinx_count(RINX_STAT_DROP_TYPE, RINX_INA_DROP);
+	jid = bpf_ntohl(f.h->job);
+	job = bpf_map_lookup_elem(&jobs, &jid);
+	if (!job)
+		return rinx_count(RINX_STAT_DROP_JOB, RINX_INA_DROP);
+	if (bpf_be64_to_cpu(f.h->token) != job->token)
+		return rinx_count(RINX_STAT_DROP_TOKEN, RINX_INA_DROP);
+	if (ret == RINX_P_OK)
+		return ina_block(&f, job, jid, type, RINX_BLOCK_VALUES);
+	return ina_block(&f, job, jid, type, RINX_BLOCK_VALUES_MIN);
 }
 
 #endif

@@ -13,7 +13,8 @@
 #include "uapi/rinx.h"
 
 enum rinx_parse {
-	RINX_P_OK,	/* a rinx frame with a whole payload */
+	RINX_P_OK,	/* a rinx frame, RINX_BLOCK_VALUES of payload */
+	RINX_P_OK_MIN,	/* a rinx frame, RINX_BLOCK_VALUES_MIN of payload */
 	RINX_P_OTHER,	/* not ours: pass to the stack */
 	RINX_P_SHORT,	/* ours but truncated */
 	RINX_P_VERSION,	/* ours but bad magic/version */
@@ -24,12 +25,17 @@ struct rinx_frame {
 	struct iphdr *ip;
 	struct udphdr *udp;
 	struct rinx_hdr *h;
-	__s32 *v;	/* RINX_BLOCK_VALUES values, bounds already checked */
+	__s32 *v;	/* the payload's values (RINX_P_OK: RINX_BLOCK_VALUES,
+			 * RINX_P_OK_MIN: RINX_BLOCK_VALUES_MIN), bounds
+			 * already checked */
 };
 
-/* Every frame carries a whole block: the tail of a short last block is zero.
- * A fixed payload size keeps every payload access constant-bounded for the
- * verifier after one range check. */
+/* Every frame carries a whole block of one of the two sizes: the tail of a
+ * short last block is zero. A payload of at least RINX_BLOCK_BYTES is a
+ * full-size frame, one of at least RINX_BLOCK_BYTES_MIN a small one; the
+ * caller goes on with code built for that size (a constant), so every
+ * payload access stays constant-bounded for the verifier after one range
+ * check. Only the linear part of a frame is read: rinx frames fit in it. */
 static __always_inline int rinx_parse(struct xdp_md *ctx, __u16 port_be,
 				      struct rinx_frame *f)
 {
@@ -66,9 +72,11 @@ static __always_inline int rinx_parse(struct xdp_md *ctx, __u16 port_be,
 		return RINX_P_VERSION;
 	cur = f->h + 1;
 	f->v = cur;
-	if (cur + RINX_BLOCK_BYTES > data_end)
-		return RINX_P_SHORT;
-	return RINX_P_OK;
+	if (cur + RINX_BLOCK_BYTES <= data_end)
+		return RINX_P_OK;
+	if (cur + RINX_BLOCK_BYTES_MIN <= data_end)
+		return RINX_P_OK_MIN;
+	return RINX_P_SHORT;
 }
 
 static __always_inline void rinx_csum_ip(struct iphdr *ip)

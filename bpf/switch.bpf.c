@@ -568,7 +568,7 @@ static __noinline int sw_ina(struct xdp_md *ctx)
 	return rinx_ina_frame(ctx);
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int rinx_switch(struct xdp_md *ctx)
 {
 	__u32 ingress = ctx->ingress_ifindex;
@@ -684,7 +684,7 @@ flood:
  * IP the frame carries; give it that member's MAC so the next switches
  * forward it as unicast.
  */
-SEC("xdp/devmap")
+SEC("xdp.frags/devmap")
 int rinx_group_egress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -721,7 +721,7 @@ int rinx_group_egress(struct xdp_md *ctx)
  * queue of broadcast copies. Set on the port's entry in every devmap that
  * reaches it, for the reason given at `ports`.
  */
-SEC("xdp/devmap")
+SEC("xdp.frags/devmap")
 int rinx_port_egress(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;

@@ -60,17 +60,22 @@ static __always_inline int rinx_count(__u32 what, int ret)
 	return ret;
 }
 
-/* The header fields of f that every node checks against the job: counts,
- * block and class within the round and the window. 0 or the drop stat. */
+/* The header fields of f (a frame of nv values) that every node checks
+ * against the job: counts, block and class within the round and the
+ * window. A frame of another block size than the job's is another job's
+ * or a misconfigured rank's (another MTU): RINX_STAT_DROP_SHAPE. 0 or the
+ * drop stat. */
 static __always_inline __u32 rinx_check_bounds(struct rinx_frame *f,
 					       struct rinx_job *job,
-					       __u32 window)
+					       __u32 window, const int nv)
 {
 	__u32 block = bpf_ntohl(f->h->block), nblocks = bpf_ntohl(f->h->nblocks);
 	__u32 klass = bpf_ntohs(f->h->klass), plen = job->plen;
 	__u16 cnt = bpf_ntohs(f->h->count);
 
-	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
+	if (job->bval != nv)
+		return RINX_STAT_DROP_SHAPE;
+	if (cnt == 0 || cnt > nv || block >= nblocks ||
 	    nblocks > window || job->slot >= RINX_MAX_JOBS ||
 	    klass >= RINX_MAX_CLASSES || plen == 0 || plen > RINX_CMAP_MAX ||
 	    klass != job->cmap[(block % plen) & (RINX_CMAP_MAX - 1)])
@@ -84,7 +89,8 @@ static __always_inline __u32 rinx_check_bounds(struct rinx_frame *f,
  * full, and a size a slot can keep (RINX_SHAPE). The slot then holds every
  * contribution of the round to the shape of its first (rinx_agg_add). 0 or
  * the drop stat. */
-static __always_inline __u32 rinx_check_shape(struct rinx_frame *f)
+static __always_inline __u32 rinx_check_shape(struct rinx_frame *f,
+					      const int nv)
 {
 	__u32 block = bpf_ntohl(f->h->block), nblocks = bpf_ntohl(f->h->nblocks);
 	__u16 dtype = bpf_ntohs(f->h->dtype), cnt = bpf_ntohs(f->h->count);
@@ -94,7 +100,7 @@ static __always_inline __u32 rinx_check_shape(struct rinx_frame *f)
 	if (nblocks >= RINX_SHAPE_MAX_BLOCKS)
 		return RINX_STAT_DROP_BOUNDS;
 	if ((dtype != RINX_W_INT32 && dtype != RINX_W_FIXED) ||
-	    (block + 1 < nblocks && cnt != RINX_BLOCK_VALUES))
+	    (block + 1 < nblocks && cnt != nv))
 		return RINX_STAT_DROP_SHAPE;
 	return 0;
 }

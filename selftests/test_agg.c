@@ -224,7 +224,7 @@ static int put_job_ahead(const struct place *p, const struct rinx_plan *pl,
 		.nclasses = (__u16)pl->nclasses,
 		.nnodes = (__u16)pl->nnodes, .self = self, .qbits = QBITS,
 		.dtype = RINX_W_FIXED, .window = WINDOW,
-		.plen = (__u16)pl->plen,
+		.plen = (__u16)pl->plen, .bval = RINX_BLOCK_VALUES,
 	};
 
 	memcpy(j.cmap, pl->cmap, sizeof(j.cmap));

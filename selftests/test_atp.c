@@ -160,6 +160,7 @@ static int put_tables(const struct prog *p, const struct rinx_plan *pl,
 		.nclasses = (__u16)pl->nclasses, .nnodes = (__u16)pl->nnodes,
 		.self = self, .qbits = 28, .dtype = RINX_W_INT32,
 		.window = WINDOW, .plen = (__u16)pl->plen,
+		.bval = RINX_BLOCK_VALUES,
 	};
 	__u32 key, id = JOB_ID;
 	int err = 0, k, t;

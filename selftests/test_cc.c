@@ -130,7 +130,7 @@ static int setup(struct host_bpf *skel)
 		.nblocks = NBLOCKS, .last_count = RINX_BLOCK_VALUES,
 		.nclasses = NNODES, .nnodes = NNODES, .self = SELF,
 		.qbits = 28, .dtype = RINX_W_FIXED, .window = WINDOW,
-		.plen = NNODES, .nown = 1,
+		.plen = NNODES, .nown = 1, .bval = RINX_BLOCK_VALUES,
 	};
 	struct rinx_hop end = { .action = RINX_A_STORE_END, .step = 2,
 				.from = 0 };

@@ -302,6 +302,7 @@ static void job_entry(const struct round *rd, __u32 epoch, struct rinx_job *j)
 	j->flags = rd->keep ? RINX_JOB_KEEP : 0;
 	j->self = rd->self;
 	j->qbits = QBITS;
+	j->bval = RINX_BLOCK_VALUES;
 	j->dtype = rd->dtype;
 	j->window = W;
 	j->plen = p->plen;
@@ -387,6 +388,7 @@ static int install(struct inst *in, const struct round *rd, __u32 epoch)
 	c->slot = SLOT;
 	c->window = W;
 	c->qbits = QBITS;
+	c->bval = RINX_BLOCK_VALUES;
 	c->fd_aggs = in->aggs;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
 	c->tor_jobs_fd = -1;
@@ -488,7 +490,7 @@ static void build(struct fr *f, const struct round *rd, int from, int to,
 	memcpy(fc.plan.nodes, p->nodes, sizeof(fc.plan.nodes));
 	fc.rank = from;
 	rinx_c_frame_at(f->b, &fp);
-	rinx_c_frame_addr(&fc, &fp, to);
+	rinx_c_frame_addr(&fc, &fp, to, FLEN);
 	fp.h->magic = htonl(RINX_MAGIC);
 	fp.h->version = RINX_VERSION;
 	fp.h->type = type;
@@ -734,7 +736,7 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 			struct frame fp;
 
 			rinx_c_frame_at(f->b, &fp);
-			rinx_c_frame_addr(&fc, &fp, rd->self);
+			rinx_c_frame_addr(&fc, &fp, rd->self, FLEN);
 		}
 		break;
 	case M_SADDR:

@@ -302,6 +302,7 @@ static struct rinx_job job_entry(const struct jobcfg *j)
 		.nclasses = j->nclasses, .nnodes = j->nnodes,
 		.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
 		.window = WINDOW, .flags = j->keep ? RINX_JOB_KEEP : 0,
+		.bval = RINX_BLOCK_VALUES,
 	};
 
 	job_classes(&job, j);
@@ -1074,7 +1075,7 @@ static const struct jobcfg *find_job_in(const struct jobcfg *t, size_t n,
 	return NULL;
 }
 
-enum { MP_OK, MP_OTHER, MP_SHORT, MP_VERSION };
+enum { MP_OK, MP_OTHER, MP_SHORT, MP_VERSION, MP_OK_MIN };
 
 /* rinx_parse of frame b, written from the frame format. */
 static int parse_model(const __u8 *b, int len)
@@ -1088,15 +1089,22 @@ static int parse_model(const __u8 *b, int len)
 		return MP_SHORT;
 	if (get32(b + H_MAGIC) != RINX_MAGIC || b[H_VERSION] != RINX_VERSION)
 		return MP_VERSION;
-	return len < FULL_LEN ? MP_SHORT : MP_OK;
+	/* the payload's length says the frame's size: full, small (a
+	 * 1,500-byte MTU's) or short */
+	if (len >= FULL_LEN)
+		return MP_OK;
+	return len >= OFF_V + RINX_BLOCK_BYTES_MIN ? MP_OK_MIN : MP_SHORT;
 }
 
-/* Counts, block, class within the round and the window: 0 or the drop. */
-static int bounds_model(const __u8 *b, const struct jobcfg *j)
+/* The frame's size (every job here has full-size frames), counts, block,
+ * class within the round and the window: 0 or the drop. */
+static int bounds_model(const __u8 *b, int len, const struct jobcfg *j)
 {
 	__u32 block = get32(b + H_BLOCK), nblocks = get32(b + H_NBLOCKS);
 	__u32 cnt = get16(b + H_COUNT);
 
+	if (len < FULL_LEN)
+		return RINX_STAT_DROP_SHAPE;
 	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
 	    nblocks > WINDOW || get16(b + H_KLASS) != job_class(j, block))
 		return RINX_STAT_DROP_BOUNDS;
@@ -1345,7 +1353,7 @@ static struct pred host_model(const __u8 *b, int len)
 	block = get32(b + H_BLOCK);
 	nblocks = get32(b + H_NBLOCKS);
 	cnt = get16(b + H_COUNT);
-	bad = bounds_model(b, j);
+	bad = bounds_model(b, len, j);
 	if (bad) {
 		p.stat = bad;
 		return p;
@@ -2667,7 +2675,7 @@ static struct pred tor_model(const __u8 *b, int len)
 		return p;
 	}
 	p.mine = true;
-	if (r != MP_OK) {
+	if (r != MP_OK && r != MP_OK_MIN) {
 		p.stat = r == MP_SHORT ? RINX_STAT_DROP_SHORT :
 					 RINX_STAT_DROP_VERSION;
 		return p;
@@ -2686,7 +2694,7 @@ static struct pred tor_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_TOKEN;
 		return p;
 	}
-	bad = bounds_model(b, j);
+	bad = bounds_model(b, len, j);
 	if (bad) {
 		p.stat = bad;
 		return p;

@@ -51,9 +51,10 @@ struct jobcfg {
 	__u64 token;
 	__u32 slot, epoch, nblocks;
 	__u16 last_count, nclasses, nnodes, self, qbits, dtype;
+	__u16 bval;		/* values per frame; 0: RINX_BLOCK_VALUES */
 };
 
-enum { J_MAIN, J_I32, J_BADSLOT, J_NOCLASS, J_MAX };
+enum { J_MAIN, J_I32, J_BADSLOT, J_NOCLASS, J_SMALL, J_MAX };
 
 static struct jobcfg jobcfg[J_MAX] = {
 	/* slot 2, node 1 of 4: class 0 ADD_FWD/STORE_FWD, class 1 -/STORE_FWD,
@@ -67,7 +68,21 @@ static struct jobcfg jobcfg[J_MAX] = {
 			4, 4, 1, 28, RINX_W_FIXED },
 	[J_NOCLASS] = { 0x0000000a, 0x22222222, 3, 1, 4, 768, 0, 4, 1, 28,
 			RINX_W_FIXED },
+	/* slot 1, node 1 of 4 as J_MAIN, frames of a 1,500-byte MTU */
+	[J_SMALL] = { 0x0000000b, 0x3333333344ULL, 1, 50, 11, 100, 4, 4, 1, 28,
+		      RINX_W_FIXED, RINX_BLOCK_VALUES_MIN },
 };
+
+/* The job's values per frame and its frames' length. */
+static int jbv(const struct jobcfg *j)
+{
+	return j->bval ? j->bval : RINX_BLOCK_VALUES;
+}
+
+static int jlen(const struct jobcfg *j)
+{
+	return RINX_FRAME_LEN(jbv(j));
+}
 
 /* The plan of a ring of n nodes seen from node self: class c starts at node
  * c, is reduced along c+1, ..., c-1 (ADD_FINISH) and gathered from there
@@ -225,7 +240,7 @@ struct built {
 static __u16 planned_count(const struct jobcfg *j, __u32 nblocks,
 			   __u32 block)
 {
-	return block == nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES;
+	return block == nblocks - 1 ? j->last_count : jbv(j);
 }
 
 /* Build the case's frame into buf (payload from the current rng). */
@@ -246,7 +261,7 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	b->count = planned_count(j, b->nblocks, c->block);
 	b->epoch = j->epoch;
 	b->hop = ring_hop(self, j->nnodes, b->klass, plan_type);
-	b->len = FULL_LEN;
+	b->len = jlen(j);
 	b->dshift_in = e - c->exp;
 	b->dshift_sh = e - c->sh_exp;
 
@@ -255,7 +270,7 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	put16(buf + 12, ETH_P_IP);
 
 	ip[0] = 0x45;
-	put16(ip + 2, FULL_LEN - OFF_IP);
+	put16(ip + 2, jlen(j) - OFF_IP);
 	put16(ip + 4, 0x4242);
 	put16(ip + 6, 0x4000);		/* DF */
 	ip[8] = 64;
@@ -265,7 +280,7 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 
 	put16(udp, PORT);
 	put16(udp + 2, PORT);
-	put16(udp + 4, FULL_LEN - OFF_UDP);
+	put16(udp + 4, jlen(j) - OFF_UDP);
 	put16(udp + 6, 0);
 
 	h->magic = htonl(RINX_MAGIC);
@@ -443,6 +458,7 @@ static int put_job(const struct jobcfg *j, __u32 nblocks)
 		.dtype = j->dtype,
 		.window = WINDOW,
 		.flags = RINX_JOB_KEEP,
+		.bval = jbv(j),
 	};
 	int i;
 
@@ -677,6 +693,40 @@ static const struct tcase cases[] = {
 	{ "gather STORE_END, short last block", .type = G, .block = 11,
 	  .nblocks = 12, .ret = XDP_DROP, .ex = EX_STORE_END,
 	  .st = RXD(GATHER_END) },
+	/* a job of small frames (MTU 1,500): the same hops on 352 values,
+	 * the slots' values past them untouched */
+	{ "small frames: reduce ADD_FWD class 0, equal exponents",
+	  .job = J_SMALL, .type = R, .block = 0, .exp = 3, .sh_exp = 3,
+	  .ret = XDP_TX, .ex = EX_ADD_FWD, .st = RXD(REDUCE_FWD) },
+	{ "small frames: reduce ADD_FWD, share exponent 2 lower (ties)",
+	  .job = J_SMALL, .type = R, .block = 4, .exp = 5, .sh_exp = 3,
+	  .sh_vals = V_TIES, .ret = XDP_TX, .ex = EX_ADD_FWD,
+	  .st = RXD(REDUCE_FWD) },
+	{ "small frames: reduce ADD_FINISH, exponents differ, flags",
+	  .job = J_SMALL, .type = R, .block = 6, .exp = 2, .sh_exp = 6,
+	  .vals = V_TIES, .flags = RINX_F_NINF, .ret = XDP_TX,
+	  .ex = EX_ADD_FIN, .st = RXD(REDUCE_FINISH) },
+	{ "small frames: reduce ADD_FINISH, short last block (count 100)",
+	  .job = J_SMALL, .type = R, .block = 10, .exp = -3, .sh_exp = -3,
+	  .ret = XDP_TX, .ex = EX_ADD_FIN, .st = RXD(REDUCE_FINISH) },
+	{ "small frames: gather STORE_FWD class 1", .job = J_SMALL,
+	  .type = G, .block = 1, .exp = 7, .ret = XDP_TX,
+	  .ex = EX_STORE_FWD, .st = RXD(GATHER_FWD) },
+	{ "small frames: gather STORE_END class 3", .job = J_SMALL,
+	  .type = G, .block = 3, .exp = 12, .ret = XDP_DROP,
+	  .ex = EX_STORE_END, .st = RXD(GATHER_END) },
+	{ "small-frame job: a full-size frame is another size (drop_shape)",
+	  .job = J_SMALL, .type = R, .block = 0, .tw = TW_LEN,
+	  .tv = FULL_LEN, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_SHAPE) },
+	{ "small-frame job: count 353 is more than a frame holds",
+	  .job = J_SMALL, .type = R, .block = 10, .tw = TW_COUNT,
+	  .tv = RINX_BLOCK_VALUES_MIN + 1, .ret = XDP_DROP, .ex = EX_ANY,
+	  .st = RXD(DROP_BOUNDS) },
+	{ "small-frame job: count 351 on a full block (slow path)",
+	  .job = J_SMALL, .type = R, .block = 0, .tw = TW_COUNT,
+	  .tv = RINX_BLOCK_VALUES_MIN - 1, .ret = XDP_DROP, .ex = EX_SAME,
+	  .st = RX_NO_XSK },
 	/* int32 job: wrapping sums, epoch wrap */
 	{ "int32 job: ADD_FWD wraps", .job = J_I32, .type = R, .block = 0,
 	  .vals = V_BIG, .sh_vals = V_BIG, .ret = XDP_TX, .ex = EX_ADD_FWD,
@@ -758,9 +808,13 @@ static const struct tcase cases[] = {
 	  .st = RXD(DROP_SHORT) },
 	{ "rinx header, no payload", .type = R, .block = 0, .tw = TW_LEN,
 	  .tv = OFF_V, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SHORT) },
-	{ "payload one byte short", .type = R, .block = 0, .tw = TW_LEN,
+	{ "payload one byte short of a full block: a small frame, not the "
+	  "job's size", .type = R, .block = 0, .tw = TW_LEN,
 	  .tv = FULL_LEN - 1, .ret = XDP_DROP, .ex = EX_ANY,
-	  .st = RXD(DROP_SHORT) },
+	  .st = RXD(DROP_SHAPE) },
+	{ "payload one byte short of a small block", .type = R, .block = 0,
+	  .tw = TW_LEN, .tv = OFF_V + RINX_BLOCK_BYTES_MIN - 1,
+	  .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_SHORT) },
 	{ "short last block not padded", .type = R, .block = 10,
 	  .tw = TW_LEN, .tv = OFF_V + 4 * 100, .ret = XDP_DROP, .ex = EX_ANY,
 	  .st = RXD(DROP_SHORT) },
@@ -1007,7 +1061,7 @@ static void run_case(int ci)
 		const __s32 *iv = (const __s32 *)(in + OFF_V);
 
 		e = c->exp > c->sh_exp ? c->exp : c->sh_exp;
-		for (i = 0; i < RINX_BLOCK_VALUES; i++) {
+		for (i = 0; i < jbv(j); i++) {
 			__s64 al, ah, bl, bh;
 
 			if (b.dshift_in == 0 && b.dshift_sh == 0) {
@@ -1052,7 +1106,7 @@ static void run_case(int ci)
 
 		ok = opts.data_size_out == (__u32)b.len &&
 		     !memcmp(out, want, OFF_V);
-		for (i = 0; i < RINX_BLOCK_VALUES; i++) {
+		for (i = 0; i < jbv(j); i++) {
 			__s64 w = add ? lo[i] : wv[i];
 			__s64 wh2 = add ? hi[i] : wv[i];
 
@@ -1074,7 +1128,7 @@ static void run_case(int ci)
 					 (long long)hi[bad]);
 		}
 		/* the verified payload is the one to expect in the result */
-		memcpy(wv, ov, RINX_BLOCK_BYTES);
+		memcpy(wv, ov, jbv(j) * 4);
 	} else if (c->ex == EX_STORE_END) {
 		check(c, opts.data_size_out == (__u32)b.len,
 		      "%s: frame length kept", c->name);
@@ -1099,8 +1153,9 @@ static void run_case(int ci)
 				w.exp = (__s16)ntohs(ih->exp);
 				w.flags = ih->flags;
 				w.count = ntohs(ih->count);
+				/* a small frame writes its values only */
 				memcpy(w.v, fwd ? want + OFF_V : in + OFF_V,
-				       RINX_BLOCK_BYTES);
+				       jbv(j) * 4);
 			}
 			if (memcmp(&w, &res_after[k], sizeof(w))) {
 				bad = k;
@@ -1344,6 +1399,9 @@ int main(void)
 	err = bpf_map__set_max_entries(skel->maps.share, NRES);
 	err = err ?: bpf_map__set_max_entries(skel->maps.result, NRES);
 	err = err ?: bpf_map__set_max_entries(skel->maps.partial, NRES);
+	/* the table's jobs: one more than a node runs at once (J_BADSLOT
+	 * holds no slot) */
+	err = err ?: bpf_map__set_max_entries(skel->maps.jobs, J_MAX);
 	err = err ?: host_bpf__load(skel);
 	tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT);
 	if (err) {

@@ -390,7 +390,7 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 			.token = TOKEN, .slot = i, .epoch = 1, .nblocks = 1,
 			.nclasses = 1, .nnodes = 3, .self = 2,
 			.dtype = RINX_W_INT32, .window = TOR_WINDOW,
-			.plen = 1,
+			.plen = 1, .bval = RINX_BLOCK_VALUES,
 		};
 		struct rinx_hop hop = {
 			.action = i ? RINX_A_AGG_FINISH : RINX_A_AGG_FWD,
@@ -1530,7 +1530,7 @@ static struct switch_bpf *topo_ina_open(const __u32 *ifx)
 		.token = TOKEN, .slot = 0, .epoch = 1, .nblocks = 1,
 		.nclasses = 2, .nnodes = 3, .self = 2,
 		.dtype = RINX_W_INT32, .window = TOR_WINDOW, .plen = 2,
-		.cmap = { 0, 1 },
+		.cmap = { 0, 1 }, .bval = RINX_BLOCK_VALUES,
 	};
 	struct rinx_hop hop = {
 		.action = RINX_A_AGG_FINISH, .to = 2, .rack = RINX_GROUP_EVERY,

@@ -49,6 +49,7 @@ struct reply_msg {
 	/* loss repair and congestion control during this op */
 	uint64_t sent, retx, nacks, repairs, marked, cuts, rate, ceil;
 	uint64_t slow;		/* frames the trainer took from AF_XDP */
+	int bv;			/* the communicator's values per block */
 	uint64_t job_ns[BENCH_MAX_JOBS];	/* --jobs: each job's time */
 	char msg[240];
 };
@@ -93,8 +94,11 @@ static int xwrite(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* Every element against the sum of the generated inputs, within the
+ * bound of its block: bv values, the communicator's block size. */
 static void verify(const struct bench_opts *o, int n, uint64_t seed,
-		   const void *recv, uint64_t count, struct reply_msg *rep)
+		   const void *recv, uint64_t count, int bv,
+		   struct reply_msg *rep)
 {
 	uint64_t b, i, base;
 	int r, k;
@@ -119,13 +123,14 @@ static void verify(const struct bench_opts *o, int n, uint64_t seed,
 		}
 		return;
 	}
-	for (b = 0; b * RINX_BLOCK_VALUES < count; b++) {
+	if (bv < 1 || bv > RINX_BLOCK_VALUES)
+		bv = RINX_BLOCK_VALUES;
+	for (b = 0; b * bv < count; b++) {
 		double acc[RINX_BLOCK_VALUES], amax = 0, bound;
 		int cnt;
 
-		base = b * RINX_BLOCK_VALUES;
-		cnt = count - base < RINX_BLOCK_VALUES ? count - base :
-							 RINX_BLOCK_VALUES;
+		base = b * bv;
+		cnt = count - base < (uint64_t)bv ? (int)(count - base) : bv;
 		for (k = 0; k < cnt; k++)
 			acc[k] = 0;
 		for (r = 0; r < n; r++)
@@ -310,6 +315,7 @@ static void child(const struct bench_opts *o, const char *spec_path,
 			rep.cuts = b.cc_cuts - a.cc_cuts;
 			rep.rate = b.pace_rate;
 			rep.ceil = b.pace_ceiling;
+			rep.bv = rinx_comm_block_values(c);
 		}
 			if (rep.err)
 				for (j = 0; j < nj; j++)
@@ -326,7 +332,7 @@ static void child(const struct bench_opts *o, const char *spec_path,
 						    cmd.count);
 				verify(o, s->nhosts, seed,
 				       recvb + o->max_count * 4 * j, cmd.count,
-				       &one);
+				       rinx_comm_block_values(cs[j]), &one);
 				if (one.wrong && !rep.wrong)
 					snprintf(rep.msg, sizeof(rep.msg),
 						 "job %u: %s", o->job + j,
@@ -630,6 +636,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	struct prof prof;
 	int n = s->nhosts, i, r, k, err = 0, wrong = 0, first = 1;
 	double worst = 0;
+	int bv = RINX_BLOCK_VALUES;	/* the communicators' values per block */
 	long hz = sysconf(_SC_CLK_TCK);
 	char linkbuf[80] = "";
 	__u32 link;
@@ -687,6 +694,8 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 			}
 			if (!err)
 				err = team_cmd(&t, OP_GO, i, count, reps);
+			if (!err && reps[0].bv > 0)
+				bv = reps[0].bv;
 			if (o->profile && i >= 0) {
 				wall += now_ns() - w0;
 				prof_sample(&prof, &b[0], &b[1], &b[2], &b[3], cb);
@@ -799,8 +808,8 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 						utilbuf) : "");
 		}
 		if (o->profile && !o->json) {
-			double nblk = (double)((count + RINX_BLOCK_VALUES - 1) /
-					       RINX_BLOCK_VALUES) * o->iters;
+			double nblk = (double)((count + bv - 1) / bv) *
+				      o->iters;
 			double tot = 0;
 			int c;
 
@@ -860,6 +869,9 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		fflush(out);
 		first = 0;
 	}
+	if (!o->json && !err)
+		fprintf(out, "# frames: %d bytes, %d values per block (the "
+			"network's MTU)\n", RINX_FRAME_LEN(bv), bv);
 	if (o->json)
 		fprintf(out, "]}\n");
 	else if (o->verify && !err && o->dtype == RINX_INT32)

@@ -36,6 +36,9 @@ static const char testbed_usage[] =
 "  --queues N          rx and tx queues of every host's eth0 and its switch\n"
 "                      port, 1..16 (default 1): a multi-queue NIC, frames\n"
 "                      spread over the queues by the sending CPU\n"
+"  --mtu N             MTU of every link, 1490..9000 (default 3400); rinx\n"
+"                      frames follow it: 3,168 bytes from 3154 up, else\n"
+"                      1,504 (a 1,500-byte Ethernet)\n"
 "  --spec FILE         where to write the spec (default "
 RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  --pin DIR           bpffs root for pins (default " RINX_TB_PIN_ROOT
@@ -116,7 +119,7 @@ enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
 	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
 	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
 	OPT_HOLD, OPT_BUFFER, OPT_ECN, OPT_QUEUES, OPT_TOPO, OPT_GEN,
-	OPT_SCALE, OPT_PLAN };
+	OPT_SCALE, OPT_PLAN, OPT_MTU };
 
 static const struct option testbed_opts[] = {
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
@@ -125,6 +128,7 @@ static const struct option testbed_opts[] = {
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "queues", required_argument, NULL, OPT_QUEUES },
+	{ "mtu", required_argument, NULL, OPT_MTU },
 	{ "spec", required_argument, NULL, OPT_SPEC },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "window", required_argument, NULL, OPT_WINDOW },
@@ -354,6 +358,12 @@ static int testbed_up(int argc, char **argv)
 				return RINX_EXIT_USAGE;
 			o.queues = x;
 			break;
+		case OPT_MTU:
+			if (parse_num("mtu", optarg, RINX_TB_MTU_MIN,
+				      RINX_TB_MTU_MAX, &x))
+				return RINX_EXIT_USAGE;
+			o.mtu = x;
+			break;
 		case OPT_SPEC:
 			o.spec_out = optarg;
 			break;
@@ -511,6 +521,8 @@ static int testbed_up(int argc, char **argv)
 	}
 	if (o.queues > 1)
 		printf(", %d queues per host", o.queues);
+	if (o.mtu)
+		printf(", MTU %d", o.mtu);
 	printf("\n");
 	if (fmask) {
 		printf("every switch port: drop %u dup %u reorder %u ppm, ",

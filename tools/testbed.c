@@ -477,12 +477,14 @@ static int host_pace(const struct rinx_spec_host *h, __u32 rate_mbit)
 	__u32 burst = rate_mbit * 25 / 4;	/* 50 us at rate_mbit */
 	int err;
 
-	if (burst < 2 * RINX_TB_BUFFER_MIN)
-		burst = 2 * RINX_TB_BUFFER_MIN;
+	/* a burst of at least a frame of the largest MTU (tbf drops
+	 * larger ones) */
+	if (burst < RINX_TB_MTU_MAX + 14)
+		burst = RINX_TB_MTU_MAX + 14;
 	if (rate_mbit)
 		rinx_tb_put(&cmd, "qdisc replace dev %s root tbf rate %umbit burst %u "
 			    "limit %u\n", h->ifname, rate_mbit, burst,
-			    1000 * (RINX_TB_MTU + 14));
+			    1000 * (RINX_TB_MTU_MAX + 14));
 	else
 		rinx_tb_put(&cmd, "qdisc del dev %s root\n", h->ifname);
 	err = rinx_tb_batch("tc", h->netns, &cmd,
@@ -1134,7 +1136,7 @@ static void fmt_mac(char *buf, const __u8 *m)
 }
 
 static int make_links(const struct rinx_spec *s, const char *prefix,
-		      int queues)
+		      int queues, int mtu)
 {
 	char a[NS_NAME_MAX], b[NS_NAME_MAX], mac[18];
 	struct rinx_tb_buf cmd = {};
@@ -1149,16 +1151,16 @@ static int make_links(const struct rinx_spec *s, const char *prefix,
 			    "numtxqueues %d numrxqueues %d type veth "
 			    "peer name p%d netns %s mtu %d "
 			    "numtxqueues %d numrxqueues %d\n",
-			    s->hosts[i].netns, mac, RINX_TB_MTU, queues, queues,
-			    i, b, RINX_TB_MTU, queues, queues);
+			    s->hosts[i].netns, mac, mtu, queues, queues,
+			    i, b, mtu, queues, queues);
 	}
 	if (s->nracks > 1) {
 		spine_ns(a, prefix);
 		for (i = 0; i < s->nracks; i++) {
 			tor_ns(b, prefix, i);
 			rinx_tb_put(&cmd, "link add uplink netns %s mtu %d type veth "
-				    "peer name t%d netns %s mtu %d\n", b, RINX_TB_MTU,
-				    i, a, RINX_TB_MTU);
+				    "peer name t%d netns %s mtu %d\n", b, mtu,
+				    i, a, mtu);
 		}
 	}
 	err = run_ip_batch(NULL, &cmd);
@@ -1279,6 +1281,11 @@ static int check_opts(const struct rinx_testbed_opts *o)
 		pr_warn("mode must be native or generic\n");
 		return -EINVAL;
 	}
+	if (o->mtu && (o->mtu < RINX_TB_MTU_MIN || o->mtu > RINX_TB_MTU_MAX)) {
+		pr_warn("mtu must be %d..%d (rinx frames need at least %d)\n",
+			RINX_TB_MTU_MIN, RINX_TB_MTU_MAX, RINX_TB_MTU_MIN);
+		return -EINVAL;
+	}
 	if (o->queues < 0 || o->queues > RINX_TB_MAX_QUEUES) {
 		pr_warn("queues must be 1..%d\n", RINX_TB_MAX_QUEUES);
 		return -EINVAL;
@@ -1373,7 +1380,8 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 	}
 	if (err)
 		goto fail;
-	err = make_links(s, o->prefix, o->queues ? o->queues : 1);
+	err = make_links(s, o->prefix, o->queues ? o->queues : 1,
+			 o->mtu ? o->mtu : RINX_TB_MTU);
 	if (err)
 		goto fail;
 	for (i = 0; i < s->nhosts; i++) {
@@ -2138,7 +2146,7 @@ static int tt_build(const struct rinx_testbed_opts *o, struct tt *x,
 
 /* The veths: host eth0 <-> switch l<link>; switch l<link> <-> switch
  * l<link>; server eth0 <-> switch l<link>. */
-static int tt_links(const struct rinx_spec *s, const struct tt *x)
+static int tt_links(const struct rinx_spec *s, const struct tt *x, int mtu)
 {
 	const struct topo *t = &x->t;
 	struct rinx_tb_buf cmd = {};
@@ -2167,15 +2175,15 @@ static int tt_links(const struct rinx_spec *s, const struct tt *x)
 			fmt_mac(mac, h->mac);
 			rinx_tb_put(&cmd, "link add eth0 netns %s address %s mtu %d "
 				    "type veth peer name %s netns %s mtu %d\n",
-				    na, mac, RINX_TB_MTU, ib, nb, RINX_TB_MTU);
+				    na, mac, mtu, ib, nb, mtu);
 			continue;
 		}
 		if (t->node[a].kind == TOPO_SWITCH)
 			ia = lname;
 		snprintf(na, sizeof(na), "%s", x->sw[x->rack_of[a]].ns);
 		rinx_tb_put(&cmd, "link add %s netns %s mtu %d type veth "
-			    "peer name %s netns %s mtu %d\n", ia, na, RINX_TB_MTU,
-			    ib, nb, RINX_TB_MTU);
+			    "peer name %s netns %s mtu %d\n", ia, na, mtu,
+			    ib, nb, mtu);
 	}
 	err = run_ip_batch(NULL, &cmd);
 	rinx_tb_free(&cmd);
@@ -2736,7 +2744,7 @@ static int topo_up(const struct rinx_testbed_opts *o,
 	for (i = 0; i < x.nsw && !err; i++)
 		err = ns_quiet(x.sw[i].ns, 0);
 	if (!err)
-		err = tt_links(s, &x);
+		err = tt_links(s, &x, o->mtu ? o->mtu : RINX_TB_MTU);
 	for (i = 0; i < s->nhosts && !err; i++)
 		err = config_host(s, i);
 	for (i = 0; i < x.nsw && !err; i++) {

@@ -33,7 +33,12 @@
 #define RINX_TB_MAX_RACKS	8
 #define RINX_TB_MAX_PER_RACK	32
 #define RINX_TB_PREFIX_MAX	16	/* characters of a prefix */
-#define RINX_TB_MTU		3400	/* rinx frames are 3168 B; veth XDP <= ~3500 */
+#define RINX_TB_MTU		3400	/* rinx frames are 3168 B */
+/* --mtu: from the 1,490 that small frames need (uapi/rinx.h) to a jumbo
+ * 9,000; the XDP programs take multi-buffer frames (xdp.frags), which veth
+ * asks for above about 3,500 */
+#define RINX_TB_MTU_MIN		RINX_IP_MTU(RINX_BLOCK_VALUES_MIN)
+#define RINX_TB_MTU_MAX		9000
 #define RINX_TB_PIN_ROOT	"/run/rinx"	/* spec pin = <root>/<prefix> */
 #define RINX_TB_SPEC_DIR	"/run/rinx-testbed"	/* <prefix>.spec */
 #define RINX_TB_MAX_QUEUES	16	/* queues of a host link */
@@ -91,6 +96,8 @@ struct rinx_testbed_opts {
 	int no_nodes;		/* leave the host program off (plain IP only) */
 	int queues;		/* rx and tx queues of every host link (eth0
 				 * and its switch port); 0: 1 */
+	int mtu;		/* MTU of every veth, RINX_TB_MTU_MIN..
+				 * RINX_TB_MTU_MAX; 0: RINX_TB_MTU */
 	const struct rinx_sw_link_set *link;	/* every switch port; NULL:
 						 * a perfect link */
 	/* A topology testbed (tools/testbed.c, "topology testbeds") instead

@@ -8,8 +8,11 @@
  * uapi/rinx_switch.h.
  *
  * Frame: Ethernet | IPv4 (no options) | UDP (dst = configured port) |
- *        struct rinx_hdr | RINX_BLOCK_VALUES x __s32 payload (the first
- *        `count` carry the block, the rest are zero)
+ *        struct rinx_hdr | payload of the job's block size: RINX_BLOCK_VALUES
+ *        or RINX_BLOCK_VALUES_MIN x __s32 (the first `count` carry the
+ *        block, the rest are zero). The payload's length says which of the
+ *        two sizes a frame has; a job uses one (rinx_job.bval), chosen by
+ *        the MTU of its network (RINX_FRAME_LEN).
  *
  * Header fields are big-endian (the type says so). The fixed-point payload is
  * little-endian: every supported host is little-endian and the XDP hop adds
@@ -26,9 +29,15 @@
 #define RINX_DEFAULT_PORT	47001
 
 /* Values of one block: one block travels in one packet. 768 x 4 B keeps the
- * frame (3168 B) under the veth XDP limit of one page per frame. */
+ * frame (3168 B) within one page, the most a linear XDP frame holds; it
+ * needs an IP MTU of 3154. Networks with a smaller MTU (down to the 1,500
+ * of plain Ethernet, which leaves 1,418 B of payload) carry blocks of
+ * RINX_BLOCK_VALUES_MIN values (frames of 1,504 B, IP MTU 1,490). Slots in
+ * the maps always have room for RINX_BLOCK_VALUES. */
 #define RINX_BLOCK_VALUES	768
 #define RINX_BLOCK_BYTES	(RINX_BLOCK_VALUES * 4)
+#define RINX_BLOCK_VALUES_MIN	352
+#define RINX_BLOCK_BYTES_MIN	(RINX_BLOCK_VALUES_MIN * 4)
 
 #define RINX_MAX_JOBS		4	/* job (communicator) slots per node */
 #define RINX_MAX_NODES		64	/* ranks / nodes of one job */
@@ -70,6 +79,10 @@ enum rinx_hello {
 	RINX_HELLO_OPEN_OTHER = 6,	/* answer to OPEN: the job is known
 					 * here but runs another plan (block:
 					 * the plan id installed here) */
+	RINX_HELLO_OPEN_SIZE = 7,	/* answer to OPEN (whose count is the
+					 * asker's block size): the job runs
+					 * here with blocks of `count` values,
+					 * another size (another MTU) */
 };
 
 /* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */
@@ -119,6 +132,12 @@ struct rinx_hdr {
 
 #define RINX_FRAME_HDR_LEN	(14 + 20 + 8 + (int)sizeof(struct rinx_hdr))
 #define RINX_FRAME_MAX		(RINX_FRAME_HDR_LEN + RINX_BLOCK_BYTES)
+/* The frame of a block of bval values, and the IP MTU it needs. Control
+ * frames (RINX_T_HELLO) are always of the smallest size, so that ranks
+ * whose block sizes differ still reach each other and can say so. */
+#define RINX_FRAME_LEN(bval)	(RINX_FRAME_HDR_LEN + (int)(bval) * 4)
+#define RINX_FRAME_MIN		RINX_FRAME_LEN(RINX_BLOCK_VALUES_MIN)
+#define RINX_IP_MTU(bval)	(RINX_FRAME_LEN(bval) - 14)
 
 /*
  * One block of one job in the share map (this host's contribution, written by
@@ -190,6 +209,11 @@ struct rinx_job {
 	 * bound (the plan routes some rounds around it). */
 	__u32 ahead;
 	__u32 flags;		/* RINX_JOB_* */
+	/* Values per block of the job's frames: RINX_BLOCK_VALUES or
+	 * RINX_BLOCK_VALUES_MIN (frames of the other size are dropped,
+	 * RINX_STAT_DROP_SHAPE). */
+	__u16 bval;
+	__u16 resv2;
 };
 
 /* rinx_job.flags: ring hops keep the partial sums they send on (the
@@ -464,11 +488,13 @@ _Static_assert(__builtin_offsetof(struct rinx_hdr, exp) == 38, "exp");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, cover) == 46, "cover");
 _Static_assert(RINX_FRAME_HDR_LEN == 96, "payload is 8-byte aligned");
 _Static_assert(RINX_FRAME_MAX == 3168, "frame size (docs, MTU 3154)");
+_Static_assert(RINX_IP_MTU(RINX_BLOCK_VALUES_MIN) <= 1500 &&
+	       RINX_BLOCK_VALUES_MIN % 8 == 0, "small frames fit MTU 1500");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
 _Static_assert(sizeof(struct rinx_job) == 56 + 2 * RINX_CMAP_MAX +
-	       3 * RINX_MAX_CLASSES, "job");
+	       3 * RINX_MAX_CLASSES, "job (bval in what was padding)");
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");

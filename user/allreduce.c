@@ -49,16 +49,15 @@ static void convert(struct rinx_req *r, __u32 upto)
 	for (b = r->conv; b < upto; b++) {
 		struct rinx_slot *s = &c->share[c->slot * c->window + b];
 		int cnt = block_count(r, b);
-		size_t off = r->done_vals + (size_t)b * RINX_BLOCK_VALUES;
+		size_t off = r->done_vals + (size_t)b * c->bval;
 
 		if (r->dtype == RINX_FLOAT32) {
-			rinx_quant_block(s, (const float *)r->send + off, cnt,
-					 c->qbits);
+			rinx_quant_block_n(s, (const float *)r->send + off, cnt,
+					   c->qbits, c->bval);
 		} else {
 			memcpy(s->v, (const int32_t *)r->send + off, cnt * 4);
-			if (cnt < RINX_BLOCK_VALUES)
-				memset(&s->v[cnt], 0,
-				       (RINX_BLOCK_VALUES - cnt) * 4);
+			if (cnt < c->bval)
+				memset(&s->v[cnt], 0, (c->bval - cnt) * 4);
 			s->exp = 0;
 			s->flags = 0;
 			s->count = cnt;
@@ -74,14 +73,14 @@ static int round_open(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
 	size_t left = r->count - r->done_vals;
-	size_t vals = left < (size_t)c->window * RINX_BLOCK_VALUES ?
-		      left : (size_t)c->window * RINX_BLOCK_VALUES;
+	size_t vals = left < (size_t)c->window * c->bval ?
+		      left : (size_t)c->window * c->bval;
 	struct rinx_cursor *cur = &c->cursors[c->slot];
 	__u32 b, key = c->job, first;
 	__u64 t;
 
-	r->nb = (vals + RINX_BLOCK_VALUES - 1) / RINX_BLOCK_VALUES;
-	r->last_count = vals - (size_t)(r->nb - 1) * RINX_BLOCK_VALUES;
+	r->nb = (vals + c->bval - 1) / c->bval;
+	r->last_count = vals - (size_t)(r->nb - 1) * c->bval;
 	/* Close the cursor before anything of the new round is written: the
 	 * host program claims no own block of a closed cursor (a late gather
 	 * of the round before is not recycled into this one's blocks). Once
@@ -148,7 +147,8 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 	struct frame f;
 
 	rinx_c_frame_at((__u8 *)x->area + addr, &f);
-	rinx_c_frame_addr(c, &f, c->plan.start_to[klass]);
+	rinx_c_frame_addr(c, &f, c->plan.start_to[klass],
+			  RINX_FRAME_LEN(c->bval));
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
 	f.h->type = c->plan.start_type[klass];
@@ -168,8 +168,8 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 	f.h->klass = htons(klass);
 	f.h->exp = htons((__u16)s->exp);
 	f.h->dtype = htons(c->jobent.dtype);
-	memcpy(f.v, s->v, RINX_BLOCK_BYTES);
-	if (rinx_c_x_send(x, addr, RINX_FRAME_MAX))
+	memcpy(f.v, s->v, (size_t)c->bval * 4);
+	if (rinx_c_x_send(x, addr, RINX_FRAME_LEN(c->bval)))
 		return -EAGAIN;
 	x->nfree--;
 	if (!again)
@@ -232,7 +232,7 @@ static int collect(struct rinx_req *r)
 		const struct rinx_slot *s =
 			&c->result[c->slot * c->window + r->cursor];
 		size_t off = r->done_vals +
-			     (size_t)r->cursor * RINX_BLOCK_VALUES;
+			     (size_t)r->cursor * c->bval;
 		int cnt = block_count(r, r->cursor);
 
 		if (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) != c->epoch)
@@ -411,7 +411,7 @@ static int progress(struct rinx_req *r, int *moved)
 		}
 	}
 	if (r->cursor == r->nb) {
-		r->done_vals += (size_t)r->nb * RINX_BLOCK_VALUES;
+		r->done_vals += (size_t)r->nb * c->bval;
 		if (r->done_vals > r->count)
 			r->done_vals = r->count;
 		r->round_open = 0;

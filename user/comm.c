@@ -173,6 +173,7 @@ static int install_tor(struct rinx_comm *c, int ri)
 	memset(j.start_to, 0xff, sizeof(j.start_to));	/* starts nothing */
 	j.self = self;
 	j.qbits = c->qbits;
+	j.bval = c->bval;
 	j.window = c->window;
 	/* The ToR refuses rounds far ahead of the newest it took a frame
 	 * of (RINX_AGG_AHEAD), which it can only know if every round
@@ -331,6 +332,7 @@ static int install(struct rinx_comm *c)
 	c->jobent.nnodes = c->plan.nnodes;
 	c->jobent.self = c->rank;
 	c->jobent.qbits = c->qbits;
+	c->jobent.bval = c->bval;
 	c->jobent.window = c->window;
 	c->jobent.plan_id = rinx_plan_id(c->spec.plan, c->spec.plan_nps);
 	plan_job(c);
@@ -423,6 +425,9 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	c->job = o->job;
 	c->token = o->token;
 	c->qbits = rinx_qbits(c->n);
+	/* a single rank sends nothing; others take the MTU's (open below) */
+	c->bval = c->spec.mtu && c->spec.mtu < RINX_IP_MTU(RINX_BLOCK_VALUES) ?
+		  RINX_BLOCK_VALUES_MIN : RINX_BLOCK_VALUES;
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
 	/* Default: all origins together keep at most ~128 frames in flight,
 	 * half of a veth ring (256 frames): without retransmission a ring
@@ -475,8 +480,8 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		c->cursors = p;
 	}
 	if (c->n > 1) {
-		err = rinx_check_mtu(c->self->name, c->self->ifname, c->err,
-				     sizeof(c->err));
+		err = rinx_check_mtu(&c->spec, c->self->name, c->self->ifname,
+				     &c->bval, c->err, sizeof(c->err));
 		if (err)
 			goto fail;
 		err = rinx_c_xctx_get(c, c->self->ifname, dir, &c->x);
@@ -562,6 +567,10 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 
 RINX_API int rinx_comm_rank(const struct rinx_comm *c) { return c->rank; }
 RINX_API int rinx_comm_size(const struct rinx_comm *c) { return c->n; }
+RINX_API int rinx_comm_block_values(const struct rinx_comm *c)
+{
+	return c->bval;
+}
 
 RINX_API const char *rinx_comm_error(const struct rinx_comm *c)
 {

@@ -117,6 +117,7 @@ struct rinx_comm {
 	__u32 job, slot, window;
 	__u64 token;		/* 64 bits on the wire (rinx_hdr.token) */
 	int qbits;
+	int bval;		/* values per block (frame): the MTU's */
 	int timeout_ms, inflight;
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
 	int fd_aggs;		/* agent host: its aggregator slots */
@@ -144,6 +145,8 @@ struct rinx_comm {
 	__u64 heard;		/* ranks whose OPEN hello arrived */
 	int clash;		/* 1 + a rank that runs another plan */
 	__u32 clash_id;		/* ... its plan id */
+	int clash_bval;		/* 1 + a rank whose blocks have another size */
+	int clash_bval_n;	/* ... their values */
 	__u64 alive;		/* ranks that answered a PROBE */
 	/* INA health, agreed at the start of each collective (Rina racks
 	 * whose aggregator is gone run as plain ring members) */
@@ -204,6 +207,14 @@ struct frame {
 	__s32 *v;
 };
 
+/* The length of the frame a received frame of len bytes is taken as (the
+ * host program's reading, parse.bpf.h): full size from RINX_FRAME_MAX up,
+ * else small (hellos, and every frame of a small-MTU job). */
+static inline int rinx_c_frame_len(__u32 len)
+{
+	return len >= RINX_FRAME_MAX ? RINX_FRAME_MAX : RINX_FRAME_MIN;
+}
+
 /* Class of block b in the plan. */
 static inline int class_of(const struct rinx_comm *c, __u32 b)
 {
@@ -221,7 +232,7 @@ static inline long own_index(const struct rinx_comm *c, __u32 b)
 
 static inline int block_count(const struct rinx_req *r, __u32 b)
 {
-	return b == r->nb - 1 ? (int)r->last_count : RINX_BLOCK_VALUES;
+	return b == r->nb - 1 ? (int)r->last_count : r->c->bval;
 }
 
 /* comm.c */
@@ -249,7 +260,10 @@ enum rinx_slow_verdict {
 	RINX_SP_DROP,	/* rejected: the frame is free */
 };
 void rinx_c_frame_at(__u8 *p, struct frame *f);
-void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to);
+/* Addresses of a frame of flen bytes (RINX_FRAME_LEN of the job's block
+ * size; RINX_FRAME_MIN for hellos). */
+void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to,
+		       int flen);
 int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len);
 int rinx_c_slow_path(struct rinx_comm *c);
 

@@ -48,6 +48,10 @@ int rinx_seterr(char *err, size_t len, int ret, const char *fmt, ...)
  * An ina=switch rack's pool=N: the slots its ToR gives a ps-ina job (ATP's
  * pool, default RINX_POOL_DEFAULT, at most the window; 0: a slot per
  * block).
+ * The cluster's mtu=N (1490..65535): the IP MTU of the job's network,
+ * which sets the values per frame (RINX_BLOCK_VALUES from 3154 up, else
+ * RINX_BLOCK_VALUES_MIN); absent, each rank takes its interface's MTU
+ * (rinx_check_mtu), and ranks that come to different sizes fail at open.
  */
 #define RINX_NAME_MAX	48
 #define RINX_PATH_MAX	200
@@ -98,6 +102,7 @@ struct rinx_spec {
 	 * scales them down to what it sustains); 0: not set, the topology's
 	 * rates are the links' (1000) */
 	double scale_mbit;
+	int mtu;		/* IP MTU of the job's network; 0: the interface's */
 	int nhosts;
 	struct rinx_spec_host hosts[RINX_MAX_NODES];
 	int nracks;
@@ -125,13 +130,15 @@ int rinx_parse_mac(const char *str, __u8 mac[6]);
  * program, its link and its maps are pinned under <pin>/<node name>/. */
 int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h);
 int rinx_node_down(const struct rinx_spec *s, const struct rinx_spec_host *h);
-/* The IP MTU a rinx frame needs (its Ethernet payload), and a check of
- * interface `ifname` in the calling thread's namespace against it: 0, or
- * -EMSGSIZE with a message naming the MTU needed in err (-errno when the
- * MTU cannot be read). */
-#define RINX_MTU_NEEDED	(RINX_FRAME_MAX - 14)
-int rinx_check_mtu(const char *node, const char *ifname, char *err,
-		   size_t errlen);
+/* The values per frame of the spec's jobs on interface `ifname` (in the
+ * calling thread's namespace), into *bval if not NULL: from the spec's mtu
+ * if set, else from the interface's MTU (RINX_IP_MTU(RINX_BLOCK_VALUES)
+ * and up: RINX_BLOCK_VALUES; from RINX_IP_MTU(RINX_BLOCK_VALUES_MIN):
+ * RINX_BLOCK_VALUES_MIN). 0, or -EMSGSIZE with a message naming the MTU
+ * needed in err when the interface's MTU is below what the frames need
+ * (-errno when it cannot be read). */
+int rinx_check_mtu(const struct rinx_spec *s, const char *node,
+		   const char *ifname, int *bval, char *err, size_t errlen);
 /* Sum over CPUs of the host program's counters. */
 int rinx_node_stats(const struct rinx_spec *s, const struct rinx_spec_host *h,
 		    __u64 out[RINX_STAT_MAX]);

@@ -22,13 +22,17 @@ int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
 	struct xctx *x = c->x;
 	struct frame f;
 	__u64 addr;
+	int flen;
 
 	if (x->nfree <= 0 || xsk_prod_nb_free(&x->tx, 1) < 1)
 		return -EAGAIN;
 	addr = x->free[x->nfree - 1];
 	rinx_c_frame_at((__u8 *)x->area + addr, &f);
 	memset(f.h, 0, sizeof(*f.h));
-	rinx_c_frame_addr(c, &f, to);
+	/* hellos are small (every rank reaches every other whatever its
+	 * block size); NACKs are answered with a block: the job's size */
+	flen = type == RINX_T_HELLO ? RINX_FRAME_MIN : RINX_FRAME_LEN(c->bval);
+	rinx_c_frame_addr(c, &f, to, flen);
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
 	f.h->type = type;
@@ -41,8 +45,8 @@ int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
 	f.h->count = htons(count);
 	f.h->klass = htons(c->plan.plen ? class_of(c, block) : 0);
 	f.h->dtype = htons(c->jobent.dtype);
-	memset(f.v, 0, RINX_BLOCK_BYTES);
-	if (rinx_c_x_send(x, addr, RINX_FRAME_MAX))
+	memset(f.v, 0, flen - RINX_FRAME_HDR_LEN);
+	if (rinx_c_x_send(x, addr, flen))
 		return -EAGAIN;
 	x->nfree--;
 	return 0;
@@ -97,8 +101,20 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 		}
 		/* a rank that runs another plan: stay installed a few hello
 		 * periods more, so that it hears our answer too, then fail */
-		if (c->clash && !clash_t)
+		if ((c->clash || c->clash_bval) && !clash_t)
 			clash_t = t + 500000000ull;
+		if (c->clash_bval && t >= clash_t) {
+			pthread_mutex_unlock(&c->x->lock);
+			return rinx_c_cerr(c, -EMSGSIZE, "rank %d sends %d-byte frames "
+					   "(blocks of %d values), rank %d %d-byte "
+					   "(%d): their MTUs differ; set one MTU "
+					   "everywhere or mtu= in the spec (at least "
+					   "%d)", c->rank, RINX_FRAME_LEN(c->bval),
+					   c->bval, c->clash_bval - 1,
+					   RINX_FRAME_LEN(c->clash_bval_n),
+					   c->clash_bval_n,
+					   RINX_IP_MTU(RINX_BLOCK_VALUES_MIN));
+		}
 		if (c->clash && t >= clash_t) {
 			char a[32], b[32];
 
@@ -121,7 +137,8 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 				if (want & ~c->heard & (1ull << r))
 					rinx_c_send_ctl(c, r, RINX_T_HELLO,
 							RINX_HELLO_OPEN, 0,
-							c->jobent.plan_id, 1, 1);
+							c->jobent.plan_id, 1,
+							c->bval);
 			next = t + 10000000ull;
 		}
 		rinx_c_x_kick(c->x);

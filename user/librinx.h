@@ -82,6 +82,10 @@ int rinx_comm_rank(const struct rinx_comm *c);
 int rinx_comm_size(const struct rinx_comm *c);
 const char *rinx_comm_error(const struct rinx_comm *c);
 int rinx_comm_stats(const struct rinx_comm *c, struct rinx_comm_stats *st);
+/* Values per block (one frame): 768, or 352 on a network whose MTU is
+ * below 3,154 (spec mtu=, else the interface's). The unit of float32
+ * scaling: rinx_f32_bound's amax is taken over such a block. (1.1) */
+int rinx_comm_block_values(const struct rinx_comm *c);
 
 /* SUM of `count` elements over all ranks; send == recv is allowed. */
 int rinx_allreduce(struct rinx_comm *c, const void *send, void *recv,

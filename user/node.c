@@ -149,11 +149,13 @@ static void unpin_all(const char *dir)
 	rmdir(dir);
 }
 
-int rinx_check_mtu(const char *node, const char *ifname, char *err,
-		   size_t errlen)
+int rinx_check_mtu(const struct rinx_spec *s, const char *node,
+		   const char *ifname, int *bval, char *err, size_t errlen)
 {
+	const int small = RINX_IP_MTU(RINX_BLOCK_VALUES_MIN);
+	const int big = RINX_IP_MTU(RINX_BLOCK_VALUES);
 	struct ifreq ifr = { 0 };
-	int fd, mtu;
+	int fd, mtu, bv, need;
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -170,13 +172,31 @@ int rinx_check_mtu(const char *node, const char *ifname, char *err,
 	}
 	close(fd);
 	mtu = ifr.ifr_mtu;
-	if (mtu < RINX_MTU_NEEDED)
-		return rinx_seterr(err, errlen, -EMSGSIZE, "node %s: interface "
-				   "%s has MTU %d; rinx frames need an MTU of "
-				   "%d (%d-byte frames: ip link set dev %s mtu "
-				   "%d, and jumbo frames on the switches)",
-				   node, ifname, mtu, RINX_MTU_NEEDED,
-				   RINX_FRAME_MAX, ifname, RINX_MTU_NEEDED);
+	if (s && s->mtu) {
+		bv = s->mtu >= big ? RINX_BLOCK_VALUES : RINX_BLOCK_VALUES_MIN;
+		need = RINX_IP_MTU(bv);
+		if (mtu < need)
+			return rinx_seterr(err, errlen, -EMSGSIZE, "node %s: "
+					   "interface %s has MTU %d; the spec's "
+					   "mtu=%d gives %d-byte frames, which "
+					   "need an MTU of %d (ip link set dev "
+					   "%s mtu %d, or a smaller mtu= in the "
+					   "spec, down to %d)", node, ifname, mtu,
+					   s->mtu, RINX_FRAME_LEN(bv), need,
+					   ifname, need, small);
+	} else {
+		if (mtu < small)
+			return rinx_seterr(err, errlen, -EMSGSIZE, "node %s: "
+					   "interface %s has MTU %d; rinx frames "
+					   "need an MTU of at least %d (%d-byte "
+					   "frames; %d for %d-byte frames): ip "
+					   "link set dev %s mtu %d", node, ifname,
+					   mtu, small, RINX_FRAME_MIN, big,
+					   RINX_FRAME_MAX, ifname, small);
+		bv = mtu >= big ? RINX_BLOCK_VALUES : RINX_BLOCK_VALUES_MIN;
+	}
+	if (bval)
+		*bval = bv;
 	return 0;
 }
 
@@ -196,7 +216,7 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 			h->ifname, h->netns[0] ? " in netns " : "", h->netns);
 		return -ENODEV;
 	}
-	err = rinx_check_mtu(h->name, h->ifname, why, sizeof(why));
+	err = rinx_check_mtu(s, h->name, h->ifname, NULL, why, sizeof(why));
 	if (err) {
 		pr_warn("%s\n", why);
 		return err;

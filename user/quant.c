@@ -150,7 +150,7 @@ typedef void (*dequant_fn)(float *restrict x, const int32_t *restrict q,
  */
 static inline __attribute__((always_inline)) void
 quant_one(struct rinx_slot *s, const float *x, int count, int qbits,
-	  absmax_fn absmax, quant_fn quant)
+	  absmax_fn absmax, quant_fn quant, int bval)
 {
 	uint32_t maxbits = absmax(x, count);
 	uint8_t flags = 0;
@@ -165,7 +165,7 @@ quant_one(struct rinx_slot *s, const float *x, int count, int qbits,
 	s->sent_us = 0;
 	if (maxbits == 0) {
 		s->exp = RINX_EXP_ZERO;
-		memset(s->v, 0, sizeof(s->v));
+		memset(s->v, 0, bval * sizeof(s->v[0]));
 		return;
 	}
 	s->exp = bits_exp(maxbits);
@@ -179,8 +179,8 @@ quant_one(struct rinx_slot *s, const float *x, int count, int qbits,
 	} else {
 		quant_double(s->v, x, count, k);
 	}
-	if (count < RINX_BLOCK_VALUES)
-		memset(&s->v[count], 0, (RINX_BLOCK_VALUES - count) * 4);
+	if (count < bval)
+		memset(&s->v[count], 0, (bval - count) * 4);
 }
 
 static inline __attribute__((always_inline)) void
@@ -209,30 +209,32 @@ dequant_one(const struct rinx_slot *s, float *x, int count, int qbits,
 	}
 }
 
-static inline int range_count(size_t left)
+static inline int range_count(size_t left, int bval)
 {
-	return left < RINX_BLOCK_VALUES ? (int)left : RINX_BLOCK_VALUES;
+	return left < (size_t)bval ? (int)left : bval;
 }
 
-/* Range functions of one path: nvals values into consecutive slots. */
+/* Range functions of one path: nvals values into consecutive slots of bval
+ * values each. */
 #define DEFINE_PATH(name, attr, absmax, quant, dequant)			\
 attr static void quant_range_##name(struct rinx_slot *s, const float *x, \
-				    size_t nvals, int qbits)		\
+				    size_t nvals, int qbits, int bval)	\
 {									\
 	size_t off;							\
 									\
-	for (off = 0; off < nvals; off += RINX_BLOCK_VALUES, s++)	\
-		quant_one(s, x + off, range_count(nvals - off), qbits,	\
-			  absmax, quant);				\
+	for (off = 0; off < nvals; off += bval, s++)			\
+		quant_one(s, x + off, range_count(nvals - off, bval),	\
+			  qbits, absmax, quant, bval);			\
 }									\
 attr static void dequant_range_##name(const struct rinx_slot *s,	\
-				      float *x, size_t nvals, int qbits) \
+				      float *x, size_t nvals, int qbits, \
+				      int bval)				\
 {									\
 	size_t off;							\
 									\
-	for (off = 0; off < nvals; off += RINX_BLOCK_VALUES, s++)	\
-		dequant_one(s, x + off, range_count(nvals - off), qbits, \
-			    dequant);					\
+	for (off = 0; off < nvals; off += bval, s++)			\
+		dequant_one(s, x + off, range_count(nvals - off, bval),	\
+			    qbits, dequant);				\
 }
 
 /* ---- portable path: plain C, vectorized by the compiler for the base ISA */
@@ -453,9 +455,9 @@ DEFINE_PATH(avx512, AVX512, absmax_avx512, quant_avx512, dequant_avx512)
 struct quant_path {
 	const char *name;
 	void (*quant)(struct rinx_slot *s, const float *x, size_t nvals,
-		      int qbits);
+		      int qbits, int bval);
 	void (*dequant)(const struct rinx_slot *s, float *x, size_t nvals,
-			int qbits);
+			int qbits, int bval);
 };
 
 static const struct quant_path paths[RINX_QUANT_NPATHS] = {
@@ -589,41 +591,64 @@ static inline void fpenv_leave(unsigned int r)
 }
 #endif
 
-void rinx_quant_blocks(struct rinx_slot *s, const float *x, size_t nvals,
-		       int qbits)
+static int bval_ok(int bval)
+{
+	return bval == RINX_BLOCK_VALUES_MIN ? bval : RINX_BLOCK_VALUES;
+}
+
+void rinx_quant_blocks_n(struct rinx_slot *s, const float *x, size_t nvals,
+			 int qbits, int bval)
 {
 	const struct quant_path *p = path();
 	unsigned int env = fpenv_enter();
 
-	p->quant(s, x, nvals, qbits);
+	p->quant(s, x, nvals, qbits, bval_ok(bval));
 	fpenv_leave(env);
+}
+
+void rinx_dequant_blocks_n(const struct rinx_slot *s, float *x, size_t nvals,
+			   int qbits, int bval)
+{
+	const struct quant_path *p = path();
+	unsigned int env = fpenv_enter();
+
+	p->dequant(s, x, nvals, qbits, bval_ok(bval));
+	fpenv_leave(env);
+}
+
+void rinx_quant_blocks(struct rinx_slot *s, const float *x, size_t nvals,
+		       int qbits)
+{
+	rinx_quant_blocks_n(s, x, nvals, qbits, RINX_BLOCK_VALUES);
 }
 
 void rinx_dequant_blocks(const struct rinx_slot *s, float *x, size_t nvals,
 			 int qbits)
 {
-	const struct quant_path *p = path();
-	unsigned int env = fpenv_enter();
-
-	p->dequant(s, x, nvals, qbits);
-	fpenv_leave(env);
+	rinx_dequant_blocks_n(s, x, nvals, qbits, RINX_BLOCK_VALUES);
 }
 
-void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
-		      int qbits)
+void rinx_quant_block_n(struct rinx_slot *s, const float *x, int count,
+			int qbits, int bval)
 {
 	if (count > 0) {
-		rinx_quant_blocks(s, x, count, qbits);
+		rinx_quant_blocks_n(s, x, count, qbits, bval);
 		return;
 	}
 	/* an empty block: a zero slot, as the range functions never see it */
-	memset(s->v, 0, sizeof(s->v));
+	memset(s->v, 0, bval_ok(bval) * sizeof(s->v[0]));
 	s->exp = RINX_EXP_ZERO;
 	s->flags = 0;
 	s->count = 0;
 	s->resv = 0;
 	s->step = 0;
 	s->sent_us = 0;
+}
+
+void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
+		      int qbits)
+{
+	rinx_quant_block_n(s, x, count, qbits, RINX_BLOCK_VALUES);
 }
 
 void rinx_dequant_block(const struct rinx_slot *s, float *x, int count,
@@ -644,11 +669,18 @@ static inline int32_t rshift_round(int32_t x, uint32_t d)
 int16_t rinx_payload_add(int32_t *dst, int16_t dst_exp, const int32_t *src,
 			 int16_t src_exp)
 {
+	return rinx_payload_add_n(dst, dst_exp, src, src_exp,
+				  RINX_BLOCK_VALUES);
+}
+
+int16_t rinx_payload_add_n(int32_t *dst, int16_t dst_exp,
+			   const int32_t *src, int16_t src_exp, int n)
+{
 	int32_t e = dst_exp > src_exp ? dst_exp : src_exp;
 	uint32_t dd = e - dst_exp, ds = e - src_exp;
 	int i;
 
-	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+	for (i = 0; i < n; i++)
 		dst[i] = (int32_t)((uint32_t)rshift_round(dst[i], dd) +
 				   (uint32_t)rshift_round(src[i], ds));
 	return e;

@@ -14,6 +14,10 @@ int rinx_qbits(int nranks);
  * count <= RINX_BLOCK_VALUES. Leaves epoch alone. */
 void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
 		      int qbits);
+/* The same for blocks of bval values (RINX_BLOCK_VALUES or
+ * RINX_BLOCK_VALUES_MIN): the tail is zeroed up to bval. */
+void rinx_quant_block_n(struct rinx_slot *s, const float *x, int count,
+			int qbits, int bval);
 /* Writes slot's values as floats into x[0..count). */
 void rinx_dequant_block(const struct rinx_slot *s, float *x, int count,
 			int qbits);
@@ -26,6 +30,11 @@ void rinx_quant_blocks(struct rinx_slot *s, const float *x, size_t nvals,
 		       int qbits);
 void rinx_dequant_blocks(const struct rinx_slot *s, float *x, size_t nvals,
 			 int qbits);
+/* The same over slots of bval values each. */
+void rinx_quant_blocks_n(struct rinx_slot *s, const float *x, size_t nvals,
+			 int qbits, int bval);
+void rinx_dequant_blocks_n(const struct rinx_slot *s, float *x, size_t nvals,
+			   int qbits, int bval);
 
 /* Conversion paths. All give bit-identical slots and floats for every input;
  * the fastest the CPU runs is used unless RINX_QUANT (auto, portable, avx2,
@@ -46,5 +55,8 @@ void rinx_block_add_user(struct rinx_slot *dst, const struct rinx_slot *src);
 /* Same on a wire payload: returns the new exponent. */
 int16_t rinx_payload_add(int32_t *dst, int16_t dst_exp, const int32_t *src,
 			 int16_t src_exp);
+/* ... of n values (a small-MTU job's blocks). */
+int16_t rinx_payload_add_n(int32_t *dst, int16_t dst_exp,
+			   const int32_t *src, int16_t src_exp, int n);
 
 #endif

@@ -39,12 +39,13 @@ void rinx_c_frame_at(__u8 *p, struct frame *f)
 }
 
 /* Ethernet/IPv4/UDP headers from node `from` to node `to`. */
-void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to)
+void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to,
+		       int flen)
 {
 	const struct rinx_node *s = &c->plan.nodes[c->rank];
 	const struct rinx_node *d = &c->plan.nodes[to];
-	__u16 len_ip = htons(RINX_FRAME_MAX - 14);
-	__u16 len_udp = htons(RINX_FRAME_MAX - 34);
+	__u16 len_ip = htons(flen - 14);
+	__u16 len_udp = htons(flen - 34);
 	__u16 sport = htons(c->spec.port), csum;
 
 	memcpy(f->eth, d->mac, 6);
@@ -94,7 +95,7 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 		return 0;
 	f->h->block = htonl(c->done_word[kind]);
 	f->h->count = htons(1);
-	rinx_c_frame_addr(c, f, from);
+	rinx_c_frame_addr(c, f, from, RINX_FRAME_MIN);
 	return 1;
 }
 
@@ -105,7 +106,7 @@ static void store_result(struct rinx_comm *c, struct rinx_slot *res,
 {
 	struct rinx_cursor *cur = &c->cursors[c->slot];
 
-	memcpy(res->v, f->v, RINX_BLOCK_BYTES);
+	memcpy(res->v, f->v, (size_t)c->bval * 4);
 	res->exp = (__s16)ntohs(f->h->exp);
 	res->flags = f->h->flags;
 	res->count = cnt;
@@ -174,7 +175,8 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 	if (a.epoch != epoch || (!a.pend && !a.done) || (a.seen & cov) != cov)
 		return -1;
 	if (a.pend) {
-		a.exp = rinx_payload_add(a.v, a.exp, sh->v, sh->exp);
+		a.exp = rinx_payload_add_n(a.v, a.exp, sh->v, sh->exp,
+					   c->bval);
 		a.flags |= sh->flags;
 		a.pend = 0;
 		a.done = 1;
@@ -189,7 +191,7 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 	} else {
 		ret = a.final ? SELF_FINAL : SELF_RESEND;
 	}
-	memcpy(f->v, a.v, RINX_BLOCK_BYTES);
+	memcpy(f->v, a.v, (size_t)c->bval * 4);
 	f->h->exp = htons((__u16)a.exp);
 	f->h->flags = a.flags;
 	return ret;
@@ -210,7 +212,7 @@ static void agg_keep(struct rinx_comm *c, __u32 idx, __u32 epoch,
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK) ||
 	    a.epoch != epoch)
 		return;
-	memcpy(a.v, f->v, RINX_BLOCK_BYTES);
+	memcpy(a.v, f->v, (size_t)c->bval * 4);
 	a.exp = (__s16)ntohs(f->h->exp);
 	a.flags = f->h->flags;
 	a.final = 1;
@@ -264,7 +266,9 @@ static void frame_ce(struct frame *f)
 
 /* The slow path's hop: one frame the host program handed up, at p (len
  * bytes), rewritten in place into what this node sends (RINX_SP_SEND: the
- * caller transmits RINX_FRAME_MAX bytes from p). Needs no socket, so the
+ * caller transmits the frame as long as it came, rinx_c_frame_len(len)).
+ * A block of another size than the job's is dropped, as the host program
+ * drops it. Needs no socket, so the
  * differential test runs it on the same tables as the host program. */
 int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 {
@@ -276,7 +280,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	__u32 epoch, block, nblocks, klass, cnt, type, idx;
 	int agg, ret, ce = 0;
 
-	if (len < RINX_FRAME_MAX)
+	if (len < RINX_FRAME_MIN)
 		return RINX_SP_DROP;
 	rinx_c_frame_at(p, &f);
 	if (ntohl(f.h->magic) != RINX_MAGIC || f.h->version != RINX_VERSION)
@@ -300,6 +304,10 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			c->clash = from + 1;
 			c->clash_id = ntohl(f.h->block);
 		}
+		if (f.h->step == RINX_HELLO_OPEN_SIZE) {
+			c->clash_bval = from + 1;
+			c->clash_bval_n = ntohs(f.h->count);
+		}
 		/* a peer that answers or probes is alive */
 		if (f.h->step == RINX_HELLO_ALIVE ||
 		    f.h->step == RINX_HELLO_PROBE)
@@ -312,9 +320,11 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		} else {
 			return RINX_SP_FREE;
 		}
-		rinx_c_frame_addr(c, &f, from);
+		rinx_c_frame_addr(c, &f, from, rinx_c_frame_len(len));
 		return RINX_SP_SEND;
 	}
+	if (rinx_c_frame_len(len) != RINX_FRAME_LEN(c->bval))
+		return RINX_SP_DROP;
 	epoch = ntohl(f.h->epoch);
 	if ((__s32)(epoch - c->epoch) < 0)
 		return RINX_SP_DROP;
@@ -328,7 +338,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	/* What the host program drops as malformed or misaddressed is
 	 * dropped here alike, before a size that differs from this rank's
 	 * can blame the sender's tensor (rinx_check_bounds, _sender). */
-	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
+	if (cnt == 0 || cnt > (__u32)c->bval || block >= nblocks ||
 	    nblocks > c->window || klass >= (__u32)c->plan.nclasses ||
 	    (int)klass != class_of(c, block) || type < RINX_T_REDUCE ||
 	    type > RINX_T_CONTRIB)
@@ -373,8 +383,9 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			return RINX_SP_DROP;
 		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
 			return RINX_SP_KEEP;
-		f.h->exp = htons((__u16)rinx_payload_add(f.v,
-				(__s16)ntohs(f.h->exp), sh->v, sh->exp));
+		f.h->exp = htons((__u16)rinx_payload_add_n(f.v,
+				(__s16)ntohs(f.h->exp), sh->v, sh->exp,
+				c->bval));
 		f.h->flags |= sh->flags;
 		f.h->step++;
 		if (hop->action == RINX_A_ADD_FWD &&
@@ -382,7 +393,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			/* kept for the successor's RNACK, as XDP keeps it */
 			struct rinx_slot *k = &c->partial[idx];
 
-			memcpy(k->v, f.v, RINX_BLOCK_BYTES);
+			memcpy(k->v, f.v, (size_t)c->bval * 4);
 			k->exp = (__s16)ntohs(f.h->exp);
 			k->flags = f.h->flags;
 			k->count = cnt;
@@ -422,7 +433,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			f.h->type = RINX_T_GATHER;
 			f.h->step = hop->action == RINX_A_AGG_FINISH ?
 				    hop->out_step : hop->out_step + 1;
-			rinx_c_frame_addr(c, &f, ntohs(f.h->sender));
+			rinx_c_frame_addr(c, &f, ntohs(f.h->sender), RINX_FRAME_LEN(c->bval));
 			if (ce)
 				frame_ce(&f);
 			return RINX_SP_SEND;
@@ -440,7 +451,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		f.h->type = RINX_T_GATHER;
 		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
 			return RINX_SP_FREE;
-		rinx_c_frame_addr(c, &f, hop->to);
+		rinx_c_frame_addr(c, &f, hop->to, RINX_FRAME_LEN(c->bval));
 		if (ce)
 			frame_ce(&f);
 		if (hop->rack != RINX_NO_RACK)
@@ -452,7 +463,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		agg_keep(c, idx, epoch, &f);
 		f.h->step = hop->out_step;
 		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
-				  c->rank);
+				  c->rank, RINX_FRAME_LEN(c->bval));
 		if (ce)
 			frame_ce(&f);
 		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
@@ -460,7 +471,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	default:
 		return RINX_SP_DROP;
 	}
-	rinx_c_frame_addr(c, &f, hop->to);
+	rinx_c_frame_addr(c, &f, hop->to, RINX_FRAME_LEN(c->bval));
 	if (ce)
 		frame_ce(&f);
 	return RINX_SP_SEND;
@@ -498,14 +509,16 @@ int rinx_c_slow_path(struct rinx_comm *c)
 
 		/* the frame is rewritten in place: only start when it can
 		 * leave */
-		if (x->pend_len[j] >= RINX_FRAME_MAX &&
+		if (x->pend_len[j] >= RINX_FRAME_MIN &&
 		    xsk_prod_nb_free(&x->tx, 1) < 1)
 			ret = RINX_SP_KEEP;
 		else
 			ret = rinx_c_slow_frame(c, (__u8 *)x->area + a,
 						x->pend_len[j]);
 		if (ret == RINX_SP_SEND)
-			ret = rinx_c_x_send(x, a, RINX_FRAME_MAX) ? RINX_SP_KEEP :
+			ret = rinx_c_x_send(x, a,
+					    rinx_c_frame_len(x->pend_len[j])) ?
+			      RINX_SP_KEEP :
 								    RINX_SP_SEND;
 		if (ret == RINX_SP_SEND) {
 			done++;

@@ -211,6 +211,15 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 					   "Gbit/s, above 0 and at most 1e6",
 					   lineno);
 			s->scale_mbit = x;
+		} else if (!h && !r && !strcmp(tok, "mtu")) {
+			if (parse_int(v, RINX_IP_MTU(RINX_BLOCK_VALUES_MIN),
+				      65535, &x))
+				return BAD("line %d: mtu must be %d..65535 (the "
+					   "IP MTU of the job's network; rinx "
+					   "frames need at least %d)", lineno,
+					   RINX_IP_MTU(RINX_BLOCK_VALUES_MIN),
+					   RINX_IP_MTU(RINX_BLOCK_VALUES_MIN));
+			s->mtu = x;
 		} else if (!h && !r && !strcmp(tok, "mode")) {
 			if (!strcmp(v, "native"))
 				s->mode = RINX_XDP_NATIVE;
@@ -348,6 +357,8 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 		fprintf(f, " topo=%s", s->topo);
 	if (s->scale_mbit > 0)
 		fprintf(f, " scale=%g", s->scale_mbit);
+	if (s->mtu > 0)
+		fprintf(f, " mtu=%d", s->mtu);
 	fprintf(f, "\n");
 	for (i = 0; i < s->nracks; i++) {
 		const struct rinx_spec_rack *r = &s->racks[i];

@@ -28,8 +28,10 @@ __all__ = [
     "PLANS",
 ]
 
-# values per block: the unit of float32 scaling (rinx_f32_bound's amax is
-# taken over one block of this many elements)
+# values per block on a network of MTU 3,154 and up: the unit of float32
+# scaling (rinx_f32_bound's amax is taken over one block of this many
+# elements); a communicator's own is Comm.block_values (fewer on a smaller
+# MTU)
 BLOCK_VALUES = 768
 
 # plans librinx runs (rinx_comm_opts.plan); "ps" and "ps-ina" also take a
@@ -301,6 +303,9 @@ class Comm:
         _open_comms.add(self)
         self.rank = _lib_handle.rinx_comm_rank(c)
         self.size = _lib_handle.rinx_comm_size(c)
+        # values per block on this network: BLOCK_VALUES, or fewer where
+        # the MTU is below 3,154 (the unit of f32_bound's amax)
+        self.block_values = _lib_handle.rinx_comm_block_values(c)
         self.job = opts.job
         self.token = opts.token
 

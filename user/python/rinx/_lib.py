@@ -84,6 +84,8 @@ def load():
     lib.rinx_comm_rank.restype = ctypes.c_int
     lib.rinx_comm_size.argtypes = [P]
     lib.rinx_comm_size.restype = ctypes.c_int
+    lib.rinx_comm_block_values.argtypes = [P]
+    lib.rinx_comm_block_values.restype = ctypes.c_int
     lib.rinx_comm_error.argtypes = [P]
     lib.rinx_comm_error.restype = ctypes.c_char_p
     lib.rinx_comm_stats.argtypes = [P, P]

@@ -537,6 +537,8 @@ def main():
     check("from_env: rank, size, plan as the environment and spec say",
           comm.rank == RANK and comm.size == N and comm.plan == "ring",
           "%r, open %.2f s" % (comm, time.time() - t0))
+    check("block_values: full-size frames on the testbed's MTU",
+          comm.block_values == rinx.BLOCK_VALUES, comm.block_values)
     phase('phase_types')
     phase_types(comm)
     phase('phase_sums')
