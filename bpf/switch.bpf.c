@@ -99,6 +99,13 @@ const volatile __u8 sw_rack = 0xff;
  * broadcast route. Constant after load: the rack testbed's switch has
  * none of these lookups. */
 const volatile __u8 sw_topo = 0;
+/* A plain switch (`testbed up --tor plain`), as a real switch without
+ * anything of rinx's: no aggregator, group MACs flooded like any multicast
+ * (every port but the ingress), no frame sent back out of the port it
+ * came in by (a self-addressed frame is dropped, as the bridge of a real
+ * switch drops it), no group MAC rewritten at the uplink. Ports keep their
+ * queues, rates and faults. Constant after load. */
+const volatile __u8 sw_plain = 0;
 
 /* Destination MAC -> port it leaves by. Key: the 6 MAC bytes in wire order
  * followed by 2 zero bytes, read as a __u64 in memory order. */
@@ -578,7 +585,7 @@ int rinx_switch(struct xdp_md *ctx)
 	int from_ina = 0, g, ret;
 	__u64 key = 0;
 
-	if (ina_enabled()) {
+	if (ina_enabled() && !sw_plain) {
 		ret = sw_ina(ctx);
 		/* a class's root: its result takes the class's route */
 		if (sw_topo && (ret == RINX_INA_GROUP_HOSTS ||
@@ -616,6 +623,8 @@ int rinx_switch(struct xdp_md *ctx)
 		return count(RINX_SW_DROP_SHORT, XDP_DROP);
 	/* The I/G bit marks broadcast and multicast. */
 	if (eth->h_dest[0] & 1) {
+		if (sw_plain)
+			goto flood;
 		g = own_group(eth);
 		/* The rack's agent multicasts its gather into the rack. */
 		if (g < 0 || !bpf_map_lookup_elem(&group_hosts, &ingress))
@@ -657,6 +666,8 @@ int rinx_switch(struct xdp_md *ctx)
 	if (p->port == ingress && !from_ina) {
 		__u64 src = 0;
 
+		if (sw_plain)
+			return count(RINX_SW_DROP_HAIRPIN, XDP_DROP);
 		__builtin_memcpy(&src, eth->h_source, ETH_ALEN);
 		if (src != key)
 			return count(RINX_SW_DROP_HAIRPIN, XDP_DROP);
@@ -698,6 +709,8 @@ int rinx_group_egress(struct xdp_md *ctx)
 		return XDP_PASS;
 	if (egress_link(ctx, eth) == XDP_DROP)
 		return XDP_DROP;
+	if (sw_plain)
+		return XDP_PASS;
 	/* unicast frames share the uplink's queue: leave them alone, and
 	 * the fabric's group (RINX_GROUP_EVERY: 03:72:78:ff:ff:00), which
 	 * every switch floods on */

@@ -36,6 +36,10 @@ static const char testbed_usage[] =
 "  --queues N          rx and tx queues of every host's eth0 and its switch\n"
 "                      port, 1..16 (default 1): a multi-queue NIC, frames\n"
 "                      spread over the queues by the sending CPU\n"
+"  --plain             plain switches, as real ones without rinx support: no\n"
+"                      aggregation (ina switch refused), group MACs flooded\n"
+"                      like any multicast, no frame back out of its ingress\n"
+"                      port, no MAC rewrite at the uplink\n"
 "  --mtu N             MTU of every link, 1490..9000 (default 3400); rinx\n"
 "                      frames follow it: 3,168 bytes from 3154 up, else\n"
 "                      1,504 (a 1,500-byte Ethernet)\n"
@@ -119,7 +123,7 @@ enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
 	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
 	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
 	OPT_HOLD, OPT_BUFFER, OPT_ECN, OPT_QUEUES, OPT_TOPO, OPT_GEN,
-	OPT_SCALE, OPT_PLAN, OPT_MTU };
+	OPT_SCALE, OPT_PLAN, OPT_MTU, OPT_PLAIN };
 
 static const struct option testbed_opts[] = {
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
@@ -129,6 +133,7 @@ static const struct option testbed_opts[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "queues", required_argument, NULL, OPT_QUEUES },
 	{ "mtu", required_argument, NULL, OPT_MTU },
+	{ "plain", no_argument, NULL, OPT_PLAIN },
 	{ "spec", required_argument, NULL, OPT_SPEC },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "window", required_argument, NULL, OPT_WINDOW },
@@ -358,6 +363,9 @@ static int testbed_up(int argc, char **argv)
 				return RINX_EXIT_USAGE;
 			o.queues = x;
 			break;
+		case OPT_PLAIN:
+			o.plain = 1;
+			break;
 		case OPT_MTU:
 			if (parse_num("mtu", optarg, RINX_TB_MTU_MIN,
 				      RINX_TB_MTU_MAX, &x))
@@ -449,6 +457,11 @@ static int testbed_up(int argc, char **argv)
 			"their own rates: use --scale, not --rate\n");
 		return RINX_EXIT_USAGE;
 	}
+	if (o.plain && (o.topo || o.gen)) {
+		fprintf(stderr, "rinxctl testbed: --plain is for racks, not "
+			"--topo or --gen\n");
+		return RINX_EXIT_USAGE;
+	}
 	if ((o.scale_mbit > 0 || o.plan) && !o.topo && !o.gen) {
 		fprintf(stderr, "rinxctl testbed: --scale and --plan need "
 			"--topo or --gen\n");
@@ -523,6 +536,8 @@ static int testbed_up(int argc, char **argv)
 		printf(", %d queues per host", o.queues);
 	if (o.mtu)
 		printf(", MTU %d", o.mtu);
+	if (o.plain)
+		printf(", plain switches");
 	printf("\n");
 	if (fmask) {
 		printf("every switch port: drop %u dup %u reorder %u ppm, ",

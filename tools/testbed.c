@@ -369,6 +369,7 @@ struct tb_switch {
 	char ifname[RINX_TB_MAX_PER_RACK + 1][IFNAMSIZ];
 	int host_port[RINX_MAX_NODES];	/* host index -> index in ifname */
 	int agg_port[RINX_TB_MAX_RACKS];/* rack -> port to its aggregator */
+	int plain;			/* a plain switch (sw_plain) */
 };
 
 static __u64 mac_key(const __u8 mac[6])
@@ -725,7 +726,8 @@ static void switch_unpin(const struct rinx_spec *s,
  * aggregator's MAC if it aggregates (NULL: not). 0 or -errno, with a
  * message; *skel is set whenever it was opened (the caller destroys it). */
 static int switch_load(const struct rinx_spec *s, const char *ns, __u8 rack,
-		       int topo, const __u8 *ina_mac, struct switch_bpf **skel)
+		       int topo, int plain, const __u8 *ina_mac,
+		       struct switch_bpf **skel)
 {
 	struct switch_bpf *k;
 	int err;
@@ -739,6 +741,7 @@ static int switch_load(const struct rinx_spec *s, const char *ns, __u8 rack,
 	}
 	k->rodata->sw_rack = rack;
 	k->rodata->sw_topo = topo;
+	k->rodata->sw_plain = plain;
 	k->rodata->ina_port_be = htons(s->port);
 	k->rodata->ina_window = s->window;
 	if (ina_mac) {
@@ -795,7 +798,7 @@ static int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 		return err;
 	err = switch_load(s, sw->ns,
 			  sw->rack >= 0 ? s->racks[sw->rack].id : 0xff, 0,
-			  ina ? ina->mac : NULL, &skel);
+			  sw->plain, ina ? ina->mac : NULL, &skel);
 	if (err)
 		goto out;
 	port_egress = bpf_program__fd(skel->progs.rinx_port_egress);
@@ -1305,6 +1308,11 @@ static int check_opts(const struct rinx_testbed_opts *o)
 			pr_warn("rack %d: bad INA kind\n", r);
 			return -EINVAL;
 		}
+		if (o->plain && o->ina[r] == RINX_INA_SWITCH) {
+			pr_warn("rack %d: a plain ToR cannot aggregate (ina "
+				"switch); use agent or none\n", r);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -1395,6 +1403,7 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		if (i == s->nracks && s->nracks == 1)
 			break;
 		switch_layout(s, o->prefix, i, sw);
+		sw->plain = o->plain;
 		err = config_switch(sw);
 		if (!err)
 			err = switch_attach(s, sw, o->link);
@@ -2252,7 +2261,7 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 	err = rinx_netns_enter(sw->ns, &old);
 	if (err)
 		return err;
-	err = switch_load(s, sw->ns, r->id, 1, ina ? r->mac : NULL, &skel);
+	err = switch_load(s, sw->ns, r->id, 1, 0, ina ? r->mac : NULL, &skel);
 	if (err)
 		goto out;
 	port_egress = bpf_program__fd(skel->progs.rinx_port_egress);

@@ -96,6 +96,9 @@ struct rinx_testbed_opts {
 	int no_nodes;		/* leave the host program off (plain IP only) */
 	int queues;		/* rx and tx queues of every host link (eth0
 				 * and its switch port); 0: 1 */
+	int plain;		/* plain switches: no aggregation, hairpin or
+				 * group handling (bpf/switch.bpf.c sw_plain);
+				 * racks must not be ina=switch */
 	int mtu;		/* MTU of every veth, RINX_TB_MTU_MIN..
 				 * RINX_TB_MTU_MAX; 0: RINX_TB_MTU */
 	const struct rinx_sw_link_set *link;	/* every switch port; NULL:

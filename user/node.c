@@ -200,6 +200,41 @@ int rinx_check_mtu(const struct rinx_spec *s, const char *node,
 	return 0;
 }
 
+/* The group MACs a host receives (uapi/rinx.h): its rack's two
+ * (03:72:78:<rack>:00:00 and :01) and the fabric's (03:72:78:ff:ff:00),
+ * joined on its interface (add) or left: a real NIC's filter drops a
+ * multicast address nobody joined, and a plain switch floods a rack's
+ * gather to every port. 0 or -errno. */
+static int node_groups(const struct rinx_spec_host *h, int add)
+{
+	static const __u8 tail[3][3] = { { 0, 0, 0 }, { 0, 0, 1 },
+					 { 0xff, 0xff, 0 } };
+	struct ifreq ifr;
+	int fd, i, err = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < 3; i++) {
+		__u8 *m = (__u8 *)ifr.ifr_hwaddr.sa_data;
+
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", h->ifname);
+		ifr.ifr_hwaddr.sa_family = AF_UNSPEC;
+		m[0] = RINX_GROUP_MAC0;
+		m[1] = RINX_GROUP_MAC1;
+		m[2] = RINX_GROUP_MAC2;
+		m[3] = i < 2 ? (__u8)h->rack : tail[i][0];
+		m[4] = tail[i][1];
+		m[5] = tail[i][2];
+		if (ioctl(fd, add ? SIOCADDMULTI : SIOCDELMULTI, &ifr) &&
+		    !err)
+			err = -errno;
+	}
+	close(fd);
+	return err;
+}
+
 int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 {
 	char why[256];
@@ -287,6 +322,12 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 	}
 	close(link_fd);
 	host_bpf__destroy(skel);
+	err = node_groups(h, 1);
+	if (err)
+		pr_warn("node %s: cannot join the rinx group MACs on %s: %s "
+			"(agent racks and tree results need them on a NIC "
+			"that filters multicast)\n", h->name, h->ifname,
+			strerror(-err));
 	return 0;
 fail:
 	if (link_fd >= 0)
@@ -305,6 +346,8 @@ int rinx_node_down(const struct rinx_spec *s, const struct rinx_spec_host *h)
 	snprintf(path, sizeof(path), "%s/link", dir);
 	was_up = access(path, F_OK) == 0;
 	unpin_all(dir);
+	if (was_up)
+		node_groups(h, 0);
 	if (access(dir, F_OK) == 0) {
 		pr_warn("node %s: %s could not be removed\n", h->name, dir);
 		return -EBUSY;
