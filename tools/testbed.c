@@ -38,6 +38,7 @@
 #include "tools/testbed.h"
 #include "user/plan.h"
 #include "user/pplan.h"
+#include "user/torctl.h"
 #include "switch.skel.h"
 
 extern char **environ;
@@ -1317,6 +1318,88 @@ static int check_opts(const struct rinx_testbed_opts *o)
 	return 0;
 }
 
+/* ---- the INA ToRs' control plane ---- */
+
+/* The control daemon of rack r's ToR, in the ToR's namespace: detached
+ * (double fork), it serves until the ToR's pins go (down, ina-off). */
+static int torctl_spawn(const struct rinx_spec *s, const char *ns,
+			const struct rinx_spec_rack *r)
+{
+	char dir[RINX_PATH_MAX];
+	pid_t pid, w;
+	int st, old, fd;
+
+	agg_pin_dir(s, r, dir, sizeof(dir));
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		if (fork())
+			_exit(0);
+		setsid();
+		fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		for (fd = 3; fd < 1024; fd++)
+			close(fd);
+		if (rinx_netns_enter(ns, &old))
+			_exit(1);
+		_exit(rinx_torctl_serve(dir, r->ip, RINX_TORCTL_PORT, NULL) ?
+		      1 : 0);
+	}
+	do
+		w = waitpid(pid, &st, 0);
+	while (w < 0 && errno == EINTR);
+	return 0;
+}
+
+/* Every INA ToR gets a management link to its rack's agent (the ToR's
+ * address on the ToR's side, a route to it on the agent's) and its control
+ * daemon: the job's configuration travels to the ToR in messages. */
+static int torctl_up(const struct rinx_spec *s, const char *prefix)
+{
+	char ns[NS_NAME_MAX], ip[INET_ADDRSTRLEN], hip[INET_ADDRSTRLEN];
+	const struct rinx_spec_host *h;
+	struct rinx_tb_buf cmd = {};
+	int i, a, err = 0;
+
+	for (i = 0; i < s->nracks && !err; i++) {
+		const struct rinx_spec_rack *r = &s->racks[i];
+
+		if (r->ina != RINX_INA_SWITCH)
+			continue;
+		a = rinx_plan_agent_of_rack(s, i);
+		h = a >= 0 ? rinx_spec_rank(s, a) : NULL;
+		if (!h)
+			continue;	/* hostless: rank 0 writes its maps */
+		tor_ns(ns, prefix, i);
+		inet_ntop(AF_INET, &r->ip, ip, sizeof(ip));
+		inet_ntop(AF_INET, &h->ip, hip, sizeof(hip));
+		rinx_tb_put(&cmd, "link add ctl netns %s type veth peer name "
+			    "torctl netns %s\n", ns, h->netns);
+		err = run_ip_batch(NULL, &cmd);
+		rinx_tb_free(&cmd);
+		if (err)
+			break;
+		rinx_tb_put(&cmd, "link set ctl up\naddr add %s/32 dev ctl\n"
+			    "route add %s/32 dev ctl\n", ip, hip);
+		err = run_ip_batch(ns, &cmd);
+		rinx_tb_free(&cmd);
+		if (err)
+			break;
+		rinx_tb_put(&cmd, "link set torctl up\nroute add %s/32 dev "
+			    "torctl\n", ip);
+		err = run_ip_batch(h->netns, &cmd);
+		rinx_tb_free(&cmd);
+		if (!err)
+			err = torctl_spawn(s, ns, r);
+	}
+	return err;
+}
+
 static int topo_up(const struct rinx_testbed_opts *o,
 		   struct rinx_spec *spec_out);
 static void topo_path_of(const char *spec_path, char *buf, size_t len);
@@ -1411,6 +1494,8 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 			goto fail;
 	}
 	err = hosts_up(s, o->no_nodes);
+	if (!err)
+		err = torctl_up(s, o->prefix);
 	if (err)
 		goto fail;
 	if (!o->spec_out) {

@@ -5,6 +5,8 @@
  * context, the open barrier), the INA fallback's re-install, close, and
  * the communicator's accessors and statistics.
  */
+#include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include <xdp/xsk.h>
 #include "user/comm.h"
 #include "user/quant.h"
+#include "user/torctl.h"
 
 /* Keeps the message for rinx_comm_error() and returns ret: the error
  * reports of every file of the communicator. */
@@ -125,8 +128,119 @@ static int clear_aggs(struct rinx_comm *c, int fd)
 	return 0;
 }
 
+/* The ToR's job entry and tables for rack ri (its aggregator node's plan). */
+static int tor_job(struct rinx_comm *c, int ri, struct rinx_plan *p,
+		   struct rinx_job *j)
+{
+	int self = rinx_plan_agg_node(&c->spec, ri), k, err;
+
+	err = rinx_plan_build(p, &c->spec, self);
+	if (err)
+		return rinx_c_cerr(c, err, "cannot build the plan of ToR %s",
+				   c->spec.racks[ri].name);
+	memset(j, 0, sizeof(*j));
+	j->token = c->token;
+	j->slot = c->slot;
+	j->nclasses = p->nclasses;
+	j->nnodes = p->nnodes;
+	j->plen = p->plen;
+	memcpy(j->cmap, p->cmap, sizeof(j->cmap));
+	memset(j->start_to, 0xff, sizeof(j->start_to));	/* starts nothing */
+	j->self = self;
+	j->qbits = c->qbits;
+	j->bval = c->bval;
+	j->window = c->window;
+	/* The ToR refuses rounds far ahead of the newest it took a frame
+	 * of (RINX_AGG_AHEAD), which it can only know if every round
+	 * passes it: block 0 of every round is in class cmap[0]. */
+	j->epoch = c->epoch;
+	for (k = RINX_T_REDUCE; k <= RINX_T_CONTRIB; k++)
+		if (p->hops[p->cmap[0]][k - 1].action == RINX_A_AGG_FWD ||
+		    p->hops[p->cmap[0]][k - 1].action == RINX_A_AGG_FINISH)
+			j->ahead = RINX_AGG_AHEAD;
+	return 0;
+}
+
+/* A request to rack ri's ToR control daemon (uapi/rinx_torctl.h). */
+static int tor_call(struct rinx_comm *c, int ri, int op, void *req,
+		    size_t len, int ms)
+{
+	struct rinx_torctl_hdr *h = req;
+
+	h->op = op;
+	h->job = htonl(c->job);
+	h->token = htobe64(c->token);
+	return rinx_torctl_call(c->spec.racks[ri].ip, RINX_TORCTL_PORT, req,
+				len, ms);
+}
+
+static const char *tor_why(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+		return "no answer";
+	case -ECONNREFUSED:
+		return "its control daemon is not running";
+	case -EACCES:
+		return "the job's token was refused";
+	case -EBUSY:
+		return "its job slot is used by another job";
+	case -ENOSPC:
+		return "its aggregator has too few slots for the job";
+	default:
+		return strerror(-err);
+	}
+}
+
 /* The agent of an ina=switch rack installs the job on its ToR's
- * aggregator (the rack's control point, Rina). */
+ * aggregator (the rack's control point, Rina): by a message to the ToR's
+ * control daemon at the ToR's address, resent until answered within the
+ * communicator's timeout. */
+static int install_tor_net(struct rinx_comm *c, int ri)
+{
+	const struct rinx_spec_rack *r = &c->spec.racks[ri];
+	struct rinx_torctl_hdr *h;
+	struct rinx_node *nodes;
+	struct rinx_hop *hops;
+	struct rinx_plan p;
+	struct rinx_job *j;
+	char ip[INET_ADDRSTRLEN];
+	size_t len;
+	int err, cl, t;
+	void *req;
+
+	req = calloc(1, RINX_TORCTL_MAX);
+	if (!req)
+		return -ENOMEM;
+	h = req;
+	j = (void *)(h + 1);
+	err = tor_job(c, ri, &p, j);
+	if (err)
+		goto out;
+	nodes = (void *)(j + 1);
+	memcpy(nodes, p.nodes, p.nnodes * sizeof(*nodes));
+	hops = (void *)(nodes + p.nnodes);
+	for (cl = 0; cl < p.nclasses && cl < RINX_MAX_CLASSES; cl++)
+		for (t = 1; t <= RINX_HOP_TYPES; t++)
+			hops[cl * RINX_HOP_TYPES + t - 1] = p.hops[cl][t - 1];
+	h->nnodes = p.nnodes;
+	len = (char *)(hops + RINX_TORCTL_HOPS) - (char *)req;
+	err = tor_call(c, ri, RINX_TORCTL_INSTALL, req, len, c->timeout_ms);
+	if (err) {
+		inet_ntop(AF_INET, &r->ip, ip, sizeof(ip));
+		err = rinx_c_cerr(c, err, "the INA ToR %s of rack %d (%s port %d) "
+				  "did not take job %u: %s", r->name, r->id, ip,
+				  RINX_TORCTL_PORT, c->job, tor_why(err));
+		goto out;
+	}
+	c->tor_rack = ri;
+out:
+	free(req);
+	return err;
+}
+
+/* A ToR without hosts (a topology's PS, an aggregating spine) has no
+ * agent: rank 0 installs the job in its pinned maps. */
 static int install_tor(struct rinx_comm *c, int ri)
 {
 	const struct rinx_spec_rack *r = &c->spec.racks[ri];
@@ -134,7 +248,6 @@ static int install_tor(struct rinx_comm *c, int ri)
 	struct rinx_plan p;
 	struct rinx_job j, other;
 	int fd_jobs = -1, fd_nodes = -1, fd_hops = -1, fd_aggs = -1, err;
-	int self = rinx_plan_agg_node(&c->spec, ri), k;
 	__u32 key, next;
 
 	snprintf(dir, sizeof(dir), "%s/%s", c->spec.pin, r->name);
@@ -156,33 +269,13 @@ static int install_tor(struct rinx_comm *c, int ri)
 			goto out;
 		}
 	}
-	err = rinx_plan_build(&p, &c->spec, self);
+	err = tor_job(c, ri, &p, &j);
 	if (!err)
 		err = write_tables(c, fd_nodes, fd_hops, &p);
 	if (!err)
 		err = clear_aggs(c, fd_aggs);
 	if (err)
 		goto out;
-	memset(&j, 0, sizeof(j));
-	j.token = c->token;
-	j.slot = c->slot;
-	j.nclasses = p.nclasses;
-	j.nnodes = p.nnodes;
-	j.plen = p.plen;
-	memcpy(j.cmap, p.cmap, sizeof(j.cmap));
-	memset(j.start_to, 0xff, sizeof(j.start_to));	/* starts nothing */
-	j.self = self;
-	j.qbits = c->qbits;
-	j.bval = c->bval;
-	j.window = c->window;
-	/* The ToR refuses rounds far ahead of the newest it took a frame
-	 * of (RINX_AGG_AHEAD), which it can only know if every round
-	 * passes it: block 0 of every round is in class cmap[0]. */
-	j.epoch = c->epoch;
-	for (k = RINX_T_REDUCE; k <= RINX_T_CONTRIB; k++)
-		if (p.hops[p.cmap[0]][k - 1].action == RINX_A_AGG_FWD ||
-		    p.hops[p.cmap[0]][k - 1].action == RINX_A_AGG_FINISH)
-			j.ahead = RINX_AGG_AHEAD;
 	key = c->job;
 	if (bpf_map_update_elem(fd_jobs, &key, &j, 0))
 		err = rinx_c_cerr(c, -errno, "cannot write the ToR's job entry: %s",
@@ -199,6 +292,14 @@ out:
 	if (fd_aggs >= 0)
 		close(fd_aggs);
 	return err < 0 ? err : 0;
+}
+
+/* Is the job still on rack ri's ToR (0), or gone (an error)? */
+int rinx_c_tor_query(struct rinx_comm *c, int ri)
+{
+	struct rinx_torctl_hdr h = {};
+
+	return tor_call(c, ri, RINX_TORCTL_QUERY, &h, sizeof(h), 500);
 }
 
 /* The plan's part of the job entry: classes, nodes, and the blocks this
@@ -241,10 +342,7 @@ int rinx_c_ina_replan(struct rinx_comm *c, __u32 down)
 	for (i = 0; i < c->spec.nracks && i < 32; i++)
 		if (down & (1U << i))
 			c->spec.racks[i].ina = RINX_INA_NONE;
-	if (c->tor_jobs_fd >= 0) {
-		close(c->tor_jobs_fd);
-		c->tor_jobs_fd = -1;
-	}
+	c->tor_rack = -1;
 	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
 		return rinx_c_cerr(c, err, "cannot rebuild the plan");
@@ -258,7 +356,7 @@ int rinx_c_ina_replan(struct rinx_comm *c, __u32 down)
 				   strerror(errno));
 	ri = rinx_plan_agent_of(&c->spec, c->rank);
 	if (ri >= 0 && c->spec.racks[ri].ina == RINX_INA_SWITCH) {
-		err = install_tor(c, ri);
+		err = install_tor_net(c, ri);
 		if (err)
 			return err;
 	}
@@ -356,7 +454,7 @@ static int install(struct rinx_comm *c)
 	 * the peers the job is known here, and they start sending. */
 	ri = rinx_plan_agent_of(&c->spec, c->rank);
 	if (ri >= 0 && c->spec.racks[ri].ina == RINX_INA_SWITCH) {
-		err = install_tor(c, ri);
+		err = install_tor_net(c, ri);
 		if (err)
 			return err;
 	}
@@ -385,6 +483,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		return -ENOMEM;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
 	c->fd_aggs = c->tor_jobs_fd = -1;
+	c->tor_rack = -1;
 	memset(c->hostless_fd, 0xff, sizeof(c->hostless_fd));
 	/* options of an older caller end before `plan` */
 	if (!o || o->sz < offsetof(struct rinx_comm_opts, plan) || !o->spec) {
@@ -529,10 +628,10 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		    cur.slot == c->slot)
 			bpf_map_delete_elem(c->fd_jobs, &key);
 	}
-	if (c->tor_jobs_fd >= 0) {
-		key = c->job;
-		bpf_map_delete_elem(c->tor_jobs_fd, &key);
-		close(c->tor_jobs_fd);
+	if (c->tor_rack >= 0) {
+		struct rinx_torctl_hdr h = {};
+
+		tor_call(c, c->tor_rack, RINX_TORCTL_REMOVE, &h, sizeof(h), 500);
 	}
 	for (i = 0; i < RINX_MAX_NODES; i++)
 		if (c->hostless_fd[i] >= 0) {

@@ -121,7 +121,8 @@ struct rinx_comm {
 	int timeout_ms, inflight;
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
 	int fd_aggs;		/* agent host: its aggregator slots */
-	int tor_jobs_fd;	/* agent of an INA ToR: the ToR's job table */
+	int tor_jobs_fd;	/* a hostless ToR rank 0 installs: its job table */
+	int tor_rack;		/* agent: the rack whose ToR took the job by message, or -1 */
 	/* rank 0: job tables of the aggregators without hosts (a topology's
 	 * PS, an aggregating spine) it installed, -1 where none */
 	int hostless_fd[RINX_MAX_NODES];
@@ -239,6 +240,8 @@ static inline int block_count(const struct rinx_req *r, __u32 b)
 int rinx_c_cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int rinx_c_ina_replan(struct rinx_comm *c, __u32 down);
+/* Does rack ri's ToR still hold the job (0)? By a message to its daemon. */
+int rinx_c_tor_query(struct rinx_comm *c, int ri);
 
 /* xsk.c */
 int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,

@@ -214,24 +214,15 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 }
 
 /* The racks (bit = index) whose aggregator this rank, as their agent,
- * finds gone: the INA ToR no longer holds the job. */
+ * finds gone: the INA ToR's control daemon says it no longer holds the job
+ * (or does not answer). */
 static __u32 ina_health(struct rinx_comm *c)
 {
-	int ri = rinx_plan_agent_of(&c->spec, c->rank), fd;
-	char path[RINX_PATH_MAX + RINX_NAME_MAX + 8];
-	struct rinx_job j;
-	__u32 key = c->job, down = 0;
+	int ri = rinx_plan_agent_of(&c->spec, c->rank);
 
 	if (ri < 0 || c->spec.racks[ri].ina != RINX_INA_SWITCH || ri >= 32)
 		return 0;
-	snprintf(path, sizeof(path), "%s/%s/jobs", c->spec.pin,
-		 c->spec.racks[ri].name);
-	fd = bpf_obj_get(path);
-	if (fd < 0 || bpf_map_lookup_elem(fd, &key, &j) || j.token != c->token)
-		down = 1U << ri;
-	if (fd >= 0)
-		close(fd);
-	return down;
+	return rinx_c_tor_query(c, ri) ? 1U << ri : 0;
 }
 
 /* At the start of a collective on a plan with INA ToRs: agree on which of
