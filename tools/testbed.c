@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -1347,6 +1349,10 @@ static int torctl_spawn(const struct rinx_spec *s, const char *ns,
 			close(fd);
 		if (rinx_netns_enter(ns, &old))
 			_exit(1);
+		/* a switch's control CPU is its own; here it shares the
+		 * cores with trainers that poll: it answers first */
+		setpriority(PRIO_PROCESS, 0, -10);
+		prctl(PR_SET_NAME, "rinx-torctl");
 		_exit(rinx_torctl_serve(dir, r->ip, RINX_TORCTL_PORT, NULL) ?
 		      1 : 0);
 	}
@@ -1359,7 +1365,7 @@ static int torctl_spawn(const struct rinx_spec *s, const char *ns,
 /* Every INA ToR gets a management link to its rack's agent (the ToR's
  * address on the ToR's side, a route to it on the agent's) and its control
  * daemon: the job's configuration travels to the ToR in messages. */
-static int torctl_up(const struct rinx_spec *s, const char *prefix)
+static int torctl_up(const struct rinx_spec *s)
 {
 	char ns[NS_NAME_MAX], ip[INET_ADDRSTRLEN], hip[INET_ADDRSTRLEN];
 	const struct rinx_spec_host *h;
@@ -1375,7 +1381,7 @@ static int torctl_up(const struct rinx_spec *s, const char *prefix)
 		h = a >= 0 ? rinx_spec_rank(s, a) : NULL;
 		if (!h)
 			continue;	/* hostless: rank 0 writes its maps */
-		tor_ns(ns, prefix, i);
+		snprintf(ns, sizeof(ns), "%s", r->netns);
 		inet_ntop(AF_INET, &r->ip, ip, sizeof(ip));
 		inet_ntop(AF_INET, &h->ip, hip, sizeof(hip));
 		rinx_tb_put(&cmd, "link add ctl netns %s type veth peer name "
@@ -1495,7 +1501,7 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 	}
 	err = hosts_up(s, o->no_nodes);
 	if (!err)
-		err = torctl_up(s, o->prefix);
+		err = torctl_up(s);
 	if (err)
 		goto fail;
 	if (!o->spec_out) {
@@ -2870,6 +2876,8 @@ static int topo_up(const struct rinx_testbed_opts *o,
 		err = tt_routes(s, &x, &nflows, &nbcast);
 	if (!err)
 		err = hosts_up(s, o->no_nodes);
+	if (!err)
+		err = torctl_up(s);
 	if (err)
 		goto out;
 	err = mkdir_parent(spec_path);

@@ -294,12 +294,15 @@ out:
 	return err < 0 ? err : 0;
 }
 
-/* Is the job still on rack ri's ToR (0), or gone (an error)? */
+/* Is the job still on rack ri's ToR (0), or gone (an error)? The ToR's
+ * answer, or none within a quarter of the communicator's timeout (at least
+ * 500 ms): a busy control CPU is not a dead aggregator. */
 int rinx_c_tor_query(struct rinx_comm *c, int ri)
 {
 	struct rinx_torctl_hdr h = {};
+	int ms = c->timeout_ms / 4 > 500 ? c->timeout_ms / 4 : 500;
 
-	return tor_call(c, ri, RINX_TORCTL_QUERY, &h, sizeof(h), 500);
+	return tor_call(c, ri, RINX_TORCTL_QUERY, &h, sizeof(h), ms);
 }
 
 /* The plan's part of the job entry: classes, nodes, and the blocks this
@@ -631,7 +634,10 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 	if (c->tor_rack >= 0) {
 		struct rinx_torctl_hdr h = {};
 
-		tor_call(c, c->tor_rack, RINX_TORCTL_REMOVE, &h, sizeof(h), 500);
+		/* unanswered, the job stays on the ToR and holds its slot
+		 * (another job's INSTALL there gets EBUSY) */
+		tor_call(c, c->tor_rack, RINX_TORCTL_REMOVE, &h, sizeof(h),
+			 c->timeout_ms / 4 > 500 ? c->timeout_ms / 4 : 500);
 	}
 	for (i = 0; i < RINX_MAX_NODES; i++)
 		if (c->hostless_fd[i] >= 0) {
