@@ -14,7 +14,7 @@
 
 enum rinx_parse {
 	RINX_P_OK,	/* a rinx frame, RINX_BLOCK_VALUES of payload */
-	RINX_P_OK_MIN,	/* a rinx frame, RINX_BLOCK_VALUES_MIN of payload */
+	RINX_P_OK_MIN,	/* a rinx frame, RINX_BLOCK_VALUES_MIN of it */
 	RINX_P_OTHER,	/* not ours: pass to the stack */
 	RINX_P_SHORT,	/* ours but truncated */
 	RINX_P_VERSION,	/* ours but bad magic/version */

@@ -636,7 +636,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	struct prof prof;
 	int n = s->nhosts, i, r, k, err = 0, wrong = 0, first = 1;
 	double worst = 0;
-	int bv = RINX_BLOCK_VALUES;	/* the communicators' values per block */
+	int bv = RINX_BLOCK_VALUES;	/* values per block of the ranks */
 	long hz = sysconf(_SC_CLK_TCK);
 	char linkbuf[80] = "";
 	__u32 link;

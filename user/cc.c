@@ -107,7 +107,8 @@ int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 void rinx_c_cc_init(struct rinx_comm *c)
 {
 	struct cc *cc = &c->cc;
-	double ceil = rinx_plan_ceiling(&c->spec, c->rank, RINX_FRAME_LEN(c->bval) +
+	double ceil = rinx_plan_ceiling(&c->spec, c->rank,
+					RINX_FRAME_LEN(c->bval) +
 					RINX_SW_WIRE_EXTRA);
 
 	memset(cc, 0, sizeof(*cc));

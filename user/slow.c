@@ -433,7 +433,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			f.h->type = RINX_T_GATHER;
 			f.h->step = hop->action == RINX_A_AGG_FINISH ?
 				    hop->out_step : hop->out_step + 1;
-			rinx_c_frame_addr(c, &f, ntohs(f.h->sender), RINX_FRAME_LEN(c->bval));
+			rinx_c_frame_addr(c, &f, ntohs(f.h->sender),
+					  RINX_FRAME_LEN(c->bval));
 			if (ce)
 				frame_ce(&f);
 			return RINX_SP_SEND;
