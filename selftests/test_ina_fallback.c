@@ -8,11 +8,15 @@
  *                               sp
  *   h2 h3 --- t1 (plain) -------+
  *
- * 1. allreduce on the Rina plan: members agg0, h2, h3; h0/h1 contribute
- *    and do no ring hop;
- * 2. agg0 taken away (rinx_testbed_ina_off), two more allreduces: every
- *    rank agrees on the fallback once, the ring is h0 h1 h2 h3, h0 now does
- *    ring hops; int32 bit-exact, float32 within rinx_f32_bound.
+ * 1. ten allreduces on the Rina plan: members agg0, h2, h3; h0/h1
+ *    contribute and do no ring hop; no rank takes part in an agreement on
+ *    the ToR's health (the steady state has no barrier);
+ * 2. one with h3 late by 300 ms: the others stall, the agent h0 asks its
+ *    ToR, which still holds the job: no agreement, no plan change;
+ * 3. agg0 taken away (rinx_testbed_ina_off), two more allreduces: the
+ *    first stalls, h0 finds the job gone, every rank joins one agreement,
+ *    the round runs again on the ring h0 h1 h2 h3 (h0 now does ring hops);
+ *    int32 bit-exact, float32 within rinx_f32_bound.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 #include "selftests/tap.h"
 #include "tools/gen.h"
+#include "user/comm.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
 #include "tools/testbed.h"
@@ -53,10 +58,13 @@ struct report {
 	int err;
 	int wrong;		/* elements off the reference */
 	uint64_t fallbacks;	/* plan changes seen by this rank */
+	unsigned agreed;	/* INA agreements joined */
+	unsigned queries;	/* ToR queries (h0, the agent) */
 	char msg[200];
 };
 
-/* One collective on every rank: phase 1 and 2 int32, 3 float32. */
+/* One collective on every rank: phase 1 (ten times), 2 and 3 int32, 4
+ * float32; in phase 2 rank 3 starts late. */
 static void collective(struct rinx_comm *c, int rank, int phase,
 		       struct report *rep)
 {
@@ -67,16 +75,24 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
-	if (phase < 3) {
-		for (i = 0; i < COUNT; i++)
-			in[i] = gen_i32(seed, rank, i);
-		rep->err = rinx_allreduce(c, in, out, COUNT, RINX_INT32);
-		for (i = 0; !rep->err && i < COUNT; i++) {
-			uint32_t want = 0;
+	if (phase == 2 && rank == 3)
+		usleep(300000);
+	if (phase < 4) {
+		int k, times = phase == 1 ? 10 : 1;
 
-			for (r = 0; r < NR; r++)
-				want += (uint32_t)gen_i32(seed, r, i);
-			rep->wrong += (uint32_t)out[i] != want;
+		for (k = 0; k < times && !rep->err; k++) {
+			for (i = 0; i < COUNT; i++)
+				in[i] = gen_i32(seed + k * 10, rank, i);
+			rep->err = rinx_allreduce(c, in, out, COUNT,
+						  RINX_INT32);
+			for (i = 0; !rep->err && i < COUNT; i++) {
+				uint32_t want = 0;
+
+				for (r = 0; r < NR; r++)
+					want += (uint32_t)gen_i32(seed + k * 10,
+								  r, i);
+				rep->wrong += (uint32_t)out[i] != want;
+			}
 		}
 	} else {
 		for (i = 0; i < COUNT; i++)
@@ -108,6 +124,8 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 		snprintf(rep->msg, sizeof(rep->msg), "%s", rinx_comm_error(c));
 	rinx_comm_stats(c, &st);
 	rep->fallbacks = st.ina_fallbacks;
+	rep->agreed = c->ina_agreed;
+	rep->queries = c->ina_queries;
 }
 
 static void child(const char *spec, const struct rinx_spec *s, int rank,
@@ -169,7 +187,7 @@ int main(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	alarm(300);
-	tap_plan(10);
+	tap_plan(16);
 	up = 1;
 	if (!tap_ok(!rinx_testbed_up(&to, &s), "testbed %s: 2 racks x 2, "
 		    "rack 0 INA ToR", prefix))
@@ -199,10 +217,11 @@ int main(void)
 
 	fwd0 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
 	       host_stat(&s, 0, RINX_STAT_REDUCE_FINISH);
-	for (phase = 1; phase <= 3; phase++) {
-		int bad = 0, fb_ok = 1;
+	for (phase = 1; phase <= 4; phase++) {
+		int bad = 0, fb_ok = 1, ag_ok = 1;
+		unsigned q0 = rep[0].queries;
 
-		if (phase == 2)
+		if (phase == 3)
 			tap_ok(!rinx_testbed_ina_off(spec, 0),
 			       "rack 0's ToR loses its aggregator");
 		for (r = 0; r < NR; r++)
@@ -220,14 +239,23 @@ int main(void)
 					 rep[r].msg);
 				bad++;
 			}
-			fb_ok &= rep[r].fallbacks == (phase == 1 ? 0 : 1);
+			fb_ok &= rep[r].fallbacks == (phase < 3 ? 0 : 1);
+			ag_ok &= rep[r].agreed == (phase < 3 ? 0 : 1);
 		}
-		tap_ok(!bad, "collective %d (%s): every element of every rank "
-		       "%s", phase, phase < 3 ? "int32" : "float32",
-		       phase < 3 ? "bit-exact" : "within the bound");
-		tap_ok(fb_ok, "collective %d: every rank ran %s", phase,
-		       phase == 1 ? "the Rina plan (no fallback)" :
+		tap_ok(!bad, "phase %d (%s): every element of every rank %s",
+		       phase, phase < 4 ? "int32" : "float32",
+		       phase < 4 ? "bit-exact" : "within the bound");
+		tap_ok(fb_ok, "phase %d: every rank ran %s", phase,
+		       phase < 3 ? "the Rina plan (no fallback)" :
 		       "the fallen-back plan (one plan change)");
+		if (phase != 4)
+			tap_ok(ag_ok, "phase %d: every rank joined %s", phase,
+			       phase < 3 ? "no INA agreement" :
+			       "one INA agreement");
+		if (phase == 2)
+			tap_ok(rep[0].queries > q0, "phase 2: the agent h0 "
+			       "asked its ToR while h3 was late (%u queries)",
+			       rep[0].queries - q0);
 		if (phase == 1) {
 			fwd1 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
 			       host_stat(&s, 0, RINX_STAT_REDUCE_FINISH);

@@ -346,6 +346,13 @@ static int progress(struct rinx_req *r, int *moved)
 	*moved = 0;
 	if (r->err)
 		return r->err;
+	/* an INA ToR found gone: every rank agrees, and the round starts
+	 * again under the plan without it where nothing of it finished */
+	err = rinx_c_ina_watch(r, now_ns());
+	if (err < 0)
+		return r->err = err;
+	*moved = err;
+	err = 0;
 	pthread_mutex_lock(&x->lock);
 	if (!r->round_open) {
 		err = round_open(r);
@@ -447,12 +454,6 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	if (c->active)
 		return rinx_c_cerr(c, -EBUSY, "an allreduce is already in flight on "
 				   "this communicator");
-	if (count) {
-		int err = rinx_c_ina_check(c);
-
-		if (err)
-			return err;
-	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

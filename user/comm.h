@@ -149,12 +149,14 @@ struct rinx_comm {
 	int clash_bval;		/* 1 + a rank whose blocks have another size */
 	int clash_bval_n;	/* ... their values */
 	__u64 alive;		/* ranks that answered a PROBE */
-	/* INA health, agreed at the start of each collective (Rina racks
+	/* INA health, agreed when an agent finds its ToR gone (Rina racks
 	 * whose aggregator is gone run as plain ring members) */
-	__u32 coll;		/* collectives started */
 	__u32 down;		/* racks (bit = index) that fell back */
+	__u64 ina_query_at;	/* when this agent last asked its ToR */
+	__u32 ina_queries;	/* ... how often */
+	__u32 ina_agreed;	/* agreements joined (ina_agree) */
 	struct ctlbar {
-		__u32 coll;	/* collective of the barrier */
+		__u32 coll;	/* round of the barrier */
 		__u64 from;	/* ranks heard */
 		__u32 or;	/* OR of their words */
 	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
@@ -182,6 +184,12 @@ struct rinx_comm {
 };
 
 #define RTO_FIRST_NS	10000000ull	/* no progress for 10 ms: repair */
+/* no progress for 30 ms on a plan with INA ToRs: their agents ask them
+ * whether they still hold the job, each at most every 100 ms */
+#define INA_STALL_NS	30000000ull
+#define INA_QUERY_NS	100000000ull
+/* in the word of an INA agreement: this rank finished blocks of the round */
+#define RINX_INA_FINISHED	0x80000000u
 static inline __u64 now_ns(void)
 {
 	struct timespec ts;
@@ -277,7 +285,7 @@ __u64 rinx_c_peers_mask(const struct rinx_comm *c);
 void rinx_c_list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
 		       size_t len);
 int rinx_c_open_barrier(struct rinx_comm *c);
-int rinx_c_ina_check(struct rinx_comm *c);
+int rinx_c_ina_watch(struct rinx_req *r, __u64 t);
 __u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
 
 /* allreduce.c */

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Control frames of a job: the open barrier (every peer knows the job
- * before a block moves), the barrier at the start of a collective that
- * agrees on the health of the INA ToRs, the liveness probe after a
- * timeout, and the frame they and the NACKs of loss repair are sent in.
+ * before a block moves), the agreement on an INA ToR found gone (only when
+ * a collective stalls, none while the ToRs work), the liveness probe after
+ * a timeout, and the frame they and the NACKs of loss repair are sent in.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -153,7 +153,7 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 	}
 }
 
-/* A barrier at the start of collective `coll` (kind 0: STATUS, 1: READY)
+/* A barrier of round `coll` (kind 0: STATUS, 1: READY)
  * that waits for the ranks in `want` and ORs their words, sending this
  * rank's word to the ranks in `to`. Hellos are repeated until all in `want`
  * were heard; a peer that lost ours says so in its own (count 0) and is
@@ -213,6 +213,19 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 	}
 }
 
+/* The INA ToR racks (bit = index) still aggregating for this job. */
+static __u32 ina_live(const struct rinx_comm *c)
+{
+	__u32 live = 0;
+	int i;
+
+	for (i = 0; i < c->spec.nracks && i < 31; i++)
+		if (c->spec.racks[i].ina == RINX_INA_SWITCH &&
+		    rinx_plan_agent_of_rack(&c->spec, i) >= 0)
+			live |= 1U << i;
+	return live & ~c->down;
+}
+
 /* The racks (bit = index) whose aggregator this rank, as their agent,
  * finds gone: the INA ToR's control daemon says it no longer holds the job
  * (or does not answer). */
@@ -220,49 +233,103 @@ static __u32 ina_health(struct rinx_comm *c)
 {
 	int ri = rinx_plan_agent_of(&c->spec, c->rank);
 
-	if (ri < 0 || c->spec.racks[ri].ina != RINX_INA_SWITCH || ri >= 32)
+	c->ina_query_at = now_ns();
+	if (ri < 0 || ri >= 31 || !(ina_live(c) & (1U << ri)))
 		return 0;
+	c->ina_queries++;
 	return rinx_c_tor_query(c, ri) ? 1U << ri : 0;
 }
 
-/* At the start of a collective on a plan with INA ToRs: agree on which of
- * them are gone, and fall back where needed before any block moves. */
-int rinx_c_ina_check(struct rinx_comm *c)
+/* Can round `e` still be run again here under another plan: nothing of
+ * it is finished at this rank (it is open with no result stored, or it is
+ * the next one to open)? */
+static int round_fresh(struct rinx_req *r, __u32 e)
 {
-	__u32 word, all;
-	__u64 agents = 0;
-	int i, any = 0, err;
+	struct rinx_comm *c = r->c;
+	__u32 b;
 
-	for (i = 0; i < c->spec.nracks; i++)
-		any |= c->spec.racks[i].ina == RINX_INA_SWITCH;
-	if (!any || c->n < 2)
+	if (c->epoch + 1 == e && !r->round_open)
+		return 1;
+	if (c->epoch != e || !r->round_open)
 		return 0;
-	/* only the agents of INA ToR racks have something to say */
-	for (i = 0; i < c->spec.nracks; i++) {
-		int a = rinx_plan_agent_of_rack(&c->spec, i);
+	for (b = 0; b < r->nb; b++)
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
+				    __ATOMIC_ACQUIRE) == e)
+			return 0;
+	return 1;
+}
 
-		if (c->spec.racks[i].ina == RINX_INA_SWITCH && a >= 0 &&
-		    a != c->rank)
-			agents |= 1ull << a;
+/* A failed INA ToR, agreed on: every rank joins the barrier of round `e`
+ * (the round its finder was stuck in) with the racks it finds gone and
+ * whether it finished any block of that round. All rebuild the same plan
+ * without those racks; if nobody finished anything, round `e` is dropped
+ * and run again under the new plan (its inputs are untouched: a round
+ * writes its part of the tensor only as its blocks finish), else the
+ * collective fails here and the next one runs the new plan. */
+static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
+{
+	struct rinx_comm *c = r->c;
+	__u32 all, down;
+	int fresh = round_fresh(r, e), err;
+	char who[64];
+
+	c->ina_agreed++;
+	if (!fresh)
+		word |= RINX_INA_FINISHED;
+	err = ctl_barrier(c, 0, e, word, rinx_c_peers_mask(c),
+			  rinx_c_peers_mask(c), &all);
+	if (err)
+		return err;
+	down = (all & ~RINX_INA_FINISHED) | c->down;
+	if (down != c->down) {
+		err = rinx_c_ina_replan(c, down);
+		if (err)
+			return err;
 	}
-	/* the agents tell everybody; the others ask the agents (their hello
-	 * is what gets a lost answer repeated) */
-	word = ina_health(c);
-	i = rinx_plan_agent_of(&c->spec, c->rank);
-	err = ctl_barrier(c, 0, ++c->coll, word, agents,
-			  i >= 0 && c->spec.racks[i].ina == RINX_INA_SWITCH ?
-			  rinx_c_peers_mask(c) : agents, &all);
-	if (err)
-		return err;
-	all |= c->down;
-	if (all == c->down)
-		return 0;
-	err = rinx_c_ina_replan(c, all);
-	if (err)
-		return err;
 	/* nobody sends a block before every rank runs the new plan */
-	return ctl_barrier(c, 1, c->coll, 0, rinx_c_peers_mask(c),
-			   rinx_c_peers_mask(c), &all);
+	err = ctl_barrier(c, 1, e, 0, rinx_c_peers_mask(c),
+			  rinx_c_peers_mask(c), &all);
+	if (err)
+		return err;
+	if (all & RINX_INA_FINISHED || !fresh) {
+		snprintf(who, sizeof(who), "%#x", down);
+		return rinx_c_cerr(c, -ECONNRESET, "rank %d: an INA ToR (racks %s) "
+				   "lost the job in round %u after blocks of it "
+				   "had finished: this collective cannot complete; "
+				   "the next ones run with those racks as ring "
+				   "members", c->rank, who, e);
+	}
+	/* round e is skipped by all: the next round opened is e + 1 */
+	r->round_open = 0;
+	c->epoch = e;
+	return 1;
+}
+
+/* Watches the INA ToRs of a collective's plan, with no cost while they
+ * work: an agent that sees no progress for a while asks its ToR's control
+ * daemon (at most every INA_QUERY_NS); if the job is gone there, it starts
+ * the agreement of ina_agree, which every other rank joins as soon as it
+ * hears of it (here, at its next step). 0: go on, 1: the round restarts
+ * under the new plan, < 0: error. */
+int rinx_c_ina_watch(struct rinx_req *r, __u64 t)
+{
+	struct rinx_comm *c = r->c;
+	struct ctlbar *nx = &c->bar[0][1];
+	__u32 e = 0, word;
+
+	if (!ina_live(c) || c->n < 2)
+		return 0;
+	pthread_mutex_lock(&c->x->lock);
+	if (nx->from && nx->coll != c->done_coll[0])
+		e = nx->coll;
+	pthread_mutex_unlock(&c->x->lock);
+	if (e)
+		return ina_agree(r, e, ina_health(c));
+	if (!r->round_open || t - r->moved_at < INA_STALL_NS ||
+	    t - c->ina_query_at < INA_QUERY_NS)
+		return 0;
+	word = ina_health(c);
+	return word ? ina_agree(r, c->epoch, word) : 0;
 }
 
 /* Which peers answer within `ms`? Called when an allreduce timed out. */
