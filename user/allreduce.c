@@ -328,6 +328,21 @@ static void req_free(struct rinx_req *r)
 {
 	if (r->c && r->c->active == r)
 		r->c->active = NULL;
+	/* the next collective reuses the window's arrays: allocating them
+	 * (700 KB at a window of 32768) cost every small collective mmap,
+	 * page faults and munmap */
+	if (r->c && !r->c->spare && r->own && r->sent_at && r->resent &&
+	    r->rhole_at && r->rasked) {
+		r->c->spare = r;
+		return;
+	}
+	rinx_c_req_release(r);
+}
+
+void rinx_c_req_release(struct rinx_req *r)
+{
+	if (!r)
+		return;
 	free(r->own);
 	free(r->sent_at);
 	free(r->resent);
@@ -454,15 +469,22 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	if (c->active)
 		return rinx_c_cerr(c, -EBUSY, "an allreduce is already in flight on "
 				   "this communicator");
+	r = c->spare;
+	c->spare = NULL;
+	if (r) {
+		struct rinx_req keep = *r;
+
+		memset(r, 0, sizeof(*r));
+		r->own = keep.own;
+		r->sent_at = keep.sent_at;
+		r->resent = keep.resent;
+		r->rhole_at = keep.rhole_at;
+		r->rasked = keep.rasked;
+		goto ready;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->c = c;
-	r->send = send;
-	r->recv = recv;
-	r->count = count;
-	r->dtype = dtype;
-	r->t0 = now_ns();
 	r->own = calloc(c->window, sizeof(*r->own));
 	r->sent_at = calloc(c->window, sizeof(*r->sent_at));
 	r->resent = calloc(c->window, sizeof(*r->resent));
@@ -474,6 +496,13 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 		req_free(r);
 		return -ENOMEM;
 	}
+ready:
+	r->c = c;
+	r->send = send;
+	r->recv = recv;
+	r->count = count;
+	r->dtype = dtype;
+	r->t0 = now_ns();
 	c->active = r;
 	*out = r;
 	return 0;

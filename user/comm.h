@@ -162,6 +162,7 @@ struct rinx_comm {
 	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
 	__u32 done_coll[2], done_word[2];	/* last completed, to answer */
 	struct rinx_req *active;
+	struct rinx_req *spare;	/* a finished one, its arrays kept */
 	__u64 srtt, rttvar;	/* own blocks: claim to finished here */
 	struct cc {
 		__u64 t;		/* last update */
@@ -291,6 +292,8 @@ __u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
 /* allreduce.c */
 /* Sends own block b; `again`: it was sent before (a retransmission). */
 int rinx_c_send_block(struct rinx_req *r, __u32 b, int again);
+/* Frees a request and its arrays. */
+void rinx_c_req_release(struct rinx_req *r);
 
 /* cc.c */
 int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);
