@@ -1,22 +1,26 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * An INA ToR that loses its aggregator between collectives: its rack falls
- * back to plain ring members at the next collective and every sum stays
- * exact (Rina's incremental deployment, the other way round).
+ * INA ToRs that lose their aggregator: their racks fall back to plain ring
+ * members and no sum is wrong (Rina's incremental deployment, the other
+ * way round).
  *
  *   h0 h1 --- t0 (INA: agg0) ---+
  *                               sp
- *   h2 h3 --- t1 (plain) -------+
+ *   h2 h3 --- t1 (INA: agg1) ---+
  *
- * 1. ten allreduces on the Rina plan: members agg0, h2, h3; h0/h1
- *    contribute and do no ring hop; no rank takes part in an agreement on
- *    the ToR's health (the steady state has no barrier);
+ * 1. ten allreduces on the Rina plan: members agg0, agg1; h0/h1 contribute
+ *    and do no ring hop; no rank takes part in an agreement on the ToRs'
+ *    health (the steady state has no barrier);
  * 2. one with h3 late by 300 ms: the others stall, the agent h0 asks its
  *    ToR, which still holds the job: no agreement, no plan change;
- * 3. agg0 taken away (rinx_testbed_ina_off), two more allreduces: the
- *    first stalls, h0 finds the job gone, every rank joins one agreement,
- *    the round runs again on the ring h0 h1 h2 h3 (h0 now does ring hops);
- *    int32 bit-exact, float32 within rinx_f32_bound.
+ * 3. agg0 taken away (rinx_testbed_ina_off) between collectives, two more
+ *    allreduces: the first stalls, h0 finds the job gone, every rank joins
+ *    one agreement, the round runs again on the ring h0 h1 agg1 (h0 now
+ *    does ring hops); int32 bit-exact, float32 within rinx_f32_bound;
+ * 4. agg1 taken away while a collective of six rounds runs: whatever the
+ *    moment, no rank returns a wrong element; the next collective is exact
+ *    on every rank on the ring h0 h1 h2 h3, or, if the ranks disagreed on
+ *    whether the first had completed, fails on every rank.
  */
 #include <errno.h>
 #include <math.h>
@@ -36,6 +40,7 @@
 
 #define NR	4
 #define COUNT	(5 * 768 + 77)
+#define COUNT2	(6 * 64 * 768)	/* phase 5: six rounds of the window */
 
 static char prefix[RINX_TB_PREFIX_MAX + 1];
 static int up;
@@ -68,7 +73,7 @@ struct report {
 static void collective(struct rinx_comm *c, int rank, int phase,
 		       struct report *rep)
 {
-	static int32_t in[COUNT], out[COUNT];
+	static int32_t in[COUNT2], out[COUNT2];
 	static float fin[COUNT], fout[COUNT];
 	struct rinx_comm_stats st;
 	uint64_t seed = 1000 + phase, i;
@@ -77,15 +82,15 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 	memset(rep, 0, sizeof(*rep));
 	if (phase == 2 && rank == 3)
 		usleep(300000);
-	if (phase < 4) {
+	if (phase != 4) {
 		int k, times = phase == 1 ? 10 : 1;
+		uint64_t n = phase == 5 ? COUNT2 : COUNT;
 
 		for (k = 0; k < times && !rep->err; k++) {
-			for (i = 0; i < COUNT; i++)
+			for (i = 0; i < n; i++)
 				in[i] = gen_i32(seed + k * 10, rank, i);
-			rep->err = rinx_allreduce(c, in, out, COUNT,
-						  RINX_INT32);
-			for (i = 0; !rep->err && i < COUNT; i++) {
+			rep->err = rinx_allreduce(c, in, out, n, RINX_INT32);
+			for (i = 0; !rep->err && i < n; i++) {
 				uint32_t want = 0;
 
 				for (r = 0; r < NR; r++)
@@ -166,7 +171,7 @@ static __u64 host_stat(const struct rinx_spec *s, int rank, int stat)
 
 int main(void)
 {
-	int ina[2] = { RINX_INA_SWITCH, RINX_INA_NONE };
+	int ina[2] = { RINX_INA_SWITCH, RINX_INA_SWITCH };
 	struct rinx_testbed_opts to = { 0 };
 	int to_c[NR], from_c[NR], r, phase, status;
 	char spec[RINX_PATH_MAX];
@@ -187,10 +192,10 @@ int main(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	alarm(300);
-	tap_plan(16);
+	tap_plan(20);
 	up = 1;
 	if (!tap_ok(!rinx_testbed_up(&to, &s), "testbed %s: 2 racks x 2, "
-		    "rack 0 INA ToR", prefix))
+		    "INA ToRs", prefix))
 		return tap_done();
 	rinx_testbed_spec_path(prefix, spec, sizeof(spec));
 	fflush(stdout);
@@ -269,6 +274,57 @@ int main(void)
 	tap_ok(fwd1 > fwd0 && fwd1 != ~0ull,
 	       "after the fallback h0 is a ring member (%llu reduce hops)",
 	       (unsigned long long)(fwd1 - fwd0));
+	{
+		struct timespec ts = { 0, 3000000 };
+		int bad = 0, failed = 0, wrong = 0, ok6 = 0, fail6 = 0;
+		int fb_ok = 1, during = 0;
+
+		phase = 5;
+		for (r = 0; r < NR; r++)
+			if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))
+				bad++;
+		nanosleep(&ts, NULL);
+		tap_ok(!rinx_testbed_ina_off(spec, 1), "phase 5: rack 1's ToR "
+		       "loses its aggregator while a collective of six rounds "
+		       "runs");
+		for (r = 0; r < NR; r++) {
+			if (read(from_c[r], &rep[r], sizeof(rep[r])) !=
+			    sizeof(rep[r])) {
+				bad++;
+				continue;
+			}
+			failed += rep[r].err != 0;
+			wrong += rep[r].wrong;
+			during += rep[r].fallbacks == 2;
+			if (rep[r].err)
+				tap_diag("phase 5 rank %d: %s", r, rep[r].msg);
+		}
+		tap_ok(!bad && !wrong, "phase 5: no rank returned a wrong "
+		       "element (%d of %d ranks failed, %d fell back during "
+		       "it)", failed, NR, during);
+		phase = 6;
+		for (r = 0; r < NR; r++)
+			if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))
+				bad++;
+		for (r = 0; r < NR; r++) {
+			if (read(from_c[r], &rep[r], sizeof(rep[r])) !=
+			    sizeof(rep[r])) {
+				bad++;
+				continue;
+			}
+			ok6 += !rep[r].err && !rep[r].wrong;
+			fail6 += rep[r].err && !rep[r].wrong;
+			fb_ok &= rep[r].fallbacks == 2;
+			if (rep[r].err)
+				tap_diag("phase 6 rank %d: %s", r, rep[r].msg);
+		}
+		tap_ok(!bad && (ok6 == NR || (fail6 == NR && failed)),
+		       "phase 6: %s", ok6 == NR ? "every element of every "
+		       "rank bit-exact" : "every rank failed alike (the ranks "
+		       "disagreed on phase 5)");
+		tap_ok(fb_ok, "phase 6: every rank ran without either INA ToR "
+		       "(two plan changes)");
+	}
 	phase = 0;
 	for (r = 0; r < NR; r++) {
 		if (write(to_c[r], &phase, sizeof(phase)) < 0)

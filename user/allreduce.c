@@ -469,6 +469,11 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	if (c->active)
 		return rinx_c_cerr(c, -EBUSY, "an allreduce is already in flight on "
 				   "this communicator");
+	if (c->broken)
+		return rinx_c_cerr(c, c->broken, "rank %d: this communicator failed "
+				   "(an INA ToR lost the job in a round that some "
+				   "ranks had completed): close and reopen it",
+				   c->rank);
 	r = c->spare;
 	c->spare = NULL;
 	if (r) {

@@ -155,6 +155,7 @@ struct rinx_comm {
 	__u64 ina_query_at;	/* when this agent last asked its ToR */
 	__u32 ina_queries;	/* ... how often */
 	__u32 ina_agreed;	/* agreements joined (ina_agree) */
+	int broken;		/* < 0: every collective fails (ina_agree) */
 	struct ctlbar {
 		__u32 coll;	/* round of the barrier */
 		__u64 from;	/* ranks heard */
@@ -189,8 +190,12 @@ struct rinx_comm {
  * whether they still hold the job, each at most every 100 ms */
 #define INA_STALL_NS	30000000ull
 #define INA_QUERY_NS	100000000ull
-/* in the word of an INA agreement: this rank finished blocks of the round */
+/* the word of an INA agreement: racks found gone (bit = index, the first
+ * RINX_INA_RACKS racks), and this rank finished blocks of the round, or
+ * completed it and went on */
+#define RINX_INA_RACKS		30
 #define RINX_INA_FINISHED	0x80000000u
+#define RINX_INA_BEYOND		0x40000000u
 static inline __u64 now_ns(void)
 {
 	struct timespec ts;

@@ -201,9 +201,9 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 			return 0;
 		if (t > deadline) {
 			rinx_c_list_ranks(c, want & ~b->from, who, sizeof(who));
-			return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: %s did not start "
-					   "collective %u within %d ms", c->rank, who,
-					   coll, c->timeout_ms);
+			return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: %s did not join "
+					   "the agreement on round %u within %d ms",
+					   c->rank, who, coll, c->timeout_ms);
 		}
 		{
 			struct timespec ts = { 0, 20000 };
@@ -219,7 +219,7 @@ static __u32 ina_live(const struct rinx_comm *c)
 	__u32 live = 0;
 	int i;
 
-	for (i = 0; i < c->spec.nracks && i < 31; i++)
+	for (i = 0; i < c->spec.nracks && i < RINX_INA_RACKS; i++)
 		if (c->spec.racks[i].ina == RINX_INA_SWITCH &&
 		    rinx_plan_agent_of_rack(&c->spec, i) >= 0)
 			live |= 1U << i;
@@ -234,53 +234,58 @@ static __u32 ina_health(struct rinx_comm *c)
 	int ri = rinx_plan_agent_of(&c->spec, c->rank);
 
 	c->ina_query_at = now_ns();
-	if (ri < 0 || ri >= 31 || !(ina_live(c) & (1U << ri)))
+	if (ri < 0 || ri >= RINX_INA_RACKS || !(ina_live(c) & (1U << ri)))
 		return 0;
 	c->ina_queries++;
 	return rinx_c_tor_query(c, ri) ? 1U << ri : 0;
 }
 
-/* Can round `e` still be run again here under another plan: nothing of
- * it is finished at this rank (it is open with no result stored, or it is
- * the next one to open)? */
-static int round_fresh(struct rinx_req *r, __u32 e)
+/* Where this rank stands with round `e`: 0 = nothing of it finished here
+ * (it is open with no result stored, or the next one to open), else
+ * RINX_INA_FINISHED, with RINX_INA_BEYOND when the round is complete here
+ * and this rank went on. */
+static __u32 round_state(struct rinx_req *r, __u32 e)
 {
 	struct rinx_comm *c = r->c;
 	__u32 b;
 
 	if (c->epoch + 1 == e && !r->round_open)
-		return 1;
-	if (c->epoch != e || !r->round_open)
 		return 0;
+	if ((__s32)(c->epoch - e) > 0 || (c->epoch == e && !r->round_open))
+		return RINX_INA_FINISHED | RINX_INA_BEYOND;
+	if (c->epoch != e)	/* a round before e is not complete here */
+		return RINX_INA_FINISHED | RINX_INA_BEYOND;
 	for (b = 0; b < r->nb; b++)
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == e)
-			return 0;
-	return 1;
+			return RINX_INA_FINISHED;
+	return 0;
 }
 
 /* A failed INA ToR, agreed on: every rank joins the barrier of round `e`
  * (the round its finder was stuck in) with the racks it finds gone and
- * whether it finished any block of that round. All rebuild the same plan
- * without those racks; if nobody finished anything, round `e` is dropped
- * and run again under the new plan (its inputs are untouched: a round
- * writes its part of the tensor only as its blocks finish), else the
- * collective fails here and the next one runs the new plan. */
+ * where it stands with that round. All rebuild the same plan without
+ * those racks. If nobody finished anything of round `e`, its inputs are
+ * untouched (a round writes its part of the tensor only as its blocks
+ * finish) and it runs again under the new plan. If some rank finished
+ * blocks of it but every rank is still in it, the collective fails on
+ * every rank and the next one runs the new plan. If a rank had completed
+ * the round and gone on, the ranks no longer agree on which collectives
+ * completed: the communicator fails for good (close and reopen). */
 static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
 {
 	struct rinx_comm *c = r->c;
 	__u32 all, down;
-	int fresh = round_fresh(r, e), err;
+	int err;
 	char who[64];
 
 	c->ina_agreed++;
-	if (!fresh)
-		word |= RINX_INA_FINISHED;
+	word |= round_state(r, e);
 	err = ctl_barrier(c, 0, e, word, rinx_c_peers_mask(c),
 			  rinx_c_peers_mask(c), &all);
 	if (err)
 		return err;
-	down = (all & ~RINX_INA_FINISHED) | c->down;
+	down = (all & ((1U << RINX_INA_RACKS) - 1)) | c->down;
 	if (down != c->down) {
 		err = rinx_c_ina_replan(c, down);
 		if (err)
@@ -291,13 +296,24 @@ static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
 			  rinx_c_peers_mask(c), &all);
 	if (err)
 		return err;
-	if (all & RINX_INA_FINISHED || !fresh) {
-		snprintf(who, sizeof(who), "%#x", down);
+	snprintf(who, sizeof(who), "%#x", down);
+	if (all & RINX_INA_BEYOND) {
+		c->broken = -ECONNRESET;
+		return rinx_c_cerr(c, -ECONNRESET, "rank %d: an INA ToR (racks %s) "
+				   "lost the job in round %u, which some ranks "
+				   "had completed and others not: the ranks "
+				   "disagree on which collectives completed; "
+				   "close and reopen the communicator", c->rank,
+				   who, e);
+	}
+	if (all & RINX_INA_FINISHED) {
+		r->round_open = 0;
+		c->epoch = e;
 		return rinx_c_cerr(c, -ECONNRESET, "rank %d: an INA ToR (racks %s) "
 				   "lost the job in round %u after blocks of it "
-				   "had finished: this collective cannot complete; "
-				   "the next ones run with those racks as ring "
-				   "members", c->rank, who, e);
+				   "had finished: this collective cannot complete "
+				   "on any rank; the next ones run with those "
+				   "racks as ring members", c->rank, who, e);
 	}
 	/* round e is skipped by all: the next round opened is e + 1 */
 	r->round_open = 0;

@@ -87,7 +87,9 @@ int rinx_comm_stats(const struct rinx_comm *c, struct rinx_comm_stats *st);
  * scaling: rinx_f32_bound's amax is taken over such a block. (1.1) */
 int rinx_comm_block_values(const struct rinx_comm *c);
 
-/* SUM of `count` elements over all ranks; send == recv is allowed. */
+/* SUM of `count` elements over all ranks; send == recv is allowed.
+ * -ECONNRESET: an INA ToR lost the job in the middle of a round, see
+ * docs/rinx.md ("An INA ToR that goes away"). */
 int rinx_allreduce(struct rinx_comm *c, const void *send, void *recv,
 		   size_t count, enum rinx_dtype dtype);
 /* Asynchronous form: one request in flight per communicator. Progress is
