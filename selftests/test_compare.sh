@@ -80,16 +80,18 @@ ok $? "table: the bridge network keeps TSO on the hosts"
 [ "$(leftover)" -eq 0 ]
 ok $? "no namespace of the bridge network left"
 
-# csv, both networks (Gloo only): rinx + gloo on bridge + gloo on testbed
+# csv, both networks (Gloo only): rinx + gloo on bridge + gloo on testbed,
+# and Open MPI with every rank in one namespace (shared memory)
 out=$(timeout 600 "$rinxctl" compare --spec "$spec" --sizes $SIZES \
-	--iters 1 --warmup 0 --csv --peers gloo --peer-net both \
+	--iters 1 --warmup 0 --csv --peers gloo,mpi-shm --peer-net both \
 	--no-install 2>/dev/null)
 echo "$out" | head -1 |
 	grep -q '^bytes,candidate,network,algorithm,ranks,runs,median_us' &&
 	[ "$(echo "$out" | grep -c '^[0-9]*,rinx-ring,testbed,.*,true,')" -eq 2 ] &&
 	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,bridge,.*,true,')" -eq 2 ] &&
-	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,testbed,.*,true,')" -eq 2 ]
-ok $? "--csv --peer-net both: header, 6 verified rows on their networks"
+	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,testbed,.*,true,')" -eq 2 ] &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,ompi-shm,shm,.*,3,.*,true,')" -eq 2 ]
+ok $? "--csv --peer-net both: header, 8 verified rows on their networks (ompi-shm on shm)"
 [ $? -eq 0 ] || echo "$out" | sed 's/^/# /'
 [ "$(leftover)" -eq 0 ]
 ok $? "no namespace left after --peer-net both"

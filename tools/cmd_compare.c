@@ -52,7 +52,7 @@
 #include "user/librinx.h"
 
 #define CMP_MAX_SPECS	4
-#define CMP_MAX_CANDS	(CMP_MAX_SPECS + 6)
+#define CMP_MAX_CANDS	(CMP_MAX_SPECS + 7)
 #define CMP_MAX_RUNS	100
 #define GIB		(1024.0 * 1024.0 * 1024.0)
 
@@ -72,6 +72,8 @@ struct cand {
 	int kind;
 	int spec;		/* K_RINX: index into the specs */
 	int ring;		/* K_MPI: force the ring */
+	int shm;		/* K_MPI: every rank in rank 0's namespace,
+				 * shared memory (no network) */
 	int net;		/* enum cand_net */
 	__u64 tx_bytes, tx_pkts;	/* sent by the hosts' interfaces */
 	__u64 ce;		/* IPv4 packets the hosts received with CE */
@@ -91,7 +93,7 @@ struct cmp_opts {
 	struct bench_opts b;	/* sizes, warmup, dtype */
 	char sizes_arg[512];
 	int iters;
-	int mpi_tuned, mpi_ring, gloo;
+	int mpi_tuned, mpi_ring, mpi_shm, gloo;
 	int peer_net;		/* PEER_NET_* */
 	struct peernet pn;	/* the bridge network, while it exists */
 	int tso[NET_MAX];	/* hosts' TSO: 1 on, 0 off, -1 unknown */
@@ -220,7 +222,7 @@ static int run_deps(const struct cmp_opts *o, const char *what)
 
 static int ensure_peers(const struct cmp_opts *o)
 {
-	int need_mpi = o->mpi_tuned || o->mpi_ring;
+	int need_mpi = o->mpi_tuned || o->mpi_ring || o->mpi_shm;
 
 	if ((!need_mpi || (proc_in_path("mpirun") && proc_in_path("mpicc"))) &&
 	    (!o->gloo || torch_ok()))
@@ -453,8 +455,10 @@ static int run_mpi(const struct cmp_opts *o, struct cand *c,
 		rmdir(dir);
 		return -errno;
 	}
-	for (r = 0; r < s->nhosts; r++)
-		fprintf(f, "%s slots=1\n", rinx_spec_rank(s, r)->netns);
+	/* shm: every rank on the first host, the no-network reference */
+	for (r = 0; r < (c->shm ? 1 : s->nhosts); r++)
+		fprintf(f, "%s slots=%d\n", rinx_spec_rank(s, r)->netns,
+			c->shm ? s->nhosts : 1);
 	fclose(f);
 	snprintf(np, sizeof(np), "%d", s->nhosts);
 	snprintf(warmup, sizeof(warmup), "%d", o->b.warmup);
@@ -472,12 +476,17 @@ static int run_mpi(const struct cmp_opts *o, struct cand *c,
 	av[a++] = "--bind-to"; av[a++] = "none";
 	av[a++] = "-x"; av[a++] = preload;
 #define MCA(k, v) do { av[a++] = "--mca"; av[a++] = k; av[a++] = (char *)(v); } while (0)
-	MCA("plm_rsh_agent", agent);
-	MCA("plm_rsh_no_tree_spawn", "1");
-	MCA("pml", "ob1");
-	MCA("btl", "tcp,self");
-	MCA("btl_tcp_if_include", ifname);
-	MCA("oob_tcp_if_include", ifname);
+	if (c->shm) {
+		MCA("pml", "ob1");
+		MCA("btl", "vader,self");
+	} else {
+		MCA("plm_rsh_agent", agent);
+		MCA("plm_rsh_no_tree_spawn", "1");
+		MCA("pml", "ob1");
+		MCA("btl", "tcp,self");
+		MCA("btl_tcp_if_include", ifname);
+		MCA("oob_tcp_if_include", ifname);
+	}
 	MCA("mpi_yield_when_idle", "1");
 	if (c->ring) {
 		MCA("coll_tuned_use_dynamic_rules", "1");
@@ -751,7 +760,7 @@ static struct fig figure(const struct cmp_opts *o, const struct cand *c,
 
 static const char *cand_net(const struct cand *c)
 {
-	return net_name[c->net];
+	return c->shm ? "shm" : net_name[c->net];
 }
 
 /* Does any candidate run on links with a rate (util column)? */
@@ -1112,7 +1121,10 @@ static const char compare_usage[] =
 "  --sizes LIST     bytes per rank (default 4K,64K,1M,16M,64M,256M)\n"
 "  --iters N        interleaved runs (default 3; median, min, max over them)\n"
 "  --warmup N       untimed runs per size and launch (default 1)\n"
-"  --peers LIST     mpi, mpi-tuned, mpi-ring, gloo or none (default mpi,gloo)\n"
+"  --peers LIST     mpi, mpi-tuned, mpi-ring, mpi-shm, gloo or none (default\n"
+"                   mpi,gloo); mpi-shm: Open MPI with every rank in the first\n"
+"                   host's namespace over shared memory, the no-network\n"
+"                   reference (net shm)\n"
 "  --peer-net NET   where the peers run: bridge (default; the hosts copied\n"
 "                   into namespaces joined by kernel bridges, no XDP, so TCP\n"
 "                   keeps GSO; links shaped to the testbed's rates and\n"
@@ -1135,7 +1147,7 @@ static int parse_peers(const char *list, struct cmp_opts *o)
 {
 	char buf[128], *save = NULL, *t;
 
-	o->mpi_tuned = o->mpi_ring = o->gloo = 0;
+	o->mpi_tuned = o->mpi_ring = o->mpi_shm = o->gloo = 0;
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(t, "mpi"))
@@ -1144,6 +1156,8 @@ static int parse_peers(const char *list, struct cmp_opts *o)
 			o->mpi_tuned = 1;
 		else if (!strcmp(t, "mpi-ring") || !strcmp(t, "ompi-ring"))
 			o->mpi_ring = 1;
+		else if (!strcmp(t, "mpi-shm") || !strcmp(t, "ompi-shm"))
+			o->mpi_shm = 1;
 		else if (!strcmp(t, "gloo"))
 			o->gloo = 1;
 		else if (strcmp(t, "none"))
@@ -1204,7 +1218,8 @@ static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 		case O_PEERS:
 			if (parse_peers(optarg, o)) {
 				fprintf(stderr, "rinxctl compare: --peers: mpi, "
-					"mpi-tuned, mpi-ring, gloo, none\n");
+					"mpi-tuned, mpi-ring, mpi-shm, gloo, "
+					"none\n");
 				return -1;
 			}
 			break;
@@ -1348,7 +1363,7 @@ int cmd_compare(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (ensure_peers(&o))
 		return RINX_EXIT_CONFIG;
-	if ((o.mpi_tuned || o.mpi_ring) &&
+	if ((o.mpi_tuned || o.mpi_ring || o.mpi_shm) &&
 	    build_mpi(&o, bench, sizeof(bench), shim, sizeof(shim)))
 		return RINX_EXIT_FAIL;
 	if (o.plot && !gnuplot_ok() && (run_deps(&o, "plot") || !gnuplot_ok())) {
@@ -1394,6 +1409,15 @@ int cmd_compare(int argc, char **argv)
 			nc++;
 		}
 	}
+	if (o.mpi_shm) {
+		cs[nc].kind = K_MPI;
+		cs[nc].net = NET_TESTBED;	/* its first host's namespace */
+		cs[nc].shm = 1;
+		snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-shm");
+		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
+			 "MPI_Allreduce, shared memory (vader), tuned rules");
+		nc++;
+	}
 	for (i = 0; i < nc; i++)
 		peers += cs[i].kind != K_RINX;
 	o.tso[NET_BRIDGE] = o.tso[NET_TESTBED] = -1;
@@ -1418,7 +1442,7 @@ int cmd_compare(int argc, char **argv)
 			fprintf(stderr, "rinxctl compare: run %d/%d: %s "
 				"(%.0f s)\n", j + 1, o.iters, c->name,
 				proc_now_s() - t0);
-			if (c->kind != K_RINX)
+			if (c->kind != K_RINX && !c->shm)
 				tx_sum(cand_spec(&o, c), &b0, &p0, &ce0);
 			if (c->kind == K_RINX)
 				ret = run_rinx(&o, c);
@@ -1426,7 +1450,7 @@ int cmd_compare(int argc, char **argv)
 				ret = run_mpi(&o, c, bench, shim);
 			else
 				ret = run_gloo(&o, c);
-			if (c->kind != K_RINX) {
+			if (c->kind != K_RINX && !c->shm) {
 				tx_sum(cand_spec(&o, c), &b1, &p1, &ce1);
 				c->tx_bytes += b1 - b0;
 				c->tx_pkts += p1 - p0;
