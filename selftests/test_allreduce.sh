@@ -19,8 +19,11 @@
 #   selftests/test_allreduce.sh [builddir]
 #
 # After the runs of a testbed every drop_* and aborted counter of every
-# host program and every switch drop counter must be 0. TAP output. Exit 0
-# pass, 1 fail, 4 skip (reason printed).
+# host program and every switch drop counter must be 0. Also the conversion
+# alone (`rinxctl bench --convert`, no testbed): a row per path this CPU
+# runs, each verified (slots equal to the portable path's, round trip within
+# the bound), in the table and in --json. TAP output. Exit 0 pass, 1 fail,
+# 4 skip (reason printed).
 
 set -u
 
@@ -133,7 +136,30 @@ needs_root ip timeout awk
 trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
-echo "1..54"
+echo "1..58"
+# conversion alone: sizes of 1 element, one block + 1, 1 MiB
+out=$(timeout 120 "$rinxctl" bench --convert --sizes 4,3076,1048576 \
+	--iters 2 2>&1)
+ok $? "bench --convert exits 0"
+paths=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ { print $3 }' | sort -u | wc -l)
+rows=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && $NF == "ok"' | wc -l)
+[ "$paths" -ge 1 ] && [ "$rows" -eq $((paths * 3)) ] &&
+	echo "$out" | grep -q ' portable .* ok$'
+ok $? "bench --convert: $rows rows verified, $paths paths x 3 sizes"
+[ $? -eq 0 ] || echo "$out" | sed 's/^/# /'
+out=$(timeout 120 "$rinxctl" bench --convert --sizes 3076 --iters 1 --json)
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)["convert"]
+assert d and all(r["verified"] and r["bytes"] == 3076 for r in d), d
+assert all(r["quant_ns_per_elem"] > 0 and r["memcpy_ns_per_elem"] >= 0
+           for r in d), d
+assert "portable" in [r["path"] for r in d], d
+'
+ok $? "bench --convert --json: every path verified"
+"$rinxctl" bench --convert --spec /nonexistent >/dev/null 2>&1
+[ $? -eq 2 ]
+ok $? "bench --convert with --spec is a usage error"
 run_case a native 1 2 "$SMALL"
 run_case b native 1 3 "$SMALL"
 run_case c native 1 4 "$LARGE"

@@ -32,6 +32,7 @@ struct bench_opts {
 	int iters, warmup;
 	int dtype;		/* enum rinx_dtype */
 	int verify, json, profile;
+	int convert;		/* --convert: the conversion alone */
 	int timeout_ms, inflight;
 	int jobs;		/* jobs at once over the same links (1..) */
 	uint32_t job;
@@ -47,6 +48,9 @@ void bench_defaults(struct bench_opts *o);
 int bench_parse_sizes(const char *list, struct bench_opts *o);
 int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		 const char **spec, const char *usage);
+/* --convert: conversion alone against memcpy (tools/bench_convert.c);
+ * 0, -EDOM when a path's result was wrong, or another -errno. */
+int bench_convert(const struct bench_opts *o, FILE *out);
 /* 0, -EDOM when a result was wrong, or another -errno. */
 int bench_run(const struct bench_opts *o, const char *spec_path,
 	      const struct rinx_spec *s, FILE *out);

@@ -914,6 +914,7 @@ void bench_defaults(struct bench_opts *o)
 
 static const char bench_usage[] =
 "--spec FILE [options]\n"
+"       rinxctl bench --convert [--sizes LIST] [--iters N] [--warmup N] [--json]\n"
 "  --sizes LIST     bytes per rank, e.g. 4K,1M,16M,64M (suffix K, M, G; multiple of 4)\n"
 "  --iters N        timed runs per size (default 5; the median is reported)\n"
 "  --warmup N       untimed runs before them (default 1)\n"
@@ -932,6 +933,12 @@ static const char bench_usage[] =
 "                   har, tree, dbtree or topo:NAME (a planner on the spec's\n"
 "                   topology; default: the spec's plan=, else rina)\n"
 "  --job ID         job id (default random)\n"
+"  --convert        no cluster: float32 <-> fixed point conversion alone on\n"
+"                   one thread, every path this CPU runs (portable, avx2,\n"
+"                   avx512), ns per element of thread CPU time against memcpy\n"
+"                   of the same floats in the same run; every path's slots\n"
+"                   checked against the portable path's, its round trip\n"
+"                   against the error bound\n"
 "output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
 "busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median;\n"
 "util = busbw / slowest link rate of the spec (when it gives link rates)";
@@ -948,6 +955,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		{ "dtype", required_argument, NULL, 'd' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "profile", no_argument, NULL, 'P' },
+		{ "convert", no_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "inflight", required_argument, NULL, 'f' },
@@ -961,7 +969,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPjt:f:J:N:H:m:p:h", opts,
+	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPCjt:f:J:N:H:m:p:h", opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's': *spec = optarg; break;
@@ -987,6 +995,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 			break;
 		case 'V': o->verify = 1; break;
 		case 'P': o->profile = 1; break;
+		case 'C': o->convert = 1; break;
 		case 'j': o->json = 1; break;
 		case 't': o->timeout_ms = atoi(optarg); break;
 		case 'f': o->inflight = atoi(optarg); break;
@@ -1043,6 +1052,24 @@ int cmd_bench(int argc, char **argv)
 	bench_defaults(&o);
 	if (bench_getopt(argc, argv, &o, &spec, bench_usage))
 		return RINX_EXIT_USAGE;
+	if (o.convert) {
+		if (spec) {
+			fprintf(stderr, "rinxctl bench: --convert runs no "
+				"cluster: leave --spec out\n");
+			return RINX_EXIT_USAGE;
+		}
+		ret = bench_convert(&o, stdout);
+		if (ret == -EDOM) {
+			fprintf(stderr, "rinxctl bench: WRONG RESULTS\n");
+			return RINX_EXIT_WRONG;
+		}
+		if (ret) {
+			fprintf(stderr, "rinxctl bench: failed: %s\n",
+				strerror(-ret));
+			return rinx_exit_code(ret);
+		}
+		return 0;
+	}
 	if (!spec) {
 		fprintf(stderr, "rinxctl bench: --spec FILE is required "
 			"(rinxctl testbed up prints one)\n");
