@@ -17,10 +17,12 @@
  *    allreduces: the first stalls, h0 finds the job gone, every rank joins
  *    one agreement, the round runs again on the ring h0 h1 agg1 (h0 now
  *    does ring hops); int32 bit-exact, float32 within rinx_f32_bound;
- * 4. agg1 taken away while a collective of six rounds runs: whatever the
- *    moment, no rank returns a wrong element; the next collective is exact
- *    on every rank on the ring h0 h1 h2 h3, or, if the ranks disagreed on
- *    whether the first had completed, fails on every rank.
+ * 4. agg1 taken away while a collective of six rounds runs, in place:
+ *    whatever the moment, no rank returns a wrong element (the round runs
+ *    again from the shares of its first run, whose inputs are partly
+ *    overwritten); the next collective is exact on every rank on the ring
+ *    h0 h1 h2 h3, or, if a rank had completed the round and gone on,
+ *    fails on every rank (close and reopen).
  */
 #include <errno.h>
 #include <math.h>
@@ -65,6 +67,7 @@ struct report {
 	uint64_t fallbacks;	/* plan changes seen by this rank */
 	unsigned agreed;	/* INA agreements joined */
 	unsigned queries;	/* ToR queries (h0, the agent) */
+	uint64_t slow_adds;	/* reduce hops done in user space */
 	char msg[200];
 };
 
@@ -89,14 +92,18 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 		for (k = 0; k < times && !rep->err; k++) {
 			for (i = 0; i < n; i++)
 				in[i] = gen_i32(seed + k * 10, rank, i);
-			rep->err = rinx_allreduce(c, in, out, n, RINX_INT32);
+			/* phase 5 in place: a round that runs again after
+			 * blocks of it finished has their inputs overwritten */
+			rep->err = rinx_allreduce(c, in, phase == 5 ? in : out,
+						  n, RINX_INT32);
 			for (i = 0; !rep->err && i < n; i++) {
 				uint32_t want = 0;
 
 				for (r = 0; r < NR; r++)
 					want += (uint32_t)gen_i32(seed + k * 10,
 								  r, i);
-				rep->wrong += (uint32_t)out[i] != want;
+				rep->wrong += (uint32_t)(phase == 5 ? in[i] :
+							 out[i]) != want;
 			}
 		}
 	} else {
@@ -131,6 +138,7 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 	rep->fallbacks = st.ina_fallbacks;
 	rep->agreed = c->ina_agreed;
 	rep->queries = c->ina_queries;
+	rep->slow_adds = c->slow_adds;
 }
 
 static void child(const char *spec, const struct rinx_spec *s, int rank,
@@ -264,19 +272,23 @@ int main(void)
 		if (phase == 1) {
 			fwd1 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
 			       host_stat(&s, 0, RINX_STAT_REDUCE_FINISH);
-			tap_ok(fwd1 == fwd0 &&
+			tap_ok(fwd1 == fwd0 && !rep[0].slow_adds &&
 			       host_stat(&s, 0, RINX_STAT_GATHER_END) > 0,
 			       "with INA, h0 contributed and did no ring hop");
 		}
 	}
 	fwd1 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
 	       host_stat(&s, 0, RINX_STAT_REDUCE_FINISH);
-	tap_ok(fwd1 > fwd0 && fwd1 != ~0ull,
-	       "after the fallback h0 is a ring member (%llu reduce hops)",
-	       (unsigned long long)(fwd1 - fwd0));
+	/* its hops are done in XDP, or in user space when a block arrives
+	 * before its share is written (the first round after the plan
+	 * change) */
+	tap_ok(fwd1 != ~0ull && fwd1 - fwd0 + rep[0].slow_adds > 0,
+	       "after the fallback h0 is a ring member (%llu reduce hops in "
+	       "XDP, %llu in user space)", (unsigned long long)(fwd1 - fwd0),
+	       (unsigned long long)rep[0].slow_adds);
 	{
 		struct timespec ts = { 0, 3000000 };
-		int bad = 0, failed = 0, wrong = 0, ok6 = 0, fail6 = 0;
+		int bad = 0, failed = 0, wrong = 0, ok6 = 0, fail6 = 0, odd = 0;
 		int fb_ok = 1, during = 0;
 
 		phase = 5;
@@ -294,14 +306,20 @@ int main(void)
 				continue;
 			}
 			failed += rep[r].err != 0;
+			/* a rank fails only when another had completed the
+			 * round (the communicator fails on all: close and
+			 * reopen) or had returned already (no agreement) */
+			odd += rep[r].err &&
+			       !strstr(rep[r].msg, "close and reopen") &&
+			       !strstr(rep[r].msg, "did not join the agreement");
 			wrong += rep[r].wrong;
 			during += rep[r].fallbacks == 2;
 			if (rep[r].err)
 				tap_diag("phase 5 rank %d: %s", r, rep[r].msg);
 		}
-		tap_ok(!bad && !wrong, "phase 5: no rank returned a wrong "
-		       "element (%d of %d ranks failed, %d fell back during "
-		       "it)", failed, NR, during);
+		tap_ok(!bad && !wrong && !odd, "phase 5: no rank returned a "
+		       "wrong element, no other error (%d of %d ranks failed, "
+		       "%d fell back during it)", failed, NR, during);
 		phase = 6;
 		for (r = 0; r < NR; r++)
 			if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))

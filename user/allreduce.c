@@ -106,6 +106,19 @@ static int round_open(struct rinx_req *r)
 	/* first the blocks of the first window of every class: what the
 	 * peers send first needs them */
 	r->conv = 0;
+	/* A round that runs again after an INA ToR was found gone keeps the
+	 * shares of its first run: the input of blocks that finished there
+	 * may be overwritten by their result (in place), and none of their
+	 * shares changed since (XDP and the slow path only read them). */
+	if (r->reuse) {
+		__u32 n = r->reuse < r->nb ? r->reuse : r->nb;
+
+		for (b = 0; b < n; b++)
+			__atomic_store_n(&c->share[c->slot * c->window + b].epoch,
+					 c->epoch, __ATOMIC_RELEASE);
+		r->conv = n;
+		r->reuse = 0;
+	}
 	first = (__u32)c->inflight * c->plan.plen;
 	if (first < CONV_CHUNK)
 		first = CONV_CHUNK;

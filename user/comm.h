@@ -92,6 +92,9 @@ struct rinx_req {
 	__u64 moved_at;		/* ... not reset by a repair */
 	__u32 last_claimed;
 	__u32 conv;		/* blocks whose share is written this round */
+	__u32 reuse;		/* the round runs again (an INA ToR gone):
+				   blocks whose share is kept from its
+				   first run, not converted again */
 	__u64 rto;		/* repair after this long without one */
 	/* per-hop repair of the reduce (repair.c): the classes whose
 	 * reduce adds here and those that finish here; per block, when its
@@ -155,6 +158,8 @@ struct rinx_comm {
 	__u64 ina_query_at;	/* when this agent last asked its ToR */
 	__u32 ina_queries;	/* ... how often */
 	__u32 ina_agreed;	/* agreements joined (ina_agree) */
+	__u64 slow_adds;	/* reduce hops (own share added) done here in
+				   user space, not in XDP */
 	int broken;		/* < 0: every collective fails (ina_agree) */
 	struct ctlbar {
 		__u32 coll;	/* round of the barrier */
@@ -191,10 +196,8 @@ struct rinx_comm {
 #define INA_STALL_NS	30000000ull
 #define INA_QUERY_NS	100000000ull
 /* the word of an INA agreement: racks found gone (bit = index, the first
- * RINX_INA_RACKS racks), and this rank finished blocks of the round, or
- * completed it and went on */
+ * RINX_INA_RACKS racks), and this rank completed the round and went on */
 #define RINX_INA_RACKS		30
-#define RINX_INA_FINISHED	0x80000000u
 #define RINX_INA_BEYOND		0x40000000u
 static inline __u64 now_ns(void)
 {

@@ -240,42 +240,34 @@ static __u32 ina_health(struct rinx_comm *c)
 	return rinx_c_tor_query(c, ri) ? 1U << ri : 0;
 }
 
-/* Where this rank stands with round `e`: 0 = nothing of it finished here
- * (it is open with no result stored, or the next one to open), else
- * RINX_INA_FINISHED, with RINX_INA_BEYOND when the round is complete here
- * and this rank went on. */
+/* Where this rank stands with round `e`: 0 = still in it, or it is the
+ * next one to open here; RINX_INA_BEYOND = complete here and this rank
+ * went on (or, which cannot happen, more than one round behind). */
 static __u32 round_state(struct rinx_req *r, __u32 e)
 {
 	struct rinx_comm *c = r->c;
-	__u32 b;
 
 	if (c->epoch + 1 == e && !r->round_open)
 		return 0;
-	if ((__s32)(c->epoch - e) > 0 || (c->epoch == e && !r->round_open))
-		return RINX_INA_FINISHED | RINX_INA_BEYOND;
-	if (c->epoch != e)	/* a round before e is not complete here */
-		return RINX_INA_FINISHED | RINX_INA_BEYOND;
-	for (b = 0; b < r->nb; b++)
-		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
-				    __ATOMIC_ACQUIRE) == e)
-			return RINX_INA_FINISHED;
-	return 0;
+	if (c->epoch == e && r->round_open)
+		return 0;
+	return RINX_INA_BEYOND;
 }
 
 /* A failed INA ToR, agreed on: every rank joins the barrier of round `e`
  * (the round its finder was stuck in) with the racks it finds gone and
  * where it stands with that round. All rebuild the same plan without
- * those racks. If nobody finished anything of round `e`, its inputs are
- * untouched (a round writes its part of the tensor only as its blocks
- * finish) and it runs again under the new plan. If some rank finished
- * blocks of it but every rank is still in it, the collective fails on
- * every rank and the next one runs the new plan. If a rank had completed
- * the round and gone on, the ranks no longer agree on which collectives
+ * those racks. While every rank is still in round `e` (or has not opened
+ * it), the round runs again under the new plan, from the shares its first
+ * run wrote (round_open): blocks that finished in the first run are
+ * summed again from the same inputs and stored over their first result.
+ * If a rank had completed the round and gone on, its shares of round `e`
+ * are overwritten and the ranks no longer agree on which rounds
  * completed: the communicator fails for good (close and reopen). */
 static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
 {
 	struct rinx_comm *c = r->c;
-	__u32 all, down;
+	__u32 all, ready, down;
 	int err;
 	char who[64];
 
@@ -291,9 +283,10 @@ static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
 		if (err)
 			return err;
 	}
-	/* nobody sends a block before every rank runs the new plan */
+	/* nobody sends a block before every rank runs the new plan (the
+	 * ranks' standing is in `all`, from the first barrier) */
 	err = ctl_barrier(c, 1, e, 0, rinx_c_peers_mask(c),
-			  rinx_c_peers_mask(c), &all);
+			  rinx_c_peers_mask(c), &ready);
 	if (err)
 		return err;
 	snprintf(who, sizeof(who), "%#x", down);
@@ -302,20 +295,12 @@ static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
 		return rinx_c_cerr(c, -ECONNRESET, "rank %d: an INA ToR (racks %s) "
 				   "lost the job in round %u, which some ranks "
 				   "had completed and others not: the ranks "
-				   "disagree on which collectives completed; "
+				   "disagree on which rounds completed; "
 				   "close and reopen the communicator", c->rank,
 				   who, e);
 	}
-	if (all & RINX_INA_FINISHED) {
-		r->round_open = 0;
-		c->epoch = e;
-		return rinx_c_cerr(c, -ECONNRESET, "rank %d: an INA ToR (racks %s) "
-				   "lost the job in round %u after blocks of it "
-				   "had finished: this collective cannot complete "
-				   "on any rank; the next ones run with those "
-				   "racks as ring members", c->rank, who, e);
-	}
-	/* round e is skipped by all: the next round opened is e + 1 */
+	/* round e runs again, as e + 1, from the shares written so far */
+	r->reuse = c->epoch == e && r->round_open ? r->conv : 0;
 	r->round_open = 0;
 	c->epoch = e;
 	return 1;

@@ -88,7 +88,8 @@ int rinx_comm_stats(const struct rinx_comm *c, struct rinx_comm_stats *st);
 int rinx_comm_block_values(const struct rinx_comm *c);
 
 /* SUM of `count` elements over all ranks; send == recv is allowed.
- * -ECONNRESET: an INA ToR lost the job in the middle of a round, see
+ * -ECONNRESET: an INA ToR lost the job in a round that some ranks had
+ * completed and others not: close and reopen the communicator, see
  * docs/rinx.md ("An INA ToR that goes away"). */
 int rinx_allreduce(struct rinx_comm *c, const void *send, void *recv,
 		   size_t count, enum rinx_dtype dtype);

@@ -388,6 +388,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 				c->bval));
 		f.h->flags |= sh->flags;
 		f.h->step++;
+		c->slow_adds++;
 		if (hop->action == RINX_A_ADD_FWD &&
 		    (c->jobent.flags & RINX_JOB_KEEP)) {
 			/* kept for the successor's RNACK, as XDP keeps it */
