@@ -177,11 +177,30 @@ static __u64 host_stat(const struct rinx_spec *s, int rank, int stat)
 	return v[stat];
 }
 
+static int to_c[NR], from_c[NR];
+
+/* Tells every rank to run `phase`. The ranks that could not be told. */
+static int start_phase(int phase)
+{
+	int r, bad = 0;
+
+	for (r = 0; r < NR; r++)
+		if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))
+			bad++;
+	return bad;
+}
+
+/* Rank r's report of the phase it ran: 0, or -1 if none came. */
+static int read_report(int r, struct report *rep)
+{
+	return read(from_c[r], rep, sizeof(*rep)) == sizeof(*rep) ? 0 : -1;
+}
+
 int main(void)
 {
 	int ina[2] = { RINX_INA_SWITCH, RINX_INA_SWITCH };
 	struct rinx_testbed_opts to = { 0 };
-	int to_c[NR], from_c[NR], r, phase, status;
+	int r, phase, status;
 	char spec[RINX_PATH_MAX];
 	struct report rep[NR];
 	pid_t pid[NR];
@@ -224,8 +243,7 @@ int main(void)
 		from_c[r] = b[0];
 	}
 	for (r = 0; r < NR; r++)
-		if (read(from_c[r], &rep[r], sizeof(rep[r])) != sizeof(rep[r]) ||
-		    rep[r].err)
+		if (read_report(r, &rep[r]) || rep[r].err)
 			tap_diag("rank %d: %s", r, rep[r].msg);
 
 	fwd0 = host_stat(&s, 0, RINX_STAT_REDUCE_FWD) +
@@ -237,12 +255,9 @@ int main(void)
 		if (phase == 3)
 			tap_ok(!rinx_testbed_ina_off(spec, 0),
 			       "rack 0's ToR loses its aggregator");
-		for (r = 0; r < NR; r++)
-			if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))
-				bad++;
+		bad += start_phase(phase);
 		for (r = 0; r < NR; r++) {
-			if (read(from_c[r], &rep[r], sizeof(rep[r])) !=
-			    sizeof(rep[r])) {
+			if (read_report(r, &rep[r])) {
 				bad++;
 				continue;
 			}
@@ -292,16 +307,13 @@ int main(void)
 		int fb_ok = 1, during = 0;
 
 		phase = 5;
-		for (r = 0; r < NR; r++)
-			if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))
-				bad++;
+		bad += start_phase(phase);
 		nanosleep(&ts, NULL);
 		tap_ok(!rinx_testbed_ina_off(spec, 1), "phase 5: rack 1's ToR "
 		       "loses its aggregator while a collective of six rounds "
 		       "runs");
 		for (r = 0; r < NR; r++) {
-			if (read(from_c[r], &rep[r], sizeof(rep[r])) !=
-			    sizeof(rep[r])) {
+			if (read_report(r, &rep[r])) {
 				bad++;
 				continue;
 			}
@@ -321,12 +333,9 @@ int main(void)
 		       "wrong element, no other error (%d of %d ranks failed, "
 		       "%d fell back during it)", failed, NR, during);
 		phase = 6;
-		for (r = 0; r < NR; r++)
-			if (write(to_c[r], &phase, sizeof(phase)) != sizeof(phase))
-				bad++;
+		bad += start_phase(phase);
 		for (r = 0; r < NR; r++) {
-			if (read(from_c[r], &rep[r], sizeof(rep[r])) !=
-			    sizeof(rep[r])) {
+			if (read_report(r, &rep[r])) {
 				bad++;
 				continue;
 			}

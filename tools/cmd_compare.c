@@ -464,35 +464,10 @@ static int run_mpi(const struct cmp_opts *o, struct cand *c,
 	snprintf(warmup, sizeof(warmup), "%d", o->b.warmup);
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", shim);
 
-	av[a++] = "ip"; av[a++] = "netns"; av[a++] = "exec";
-	av[a++] = (char *)ns0;
-	av[a++] = "unshare"; av[a++] = "--uts";
-	av[a++] = "sh"; av[a++] = "-c";
-	av[a++] = "hostname \"$0\" && exec \"$@\"";
-	av[a++] = (char *)ns0;
-	av[a++] = "mpirun"; av[a++] = "--allow-run-as-root";
-	av[a++] = "-np"; av[a++] = np;
-	av[a++] = "--hostfile"; av[a++] = hostfile;
-	av[a++] = "--bind-to"; av[a++] = "none";
-	av[a++] = "-x"; av[a++] = preload;
-#define MCA(k, v) do { av[a++] = "--mca"; av[a++] = k; av[a++] = (char *)(v); } while (0)
-	if (c->shm) {
-		MCA("pml", "ob1");
-		MCA("btl", "vader,self");
-	} else {
-		MCA("plm_rsh_agent", agent);
-		MCA("plm_rsh_no_tree_spawn", "1");
-		MCA("pml", "ob1");
-		MCA("btl", "tcp,self");
-		MCA("btl_tcp_if_include", ifname);
-		MCA("oob_tcp_if_include", ifname);
-	}
-	MCA("mpi_yield_when_idle", "1");
-	if (c->ring) {
-		MCA("coll_tuned_use_dynamic_rules", "1");
-		MCA("coll_tuned_allreduce_algorithm", "4");
-	}
-#undef MCA
+	a = proc_mpirun_argv(av, a, &(struct proc_mpirun){
+		.ns0 = ns0, .np = np, .hostfile = hostfile, .agent = agent,
+		.ifname = ifname, .env = preload, .shm = c->shm,
+		.ring = c->ring });
 	av[a++] = (char *)bench;
 	av[a++] = "--sizes"; av[a++] = (char *)o->sizes_arg;
 	av[a++] = "--iters"; av[a++] = "1";

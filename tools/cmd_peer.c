@@ -521,29 +521,9 @@ static int peer_mpi(int argc, char **argv)
 	snprintf(warmup, sizeof(warmup), "%d", o.warmup);
 
 	/* mpirun's own node is host 0: same namespace, hostname */
-	av[a++] = "ip"; av[a++] = "netns"; av[a++] = "exec";
-	av[a++] = (char *)ns0;
-	av[a++] = "unshare"; av[a++] = "--uts";
-	av[a++] = "sh"; av[a++] = "-c";
-	av[a++] = "hostname \"$0\" && exec \"$@\"";
-	av[a++] = (char *)ns0;
-	av[a++] = "mpirun"; av[a++] = "--allow-run-as-root";
-	av[a++] = "-np"; av[a++] = np;
-	av[a++] = "--hostfile"; av[a++] = hostfile;
-	av[a++] = "--bind-to"; av[a++] = "none";
-#define MCA(k, v) do { av[a++] = "--mca"; av[a++] = k; av[a++] = (char *)(v); } while (0)
-	MCA("plm_rsh_agent", agent);
-	MCA("plm_rsh_no_tree_spawn", "1");
-	MCA("pml", "ob1");
-	MCA("btl", "tcp,self");
-	MCA("btl_tcp_if_include", ifname);
-	MCA("oob_tcp_if_include", ifname);
-	MCA("mpi_yield_when_idle", "1");
-	if (o.ring) {
-		MCA("coll_tuned_use_dynamic_rules", "1");
-		MCA("coll_tuned_allreduce_algorithm", "4");
-	}
-#undef MCA
+	a = proc_mpirun_argv(av, a, &(struct proc_mpirun){
+		.ns0 = ns0, .np = np, .hostfile = hostfile, .agent = agent,
+		.ifname = ifname, .ring = o.ring });
 	av[a++] = bench;
 	av[a++] = "--sizes"; av[a++] = (char *)o.sizes;
 	av[a++] = "--iters"; av[a++] = iters;

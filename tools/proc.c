@@ -195,3 +195,39 @@ int proc_run_lines(const char *who, char *const argv[], int timeout_s,
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
 }
+
+int proc_mpirun_argv(char **av, int a, const struct proc_mpirun *m)
+{
+#define ARG(v) (av[a++] = (char *)(v))
+#define MCA(k, v) do { ARG("--mca"); ARG(k); ARG(v); } while (0)
+	ARG("ip"); ARG("netns"); ARG("exec"); ARG(m->ns0);
+	ARG("unshare"); ARG("--uts");
+	ARG("sh"); ARG("-c"); ARG("hostname \"$0\" && exec \"$@\"");
+	ARG(m->ns0);
+	ARG("mpirun"); ARG("--allow-run-as-root");
+	ARG("-np"); ARG(m->np);
+	ARG("--hostfile"); ARG(m->hostfile);
+	ARG("--bind-to"); ARG("none");
+	if (m->env) {
+		ARG("-x");
+		ARG(m->env);
+	}
+	MCA("pml", "ob1");
+	if (m->shm) {
+		MCA("btl", "vader,self");
+	} else {
+		MCA("plm_rsh_agent", m->agent);
+		MCA("plm_rsh_no_tree_spawn", "1");
+		MCA("btl", "tcp,self");
+		MCA("btl_tcp_if_include", m->ifname);
+		MCA("oob_tcp_if_include", m->ifname);
+	}
+	MCA("mpi_yield_when_idle", "1");
+	if (m->ring) {
+		MCA("coll_tuned_use_dynamic_rules", "1");
+		MCA("coll_tuned_allreduce_algorithm", "4");
+	}
+#undef MCA
+#undef ARG
+	return a;
+}

@@ -31,4 +31,22 @@ int proc_run_lines(const char *who, char *const argv[], int timeout_s,
 		   volatile sig_atomic_t *stop, proc_line_fn out_fn,
 		   proc_line_fn err_fn, void *ctx);
 
+/* How `rinxctl peer mpi` and `compare` start Open MPI on the testbed. */
+struct proc_mpirun {
+	const char *ns0;	/* namespace of host 0, where mpirun runs */
+	const char *np;		/* ranks */
+	const char *hostfile;
+	const char *agent;	/* tools/peers/mpi-agent.sh (not for shm) */
+	const char *ifname;	/* the hosts' interface (not for shm) */
+	const char *env;	/* "NAME=value" passed to the ranks, or NULL */
+	int shm;		/* every rank on host 0, shared memory */
+	int ring;		/* the ring allreduce algorithm */
+};
+
+/* Appends to av, from index a, the command that runs mpirun in host 0's
+ * namespace (its hostname that of the namespace) with its transport and
+ * algorithm settings; the program and its arguments follow. Returns the
+ * index after the last one written (av needs 40 more slots). */
+int proc_mpirun_argv(char **av, int a, const struct proc_mpirun *m);
+
 #endif
