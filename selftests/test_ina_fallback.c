@@ -13,16 +13,20 @@
  *    health (the steady state has no barrier);
  * 2. one with h3 late by 300 ms: the others stall, the agent h0 asks its
  *    ToR, which still holds the job: no agreement, no plan change;
- * 3. agg0 taken away (rinx_testbed_ina_off) between collectives, two more
- *    allreduces: the first stalls, h0 finds the job gone, every rank joins
- *    one agreement, the round runs again on the ring h0 h1 agg1 (h0 now
- *    does ring hops); int32 bit-exact, float32 within rinx_f32_bound;
+ * 3. a collective of two rounds, in place, with every frame from t0 to h1
+ *    lost: h0, h2, h3 complete round 1 and stall in round 2, h1 lacks round
+ *    1's results; agg0 taken away (rinx_testbed_ina_off), h1's link heals:
+ *    h0 finds the job gone, every rank joins one agreement, h1 fetches
+ *    round 1's blocks from the others and round 2 runs on the ring h0 h1
+ *    agg1 (h0 now does ring hops); int32 bit-exact; then one float32
+ *    allreduce, within rinx_f32_bound;
  * 4. agg1 taken away while a collective of six rounds runs, in place:
- *    whatever the moment, no rank returns a wrong element (the round runs
- *    again from the shares of its first run, whose inputs are partly
- *    overwritten); the next collective is exact on every rank on the ring
- *    h0 h1 h2 h3, or, if a rank had completed the round and gone on,
- *    fails on every rank (close and reopen).
+ *    whatever the moment, no rank returns a wrong element (a round that
+ *    nobody completed runs again from the shares of its first run, whose
+ *    inputs are partly overwritten; one that some completed is fetched
+ *    from them); the next collective is exact on every rank on the ring
+ *    h0 h1 h2 h3, or, if the ranks could not agree, fails on every rank
+ *    (close and reopen).
  */
 #include <errno.h>
 #include <math.h>
@@ -43,6 +47,7 @@
 #define NR	4
 #define COUNT	(5 * 768 + 77)
 #define COUNT2	(6 * 64 * 768)	/* phase 5: six rounds of the window */
+#define COUNT3	(2 * 64 * 768)	/* phase 3: two rounds */
 
 static char prefix[RINX_TB_PREFIX_MAX + 1];
 static int up;
@@ -68,6 +73,7 @@ struct report {
 	unsigned agreed;	/* INA agreements joined */
 	unsigned queries;	/* ToR queries (h0, the agent) */
 	uint64_t slow_adds;	/* reduce hops done in user space */
+	uint64_t fetched;	/* blocks fetched from other ranks */
 	char msg[200];
 };
 
@@ -87,14 +93,17 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 		usleep(300000);
 	if (phase != 4) {
 		int k, times = phase == 1 ? 10 : 1;
-		uint64_t n = phase == 5 ? COUNT2 : COUNT;
+		uint64_t n = phase == 5 ? COUNT2 : phase == 3 ? COUNT3 : COUNT;
 
 		for (k = 0; k < times && !rep->err; k++) {
 			for (i = 0; i < n; i++)
 				in[i] = gen_i32(seed + k * 10, rank, i);
-			/* phase 5 in place: a round that runs again after
-			 * blocks of it finished has their inputs overwritten */
-			rep->err = rinx_allreduce(c, in, phase == 5 ? in : out,
+			/* phases 3 and 5 in place: a round that runs again
+			 * after blocks of it finished has their inputs
+			 * overwritten */
+			int inplace = phase == 3 || phase == 5;
+
+			rep->err = rinx_allreduce(c, in, inplace ? in : out,
 						  n, RINX_INT32);
 			for (i = 0; !rep->err && i < n; i++) {
 				uint32_t want = 0;
@@ -102,7 +111,7 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 				for (r = 0; r < NR; r++)
 					want += (uint32_t)gen_i32(seed + k * 10,
 								  r, i);
-				rep->wrong += (uint32_t)(phase == 5 ? in[i] :
+				rep->wrong += (uint32_t)(inplace ? in[i] :
 							 out[i]) != want;
 			}
 		}
@@ -139,6 +148,7 @@ static void collective(struct rinx_comm *c, int rank, int phase,
 	rep->agreed = c->ina_agreed;
 	rep->queries = c->ina_queries;
 	rep->slow_adds = c->slow_adds;
+	rep->fetched = c->ina_fetched;
 }
 
 static void child(const char *spec, const struct rinx_spec *s, int rank,
@@ -146,7 +156,7 @@ static void child(const char *spec, const struct rinx_spec *s, int rank,
 {
 	struct rinx_comm_opts o = { .sz = sizeof(o), .spec = spec,
 				    .rank = rank, .job = 4242, .token = 77,
-				    .timeout_ms = 8000 };
+				    .timeout_ms = 8000, .inflight = 64 };
 	struct rinx_comm *c = NULL;
 	struct report rep = { 0 };
 	int oldfd, phase;
@@ -196,6 +206,19 @@ static int read_report(int r, struct report *rep)
 	return read(from_c[r], rep, sizeof(*rep)) == sizeof(*rep) ? 0 : -1;
 }
 
+/* Phase 3's fault: every frame from rack 0's ToR to h1 lost (on), or
+ * none (off). The number of failures (0 or 1). */
+static int phase3_fault(const char *spec, int on)
+{
+	struct rinx_sw_link_set f = { .drop_ppm = on ? 1000000 : 0 };
+	int n = 0, err;
+
+	err = rinx_testbed_fault_set(spec, "t0:p1", &f, RINX_TB_F_DROP, &n);
+	if (err || n != 1)
+		tap_diag("fault on t0:p1: %d (%d ports)", err, n);
+	return err || n != 1;
+}
+
 int main(void)
 {
 	int ina[2] = { RINX_INA_SWITCH, RINX_INA_SWITCH };
@@ -219,7 +242,7 @@ int main(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	alarm(300);
-	tap_plan(20);
+	tap_plan(21);
 	up = 1;
 	if (!tap_ok(!rinx_testbed_up(&to, &s), "testbed %s: 2 racks x 2, "
 		    "INA ToRs", prefix))
@@ -253,9 +276,20 @@ int main(void)
 		unsigned q0 = rep[0].queries;
 
 		if (phase == 3)
-			tap_ok(!rinx_testbed_ina_off(spec, 0),
-			       "rack 0's ToR loses its aggregator");
+			bad += phase3_fault(spec, 1);
 		bad += start_phase(phase);
+		if (phase == 3) {
+			/* h0, h2, h3 complete round 1 and stall in round 2,
+			 * h1 never gets round 1's results; then the ToR
+			 * loses the job and h1's link heals */
+			struct timespec ts = { 0, 150000000 };
+
+			nanosleep(&ts, NULL);
+			tap_ok(!rinx_testbed_ina_off(spec, 0),
+			       "rack 0's ToR loses its aggregator while h1 "
+			       "misses round 1's results");
+			bad += phase3_fault(spec, 0);
+		}
 		for (r = 0; r < NR; r++) {
 			if (read_report(r, &rep[r])) {
 				bad++;
@@ -280,6 +314,12 @@ int main(void)
 			tap_ok(ag_ok, "phase %d: every rank joined %s", phase,
 			       phase < 3 ? "no INA agreement" :
 			       "one INA agreement");
+		if (phase == 3)
+			tap_ok(rep[1].fetched > 0 && !rep[0].fetched &&
+			       !rep[2].fetched && !rep[3].fetched,
+			       "phase 3: h1 fetched the round it lacked (%llu "
+			       "blocks), the others went on", (unsigned long long)
+			       rep[1].fetched);
 		if (phase == 2)
 			tap_ok(rep[0].queries > q0, "phase 2: the agent h0 "
 			       "asked its ToR while h3 was late (%u queries)",

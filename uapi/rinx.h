@@ -83,6 +83,12 @@ enum rinx_hello {
 					 * asker's block size): the job runs
 					 * here with blocks of `count` values,
 					 * another size (another MTU) */
+	RINX_HELLO_FETCH = 8,	/* after an INA ToR was found gone in round
+				 * `epoch` that some ranks had completed: the
+				 * asker lacks finished block `block` (of
+				 * `count` values); a block-sized frame */
+	RINX_HELLO_BLOCK = 9,	/* answer to FETCH from a rank that stores
+				 * the block: its values, exp and flags */
 };
 
 /* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */

@@ -268,6 +268,93 @@ static int collect(struct rinx_req *r)
 	return got;
 }
 
+#define FETCH_BURST	256	/* FETCHes per period */
+#define FETCH_PERIOD_NS	10000000ull
+
+int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
+{
+	struct rinx_comm *c = r->c;
+	struct xctx *x = c->x;
+	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
+	__u64 next = 0, t;
+	__u32 key = c->job, b, tries = 0, missing = 0;
+	int sent, err = 0, to;
+
+	/* From now on the host program takes no frame of round e (nor of
+	 * e + 1, which the ranks that completed e may have started under the
+	 * old plan) and claims no own block: frames of e + 2, the next round
+	 * of every rank, wait in the slow path. */
+	pthread_mutex_lock(&x->lock);
+	__atomic_store_n(&c->cursors[c->slot].epoch, 0, __ATOMIC_RELEASE);
+	c->jobent.epoch = e + 2;
+	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
+		err = rinx_c_cerr(c, -errno, "cannot update job entry: %s",
+				  strerror(errno));
+	r->fetch = 1;
+	pthread_mutex_unlock(&x->lock);
+	while (!err) {
+		t = now_ns();
+		pthread_mutex_lock(&x->lock);
+		rinx_c_x_reclaim(x);
+		rinx_c_slow_path(c);
+		collect(r);
+		if (r->cursor == r->nb) {
+			pthread_mutex_unlock(&x->lock);
+			break;
+		}
+		if (t >= next) {
+			/* each missing block from the next peer in turn: the
+			 * ranks that completed the round answer */
+			missing = sent = 0;
+			for (b = r->cursor; b < r->nb; b++) {
+				if (__atomic_load_n(&c->result[c->slot * c->window +
+							       b].epoch,
+						    __ATOMIC_ACQUIRE) == e)
+					continue;
+				missing++;
+				to = (int)((c->rank + 1 + (b + tries) %
+					    (c->n - 1)) % c->n);
+				if (sent < FETCH_BURST &&
+				    !rinx_c_send_ctl(c, to, RINX_T_HELLO,
+						     RINX_HELLO_FETCH, e, b, r->nb,
+						     block_count(r, b)))
+					sent++;
+			}
+			tries++;
+			next = t + FETCH_PERIOD_NS;
+		}
+		rinx_c_x_kick(x);
+		pthread_mutex_unlock(&x->lock);
+		if (t > deadline) {
+			err = rinx_c_cerr(c, -ETIMEDOUT, "rank %d: an INA ToR lost "
+					  "the job in round %u, which other ranks "
+					  "had completed; %u of its %u blocks "
+					  "could not be fetched from them within "
+					  "%d ms", c->rank, e, missing, r->nb,
+					  c->timeout_ms);
+			break;
+		}
+		{
+			struct timespec ts = { 0, 20000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	r->fetch = 0;
+	if (err) {
+		c->broken = err;
+		return err;
+	}
+	/* round e is complete here too; e + 1 is skipped by every rank */
+	r->done_vals += (size_t)r->nb * c->bval;
+	if (r->done_vals > r->count)
+		r->done_vals = r->count;
+	r->round_open = 0;
+	c->st.rounds++;
+	c->epoch = e + 1;
+	return r->done_vals == r->count ? 2 : 1;
+}
+
 /* "rank 3 (h3)" or "aggregator agg1" for messages. */
 static const char *node_label(struct rinx_comm *c, int id)
 {
@@ -375,11 +462,14 @@ static int progress(struct rinx_req *r, int *moved)
 	if (r->err)
 		return r->err;
 	/* an INA ToR found gone: every rank agrees, and the round starts
-	 * again under the plan without it where nothing of it finished */
+	 * again under the plan without it, or is completed from the ranks
+	 * that had completed it (ina_agree) */
 	err = rinx_c_ina_watch(r, now_ns());
 	if (err < 0)
 		return r->err = err;
-	*moved = err;
+	*moved = err != 0;
+	if (err == 2)
+		return 1;
 	err = 0;
 	pthread_mutex_lock(&x->lock);
 	if (!r->round_open) {

@@ -95,6 +95,9 @@ struct rinx_req {
 	__u32 reuse;		/* the round runs again (an INA ToR gone):
 				   blocks whose share is kept from its
 				   first run, not converted again */
+	int fetch;		/* the round's missing blocks are fetched
+				   from ranks that completed it
+				   (rinx_c_fetch_round) */
 	__u64 rto;		/* repair after this long without one */
 	/* per-hop repair of the reduce (repair.c): the classes whose
 	 * reduce adds here and those that finish here; per block, when its
@@ -160,6 +163,8 @@ struct rinx_comm {
 	__u32 ina_agreed;	/* agreements joined (ina_agree) */
 	__u64 slow_adds;	/* reduce hops (own share added) done here in
 				   user space, not in XDP */
+	__u64 ina_fetched;	/* blocks fetched from ranks that completed
+				   a round (rinx_c_fetch_round) */
 	int broken;		/* < 0: every collective fails (ina_agree) */
 	struct ctlbar {
 		__u32 coll;	/* round of the barrier */
@@ -196,8 +201,10 @@ struct rinx_comm {
 #define INA_STALL_NS	30000000ull
 #define INA_QUERY_NS	100000000ull
 /* the word of an INA agreement: racks found gone (bit = index, the first
- * RINX_INA_RACKS racks), and this rank completed the round and went on */
+ * RINX_INA_RACKS racks), and where this rank stands with the round: still
+ * in the one before it, or completed it */
 #define RINX_INA_RACKS		30
+#define RINX_INA_BEHIND		0x80000000u
 #define RINX_INA_BEYOND		0x40000000u
 static inline __u64 now_ns(void)
 {
@@ -302,6 +309,10 @@ __u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
 int rinx_c_send_block(struct rinx_req *r, __u32 b, int again);
 /* Frees a request and its arrays. */
 void rinx_c_req_release(struct rinx_req *r);
+/* Completes open round `e` with the blocks it lacks, fetched from ranks
+ * that completed it (an INA ToR found gone, ina_agree); the next round
+ * opened is e + 2. 1: go on, 2: the collective is complete, < 0: error. */
+int rinx_c_fetch_round(struct rinx_req *r, __u32 e);
 
 /* cc.c */
 int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);

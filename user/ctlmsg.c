@@ -30,8 +30,10 @@ int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
 	rinx_c_frame_at((__u8 *)x->area + addr, &f);
 	memset(f.h, 0, sizeof(*f.h));
 	/* hellos are small (every rank reaches every other whatever its
-	 * block size); NACKs are answered with a block: the job's size */
-	flen = type == RINX_T_HELLO ? RINX_FRAME_MIN : RINX_FRAME_LEN(c->bval);
+	 * block size); NACKs and FETCHes are answered with a block: the
+	 * job's size */
+	flen = type == RINX_T_HELLO && step != RINX_HELLO_FETCH ?
+	       RINX_FRAME_MIN : RINX_FRAME_LEN(c->bval);
 	rinx_c_frame_addr(c, &f, to, flen);
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
@@ -240,40 +242,46 @@ static __u32 ina_health(struct rinx_comm *c)
 	return rinx_c_tor_query(c, ri) ? 1U << ri : 0;
 }
 
-/* Where this rank stands with round `e`: 0 = still in it, or it is the
- * next one to open here; RINX_INA_BEYOND = complete here and this rank
- * went on (or, which cannot happen, more than one round behind). */
+/* Where this rank stands with round `e` (the finder's): 0 = in it, or it
+ * is the next one to open here; RINX_INA_BEHIND = still in round e - 1;
+ * RINX_INA_BEYOND = round e is complete here. No rank is further from
+ * another: a round completes only once every rank has opened it. */
 static __u32 round_state(struct rinx_req *r, __u32 e)
 {
 	struct rinx_comm *c = r->c;
 
-	if (c->epoch + 1 == e && !r->round_open)
+	if (r->round_open ? c->epoch == e : c->epoch + 1 == e)
 		return 0;
-	if (c->epoch == e && r->round_open)
-		return 0;
-	return RINX_INA_BEYOND;
+	if (r->round_open && c->epoch + 1 == e)
+		return RINX_INA_BEHIND;
+	if (r->round_open ? c->epoch == e + 1 : c->epoch == e)
+		return RINX_INA_BEYOND;
+	return RINX_INA_BEHIND | RINX_INA_BEYOND;
 }
 
 /* A failed INA ToR, agreed on: every rank joins the barrier of round `e`
- * (the round its finder was stuck in) with the racks it finds gone and
- * where it stands with that round. All rebuild the same plan without
- * those racks. While every rank is still in round `e` (or has not opened
- * it), the round runs again under the new plan, from the shares its first
- * run wrote (round_open): blocks that finished in the first run are
- * summed again from the same inputs and stored over their first result.
- * If a rank had completed the round and gone on, its shares of round `e`
- * are overwritten and the ranks no longer agree on which rounds
- * completed: the communicator fails for good (close and reopen). */
+ * (the round its finder was in) with the racks it finds gone and where it
+ * stands with that round. All rebuild the same plan without those racks,
+ * and a second barrier makes sure that no block moves before every rank
+ * runs it. Then, with X the lowest round a rank is still in:
+ *  - no rank completed X (every rank is in it, or has not opened it): X
+ *    runs again under the new plan, from the shares its first run wrote
+ *    (round_open): blocks that finished in the first run are summed again
+ *    from the same inputs and stored over their first result;
+ *  - some ranks completed X: those still in it fetch the blocks they lack
+ *    from them (rinx_c_fetch_round), and every rank goes on with round
+ *    X + 1, from its own shares where it had started it, at epoch X + 2
+ *    (the frames of X + 1 sent under the old plan are stale).
+ * 1: the round (re)starts, 2: the collective is complete, < 0: error. */
 static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
 {
 	struct rinx_comm *c = r->c;
-	__u32 all, ready, down;
+	__u32 all, ready, down, mine = round_state(r, e), x;
 	int err;
 	char who[64];
 
 	c->ina_agreed++;
-	word |= round_state(r, e);
-	err = ctl_barrier(c, 0, e, word, rinx_c_peers_mask(c),
+	err = ctl_barrier(c, 0, e, word | mine, rinx_c_peers_mask(c),
 			  rinx_c_peers_mask(c), &all);
 	if (err)
 		return err;
@@ -290,19 +298,29 @@ static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
 	if (err)
 		return err;
 	snprintf(who, sizeof(who), "%#x", down);
-	if (all & RINX_INA_BEYOND) {
+	all &= RINX_INA_BEHIND | RINX_INA_BEYOND;
+	if (all == (RINX_INA_BEHIND | RINX_INA_BEYOND) ||
+	    (all == RINX_INA_BEYOND && !mine && !r->round_open)) {
 		c->broken = -ECONNRESET;
 		return rinx_c_cerr(c, -ECONNRESET, "rank %d: an INA ToR (racks %s) "
-				   "lost the job in round %u, which some ranks "
-				   "had completed and others not: the ranks "
-				   "disagree on which rounds completed; "
-				   "close and reopen the communicator", c->rank,
-				   who, e);
+				   "lost the job in round %u, and the ranks are "
+				   "more than one round apart: close and reopen "
+				   "the communicator", c->rank, who, e);
 	}
-	/* round e runs again, as e + 1, from the shares written so far */
-	r->reuse = c->epoch == e && r->round_open ? r->conv : 0;
+	if (!all) {
+		/* round e runs again, as e + 1, from the shares so far */
+		r->reuse = c->epoch == e && r->round_open ? r->conv : 0;
+		r->round_open = 0;
+		c->epoch = e;
+		return 1;
+	}
+	x = all == RINX_INA_BEHIND ? e - 1 : e;
+	if (r->round_open && c->epoch == x)
+		return rinx_c_fetch_round(r, x);
+	/* X is complete here: X + 1 runs at epoch X + 2 */
+	r->reuse = r->round_open && c->epoch == x + 1 ? r->conv : 0;
 	r->round_open = 0;
-	c->epoch = e;
+	c->epoch = x + 1;
 	return 1;
 }
 
@@ -310,8 +328,8 @@ static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
  * work: an agent that sees no progress for a while asks its ToR's control
  * daemon (at most every INA_QUERY_NS); if the job is gone there, it starts
  * the agreement of ina_agree, which every other rank joins as soon as it
- * hears of it (here, at its next step). 0: go on, 1: the round restarts
- * under the new plan, < 0: error. */
+ * hears of it (here, at its next step). 0: go on, 1: a round starts under
+ * the new plan, 2: the collective is complete, < 0: error. */
 int rinx_c_ina_watch(struct rinx_req *r, __u64 t)
 {
 	struct rinx_comm *c = r->c;

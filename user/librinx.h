@@ -88,9 +88,10 @@ int rinx_comm_stats(const struct rinx_comm *c, struct rinx_comm_stats *st);
 int rinx_comm_block_values(const struct rinx_comm *c);
 
 /* SUM of `count` elements over all ranks; send == recv is allowed.
- * -ECONNRESET: an INA ToR lost the job in a round that some ranks had
- * completed and others not: close and reopen the communicator, see
- * docs/rinx.md ("An INA ToR that goes away"). */
+ * An INA ToR that loses the job costs a stall, not an error; if it
+ * cannot be recovered from (-ECONNRESET, or -ETIMEDOUT when a round's
+ * blocks cannot be fetched) the communicator fails for good: close and
+ * reopen it, see docs/rinx.md ("An INA ToR that goes away"). */
 int rinx_allreduce(struct rinx_comm *c, const void *send, void *recv,
 		   size_t count, enum rinx_dtype dtype);
 /* Asynchronous form: one request in flight per communicator. Progress is

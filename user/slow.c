@@ -264,6 +264,44 @@ static void frame_ce(struct frame *f)
 	memcpy(f->ip + 10, &csum, 2);
 }
 
+/* FETCH: a rank that lacks a finished block of a round that this one
+ * completed (an INA ToR was found gone, ina_agree) asks for it; answered
+ * from the result map while it holds that round's block. BLOCK: the
+ * answer, stored while this rank fetches that round (rinx_c_fetch_round).
+ * Both are block-sized. */
+static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
+		       struct frame *f, __u32 len, int from)
+{
+	__u32 epoch = ntohl(f->h->epoch), b = ntohl(f->h->block);
+	__u32 cnt = ntohs(f->h->count);
+	struct rinx_slot *res;
+
+	if (rinx_c_frame_len(len) != RINX_FRAME_LEN(c->bval) ||
+	    b >= (__u32)c->window || !cnt || cnt > (__u32)c->bval)
+		return RINX_SP_DROP;
+	res = &c->result[c->slot * c->window + b];
+	if (f->h->step == RINX_HELLO_FETCH) {
+		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != epoch ||
+		    res->count != cnt)
+			return RINX_SP_FREE;	/* not here: another has it */
+		memcpy(f->v, res->v, (size_t)c->bval * 4);
+		f->h->exp = htons((__u16)res->exp);
+		f->h->flags = res->flags;
+		f->h->step = RINX_HELLO_BLOCK;
+		rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
+		return RINX_SP_SEND;
+	}
+	if (!r || !r->fetch || epoch != c->epoch || b >= r->nb ||
+	    cnt != (__u32)block_count(r, b) ||
+	    (c->jobent.dtype == RINX_W_INT32 && f->h->exp))
+		return RINX_SP_DROP;
+	if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != epoch) {
+		store_result(c, res, f, epoch, cnt, 0);
+		c->ina_fetched++;
+	}
+	return RINX_SP_FREE;
+}
+
 /* The slow path's hop: one frame the host program handed up, at p (len
  * bytes), rewritten in place into what this node sends (RINX_SP_SEND: the
  * caller transmits the frame as long as it came, rinx_c_frame_len(len)).
@@ -315,6 +353,9 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		if (f.h->step == RINX_HELLO_STATUS ||
 		    f.h->step == RINX_HELLO_READY)
 			return ctl_hello(c, &f, from) ? RINX_SP_SEND : RINX_SP_FREE;
+		if (f.h->step == RINX_HELLO_FETCH ||
+		    f.h->step == RINX_HELLO_BLOCK)
+			return fetch_hello(c, r, &f, len, from);
 		if (f.h->step == RINX_HELLO_PROBE) {
 			f.h->step = RINX_HELLO_ALIVE;
 		} else {
@@ -327,6 +368,9 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		return RINX_SP_DROP;
 	epoch = ntohl(f.h->epoch);
 	if ((__s32)(epoch - c->epoch) < 0)
+		return RINX_SP_DROP;
+	/* the round being fetched takes no frame of its old or new plan */
+	if (r && r->fetch && epoch == c->epoch)
 		return RINX_SP_DROP;
 	if (epoch != c->epoch || !r || !r->round_open)
 		return RINX_SP_KEEP;
