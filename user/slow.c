@@ -287,6 +287,10 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		memcpy(f->v, res->v, (size_t)c->bval * 4);
 		f->h->exp = htons((__u16)res->exp);
 		f->h->flags = res->flags;
+		/* a block of the next round cannot finish here before the
+		 * asker has this one; should it have, send nothing */
+		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != epoch)
+			return RINX_SP_FREE;
 		f->h->step = RINX_HELLO_BLOCK;
 		rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
 		return RINX_SP_SEND;
