@@ -228,7 +228,7 @@ int main(void)
 	struct report rep[NR];
 	pid_t pid[NR];
 	struct rinx_spec s;
-	__u64 fwd0, fwd1;
+	__u64 fwd0, fwd1, g0[NR];
 
 	if (geteuid())
 		tap_skip_all("needs root (namespaces, XDP)");
@@ -275,15 +275,29 @@ int main(void)
 		int bad = 0, fb_ok = 1, ag_ok = 1;
 		unsigned q0 = rep[0].queries;
 
-		if (phase == 3)
+		if (phase == 3) {
 			bad += phase3_fault(spec, 1);
+			for (r = 0; r < NR; r++)
+				g0[r] = host_stat(&s, r, RINX_STAT_GATHER_END);
+		}
 		bad += start_phase(phase);
 		if (phase == 3) {
-			/* h0, h2, h3 complete round 1 and stall in round 2,
-			 * h1 never gets round 1's results; then the ToR
-			 * loses the job and h1's link heals */
-			struct timespec ts = { 0, 150000000 };
+			/* h0, h2, h3 complete round 1 (its 64 results end at
+			 * each) and stall in round 2, h1 never gets round 1's
+			 * results; then the ToR loses the job and h1's link
+			 * heals */
+			struct timespec ts = { 0, 5000000 };
+			int k, done = 0;
 
+			for (k = 0; k < 1000 && !done; k++) {
+				nanosleep(&ts, NULL);
+				done = 1;
+				for (r = 0; r < NR; r++)
+					if (r != 1 &&
+					    host_stat(&s, r, RINX_STAT_GATHER_END) <
+					    g0[r] + 64)
+						done = 0;
+			}
 			nanosleep(&ts, NULL);
 			tap_ok(!rinx_testbed_ina_off(spec, 0),
 			       "rack 0's ToR loses its aggregator while h1 "
