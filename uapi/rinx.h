@@ -71,10 +71,13 @@ enum rinx_hello {
 				 * the job is installed there */
 	RINX_HELLO_PROBE = 1,	/* are you there? (answered with ALIVE) */
 	RINX_HELLO_ALIVE = 2,
-	RINX_HELLO_STATUS = 3,	/* collective `epoch` starts; block: the INA
-				 * racks (bit = rack index) the sender found
-				 * gone; count: 1 when it has every status */
-	RINX_HELLO_READY = 4,	/* new plan installed for collective `epoch` */
+	RINX_HELLO_STATUS = 3,	/* INA agreement number `epoch`; block: the
+				 * INA racks (bit = rack index) the sender
+				 * found gone; nblocks: where it stands (2e
+				 * in round e, 2e + 1 done with it); count:
+				 * 1 when it has every status */
+	RINX_HELLO_READY = 4,	/* new plan installed after agreement
+				 * `epoch` */
 	RINX_HELLO_OPEN_YES = 5,
 	RINX_HELLO_OPEN_OTHER = 6,	/* answer to OPEN: the job is known
 					 * here but runs another plan (block:

@@ -167,11 +167,14 @@ struct rinx_comm {
 				   a round (rinx_c_fetch_round) */
 	int broken;		/* < 0: every collective fails (ina_agree) */
 	struct ctlbar {
-		__u32 coll;	/* round of the barrier */
+		__u32 coll;	/* number of the agreement */
 		__u64 from;	/* ranks heard */
 		__u32 or;	/* OR of their words */
+		__u32 lo, hi;	/* least and most of their positions */
 	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
-	__u32 done_coll[2], done_word[2];	/* last completed, to answer */
+	__u32 done_coll[2], done_word[2], done_pos[2];	/* last completed,
+							   to answer */
+	__u32 ina_seq;		/* INA agreements joined: the next is + 1 */
 	struct rinx_req *active;
 	struct rinx_req *spare;	/* a finished one, its arrays kept */
 	__u64 srtt, rttvar;	/* own blocks: claim to finished here */
@@ -201,11 +204,8 @@ struct rinx_comm {
 #define INA_STALL_NS	30000000ull
 #define INA_QUERY_NS	100000000ull
 /* the word of an INA agreement: racks found gone (bit = index, the first
- * RINX_INA_RACKS racks), and where this rank stands with the round: still
- * in the one before it, or completed it */
+ * RINX_INA_RACKS racks) */
 #define RINX_INA_RACKS		30
-#define RINX_INA_BEHIND		0x80000000u
-#define RINX_INA_BEYOND		0x40000000u
 static inline __u64 now_ns(void)
 {
 	struct timespec ts;

@@ -155,13 +155,14 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 	}
 }
 
-/* A barrier of round `coll` (kind 0: STATUS, 1: READY)
- * that waits for the ranks in `want` and ORs their words, sending this
- * rank's word to the ranks in `to`. Hellos are repeated until all in `want`
- * were heard; a peer that lost ours says so in its own (count 0) and is
- * answered (ctl_hello), even after we left. */
+/* A barrier of agreement `coll` (kind 0: STATUS, 1: READY) that waits for
+ * the ranks in `want` and ORs their words (and takes the least and most of
+ * their positions, with this rank's `pos`), sending this rank's to the
+ * ranks in `to`. Hellos are repeated until all in `want` were heard; a
+ * peer that lost ours says so in its own (count 0) and is answered
+ * (ctl_hello), even after we left. */
 static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
-		       __u64 want, __u64 to, __u32 *or)
+		       __u32 pos, __u64 want, __u64 to, struct ctlbar *out)
 {
 	struct ctlbar *b = &c->bar[kind][0], *nx = &c->bar[kind][1];
 	__u64 deadline = now_ns() + (__u64)c->timeout_ms * 1000000ull;
@@ -173,9 +174,8 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 	if (nx->coll == coll) {
 		*b = *nx;
 	} else {
+		memset(b, 0, sizeof(*b));
 		b->coll = coll;
-		b->from = 0;
-		b->or = 0;
 	}
 	memset(nx, 0, sizeof(*nx));
 	pthread_mutex_unlock(&c->x->lock);
@@ -189,14 +189,20 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 			for (r = 0; r < c->n; r++)
 				if (to & (1ull << r))
 					rinx_c_send_ctl(c, r, RINX_T_HELLO, step, coll,
-							word, 1, done);
+							word, pos, done);
 			next = t + 10000000ull;
 		}
 		rinx_c_x_kick(c->x);
 		if (done) {
 			c->done_coll[kind] = coll;
 			c->done_word[kind] = word;
-			*or = b->or | word;
+			c->done_pos[kind] = pos;
+			*out = *b;
+			out->or |= word;
+			if (!b->from || pos < out->lo)
+				out->lo = pos;
+			if (!b->from || pos > out->hi)
+				out->hi = pos;
 		}
 		pthread_mutex_unlock(&c->x->lock);
 		if (done)
@@ -204,8 +210,8 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 		if (t > deadline) {
 			rinx_c_list_ranks(c, want & ~b->from, who, sizeof(who));
 			return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: %s did not join "
-					   "the agreement on round %u within %d ms",
-					   c->rank, who, coll, c->timeout_ms);
+					   "the agreement (INA agreement %u) within "
+					   "%d ms", c->rank, who, coll, c->timeout_ms);
 		}
 		{
 			struct timespec ts = { 0, 20000 };
@@ -242,28 +248,14 @@ static __u32 ina_health(struct rinx_comm *c)
 	return rinx_c_tor_query(c, ri) ? 1U << ri : 0;
 }
 
-/* Where this rank stands with round `e` (the finder's): 0 = in it, or it
- * is the next one to open here; RINX_INA_BEHIND = still in round e - 1;
- * RINX_INA_BEYOND = round e is complete here. No rank is further from
- * another: a round completes only once every rank has opened it. */
-static __u32 round_state(struct rinx_req *r, __u32 e)
-{
-	struct rinx_comm *c = r->c;
-
-	if (r->round_open ? c->epoch == e : c->epoch + 1 == e)
-		return 0;
-	if (r->round_open && c->epoch + 1 == e)
-		return RINX_INA_BEHIND;
-	if (r->round_open ? c->epoch == e + 1 : c->epoch == e)
-		return RINX_INA_BEYOND;
-	return RINX_INA_BEHIND | RINX_INA_BEYOND;
-}
-
-/* A failed INA ToR, agreed on: every rank joins the barrier of round `e`
- * (the round its finder was in) with the racks it finds gone and where it
- * stands with that round. All rebuild the same plan without those racks,
- * and a second barrier makes sure that no block moves before every rank
- * runs it. Then, with X the lowest round a rank is still in:
+/* A failed INA ToR, agreed on: every rank joins agreement `k` (the
+ * k-th of the communicator, started by the agent that found its ToR gone,
+ * or by several at once) with the racks it finds gone and its position:
+ * 2e while in round e, 2e + 1 once round e is complete here. No two ranks
+ * are further apart than 2e - 1 .. 2e + 1 or 2e .. 2e + 2: a round
+ * completes only once every rank has opened it. All rebuild the same plan
+ * without those racks, and a second barrier makes sure that no block
+ * moves before every rank runs it. Then, with X the round to finish:
  *  - no rank completed X (every rank is in it, or has not opened it): X
  *    runs again under the new plan, from the shares its first run wrote
  *    (round_open): blocks that finished in the first run are summed again
@@ -273,54 +265,54 @@ static __u32 round_state(struct rinx_req *r, __u32 e)
  *    X + 1, from its own shares where it had started it, at epoch X + 2
  *    (the frames of X + 1 sent under the old plan are stale).
  * 1: the round (re)starts, 2: the collective is complete, < 0: error. */
-static int ina_agree(struct rinx_req *r, __u32 e, __u32 word)
+static int ina_agree(struct rinx_req *r, __u32 k, __u32 word)
 {
 	struct rinx_comm *c = r->c;
-	__u32 all, ready, down, mine = round_state(r, e), x;
+	__u32 pos = 2 * c->epoch + !r->round_open, down, x;
+	struct ctlbar all, ready;
 	int err;
 	char who[64];
 
 	c->ina_agreed++;
-	err = ctl_barrier(c, 0, e, word | mine, rinx_c_peers_mask(c),
+	c->ina_seq = k;
+	err = ctl_barrier(c, 0, k, word, pos, rinx_c_peers_mask(c),
 			  rinx_c_peers_mask(c), &all);
 	if (err)
 		return err;
-	down = (all & ((1U << RINX_INA_RACKS) - 1)) | c->down;
+	down = (all.or & ((1U << RINX_INA_RACKS) - 1)) | c->down;
 	if (down != c->down) {
 		err = rinx_c_ina_replan(c, down);
 		if (err)
 			return err;
 	}
-	/* nobody sends a block before every rank runs the new plan (the
-	 * ranks' standing is in `all`, from the first barrier) */
-	err = ctl_barrier(c, 1, e, 0, rinx_c_peers_mask(c),
+	/* nobody sends a block before every rank runs the new plan */
+	err = ctl_barrier(c, 1, k, 0, 0, rinx_c_peers_mask(c),
 			  rinx_c_peers_mask(c), &ready);
 	if (err)
 		return err;
 	snprintf(who, sizeof(who), "%#x", down);
-	all &= RINX_INA_BEHIND | RINX_INA_BEYOND;
-	if (all == (RINX_INA_BEHIND | RINX_INA_BEYOND) ||
-	    (all == RINX_INA_BEYOND && !mine && !r->round_open)) {
+	if (all.hi - all.lo > 2 - (all.lo & 1)) {
 		c->broken = -ECONNRESET;
 		return rinx_c_cerr(c, -ECONNRESET, "rank %d: an INA ToR (racks %s) "
-				   "lost the job in round %u, and the ranks are "
-				   "more than one round apart: close and reopen "
-				   "the communicator", c->rank, who, e);
+				   "lost the job, and the ranks are more than "
+				   "one round apart (rounds %u to %u): close and "
+				   "reopen the communicator", c->rank, who,
+				   all.lo / 2, all.hi / 2);
 	}
-	if (!all) {
-		/* round e runs again, as e + 1, from the shares so far */
-		r->reuse = c->epoch == e && r->round_open ? r->conv : 0;
+	x = (all.lo + 1) / 2;
+	if (!(all.lo & 1) && all.hi > all.lo) {
+		/* some ranks completed round x */
+		if (r->round_open && c->epoch == x)
+			return rinx_c_fetch_round(r, x);
+		r->reuse = r->round_open && c->epoch == x + 1 ? r->conv : 0;
 		r->round_open = 0;
-		c->epoch = e;
+		c->epoch = x + 1;
 		return 1;
 	}
-	x = all == RINX_INA_BEHIND ? e - 1 : e;
-	if (r->round_open && c->epoch == x)
-		return rinx_c_fetch_round(r, x);
-	/* X is complete here: X + 1 runs at epoch X + 2 */
-	r->reuse = r->round_open && c->epoch == x + 1 ? r->conv : 0;
+	/* nobody completed round x: it runs again, as x + 1 */
+	r->reuse = r->round_open && c->epoch == x ? r->conv : 0;
 	r->round_open = 0;
-	c->epoch = x + 1;
+	c->epoch = x;
 	return 1;
 }
 
@@ -339,7 +331,7 @@ int rinx_c_ina_watch(struct rinx_req *r, __u64 t)
 	if (!ina_live(c) || c->n < 2)
 		return 0;
 	pthread_mutex_lock(&c->x->lock);
-	if (nx->from && nx->coll != c->done_coll[0])
+	if (nx->from && nx->coll == c->ina_seq + 1)
 		e = nx->coll;
 	pthread_mutex_unlock(&c->x->lock);
 	if (e)
@@ -348,7 +340,7 @@ int rinx_c_ina_watch(struct rinx_req *r, __u64 t)
 	    t - c->ina_query_at < INA_QUERY_NS)
 		return 0;
 	word = ina_health(c);
-	return word ? ina_agree(r, c->epoch, word) : 0;
+	return word ? ina_agree(r, c->ina_seq + 1, word) : 0;
 }
 
 /* Which peers answer within `ms`? Called when an allreduce timed out. */

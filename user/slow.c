@@ -72,13 +72,14 @@ void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to,
 
 /* ---- slow path: what XDP could not finish, done the same way here ---- */
 
-/* A STATUS or READY hello of collective `epoch` from rank `from`: noted in
- * the barrier it belongs to. Returns 1 when the frame was turned into our
- * answer (the peer lacks our word for a barrier we completed). */
+/* A STATUS or READY hello of agreement `epoch` from rank `from` (its word
+ * in `block`, its position in `nblocks`): noted in the barrier it belongs
+ * to. Returns 1 when the frame was turned into our answer (the peer lacks
+ * our word for a barrier we completed). */
 static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 {
 	int kind = f->h->step == RINX_HELLO_STATUS ? 0 : 1, i;
-	__u32 coll = ntohl(f->h->epoch);
+	__u32 coll = ntohl(f->h->epoch), pos = ntohl(f->h->nblocks);
 
 	for (i = 0; i < 2; i++) {
 		struct ctlbar *b = &c->bar[kind][i];
@@ -86,6 +87,10 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 		if (b->coll != coll && i == 1 && !b->from)
 			b->coll = coll;	/* a peer a barrier ahead */
 		if (b->coll == coll) {
+			if (!b->from || pos < b->lo)
+				b->lo = pos;
+			if (!b->from || pos > b->hi)
+				b->hi = pos;
 			b->from |= 1ull << from;
 			b->or |= ntohl(f->h->block);
 			break;
@@ -94,6 +99,7 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 	if (ntohs(f->h->count) || coll != c->done_coll[kind] || !coll)
 		return 0;
 	f->h->block = htonl(c->done_word[kind]);
+	f->h->nblocks = htonl(c->done_pos[kind]);
 	f->h->count = htons(1);
 	rinx_c_frame_addr(c, f, from, RINX_FRAME_MIN);
 	return 1;
