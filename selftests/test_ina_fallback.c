@@ -162,6 +162,9 @@ static void child(const char *spec, const struct rinx_spec *s, int rank,
 	struct report rep = { 0 };
 	int oldfd, phase;
 
+	/* the testbed is the parent's to take down */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	rep.err = rinx_netns_enter(rinx_spec_rank(s, rank)->netns, &oldfd);
 	if (!rep.err)
 		rep.err = rinx_comm_open(&o, &c);
@@ -242,6 +245,9 @@ int main(void)
 	atexit(cleanup);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* a reader gone (the output piped to a pager) must not stop the
+	 * test before it takes its testbed down */
+	signal(SIGPIPE, SIG_IGN);
 	alarm(300);
 	tap_plan(21);
 	up = 1;

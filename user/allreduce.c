@@ -268,6 +268,18 @@ static int collect(struct rinx_req *r)
 	return got;
 }
 
+/* Every block of the open round is copied out: the collective moves past
+ * it. Returns 1 when that was its last round. */
+static int round_close(struct rinx_req *r)
+{
+	r->done_vals += (size_t)r->nb * r->c->bval;
+	if (r->done_vals > r->count)
+		r->done_vals = r->count;
+	r->round_open = 0;
+	r->c->st.rounds++;
+	return r->done_vals == r->count;
+}
+
 #define FETCH_BURST	256	/* FETCHes per period */
 #define FETCH_PERIOD_NS	10000000ull
 
@@ -346,13 +358,8 @@ int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
 		return err;
 	}
 	/* round e is complete here too; e + 1 is skipped by every rank */
-	r->done_vals += (size_t)r->nb * c->bval;
-	if (r->done_vals > r->count)
-		r->done_vals = r->count;
-	r->round_open = 0;
-	c->st.rounds++;
 	c->epoch = e + 1;
-	return r->done_vals == r->count ? 2 : 1;
+	return round_close(r) ? 2 : 1;
 }
 
 /* "rank 3 (h3)" or "aggregator agg1" for messages. */
@@ -536,12 +543,7 @@ static int progress(struct rinx_req *r, int *moved)
 		}
 	}
 	if (r->cursor == r->nb) {
-		r->done_vals += (size_t)r->nb * c->bval;
-		if (r->done_vals > r->count)
-			r->done_vals = r->count;
-		r->round_open = 0;
-		c->st.rounds++;
-		if (r->done_vals == r->count) {
+		if (round_close(r)) {
 			pthread_mutex_unlock(&x->lock);
 			return 1;
 		}
@@ -574,8 +576,8 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 				   "this communicator");
 	if (c->broken)
 		return rinx_c_cerr(c, c->broken, "rank %d: this communicator failed "
-				   "(an INA ToR lost the job in a round that some "
-				   "ranks had completed): close and reopen it",
+				   "(an INA ToR lost the job and the ranks could "
+				   "not complete the round): close and reopen it",
 				   c->rank);
 	r = c->spare;
 	c->spare = NULL;

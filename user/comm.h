@@ -198,6 +198,18 @@ struct rinx_comm {
 	char err[320];
 };
 
+/* Rank `bit`'s word and position, heard for barrier b. */
+static inline void ctlbar_add(struct ctlbar *b, __u64 bit, __u32 word,
+			      __u32 pos)
+{
+	if (!b->from || pos < b->lo)
+		b->lo = pos;
+	if (!b->from || pos > b->hi)
+		b->hi = pos;
+	b->from |= bit;
+	b->or |= word;
+}
+
 #define RTO_FIRST_NS	10000000ull	/* no progress for 10 ms: repair */
 /* no progress for 30 ms on a plan with INA ToRs: their agents ask them
  * whether they still hold the job, each at most every 100 ms */

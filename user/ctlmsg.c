@@ -198,11 +198,7 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 			c->done_word[kind] = word;
 			c->done_pos[kind] = pos;
 			*out = *b;
-			out->or |= word;
-			if (!b->from || pos < out->lo)
-				out->lo = pos;
-			if (!b->from || pos > out->hi)
-				out->hi = pos;
+			ctlbar_add(out, 1ull << c->rank, word, pos);
 		}
 		pthread_mutex_unlock(&c->x->lock);
 		if (done)

@@ -87,12 +87,7 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 		if (b->coll != coll && i == 1 && !b->from)
 			b->coll = coll;	/* a peer a barrier ahead */
 		if (b->coll == coll) {
-			if (!b->from || pos < b->lo)
-				b->lo = pos;
-			if (!b->from || pos > b->hi)
-				b->hi = pos;
-			b->from |= 1ull << from;
-			b->or |= ntohl(f->h->block);
+			ctlbar_add(b, 1ull << from, ntohl(f->h->block), pos);
 			break;
 		}
 	}
