@@ -10,7 +10,10 @@
 # passes, 4 skips (reason: its last "# SKIP" line), anything else fails; a
 # program running longer than RINX_TEST_TIMEOUT seconds (default 900) is
 # killed and fails. Only names containing [filter] run. The programs' own
-# output is shown as TAP diagnostics. Exits 1 if any test failed.
+# output is shown as TAP diagnostics; the end repeats, for every failed
+# program, its failed checks with the diagnostic lines that follow each (the
+# whole output of a long run is often seen only by its tail). Exits 1 if any
+# test failed.
 
 set -u
 
@@ -57,6 +60,17 @@ fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 n=0 pass=0 fail=0 skip=0
+failed=""
+
+# failed_checks NAME: NAME's "not ok" lines, each with up to 6 diagnostic
+# lines after it, prefixed by NAME (no output when the program failed
+# without a failed check: its exit status says it).
+failed_checks() {
+	awk -v name="$1" '
+		/^(# )?not ok/ { left = 7 }
+		left > 0 { print "#   " name ": " $0; left-- }
+	' "$out" | head -n 60
+}
 for t in "${tests[@]}"; do
 	n=$((n + 1))
 	name=$(basename "$t")
@@ -80,12 +94,11 @@ for t in "${tests[@]}"; do
 		skip=$((skip + 1))
 		;;
 	124 | 137)
-		[ $rc -eq 137 ] && [ $secs -lt "$timeout_s" ] && {
+		if [ $rc -eq 137 ] && [ $secs -lt "$timeout_s" ]; then
 			echo "not ok $n - $name # killed (exit $rc)"
-			fail=$((fail + 1))
-			continue
-		}
-		echo "not ok $n - $name # timed out after ${timeout_s}s"
+		else
+			echo "not ok $n - $name # timed out after ${timeout_s}s"
+		fi
 		fail=$((fail + 1))
 		;;
 	*)
@@ -93,7 +106,11 @@ for t in "${tests[@]}"; do
 		fail=$((fail + 1))
 		;;
 	esac
+	[ $rc -ne 0 ] && [ $rc -ne 4 ] &&
+		failed+="# $name (exit $rc):"$'\n'"$(failed_checks "$name")"$'\n'
 done
+
+[ -n "$failed" ] && printf '# failed checks:\n%s' "$failed"
 
 echo "# pass $pass fail $fail skip $skip of $n"
 [ "$fail" -eq 0 ]
