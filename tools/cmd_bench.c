@@ -638,6 +638,7 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	double worst = 0;
 	int bv = RINX_BLOCK_VALUES;	/* values per block of the ranks */
 	long hz = sysconf(_SC_CLK_TCK);
+	unsigned long long all_retx = 0, all_nacks = 0;
 	char linkbuf[80] = "";
 	__u32 link;
 
@@ -696,6 +697,10 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 				err = team_cmd(&t, OP_GO, i, count, reps);
 			if (!err && reps[0].bv > 0)
 				bv = reps[0].bv;
+			for (r = 0; r < n && !err; r++) {
+				all_retx += reps[r].retx;
+				all_nacks += reps[r].nacks;
+			}
 			if (o->profile && i >= 0) {
 				wall += now_ns() - w0;
 				prof_sample(&prof, &b[0], &b[1], &b[2], &b[3], cb);
@@ -869,9 +874,15 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		fflush(out);
 		first = 0;
 	}
-	if (!o->json && !err)
+	if (!o->json && !err) {
 		fprintf(out, "# frames: %d bytes, %d values per block (the "
 			"network's MTU)\n", RINX_FRAME_LEN(bv), bv);
+		/* an aggregator counts a share sent again into a slot that
+		 * has not finished as a duplicate: this says whether any was */
+		fprintf(out, "# resends: %llu blocks sent again, %llu NACKs "
+			"(every rank and run, warm-ups included)\n",
+			all_retx, all_nacks);
+	}
 	if (o->json)
 		fprintf(out, "]}\n");
 	else if (o->verify && !err && o->dtype == RINX_INT32)
