@@ -46,7 +46,7 @@ struct proc_mpirun {
 /* Appends to av, from index a, the command that runs mpirun in host 0's
  * namespace (its hostname that of the namespace) with its transport and
  * algorithm settings; the program and its arguments follow. Returns the
- * index after the last one written (av needs 40 more slots). */
+ * index after the last one written (av needs up to 47 more slots). */
 int proc_mpirun_argv(char **av, int a, const struct proc_mpirun *m);
 
 #endif

@@ -346,11 +346,7 @@ int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
 					  c->timeout_ms);
 			break;
 		}
-		{
-			struct timespec ts = { 0, 20000 };
-
-			nanosleep(&ts, NULL);
-		}
+		nap_ns(20000);
 	}
 	r->fetch = 0;
 	if (err) {
@@ -703,10 +699,8 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 						      __ATOMIC_RELAXED);
 			long nap = gap ? (long)gap * (burst > 2 ? burst : 2) :
 					 20000;
-			struct timespec ts = { 0, nap < 20000 ? 20000 :
-						  nap > 200000 ? 200000 : nap };
 
-			nanosleep(&ts, NULL);
+			nap_ns(nap < 20000 ? 20000 : nap > 200000 ? 200000 : nap);
 		}
 		t = now_ns();
 		/* the communicator's timeout counts time without progress:

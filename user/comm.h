@@ -226,6 +226,14 @@ static inline __u64 now_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* Sleeps `ns` (under a second) between the polls of a wait loop. */
+static inline void nap_ns(long ns)
+{
+	struct timespec ts = { 0, ns };
+
+	nanosleep(&ts, NULL);
+}
+
 /* CPU time of the calling thread: what a conversion costs, whatever else
  * the cores run meanwhile. */
 static inline __u64 thread_ns(void)

@@ -209,11 +209,7 @@ static int ctl_barrier(struct rinx_comm *c, int kind, __u32 coll, __u32 word,
 					   "the agreement (INA agreement %u) within "
 					   "%d ms", c->rank, who, coll, c->timeout_ms);
 		}
-		{
-			struct timespec ts = { 0, 20000 };
-
-			nanosleep(&ts, NULL);
-		}
+		nap_ns(20000);
 	}
 }
 
