@@ -33,7 +33,7 @@ const volatile __u32 rinx_window = RINX_DEFAULT_WINDOW;
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_DEFAULT_WINDOW);
+	__uint(max_entries, RINX_DEFAULT_JOBS * RINX_DEFAULT_WINDOW);
 	__type(key, __u32);
 	__type(value, struct rinx_slot);
 } share SEC(".maps");
@@ -42,7 +42,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_DEFAULT_WINDOW);
+	__uint(max_entries, RINX_DEFAULT_JOBS * RINX_DEFAULT_WINDOW);
 	__type(key, __u32);
 	__type(value, struct rinx_slot);
 } result SEC(".maps");
@@ -54,7 +54,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_DEFAULT_WINDOW);
+	__uint(max_entries, RINX_DEFAULT_JOBS * RINX_DEFAULT_WINDOW);
 	__type(key, __u32);
 	__type(value, struct rinx_slot);
 } partial SEC(".maps");
@@ -63,7 +63,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, RINX_MAX_JOBS);
+	__uint(max_entries, RINX_DEFAULT_JOBS);
 	__type(key, __u32);
 	__type(value, struct rinx_cursor);
 } cursors SEC(".maps");

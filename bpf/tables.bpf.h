@@ -3,7 +3,7 @@
  * The job tables every rinx data-plane node holds (host program and INA
  * ToR), their counters, and the checks of a frame against them. Include
  * once per program: it defines the maps the control plane pins (jobs,
- * nodes, hops, aggs, stats).
+ * claims, nodes, hops, aggs, stats).
  */
 #ifndef RINX_TABLES_BPF_H
 #define RINX_TABLES_BPF_H
@@ -13,15 +13,24 @@
 /* Job id -> job (token, slot, round in progress, this node's id). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RINX_MAX_JOBS);
+	__uint(max_entries, RINX_DEFAULT_JOBS);
 	__type(key, __u32);
 	__type(value, struct rinx_job);
 } jobs SEC(".maps");
 
+/* Job slot -> the job holding it (control plane only: slots are claimed
+ * by inserting here, never by the programs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RINX_DEFAULT_JOBS);
+	__type(key, __u32);
+	__type(value, struct rinx_claim);
+} claims SEC(".maps");
+
 /* (slot, node id) -> how that node is reached, its rack and bit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_NODES);
+	__uint(max_entries, RINX_DEFAULT_JOBS * RINX_MAX_NODES);
 	__type(key, __u32);
 	__type(value, struct rinx_node);
 } nodes SEC(".maps");
@@ -29,7 +38,7 @@ struct {
 /* (slot, class, type) -> what this node does (the plan). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RINX_MAX_JOBS * RINX_MAX_CLASSES * RINX_HOP_TYPES);
+	__uint(max_entries, RINX_DEFAULT_JOBS * RINX_MAX_CLASSES * RINX_HOP_TYPES);
 	__type(key, __u32);
 	__type(value, struct rinx_hop);
 } hops SEC(".maps");

@@ -77,7 +77,7 @@
 
 #define WINDOW		12
 #define PORT		47321
-#define NSLOTS		RINX_MAX_JOBS
+#define NSLOTS		RINX_DEFAULT_JOBS
 #define NENT		(NSLOTS * WINDOW)
 #define QBITS		28	/* 4 contributors: 30 - 2 */
 

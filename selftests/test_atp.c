@@ -51,7 +51,7 @@
 #define WINDOW		16
 #define POOL		4
 #define PORT		47377
-#define NENT		(RINX_MAX_JOBS * WINDOW)
+#define NENT		(RINX_DEFAULT_JOBS * WINDOW)
 #define JOB_ID		0x00a7b001
 #define JOB_TOKEN	0xa7b1c3d5600d1deaULL
 #define SLOT		1

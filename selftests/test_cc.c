@@ -228,7 +228,7 @@ static void run_case(const struct tcase *t)
 	build_gather(t->tos);
 	/* the gather's first pass here this round (a ring hop drops what
 	 * it passed on already) */
-	for (i = 0; i < RINX_MAX_JOBS * WINDOW; i++) {
+	for (i = 0; i < RINX_DEFAULT_JOBS * WINDOW; i++) {
 		struct rinx_slot z = { 0 };
 		__u32 key = (__u32)i;
 
@@ -328,11 +328,11 @@ int main(void)
 	skel->rodata->rinx_port_be = htons(PORT);
 	skel->rodata->rinx_window = WINDOW;
 	err = bpf_map__set_max_entries(skel->maps.share,
-				       RINX_MAX_JOBS * WINDOW);
+				       RINX_DEFAULT_JOBS * WINDOW);
 	err = err ?: bpf_map__set_max_entries(skel->maps.result,
-					      RINX_MAX_JOBS * WINDOW);
+					      RINX_DEFAULT_JOBS * WINDOW);
 	err = err ?: bpf_map__set_max_entries(skel->maps.partial,
-					      RINX_MAX_JOBS * WINDOW);
+					      RINX_DEFAULT_JOBS * WINDOW);
 	err = err ?: host_bpf__load(skel);
 	if (!tap_ok(!err, "load rinx_host")) {
 		tap_plan(tap_n);

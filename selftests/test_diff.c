@@ -171,13 +171,13 @@ static int inst_open(struct inst *in, const char *name)
 		return -errno;
 	in->s->rodata->rinx_port_be = htons(PORT);
 	in->s->rodata->rinx_window = W;
-	err = bpf_map__set_max_entries(in->s->maps.share, RINX_MAX_JOBS * W);
+	err = bpf_map__set_max_entries(in->s->maps.share, RINX_DEFAULT_JOBS * W);
 	err = err ?: bpf_map__set_max_entries(in->s->maps.result,
-					       RINX_MAX_JOBS * W);
+					       RINX_DEFAULT_JOBS * W);
 	err = err ?: bpf_map__set_max_entries(in->s->maps.partial,
-					       RINX_MAX_JOBS * W);
+					       RINX_DEFAULT_JOBS * W);
 	err = err ?: bpf_map__set_max_entries(in->s->maps.aggs,
-					       RINX_MAX_JOBS * W);
+					       RINX_DEFAULT_JOBS * W);
 	err = err ?: host_bpf__load(in->s);
 	if (err)
 		return err;

@@ -76,7 +76,7 @@ extern char **environ;
 
 #define WINDOW		16
 #define PORT		47123
-#define NSLOTS		RINX_MAX_JOBS
+#define NSLOTS		RINX_DEFAULT_JOBS
 #define NRES		(NSLOTS * WINDOW)
 #define FULL_LEN	RINX_FRAME_MAX		/* 3168 */
 #define MAX_LEN		3500

@@ -33,7 +33,7 @@
 
 #define WINDOW		16
 #define PORT		47123	/* not the default: checks the rodata port */
-#define NSLOTS		RINX_MAX_JOBS
+#define NSLOTS		RINX_DEFAULT_JOBS
 #define NRES		(NSLOTS * WINDOW)
 
 #define OFF_IP		14

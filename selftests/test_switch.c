@@ -355,7 +355,7 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 	memcpy((void *)skel->rodata->ina_mac, M_AGG, 6);
 	skel->rodata->ina_window = TOR_WINDOW;
 	if (bpf_map__set_max_entries(skel->maps.aggs,
-				     RINX_MAX_JOBS * TOR_WINDOW) ||
+				     RINX_DEFAULT_JOBS * TOR_WINDOW) ||
 	    switch_bpf__load(skel)) {
 		switch_bpf__destroy(skel);
 		return NULL;
@@ -1545,7 +1545,7 @@ static struct switch_bpf *topo_ina_open(const __u32 *ifx)
 	memcpy((void *)skel->rodata->ina_mac, M_AGG, 6);
 	skel->rodata->ina_window = TOR_WINDOW;
 	if (bpf_map__set_max_entries(skel->maps.aggs,
-				     RINX_MAX_JOBS * TOR_WINDOW) ||
+				     RINX_DEFAULT_JOBS * TOR_WINDOW) ||
 	    switch_bpf__load(skel)) {
 		switch_bpf__destroy(skel);
 		return NULL;

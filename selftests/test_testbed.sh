@@ -190,9 +190,10 @@ for mode in native generic; do
 	ok $pins "rina $mode: agg0's maps pinned under $pin/agg0, none for rack 1"
 	if command -v bpftool >/dev/null; then
 		win=$(sed -nE 's/^cluster .*window=([0-9]+).*/\1/p' "$spec")
+		njobs=$(sed -nE 's/^cluster .*jobs=([0-9]+).*/\1/p' "$spec")
 		bpftool map show pinned "$pin/agg0/aggs" 2>&1 |
-			grep -q "max_entries $((4 * win)) "
-		ok $? "rina $mode: agg0 slots sized 4 jobs x the spec's window ($win)"
+			grep -q "max_entries $((${njobs:-0} * ${win:-0})) "
+		ok $? "rina $mode: agg0 slots sized the spec's jobs ($njobs) x window ($win)"
 	else
 		ok 0 "rina $mode: agg0 slots sized # SKIP no bpftool"
 	fi

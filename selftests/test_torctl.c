@@ -23,6 +23,7 @@
 
 #define PORT	(RINX_TORCTL_PORT + 101)
 #define WINDOW	8
+#define NJOBS	2	/* a ToR of two job slots: the third job finds it full */
 
 static char dir[64];
 static volatile int stop;
@@ -94,7 +95,7 @@ static int call(void *req, size_t len, int op, __u32 job, __u64 tok)
 
 int main(void)
 {
-	int fjobs, fnodes, fhops, faggs, err, i, same;
+	int fjobs, fnodes, fhops, faggs, fclaims, err, i, same;
 	struct rinx_torctl_hdr q = {};
 	struct rinx_job got;
 	struct rinx_agg agg;
@@ -103,7 +104,7 @@ int main(void)
 	void *req;
 	__u32 k;
 
-	tap_plan(16);
+	tap_plan(21);
 	snprintf(dir, sizeof(dir), "/tmp/rxNtorctl.XXXXXX");
 	if (!mkdtemp(dir) || mount("bpf", dir, "bpf", 0, "mode=0700")) {
 		printf("1..0 # SKIP cannot mount a bpffs: %s\n", strerror(errno));
@@ -111,21 +112,24 @@ int main(void)
 	}
 	req = malloc(RINX_TORCTL_MAX);
 	fjobs = mkpin("jobs", BPF_MAP_TYPE_HASH, 4, sizeof(struct rinx_job),
-		      RINX_MAX_JOBS);
+		      NJOBS);
 	fnodes = mkpin("nodes", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct rinx_node),
-		       RINX_MAX_JOBS * RINX_MAX_NODES);
+		       NJOBS * RINX_MAX_NODES);
 	fhops = mkpin("hops", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct rinx_hop),
-		      RINX_MAX_JOBS * RINX_TORCTL_HOPS);
+		      NJOBS * RINX_TORCTL_HOPS);
 	faggs = mkpin("aggs", BPF_MAP_TYPE_ARRAY, 4, sizeof(struct rinx_agg),
-		      2 * WINDOW);
-	if (!req || fjobs < 0 || fnodes < 0 || fhops < 0 || faggs < 0) {
+		      NJOBS * WINDOW);
+	fclaims = mkpin("claims", BPF_MAP_TYPE_HASH, 4, sizeof(struct rinx_claim),
+			NJOBS);
+	if (!req || fjobs < 0 || fnodes < 0 || fhops < 0 || faggs < 0 ||
+	    fclaims < 0) {
 		tap_ok(0, "maps created and pinned");
 		goto out;
 	}
 	/* a stale aggregator slot the install must clear */
 	memset(&agg, 0, sizeof(agg));
 	agg.epoch = 99;
-	k = WINDOW + 3;
+	k = 3;
 	bpf_map_update_elem(faggs, &k, &agg, 0);
 
 	/* nobody serves yet: a clear error, within the time given */
@@ -137,10 +141,13 @@ int main(void)
 	err = call(req, len, RINX_TORCTL_INSTALL, 5, 0x1122334455667788ull);
 	tap_ok(err == 0, "install of a new job accepted (%d)", err);
 	k = 5;
+	/* the sender asked for slot 1 (its host's); the ToR takes its own
+	 * lowest free one */
 	tap_ok(!bpf_map_lookup_elem(fjobs, &k, &got) &&
-	       got.token == 0x1122334455667788ull && got.slot == 1 &&
+	       got.token == 0x1122334455667788ull && got.slot == 0 &&
 	       got.window == WINDOW && got.self == 2,
-	       "job entry written as sent");
+	       "job entry written as sent, in the ToR's lowest free slot (%u)",
+	       got.slot);
 	{
 		struct rinx_torctl_hdr *h = req;
 		struct rinx_job *j = (void *)(h + 1);
@@ -149,23 +156,30 @@ int main(void)
 
 		same = 1;
 		for (i = 0; i < 3; i++) {
-			k = 1 * RINX_MAX_NODES + i;
+			k = 0 * RINX_MAX_NODES + i;
 			same &= !bpf_map_lookup_elem(fnodes, &k, &n) &&
 				!memcmp(&n, &nd[i], sizeof(n));
 		}
-		tap_ok(same, "node table of slot 1 as sent");
+		tap_ok(same, "node table of slot 0 as sent");
 		same = 1;
 		for (i = 0; i < RINX_TORCTL_HOPS; i++) {
-			k = RINX_HOP_INDEX(1, i / RINX_HOP_TYPES,
+			k = RINX_HOP_INDEX(0, i / RINX_HOP_TYPES,
 					   i % RINX_HOP_TYPES + 1);
 			same &= !bpf_map_lookup_elem(fhops, &k, &hop) &&
 				!memcmp(&hop, &hp[i], sizeof(hop));
 		}
-		tap_ok(same, "hop table of slot 1 as sent");
+		tap_ok(same, "hop table of slot 0 as sent");
 	}
-	k = WINDOW + 3;
+	k = 3;
 	tap_ok(!bpf_map_lookup_elem(faggs, &k, &agg) && agg.epoch == 0,
-	       "aggregator slots of slot 1 cleared");
+	       "aggregator slots of slot 0 cleared");
+	{
+		struct rinx_claim cl;
+
+		k = 0;
+		tap_ok(!bpf_map_lookup_elem(fclaims, &k, &cl) && cl.job == 5 &&
+		       cl.pid == 0, "slot 0 claimed for job 5, held remotely");
+	}
 
 	err = call(&q, sizeof(q), RINX_TORCTL_QUERY, 5, 0x1122334455667788ull);
 	tap_ok(err == 0, "query with the token: held (%d)", err);
@@ -178,15 +192,37 @@ int main(void)
 	k = 5;
 	tap_ok(!bpf_map_lookup_elem(fjobs, &k, &got) &&
 	       got.token == 0x1122334455667788ull, "the job entry is unchanged");
-	len = build(req, 6, 0x77, 1);
-	err = call(req, len, RINX_TORCTL_INSTALL, 6, 0x77);
-	tap_ok(err == -EBUSY, "another job in a taken slot refused (%d)", err);
+	/* job 9 = 5 mod 4 (the old slot rule) and asking for the same
+	 * slot: it gets the next free one */
+	len = build(req, 9, 0x77, 1);
+	err = call(req, len, RINX_TORCTL_INSTALL, 9, 0x77);
+	k = 9;
+	tap_ok(!err && !bpf_map_lookup_elem(fjobs, &k, &got) && got.slot == 1,
+	       "a second job takes the next slot (%d, slot %u)", err, got.slot);
+	len = build(req, 6, 0x66, 1);
+	err = call(req, len, RINX_TORCTL_INSTALL, 6, 0x66);
+	k = 6;
+	tap_ok(err == -EBUSY && bpf_map_lookup_elem(fjobs, &k, &got),
+	       "a third job on a full ToR (%d slots) refused, nothing written "
+	       "(%d)", NJOBS, err);
+	len = build(req, 5, 0x1122334455667788ull, 1);
+	err = call(req, len, RINX_TORCTL_INSTALL, 5, 0x1122334455667788ull);
+	k = 5;
+	tap_ok(!err && !bpf_map_lookup_elem(fjobs, &k, &got) && got.slot == 0,
+	       "a job installed again keeps its slot (%d, slot %u)", err,
+	       got.slot);
 	err = call(&q, sizeof(q), RINX_TORCTL_REMOVE, 5, 0x5);
 	tap_ok(err == -EACCES, "remove with a wrong token refused (%d)", err);
 	err = call(&q, sizeof(q), RINX_TORCTL_REMOVE, 5, 0x1122334455667788ull);
 	tap_ok(err == 0, "remove with the token (%d)", err);
 	err = call(&q, sizeof(q), RINX_TORCTL_QUERY, 5, 0x1122334455667788ull);
 	tap_ok(err == -ENOENT, "removed job: not held (%d)", err);
+	len = build(req, 6, 0x66, 1);
+	err = call(req, len, RINX_TORCTL_INSTALL, 6, 0x66);
+	k = 6;
+	tap_ok(!err && !bpf_map_lookup_elem(fjobs, &k, &got) && got.slot == 0,
+	       "the removed job's slot is free again (%d, slot %u)", err,
+	       got.slot);
 	q.version = 0;
 	{
 		/* rinx_torctl_call sets the version: a bad one sent by hand */

@@ -12,7 +12,7 @@
 #define BENCH_MAX_SIZES 32
 #define BENCH_MAX_ITERS 1000
 
-#define BENCH_MAX_JOBS	RINX_MAX_JOBS
+#define BENCH_MAX_JOBS	32	/* bench --jobs: communicators at once */
 
 /* A fresh 64-bit job token for a benchmark's jobs (the kernel's random
  * numbers; a clock-seeded mix if they are not available). */

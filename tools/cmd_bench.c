@@ -938,7 +938,7 @@ static const char bench_usage[] =
 "  --timeout MS     an allreduce fails after this long without progress\n"
 "                   (default 10000; with --jobs, 10 x this for all of them)\n"
 "  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
-"  --jobs N         N jobs (ids job..job+N-1, 1..4) run each collective at\n"
+"  --jobs N         N jobs (ids job..job+N-1, 1..32) run each collective at\n"
 "                   once over the same links; a line per job gives its time\n"
 "  --plan P         the plan every rank runs: ring, rina, ps[:N], ps-ina[:N],\n"
 "                   har, tree, dbtree or topo:NAME (a planner on the spec's\n"
@@ -1038,8 +1038,9 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		return -1;
 	}
 	if (o->jobs && (o->jobs < 1 || o->jobs > BENCH_MAX_JOBS)) {
-		fprintf(stderr, "rinxctl %s: --jobs 1..%d (job slots of a "
-			"node)\n", argv[0], BENCH_MAX_JOBS);
+		fprintf(stderr, "rinxctl %s: --jobs 1..%d (and at most the "
+			"spec's jobs= slots of a node)\n", argv[0],
+			BENCH_MAX_JOBS);
 		return -1;
 	}
 	if (o->iters < 1 || o->iters > BENCH_MAX_ITERS || o->warmup < 0 ||

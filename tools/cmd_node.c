@@ -150,7 +150,9 @@ static __u64 slow_frames(const __u64 v[RINX_STAT_MAX])
 
 int cmd_stats(int argc, char **argv)
 {
-	struct rinx_node_job jobs[RINX_MAX_JOBS * 2];
+	static struct rinx_node_job jobs[RINX_MAX_JOBS * 2];
+	char dir[RINX_PATH_MAX + RINX_NAME_MAX];
+	long long mem;
 	__u64 v[RINX_STAT_MAX];
 	int nj;
 	struct node_args a;
@@ -182,12 +184,16 @@ int cmd_stats(int argc, char **argv)
 			continue;
 		}
 		nj = rinx_node_jobs(&s, h, jobs, RINX_MAX_JOBS * 2);
+		rinx_node_pin_dir(&s, h, dir, sizeof(dir));
+		mem = rinx_pinned_mem(dir);
 		if (a.json) {
 			printf("%s{\"node\":\"%s\",\"rank\":%d", first ? "" : ",",
 			       h->name, h->rank);
 			for (k = 0; k < RINX_STAT_MAX; k++)
 				printf(",\"%s\":%llu", rinx_stat_name(k),
 				       (unsigned long long)v[k]);
+			printf(",\"kernel_mem\":%lld,\"job_slots\":%u,"
+			       "\"window\":%u", mem, s.jobs, s.window);
 			printf(",\"slow_path\":%llu,\"slow_share\":%.6f",
 			       (unsigned long long)slow_frames(v),
 			       v[RINX_STAT_RX] ? (double)slow_frames(v) /
@@ -205,6 +211,10 @@ int cmd_stats(int argc, char **argv)
 			printf("]}");
 		} else {
 			printf("node %s (rank %d)\n", h->name, h->rank);
+			printf("  kernel memory: %.1f MiB pinned in maps (%u job "
+			       "slots of %u blocks; %d in use)\n",
+			       mem > 0 ? mem / 1048576.0 : 0.0, s.jobs, s.window,
+			       nj);
 			for (k = 0; k < RINX_STAT_MAX; k++)
 				if (v[k])
 					printf("  %-16s %llu\n", rinx_stat_name(k),

@@ -47,8 +47,9 @@ static const char testbed_usage[] =
 RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  --pin DIR           bpffs root for pins (default " RINX_TB_PIN_ROOT
 "; pins go to DIR/PREFIX)\n"
-"  --window N          blocks per job slot (default 32768 up to 4 hosts,\n"
-"                      16384 up to 8, else 8192)\n"
+"  --window N          blocks per job slot (default 640)\n"
+"  --jobs N            job slots per node (default 16); a host pins about\n"
+"                      jobs x window x 12,416 B of kernel memory\n"
 "  --port N            rinx UDP port (default 47001)\n"
 "  --ina LIST          INA kind of each rack, comma-separated: none, switch\n"
 "                      or agent (one value applies to every rack)\n"
@@ -120,7 +121,7 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  (--burst is gone: the token bucket became this queue; use --buffer)\n";
 
 enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
-	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_PORT, OPT_INA, OPT_NO_NODES,
+	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_JOBS, OPT_PORT, OPT_INA, OPT_NO_NODES,
 	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
 	OPT_HOLD, OPT_BUFFER, OPT_ECN, OPT_QUEUES, OPT_TOPO, OPT_GEN,
 	OPT_SCALE, OPT_PLAN, OPT_MTU, OPT_PLAIN };
@@ -137,6 +138,7 @@ static const struct option testbed_opts[] = {
 	{ "spec", required_argument, NULL, OPT_SPEC },
 	{ "pin", required_argument, NULL, OPT_PIN },
 	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "jobs", required_argument, NULL, OPT_JOBS },
 	{ "port", required_argument, NULL, OPT_PORT },
 	{ "ina", required_argument, NULL, OPT_INA },
 	{ "no-nodes", no_argument, NULL, OPT_NO_NODES },
@@ -387,6 +389,11 @@ static int testbed_up(int argc, char **argv)
 			if (parse_num("window", optarg, 1, 1 << 20, &x))
 				return RINX_EXIT_USAGE;
 			o.window = x;
+			break;
+		case OPT_JOBS:
+			if (parse_num("jobs", optarg, 1, RINX_MAX_JOBS, &x))
+				return RINX_EXIT_USAGE;
+			o.jobs = x;
 			break;
 		case OPT_PORT:
 			if (parse_num("port", optarg, 1, 65535, &x))
@@ -764,6 +771,7 @@ static int testbed_show(int argc, char **argv)
 	char path[RINX_PATH_MAX], prefix[64], ns[64], ifname[16], ip[16];
 	char dir[RINX_PATH_MAX], link[RINX_PATH_MAX + 8];
 	struct rinx_spec *s;
+	long long mem;
 	const char *what;
 	int i, r, ret;
 
@@ -784,16 +792,21 @@ static int testbed_show(int argc, char **argv)
 	if (rinx_testbed_spec_prefix(s, prefix, sizeof(prefix)))
 		snprintf(prefix, sizeof(prefix), "-");
 	printf("testbed %s  spec %s\n", prefix, path);
-	printf("port %u  window %u  mode %s  pin %s\n", s->port, s->window,
+	printf("port %u  window %u  jobs %u  mode %s  pin %s\n", s->port,
+	       s->window, s->jobs,
 	       s->mode == RINX_XDP_GENERIC ? "generic" : "native", s->pin);
+	printf("kernel memory per host: %.1f MiB of block slots (%u job slots "
+	       "x %u blocks x %zu B) plus tables\n",
+	       rinx_spec_mem(s) / 1048576.0, s->jobs, s->window,
+	       (size_t)RINX_NODE_BLOCK_BYTES);
 	if (rinx_spec_min_link(s))
 		printf("slowest link: %u Mbit/s\n", rinx_spec_min_link(s));
 	else
 		printf("slowest link: unlimited\n");
 	for (r = 0; r < s->nracks; r++)
 		show_rack(s, &s->racks[r]);
-	printf("%-4s %-6s %-4s %-20s %-6s %-17s %-15s %s\n", "rank", "host",
-	       "rack", "netns", "if", "mac", "ip", "xdp");
+	printf("%-4s %-6s %-4s %-20s %-6s %-17s %-15s %-4s %s\n", "rank",
+	       "host", "rack", "netns", "if", "mac", "ip", "xdp", "kmem");
 	for (i = 0; i < s->nhosts; i++) {
 		const struct rinx_spec_host *h = rinx_spec_rank(s, i);
 		const __u8 *m;
@@ -804,11 +817,16 @@ static int testbed_show(int argc, char **argv)
 		inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
 		rinx_node_pin_dir(s, h, dir, sizeof(dir));
 		snprintf(link, sizeof(link), "%s/link", dir);
+		mem = access(link, F_OK) ? -1 : rinx_pinned_mem(dir);
 		printf("%-4d %-6s %-4d %-20s %-6s "
-		       "%02x:%02x:%02x:%02x:%02x:%02x %-15s %s\n", h->rank,
+		       "%02x:%02x:%02x:%02x:%02x:%02x %-15s %-4s ", h->rank,
 		       h->name, h->rack, h->netns[0] ? h->netns : "-",
 		       h->ifname, m[0], m[1], m[2], m[3], m[4], m[5], ip,
-		       access(link, F_OK) ? "down" : "up");
+		       mem < 0 ? "down" : "up");
+		if (mem >= 0)
+			printf("%.1f MiB\n", mem / 1048576.0);
+		else
+			printf("-\n");
 	}
 	if (strcmp(prefix, "-")) {
 		printf("switches:\n");

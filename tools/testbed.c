@@ -750,10 +750,12 @@ static int switch_load(const struct rinx_spec *s, const char *ns, __u8 rack,
 	if (ina_mac) {
 		memcpy((void *)k->rodata->ina_mac, ina_mac, 6);
 		err = bpf_map__set_max_entries(k->maps.aggs,
-					       RINX_MAX_JOBS * s->window);
+					       s->jobs * s->window);
 		if (err)
 			return err;
 	}
+	rinx_size_tables(k->maps.jobs, k->maps.claims, k->maps.nodes,
+			 k->maps.hops, s->jobs);
 	err = switch_bpf__load(k);
 	if (err)
 		pr_warn("switch %s: switch program rejected by the kernel: %s "
@@ -1087,14 +1089,11 @@ static void build_spec(const struct rinx_testbed_opts *o,
 
 	rinx_spec_init(s);
 	s->port = o->port ? o->port : RINX_DEFAULT_PORT;
-	/* Default window: a round as large as the memory allows (each host
-	 * holds share + result maps of RINX_MAX_JOBS windows of 3 KiB
-	 * blocks): fewer rounds mean fewer pipeline drains; 64 MiB fits one
-	 * round up to 4 hosts. */
-	s->window = o->window ? o->window :
-		    o->racks * o->hosts_per_rack <= 4 ? 4 * RINX_DEFAULT_WINDOW :
-		    o->racks * o->hosts_per_rack <= 8 ? 2 * RINX_DEFAULT_WINDOW :
-							RINX_DEFAULT_WINDOW;
+	/* The spec's defaults (window, jobs): the memory a host pins stays
+	 * within RINX_NODE_MEM_BUDGET whatever the tensors. */
+	s->window = o->window ? o->window : RINX_DEFAULT_WINDOW;
+	if (o->jobs)
+		s->jobs = o->jobs;
 	s->mode = o->mode;
 	snprintf(s->pin, sizeof(s->pin), "%s/%s",
 		 o->pin ? o->pin : RINX_TB_PIN_ROOT, o->prefix);
@@ -2142,6 +2141,8 @@ static int tt_build(const struct rinx_testbed_opts *o, struct tt *x,
 	rinx_spec_init(s);
 	s->port = o->port ? o->port : RINX_DEFAULT_PORT;
 	s->window = o->window ? o->window : RINX_DEFAULT_WINDOW;
+	if (o->jobs)
+		s->jobs = o->jobs;
 	s->mode = o->mode;
 	snprintf(s->pin, sizeof(s->pin), "%s/%s",
 		 o->pin ? o->pin : RINX_TB_PIN_ROOT, o->prefix);

@@ -89,6 +89,7 @@ struct rinx_testbed_opts {
 	int hosts_per_rack;	/* 1..RINX_TB_MAX_PER_RACK, total <= 64 */
 	int mode;		/* enum rinx_xdp_mode of switches and hosts */
 	__u32 window;		/* 0: RINX_DEFAULT_WINDOW */
+	__u32 jobs;		/* job slots per node, 0: RINX_DEFAULT_JOBS */
 	__u16 port;		/* 0: RINX_DEFAULT_PORT */
 	const char *spec_out;	/* NULL: RINX_TB_SPEC_DIR/<prefix>.spec */
 	const char *pin;	/* pin root, NULL: RINX_TB_PIN_ROOT */

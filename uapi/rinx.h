@@ -39,10 +39,20 @@
 #define RINX_BLOCK_VALUES_MIN	352
 #define RINX_BLOCK_BYTES_MIN	(RINX_BLOCK_VALUES_MIN * 4)
 
-#define RINX_MAX_JOBS		4	/* job (communicator) slots per node */
+/* Job (communicator) slots of a node: the spec's jobs= (default
+ * RINX_DEFAULT_JOBS, at most RINX_MAX_JOBS). A job takes the lowest free
+ * slot of each node it runs on, whatever its id (user/comm.c, claims). */
+#define RINX_MAX_JOBS		256
+#define RINX_DEFAULT_JOBS	16
 #define RINX_MAX_NODES		64	/* ranks / nodes of one job */
 #define RINX_MAX_CLASSES	64	/* block classes of one plan */
-#define RINX_DEFAULT_WINDOW	8192	/* blocks per job slot (24 MiB) */
+/* Blocks per job slot (a round): the spec's window=. Each block of a slot
+ * holds RINX_NODE_BLOCK_BYTES of kernel memory on a host (share, result,
+ * partial and aggregator slot), so a host pins about
+ * jobs x window x RINX_NODE_BLOCK_BYTES: 16 x 640 x 12,416 B = 121 MiB by
+ * default, under RINX_NODE_MEM_BUDGET. */
+#define RINX_DEFAULT_WINDOW	640
+#define RINX_NODE_MEM_BUDGET	(128u << 20)
 
 /* Exponent of an all-zero block: shifts every other operand out. */
 #define RINX_EXP_ZERO		(-32768)
@@ -183,6 +193,19 @@ struct rinx_node {
 #define RINX_CMAP_MAX		256
 
 /* Per-job state, keyed by job id (hash map). Written by the library. */
+/* A node's job slot held by a job (the claims map: slot -> holder). A slot
+ * is claimed by inserting its key (BPF_NOEXIST), so two jobs opening at
+ * once never take the same one; a holder whose process is gone (pid and
+ * start time no longer match a live process on this node) may be taken
+ * over. pid 0: held for a job installed from elsewhere (an INA ToR's
+ * daemon), released only by its REMOVE. */
+struct rinx_claim {
+	__u32 job;		/* job id */
+	__u32 pid;		/* process that opened it, 0: remote */
+	__u64 start;		/* that process's start time (clock ticks
+				 * after boot), against pid reuse */
+};
+
 struct rinx_job {
 	__u64 token;		/* rinx_hdr.token, all 64 bits compared */
 	__u32 slot;		/* job slot: base of its share/result/hop entries */
@@ -506,6 +529,7 @@ _Static_assert(sizeof(struct rinx_job) == 56 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job (bval in what was padding)");
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
+_Static_assert(sizeof(struct rinx_claim) == 16, "claim");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");
 _Static_assert(sizeof(struct rinx_hop) == 32, "hop");
 _Static_assert(__builtin_offsetof(struct rinx_hop, pool) == 12, "hop.pool");
@@ -516,6 +540,13 @@ _Static_assert(__builtin_offsetof(struct rinx_agg, v) == 32, "agg.v");
 _Static_assert(__builtin_offsetof(struct rinx_agg, shape) == 28, "agg.shape");
 _Static_assert((__u64)RINX_MAX_JOBS * RINX_DEFAULT_WINDOW <
 	       RINX_SHAPE_MAX_BLOCKS, "default windows fit a shape");
+/* Kernel memory of one block of a job slot on a host: the share, result
+ * and partial slots and the aggregator slot. */
+#define RINX_NODE_BLOCK_BYTES	(3 * sizeof(struct rinx_slot) + \
+				 sizeof(struct rinx_agg))
+_Static_assert((__u64)RINX_DEFAULT_JOBS * RINX_DEFAULT_WINDOW *
+	       RINX_NODE_BLOCK_BYTES + (4u << 20) <= RINX_NODE_MEM_BUDGET,
+	       "the default slots fit the memory budget, with room for the tables");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "payload is little-endian on the wire");
 

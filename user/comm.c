@@ -57,11 +57,11 @@ static int map_share(struct rinx_comm *c, int fd, struct rinx_slot **out)
 
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -errno;
-	if (info.value_size != sizeof(struct rinx_slot) ||
-	    info.max_entries % RINX_MAX_JOBS)
+	if (info.value_size != sizeof(struct rinx_slot) || !c->njobs ||
+	    info.max_entries % c->njobs)
 		return rinx_c_cerr(c, -EPROTO, "pinned maps of node %s are from an "
 				   "incompatible rinx build", c->self->name);
-	c->window = info.max_entries / RINX_MAX_JOBS;
+	c->window = info.max_entries / c->njobs;
 	bytes = (size_t)info.max_entries * info.value_size;
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -72,14 +72,24 @@ static int map_share(struct rinx_comm *c, int fd, struct rinx_slot **out)
 	return 0;
 }
 
-static int write_tables(struct rinx_comm *c, int fd_nodes, int fd_hops,
-			const struct rinx_plan *p)
+static __u32 map_entries(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.max_entries;
+}
+
+static int write_tables_at(struct rinx_comm *c, __u32 slot, int fd_nodes,
+			   int fd_hops, const struct rinx_plan *p)
 {
 	__u32 k, cl;
 	int i, t;
 
 	for (i = 0; i < p->nnodes; i++) {
-		k = c->slot * RINX_MAX_NODES + i;
+		k = slot * RINX_MAX_NODES + i;
 		if (bpf_map_update_elem(fd_nodes, &k, &p->nodes[i], 0))
 			return rinx_c_cerr(c, -errno, "cannot write node table: %s",
 					   strerror(errno));
@@ -90,7 +100,7 @@ static int write_tables(struct rinx_comm *c, int fd_nodes, int fd_hops,
 			const struct rinx_hop *h = cl < (__u32)p->nclasses ?
 				&p->hops[cl][t - 1] : &none;
 
-			k = RINX_HOP_INDEX(c->slot, cl, t);
+			k = RINX_HOP_INDEX(slot, cl, t);
 			if (bpf_map_update_elem(fd_hops, &k, h, 0))
 				return rinx_c_cerr(c, -errno, "cannot write hop table: %s",
 						   strerror(errno));
@@ -100,7 +110,7 @@ static int write_tables(struct rinx_comm *c, int fd_nodes, int fd_hops,
 
 /* Empties this job slot's aggregator slots (an earlier job's rounds would
  * make the new job's contributions look stale). */
-static int clear_aggs(struct rinx_comm *c, int fd)
+static int clear_aggs_at(struct rinx_comm *c, __u32 slot, int fd)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), i, k;
@@ -108,16 +118,16 @@ static int clear_aggs(struct rinx_comm *c, int fd)
 
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -errno;
-	if (info.max_entries < (c->slot + 1) * c->window)
+	if (info.max_entries < (slot + 1) * c->window)
 		return rinx_c_cerr(c, -EPROTO, "aggregator of %s has %u slots, the "
 				   "job needs %u: was the node brought up as an "
 				   "agent/INA ToR with this spec?", c->self->name,
-				   info.max_entries, (c->slot + 1) * c->window);
+				   info.max_entries, (slot + 1) * c->window);
 	zero = calloc(1, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
 	for (i = 0; i < c->window; i++) {
-		k = c->slot * c->window + i;
+		k = slot * c->window + i;
 		if (bpf_map_update_elem(fd, &k, zero, 0)) {
 			free(zero);
 			return rinx_c_cerr(c, -errno, "cannot reset aggregator slots: %s",
@@ -246,9 +256,11 @@ static int install_tor(struct rinx_comm *c, int ri)
 	const struct rinx_spec_rack *r = &c->spec.racks[ri];
 	char dir[RINX_PATH_MAX + RINX_NAME_MAX];
 	struct rinx_plan p;
-	struct rinx_job j, other;
-	int fd_jobs = -1, fd_nodes = -1, fd_hops = -1, fd_aggs = -1, err;
-	__u32 key, next;
+	struct rinx_job j;
+	int fd_jobs = -1, fd_nodes = -1, fd_hops = -1, fd_aggs = -1;
+	int fd_claims = -1, err;
+	char holders[256];
+	__u32 key, slot = 0;
 
 	snprintf(dir, sizeof(dir), "%s/%s", c->spec.pin, r->name);
 	if ((fd_jobs = err = open_pinned(c, dir, "jobs")) < 0 ||
@@ -259,30 +271,40 @@ static int install_tor(struct rinx_comm *c, int ri)
 			    "maps in %s)", r->name, r->id, dir);
 		goto out;
 	}
-	for (err = bpf_map_get_next_key(fd_jobs, NULL, &next); !err;
-	     err = bpf_map_get_next_key(fd_jobs, &key, &next)) {
-		key = next;
-		if (key != c->job && !bpf_map_lookup_elem(fd_jobs, &key, &other) &&
-		    other.slot == c->slot) {
-			err = rinx_c_cerr(c, -EBUSY, "job slot %u of ToR %s is used by "
-					  "job %u", c->slot, r->name, key);
-			goto out;
-		}
-	}
-	err = tor_job(c, ri, &p, &j);
-	if (!err)
-		err = write_tables(c, fd_nodes, fd_hops, &p);
-	if (!err)
-		err = clear_aggs(c, fd_aggs);
-	if (err)
+	if ((fd_claims = err = open_pinned(c, dir, "claims")) < 0)
 		goto out;
+	err = rinx_claim_slot(fd_claims, fd_jobs, map_entries(fd_claims),
+			      c->job, getpid(), holders, sizeof(holders));
+	if (err < 0) {
+		rinx_c_cerr(c, err, "the INA ToR %s has no free job slot: "
+			    "jobs %s hold them all", r->name, holders);
+		goto out;
+	}
+	slot = err;
+	err = tor_job(c, ri, &p, &j);
+	j.slot = slot;
+	if (!err)
+		err = write_tables_at(c, slot, fd_nodes, fd_hops, &p);
+	if (!err)
+		err = clear_aggs_at(c, slot, fd_aggs);
+	if (err) {
+		rinx_claim_release(fd_claims, slot, c->job);
+		goto out;
+	}
 	key = c->job;
 	if (bpf_map_update_elem(fd_jobs, &key, &j, 0))
 		err = rinx_c_cerr(c, -errno, "cannot write the ToR's job entry: %s",
 				  strerror(errno));
-	else
+	if (err) {
+		rinx_claim_release(fd_claims, slot, c->job);
+	} else {
 		c->tor_jobs_fd = fd_jobs, fd_jobs = -1;
+		c->tor_claims_fd = fd_claims, fd_claims = -1;
+		c->tor_slot = slot;
+	}
 out:
+	if (fd_claims >= 0)
+		close(fd_claims);
 	if (fd_jobs >= 0)
 		close(fd_jobs);
 	if (fd_nodes >= 0)
@@ -350,7 +372,7 @@ int rinx_c_ina_replan(struct rinx_comm *c, __u32 down)
 	if (err)
 		return rinx_c_cerr(c, err, "cannot rebuild the plan");
 	rinx_c_reduce_peers(c);
-	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
+	err = write_tables_at(c, c->slot, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;
 	plan_job(c);
@@ -387,12 +409,17 @@ static int install_hostless(struct rinx_comm *c)
 		if (n)
 			continue;
 		keep = c->tor_jobs_fd;
-		c->tor_jobs_fd = -1;
+		c->tor_jobs_fd = c->tor_claims_fd = -1;
 		err = install_tor(c, ri);
 		if (c->hostless_fd[ri] >= 0)
 			close(c->hostless_fd[ri]);
+		if (c->hostless_claims[ri] >= 0)
+			close(c->hostless_claims[ri]);
 		c->hostless_fd[ri] = c->tor_jobs_fd;
+		c->hostless_claims[ri] = c->tor_claims_fd;
+		c->hostless_slot[ri] = c->tor_slot;
 		c->tor_jobs_fd = keep;
+		c->tor_claims_fd = -1;
 		if (err)
 			return err;
 	}
@@ -401,29 +428,26 @@ static int install_hostless(struct rinx_comm *c)
 
 static int install(struct rinx_comm *c)
 {
-	struct rinx_job other;
-	__u32 key, next;
+	char holders[256];
+	__u32 key;
 	int i, err, ri;
 
-	/* A slot belongs to one job; job % RINX_MAX_JOBS picks it. */
-	c->slot = c->job % RINX_MAX_JOBS;
-	for (err = bpf_map_get_next_key(c->fd_jobs, NULL, &next); !err;
-	     err = bpf_map_get_next_key(c->fd_jobs, &key, &next)) {
-		key = next;
-		if (key == c->job || bpf_map_lookup_elem(c->fd_jobs, &key, &other))
-			continue;
-		if (other.slot == c->slot)
-			return rinx_c_cerr(c, -EBUSY, "job slot %u of node %s is used by "
-					   "job %u; pick a job id with a different "
-					   "value mod %d", c->slot, c->self->name,
-					   key, RINX_MAX_JOBS);
-	}
+	/* the lowest free job slot of this node, whatever the job's id */
+	err = rinx_claim_slot(c->fd_claims, c->fd_jobs, c->njobs, c->job,
+			      getpid(), holders, sizeof(holders));
+	if (err < 0)
+		return rinx_c_cerr(c, err, "node %s has no free job slot: its %u "
+				   "slots are held by jobs %s (close one, or "
+				   "bring the node up with more: spec jobs=)",
+				   c->self->name, c->njobs, holders);
+	c->slot = err;
+	c->slot_held = 1;
 	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
 		return rinx_c_cerr(c, err, "cannot build a plan for spec (%s)",
 				   strerror(-err));
 	rinx_c_reduce_peers(c);
-	err = write_tables(c, c->fd_nodes, c->fd_hops, &c->plan);
+	err = write_tables_at(c, c->slot, c->fd_nodes, c->fd_hops, &c->plan);
 	if (err)
 		return err;
 	memset(&c->jobent, 0, sizeof(c->jobent));
@@ -448,7 +472,7 @@ static int install(struct rinx_comm *c)
 		c->partial[c->slot * c->window + i].epoch = 0;
 	}
 	if (c->fd_aggs >= 0) {
-		err = clear_aggs(c, c->fd_aggs);
+		err = clear_aggs_at(c, c->slot, c->fd_aggs);
 		if (err)
 			return err;
 	}
@@ -485,7 +509,8 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	if (!c)
 		return -ENOMEM;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
-	c->fd_aggs = c->tor_jobs_fd = -1;
+	c->fd_aggs = c->tor_jobs_fd = c->fd_claims = c->tor_claims_fd = -1;
+	memset(c->hostless_claims, 0xff, sizeof(c->hostless_claims));
 	c->tor_rack = -1;
 	memset(c->hostless_fd, 0xff, sizeof(c->hostless_fd));
 	/* options of an older caller end before `plan` */
@@ -549,8 +574,10 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	    (fd_partial = err = open_pinned(c, dir, "partial")) < 0)
 		goto fail;
 	/* any host may aggregate: an agent, a tree node, a server */
-	if ((c->fd_aggs = err = open_pinned(c, dir, "aggs")) < 0)
+	if ((c->fd_aggs = err = open_pinned(c, dir, "aggs")) < 0 ||
+	    (c->fd_claims = err = open_pinned(c, dir, "claims")) < 0)
 		goto fail;
+	c->njobs = map_entries(c->fd_claims);
 	err = map_share(c, fd_share, &c->share);
 	if (err)
 		goto fail;
@@ -572,7 +599,17 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 			err = fd;
 			goto fail;
 		}
-		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		c->cursor_bytes = ((size_t)c->njobs * sizeof(*c->cursors) +
+				   4095) & ~(size_t)4095;
+		if (map_entries(fd) != c->njobs) {
+			close(fd);
+			err = rinx_c_cerr(c, -EPROTO, "pinned maps of node %s are "
+					  "from an incompatible rinx build",
+					  c->self->name);
+			goto fail;
+		}
+		p = mmap(NULL, c->cursor_bytes, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, fd, 0);
 		close(fd);
 		if (p == MAP_FAILED) {
 			err = rinx_c_cerr(c, -errno, "cannot mmap cursors: %s",
@@ -633,6 +670,11 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		    cur.slot == c->slot)
 			bpf_map_delete_elem(c->fd_jobs, &key);
 	}
+	/* the job entry first: no frame of the job finds the slot after */
+	if (c->slot_held)
+		rinx_claim_release(c->fd_claims, c->slot, c->job);
+	if (c->fd_claims >= 0)
+		close(c->fd_claims);
 	if (c->tor_rack >= 0) {
 		struct rinx_torctl_hdr h = {};
 
@@ -646,7 +688,12 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 			key = c->job;
 			bpf_map_delete_elem(c->hostless_fd[i], &key);
 			close(c->hostless_fd[i]);
+			rinx_claim_release(c->hostless_claims[i],
+					   c->hostless_slot[i], c->job);
 		}
+	for (i = 0; i < RINX_MAX_NODES; i++)
+		if (c->hostless_claims[i] >= 0)
+			close(c->hostless_claims[i]);
 	if (c->fd_aggs >= 0)
 		close(c->fd_aggs);
 	if (c->x) {
@@ -654,7 +701,7 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		rinx_c_xctx_put(c->x);
 	}
 	if (c->cursors)
-		munmap(c->cursors, 4096);
+		munmap(c->cursors, c->cursor_bytes);
 	if (c->share)
 		munmap(c->share, c->map_bytes);
 	if (c->result)

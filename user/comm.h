@@ -121,22 +121,29 @@ struct rinx_comm {
 	const struct rinx_spec_host *self;
 	int rank, n;
 	__u32 job, slot, window;
+	__u32 njobs;		/* job slots of this node (spec jobs=) */
+	int slot_held;		/* slot claimed (released at close) */
 	__u64 token;		/* 64 bits on the wire (rinx_hdr.token) */
 	int qbits;
 	int bval;		/* values per block (frame): the MTU's */
 	int timeout_ms, inflight;
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
 	int fd_aggs;		/* agent host: its aggregator slots */
+	int fd_claims;		/* this node's job slots: who holds which */
 	int tor_jobs_fd;	/* a hostless ToR rank 0 installs: its job table */
 	int tor_rack;		/* agent: the rack whose ToR took the job by message, or -1 */
 	/* rank 0: job tables of the aggregators without hosts (a topology's
 	 * PS, an aggregating spine) it installed, -1 where none */
 	int hostless_fd[RINX_MAX_NODES];
+	int hostless_claims[RINX_MAX_NODES];	/* their claims maps */
+	__u32 hostless_slot[RINX_MAX_NODES];	/* the slot taken there */
+	int tor_claims_fd;	/* install_tor's claims map, handed on */
+	__u32 tor_slot;		/* and the slot it took */
 	struct rinx_slot *share, *result;
 	struct rinx_slot *partial;	/* what this rank's add and forward
 					 * hops sent (RNACK answers) */
-	size_t map_bytes;
-	struct rinx_cursor *cursors;	/* mmapped, RINX_MAX_JOBS entries */
+	size_t map_bytes, cursor_bytes;
+	struct rinx_cursor *cursors;	/* mmapped, njobs entries */
 	struct xctx *x;
 	struct rinx_plan plan;
 	/* classes whose reduce reaches this rank's add hop from a host that

@@ -29,7 +29,8 @@ int rinx_seterr(char *err, size_t len, int ret, const char *fmt, ...)
 
 /* ---- cluster spec ----
  * A text file, one record per line, '#' starts a comment:
- *   cluster port=47001 window=8192 pin=/run/rinx mode=native plan=rina
+ *   cluster port=47001 window=640 jobs=16 pin=/run/rinx mode=native \
+ *           plan=rina
  *           [topo=FILE]                (plan=topo:NAME: the planner NAME on
  *                                       the topology FILE, whose hosts,
  *                                       switches and PS are the spec's
@@ -48,6 +49,9 @@ int rinx_seterr(char *err, size_t len, int ret, const char *fmt, ...)
  * An ina=switch rack's pool=N: the slots its ToR gives a ps-ina job (ATP's
  * pool, default RINX_POOL_DEFAULT, at most the window; 0: a slot per
  * block).
+ * The cluster's jobs=N (1..RINX_MAX_JOBS, default RINX_DEFAULT_JOBS): the
+ * job slots of every node, each of window= blocks; a host pins about
+ * jobs x window x RINX_NODE_BLOCK_BYTES of kernel memory (rinx_spec_mem).
  * The cluster's mtu=N (1490..65535): the IP MTU of the job's network,
  * which sets the values per frame (RINX_BLOCK_VALUES from 3154 up, else
  * RINX_BLOCK_VALUES_MIN); absent, each rank takes its interface's MTU
@@ -92,6 +96,7 @@ struct rinx_spec_rack {
 struct rinx_spec {
 	__u16 port;
 	__u32 window;		/* blocks per job slot on every node */
+	__u32 jobs;		/* job slots of every node */
 	int mode;		/* enum rinx_xdp_mode */
 	char pin[RINX_PATH_MAX];/* bpffs directory; one subdirectory per node */
 	int plan;		/* enum rinx_plan_kind (user/plan.h) */
@@ -150,6 +155,28 @@ struct rinx_node_job {
 	struct rinx_job job;
 	struct rinx_cursor cursor;
 };
+/* Kernel memory of the block slots a host of spec s pins (share, result,
+ * partial, aggregator: jobs x window x RINX_NODE_BLOCK_BYTES); the tables
+ * add well under 1 MiB at the default 16 jobs. */
+unsigned long long rinx_spec_mem(const struct rinx_spec *s);
+/* The kernel memory the maps pinned in dir hold (their fdinfo memlock,
+ * summed), or -errno. */
+long long rinx_pinned_mem(const char *dir);
+struct bpf_map;
+/* Sizes a program's job tables for njobs job slots. */
+void rinx_size_tables(struct bpf_map *jobs, struct bpf_map *claims,
+		      struct bpf_map *nodes, struct bpf_map *hops, __u32 njobs);
+/* Job slots (user/claim.c): the lowest free slot of a node's claims map
+ * for job, held by process pid (0: a job installed from elsewhere), or
+ * -EBUSY with the holders' job ids in why. A slot whose holder died is
+ * taken over, its job entry in fd_jobs deleted. */
+int rinx_claim_slot(int fd_claims, int fd_jobs, __u32 njobs, __u32 job,
+		    __u32 pid, char *why, size_t len);
+void rinx_claim_release(int fd_claims, __u32 slot, __u32 job);
+/* Deletes job's entry in fd_jobs if it is on slot. */
+void rinx_claim_drop_job(int fd_jobs, __u32 job, __u32 slot);
+/* Start time of process pid (clock ticks after boot), 0: no such process. */
+__u64 rinx_proc_start(__u32 pid);
 int rinx_node_jobs(const struct rinx_spec *s, const struct rinx_spec_host *h,
 		   struct rinx_node_job *out, int max);
 void rinx_node_pin_dir(const struct rinx_spec *s,

@@ -3,10 +3,12 @@
  * Attaching the host program to a node and pinning it.
  *
  * Layout under <pin>/<node>/: link (the XDP bpf_link: unpinning it detaches),
- * jobs, nodes, hops, share, result, partial, xsks, stats (the maps the
- * trainers and rinxctl open). Nothing is left behind by rinx_node_down.
+ * jobs, claims, nodes, hops, share, result, partial, aggs, cursors, xsks,
+ * stats (the maps the trainers and rinxctl open). Nothing is left behind by
+ * rinx_node_down.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -26,8 +28,8 @@
 #include "host.skel.h"
 
 static const char *const pinned_maps[] = {
-	"jobs", "nodes", "hops", "share", "result", "partial", "xsks", "stats",
-	"aggs", "cursors",
+	"jobs", "claims", "nodes", "hops", "share", "result", "partial", "xsks",
+	"stats", "aggs", "cursors",
 };
 
 static const char *const stat_names[RINX_STAT_MAX] = {
@@ -91,6 +93,61 @@ void rinx_node_pin_dir(const struct rinx_spec *s,
 		       const struct rinx_spec_host *h, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", s->pin, h->name);
+}
+
+void rinx_size_tables(struct bpf_map *jobs, struct bpf_map *claims,
+		      struct bpf_map *nodes, struct bpf_map *hops, __u32 njobs)
+{
+	bpf_map__set_max_entries(jobs, njobs);
+	bpf_map__set_max_entries(claims, njobs);
+	bpf_map__set_max_entries(nodes, njobs * RINX_MAX_NODES);
+	bpf_map__set_max_entries(hops, njobs * RINX_MAX_CLASSES *
+				 RINX_HOP_TYPES);
+}
+
+/* The kernel's own account of the memory a map pins (its fdinfo's
+ * memlock line), or -errno. */
+static long long map_memlock(int fd)
+{
+	char path[64], line[128];
+	long long v = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %lld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+long long rinx_pinned_mem(const char *dir)
+{
+	char path[RINX_PATH_MAX + RINX_NAME_MAX + 16];
+	long long sum = 0, v;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int fd;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "link"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;	/* not a map (a program, a link) */
+		v = map_memlock(fd);
+		close(fd);
+		if (v > 0)
+			sum += v;
+	}
+	closedir(d);
+	return sum;
 }
 
 static int mkdir_p(const char *path)
@@ -278,12 +335,17 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 	}
 	skel->rodata->rinx_port_be = htons(s->port);
 	skel->rodata->rinx_window = s->window;
-	bpf_map__set_max_entries(skel->maps.share, RINX_MAX_JOBS * s->window);
-	bpf_map__set_max_entries(skel->maps.result, RINX_MAX_JOBS * s->window);
-	bpf_map__set_max_entries(skel->maps.partial, RINX_MAX_JOBS * s->window);
+	/* s->jobs slots of a window each: the kernel memory the node pins
+	 * follows the spec (rinx_spec_mem), whatever the tensors */
+	bpf_map__set_max_entries(skel->maps.share, s->jobs * s->window);
+	bpf_map__set_max_entries(skel->maps.result, s->jobs * s->window);
+	bpf_map__set_max_entries(skel->maps.partial, s->jobs * s->window);
 	/* any host may aggregate (a rack's agent, a tree node, a parameter
 	 * server: the plan is the job's choice): a window of slots per job */
-	bpf_map__set_max_entries(skel->maps.aggs, RINX_MAX_JOBS * s->window);
+	bpf_map__set_max_entries(skel->maps.aggs, s->jobs * s->window);
+	bpf_map__set_max_entries(skel->maps.cursors, s->jobs);
+	rinx_size_tables(skel->maps.jobs, skel->maps.claims, skel->maps.nodes,
+			 skel->maps.hops, s->jobs);
 	err = host_bpf__load(skel);
 	if (err) {
 		pr_warn("node %s: host program rejected by the kernel: %s "
@@ -408,7 +470,7 @@ int rinx_node_jobs(const struct rinx_spec *s, const struct rinx_spec_host *h,
 	}
 	/* read-only walk: the library may install or remove jobs meanwhile,
 	 * so a job may be missed or seen twice; bounded by the table size */
-	while (n < max && n < RINX_MAX_JOBS * 2 &&
+	while (n < max && n < 2 * RINX_MAX_JOBS &&
 	       !bpf_map_get_next_key(fj, prev, &next)) {
 		struct rinx_node_job *o = &out[n];
 

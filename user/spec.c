@@ -15,8 +15,14 @@ void rinx_spec_init(struct rinx_spec *s)
 	memset(s, 0, sizeof(*s));
 	s->port = RINX_DEFAULT_PORT;
 	s->window = RINX_DEFAULT_WINDOW;
+	s->jobs = RINX_DEFAULT_JOBS;
 	s->mode = RINX_XDP_NATIVE;
 	snprintf(s->pin, sizeof(s->pin), "/run/rinx");
+}
+
+unsigned long long rinx_spec_mem(const struct rinx_spec *s)
+{
+	return (unsigned long long)s->jobs * s->window * RINX_NODE_BLOCK_BYTES;
 }
 
 int rinx_parse_mac(const char *str, __u8 mac[6])
@@ -185,6 +191,11 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 				return BAD("line %d: window must be 1..%d blocks",
 					   lineno, 1 << 20);
 			s->window = x;
+		} else if (!h && !r && !strcmp(tok, "jobs")) {
+			if (parse_int(v, 1, RINX_MAX_JOBS, &x))
+				return BAD("line %d: jobs must be 1..%d job slots",
+					   lineno, RINX_MAX_JOBS);
+			s->jobs = x;
 		} else if (!h && !r && !strcmp(tok, "pin")) {
 			if (strlen(v) >= sizeof(s->pin) || v[0] != '/')
 				return BAD("line %d: pin must be an absolute path",
@@ -349,8 +360,8 @@ int rinx_spec_save(const char *path, const struct rinx_spec *s)
 	if (!f)
 		return -errno;
 	fprintf(f, "# rinx cluster spec\n");
-	fprintf(f, "cluster port=%u window=%u pin=%s mode=%s plan=%s",
-		s->port, s->window, s->pin,
+	fprintf(f, "cluster port=%u window=%u jobs=%u pin=%s mode=%s plan=%s",
+		s->port, s->window, s->jobs, s->pin,
 		s->mode == RINX_XDP_GENERIC ? "generic" : "native",
 		rinx_plan_name(s->plan, s->plan_nps, pl, sizeof(pl)));
 	if (s->topo[0])

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <bpf/bpf.h>
+#include "user/ctl.h"
 #include "user/torctl.h"
 
 static __u64 ms_now(void)
@@ -84,8 +85,8 @@ out:
 }
 
 struct tor_maps {
-	int jobs, nodes, hops, aggs;
-	__u32 aggs_max;
+	int jobs, nodes, hops, aggs, claims;
+	__u32 aggs_max, njobs;
 };
 
 static int tor_install(struct tor_maps *m, const struct rinx_torctl_hdr *h,
@@ -94,9 +95,9 @@ static int tor_install(struct tor_maps *m, const struct rinx_torctl_hdr *h,
 	const struct rinx_job *j = body;
 	const struct rinx_node *nodes = (const void *)(j + 1);
 	const struct rinx_hop *hops;
-	struct rinx_job cur;
+	struct rinx_job cur, mine;
 	struct rinx_agg *zero;
-	__u32 key = ntohl(h->job), k, next, i, cl, t;
+	__u32 key = ntohl(h->job), k, i, cl, t, slot;
 	unsigned nn = h->nnodes;
 	int err = 0;
 
@@ -104,20 +105,24 @@ static int tor_install(struct tor_maps *m, const struct rinx_torctl_hdr *h,
 	    RINX_TORCTL_HOPS * sizeof(*hops))
 		return EINVAL;
 	hops = (const void *)(nodes + nn);
-	if (j->token != be64toh(h->token) || j->slot >= RINX_MAX_JOBS ||
-	    j->nnodes != nn || !j->window)
+	if (j->token != be64toh(h->token) || j->nnodes != nn || !j->window)
 		return EINVAL;
 	if (!bpf_map_lookup_elem(m->jobs, &key, &cur) && cur.token != j->token)
 		return EACCES;
-	for (err = bpf_map_get_next_key(m->jobs, NULL, &next); !err;
-	     err = bpf_map_get_next_key(m->jobs, &k, &next)) {
-		k = next;
-		if (k != key && !bpf_map_lookup_elem(m->jobs, &k, &cur) &&
-		    cur.slot == j->slot)
-			return EBUSY;
-	}
-	if (m->aggs_max < (j->slot + 1) * j->window)
+	/* The ToR's own slot (the sender's is its host's): the job's old
+	 * one if it installs again, else the lowest free; held (pid 0) until
+	 * the job's REMOVE. */
+	err = rinx_claim_slot(m->claims, m->jobs, m->njobs, key, 0, NULL, 0);
+	if (err < 0)
+		return -err;
+	slot = err;
+	mine = *j;
+	mine.slot = slot;
+	j = &mine;
+	if (m->aggs_max < (j->slot + 1) * j->window) {
+		rinx_claim_release(m->claims, slot, key);
 		return ENOSPC;
+	}
 	for (i = 0; i < nn; i++) {
 		k = j->slot * RINX_MAX_NODES + i;
 		if (bpf_map_update_elem(m->nodes, &k, &nodes[i], 0))
@@ -164,9 +169,11 @@ static int tor_apply(struct tor_maps *m, const void *buf, size_t len)
 			return ENOENT;
 		if (cur.token != be64toh(h->token))
 			return EACCES;
-		if (h->op == RINX_TORCTL_REMOVE &&
-		    bpf_map_delete_elem(m->jobs, &key))
-			return errno;
+		if (h->op == RINX_TORCTL_REMOVE) {
+			if (bpf_map_delete_elem(m->jobs, &key))
+				return errno;
+			rinx_claim_release(m->claims, cur.slot, key);
+		}
 		return 0;
 	}
 	return EOPNOTSUPP;
@@ -184,7 +191,7 @@ int rinx_torctl_serve(const char *pin_dir, __be32 ip, __u16 port,
 		      volatile int *stop)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET }, from;
-	struct tor_maps m = { -1, -1, -1, -1, 0 };
+	struct tor_maps m = { -1, -1, -1, -1, -1, 0, 0 };
 	struct bpf_map_info info = {};
 	__u32 ilen = sizeof(info);
 	char path[512];
@@ -201,11 +208,19 @@ int rinx_torctl_serve(const char *pin_dir, __be32 ip, __u16 port,
 	    (m.nodes = open_map(pin_dir, "nodes")) < 0 ||
 	    (m.hops = open_map(pin_dir, "hops")) < 0 ||
 	    (m.aggs = open_map(pin_dir, "aggs")) < 0 ||
+	    (m.claims = open_map(pin_dir, "claims")) < 0 ||
 	    bpf_obj_get_info_by_fd(m.aggs, &info, &ilen)) {
 		err = -errno;
 		goto out;
 	}
 	m.aggs_max = info.max_entries;
+	memset(&info, 0, sizeof(info));
+	ilen = sizeof(info);
+	if (bpf_obj_get_info_by_fd(m.claims, &info, &ilen)) {
+		err = -errno;
+		goto out;
+	}
+	m.njobs = info.max_entries;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	sa.sin_addr.s_addr = ip;
 	sa.sin_port = htons(port);
@@ -248,6 +263,8 @@ out:
 		close(m.hops);
 	if (m.aggs >= 0)
 		close(m.aggs);
+	if (m.claims >= 0)
+		close(m.claims);
 	if (fd >= 0)
 		close(fd);
 	free(buf);

@@ -56,7 +56,7 @@ enum route {
 	R_COMM,		/* an intercommunicator or other processes */
 	R_OFF,		/* RINX_SPEC not set (on some rank) */
 	R_THREADS,	/* MPI_THREAD_MULTIPLE */
-	R_SLOTS,	/* all 4 job slots of the node in use */
+	R_SLOTS,	/* every job slot of a node in use */
 	R_MAX
 };
 
@@ -104,7 +104,6 @@ struct cstate {
 	enum route reason;	/* CS_MPI */
 	struct rinx_comm *rc;
 	uint32_t job;
-	int slot;
 	struct op *head, *tail;	/* head: the one librinx runs */
 	int reported;		/* CS_FAILED: said so once */
 };
@@ -130,7 +129,6 @@ static struct {
 	struct cstate *states;
 	struct op *ops;			/* not yet collected */
 	int nlive;			/* queued or active ops */
-	int used_slots;			/* bit per job slot */
 	struct count cnt[F_MAX][R_MAX];
 	/* the statistics of closed rinx communicators, for the verbose
 	 * report */
@@ -637,7 +635,6 @@ static void cs_close(struct cstate *cs)
 		}
 		rinx_comm_close(cs->rc);
 		cs->rc = NULL;
-		g.used_slots &= ~(1 << cs->slot);
 	}
 	for (p = &g.states; *p; p = &(*p)->next)
 		if (*p == cs) {
@@ -667,7 +664,6 @@ static struct cstate *cs_new(MPI_Comm comm, enum cs_kind kind,
 	cs->comm = comm;
 	cs->kind = kind;
 	cs->reason = reason;
-	cs->slot = -1;
 	if (PMPI_Comm_set_attr(comm, g.keyval, cs) != MPI_SUCCESS) {
 		free(cs);
 		return NULL;
@@ -677,7 +673,7 @@ static struct cstate *cs_new(MPI_Comm comm, enum cs_kind kind,
 	return cs;
 }
 
-enum { A_JOB, A_TOKEN, A_SEQ, A_VETO, A_CONF, A_SLOT0, A_N = A_SLOT0 + 4 };
+enum { A_JOB, A_TOKEN, A_SEQ, A_VETO, A_CONF, A_N };
 
 /*
  * The state of comm, set up at its first eligible call: collective over
@@ -689,7 +685,7 @@ static struct cstate *cs_get(MPI_Comm comm)
 	char name[MPI_MAX_OBJECT_NAME];
 	long long a[A_N];
 	struct cstate *cs;
-	int flag = 0, inter = 0, cmp = MPI_UNEQUAL, lvl, i, err, bad;
+	int flag = 0, inter = 0, cmp = MPI_UNEQUAL, lvl, err, bad;
 	long long seq;
 	void *val;
 
@@ -715,8 +711,6 @@ static struct cstate *cs_get(MPI_Comm comm)
 	PMPI_Query_thread(&lvl);
 	a[A_VETO] = g.off ? R_OFF : lvl == MPI_THREAD_MULTIPLE ? R_THREADS : 0;
 	a[A_CONF] = g.conf_err;
-	for (i = 0; i < 4; i++)
-		a[A_SLOT0 + i] = !!(g.used_slots & 1 << i);
 	PMPI_Allreduce(MPI_IN_PLACE, a, A_N, MPI_LONG_LONG, MPI_MAX, comm);
 	if (a[A_CONF]) {
 		if (!g.conf_err)
@@ -731,20 +725,15 @@ static struct cstate *cs_get(MPI_Comm comm)
 		return cs_new(comm, CS_MPI, a[A_VETO]);
 	g.job_base = (uint32_t)a[A_JOB];
 	g.token = (uint64_t)a[A_TOKEN];
-	/* the job slot of a node is job mod 4: the next id whose slot none
-	 * of our communicators holds; ids are never used twice */
-	for (seq = a[A_SEQ]; seq < a[A_SEQ] + 4; seq++)
-		if (!a[A_SLOT0 + (g.job_base + seq) % 4])
-			break;
-	if (seq == a[A_SEQ] + 4)
-		return cs_new(comm, CS_MPI, R_SLOTS);
+	/* the next id (never used twice); each node gives it its lowest
+	 * free job slot */
+	seq = a[A_SEQ];
 	g.next_seq = seq + 1;
 
 	cs = cs_new(comm, CS_RINX, R_RINX);
 	if (!cs)
 		return NULL;
 	cs->job = g.job_base + (uint32_t)seq;
-	cs->slot = cs->job % 4;
 	o.spec = g.spec;
 	o.rank = g.rank;
 	o.job = cs->job;
@@ -757,11 +746,16 @@ static struct cstate *cs_get(MPI_Comm comm)
 		say("opening rinx job %u for %s (spec %s, rank %d): %s",
 		    cs->job, comm_label(comm, name), g.spec, g.rank,
 		    rinx_comm_error(NULL) ?: strerror(-err));
-	else
-		g.used_slots |= 1 << cs->slot;
-	bad = !!err;
+	/* 1: a node had no free job slot (this communicator runs on MPI),
+	 * 2: another failure */
+	bad = !err ? 0 : err == -EBUSY ? 1 : 2;
 	PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, comm);
-	if (bad) {
+	if (bad == 1) {
+		rinx_comm_close(cs->rc);
+		cs->rc = NULL;
+		cs->kind = CS_MPI;
+		cs->reason = R_SLOTS;
+	} else if (bad) {
 		if (!err)
 			say("another rank could not open rinx job %u for %s "
 			    "(its message says why)", cs->job,

@@ -90,7 +90,8 @@ class MismatchError(Error):
 
 class BusyError(Error):
     """-EBUSY: an allreduce is already in flight on this communicator, or
-    the job's slot is taken by another job on this node."""
+    every job slot of a node is held by other jobs (the message names
+    them)."""
 
 
 class ConfigError(Error, ValueError):

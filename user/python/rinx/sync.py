@@ -963,8 +963,8 @@ class InHAD(_PSMode):
         self.lr_local = float(lr)
         self.mu = float(momentum)
         if len(self.members) > 1:
-            # the group's own communicator: its job must not share a slot
-            # (job mod 4) with the world's on these nodes
+            # the group's own communicator: a job id of its own, beside
+            # the world's on these nodes
             gjob = comm.job + 1 if group_job is None else int(group_job)
             self._gspec = _group_spec(comm.spec, self.members)
             try:
