@@ -77,7 +77,7 @@ static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
 
 /* Maps of an INA ToR's aggregator, pinned under <pin>/<rack name>/. */
 static const char *const agg_pinned_maps[] = {
-	"jobs", "nodes", "hops", "aggs", "stats",
+	"jobs", "claims", "nodes", "hops", "aggs", "stats",
 };
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))

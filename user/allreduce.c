@@ -136,9 +136,18 @@ static int round_open(struct rinx_req *r)
 	 * that has not started moving is not a loss. Wait a few times this
 	 * rank's conversion before the first repair. */
 	r->last_progress = now_ns();
+	r->opened_at = r->last_progress;
+	r->lag_sampled = 0;
 	r->rto = 4 * (r->last_progress - t);
+	/* and twice what rounds took to get going lately: with many short
+	 * rounds on busy cores a late peer at every round start looked like
+	 * a loss */
+	if (r->rto < 2 * c->open_lag)
+		r->rto = 2 * c->open_lag;
 	if (r->rto < RTO_FIRST_NS)
 		r->rto = RTO_FIRST_NS;
+	if (r->rto > RTO_MAX_NS)
+		r->rto = RTO_MAX_NS;
 	r->head = r->cursor = r->stamped = r->sampled = r->fin_ahead = 0;
 	r->cursor_t = r->first_fin = 0;
 	memset(r->resent, 0, r->nown);
@@ -515,9 +524,12 @@ static int progress(struct rinx_req *r, int *moved)
 		if (got || !r->cursor_t) {
 			r->cursor_t = t;
 			r->holes = 0;
-		} else if (t - r->cursor_t > rinx_c_hole_wait(r) << (r->holes < 6 ?
-								     r->holes : 6) &&
+		} else if (t - (r->cursor_t > r->first_fin ? r->cursor_t :
+				r->first_fin) > rinx_c_hole_wait(r) <<
+					(r->holes < 6 ? r->holes : 6) &&
 			   rinx_c_cursor_hole(r)) {
+			/* (the wait starts when the round got going here at
+			 * the earliest: see rinx_c_own_timers) */
 			rinx_c_repair(r, !r->holes, 0);
 			c->st.repairs++;
 			r->holes++;
@@ -525,6 +537,13 @@ static int progress(struct rinx_req *r, int *moved)
 		}
 		/* a stall: blocks finished in order, or own blocks claimed
 		 * (the host program claims one per finished gather) */
+		if (got && !r->lag_sampled) {
+			__u64 lag = t - r->opened_at;
+
+			r->lag_sampled = 1;
+			c->open_lag = c->open_lag ? (7 * c->open_lag + lag) / 8 :
+						    lag;
+		}
 		if (got || claimed != r->last_claimed || !r->last_progress) {
 			r->moved_at = t;
 			r->last_claimed = claimed;

@@ -85,6 +85,8 @@ struct rinx_req {
 	__u32 fin_ahead;	/* own blocks finished beyond head */
 	__u64 cursor_t;		/* when the cursor last moved */
 	__u64 first_fin;	/* when an own block first finished */
+	__u64 opened_at;	/* when the round opened here */
+	int lag_sampled;	/* open_lag took this round's sample */
 	int holes;		/* hole repairs since */
 	__u32 cursor;		/* blocks < cursor are copied out */
 	int round_open;
@@ -185,6 +187,10 @@ struct rinx_comm {
 	struct rinx_req *active;
 	struct rinx_req *spare;	/* a finished one, its arrays kept */
 	__u64 srtt, rttvar;	/* own blocks: claim to finished here */
+	/* a round's start: from its opening here to the first block of it
+	 * finished here (the peers' conversion and scheduling), smoothed
+	 * over rounds; the first repair of a round waits longer than that */
+	__u64 open_lag;
 	struct cc {
 		__u64 t;		/* last update */
 		__u64 stored, marked;	/* cursor counts at t */
