@@ -5,7 +5,10 @@
 # 2, 3, 4 and 8 hosts, 8 hosts also as 2 racks x 4 (blocks cross the spine),
 # and 3 hosts in generic XDP mode; float32 (within rinx_f32_bound) and int32
 # (bit-exact), sizes 1 element, 7 elements, one block (768 elements), one
-# block + 1, 1 MiB, and 64 MiB on 4 hosts and on 2 racks x 4.
+# block + 1, 1 MiB, and 64 MiB on 4 hosts and on 2 racks x 4. float32 runs
+# on the default data (grad: gradient-like) and, on 3 and 8 hosts, also on
+# --data worst (block exponents that differ between ranks); int32 on ints;
+# every table must name its data.
 #
 #   one rack (<C> = a..f: one testbed per case)    two racks (case e)
 #
@@ -81,9 +84,11 @@ check_counters() {
 	return $bad
 }
 
-# run_case LETTER MODE RACKS PER-RACK SIZES
+# run_case LETTER MODE RACKS PER-RACK SIZES [RUNS]: RUNS are DTYPE:DATA
+# (default float32:grad int32:ints)
 run_case() {
 	local p=$P$1 mode=$2 racks=$3 per=$4 sizes=$5 hosts=$(($3 * $4))
+	local runs=${6:-float32:grad int32:ints} run data dopt
 	local name="$hosts hosts ($racks x $per, $mode)" spec out rc dt t0 msg
 
 	spec=/run/rinx-testbed/$p.spec
@@ -96,7 +101,7 @@ run_case() {
 	if [ $rc -ne 0 ]; then
 		echo "$out" | diag
 		# keep the plan: the 8 results of this case fail
-		for dt in float32 int32; do
+		for dt in $runs; do
 			for msg in "exit status" "every size verified" \
 				   "summary line"; do
 				ok 1 "$name: $dt: $msg (no testbed)"
@@ -108,20 +113,27 @@ run_case() {
 		ok $? "$name: testbed down, no namespace left"
 		return
 	fi
-	for dt in float32 int32; do
+	for run in $runs; do
+		dt=${run%:*}
+		data=${run#*:}
+		# grad and ints are the dtypes' defaults: only worst is named
+		dopt=()
+		[ "$data" = worst ] && dopt=(--data worst)
 		t0=$SECONDS
 		out=$(timeout -k 5 $BENCH_LIMIT "$rinxctl" bench --spec "$spec" \
-			--verify --iters 2 --warmup 0 --dtype $dt \
+			--verify --iters 2 --warmup 0 --dtype $dt "${dopt[@]}" \
 			--sizes "$sizes" --timeout $TIMEOUT_MS 2>&1)
 		rc=$?
 		echo "$out" | diag
 		echo "# ($((SECONDS - t0)) s)"
-		ok $rc "$name: $dt: bench --verify exit status ($rc)"
+		ok $rc "$name: $run: bench --verify exit status ($rc)"
 		msg=$(verified_sizes "$out" "$sizes")
-		ok $? "$name: $dt: every size verified ok"
+		ok $? "$name: $run: every size verified ok"
 		[ -n "$msg" ] && echo "$msg" | diag
-		echo "$out" | grep -q '^# verify: every element ok;'
-		ok $? "$name: $dt: summary says every element ok"
+		echo "$out" | grep -q '^# verify: every element ok;' &&
+			echo "$out" | grep -q "^# rinx allreduce: $hosts ranks, $dt, data $data, " &&
+			echo "$out" | grep -q "^# data $data: "
+		ok $? "$name: $run: summary says every element ok, the header names data $data"
 	done
 	msg=$(check_counters "$spec" "$p" "$hosts")
 	ok $? "$name: no drop or abort counted by host programs or switches"
@@ -136,7 +148,7 @@ needs_root ip timeout awk
 trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
-echo "1..58"
+echo "1..65"
 # conversion alone: sizes of 1 element, one block + 1, 1 MiB
 out=$(timeout 120 "$rinxctl" bench --convert --sizes 4,3076,1048576 \
 	--iters 2 2>&1)
@@ -144,13 +156,16 @@ ok $? "bench --convert exits 0"
 paths=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ { print $3 }' | sort -u | wc -l)
 rows=$(echo "$out" | awk '$1 ~ /^[0-9]+$/ && $NF == "ok"' | wc -l)
 [ "$paths" -ge 1 ] && [ "$rows" -eq $((paths * 3)) ] &&
-	echo "$out" | grep -q ' portable .* ok$'
-ok $? "bench --convert: $rows rows verified, $paths paths x 3 sizes"
+	echo "$out" | grep -q ' portable .* ok$' &&
+	echo "$out" | grep -q '^# rinx conversion alone: .*, data grad '
+ok $? "bench --convert: $rows rows verified, $paths paths x 3 sizes, data grad named"
 [ $? -eq 0 ] || echo "$out" | sed 's/^/# /'
 out=$(timeout 120 "$rinxctl" bench --convert --sizes 3076 --iters 1 --json)
 echo "$out" | /usr/bin/python3 -c '
 import json, sys
-d = json.load(sys.stdin)["convert"]
+j = json.load(sys.stdin)
+assert j["data"] == "grad", j
+d = j["convert"]
 assert d and all(r["verified"] and r["bytes"] == 3076 for r in d), d
 assert all(r["quant_ns_per_elem"] > 0 and r["memcpy_ns_per_elem"] >= 0
            for r in d), d
@@ -160,10 +175,13 @@ ok $? "bench --convert --json: every path verified"
 "$rinxctl" bench --convert --spec /nonexistent >/dev/null 2>&1
 [ $? -eq 2 ]
 ok $? "bench --convert with --spec is a usage error"
+"$rinxctl" bench --spec /nonexistent --data ints >/dev/null 2>&1
+[ $? -eq 2 ]
+ok $? "bench --data ints with float32 is a usage error"
 run_case a native 1 2 "$SMALL"
-run_case b native 1 3 "$SMALL"
+run_case b native 1 3 "$SMALL" "float32:grad int32:ints float32:worst"
 run_case c native 1 4 "$LARGE"
-run_case d native 1 8 "$SMALL"
+run_case d native 1 8 "$SMALL" "float32:grad int32:ints float32:worst"
 run_case e native 2 4 "$LARGE"
 run_case f generic 1 3 "$SMALL"
 

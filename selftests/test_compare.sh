@@ -4,7 +4,9 @@
 # rinxctl compare on a 3-host testbed: rinx, Open MPI (tuned and ring) and
 # Gloo, two tiny sizes (4 KiB and one block + 1 element), 2 interleaved runs,
 # every result verified; table, --csv and --json; the peers on their bridge
-# network (the default), on both networks, and on rate-limited links.
+# network (the default), on both networks, and on rate-limited links; the
+# default data (grad) in the table and --json, --data worst in --csv, named
+# by every output and reduced by every candidate.
 # Needs Open MPI and Debian's python3-torch: when they are missing the test
 # SKIPs (exit 4) instead of installing them (run tools/deps.sh peers to
 # enable it). TAP output.
@@ -56,7 +58,7 @@ leftover() {
 	ip netns list | awk '{print $1}' | grep -c "^$P-b"
 }
 
-echo "1..16"
+echo "1..17"
 out=$("$rinxctl" testbed up --hosts 3 --prefix "$P" 2>&1)
 ok $? "testbed up (3 hosts)"
 [ -f "$spec" ] || { echo "$out" | sed 's/^/# /'; exit 1; }
@@ -75,23 +77,27 @@ ok $? "table: 4 candidates x 2 sizes verified ok, peers on bridge ($rows rows)"
 [ "$rc" -eq 0 ] && [ "$rows" -eq 8 ] || echo "$out" | sed 's/^/# /'
 echo "$out" | grep -q 'rinx-ring vs ompi-tuned (bridge): busbw [0-9.]*x'
 ok $? "table: ratio lines name the network"
+echo "$out" | grep -q '^# rinxctl compare: 3 ranks, float32, data grad, ' &&
+	echo "$out" | grep -q '^# data grad (every candidate the same numbers): gradient-like'
+ok $? "table: the header names the data (grad, the default)"
 echo "$out" | grep -q "^# net bridge .*TSO on the hosts' interfaces: on$"
 ok $? "table: the bridge network keeps TSO on the hosts"
 [ "$(leftover)" -eq 0 ]
 ok $? "no namespace of the bridge network left"
 
 # csv, both networks (Gloo only): rinx + gloo on bridge + gloo on testbed,
-# and Open MPI with every rank in one namespace (shared memory)
+# and Open MPI with every rank in one namespace (shared memory); all of them
+# on --data worst (a peer whose header names other data fails)
 out=$(timeout 600 "$rinxctl" compare --spec "$spec" --sizes $SIZES \
 	--iters 1 --warmup 0 --csv --peers gloo,mpi-shm --peer-net both \
-	--no-install 2>/dev/null)
+	--data worst --no-install 2>/dev/null)
 echo "$out" | head -1 |
-	grep -q '^bytes,candidate,network,algorithm,ranks,runs,median_us' &&
-	[ "$(echo "$out" | grep -c '^[0-9]*,rinx-ring,testbed,.*,true,')" -eq 2 ] &&
-	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,bridge,.*,true,')" -eq 2 ] &&
-	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,testbed,.*,true,')" -eq 2 ] &&
-	[ "$(echo "$out" | grep -c '^[0-9]*,ompi-shm,shm,.*,3,.*,true,')" -eq 2 ]
-ok $? "--csv --peer-net both: header, 8 verified rows on their networks (ompi-shm on shm)"
+	grep -q '^bytes,candidate,network,algorithm,data,ranks,runs,median_us' &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,rinx-ring,testbed,.*,worst,3,.*,true,')" -eq 2 ] &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,bridge,.*,worst,3,.*,true,')" -eq 2 ] &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,gloo-ring,testbed,.*,worst,3,.*,true,')" -eq 2 ] &&
+	[ "$(echo "$out" | grep -c '^[0-9]*,ompi-shm,shm,.*,worst,3,.*,true,')" -eq 2 ]
+ok $? "--csv --peer-net both --data worst: header, 8 verified rows on data worst and their networks (ompi-shm on shm)"
 [ $? -eq 0 ] || echo "$out" | sed 's/^/# /'
 [ "$(leftover)" -eq 0 ]
 ok $? "no namespace left after --peer-net both"
@@ -106,6 +112,7 @@ import json, sys
 d = json.load(sys.stdin)
 r = {x["candidate"]: x for x in d["results"]}
 assert d["ranks"] == 3 and set(r) == {"rinx-ring", "gloo-ring"}, d
+assert d["data"] == "grad", d
 assert r["rinx-ring"]["network"] == "testbed", r
 assert r["gloo-ring"]["network"] == "bridge", r
 assert all(x["verified"] for x in r.values()), r
@@ -120,7 +127,7 @@ for x in r.values():
 	u = x["busbw_gbs"] * 1e9 * 8 / 500e6
 	assert abs(x["util"] - u) <= 2e-3 + 1e-3 * u, (x, u)
 '
-ok $? "--json: networks, verified, ratios, bridge shaped and marking, util = busbw/link"
+ok $? "--json: data grad, networks, verified, ratios, bridge shaped and marking, util = busbw/link"
 [ "$(leftover)" -eq 0 ]
 ok $? "no namespace left after the shaped run"
 

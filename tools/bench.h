@@ -31,6 +31,7 @@ struct bench_opts {
 	int nsizes;
 	int iters, warmup;
 	int dtype;		/* enum rinx_dtype */
+	int data;		/* enum gen_data (tools/gen.h); -1: by dtype */
 	int verify, json, profile;
 	int convert;		/* --convert: the conversion alone */
 	int timeout_ms, inflight;
@@ -46,6 +47,11 @@ struct bench_opts {
 
 void bench_defaults(struct bench_opts *o);
 int bench_parse_sizes(const char *list, struct bench_opts *o);
+/* --data NAME into o->data; 0 or -1 after a message naming cmd. */
+int bench_parse_data(const char *name, struct bench_opts *o, const char *cmd);
+/* o->data from the dtype when not given, or -1 after a message naming cmd
+ * when it does not fit the dtype. */
+int bench_data_resolve(struct bench_opts *o, const char *cmd);
 int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		 const char **spec, const char *usage);
 /* --convert: conversion alone against memcpy (tools/bench_convert.c);

@@ -90,8 +90,7 @@ static int one_size(const struct bench_opts *o, uint64_t bytes, FILE *out,
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < n; i++)
-		x[i] = gen_f32(seed, 0, i);
+	gen_fill(o->data, seed, 0, 0, n, x);	/* rank 0's input */
 	memset(y, 0, n * 4);
 	memset(z, 0, n * 4);
 	/* the portable path's slots: what every other path must write */
@@ -172,17 +171,20 @@ int bench_convert(const struct bench_opts *o, FILE *out)
 	int k, ret = 0, err;
 
 	if (o->json)
-		fprintf(out, "{\"convert\":[");
+		fprintf(out, "{\"data\":\"%s\",\"convert\":[",
+			gen_data_name(o->data));
 	else
 		fprintf(out, "# rinx conversion alone: float32 <-> block fixed "
-			"point, one thread, median of %d after %d warm-up, ns per "
+			"point, data %s (rank 0's input; %s), one thread, "
+			"median of %d after %d warm-up, ns per "
 			"element of thread CPU time; memcpy = the same floats "
 			"copied (4 B read + 4 B written per element, as each "
 			"direction of the conversion); x memcpy = (quant + "
 			"dequant) / (2 memcpy)\n"
 			"#        bytes     elements path          quant   dequant"
-			"     total    memcpy  x memcpy verify\n", o->iters,
-			o->warmup);
+			"     total    memcpy  x memcpy verify\n",
+			gen_data_name(o->data), gen_data_about[o->data],
+			o->iters, o->warmup);
 	for (k = 0; k < o->nsizes; k++) {
 		if (o->sizes[k] < 4) {
 			fprintf(stderr, "rinxctl bench: --convert needs sizes "

@@ -135,7 +135,8 @@ static void verify(const struct bench_opts *o, int n, uint64_t seed,
 			acc[k] = 0;
 		for (r = 0; r < n; r++)
 			for (k = 0; k < cnt; k++) {
-				float v = gen_f32(seed, r, base + k);
+				float v = gen_f32_of(o->data, seed, r,
+						     base + k);
 
 				acc[k] += v;
 				if (fabs(v) > amax)
@@ -229,7 +230,7 @@ static void child(const struct bench_opts *o, const char *spec_path,
 	struct rinx_comm *cs[BENCH_MAX_JOBS] = { NULL }, *c;
 	struct cmd_msg cmd;
 	char *sendb = NULL, *recvb = NULL;
-	uint64_t seed = 0, i, t;
+	uint64_t seed = 0, t;
 	int oldfd, err, nj = o->jobs > 1 ? o->jobs : 1, j;
 
 	memset(&rep, 0, sizeof(rep));
@@ -279,14 +280,8 @@ static void child(const struct bench_opts *o, const char *spec_path,
 
 				seed = gen_run_seed(o->seed + j, cmd.iter,
 						    cmd.count);
-				if (o->dtype == RINX_INT32)
-					for (i = 0; i < cmd.count; i++)
-						((int32_t *)send)[i] =
-							gen_i32(seed, rank, i);
-				else
-					for (i = 0; i < cmd.count; i++)
-						((float *)send)[i] =
-							gen_f32(seed, rank, i);
+				gen_fill(o->data, seed, rank, 0, cmd.count,
+					 send);
 				memset(recvb + o->max_count * 4 * j, 0xa5,
 				       cmd.count * 4);
 			}
@@ -648,6 +643,11 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	if (link)
 		snprintf(linkbuf, sizeof(linkbuf), "; slowest link %u Mbit/s "
 			 "(util = busbw / link rate)", link);
+	/* callers that built their own options (compare) may leave the data
+	 * to the dtype */
+	if (bench_data_resolve(&oo, "bench"))
+		return -EINVAL;
+	o = &oo;
 	oo.max_count = 0;
 	for (k = 0; k < o->nsizes; k++)
 		if (o->sizes[k] / 4 > oo.max_count)
@@ -660,16 +660,21 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 	if (o->profile)
 		prof_open(&prof, s);
 	if (o->json)
-		fprintf(out, "{\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,"
-			"\"warmup\":%d,\"verify\":%s,\"results\":[", n,
-			o->dtype == RINX_INT32 ? "int32" : "float32", o->iters,
+		fprintf(out, "{\"ranks\":%d,\"dtype\":\"%s\",\"data\":\"%s\","
+			"\"runs\":%d,\"warmup\":%d,\"verify\":%s,"
+			"\"results\":[", n,
+			o->dtype == RINX_INT32 ? "int32" : "float32",
+			gen_data_name(o->data), o->iters,
 			o->warmup, o->verify ? "true" : "false");
 	else
-		fprintf(out, "# rinx allreduce: %d ranks, %s, median of %d runs "
-			"after %d warm-up, verify %s%s\n"
+		fprintf(out, "# rinx allreduce: %d ranks, %s, data %s, median of "
+			"%d runs after %d warm-up, verify %s%s\n"
+			"# data %s: %s\n"
 			"# %12s %11s %10s %10s %10s %9s %9s %10s %s%s\n", n,
-			o->dtype == RINX_INT32 ? "int32" : "float32", o->iters,
-			o->warmup, o->verify ? "on" : "off", linkbuf, "bytes",
+			o->dtype == RINX_INT32 ? "int32" : "float32",
+			gen_data_name(o->data), o->iters,
+			o->warmup, o->verify ? "on" : "off", linkbuf,
+			gen_data_name(o->data), gen_data_about[o->data], "bytes",
 			"elements", "min_us", "median_us", "max_us",
 			"algbw", "busbw", "Melem/s", link ? "  util " : "",
 			"verify");
@@ -915,12 +920,37 @@ void bench_defaults(struct bench_opts *o)
 	o->iters = 5;
 	o->warmup = 1;
 	o->dtype = RINX_FLOAT32;
+	o->data = -1;
 	o->timeout_ms = 10000;
 	srand(getpid() ^ time(NULL));
 	o->job = 1 + (rand() & 0x3ffffff);
 	o->token = bench_token();
 	o->seed = 12345;
 	bench_parse_sizes("1M,16M,64M", o);
+}
+
+int bench_parse_data(const char *name, struct bench_opts *o, const char *cmd)
+{
+	o->data = gen_data_parse(name);
+	if (o->data >= 0)
+		return 0;
+	fprintf(stderr, "rinxctl %s: --data grad|worst|ints\n", cmd);
+	return -1;
+}
+
+int bench_data_resolve(struct bench_opts *o, const char *cmd)
+{
+	if (o->data < 0)
+		o->data = o->dtype == RINX_INT32 ? GEN_INTS : GEN_GRAD;
+	if ((o->data == GEN_INTS) == (o->dtype == RINX_INT32))
+		return 0;
+	fprintf(stderr, "rinxctl %s: --data %s is %s data; --dtype %s runs "
+		"on %s\n", cmd, gen_data_name(o->data),
+		o->data == GEN_INTS ? "int32" : "float32",
+		o->dtype == RINX_INT32 ? "int32" : "float32",
+		o->dtype == RINX_INT32 ? "ints (the default)" :
+		"grad (the default) or worst");
+	return -1;
 }
 
 static const char bench_usage[] =
@@ -930,6 +960,16 @@ static const char bench_usage[] =
 "  --iters N        timed runs per size (default 5; the median is reported)\n"
 "  --warmup N       untimed runs before them (default 1)\n"
 "  --dtype T        float32 (default) or int32\n"
+"  --data D         what every rank reduces (the same at every size and run\n"
+"                   of a seed, so runs and candidates compare):\n"
+"                   grad (float32 default): like gradients; the scale changes\n"
+"                   every 6144 values, log-uniform over 2^-20..2^-4, the same\n"
+"                   on every rank; each rank draws its own values ~normal\n"
+"                   around 0 with that scale;\n"
+"                   worst: the scale changes every 768 values and differs\n"
+"                   between ranks (exponents up to 15 apart in a block), the\n"
+"                   worst case of rinx's block fixed point;\n"
+"                   ints (int32 default, int32 only): any 32-bit value\n"
 "  --verify         check every element against an independent reference\n"
 "  --json           one JSON object instead of the table\n"
 "  --profile        after each size: XDP runs per block and ns per run (kernel\n"
@@ -964,6 +1004,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "dtype", required_argument, NULL, 'd' },
+		{ "data", required_argument, NULL, 'D' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "profile", no_argument, NULL, 'P' },
 		{ "convert", no_argument, NULL, 'C' },
@@ -980,7 +1021,7 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:S:i:w:d:VPCjt:f:J:N:H:m:p:h", opts,
+	while ((c = getopt_long(argc, argv, "s:S:i:w:d:D:VPCjt:f:J:N:H:m:p:h", opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's': *spec = optarg; break;
@@ -1003,6 +1044,10 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 					argv[0]);
 				return -1;
 			}
+			break;
+		case 'D':
+			if (bench_parse_data(optarg, o, argv[0]))
+				return -1;
 			break;
 		case 'V': o->verify = 1; break;
 		case 'P': o->profile = 1; break;
@@ -1037,6 +1082,8 @@ int bench_getopt(int argc, char **argv, struct bench_opts *o,
 			argv[optind]);
 		return -1;
 	}
+	if (bench_data_resolve(o, argv[0]))
+		return -1;
 	if (o->jobs && (o->jobs < 1 || o->jobs > BENCH_MAX_JOBS)) {
 		fprintf(stderr, "rinxctl %s: --jobs 1..%d (and at most the "
 			"spec's jobs= slots of a node)\n", argv[0],
@@ -1068,6 +1115,11 @@ int cmd_bench(int argc, char **argv)
 		if (spec) {
 			fprintf(stderr, "rinxctl bench: --convert runs no "
 				"cluster: leave --spec out\n");
+			return RINX_EXIT_USAGE;
+		}
+		if (o.data == GEN_INTS) {
+			fprintf(stderr, "rinxctl bench: --convert converts "
+				"float32: --data grad or worst\n");
 			return RINX_EXIT_USAGE;
 		}
 		ret = bench_convert(&o, stdout);

@@ -21,8 +21,9 @@
  * verified. Machine drift over the minutes of a comparison thus hits every
  * candidate alike; the median, min and max per size are over the j.
  *
- * Inputs: all candidates use the generator of rinxctl bench with run index
- * 0, so every candidate reduces the same numbers.
+ * Inputs: all candidates use the generator of rinxctl bench (tools/gen.h)
+ * with run index 0 and the same --data, so every candidate reduces the same
+ * numbers; a peer whose header names other data fails.
  *
  * CPU: the busy ticks of /proc/stat (all processes, irq and softirq of the
  * whole machine, so also the XDP switches and the TCP stacks) from just
@@ -46,6 +47,7 @@
 #include <arpa/inet.h>
 #include "tools/bench.h"
 #include "tools/cmds.h"
+#include "tools/gen.h"
 #include "tools/peernet.h"
 #include "tools/proc.h"
 #include "user/ctl.h"
@@ -90,7 +92,7 @@ struct cmp_opts {
 	const char *spec_path[CMP_MAX_SPECS];
 	struct rinx_spec spec[CMP_MAX_SPECS];
 	int nspecs;
-	struct bench_opts b;	/* sizes, warmup, dtype */
+	struct bench_opts b;	/* sizes, warmup, dtype, data */
 	char sizes_arg[512];
 	int iters;
 	int mpi_tuned, mpi_ring, mpi_shm, gloo;
@@ -322,6 +324,7 @@ struct launch {
 	struct cand *c;
 	int size_seen[BENCH_MAX_SIZES];	/* runs seen (cpu lines) */
 	int results;
+	int header;		/* the peer's header named our data */
 };
 
 static void record(struct launch *l, uint64_t bytes, double us, int verified,
@@ -411,6 +414,19 @@ static void on_peer_line(const char *line, void *ctx)
 			fprintf(stderr, "%s\n", line);
 		return;
 	}
+	if (!proc_json_num(line, "ranks", &v)) {	/* the peer's header */
+		char want[48];
+
+		snprintf(want, sizeof(want), "\"data\":\"%s\"",
+			 gen_data_name(l->o->b.data));
+		if (strstr(line, want))
+			l->header = 1;
+		else
+			fprintf(stderr, "rinxctl compare: %s reduced other data "
+				"than %s: %s\n", l->c->name,
+				gen_data_name(l->o->b.data), line);
+		return;
+	}
 	if (!proc_json_num(line, "cpu_bytes", &v)) {	/* mpi_cpu.so, per run */
 		k = size_index(l->o, (uint64_t)v);
 		if (k < 0 || proc_json_num(line, "busy_ticks", &cpu) ||
@@ -474,6 +490,7 @@ static int run_mpi(const struct cmp_opts *o, struct cand *c,
 	av[a++] = "--warmup"; av[a++] = warmup;
 	av[a++] = "--dtype";
 	av[a++] = o->b.dtype == RINX_INT32 ? "int32" : "float32";
+	av[a++] = "--data"; av[a++] = (char *)gen_data_name(o->b.data);
 	av[a] = NULL;
 	ret = run_lines(av, o->timeout_s, on_peer_line, &l);
 	unlink(hostfile);
@@ -481,7 +498,7 @@ static int run_mpi(const struct cmp_opts *o, struct cand *c,
 	if (ret > 0)
 		fprintf(stderr, "rinxctl compare: %s: mpirun exit %d\n",
 			c->name, ret);
-	if (!ret && l.results != o->b.nsizes)
+	if (!ret && (l.results != o->b.nsizes || !l.header))
 		ret = -EIO;
 	return ret > 0 ? -EIO : ret;
 }
@@ -511,11 +528,12 @@ static int run_gloo(const struct cmp_opts *o, struct cand *c)
 			      "GLOO_SOCKET_IFNAME='%s' OMP_NUM_THREADS=1 "
 			      "/usr/bin/python3 '%s/tools/peers/gloo_bench.py' "
 			      "--sizes '%s' --iters 1 --warmup %d --dtype %s "
-			      "--timeout %d %s &\npids=\"$pids $!\"\n",
+			      "--data %s --timeout %d %s &\npids=\"$pids $!\"\n",
 			      h->netns, r, s->nhosts, ip, port, h->ifname,
 			      o->root, o->sizes_arg, o->b.warmup,
 			      o->b.dtype == RINX_INT32 ? "int32" : "float32",
-			      o->timeout_s, r ? ">/dev/null" : "");
+			      gen_data_name(o->b.data), o->timeout_s,
+			      r ? ">/dev/null" : "");
 	}
 	snprintf(script + n, cap - n,
 		 "rc=0\nfor p in $pids; do wait $p || rc=1; done\nexit $rc\n");
@@ -528,7 +546,7 @@ static int run_gloo(const struct cmp_opts *o, struct cand *c)
 	if (ret > 0)
 		fprintf(stderr, "rinxctl compare: %s: a rank failed\n",
 			c->name);
-	if (!ret && l.results != o->b.nsizes)
+	if (!ret && (l.results != o->b.nsizes || !l.header))
 		ret = -EIO;
 	return ret > 0 ? -EIO : ret;
 }
@@ -776,13 +794,15 @@ static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
 	int k, i, j, n = o->spec[0].nhosts, util = have_util(o), net;
 	char sz[32];
 
-	printf("# rinxctl compare: %d ranks, %s, %d interleaved runs per size "
-	       "(%d warm-up per launch), every result verified\n"
+	printf("# rinxctl compare: %d ranks, %s, data %s, %d interleaved runs "
+	       "per size (%d warm-up per launch), every result verified\n"
+	       "# data %s (every candidate the same numbers): %s\n"
 	       "# time = slowest rank; algbw = bytes/time; busbw = algbw * "
 	       "2(n-1)/n; GB/s = 1e9 B/s; cpu = busy CPU s of the whole "
 	       "machine per GiB reduced\n", n,
-	       o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters,
-	       o->b.warmup);
+	       o->b.dtype == RINX_INT32 ? "int32" : "float32",
+	       gen_data_name(o->b.data), o->iters, o->b.warmup,
+	       gen_data_name(o->b.data), gen_data_about[o->b.data]);
 	for (net = 0; net < NET_MAX; net++)
 		if (o->tso[net] >= 0 || (net == NET_BRIDGE && o->pn.made))
 			printf("# net %-7s %s; TSO on the hosts' interfaces: "
@@ -888,7 +908,7 @@ static void print_csv(const struct cmp_opts *o, struct cand *cs, int nc)
 {
 	int k, i, j;
 
-	printf("bytes,candidate,network,algorithm,ranks,runs,median_us,min_us,"
+	printf("bytes,candidate,network,algorithm,data,ranks,runs,median_us,min_us,"
 	       "max_us,algbw_gbs,busbw_gbs,elements_per_s,cpu_s_per_gib,"
 	       "verified,util");
 	for (j = 0; j < nc; j++)
@@ -902,10 +922,10 @@ static void print_csv(const struct cmp_opts *o, struct cand *cs, int nc)
 
 			if (!f.ok)
 				continue;
-			printf("%llu,%s,%s,\"%s\",%d,%d,%.1f,%.1f,%.1f,%.4f,"
-			       "%.4f,%.0f,", (unsigned long long)o->b.sizes[k],
+			printf("%llu,%s,%s,\"%s\",%s,%d,%d,%.1f,%.1f,%.1f,"
+			       "%.4f,%.4f,%.0f,", (unsigned long long)o->b.sizes[k],
 			       cs[i].name, cand_net(&cs[i]), cs[i].algo,
-			       o->spec[0].nhosts,
+			       gen_data_name(o->b.data), o->spec[0].nhosts,
 			       cs[i].nus[k], f.med, f.min, f.max, f.algbw,
 			       f.busbw, f.eps);
 			if (f.cpu_gib >= 0)
@@ -935,10 +955,11 @@ static void print_json(const struct cmp_opts *o, struct cand *cs, int nc)
 {
 	int k, i, j, first = 1;
 
-	printf("{\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,\"warmup\":%d,"
-	       "\"interleaved\":true,\"slowest_link_mbit\":%u,\"networks\":{",
-	       o->spec[0].nhosts,
-	       o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters,
+	printf("{\"ranks\":%d,\"dtype\":\"%s\",\"data\":\"%s\",\"runs\":%d,"
+	       "\"warmup\":%d,\"interleaved\":true,\"slowest_link_mbit\":%u,"
+	       "\"networks\":{", o->spec[0].nhosts,
+	       o->b.dtype == RINX_INT32 ? "int32" : "float32",
+	       gen_data_name(o->b.data), o->iters,
 	       o->b.warmup, rinx_spec_min_link(&o->spec[0]));
 	for (i = 0; i < NET_MAX; i++)
 		printf("%s\"%s\":{\"tso\":%s%s}", i ? "," : "", net_name[i],
@@ -1050,13 +1071,14 @@ static int write_plot(const struct cmp_opts *o, struct cand *cs, int nc)
 		return -errno;
 	fprintf(f, "set terminal pngcairo size 1000,640 noenhanced\n"
 		"set output '%s'\n"
-		"set title 'allreduce busbw, %d ranks, %s (median of %d "
-		"interleaved runs)'\n"
+		"set title 'allreduce busbw, %d ranks, %s, data %s (median "
+		"of %d interleaved runs)'\n"
 		"set logscale x 2\nset format x '%%.0b%%B'\n"
 		"set xlabel 'bytes per rank'\nset ylabel 'busbw GB/s'\n"
 		"set key top left\nset grid\nplot ", o->plot,
 		o->spec[0].nhosts,
-		o->b.dtype == RINX_INT32 ? "int32" : "float32", o->iters);
+		o->b.dtype == RINX_INT32 ? "int32" : "float32",
+		gen_data_name(o->b.data), o->iters);
 	for (i = 0; i < nc; i++) {
 		fprintf(f, "%s'%s' index %d using 1:2 with linespoints lw 2 "
 			"title '%s%s%s'", first ? "" : ", ", dat, i, cs[i].name,
@@ -1105,6 +1127,11 @@ static const char compare_usage[] =
 "                   keeps GSO; links shaped to the testbed's rates and\n"
 "                   buffers), same (the rinx testbed itself) or both\n"
 "  --dtype T        float32 (default) or int32\n"
+"  --data D         what every candidate reduces, the same numbers for all:\n"
+"                   grad (float32 default: gradient-like, per-block scales\n"
+"                   shared by the ranks), worst (float32: block exponents\n"
+"                   that differ between ranks) or ints (int32); as rinxctl\n"
+"                   bench --data (see its --help)\n"
 "  --csv, --json    machine-readable output instead of the tables\n"
 "  --plot FILE.png  busbw against size for all candidates (gnuplot)\n"
 "  --timeout S      limit of one candidate's sweep, seconds (default 1800)\n"
@@ -1144,7 +1171,7 @@ static int parse_peers(const char *list, struct cmp_opts *o)
 static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 {
 	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_PEERS, O_PEERNET,
-	       O_DTYPE,
+	       O_DTYPE, O_DATA,
 	       O_CSV, O_JSON, O_PLOT, O_TIMEOUT, O_NOINSTALL, O_HELP };
 	static const struct option opts[] = {
 		{ "spec", required_argument, NULL, O_SPEC },
@@ -1154,6 +1181,7 @@ static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 		{ "peers", required_argument, NULL, O_PEERS },
 		{ "peer-net", required_argument, NULL, O_PEERNET },
 		{ "dtype", required_argument, NULL, O_DTYPE },
+		{ "data", required_argument, NULL, O_DATA },
 		{ "csv", no_argument, NULL, O_CSV },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "plot", required_argument, NULL, O_PLOT },
@@ -1222,6 +1250,10 @@ static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 				return -1;
 			}
 			break;
+		case O_DATA:
+			if (bench_parse_data(optarg, &o->b, "compare"))
+				return -1;
+			break;
 		case O_CSV: o->csv = 1; break;
 		case O_JSON: o->json = 1; break;
 		case O_PLOT: o->plot = optarg; break;
@@ -1242,6 +1274,8 @@ static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
 			argv[optind]);
 		return -1;
 	}
+	if (bench_data_resolve(&o->b, "compare"))
+		return -1;
 	if (o->iters < 1 || o->iters > CMP_MAX_RUNS || o->b.warmup < 0 ||
 	    o->timeout_s < 1 || (o->csv && o->json)) {
 		fprintf(stderr, "rinxctl compare: --iters 1..%d, --warmup >= 0, "

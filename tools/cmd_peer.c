@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "tools/cmds.h"
+#include "tools/gen.h"
 #include "tools/proc.h"
 #include "user/ctl.h"
 
@@ -38,6 +39,7 @@ struct peer_opts {
 	int iters, warmup;
 	int ring;		/* force the ring algorithm */
 	int int32;
+	int data;		/* enum gen_data; -1: by dtype */
 	int json, verify;
 	int timeout_s;
 	int no_install;
@@ -53,6 +55,7 @@ struct peer_row {
 struct peer_run {
 	int ranks, runs, warmup, verify, header;
 	char dtype[16];
+	char data[16];		/* as mpi_bench's header names it */
 	struct peer_row rows[PEER_MAX_SIZES];
 	int nrows;
 };
@@ -73,6 +76,8 @@ static const char peer_usage[] =
 "  --warmup N       untimed runs before them (default 1)\n"
 "  --algo A         tuned (Open MPI's choice, default) or ring\n"
 "  --dtype T        float32 (default) or int32\n"
+"  --data D         grad (float32 default), worst or ints (int32): the data\n"
+"                   of rinxctl bench --data (see its --help)\n"
 "  --no-verify      skip the check of every element after every run\n"
 "  --json           one JSON object instead of the table\n"
 "  --timeout S      limit of the whole mpirun, seconds (default 900)\n"
@@ -230,6 +235,9 @@ static void parse_line(struct peer_run *run, const char *line)
 		p = strstr(line, "\"dtype\":\"");
 		if (p)
 			sscanf(p + 9, "%15[a-z0-9]", run->dtype);
+		p = strstr(line, "\"data\":\"");
+		if (p)
+			sscanf(p + 8, "%15[a-z0-9]", run->data);
 		run->header = 1;
 		return;
 	}
@@ -258,11 +266,15 @@ static void parse_line(struct peer_run *run, const char *line)
 
 static void print_header(const struct peer_run *run, const char *algo)
 {
-	printf("# %s allreduce (Open MPI, TCP): %d ranks, %s, median of %d "
-	       "runs after %d warm-up, verify %s\n"
+	int d = gen_data_parse(run->data);
+
+	printf("# %s allreduce (Open MPI, TCP): %d ranks, %s, data %s, median "
+	       "of %d runs after %d warm-up, verify %s\n"
+	       "# data %s: %s\n"
 	       "# %12s %11s %10s %10s %10s %9s %9s %10s %-6s %s\n", algo,
-	       run->ranks, run->dtype, run->runs, run->warmup,
-	       run->verify ? "on" : "off", "bytes", "elements", "min_us",
+	       run->ranks, run->dtype, run->data, run->runs, run->warmup,
+	       run->verify ? "on" : "off", run->data,
+	       d < 0 ? "?" : gen_data_about[d], "bytes", "elements", "min_us",
 	       "median_us", "max_us", "algbw", "busbw", "Melem/s", "verify",
 	       "algo");
 	fflush(stdout);
@@ -281,9 +293,10 @@ static void print_json(const struct peer_run *run, const char *algo)
 {
 	int k;
 
-	printf("{\"peer\":\"%s\",\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,"
-	       "\"warmup\":%d,\"verify\":%s,\"results\":[", algo, run->ranks,
-	       run->dtype, run->runs, run->warmup,
+	printf("{\"peer\":\"%s\",\"ranks\":%d,\"dtype\":\"%s\","
+	       "\"data\":\"%s\",\"runs\":%d,\"warmup\":%d,\"verify\":%s,"
+	       "\"results\":[", algo, run->ranks, run->dtype, run->data,
+	       run->runs, run->warmup,
 	       run->verify ? "true" : "false");
 	for (k = 0; k < run->nrows; k++) {
 		const struct peer_row *r = &run->rows[k];
@@ -361,7 +374,7 @@ static int write_hostfile(const char *path, const struct rinx_spec *s)
 static int peer_getopt(int argc, char **argv, struct peer_opts *o)
 {
 	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_ALGO, O_DTYPE,
-	       O_JSON, O_NOVERIFY, O_TIMEOUT, O_NOINSTALL, O_HELP };
+	       O_DATA, O_JSON, O_NOVERIFY, O_TIMEOUT, O_NOINSTALL, O_HELP };
 	static const struct option opts[] = {
 		{ "spec", required_argument, NULL, O_SPEC },
 		{ "sizes", required_argument, NULL, O_SIZES },
@@ -370,6 +383,7 @@ static int peer_getopt(int argc, char **argv, struct peer_opts *o)
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "algo", required_argument, NULL, O_ALGO },
 		{ "dtype", required_argument, NULL, O_DTYPE },
+		{ "data", required_argument, NULL, O_DATA },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "no-verify", no_argument, NULL, O_NOVERIFY },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
@@ -416,6 +430,14 @@ static int peer_getopt(int argc, char **argv, struct peer_opts *o)
 				return -1;
 			}
 			break;
+		case O_DATA:
+			o->data = gen_data_parse(optarg);
+			if (o->data < 0) {
+				fprintf(stderr, "rinxctl peer: --data "
+					"grad|worst|ints\n");
+				return -1;
+			}
+			break;
 		case O_JSON: o->json = 1; break;
 		case O_NOVERIFY: o->verify = 0; break;
 		case O_TIMEOUT: o->timeout_s = atoi(optarg); break;
@@ -432,6 +454,13 @@ static int peer_getopt(int argc, char **argv, struct peer_opts *o)
 	if (optind != argc) {
 		fprintf(stderr, "rinxctl peer: unexpected argument %s\n",
 			argv[optind]);
+		return -1;
+	}
+	if (o->data < 0)
+		o->data = o->int32 ? GEN_INTS : GEN_GRAD;
+	if ((o->data == GEN_INTS) != o->int32) {
+		fprintf(stderr, "rinxctl peer: --data ints goes with --dtype "
+			"int32, grad and worst with float32\n");
 		return -1;
 	}
 	if (o->iters < 1 || o->iters > 1000 || o->warmup < 0 ||
@@ -452,6 +481,7 @@ static int peer_mpi(int argc, char **argv)
 {
 	struct peer_opts o = {
 		.sizes = "1M,16M,64M", .iters = 5, .warmup = 1, .verify = 1,
+		.data = -1,
 		.timeout_s = 900,
 	};
 	char root[PATH_MAX], bindir[PATH_MAX], bench[PATH_MAX + 32];
@@ -529,6 +559,7 @@ static int peer_mpi(int argc, char **argv)
 	av[a++] = "--iters"; av[a++] = iters;
 	av[a++] = "--warmup"; av[a++] = warmup;
 	av[a++] = "--dtype"; av[a++] = o.int32 ? "int32" : "float32";
+	av[a++] = "--data"; av[a++] = (char *)gen_data_name(o.data);
 	if (!o.verify)
 		av[a++] = "--no-verify";
 	av[a] = NULL;

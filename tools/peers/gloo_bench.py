@@ -6,13 +6,15 @@ process per testbed host namespace:
 
   ip netns exec NS env RANK=r WORLD_SIZE=n MASTER_ADDR=<rank 0 ip> \
       MASTER_PORT=p GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
-      /usr/bin/python3 gloo_bench.py --sizes 4K,1M --iters 3 --warmup 1
+      /usr/bin/python3 gloo_bench.py --sizes 4K,1M --iters 3 --warmup 1 \
+      --data grad
 
 For every size (bytes per rank): warm-up runs, then timed runs, each after a
 barrier. The time of a run is the largest elapsed time of any rank (all_reduce
-MAX). Inputs come from the generator of rinxctl bench (tools/cmd_bench.c:
-mix64, gen_f32, gen_i32, run seed mix64(seed + run * 7919 + count)), so every
-candidate reduces the same numbers. After every run each rank checks every
+MAX). Inputs come from the generator of rinxctl bench (tools/gen.h: mix64,
+gen_f32_grad, gen_f32 for --data worst, gen_i32, run seed
+mix64(seed + run * 7919 + count)), bit for bit (selftests/test_gen checks it),
+so every candidate reduces the same numbers. After every run each rank checks every
 element against a reference it computes on its own: int32 exact (wrapping
 sum), float32 within 2 * gamma_(n-1) * sum |x_r| + 2^-126 (any summation
 order), as tools/peers/mpi_bench.c.
@@ -22,7 +24,7 @@ that starts a timed run and again after a barrier that follows it (all ranks
 done), so busy time of every process and softirq during the run is counted.
 
 Rank 0 prints JSON lines on stdout: a header
-  {"ranks":N,"dtype":"float32","runs":R,"warmup":W,"verify":true}
+  {"ranks":N,"dtype":"float32","data":"grad","runs":R,"warmup":W,"verify":true}
 then one line per size with the fields of `rinxctl bench --json`, plus
 "wrong", "worst" and "cpu_s" (busy CPU seconds of all timed runs together).
 """
@@ -37,7 +39,18 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-BLOCK_VALUES = 768          # RINX_BLOCK_VALUES
+BLOCK_VALUES = 768          # GEN_BLOCK_VALUES: --data worst's blocks
+SCALE_VALUES = 6144         # GEN_SCALE_VALUES: --data grad's blocks
+SCALE_MIN_LOG2 = -20        # GEN_SCALE_MIN_LOG2
+SCALE_SALT = 0x5ca1ab1e0ddba11
+UNIT_SALT = 0x6a09e667f3bcc908
+# gen_pow2_16th: 2^(j/16), the same literals as tools/gen.h
+POW2_16TH = np.array([
+    1.0, 1.0442737824274138, 1.0905077326652577, 1.1387886347566916,
+    1.189207115002721, 1.241857812073484, 1.2968395546510096,
+    1.3542555469368927, 1.4142135623730951, 1.4768261459394993,
+    1.5422108254079407, 1.6104903319492543, 1.681792830507429,
+    1.7562521603732995, 1.8340080864093424, 1.9152065613971474])
 GOLDEN = 0x9e3779b97f4a7c15
 MASK = (1 << 64) - 1
 CHUNK = 1 << 20             # elements per generator / check step
@@ -65,26 +78,38 @@ def mix64(x):
     return x
 
 
-def gen(dtype, seed, r, start, cnt):
-    """Elements start..start+cnt-1 of rank r: gen_f32 / gen_i32."""
+def gen(data, seed, r, start, cnt):
+    """Elements start..start+cnt-1 of rank r: gen_f32_grad (grad), gen_f32
+    (worst) or gen_i32 (ints) of tools/gen.h."""
     i = np.arange(start, start + cnt, dtype=np.uint64)
     key = (seed ^ ((r * GOLDEN) & MASK)) & MASK
-    if dtype == "int32":
+    if data == "ints":
         h = mix64((i << U(8)) ^ U(key ^ 0x5555))
         return h.astype(np.uint32).view(np.int32)
-    h = mix64((i << U(8)) ^ U(key))
-    e = ((i // U(BLOCK_VALUES) + U(r)) % U(16)).astype(np.int64) - 8
-    u = (h >> U(11)).astype(np.float64) * (2.0 ** -53) * 2.0 - 1.0
-    return np.ldexp(u, e).astype(np.float32)
+    if data == "worst":
+        h = mix64((i << U(8)) ^ U(key))
+        e = ((i // U(BLOCK_VALUES) + U(r)) % U(16)).astype(np.int64) - 8
+        u = (h >> U(11)).astype(np.float64) * (2.0 ** -53) * 2.0 - 1.0
+        return np.ldexp(u, e).astype(np.float32)
+    # grad: ~normal(0, 1) per rank (gen_unit) times the block's scale, which
+    # depends on the run seed and the block only (gen_scale)
+    h = mix64((i << U(8)) ^ U(key ^ UNIT_SALT))
+    s = ((h & U(0xffff)) + ((h >> U(16)) & U(0xffff)) +
+         ((h >> U(32)) & U(0xffff)) + (h >> U(48)) + U(2)).astype(np.float64)
+    z = (s * 2.0 ** -16 - 2.0) * 1.7320508075688772
+    k = mix64(U(seed) ^ mix64((i // U(SCALE_VALUES)) ^ U(SCALE_SALT))) >> U(56)
+    sc = np.ldexp(POW2_16TH[(k & U(15)).astype(np.int64)],
+                  (k >> U(4)).astype(np.int64) + SCALE_MIN_LOG2)
+    return (z * sc).astype(np.float32)
 
 
-def fill(dtype, seed, r, count, out):
+def fill(data, seed, r, count, out):
     for s in range(0, count, CHUNK):
         c = min(CHUNK, count - s)
-        out[s:s + c] = gen(dtype, seed, r, s, c)
+        out[s:s + c] = gen(data, seed, r, s, c)
 
 
-def check(dtype, seed, n, got, count):
+def check(data, seed, n, got, count):
     """(wrong elements, worst |error| / bound, first message)."""
     wrong, worst, msg = 0, 0.0, None
     u = 2.0 ** -24
@@ -92,10 +117,10 @@ def check(dtype, seed, n, got, count):
     for s in range(0, count, CHUNK):
         c = min(CHUNK, count - s)
         g = got[s:s + c]
-        if dtype == "int32":
+        if data == "ints":
             acc = np.zeros(c, dtype=np.uint32)
             for r in range(n):
-                acc += gen(dtype, seed, r, s, c).view(np.uint32)
+                acc += gen(data, seed, r, s, c).view(np.uint32)
             bad = g.view(np.uint32) != acc
             nb = int(bad.sum())
             if nb and msg is None:
@@ -107,7 +132,7 @@ def check(dtype, seed, n, got, count):
         acc = np.zeros(c, dtype=np.float64)
         mag = np.zeros(c, dtype=np.float64)
         for r in range(n):
-            v = gen(dtype, seed, r, s, c).astype(np.float64)
+            v = gen(data, seed, r, s, c).astype(np.float64)
             acc += v
             mag += np.abs(v)
         bound = 2 * gamma * mag + 2.0 ** -126
@@ -155,6 +180,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--dtype", default="float32",
                     choices=["float32", "int32"])
+    ap.add_argument("--data", choices=["grad", "worst", "ints"],
+                    help="grad or worst (float32; default grad), ints "
+                    "(int32, its only data): as rinxctl bench --data")
     ap.add_argument("--seed", type=int, default=12345)
     ap.add_argument("--timeout", type=int, default=600,
                     help="seconds per collective")
@@ -163,6 +191,11 @@ def main():
     sizes = [parse_size(s) for s in a.sizes.split(",") if s]
     if a.iters < 1 or a.warmup < 0 or not sizes:
         ap.error("--iters >= 1, --warmup >= 0, --sizes non-empty")
+    if a.data is None:
+        a.data = "ints" if a.dtype == "int32" else "grad"
+    if (a.data == "ints") != (a.dtype == "int32"):
+        ap.error("--data ints goes with --dtype int32, grad and worst with "
+                 "float32")
 
     torch.set_num_threads(1)
     rank = int(os.environ["RANK"])
@@ -176,7 +209,8 @@ def main():
     npdt = np.int32 if a.dtype == "int32" else np.float32
     verify = not a.no_verify
     if rank == 0:
-        print(json.dumps({"ranks": n, "dtype": a.dtype, "runs": a.iters,
+        print(json.dumps({"ranks": n, "dtype": a.dtype, "data": a.data,
+                          "runs": a.iters,
                           "warmup": a.warmup, "verify": verify},
                          separators=(",", ":")), flush=True)
     maxc = max(sizes) // 4
@@ -190,7 +224,7 @@ def main():
         times, wrong, worst, cpu = [], 0, 0.0, 0
         for it in range(-a.warmup, a.iters):
             seed = mix64_int(a.seed + it * 7919 + count)
-            fill(a.dtype, seed, rank, count, src)
+            fill(a.data, seed, rank, count, src)
             t.copy_(torch.from_numpy(src[:count]))
             dist.barrier()
             if rank == 0:
@@ -206,7 +240,7 @@ def main():
             if it >= 0:
                 times.append(float(tmax[0]))
             if verify:
-                w, wo, msg = check(a.dtype, seed, n, t.numpy(), count)
+                w, wo, msg = check(a.data, seed, n, t.numpy(), count)
                 if w:
                     print("gloo_bench: rank %d: %d wrong elements at %d "
                           "bytes, first: %s" % (rank, w, size, msg),

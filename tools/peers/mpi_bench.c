@@ -8,13 +8,15 @@
  * preceded by MPI_Barrier. The time of a run is the largest elapsed time of
  * any rank (MPI_Reduce MAX); the median, min and max of the timed runs are
  * reported. Inputs come from the same generator as rinxctl bench
- * (deterministic in seed, run, rank and element); after every run each rank
+ * (tools/gen.h, deterministic in data, seed, run, rank and element; --data
+ * as rinxctl bench's); after every run each rank
  * checks every element of its result against a reference it computes on its
  * own: int32 exact (wrapping sum), float32 within gamma_(n-1) * sum |x_r|,
  * the worst case of any summation order, doubled.
  *
  * Rank 0 prints one JSON object per line on stdout: a header
- *   {"ranks":N,"dtype":"float32","runs":R,"warmup":W,"verify":true}
+ *   {"ranks":N,"dtype":"float32","data":"grad","runs":R,"warmup":W,
+ *    "verify":true}
  * then one line per size with the fields of `rinxctl bench --json`, plus
  * "wrong" (elements outside the bound, summed over ranks and runs) and
  * "worst" (largest |error| / bound seen).
@@ -32,7 +34,6 @@
 
 #define MAX_SIZES	32
 #define MAX_ITERS	1000
-#define BLOCK_VALUES	768	/* generator blocks, as RINX_BLOCK_VALUES */
 
 enum { DT_F32, DT_I32 };
 
@@ -40,6 +41,7 @@ struct opts {
 	uint64_t sizes[MAX_SIZES];
 	int nsizes;
 	int iters, warmup, dtype, verify;
+	int data;		/* enum gen_data; -1: by dtype */
 	uint64_t seed;
 };
 
@@ -59,14 +61,7 @@ static uint64_t run_seed(const struct opts *o, int iter, uint64_t count)
 static void fill(const struct opts *o, uint64_t seed, int rank, void *buf,
 		 uint64_t count)
 {
-	uint64_t i;
-
-	if (o->dtype == DT_I32)
-		for (i = 0; i < count; i++)
-			((int32_t *)buf)[i] = gen_i32(seed, rank, i);
-	else
-		for (i = 0; i < count; i++)
-			((float *)buf)[i] = gen_f32(seed, rank, i);
+	gen_fill(o->data, seed, rank, 0, count, buf);
 }
 
 /* Elements of out that are wrong; *worst gets max |error| / bound. */
@@ -104,7 +99,7 @@ static long check(const struct opts *o, uint64_t seed, int n, int rank,
 		float got = ((const float *)out)[i];
 
 		for (r = 0; r < n; r++) {
-			double v = gen_f32(seed, r, i);
+			double v = gen_f32_of(o->data, seed, r, i);
 
 			s += v;
 			a += fabs(v);
@@ -141,7 +136,8 @@ static int parse_sizes(const char *list, struct opts *o)
 
 static const char usage[] =
 "usage: mpi_bench [--sizes LIST] [--iters N] [--warmup N]\n"
-"                 [--dtype float32|int32] [--seed S] [--no-verify]\n";
+"                 [--dtype float32|int32] [--data grad|worst|ints]\n"
+"                 [--seed S] [--no-verify]\n";
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -150,6 +146,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "iters", required_argument, NULL, 'i' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "dtype", required_argument, NULL, 'd' },
+		{ "data", required_argument, NULL, 'D' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "no-verify", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
@@ -161,8 +158,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->warmup = 1;
 	o->verify = 1;
 	o->seed = 12345;
+	o->data = -1;
 	parse_sizes("1M,16M,64M", o);
-	while ((c = getopt_long(argc, argv, "S:i:w:d:s:n", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "S:i:w:d:D:s:n", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			if (parse_sizes(optarg, o))
@@ -178,14 +176,21 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			else
 				return -1;
 			break;
+		case 'D':
+			o->data = gen_data_parse(optarg);
+			if (o->data < 0)
+				return -1;
+			break;
 		case 's': o->seed = strtoull(optarg, NULL, 0); break;
 		case 'n': o->verify = 0; break;
 		default:
 			return -1;
 		}
 	}
+	if (o->data < 0)
+		o->data = o->dtype == DT_I32 ? GEN_INTS : GEN_GRAD;
 	if (optind != argc || o->iters < 1 || o->iters > MAX_ITERS ||
-	    o->warmup < 0)
+	    o->warmup < 0 || (o->data == GEN_INTS) != (o->dtype == DT_I32))
 		return -1;
 	return 0;
 }
@@ -224,9 +229,10 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	if (!rank) {
-		printf("{\"ranks\":%d,\"dtype\":\"%s\",\"runs\":%d,"
-		       "\"warmup\":%d,\"verify\":%s}\n", n,
-		       o.dtype == DT_I32 ? "int32" : "float32", o.iters,
+		printf("{\"ranks\":%d,\"dtype\":\"%s\",\"data\":\"%s\","
+		       "\"runs\":%d,\"warmup\":%d,\"verify\":%s}\n", n,
+		       o.dtype == DT_I32 ? "int32" : "float32",
+		       gen_data_name(o.data), o.iters,
 		       o.warmup, o.verify ? "true" : "false");
 		fflush(stdout);
 	}
