@@ -29,9 +29,10 @@ static const struct rinx_cmd cmds[] = {
 	  "           spec's topology: topo:grid, topo:ps-ina, ...)" },
 	{ "bench", cmd_bench, "--spec FILE [options]",
 	  "allreduce benchmark: size sweep, verify, time and bandwidth" },
-	{ "demo", cmd_demo, "[--racks R --per-rack H --ina LIST | --hosts N] [--sizes LIST]",
-	  "testbed up (default: Rina on 2 racks x 4, rack 0 INA), verified float32\n"
-	  "           allreduce, figures, testbed down" },
+	{ "demo", cmd_demo, "[--racks R --per-rack H --ina LIST] [--rate MBIT] [--sizes LIST]",
+	  "one testbed (2 racks x 4, both ToRs INA): the same verified float32\n"
+	  "           allreduce as a ring and as Rina, on 1 Gbit/s and unlimited links,\n"
+	  "           in one table (busbw, util, INA gain); testbed down" },
 	{ "peer", cmd_peer, "mpi --spec FILE [options]", "the same sweep by Open MPI over TCP" },
 	{ "compare", cmd_compare, "--spec FILE [options]",
 	  "rinx vs Open MPI and Gloo on the testbed: interleaved, verified, CPU" },
