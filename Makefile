@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
 # make            build everything into $(OUT)
-# make demo       install missing packages, build, run the demo allreduce
+# make demo       install missing packages, build, run the demo: ring vs Rina
+#                 on 1 Gbit/s and unlimited links (about a minute)
 # make check      install missing packages (with the Python and MPI groups),
 #                 build, run every test
 # make mpi        the MPI interposer build/librinx-mpi.so (needs mpicc)

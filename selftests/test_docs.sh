@@ -1,13 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 # The README's usage block is rinxctl's --help, word for word; the man page
-# was generated from the same binary and names every command.
+# was generated from the same binary and names every command. The README's
+# first two commands are `make demo` and `make check`, and every command of
+# its five-minute paths exists: make targets in the Makefile, rinxctl
+# commands whose --help runs and lists every option the line gives, scripts
+# that exist and know those options; `rinxctl doctor` of the host runs.
 set -u
 build=${1:-${RINX_BUILD:-build}}
 here=$(cd "$(dirname "$0")/.." && pwd)
 n=0 fail=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
-echo "1..3"
 readme=$(awk '/^<!-- usage:/ { getline; on = 1; next } on && /^```/ { exit } on' "$here/README.md")
 help=$("$build/rinxctl" --help)
 [ "$readme" = "$help" ]; ok $? "README usage block equals rinxctl --help"
@@ -19,4 +22,73 @@ for cmd in $(echo "$help" | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ 
 done
 ok $missing "man page has a section for every command"
 "$here/tools/mkman.sh" "$build/rinxctl" | cmp -s - "$build/rinxctl.8"; ok $? "man page is current"
+
+# the README's indented command lines, in order
+first=$(awk '/^    [a-z]/ { sub(/^    /, ""); sub(/ +#.*/, ""); print; if (++k == 2) exit }' "$here/README.md")
+[ "$first" = "$(printf 'make demo\nmake check')" ]
+ok $? "README's first two commands are make demo and make check"
+
+# check_cmd WORDS...: one simple command of the README exists as written
+check_cmd() {
+	local cmd=$1 sub help w
+	shift
+	case $cmd in
+	make)
+		for w in "${@:-all}"; do
+			grep -qE "^$w:" "$here/Makefile" || { echo "make target $w missing"; return 1; }
+		done ;;
+	build/rinxctl)
+		sub=$1
+		help=$("$build/rinxctl" "$sub" --help 2>&1) ||
+			{ echo "rinxctl $sub --help failed"; return 1; }
+		for w in "$@"; do
+			case $w in --help) ;; --*) grep -q -- "$w" <<<"$help" ||
+				{ echo "rinxctl $sub --help lacks $w"; return 1; } ;; esac
+		done ;;
+	tools/*)
+		[ -x "$here/$cmd" ] || { echo "$cmd missing"; return 1; }
+		for w in "$@"; do
+			[ "$w" = -- ] && break	# the rest is the program's
+			case $w in --*) grep -q -- "$w" "$here/$cmd" ||
+				{ echo "$cmd lacks $w"; return 1; } ;; esac
+		done
+		# deps.sh GROUP: a group the script installs
+		[ "${cmd##*/}" = deps.sh ] && { grep -q "^$1)" "$here/$cmd" ||
+			{ echo "$cmd has no group $1"; return 1; }; }
+		# train.py's options after --
+		if [ "${cmd##*/}" = run.sh ]; then
+			local after=0
+			for w in "$@"; do
+				[ "$w" = -- ] && { after=1; continue; }
+				[ $after = 1 ] && case $w in --*) grep -q -- "\"$w\"" "$here/tools/train/train.py" ||
+					{ echo "train.py lacks $w"; return 1; } ;; esac
+			done
+		fi ;;
+	*)
+		echo "unknown command $cmd"; return 1 ;;
+	esac
+	return 0
+}
+
+paths=$(awk '/^<!-- paths:/ { on = 1; next } on && /^## / { exit } on && /^    [a-z]/' "$here/README.md" |
+	sed -e 's/^    //' -e 's/ \+#.*//')
+[ "$(echo "$paths" | grep -c .)" -ge 8 ]
+ok $? "README's five-minute paths: $(echo "$paths" | grep -c .) command lines"
+while IFS= read -r line; do
+	bad=0
+	# simple commands joined by && and ;
+	while IFS= read -r one; do
+		# shellcheck disable=SC2086
+		why=$(check_cmd $one) || { bad=1; echo "# $one: $why"; }
+	done < <(echo "$line" | sed 's/ *&& */\n/g; s/ *; */\n/g')
+	ok $bad "README path command exists: $line"
+done <<<"$paths"
+if [ "$(id -u)" = 0 ]; then
+	out=$("$build/rinxctl" doctor 2>&1)
+	rc=$?
+	[ $rc = 0 ] && grep -q "can run rinx" <<<"$out"
+	ok $? "rinxctl doctor runs on this host (exit $rc)"
+	[ $rc = 0 ] || echo "$out" | sed 's/^/# /'
+fi
+echo "1..$n"
 exit $fail

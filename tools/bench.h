@@ -26,6 +26,14 @@ static inline uint64_t bench_token(void)
 	return t ^ ((uint64_t)rand() << 32) ^ (uint64_t)rand();
 }
 
+/* One size's figures, for a caller that prints its own table (demo). */
+struct bench_result {
+	uint64_t bytes, median_ns;
+	double busbw;		/* GB/s */
+	double util;		/* busbw / slowest link; 0: no link rates */
+	int verified;		/* 1 every element ok, 0 wrong, -1 unchecked */
+};
+
 struct bench_opts {
 	uint64_t sizes[BENCH_MAX_SIZES];	/* bytes per rank */
 	int nsizes;
@@ -43,6 +51,8 @@ struct bench_opts {
 	int hosts;		/* demo */
 	const char *mode;	/* demo */
 	const char *plan;	/* --plan: the plan every rank runs */
+	struct bench_result *res;	/* NULL, or nsizes entries that
+					 * bench_run fills */
 };
 
 void bench_defaults(struct bench_opts *o);

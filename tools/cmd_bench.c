@@ -772,6 +772,13 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		algbw = (double)o->sizes[k] / med;	/* bytes/ns = GB/s */
 		busbw = algbw * 2.0 * (n - 1) / n;
 		/* GB/s * 8000 = Mbit/s */
+		if (o->res) {
+			o->res[k].bytes = o->sizes[k];
+			o->res[k].median_ns = med;
+			o->res[k].busbw = busbw;
+			o->res[k].util = link ? busbw * 8000 / link : 0;
+			o->res[k].verified = !o->verify ? -1 : !bad;
+		}
 		if (link)
 			snprintf(utilbuf, sizeof(utilbuf), "%5.3f",
 				 busbw * 8000 / link);

@@ -29,6 +29,7 @@ struct node_args {
 	const char *node;
 	int json;
 	int hosts;
+	int force;
 	const char *plan;
 };
 
@@ -41,19 +42,21 @@ static int parse_node_args(int argc, char **argv, struct node_args *a,
 		{ "json", no_argument, NULL, 'j' },
 		{ "hosts", required_argument, NULL, 'H' },
 		{ "plan", required_argument, NULL, 'p' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 
 	memset(a, 0, sizeof(*a));
-	while ((o = getopt_long(argc, argv, "s:n:jH:p:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:n:jH:p:fh", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': a->spec = optarg; break;
 		case 'n': a->node = optarg; break;
 		case 'j': a->json = 1; break;
 		case 'H': a->hosts = atoi(optarg); break;
 		case 'p': a->plan = optarg; break;
+		case 'f': a->force = 1; break;
 		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);
 			  exit(0);
 		default:
@@ -91,8 +94,16 @@ static int node_op(int argc, char **argv, int up)
 	struct rinx_spec s;
 	int ret, oldfd;
 
-	if (parse_node_args(argc, argv, &a, "--spec FILE --node NAME"))
+	if (parse_node_args(argc, argv, &a, up ? "--spec FILE --node NAME "
+			    "[--force]\n  runs doctor's checks first and refuses "
+			    "(exit 6) when one is missing,\n  with doctor's "
+			    "report; --force attaches anyway" :
+			    "--spec FILE --node NAME"))
 		return RINX_EXIT_USAGE;
+	if (a.force && !up) {
+		fprintf(stderr, "rinxctl down: --force is up's\n");
+		return RINX_EXIT_USAGE;
+	}
 	ret = load_spec(argv[0], a.spec, &s);
 	if (ret)
 		return ret;
@@ -105,6 +116,30 @@ static int node_op(int argc, char **argv, int up)
 		fprintf(stderr, "rinxctl %s: node %s is not in %s\n", argv[0],
 			a.node, a.spec);
 		return RINX_EXIT_CONFIG;
+	}
+	if (up && !a.force) {
+		char *rep = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&rep, &len);
+		int missing;
+
+		if (!f)
+			return RINX_EXIT_FAIL;
+		/* up mounts the bpffs at pin= itself (rinx_node_up): done
+		 * first, so that the doctor judges what up would meet; a
+		 * mount that fails is the doctor's to report */
+		rinx_pin_root_ready(s.pin);
+		missing = doctor_check(&s, h, NULL, f);
+		fclose(f);
+		if (missing) {
+			fprintf(stderr, "rinxctl up: node %s cannot run the "
+				"job; rinxctl doctor says:\n%s"
+				"rinxctl up: refused (--force attaches "
+				"anyway)\n", h->name, rep);
+			free(rep);
+			return RINX_EXIT_NOPERM;
+		}
+		free(rep);
 	}
 	ret = rinx_netns_enter(h->netns, &oldfd);
 	if (ret) {

@@ -32,6 +32,15 @@ int cmd_demo(int argc, char **argv);
 int cmd_peer(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+struct rinx_spec;
+struct rinx_spec_host;
+/* The doctor's checks of this host for node h of spec s (both NULL: the
+ * host itself, and interface ifname if given), each printed to out; the
+ * number of checks missing (0: the host can run the job). */
+int doctor_check(const struct rinx_spec *s, const struct rinx_spec_host *h,
+		 const char *ifname, FILE *out);
 
 /* "switch,none,agent" -> enum rinx_ina per rack; how many, or -1. */
 int testbed_parse_ina(const char *list, int *kinds, int max);

@@ -17,8 +17,11 @@
 static const struct rinx_cmd cmds[] = {
 	{ "testbed", cmd_testbed, "up|down|show|fault|ina-off|plan [options]",
 	  "build, inspect, fault or tear down the emulated cluster (namespaces, veth,\n           XDP switches): racks, or a topology (--topo FILE, --gen grid-toy)" },
-	{ "up", cmd_up, "--spec FILE --node NAME",
-	  "attach the host program on a node and pin its maps" },
+	{ "doctor", cmd_doctor, "[--spec FILE --node NAME] [--ifname IF]",
+	  "check that this host can run the spec's job (kernel, BPF, XDP, AF_XDP,\n"
+	  "           bpffs, memory, MTU, addresses, queues): ok/missing and how to fix" },
+	{ "up", cmd_up, "--spec FILE --node NAME [--force]",
+	  "doctor's checks, then attach the host program on a node and pin its maps" },
 	{ "down", cmd_down, "--spec FILE --node NAME",
 	  "detach the host program and remove its pins" },
 	{ "stats", cmd_stats, "--spec FILE [--node NAME] [--json]",
@@ -29,9 +32,10 @@ static const struct rinx_cmd cmds[] = {
 	  "           spec's topology: topo:grid, topo:ps-ina, ...)" },
 	{ "bench", cmd_bench, "--spec FILE [options]",
 	  "allreduce benchmark: size sweep, verify, time and bandwidth" },
-	{ "demo", cmd_demo, "[--racks R --per-rack H --ina LIST | --hosts N] [--sizes LIST]",
-	  "testbed up (default: Rina on 2 racks x 4, rack 0 INA), verified float32\n"
-	  "           allreduce, figures, testbed down" },
+	{ "demo", cmd_demo, "[--racks R --per-rack H --ina LIST] [--rate MBIT] [--sizes LIST]",
+	  "one testbed (2 racks x 4, both ToRs INA): the same verified float32\n"
+	  "           allreduce as a ring and as Rina, on 1 Gbit/s and unlimited links,\n"
+	  "           in one table (busbw, util, INA gain); testbed down" },
 	{ "peer", cmd_peer, "mpi --spec FILE [options]", "the same sweep by Open MPI over TCP" },
 	{ "compare", cmd_compare, "--spec FILE [options]",
 	  "rinx vs Open MPI and Gloo on the testbed: interleaved, verified, CPU" },
@@ -80,8 +84,9 @@ int main(int argc, char **argv)
 	}
 	for (c = cmds; c->name; c++)
 		if (!strcmp(c->name, argv[i])) {
+			/* doctor runs as anyone: it says what is missing */
 			if (geteuid() != 0 && strcmp(c->name, "plan") &&
-			    strcmp(c->name, "sim")) {
+			    strcmp(c->name, "sim") && strcmp(c->name, "doctor")) {
 				fprintf(stderr, "rinxctl %s: must run as root "
 					"(BPF, XDP, namespaces)\n", c->name);
 				return RINX_EXIT_NOPERM;

@@ -27,7 +27,8 @@
 #define NUM_FRAMES	4096
 #define RING_SIZE	2048
 #define MAX_PENDING	NUM_FRAMES
-#define XQ_MAX		64	/* receive queues served (the xsks map's size) */
+#define XQ_MAX		RINX_RX_QUEUES_MAX	/* receive queues served (the
+					 * xsks map's size) */
 
 /* ---- AF_XDP sockets per (process, interface), shared by comms ----
  * One socket per receive queue, all on one umem: the host program hands a

@@ -181,6 +181,17 @@ int rinx_node_jobs(const struct rinx_spec *s, const struct rinx_spec_host *h,
 		   struct rinx_node_job *out, int max);
 void rinx_node_pin_dir(const struct rinx_spec *s,
 		       const struct rinx_spec_host *h, char *buf, size_t len);
+/* The kernel memory the host program's maps take on one node of spec s,
+ * sized as rinx_node_up sizes them (bytes, an estimate per map type). */
+int rinx_node_map_bytes(const struct rinx_spec *s, __u64 *bytes);
+/* Loads the host program (not attached, small maps): 0 when this kernel
+ * accepts it, else -errno (the verifier log with -v). */
+int rinx_node_probe_load(const struct rinx_spec *s);
+/* Receive queues of interface ifname (in the calling thread's namespace):
+ * its channels, else its sysfs rx-N entries, else 1. A trainer opens a
+ * socket on each, at most RINX_RX_QUEUES_MAX. */
+#define RINX_RX_QUEUES_MAX	64
+int rinx_if_rx_queues(const char *ifname, int ifindex);
 /* Makes sure s->pin is on a bpffs, mounting one if needed. */
 int rinx_pin_root_ready(const char *pin);
 

@@ -292,6 +292,90 @@ static int node_groups(const struct rinx_spec_host *h, int add)
 	return err;
 }
 
+/* The host program's knobs and map sizes for a spec (with window as the
+ * window): one place for rinx_node_up and the doctor's estimates. The
+ * spec's jobs slots of a window each: the kernel memory a node pins
+ * follows the spec (rinx_spec_mem), whatever the tensors. */
+static void host_size(struct host_bpf *skel, const struct rinx_spec *s,
+		      __u32 window)
+{
+	skel->rodata->rinx_port_be = htons(s->port);
+	skel->rodata->rinx_window = window;
+	bpf_map__set_max_entries(skel->maps.share, s->jobs * window);
+	bpf_map__set_max_entries(skel->maps.result, s->jobs * window);
+	bpf_map__set_max_entries(skel->maps.partial, s->jobs * window);
+	/* any host may aggregate (a rack's agent, a tree node, a parameter
+	 * server: the plan is the job's choice): a window of slots per job */
+	bpf_map__set_max_entries(skel->maps.aggs, s->jobs * window);
+	bpf_map__set_max_entries(skel->maps.cursors, s->jobs);
+	rinx_size_tables(skel->maps.jobs, skel->maps.claims, skel->maps.nodes,
+			 skel->maps.hops, s->jobs);
+}
+
+static __u64 round8(__u64 x)
+{
+	return (x + 7) & ~7ull;
+}
+
+int rinx_node_map_bytes(const struct rinx_spec *s, __u64 *bytes)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct host_bpf *skel;
+	struct bpf_map *m;
+
+	*bytes = 0;
+	skel = host_bpf__open();
+	if (!skel)
+		return -errno;
+	host_size(skel, s, s->window);
+	/* what the kernel allocates per map type (kernel/bpf/arraymap.c,
+	 * hashtab.c): values rounded to 8 bytes, per CPU for per-CPU maps;
+	 * a hash element carries about 48 bytes of its own; other maps a
+	 * pointer per entry */
+	bpf_object__for_each_map(m, skel->obj) {
+		__u64 n = bpf_map__max_entries(m);
+		__u64 v = round8(bpf_map__value_size(m));
+		__u64 k = round8(bpf_map__key_size(m));
+
+		switch (bpf_map__type(m)) {
+		case BPF_MAP_TYPE_ARRAY:
+			*bytes += n * v;
+			break;
+		case BPF_MAP_TYPE_PERCPU_ARRAY:
+			*bytes += n * v * (ncpu > 0 ? ncpu : 1);
+			break;
+		case BPF_MAP_TYPE_PERCPU_HASH:
+			*bytes += n * (k + 48 + v * (ncpu > 0 ? ncpu : 1));
+			break;
+		case BPF_MAP_TYPE_HASH:
+		case BPF_MAP_TYPE_LRU_HASH:
+			*bytes += n * (k + v + 48);
+			break;
+		default:
+			*bytes += n * 8;
+		}
+	}
+	host_bpf__destroy(skel);
+	return 0;
+}
+
+int rinx_node_probe_load(const struct rinx_spec *s)
+{
+	struct host_bpf *skel;
+	int err;
+
+	skel = host_bpf__open();
+	if (!skel)
+		return -errno;
+	/* a window of 64: the verifier's work does not depend on the window
+	 * (a run-time bound, rinx_window), and the spec's could take hundreds
+	 * of MiB for a moment; the maps' memory is rinx_node_map_bytes' */
+	host_size(skel, s, 64);
+	err = host_bpf__load(skel);
+	host_bpf__destroy(skel);
+	return err;
+}
+
 int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 {
 	char why[256];
@@ -333,19 +417,7 @@ int rinx_node_up(const struct rinx_spec *s, const struct rinx_spec_host *h)
 		pr_warn("node %s: cannot open the host program\n", h->name);
 		goto fail;
 	}
-	skel->rodata->rinx_port_be = htons(s->port);
-	skel->rodata->rinx_window = s->window;
-	/* s->jobs slots of a window each: the kernel memory the node pins
-	 * follows the spec (rinx_spec_mem), whatever the tensors */
-	bpf_map__set_max_entries(skel->maps.share, s->jobs * s->window);
-	bpf_map__set_max_entries(skel->maps.result, s->jobs * s->window);
-	bpf_map__set_max_entries(skel->maps.partial, s->jobs * s->window);
-	/* any host may aggregate (a rack's agent, a tree node, a parameter
-	 * server: the plan is the job's choice): a window of slots per job */
-	bpf_map__set_max_entries(skel->maps.aggs, s->jobs * s->window);
-	bpf_map__set_max_entries(skel->maps.cursors, s->jobs);
-	rinx_size_tables(skel->maps.jobs, skel->maps.claims, skel->maps.nodes,
-			 skel->maps.hops, s->jobs);
+	host_size(skel, s, s->window);
 	err = host_bpf__load(skel);
 	if (err) {
 		pr_warn("node %s: host program rejected by the kernel: %s "

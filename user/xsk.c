@@ -69,7 +69,7 @@ static void x_close(struct xctx *x)
 /* Receive queues of the interface: its channels (rx-only plus combined),
  * else its rx-N entries in sysfs when sysfs shows this namespace's device,
  * else 1. */
-static int if_rx_queues(const char *ifname, int ifindex)
+int rinx_if_rx_queues(const char *ifname, int ifindex)
 {
 	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
 	char path[96];
@@ -198,7 +198,7 @@ int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 		}
 	pthread_mutex_unlock(&xctx_list_lock);
 
-	nq = if_rx_queues(ifname, ifindex);
+	nq = rinx_if_rx_queues(ifname, ifindex);
 	err = bpf_obj_get_info_by_fd(c->fd_xsks, &mi, &milen);
 	if (err)
 		return rinx_c_cerr(c, err, "cannot read the AF_XDP socket map: %s",
