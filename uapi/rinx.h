@@ -115,6 +115,11 @@ enum rinx_wire_dtype {
 #define RINX_F_PINF	0x02
 #define RINX_F_NINF	0x04
 #define RINX_F_NONFINITE (RINX_F_NAN | RINX_F_PINF | RINX_F_NINF)
+/* rinx_slot.flags of a share: its rank saw a loss lately (user/repair.c).
+ * ORed into the block as the others are, so every rank finds it in the
+ * round's results alike and the ranks keep partial sums for hop-by-hop
+ * repair (RINX_JOB_KEEP) in the next round, without a message. */
+#define RINX_F_LOSSY	0x08
 /* rinx_hdr.flags only: a worker's share sent again (its timer fired) to a
  * pool aggregator (ps-ina's ToR), which flushes the block's partial sum or
  * passes the share on unaggregated, and clears the flag (docs/rinx.md) */

@@ -62,6 +62,8 @@ static void convert(struct rinx_req *r, __u32 upto)
 			s->flags = 0;
 			s->count = cnt;
 		}
+		if (c->lossy_left)
+			s->flags |= RINX_F_LOSSY;
 		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
 	}
 	if (upto > r->conv)
@@ -89,6 +91,7 @@ static int round_open(struct rinx_req *r)
 	__atomic_store_n(&cur->epoch, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&cur->next, 0, __ATOMIC_RELEASE);
 	c->epoch++;
+	rinx_c_keep_round(c);
 	c->jobent.epoch = c->epoch;
 	c->jobent.nblocks = r->nb;
 	c->jobent.last_count = r->last_count;
@@ -122,7 +125,7 @@ static int round_open(struct rinx_req *r)
 	first = (__u32)c->inflight * c->plan.plen;
 	if (first < CONV_CHUNK)
 		first = CONV_CHUNK;
-	/* Only where links have known rates (c->keep): there the first
+	/* Only where links have known rates (c->rated): there the first
 	 * window takes milliseconds to leave, paced, and the rest is written
 	 * long before the peers' blocks need it. On unlimited links the
 	 * ring's first blocks came back before the trainer, sharing the
@@ -130,7 +133,7 @@ static int round_open(struct rinx_req *r)
 	 * went to the slow path and a 1 MiB ring on 4 hosts fell from 0.29
 	 * to 0.11 GB/s; there a round is converted before it opens. */
 	t = now_ns();
-	convert(r, c->keep ? first : r->nb);
+	convert(r, c->rated ? first : r->nb);
 	__atomic_store_n(&cur->epoch, c->epoch, __ATOMIC_RELEASE);
 	/* Peers convert their input too before anything can finish: a round
 	 * that has not started moving is not a loss. Wait a few times this
@@ -266,8 +269,10 @@ static int collect(struct rinx_req *r)
 					   c->qbits);
 			if (s->flags & RINX_F_NONFINITE)
 				c->st.nonfinite++;
+			c->keep_next |= !!(s->flags & RINX_F_LOSSY);
 		} else {
 			memcpy((int32_t *)r->recv + off, s->v, cnt * 4);
+			c->keep_next |= !!(s->flags & RINX_F_LOSSY);
 		}
 		r->cursor++;
 		got++;
@@ -548,9 +553,9 @@ static int progress(struct rinx_req *r, int *moved)
 			r->moved_at = t;
 			r->last_claimed = claimed;
 			r->last_progress = t;
-			r->rto = RTO_FIRST_NS;
+			r->rto = rinx_c_rto_stall(c);
 		} else if (t - r->last_progress > r->rto) {
-			rinx_c_repair(r, r->rto <= RTO_FIRST_NS, 1);
+			rinx_c_repair(r, r->rto <= rinx_c_rto_stall(c), 1);
 			c->st.repairs++;
 			r->last_progress = t;
 			r->rto = r->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS :

@@ -154,7 +154,15 @@ struct rinx_comm {
 	 * the ones it asks with RNACKs (repair.c) */
 	__u64 rnack_ok;
 	__u64 own_ring;		/* own classes whose first hop asks so */
-	int keep;		/* ring hops keep partial sums (RINX_JOB_KEEP) */
+	int keep;		/* this round's ring hops keep partial sums
+				 * (RINX_JOB_KEEP): always on links of known
+				 * rate (rated), else after a lossy round */
+	int rated;		/* the spec gives link rates */
+	int keep_next;		/* a result of the round had RINX_F_LOSSY */
+	__u32 lossy_left;	/* rounds this rank still marks its shares
+				 * RINX_F_LOSSY after it saw a loss */
+	__u64 loss_seen;	/* resends + NACKs + repairs when the round
+				 * opened */
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */
@@ -356,6 +364,8 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now);
 
 /* repair.c */
 void rinx_c_own_timers(struct rinx_req *r, __u64 now);
+void rinx_c_keep_round(struct rinx_comm *c);
+__u64 rinx_c_rto_stall(const struct rinx_comm *c);
 int rinx_c_cursor_hole(const struct rinx_req *r);
 __u64 rinx_c_hole_wait(const struct rinx_req *r);
 void rinx_c_repair(struct rinx_req *r, int first, int stall);

@@ -45,6 +45,22 @@ static __u64 rto_blk(const struct rinx_comm *c)
 	       t > RTO_BLK_MAX_NS ? RTO_BLK_MAX_NS : t;
 }
 
+/* The stall timer of a round that is moving (a block finished or was
+ * claimed lately): a loss at the tail of a round (every class's last
+ * blocks) is found by it alone, so it follows the measured round trip as
+ * TCP's tail loss probe does (2 srtt + 4 rttvar), within 2..10 ms; 10 ms
+ * before the first sample. A stall repaired too early costs NACKs that
+ * the peers answer from stored copies. */
+__u64 rinx_c_rto_stall(const struct rinx_comm *c)
+{
+	__u64 t = 2 * c->srtt + 4 * c->rttvar;
+
+	if (!c->srtt)
+		return RTO_FIRST_NS;
+	return t < RTO_BLK_MIN_NS ? RTO_BLK_MIN_NS :
+	       t > RTO_FIRST_NS ? RTO_FIRST_NS : t;
+}
+
 /* Selective repair of own blocks, in the manner of RACK (RFC 8985): an
  * own block not finished here is taken for lost when one of its class
  * claimed after it has finished and it is older than its timer (doubled
@@ -139,7 +155,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			 * finished and its gather back here was lost: ask
 			 * the node before for it, twice, before sending it
 			 * again */
-			if ((c->own_ring >> class_of(c, b) & 1) &&
+			if (c->keep && (c->own_ring >> class_of(c, b) & 1) &&
 			    (g->action == RINX_A_STORE_FWD ||
 			     g->action == RINX_A_STORE_END) && r->resent[j] < 2) {
 				if (send_nack(r, b, g->from, g->step))
@@ -320,9 +336,13 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 
 	c->rnack_ok = c->own_ring = 0;
 	/* links of known rate: the network is the bottleneck, and a loss is
-	 * worth a copy per hop (rinx_job.flags, set by plan_job) */
-	c->keep = rinx_spec_min_link(&c->spec) || c->spec.scale_mbit > 0;
-	if (!c->keep || !q) {
+	 * worth a copy per hop in every round (rinx_job.flags, set by
+	 * plan_job); elsewhere the ranks keep partial sums in the rounds
+	 * after a lossy one (rinx_c_keep_round), so rnack_ok and own_ring
+	 * say what holds when they do */
+	c->rated = rinx_spec_min_link(&c->spec) || c->spec.scale_mbit > 0;
+	c->keep = c->rated;
+	if (!q) {
 		free(q);
 		return;
 	}
@@ -373,6 +393,37 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 	free(q);
 }
 
+#define LOSSY_ROUNDS	8	/* rounds a rank marks its shares after a loss */
+
+static __u64 losses(const struct rinx_comm *c)
+{
+	return c->st.retransmits + c->st.nacks + c->st.repairs;
+}
+
+/* Whether the ring hops keep partial sums in the round being opened (r is
+ * not open yet): on links of known rate always; elsewhere when a result of
+ * the round before carried RINX_F_LOSSY, which every rank read from the
+ * same results, so all ranks decide alike. A hop keeping partial sums
+ * costs a block copy, so unlimited links pay for it only while losses
+ * last: a rank that resent, NACKed or repaired in the last LOSSY_ROUNDS
+ * rounds marks its shares (rinx_c_share_flags). */
+void rinx_c_keep_round(struct rinx_comm *c)
+{
+	__u64 l = losses(c);
+
+	if (l != c->loss_seen)
+		c->lossy_left = LOSSY_ROUNDS;
+	else if (c->lossy_left)
+		c->lossy_left--;
+	c->loss_seen = l;
+	c->keep = c->rated || c->keep_next;
+	c->keep_next = 0;
+	if (c->keep)
+		c->jobent.flags |= RINX_JOB_KEEP;
+	else
+		c->jobent.flags &= ~RINX_JOB_KEEP;
+}
+
 /* The classes whose reduce adds this rank's share here (r->rmine), and
  * those that finish here (r->rfin), for a round being opened. */
 void rinx_c_reduce_init(struct rinx_req *r)
@@ -386,7 +437,7 @@ void rinx_c_reduce_init(struct rinx_req *r)
 
 		if ((h->action == RINX_A_ADD_FWD ||
 		     h->action == RINX_A_ADD_FINISH) &&
-		    (c->rnack_ok >> k & 1))
+		    (c->rnack_ok >> k & 1) && c->keep)
 			r->rmine |= 1ull << k;
 		if (h->action == RINX_A_ADD_FINISH)
 			r->rfin |= 1ull << k;
