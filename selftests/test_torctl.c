@@ -103,6 +103,8 @@ int main(void)
 	void *req;
 	__u32 k;
 
+	if (geteuid())
+		tap_skip_all("needs root (a bpffs mount, BPF maps)");
 	tap_plan(16);
 	snprintf(dir, sizeof(dir), "/tmp/rxNtorctl.XXXXXX");
 	if (!mkdtemp(dir) || mount("bpf", dir, "bpf", 0, "mode=0700")) {
