@@ -119,14 +119,24 @@ tap_checks() {
 	done <<<"$2"
 }
 
-# testbed $P down and checked gone (with its spec $spec), then the TAP
-# plan and the test's exit status
+# plan N: the TAP plan, before the first check (the runner fails a test
+# that ran another number of checks)
+plan() {
+	planned=$1
+	echo "1..$1"
+}
+
+# testbed $P down (its status) and checked gone (with its spec $spec), then
+# the TAP plan unless the test declared it (plan) and the test's exit status
 testbed_down_end() {
+	local rc
+
 	"$rinxctl" testbed down "$P" 2>&1 | diag
-	[ -z "$(ours)" ] && [ ! -e "$spec" ]
-	ok $? "testbed down, no namespace or spec left"
+	rc=${PIPESTATUS[0]}
+	[ "$rc" -eq 0 ] && [ -z "$(ours)" ] && [ ! -e "$spec" ]
+	ok $? "testbed down (exit $rc), no namespace or spec left"
 	up=0
-	echo "1..$n"
+	[ -n "${planned:-}" ] || echo "1..$n"
 	if [ $fail -ne 0 ]; then
 		echo "# $fail of $n failed"
 		exit 1

@@ -1630,6 +1630,46 @@ static bool has_self(const struct tcase *c)
 	return false;
 }
 
+/* the checks run_case makes of C at the ToR (SW) or the agent: one per
+ * step but the skipped ones and, at the agent, its trainer's share being
+ * written (run_step) */
+static int case_checks(bool sw, const struct tcase *c)
+{
+	int i, n = 0;
+
+	for (i = 0; i < c->n; i++) {
+		const struct tstep *s = &c->s[i];
+		int ex = sw && s->ex_sw ? s->ex_sw : s->ex;
+
+		n += ex != O_SKIP && !(s->who == W0 && !sw);
+	}
+	return n;
+}
+
+/* the checks of a run of this program, from its cases: loads and plans
+ * (2 + 2), the cases at the agent and the ToR, the agent's cases with an
+ * AF_XDP socket (1 + those with its own share), concurrency (3 a place),
+ * the empty program and the timed runs (1 + 1 a place) */
+static int plan_checks(void)
+{
+	int n = 2 + 2 + 1 + 3 * 2 + 1 + 2, ci, i;
+
+	for (i = 0; i < 2; i++)
+		for (ci = 0; ci < ncases; ci++) {
+			const struct tcase *c = &cases[ci];
+
+			if (((c->only & PLACES) == AGENT_ONLY && i == 1) ||
+			    ((c->only & PLACES) == TOR_ONLY && i == 0))
+				continue;
+			n += case_checks(i == 1, c);
+		}
+	for (ci = 0; ci < ncases; ci++)
+		if ((cases[ci].only & PLACES) != TOR_ONLY &&
+		    has_self(&cases[ci]))
+			n += case_checks(false, &cases[ci]);
+	return n;
+}
+
 static void run_case(struct place *p, const struct tcase *c, __u32 base)
 {
 	struct stepctx x = { .p = p, .c = c, .base = base };
@@ -2255,6 +2295,7 @@ int main(void)
 	if (ncpus <= 0)
 		tap_skip_all("cannot count CPUs");
 	gen_cases();
+	tap_plan(plan_checks());
 
 	for (i = 0; i < 2; i++) {
 		int err = open_place(&places[i], i == 1);
@@ -2263,7 +2304,6 @@ int main(void)
 			   places[i].name, i ? "rinx_switch (ina_mac set)" :
 			   "rinx_host (aggs resized)")) {
 			tap_diag("  %s", strerror(err < 0 ? -err : err));
-			tap_plan(tap_n);
 			return tap_done();
 		}
 		check_plan(&places[i]);
@@ -2297,7 +2337,6 @@ int main(void)
 		for (i = 0; i < 2; i++)
 			run_timing(&places[i], efd);
 
-	tap_plan(tap_n);
 	host_bpf__destroy(places[0].hs);
 	switch_bpf__destroy(places[1].ss);
 	free(cases);

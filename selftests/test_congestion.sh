@@ -46,14 +46,41 @@ hostsum() {
 		grep -o "\"$1\":[0-9]*" | awk -F: '{ s += $2 } END { print s + 0 }'
 }
 
-# bench ARGS...: a verified run; its output goes to TAP diagnostics and
-# stays in $out for the checks
+# links_with KEY=VALUE...: how many of the 8 switch ports' links (testbed
+# show) have every KEY=VALUE
+links_with() {
+	"$rinxctl" testbed show "$P" 2>/dev/null |
+		awk -v want="$*" -v ns="^$P" '$1 ~ ns && / rate=/ {
+			n = split(want, w, " "); k = 0
+			for (i = 1; i <= n; i++)
+				for (j = 3; j <= NF; j++)
+					if ($j == w[i]) { k++; break }
+			if (k == n) c++ }
+			END { print c + 0 }'
+}
+
+# bench --sizes SIZES ARGS...: a verified run; its output goes to TAP
+# diagnostics and stays in $out for the checks. Succeeds when bench exits 0,
+# says every element is ok and its row of every size (K, M: KiB, MiB) has
+# "ok" in its verify column (a job's rows, with --jobs)
 bench() {
+	local sizes=$2 bytes="" s vs
+
+	for s in ${sizes//,/ }; do
+		case $s in
+		*K) s=$((${s%K} * 1024)) ;;
+		*M) s=$((${s%M} * 1048576)) ;;
+		esac
+		bytes+=${bytes:+,}$s
+	done
 	out=$(timeout 240 "$rinxctl" bench --spec "$spec" --verify --iters 2 \
 		--warmup 0 --timeout 20000 "$@" 2>&1)
 	rc=$?
 	echo "$out" | diag
-	return $rc
+	verified_sizes "$out" "$bytes" | diag
+	vs=${PIPESTATUS[0]}
+	[ $rc -eq 0 ] && [ "$vs" -eq 0 ] &&
+		echo "$out" | grep -q '^# verify: every element ok;'
 }
 
 if [ "$(id -u)" != 0 ]; then
@@ -65,6 +92,7 @@ if [ ! -x "$rinxctl" ]; then
 	exit 4
 fi
 trap cleanup EXIT INT TERM
+plan 19
 
 out=$("$rinxctl" testbed up --racks 2 --per-rack 2 --prefix "$P" \
 	--rate 300 2>&1)
@@ -119,7 +147,10 @@ ok $? "every rank paced itself after the marks (pace rate > 0)"
 # 2: the same links with 1% loss, 1% duplicates and 1% reordering
 out=$("$rinxctl" testbed fault "$P" --drop 10000 --dup 10000 \
 	--reorder 10000 2>&1)
-ok $? "testbed fault: 1% drop, dup, reorder on top of the rate"
+rc=$?
+k=$(links_with rate=300 drop=10000 dup=10000 reorder=10000)
+[ $rc -eq 0 ] && [ "$k" -eq 8 ]
+ok $? "testbed fault: 1% drop, dup, reorder on top of the rate ($k of 8 links)"
 bench --sizes 4,1M,4M --dtype int32 --profile
 ok $? "int32, rate-limited and lossy: every element exact"
 echo "$out" | grep -q "blocks resent"
@@ -127,7 +158,10 @@ ok $? "loss repair reported"
 bench --sizes 3076,4M
 ok $? "float32, rate-limited and lossy: every element within the bound"
 out=$("$rinxctl" testbed fault "$P" --drop 0 --dup 0 --reorder 0 2>&1)
-ok $? "testbed fault: loss off"
+rc=$?
+k=$(links_with rate=300 drop=0 dup=0 reorder=0)
+[ $rc -eq 0 ] && [ "$k" -eq 8 ]
+ok $? "testbed fault: loss off, the rate kept ($k of 8 links)"
 
 # 3: two jobs at once over the same links
 bench --sizes 1M,4M --dtype int32 --jobs 2
@@ -136,9 +170,8 @@ ok $? "two jobs at once: every element of both exact"
 ok $? "a time for each job at each size"
 
 "$rinxctl" testbed down "$P" 2>&1 | diag
-ok $? "testbed down"
-[ -z "$(ours)" ] && [ ! -e "$spec" ]
-ok $? "no namespace or spec of $P left"
+ok "${PIPESTATUS[0]}" "testbed down"
+[ -z "$(ours)" ] && [ ! -e "$spec" ] && [ ! -e "/run/rinx/$P" ]
+ok $? "no namespace, spec or pin of $P left"
 
-echo "1..$n"
 [ "$fail" -eq 0 ]

@@ -1522,8 +1522,23 @@ static int direct_agg(struct round *rd, int np)
 	for (i = 0; i < np && n < MAXF - 1; i++)
 		if (pf[i].agg)
 			seq[n++] = pf[i];
-	if (!n)
+	if (!n) {
+		/* one check either way (the plan counts it): a host with
+		 * nothing to aggregate is one whose tables say so */
+		const struct rinx_plan *me = &rd->pl[rd->self];
+		int k, t, aggs = 0;
+
+		for (k = 0; k < me->nclasses; k++)
+			for (t = 0; t < RINX_HOP_TYPES; t++)
+				aggs += me->hops[k][t].action ==
+					RINX_A_AGG_FWD ||
+					me->hops[k][t].action ==
+					RINX_A_AGG_FINISH;
+		tap_ok(!aggs, "%s h%d aggregates nothing: no aggregation "
+		       "hop in its tables (%d)", rd->plan_name, rd->self,
+		       aggs);
 		return 0;
+	}
 	err = install(&ia, rd, EPOCH);
 	err = err ?: install(&ic, rd, EPOCH);
 	if (err)
@@ -1658,6 +1673,11 @@ static const struct {
 	{ "dbtree", RINX_PLAN_DBTREE, 0 },
 };
 
+/* the checks run_plan makes of each plan: at every host, two per trial,
+ * and in the first trial one for the handler alone and one for its
+ * aggregations */
+#define PLAN_CHECKS	(NHOSTS * (2 * TRIALS + 2))
+
 static int run_plan(int pi)
 {
 	static struct round rd;
@@ -1727,6 +1747,7 @@ int main(int argc, char **argv)
 	 * second argument */
 	if (argc > 2)
 		rng = strtoull(argv[2], NULL, 0) | 1;
+	tap_plan((int)ARRAY_SIZE(plans) * PLAN_CHECKS + 3);
 	tap_diag("seed %#llx", (unsigned long long)rng);
 	trace = getenv("RINX_TEST_TRACE");
 	for (i = 0; i < (int)ARRAY_SIZE(plans); i++) {
@@ -1772,6 +1793,5 @@ int main(int argc, char **argv)
 	inst_close(&ia);
 	inst_close(&ib);
 	inst_close(&ic);
-	tap_plan(tap_n);
 	return tap_done();
 }

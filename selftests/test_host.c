@@ -970,6 +970,20 @@ static int fresh_block(__u32 idx)
 	return err;
 }
 
+/* the checks run_case makes of C: the action, the output frame when it is
+ * compared (unchanged, rewritten, or its length kept), the result map and
+ * the counters */
+static int case_checks(const struct tcase *c)
+{
+	bool fwd = c->ex == EX_ADD_FWD || c->ex == EX_ADD_FIN ||
+		   c->ex == EX_STORE_FWD;
+
+	return 3 + (c->ex == EX_SAME || fwd || c->ex == EX_STORE_END);
+}
+
+/* the checks of run_ring_repair */
+#define RING_REPAIR_CHECKS 15
+
 static void run_case(int ci)
 {
 	const struct tcase *c = &cases[ci];
@@ -1383,7 +1397,7 @@ static void run_ring_repair(void)
 int main(void)
 {
 	size_t i;
-	int err;
+	int err, plan = 2 + RING_REPAIR_CHECKS;
 
 	if (geteuid())
 		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
@@ -1394,6 +1408,9 @@ int main(void)
 	if (!skel)
 		tap_skip_all("cannot open the host skeleton: %s",
 			     strerror(errno));
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		plan += case_checks(&cases[i]);
+	tap_plan(plan);
 	skel->rodata->rinx_port_be = htons(PORT);
 	skel->rodata->rinx_window = WINDOW;
 	err = bpf_map__set_max_entries(skel->maps.share, NRES);
@@ -1406,7 +1423,6 @@ int main(void)
 	tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT);
 	if (err) {
 		tap_diag("load: %s", strerror(-err));
-		tap_plan(tap_n);
 		return tap_done();
 	}
 	prog_fd = bpf_program__fd(skel->progs.rinx_host);
@@ -1422,16 +1438,13 @@ int main(void)
 	res_before = calloc(NRES, sizeof(*res_before));
 	res_after = calloc(NRES, sizeof(*res_after));
 	if (!tap_ok(ncpus > 0 && res_before && res_after && !setup_maps(),
-		    "set up jobs, nodes, hop plan, result markers")) {
-		tap_plan(tap_n);
+		    "set up jobs, nodes, hop plan, result markers"))
 		return tap_done();
-	}
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
 		run_case(i);
 	run_ring_repair();
 
-	tap_plan(tap_n);
 	host_bpf__destroy(skel);
 	free(res_before);
 	free(res_after);

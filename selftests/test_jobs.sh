@@ -39,6 +39,7 @@ cleanup_jobs() {
 needs_root ip timeout awk
 trap cleanup_jobs EXIT
 trap 'exit 1' INT TERM
+plan 11
 
 # default spec: memory
 out=$("$rinxctl" testbed up --prefix "$P" --hosts 3 2>&1)

@@ -87,6 +87,8 @@ cases_tap() {
 	done < <(grep $'^check\t' "$file")
 }
 
+# 24 checks before the cases, 20 cases under the interposer
+echo "1..44"
 out=$("$rinxctl" testbed up --hosts 4 --prefix "$P" --window 256 2>&1)
 rc=$?
 echo "$out" | diag
@@ -196,10 +198,11 @@ ok $? "RINX_RANKMAP=0,1,1,3: aborts with 'names spec rank 1 twice' (exit $rc)"
 k=$("$rinxctl" stats --spec "$spec" 2>/dev/null | grep -c '^  job [0-9]')
 [ "$k" -eq 0 ]
 ok $? "no rinx job left installed on the hosts after MPI_Finalize ($k)"
+"$rinxctl" testbed down "$P" 2>&1 | diag
+rc=${PIPESTATUS[0]}
+[ $rc -eq 0 ] && [ -z "$(ours)" ] && [ ! -e "$spec" ]
+ok $? "testbed down (exit $rc): no namespace or spec of $P left"
 cleanup
 trap - EXIT
 tmp=
-[ -z "$(ours)" ]
-ok $? "testbed down: no namespace of $P left"
-echo "1..$n"
 [ $fail -eq 0 ]

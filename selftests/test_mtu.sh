@@ -46,7 +46,7 @@ cleanup_mtu() {
 # bench_ok NAME ARGS...: a verified bench run over $SIZES, its frames line
 # says FRAMELEN
 bench_ok() {
-	local name=$1 flen=$2 out rc
+	local name=$1 flen=$2 out rc vs
 
 	shift 2
 	out=$(timeout -k 5 $LIMIT "$rinxctl" bench --spec "$spec" --verify \
@@ -55,7 +55,8 @@ bench_ok() {
 	rc=$?
 	echo "$out" | diag
 	verified_sizes "$out" "$SIZES" | diag
-	[ $rc -eq 0 ] && [ "${PIPESTATUS[0]}" -eq 0 ] &&
+	vs=${PIPESTATUS[0]}
+	[ $rc -eq 0 ] && [ "$vs" -eq 0 ] &&
 		echo "$out" | grep -q '^# verify: every element ok;' &&
 		echo "$out" | grep -q "^# frames: $flen bytes,"
 	ok $? "$name: every element of every size verified, $flen-byte frames"
@@ -70,6 +71,7 @@ mtu_of() {
 needs_root ip timeout awk ping
 trap cleanup_mtu EXIT
 trap 'exit 1' INT TERM
+plan 21
 
 "$rinxctl" testbed up --prefix "$P" --mtu 1400 >/dev/null 2>&1
 rc=$?
@@ -82,10 +84,7 @@ out=$("$rinxctl" testbed up --prefix "$P" --racks 2 --per-rack 2 \
 rc=$?
 echo "$out" | diag
 ok $rc "testbed up --racks 2 --per-rack 2 --ina switch,agent --mtu 1500"
-if [ $rc -ne 0 ]; then
-	echo "1..$n"
-	exit 1
-fi
+[ $rc -eq 0 ] || exit 1
 up=1
 echo "$out" | grep -q "^testbed $P: .*, MTU 1500\$"
 ok $? "testbed up says MTU 1500"
@@ -128,7 +127,8 @@ echo "$out" | diag
 	echo "$out" | grep -q "sends 1504-byte frames (blocks of 352 values), rank 0 3168-byte (768): their MTUs differ"
 ok $? "one host at MTU 3400, the others at 1500: open fails, naming both frame sizes"
 ip -n "${P}h0" link set eth0 mtu 1500 && ip -n "${P}t0" link set p0 mtu 1500
-ok $? "host h0 back to MTU 1500"
+[ "$(mtu_of "${P}h0" eth0)" = 1500 ] && [ "$(mtu_of "${P}t0" p0)" = 1500 ]
+ok $? "host h0 back to MTU 1500 (both ends)"
 
 # below what rinx frames need: `up` refuses the interface
 "$rinxctl" down --spec "$spec" --node h1 >/dev/null 2>&1
@@ -146,8 +146,9 @@ ok $rc "rinxctl up on h1 again at MTU 1500"
 bench_ok "MTU 1500 after the refusals, rina, float32" 1504 --plan rina
 
 "$rinxctl" testbed down "$P" 2>&1 | diag
-[ -z "$(ours)" ]
-ok $? "testbed down, no namespace left"
+rc=${PIPESTATUS[0]}
+[ $rc -eq 0 ] && [ -z "$(ours)" ]
+ok $? "testbed down (exit $rc), no namespace left"
 
 # ---- MTU 9000 ----
 out=$("$rinxctl" testbed up --prefix "$P" --racks 2 --per-rack 2 \

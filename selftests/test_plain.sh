@@ -45,6 +45,7 @@ sw_sum() {
 needs_root ip timeout awk
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+plan 15
 
 "$rinxctl" testbed up --prefix "$P" --racks 2 --per-rack 2 --ina switch \
 	--plain >/dev/null 2>&1
@@ -61,10 +62,7 @@ out=$("$rinxctl" testbed up --prefix "$P" --racks 2 --per-rack 3 \
 rc=$?
 echo "$out" | diag
 ok $rc "testbed up --racks 2 --per-rack 3 --ina agent,none --plain, 1% faults"
-if [ $rc -ne 0 ]; then
-	echo "1..$n"
-	exit 1
-fi
+[ $rc -eq 0 ] || exit 1
 up=1
 echo "$out" | grep -q "^testbed $P: .*, plain switches\$"
 ok $? "testbed up says plain switches"
@@ -89,7 +87,8 @@ for pl in ring rina har ps tree dbtree; do
 	rc=$?
 	echo "$out" | diag
 	verified_sizes "$out" "$SIZES" | diag
-	[ $rc -eq 0 ] && [ "${PIPESTATUS[0]}" -eq 0 ] &&
+	vs=${PIPESTATUS[0]}
+	[ $rc -eq 0 ] && [ "$vs" -eq 0 ] &&
 		echo "$out" | grep -q '^# verify: every element ok;'
 	ok $? "plan $pl on plain switches under 1% faults: every element verified"
 done

@@ -46,6 +46,7 @@ EPOCHS=6		# 114 steps of 4 x 16 samples
 MAX_PP=0.5		# accuracy difference allowed, percentage points
 MIN_ACC=0.85		# a run that learns nothing would match trivially
 DEAD_MS=1500
+BINDING_CHECKS=75	# the checks of user/python/tests/ranks.py, by name
 n=0
 fail=0
 logs=
@@ -54,6 +55,8 @@ up=0
 needs_python __init__.py
 trap cleanup_logs EXIT
 trap 'exit 1' INT TERM
+# the ranks' checks; 7 of the binding's and the training's own; 6 verdicts
+plan $((BINDING_CHECKS + 7 + 6))
 logs=$(mktemp -d)
 
 # jobs J (slot 1), J+1, J+2 (binding), J+3 (training): four different
@@ -99,8 +102,8 @@ checks=$(awk -F'\t' '
 	}' "$logs/binding.out")
 tap_checks "binding: " "$checks"
 ndone=$(grep -cE $'^\\[rank [012]\\] phase\tdone\t' "$logs/binding.out")
-[ $nchecks -gt 0 ] && [ "$ndone" -eq 3 ]
-ok $? "binding: ranks 0-2 ran every phase to the end ($ndone of 3; $nchecks checks)"
+[ $nchecks -eq $BINDING_CHECKS ] && [ "$ndone" -eq 3 ]
+ok $? "binding: ranks 0-2 ran every phase to the end ($ndone of 3; $nchecks of $BINDING_CHECKS checks)"
 
 codes=$(grep -E '^# rank [0-9]+: exit' "$logs/binding.out" | awk '{print $5}' | tr '\n' ' ')
 [ "$codes" = "0 0 0 killed " ] || [ "$codes" = "0 0 0 137 " ]

@@ -63,6 +63,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	const struct rinx_cmd *c;
+	int help;
 	int i = 1;
 
 	while (i < argc && argv[i][0] == '-') {
@@ -82,10 +83,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return RINX_EXIT_USAGE;
 	}
+	/* a command's help is text, not an act: shown without root too (the
+	 * man page and test_docs read it) */
+	help = i + 1 < argc && (!strcmp(argv[i + 1], "--help") ||
+				!strcmp(argv[i + 1], "-h"));
 	for (c = cmds; c->name; c++)
 		if (!strcmp(c->name, argv[i])) {
 			/* doctor runs as anyone: it says what is missing */
-			if (geteuid() != 0 && strcmp(c->name, "plan") &&
+			if (geteuid() != 0 && !help && strcmp(c->name, "plan") &&
 			    strcmp(c->name, "sim") && strcmp(c->name, "doctor")) {
 				fprintf(stderr, "rinxctl %s: must run as root "
 					"(BPF, XDP, namespaces)\n", c->name);

@@ -66,7 +66,11 @@ class OSP:
         self.base2 = None       # stage-2 parameters before the local step
         self.fut = None         # stage-2 gradient sum in flight
         self.steps = 0
-        self.corrections = 0
+        self.started = 0        # stage-2 sums started
+        self.corrections = 0    # stage-2 sums waited for and applied
+        # the most stage-2 sums started and not yet applied at once (the
+        # staleness bound says 1): counted, not assumed, so that a step
+        # that starts a sum before the previous one is in shows as 2
         self.max_inflight = 0
 
     def _flat_grad(self):
@@ -134,7 +138,9 @@ class OSP:
         local = g2.clone()
         self.base2 = p[self.n1:].clone()
         self.fut = rtorch.allreduce_future(self.comm, g2, average=True)
-        self.max_inflight = max(self.max_inflight, 1)
+        self.started += 1
+        self.max_inflight = max(self.max_inflight,
+                                self.started - self.corrections)
         self._assign(self.base2 - self.lr * (self.v2 * self.mu + local),
                      self.n1)
 

@@ -433,9 +433,12 @@ def phase_osp(comm):
         check("osp split %.2f: stage 2 runs one local-gradient step ahead "
               "(LGP)" % split, ok_lgp,
               "worst %.3g, tolerance %.3g" % (worst, tol))
-        check("osp split %.2f: staleness bound: one stage-2 sum in flight "
-              "at most" % split, osp.max_inflight == 1 and
-              osp.fut is not None)
+        check("osp split %.2f: staleness bound: each step started a "
+              "stage-2 sum after applying the one before, one in flight "
+              "at most" % split, osp.started == steps and
+              osp.corrections == steps - 1 and osp.max_inflight == 1 and
+              osp.fut is not None, "%d started, %d applied, at most %d in "
+              "flight" % (osp.started, osp.corrections, osp.max_inflight))
         osp.finish()
         now = np.concatenate([a.detach().numpy(), b.detach().numpy()])
         e = np.max(np.abs(now - ref))
