@@ -158,6 +158,7 @@ struct rinx_comm {
 				 * (RINX_JOB_KEEP): always on links of known
 				 * rate (rated), else after a lossy round */
 	int rated;		/* the spec gives link rates */
+	int adapt_keep;		/* a plain ring: keeps sums after losses */
 	int keep_next;		/* a result of the round had RINX_F_LOSSY */
 	__u32 lossy_left;	/* rounds this rank still marks its shares
 				 * RINX_F_LOSSY after it saw a loss */

@@ -342,6 +342,21 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 	 * say what holds when they do */
 	c->rated = rinx_spec_min_link(&c->spec) || c->spec.scale_mbit > 0;
 	c->keep = c->rated;
+	/* Only a plain ring keeps sums by the round: its every reduce hop is
+	 * an add, and each asks the one before (RNACK). An aggregator on the
+	 * path (an INA rack's agent or ToR) asks nobody, so with the hops
+	 * before it dropping an origin's resend as a duplicate, a sum lost
+	 * into it would stay lost (seen: Rina with an agent rack under 1%
+	 * loss, on unlimited links). */
+	c->adapt_keep = c->plan.kind == RINX_PLAN_RING;
+	if (c->plan.kind == RINX_PLAN_RINA) {
+		int i;
+
+		c->adapt_keep = 1;
+		for (i = 0; i < c->spec.nracks; i++)
+			if (c->spec.racks[i].ina != RINX_INA_NONE)
+				c->adapt_keep = 0;
+	}
 	if (!q) {
 		free(q);
 		return;
@@ -411,12 +426,12 @@ void rinx_c_keep_round(struct rinx_comm *c)
 {
 	__u64 l = losses(c);
 
-	if (l != c->loss_seen)
+	if (l != c->loss_seen && c->adapt_keep)
 		c->lossy_left = LOSSY_ROUNDS;
 	else if (c->lossy_left)
 		c->lossy_left--;
 	c->loss_seen = l;
-	c->keep = c->rated || c->keep_next;
+	c->keep = c->rated || (c->adapt_keep && c->keep_next);
 	c->keep_next = 0;
 	if (c->keep)
 		c->jobent.flags |= RINX_JOB_KEEP;
