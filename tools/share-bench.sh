@@ -1,0 +1,143 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# A rinx job beside a long TCP flow on the same link (docs/benchmark.md,
+# "Sharing a link with TCP"). Two racks of two hosts, every switch port at
+# RATE Mbit/s with the testbed's queue and ECN mark threshold; the ring's
+# h1 -> h2 hop and a TCP flow h0 -> h3 both cross rack 0's uplink towards
+# the spine:
+#
+#          sp
+#        /    \            every port RATE Mbit/s, queue, ECN marks
+#      t0      t1
+#     h0 h1   h2 h3        ring h0 h1 h2 h3; TCP h0 -> h3
+#
+# The TCP flow runs alone first, then the rinx job alone, then both at
+# once; each side's share of the port is its rate over RATE: TCP's from the
+# bytes its receiver counted over the time it ran, rinx's from its busbw
+# (on a ring every link carries busbw). The rinx job verifies every element
+# of every collective (`bench --verify`).
+#
+#   tools/share-bench.sh [-l RATE] [-s SIZE] [-n ITERS] [-c CC] [-p PLAN]
+#                        [BUILDDIR]
+#
+#   -l   port rate in Mbit/s (default 1000)
+#   -s   the collective's size (default 16M)
+#   -n   collectives per run (default 20)
+#   -c   the TCP sender's congestion control (TCP_CONGESTION; default cubic),
+#        with ECN on (net.ipv4.tcp_ecn=1) at both ends
+#   -p   the rinx plan (default ring)
+#
+# The testbed is brought up with a fresh prefix and taken down at the end,
+# also on failure or interrupt. Prints one line per run and the shares.
+
+set -u
+rate=1000 size=16M iters=20 cc=cubic plan=ring
+while getopts l:s:n:c:p: o; do
+	case $o in
+	l) rate=$OPTARG ;;
+	s) size=$OPTARG ;;
+	n) iters=$OPTARG ;;
+	c) cc=$OPTARG ;;
+	p) plan=$OPTARG ;;
+	*) sed -n '20,30p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+build=${1:-$(dirname "$0")/../build}
+rinxctl=$build/rinxctl
+p=rxM$(printf %04x $((RANDOM % 65536)))
+spec=/run/rinx-testbed/$p.spec
+port=5201
+tmp=$(mktemp -d)
+pids=()
+
+down() {
+	local x
+
+	for x in "${pids[@]}"; do
+		kill "$x" 2>/dev/null
+	done
+	"$rinxctl" testbed down "$p" >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap down EXIT
+trap 'exit 1' INT TERM
+
+if [ "$(id -u)" != 0 ]; then
+	echo "share-bench: needs root (namespaces, XDP)" >&2
+	exit 6
+fi
+"$rinxctl" testbed up --prefix "$p" --racks 2 --per-rack 2 --rate "$rate" \
+	>"$tmp/up" 2>&1 || { cat "$tmp/up" >&2; exit 1; }
+for h in h0 h3; do
+	ip netns exec "$p$h" sysctl -qw net.ipv4.tcp_ecn=1
+done
+dst=$(awk '/^host name=h3 /{for (i = 1; i <= NF; i++) if ($i ~ /^ip=/) print substr($i, 4)}' "$spec")
+
+# tcp SECONDS: a bulk TCP flow h0 -> h3 for SECONDS; prints Mbit/s as the
+# receiver counted them
+tcp() {
+	ip netns exec "${p}h3" python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); s.settimeout(30)
+c, _ = s.accept(); c.settimeout(30); n = 0; t0 = None
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    if t0 is None: t0 = time.monotonic()
+    n += len(b)
+t = time.monotonic() - t0 if t0 else 0
+print("%.1f" % (n * 8 / t / 1e6 if t > 0 else 0))
+' "$port" >"$tmp/rx" &
+	local rx=$!
+	pids+=("$rx")
+	sleep 0.5
+	ip netns exec "${p}h0" python3 -c '
+import socket, sys, time
+c = socket.socket()
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[4].encode())
+c.settimeout(30); c.connect((sys.argv[1], int(sys.argv[2])))
+buf = bytes(1 << 20); end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end: c.sendall(buf)
+c.close()
+' "$dst" "$port" "$1" "$cc" || echo "share-bench: TCP sender failed (congestion control $cc?)" >&2
+	wait "$rx"
+	cat "$tmp/rx"
+}
+
+# bench: the rinx job; prints its busbw in Mbit/s, or "failed"
+bench() {
+	local out
+
+	out=$("$rinxctl" bench --spec "$spec" --plan "$plan" --sizes "$size" \
+		--iters "$iters" --warmup 1 --verify 2>&1)
+	if ! echo "$out" | grep -q "verify: every element ok"; then
+		echo "$out" | tail -3 >&2
+		echo failed
+		return
+	fi
+	echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 9 { printf "%.1f", $7 * 8000 }'
+}
+
+echo "# share-bench: testbed $p, 2 racks x 2, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on); rinx $plan, $size x $iters, verified"
+t_alone=$(tcp 10)
+echo "tcp alone:  $t_alone Mbit/s"
+r_alone=$(bench)
+echo "rinx alone: $r_alone Mbit/s (busbw)"
+# both: TCP for as long as the rinx run took alone, and a little more
+secs=$(awk -v r="$r_alone" -v s="$size" -v n="$iters" 'BEGIN {
+	m = s + 0; if (s ~ /K$/) m *= 1024; if (s ~ /M$/) m *= 1048576
+	printf "%d", (r > 0 ? 2.5 * n * m * 8 * 1.5 / (r * 1e6) : 30) + 5 }')
+tcp "$secs" >"$tmp/both_tcp" &
+tp=$!
+pids+=("$tp")
+sleep 2
+r_both=$(bench)
+wait "$tp"
+t_both=$(cat "$tmp/both_tcp")
+echo "together:   tcp $t_both Mbit/s, rinx $r_both Mbit/s (busbw)"
+awk -v t="$t_both" -v r="$r_both" -v l="$rate" 'BEGIN {
+	printf "shares of the %d Mbit/s port: tcp %.2f, rinx %.2f\n", l, t / l, r / l }'
+[ "$r_both" != failed ] && [ "$r_alone" != failed ]
