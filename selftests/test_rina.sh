@@ -51,10 +51,11 @@
 # (reduce_fwd, reduce_finish, gather_fwd); autonomous hosts did the ring hops
 # and no aggregation. drop_job is reported, not failed: it counts the open
 # barrier's HELLO frames that reach a peer before it installed the job or
-# after it closed it (see the note at check_hosts); drop_agg_dup at an
-# aggregator only where its counters show resends, or up to the number of
-# blocks the benches report the trainers sent again (a resent contribution
-# arriving after the original is a duplicate by design). TAP output. Exit 0
+# after it closed it (see the note at check_hosts); drop_agg_dup,
+# drop_agg_stale and drop_stale at an INA ToR only where its counters show
+# resends, a repair ran, or up to the number of blocks the benches report
+# the trainers sent again (a resent contribution arriving after the
+# original is a duplicate, after its round a stale frame, by design). TAP output. Exit 0
 # pass, 1 fail, 4 skip (reason printed).
 
 set -u
@@ -339,7 +340,12 @@ check_switches() {	# no switch drop, no aggregator drop or abort
 
 	for k in "${!SW[@]}"; do
 		case ${k#* } in
-		drop_agg_dup)
+		drop_agg_dup | drop_agg_stale | drop_stale)
+			# a contribution sent again arrives after the
+			# original (dup) or after the aggregator's slot or
+			# job went on to a later round (stale; rounds of 640
+			# blocks end often): by design where blocks were
+			# resent
 			if [ "${SW[$k]}" -gt 0 ] &&
 			   dup_ok "${k% *}" "${SW[$k]}"; then
 				echo "${k% *}: ${k#* } = ${SW[$k]} tolerated:" \
