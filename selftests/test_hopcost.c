@@ -4,14 +4,17 @@
  * those hops computes the right block while it is measured.
  *
  *   test_hopcost [--profile] [--runs N] [--batches B] [--small]
+ *                [--window W]
  *
  * rinx_host is loaded from its skeleton and given one job: node 1 of a
  * 4-node ring, which is also the agent of the rack of nodes 0, 2 and 3.
  * Each kind below sets the job's class pattern so that every block of the
  * window takes the hop measured, then runs frames through
  * BPF_PROG_TEST_RUN, one run per call (a repetition would run the frame
- * the previous one rewrote), cycling over the window's blocks, each with
- * its own data:
+ * the previous one rewrote), cycling over the window's blocks (16, whose
+ * maps' entries stay in the caches, or --window W: a trainer's shares
+ * written before the round, read by the hops from memory), with data of
+ * 16 blocks of distinct data:
  *
  *   fixed      a reduce whose share is not written: parse, job, bounds,
  *              plan, sender and the share lookup, no value touched (slow
@@ -66,8 +69,8 @@
 #include "tap.h"
 
 #define PORT		47124
-#define WINDOW		16	/* blocks of the round; the kinds cycle them */
-#define NENT		(RINX_MAX_JOBS * WINDOW)
+#define DBLOCKS		16	/* blocks of distinct data */
+#define WINDOW_MAX	8192
 #define JOB_ID		0x00c057ed
 #define TOKEN		0x0123456789abcdefULL
 #define SLOT		0
@@ -78,6 +81,9 @@
 #define RACK		3
 
 static int nv = RINX_BLOCK_VALUES;	/* values per frame (--small: MIN) */
+/* blocks of the round, cycled by every kind; block b has the data of
+ * b % DBLOCKS. The job has slot 0: the maps need no more entries. */
+static __u32 window = DBLOCKS;
 static int flen;
 
 static struct host_bpf *skel;
@@ -168,14 +174,14 @@ static int put_job(__u32 epoch, __u8 k, __u16 dtype, __u32 flags)
 		.token = TOKEN,
 		.slot = SLOT,
 		.epoch = epoch,
-		.nblocks = WINDOW,
+		.nblocks = window,
 		.last_count = (__u16)nv,
 		.nclasses = NNODES,
 		.nnodes = NNODES,
 		.self = SELF,
 		.qbits = QBITS,
 		.dtype = dtype,
-		.window = WINDOW,
+		.window = window,
 		.plen = 1,
 		.nown = 1,
 		.flags = flags,
@@ -239,7 +245,7 @@ static int put_share(__u32 b, __u32 epoch, __s16 exp, const __s32 *v)
 {
 	struct rinx_slot s = { .epoch = epoch, .exp = exp,
 			       .count = (__u16)nv };
-	__u32 k = SLOT * WINDOW + b;
+	__u32 k = SLOT * window + b;
 
 	memcpy(s.v, v, (size_t)nv * 4);
 	return bpf_map_update_elem(share_fd, &k, &s, BPF_ANY);
@@ -248,7 +254,7 @@ static int put_share(__u32 b, __u32 epoch, __s16 exp, const __s32 *v)
 static int zero_entry(int fd, __u32 b, size_t size)
 {
 	void *z = calloc(1, size);
-	__u32 k = SLOT * WINDOW + b;
+	__u32 k = SLOT * window + b;
 	int err;
 
 	if (!z)
@@ -293,7 +299,7 @@ static void build(__u8 *f, __u8 type, __u8 step, __u32 from, __u32 epoch,
 	h->token = htobe64(TOKEN);
 	h->epoch = htonl(epoch);
 	h->block = htonl(block);
-	h->nblocks = htonl(WINDOW);
+	h->nblocks = htonl(window);
 	h->sender = htons((__u16)from);
 	h->count = htons((__u16)nv);
 	h->klass = htons(k);
@@ -364,9 +370,9 @@ static const struct exps cases[] = {
 /* Per block of the window: the frame's values, the share's, the agent's
  * three contributions. */
 struct data {
-	__s32 fv[WINDOW][RINX_BLOCK_VALUES];
-	__s32 sv[WINDOW][RINX_BLOCK_VALUES];
-	__s32 cv[3][WINDOW][RINX_BLOCK_VALUES];
+	__s32 fv[DBLOCKS][RINX_BLOCK_VALUES];
+	__s32 sv[DBLOCKS][RINX_BLOCK_VALUES];
+	__s32 cv[3][DBLOCKS][RINX_BLOCK_VALUES];
 };
 
 static struct data *dat;
@@ -376,7 +382,7 @@ static void gen_data(__u16 dtype)
 {
 	int b, c;
 
-	for (b = 0; b < WINDOW; b++) {
+	for (b = 0; b < DBLOCKS; b++) {
 		gen_vals(dat->fv[b], dtype);
 		gen_vals(dat->sv[b], dtype);
 		for (c = 0; c < 3; c++)
@@ -424,7 +430,7 @@ static void expect_slot(struct fails *fl, int fd, const char *what, __u32 b,
 			__u32 epoch, const __s32 *v, __s16 e)
 {
 	struct rinx_slot s;
-	__u32 k = SLOT * WINDOW + b;
+	__u32 k = SLOT * window + b;
 
 	if (bpf_map_lookup_elem(fd, &k, &s)) {
 		fail(fl, "%s: read: %s", what, strerror(errno));
@@ -473,7 +479,7 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 	};
 	int agg = k >= K_AGG_FIRST, ci = k - K_AGG_FIRST;
 	__u64 ns0, cnt0, ns1, cnt1, st0, st1;
-	__u32 epoch = round_epoch, b, ret = 0, want_ret;
+	__u32 epoch = round_epoch, b, d, ret = 0, want_ret;
 	const __s32 *fv;
 	__s16 fe, we;
 	long i;
@@ -483,16 +489,19 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 		fail(fl, "job: %s", strerror(errno));
 		return;
 	}
+	/* the shares of the round (for fixed, of the round before), written
+	 * before the runs as a trainer writes them: with a window larger
+	 * than the caches, the hops read them from memory */
+	for (b = 0; b < window && k != K_STORE &&
+	     (!agg || k == K_AGG_FIRST); b++)
+		put_share(b, k == K_FIXED ? epoch - 1 : epoch,
+			  agg ? c->oe : c->se, dat->sv[b % DBLOCKS]);
 	read_stat(kstat[k], &st0);
 	for (i = 0; i < runs; i++) {
-		b = (__u32)(i % WINDOW);
-		/* untimed state each run needs: the share written (or,
-		 * for fixed, not), nothing kept, the cursor's next own
-		 * block claimable */
-		if (k == K_FIXED)
-			put_share(b, epoch - 1, c->se, dat->sv[b]);
-		else if (k != K_STORE && (!agg || k == K_AGG_FIRST))
-			put_share(b, epoch, agg ? c->oe : c->se, dat->sv[b]);
+		b = (__u32)(i % window);
+		d = b % DBLOCKS;
+		/* untimed state each run needs: nothing kept, the
+		 * cursor's next own block claimable */
 		if (k == K_ADD_KEEP)
 			zero_entry(partial_fd, b, sizeof(struct rinx_slot));
 		if (k == K_STORE_REC) {
@@ -502,12 +511,12 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 			bpf_map_update_elem(cursors_fd, &s, &cur, BPF_ANY);
 		}
 		if (agg) {
-			fv = dat->cv[ci][b];
+			fv = dat->cv[ci][d];
 			fe = c->ce[ci];
 			build(in, RINX_T_CONTRIB, 0, ci ? ci + 1 : 0, epoch, b,
 			      0, fe, c->dtype, fv);
 		} else {
-			fv = dat->fv[b];
+			fv = dat->fv[d];
 			fe = c->fe;
 			build(in, k >= K_STORE && k <= K_STORE_REC ?
 			      RINX_T_GATHER : RINX_T_REDUCE, kstep[k], 0, epoch,
@@ -539,7 +548,7 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 		case K_ADD:
 		case K_ADD_KEEP:
 		case K_FINISH:
-			ref_add(want, &we, dat->sv[b], c->se);
+			ref_add(want, &we, dat->sv[d], c->se);
 			expect_vals(fl, "frame", out_vals(), out_exp(), want,
 				    we);
 			if (k == K_ADD_KEEP)
@@ -557,14 +566,14 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 			expect_slot(fl, result_fd, "result", b, epoch, fv, fe);
 			/* the next own block, block b, from its share */
 			expect_vals(fl, "recycled", out_vals(), out_exp(),
-				    dat->sv[b], c->se);
+				    dat->sv[d], c->se);
 			break;
 		case K_AGG_LAST:
-			memcpy(want, dat->cv[0][b], (size_t)nv * 4);
+			memcpy(want, dat->cv[0][d], (size_t)nv * 4);
 			we = c->ce[0];
-			ref_add(want, &we, dat->cv[1][b], c->ce[1]);
-			ref_add(want, &we, dat->cv[2][b], c->ce[2]);
-			ref_add(want, &we, dat->sv[b], c->oe);
+			ref_add(want, &we, dat->cv[1][d], c->ce[1]);
+			ref_add(want, &we, dat->cv[2][d], c->ce[2]);
+			ref_add(want, &we, dat->sv[d], c->oe);
 			expect_vals(fl, "sum", out_vals(), out_exp(), want, we);
 			expect_slot(fl, result_fd, "result", b, epoch, want,
 				    we);
@@ -595,9 +604,9 @@ static void run_agg(const struct exps *c, long runs, struct tsum *t,
 	long done;
 	int k;
 
-	for (done = 0; done < runs; done += WINDOW) {
+	for (done = 0; done < runs; done += window) {
 		for (k = K_AGG_FIRST; k <= K_AGG_LAST; k++)
-			run_kind(k, c, WINDOW, &t[k], &fl[k]);
+			run_kind(k, c, window, &t[k], &fl[k]);
 		round_epoch++;
 	}
 }
@@ -613,11 +622,16 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 "usage: test_hopcost [--profile] [--runs N] [--batches B] [--small]\n"
+"                    [--window W]\n"
 "  Checks every hop kind of the host program on its own frames; with\n"
 "  --profile also prints the kernel's run time per run and per value for\n"
 "  each kind (N runs in each of B batches, median batch; 2000 and 7).\n"
-"  --small: frames of %d values instead of %d.\n",
-		RINX_BLOCK_VALUES_MIN, RINX_BLOCK_VALUES);
+"  --small: frames of %d values instead of %d.\n"
+"  --window: blocks the kinds cycle through (%d..%d, default %d; each\n"
+"  block's share, result, kept sum and slot is its own 3 KiB of memory:\n"
+"  4096 puts 48 MiB in the maps, beyond the CPUs' own caches).\n",
+		RINX_BLOCK_VALUES_MIN, RINX_BLOCK_VALUES, DBLOCKS, WINDOW_MAX,
+		DBLOCKS);
 }
 
 int main(int argc, char **argv)
@@ -627,30 +641,33 @@ int main(int argc, char **argv)
 		{ "runs", required_argument, NULL, 'n' },
 		{ "batches", required_argument, NULL, 'b' },
 		{ "small", no_argument, NULL, 's' },
+		{ "window", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	double med[NCASES][K_MAX], least[NCASES][K_MAX], *bt;
-	long runs = 3 * WINDOW, batches = 1, bi;
+	long runs = 0, batches = 1, bi;
 	int profile = 0, o, ci, k, stats = -1, err;
 
-	while ((o = getopt_long(argc, argv, "pn:b:sh", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "pn:b:sw:h", lo, NULL)) != -1) {
 		switch (o) {
 		case 'p': profile = 1; break;
 		case 'n': runs = strtol(optarg, NULL, 10); break;
 		case 'b': batches = strtol(optarg, NULL, 10); break;
 		case 's': nv = RINX_BLOCK_VALUES_MIN; break;
+		case 'w': window = strtoul(optarg, NULL, 10); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (profile && runs == 3 * WINDOW)
-		runs = 2000;
+	if (!runs)
+		runs = profile ? 2000 : 3 * DBLOCKS;
 	if (profile && batches == 1)
 		batches = 7;
 	/* whole rounds of the window */
-	runs = (runs + WINDOW - 1) / WINDOW * WINDOW;
-	if (runs < WINDOW || batches < 1 || batches > 1000) {
+	runs = (runs + window - 1) / window * window;
+	if (runs < 1 || batches < 1 || batches > 1000 || window < DBLOCKS ||
+	    window > WINDOW_MAX) {
 		usage(stderr);
 		return 2;
 	}
@@ -666,14 +683,14 @@ int main(int argc, char **argv)
 		tap_skip_all("cannot open the host skeleton: %s",
 			     strerror(errno));
 	skel->rodata->rinx_port_be = htons(PORT);
-	skel->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(skel->maps.share, NENT);
-	err = err ?: bpf_map__set_max_entries(skel->maps.result, NENT);
-	err = err ?: bpf_map__set_max_entries(skel->maps.partial, NENT);
-	err = err ?: bpf_map__set_max_entries(skel->maps.aggs, NENT);
+	skel->rodata->rinx_window = window;
+	err = bpf_map__set_max_entries(skel->maps.share, window);
+	err = err ?: bpf_map__set_max_entries(skel->maps.result, window);
+	err = err ?: bpf_map__set_max_entries(skel->maps.partial, window);
+	err = err ?: bpf_map__set_max_entries(skel->maps.aggs, window);
 	err = err ?: host_bpf__load(skel);
 	if (!tap_ok(!err, "load rinx_host (window %d, %d values per frame)",
-		    WINDOW, nv)) {
+		    window, nv)) {
 		tap_plan(tap_n);
 		return tap_done();
 	}
