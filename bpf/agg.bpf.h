@@ -111,7 +111,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 					const int nv)
 {
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
-	int ret = RINX_AGG_CONSUMED;
+	int ret = RINX_AGG_CONSUMED, fused;
 
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
@@ -153,14 +153,31 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		bpf_spin_unlock(&a->lock);
 		return ret;
 	}
-	agg_fold(a, f, fexp, nv);
+	/* The last contribution, the slot and the node's own share at one
+	 * exponent (the common case where the ranks agree on it): the three
+	 * summed into the frame in one pass and the sum kept in the slot,
+	 * two passes over the block fewer than adding twice into the slot
+	 * and copying it out (test_hopcost: agg last). */
+	fused = a->seen && ((a->seen | b) & mask) == mask && own &&
+		own->epoch == epoch && a->exp == fexp && own->exp == fexp;
+	if (fused) {
+		rinx_add2_vals(f->v, a->v, own->v, nv);
+		rinx_copy_vals(a->v, f->v, nv);
+		a->flags |= f->h->flags | own->flags;
+		if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
+			a->ce = 1;
+	} else {
+		agg_fold(a, f, fexp, nv);
+	}
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		ret = RINX_AGG_COMPLETE;
 		if (own && own->epoch == epoch) {
-			a->exp = rinx_block_add(a->v, a->exp, own->v, own->exp,
-						nv);
-			a->flags |= own->flags;
+			if (!fused) {
+				a->exp = rinx_block_add(a->v, a->exp, own->v,
+							own->exp, nv);
+				a->flags |= own->flags;
+			}
 		} else if (own) {
 			a->pend = 1;
 			ret = RINX_AGG_NEED_SELF;
@@ -169,7 +186,8 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 			a->done = 1;
 			a->final = !!finish;
 		}
-		rinx_copy_vals(f->v, a->v, nv);
+		if (!fused)
+			rinx_copy_vals(f->v, a->v, nv);
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;
 		if (a->ce)

@@ -25,6 +25,18 @@ static __always_inline void rinx_copy_vals(__s32 *dst, const __s32 *src,
 		d[i] = s[i];
 }
 
+/* dst[i] += a[i] + b[i] for the nv values of three blocks at one
+ * exponent. */
+static __always_inline void rinx_add2_vals(__s32 *dst, const __s32 *a,
+					   const __s32 *b, const int nv)
+{
+	int i;
+
+#pragma clang loop unroll_count(8)
+	for (i = 0; i < nv; i++)
+		dst[i] += a[i] + b[i];
+}
+
 /* dst[i] = align(dst[i]) + align(src[i]) for the nv values of a block (a
  * constant at every call: RINX_BLOCK_VALUES or RINX_BLOCK_VALUES_MIN);
  * returns the new exponent.
