@@ -29,6 +29,8 @@
  *   agg add    a second one added under the slot's lock
  *   agg last   the last one: added, the agent's own share added, the sum
  *              copied out and stored, the gather sent into the rack
+ *   agg done   the same without a share of its own (every other round):
+ *              the slot completes as a ToR's does
  *
  * with equal block exponents ("equal": every operand at one exponent, the
  * case of gradient-like data) and with exponents that differ ("shift":
@@ -206,6 +208,19 @@ static int put_hop(__u32 k, __u32 type, const struct rinx_hop *h)
 	return bpf_map_update_elem(hops_fd, &i, h, BPF_ANY);
 }
 
+/* Node 1 as the agent of nodes 0, 2, 3 for class 0's raw shares, adding
+ * its own share (own) or not. */
+static int agent_hop(int own)
+{
+	struct rinx_hop h = {
+		.action = RINX_A_AGG_FINISH, .from = RINX_NO_SEND, .to = SELF,
+		.rack = RACK, .flags = own ? RINX_HOP_SELF : 0,
+		.mask = 1ULL << 0 | 1ULL << 2 | 1ULL << 3,
+	};
+
+	return put_hop(0, RINX_T_CONTRIB, &h);
+}
+
 /* Node 1 of the ring 0 -> 1 -> 2 -> 3 -> 0 (class c starts at node c):
  * class 0 ADD_FWD, class 2 ADD_FINISH, class 1 STORE_FWD, class 3
  * STORE_END; the agent of nodes 0, 2, 3 for class 0's raw shares. */
@@ -233,11 +248,7 @@ static int setup_tables(void)
 	h = (struct rinx_hop){ .action = RINX_A_STORE_END, .step = 2,
 			       .from = 0, .to = 2 };
 	err |= put_hop(3, RINX_T_GATHER, &h);
-	h = (struct rinx_hop){ .action = RINX_A_AGG_FINISH,
-			       .from = RINX_NO_SEND, .to = SELF,
-			       .rack = RACK, .flags = RINX_HOP_SELF,
-			       .mask = 1ULL << 0 | 1ULL << 2 | 1ULL << 3 };
-	err |= put_hop(0, RINX_T_CONTRIB, &h);
+	err |= agent_hop(1);
 	return err ? -EIO : 0;
 }
 
@@ -341,12 +352,12 @@ static const __s32 *out_vals(void)
 
 enum kind {
 	K_FIXED, K_ADD, K_ADD_KEEP, K_FINISH, K_STORE, K_STORE_REC,
-	K_AGG_FIRST, K_AGG_ADD, K_AGG_LAST, K_MAX
+	K_AGG_FIRST, K_AGG_ADD, K_AGG_LAST, K_AGG_DONE, K_MAX
 };
 
 static const char *kname[K_MAX] = {
 	"fixed", "add", "add+keep", "finish", "store", "store+rec",
-	"agg first", "agg add", "agg last",
+	"agg first", "agg add", "agg last", "agg done",
 };
 
 /* The exponents of a case: the frame's, the share's (ring kinds), and
@@ -469,15 +480,16 @@ static __u32 round_epoch = EPOCH0;
 static void run_kind(enum kind k, const struct exps *c, long runs,
 		     struct tsum *t, struct fails *fl)
 {
-	static const __u8 kclass[K_MAX] = { 0, 0, 0, 2, 1, 3, 0, 0, 0 };
-	static const __u8 kstep[K_MAX] = { 0, 0, 0, 2, 0, 2, 0, 0, 0 };
+	static const __u8 kclass[K_MAX] = { 0, 0, 0, 2, 1, 3, 0, 0, 0, 0 };
+	static const __u8 kstep[K_MAX] = { 0, 0, 0, 2, 0, 2, 0, 0, 0, 0 };
 	static const __u32 kstat[K_MAX] = {
 		RINX_STAT_DROP_NO_XSK, RINX_STAT_REDUCE_FWD,
 		RINX_STAT_REDUCE_FWD, RINX_STAT_REDUCE_FINISH,
 		RINX_STAT_GATHER_FWD, RINX_STAT_RECYCLED, RINX_STAT_AGG_ADD,
-		RINX_STAT_AGG_ADD, RINX_STAT_AGG_DONE,
+		RINX_STAT_AGG_ADD, RINX_STAT_AGG_DONE, RINX_STAT_AGG_DONE,
 	};
-	int agg = k >= K_AGG_FIRST, ci = k - K_AGG_FIRST;
+	int agg = k >= K_AGG_FIRST;
+	int ci = k == K_AGG_DONE ? 2 : k - K_AGG_FIRST;
 	__u64 ns0, cnt0, ns1, cnt1, st0, st1;
 	__u32 epoch = round_epoch, b, d, ret = 0, want_ret;
 	const __s32 *fv;
@@ -578,6 +590,15 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 			expect_slot(fl, result_fd, "result", b, epoch, want,
 				    we);
 			break;
+		case K_AGG_DONE:
+			memcpy(want, dat->cv[0][d], (size_t)nv * 4);
+			we = c->ce[0];
+			ref_add(want, &we, dat->cv[1][d], c->ce[1]);
+			ref_add(want, &we, dat->cv[2][d], c->ce[2]);
+			expect_vals(fl, "sum", out_vals(), out_exp(), want, we);
+			expect_slot(fl, result_fd, "result", b, epoch, want,
+				    we);
+			break;
 		default:
 			break;
 		}
@@ -596,18 +617,31 @@ static int kind_of(const struct exps *c, int k)
 	       k == K_FINISH || k == K_STORE;
 }
 
-/* The agent's three kinds run a round's blocks in turn: every block's
- * first contribution, then every second, then every last. */
+/* The agent's kinds run a round's blocks in turn: every block's first
+ * contribution, then every second, then every last; in every other round
+ * the node adds no share of its own (agg done: the slot completes as a
+ * ToR's or a tree node's does). */
 static void run_agg(const struct exps *c, long runs, struct tsum *t,
 		    struct fails *fl)
 {
 	long done;
-	int k;
+	int k, own;
 
 	for (done = 0; done < runs; done += window) {
-		for (k = K_AGG_FIRST; k <= K_AGG_LAST; k++)
-			run_kind(k, c, window, &t[k], &fl[k]);
-		round_epoch++;
+		for (own = 1; own >= 0; own--) {
+			if (agent_hop(own)) {
+				fail(&fl[K_AGG_FIRST], "hop: %s",
+				     strerror(errno));
+				return;
+			}
+			for (k = K_AGG_FIRST; k <= K_AGG_LAST; k++)
+				run_kind(k == K_AGG_LAST && !own ? K_AGG_DONE :
+					 k, c, window, &t[k == K_AGG_LAST &&
+					 !own ? K_AGG_DONE : k],
+					 &fl[k == K_AGG_LAST && !own ?
+					 K_AGG_DONE : k]);
+			round_epoch++;
+		}
 	}
 }
 
@@ -753,7 +787,9 @@ int main(int argc, char **argv)
 				continue;
 			tap_ok(!fl[k].n, "%s, %s: %ld runs, every output as "
 			       "computed here%s%s", kname[k], c->name,
-			       runs * batches, fl[k].n ? ": " : "",
+			       runs * batches * (k == K_AGG_FIRST ||
+						 k == K_AGG_ADD ? 2 : 1),
+			       fl[k].n ? ": " : "",
 			       fl[k].first);
 			if (fl[k].n > 1)
 				tap_diag("  and %ld more failures", fl[k].n - 1);
