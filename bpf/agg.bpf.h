@@ -72,11 +72,8 @@ static __always_inline int agg_same_shape(struct rinx_agg *a,
 static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
 				    __s16 fexp, const int nv)
 {
-	int i;
-
 	if (!a->seen) {
-		for (i = 0; i < nv; i++)
-			a->v[i] = f->v[i];
+		rinx_copy_vals(a->v, f->v, nv);
 		a->exp = fexp;
 		a->flags = f->h->flags;
 		a->ce = 0;
@@ -114,7 +111,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 					const int nv)
 {
 	__s16 fexp = (__s16)bpf_ntohs(f->h->exp);
-	int ret = RINX_AGG_CONSUMED, i;
+	int ret = RINX_AGG_CONSUMED, fused;
 
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
@@ -145,8 +142,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		 * waits for the trainer: the sum again, for the trainer (the
 		 * first one may have been lost on its way there). */
 		if (a->done || a->pend) {
-			for (i = 0; i < nv; i++)
-				f->v[i] = a->v[i];
+			rinx_copy_vals(f->v, a->v, nv);
 			f->h->exp = bpf_htons((__u16)a->exp);
 			f->h->flags = a->flags;
 			ret = a->pend ? RINX_AGG_NEED_SELF :
@@ -157,14 +153,31 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 		bpf_spin_unlock(&a->lock);
 		return ret;
 	}
-	agg_fold(a, f, fexp, nv);
+	/* The last contribution, the slot and the node's own share at one
+	 * exponent (the common case where the ranks agree on it): the three
+	 * summed into the frame in one pass and the sum kept in the slot,
+	 * two passes over the block fewer than adding twice into the slot
+	 * and copying it out (test_hopcost: agg last). */
+	fused = a->seen && ((a->seen | b) & mask) == mask && own &&
+		own->epoch == epoch && a->exp == fexp && own->exp == fexp;
+	if (fused) {
+		rinx_add2_vals(f->v, a->v, own->v, nv);
+		rinx_copy_vals(a->v, f->v, nv);
+		a->flags |= f->h->flags | own->flags;
+		if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE)
+			a->ce = 1;
+	} else {
+		agg_fold(a, f, fexp, nv);
+	}
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		ret = RINX_AGG_COMPLETE;
 		if (own && own->epoch == epoch) {
-			a->exp = rinx_block_add(a->v, a->exp, own->v, own->exp,
-						nv);
-			a->flags |= own->flags;
+			if (!fused) {
+				a->exp = rinx_block_add(a->v, a->exp, own->v,
+							own->exp, nv);
+				a->flags |= own->flags;
+			}
 		} else if (own) {
 			a->pend = 1;
 			ret = RINX_AGG_NEED_SELF;
@@ -173,8 +186,8 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 			a->done = 1;
 			a->final = !!finish;
 		}
-		for (i = 0; i < nv; i++)
-			f->v[i] = a->v[i];
+		if (!fused)
+			rinx_copy_vals(f->v, a->v, nv);
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;
 		if (a->ce)
@@ -189,10 +202,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 static __always_inline void rinx_agg_out(struct rinx_agg *a,
 					 struct rinx_frame *f, const int nv)
 {
-	int i;
-
-	for (i = 0; i < nv; i++)
-		f->v[i] = a->v[i];
+	rinx_copy_vals(f->v, a->v, nv);
 	f->h->exp = bpf_htons((__u16)a->exp);
 	f->h->flags = a->flags;
 	f->h->cover = bpf_cpu_to_be64(a->seen);
@@ -285,12 +295,9 @@ static __always_inline void rinx_agg_keep(struct rinx_agg *a,
 					  struct rinx_frame *f, __u32 epoch,
 					  const int nv)
 {
-	int i;
-
 	bpf_spin_lock(&a->lock);
 	if (a->epoch == epoch) {
-		for (i = 0; i < nv; i++)
-			a->v[i] = f->v[i];
+		rinx_copy_vals(a->v, f->v, nv);
 		a->exp = (__s16)bpf_ntohs(f->h->exp);
 		a->flags = f->h->flags;
 		a->final = 1;
@@ -303,12 +310,11 @@ static __always_inline int rinx_agg_get_final(struct rinx_agg *a,
 					      struct rinx_frame *f,
 					      __u32 epoch, const int nv)
 {
-	int i, ok = 0;
+	int ok = 0;
 
 	bpf_spin_lock(&a->lock);
 	if (a->epoch == epoch && a->final) {
-		for (i = 0; i < nv; i++)
-			f->v[i] = a->v[i];
+		rinx_copy_vals(f->v, a->v, nv);
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;
 		ok = 1;

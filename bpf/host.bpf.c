@@ -106,13 +106,7 @@ static __always_inline struct rinx_cursor *note_stored(struct rinx_frame *f,
 static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
 				  __u32 epoch, const int nv)
 {
-	__u64 *d = (__u64 *)r->v, *s = (__u64 *)f->v;
-	int i;
-
-	/* Too large for an inlined memcpy; a bounded loop of 8-byte moves. */
-#pragma clang loop unroll_count(8)
-	for (i = 0; i < nv / 2; i++)
-		d[i] = s[i];
+	rinx_copy_vals(r->v, f->v, nv);
 	r->exp = (__s16)bpf_ntohs(f->h->exp);
 	r->flags = f->h->flags;
 	r->count = bpf_ntohs(f->h->count);
@@ -193,8 +187,6 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	__u32 j, b, idx, k, nown = job->nown, plen = job->plen;
 	__u16 to;
 	__u8 type;
-	__u64 *d, *s;
-	int i;
 
 	if (!nown || nown > RINX_CMAP_MAX || !plen || plen > RINX_CMAP_MAX)
 		return -1;
@@ -223,11 +215,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	/* another CPU or the trainer took it meanwhile: theirs to send */
 	if (__sync_val_compare_and_swap(&cur->next, j, j + 1) != j)
 		return -1;
-	d = (__u64 *)f->v;
-	s = (__u64 *)sh->v;
-#pragma clang loop unroll_count(8)
-	for (i = 0; i < nv / 2; i++)
-		d[i] = s[i];
+	rinx_copy_vals(f->v, sh->v, nv);
 	f->h->type = type;
 	f->h->step = 0;
 	f->h->flags = sh->flags;
@@ -248,13 +236,7 @@ static __always_inline void slot_to_frame(struct rinx_frame *f,
 					  const struct rinx_slot *src,
 					  const int nv)
 {
-	__u64 *d = (__u64 *)f->v;
-	const __u64 *s = (const __u64 *)src->v;
-	int i;
-
-#pragma clang loop unroll_count(8)
-	for (i = 0; i < nv / 2; i++)
-		d[i] = s[i];
+	rinx_copy_vals(f->v, src->v, nv);
 	f->h->exp = bpf_htons((__u16)src->exp);
 	f->h->flags = src->flags;
 }
