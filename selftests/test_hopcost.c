@@ -681,7 +681,7 @@ int main(int argc, char **argv)
 	};
 	double med[NCASES][K_MAX], least[NCASES][K_MAX], *bt;
 	long runs = 0, batches = 1, bi;
-	int profile = 0, o, ci, k, stats = -1, err;
+	int profile = 0, o, ci, k, stats = -1, err, nplan;
 
 	while ((o = getopt_long(argc, argv, "pn:b:sw:h", lo, NULL)) != -1) {
 		switch (o) {
@@ -716,6 +716,13 @@ int main(int argc, char **argv)
 	if (!skel || !dat || !bt)
 		tap_skip_all("cannot open the host skeleton: %s",
 			     strerror(errno));
+	/* the plan: loading, the tables, the statistics, a check per kind of
+	 * every case */
+	nplan = 2 + !!profile;
+	for (ci = 0; ci < NCASES; ci++)
+		for (k = 0; k < K_MAX; k++)
+			nplan += !!kind_of(&cases[ci], k);
+	tap_plan(nplan);
 	skel->rodata->rinx_port_be = htons(PORT);
 	skel->rodata->rinx_window = window;
 	err = bpf_map__set_max_entries(skel->maps.share, window);
@@ -725,7 +732,6 @@ int main(int argc, char **argv)
 	err = err ?: host_bpf__load(skel);
 	if (!tap_ok(!err, "load rinx_host (window %d, %d values per frame)",
 		    window, nv)) {
-		tap_plan(tap_n);
 		return tap_done();
 	}
 	prog_fd = bpf_program__fd(skel->progs.rinx_host);
@@ -741,7 +747,6 @@ int main(int argc, char **argv)
 	ncpus = libbpf_num_possible_cpus();
 	if (!tap_ok(ncpus > 0 && !setup_tables(),
 		    "job, nodes, ring and agent hops")) {
-		tap_plan(tap_n);
 		return tap_done();
 	}
 	if (profile) {
@@ -749,7 +754,6 @@ int main(int argc, char **argv)
 		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (!tap_ok(stats >= 0, "run-time statistics on: %s",
 			    stats >= 0 ? "yes" : strerror(errno))) {
-			tap_plan(tap_n);
 			return tap_done();
 		}
 	}
@@ -815,7 +819,6 @@ int main(int argc, char **argv)
 		}
 		close(stats);
 	}
-	tap_plan(tap_n);
 	host_bpf__destroy(skel);
 	free(dat);
 	free(bt);
