@@ -65,7 +65,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--backend", default="rinx",
-                   help="rinx, gloo, or a comma-separated list run one "
+                   help="rinx (DDP with the rinx hook), rinx-backend "
+                        "(DDP on the backend \"rinx\"), gloo, osp, asp, "
+                        "ssp, inhad, or a comma-separated list run one "
                         "after the other in the same processes")
     p.add_argument("--data", choices=("auto", "digits", "synthetic"),
                    default="auto")
