@@ -8,9 +8,16 @@
 #
 #   tools/train/bench.sh [--hosts N] [--epochs E] [--repeat K] [--out DIR]
 #                        [--straggler R] [--slow-ms X] [--prefix P]
+#                        [--racks R] [--ina KIND] [--rate MBIT]
+#                        [--backends LIST] [--no-straggler]
 #                        [-- train.py options]
 #
 #   --hosts N       ranks, one per host of a fresh testbed (default 4)
+#   --racks R       racks of the testbed (default 1)
+#   --ina KIND      INA kind of every rack: none, switch or agent
+#   --rate MBIT     every link's rate in Mbit/s (default: unlimited)
+#   --backends L    train.py --backend (default gloo,rinx,osp,asp,ssp,inhad)
+#   --no-straggler  only the case without a straggler
 #   --epochs E      epochs of every run (default 10)
 #   --repeat K      sittings per case; the table takes the median (default 1)
 #   --straggler R   the slow rank of the straggler case (default: the last)
@@ -27,6 +34,9 @@
 # is the wall time of the run over its synchronous steps' worth of samples
 # (for ASP, SSP, InHAD: the PS's rank-iterations / ranks). The PNG (gnuplot,
 # tools/deps.sh plot) plots rank 0's accuracy against seconds of training.
+# With train.py --compute-ms X (an emulated accelerator: timing only) the
+# table has samples/s and no accuracy, says that the compute is emulated,
+# and there is no plot.
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +51,8 @@ replot=0
 slowms=
 prefix=rxbs$(printf '%04x' $((RANDOM)))
 backends=gloo,rinx,osp,asp,ssp,inhad
+tb=()
+cases=both
 
 usage() { sed -n '/^#   tools/,/^# tools\/deps/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -53,6 +65,11 @@ while [ $# -gt 0 ]; do
 	--prefix) prefix=${2:?}; shift 2 ;;
 	--replot) replot=1; shift ;;
 	--slow-ms) slowms=${2:?}; shift 2 ;;
+	--racks) tb+=(--racks "${2:?}"); shift 2 ;;
+	--ina) tb+=(--ina "${2:?}"); shift 2 ;;
+	--rate) tb+=(--rate "${2:?}"); shift 2 ;;
+	--backends) backends=${2:?}; shift 2 ;;
+	--no-straggler) cases=none; shift ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
 	*) echo "bench.sh: unknown option $1" >&2; usage ;;
@@ -67,12 +84,14 @@ if [ $replot -eq 0 ]; then	# the runs
 cleanup() { "$build/rinxctl" testbed down "$prefix" >/dev/null 2>&1; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-"$build/rinxctl" testbed up --hosts "$hosts" --prefix "$prefix" >&2 ||
+"$build/rinxctl" testbed up --hosts "$hosts" "${tb[@]}" --prefix "$prefix" >&2 ||
 	{ echo "bench.sh: testbed up failed" >&2; exit 1; }
 spec=/run/rinx-testbed/$prefix.spec
 
 for ((k = 1; k <= repeat; k++)); do
-	for s in -1 "$slow"; do
+	ss=(-1 "$slow")
+	[ $cases = none ] && ss=(-1)
+	for s in "${ss[@]}"; do
 		echo "# sitting $k, straggler $s" >&2
 		log=$(mktemp)
 		if [ -n "$slowms" ]; then
@@ -84,6 +103,9 @@ for ((k = 1; k <= repeat; k++)); do
 			--backend "$backends" --epochs "$epochs" --check epoch \
 			"${how[@]}" "$@" >"$log" 2>&1
 		rc=$?
+		# an emulated run says so on every output
+		grep -m1 '^\[rank 0\] # compute emulated' "$log" |
+			sed 's/^\[rank 0\] //' >&2
 		grep -E '^\[rank 0\] result ' "$log" | sed 's/^\[rank 0\] result //' |
 			SITTING=$k /usr/bin/python3 -c '
 import json, os, sys
@@ -107,9 +129,13 @@ OUT=$out /usr/bin/python3 - "$res" <<'EOF'
 import json, os, statistics, sys
 out = os.environ["OUT"]
 rows = [json.loads(l) for l in open(sys.argv[1])]
-order = ["gloo", "rinx", "osp", "asp", "ssp", "inhad"]
+order = ["gloo", "rinx", "rinx-backend", "osp", "asp", "ssp", "inhad"]
 name = {"gloo": "Gloo DDP", "rinx": "rinx hook (BSP)", "osp": "rinx OSP",
+        "rinx-backend": "rinx backend (BSP)",
         "asp": "ASP", "ssp": "SSP", "inhad": "InHAD"}
+emu = [r for r in rows if r.get("emulated")]
+if emu:
+    name.update({"gloo": "Gloo (BSP)", "rinx": "rinx (BSP)"})
 def slowed(r):
     return r["straggler"] >= 0 or r.get("slow_rank", -1) >= 0
 def how(r):
@@ -121,6 +147,12 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 lines = ["| backend | straggler | ms/step | vs BSP | accuracy | s to 85% | sittings |",
          "| --- | --- | --- | --- | --- | --- | --- |"]
+if emu:
+    lines = ["%s; %d ranks, %.1f MB gradient" % (
+                 emu[0]["compute"], emu[0]["ranks"], emu[0]["grad_mb"]), "",
+             "| backend | straggler | ms/step | samples/s | vs BSP | "
+             "sittings | ms/step of each sitting |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
 for strag in (False, True):
     sel = [r for r in rows if slowed(r) == strag]
     bsp = med([r["wall_per_step"] * 1000 for r in sel if r["backend"] == "rinx"])
@@ -129,6 +161,13 @@ for strag in (False, True):
         if not rs:
             continue
         ms = med([r["wall_per_step"] * 1000 for r in rs])
+        if emu:
+            lines.append("| %s | %s | %.0f | %.1f | %.2fx | %d | %s |" % (
+                name[b], how(rs[0]) if strag else "none", ms,
+                med([r["samples_per_s"] for r in rs]), bsp / ms, len(rs),
+                ", ".join("%.0f" % (r["wall_per_step"] * 1000)
+                          for r in rs)))
+            continue
         acc = med([r["accuracy"] * 100 for r in rs])
         reach = []
         for r in rs:
@@ -142,6 +181,8 @@ for strag in (False, True):
             len(rs)))
 open(os.path.join(out, "table.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
+if emu:
+    sys.exit(0)     # nothing learned: no accuracy to plot
 short = {"gloo": "Gloo DDP", "rinx": "rinx BSP", "osp": "rinx OSP",
          "asp": "ASP", "ssp": "SSP", "inhad": "InHAD"}
 plots = []
@@ -178,7 +219,9 @@ unset multiplot
 """ % (os.path.join(out, "accuracy.png"), "\n".join(plots)))
 EOF
 
-if command -v gnuplot >/dev/null; then
+if [ ! -f "$out/plot.gp" ] || grep -q '"emulated": true' "$res"; then
+	:	# an emulated run has no accuracy curve
+elif command -v gnuplot >/dev/null; then
 	gnuplot "$out/plot.gp" || exit 1
 	echo "# plot: $out/accuracy.png" >&2
 else

@@ -4,7 +4,8 @@
 # Start one training process per host of a rinx cluster spec, each inside
 # its host's network namespace, the way torchrun starts ranks: RANK,
 # LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR (rank 0's address),
-# MASTER_PORT, plus RINX_SPEC, RINX_JOB and RINX_TOKEN (random unless set).
+# MASTER_PORT, plus RINX_SPEC, RINX_JOB and RINX_TOKEN (random unless set);
+# or with --torchrun, one torchrun per host namespace.
 #
 #   tools/train/run.sh --spec FILE [options] [-- train.py options]
 #   tools/train/run.sh --hosts N   [options] [-- train.py options]
@@ -16,6 +17,11 @@
 #   --logs DIR      keep each rank's output in DIR/rank<i>.log (default: a
 #                   temporary directory, removed)
 #   --script FILE   the program to run (default tools/train/train.py)
+#   --torchrun      start it with torchrun, one per host namespace (static
+#                   rendezvous at rank 0's address, one process per node);
+#                   the environment gets RINX_SPEC only: RINX_JOB and
+#                   RINX_TOKEN only when set here (the backend "rinx"
+#                   agrees on both through the rendezvous otherwise)
 #
 # Every rank's output is printed, prefixed with its rank. When a rank fails
 # the others get 30 s to fail too (a dead peer makes their next allreduce
@@ -31,6 +37,7 @@ hosts=0
 limit=600
 logs=
 script=$here/train.py
+torchrun=0
 python=/usr/bin/python3
 grace=30
 
@@ -44,6 +51,7 @@ while [ $# -gt 0 ]; do
 	--time) limit=${2:?}; shift 2 ;;
 	--logs) logs=${2:?}; shift 2 ;;
 	--script) script=${2:?}; shift 2 ;;
+	--torchrun) torchrun=1; shift ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
 	*) echo "run.sh: unknown option $1" >&2; usage ;;
@@ -60,10 +68,14 @@ fi
 pids=()
 tmp=
 prefix=
+# a torchrun has its own session (setsid): its workers die with it
+kill_rank() {
+	kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null
+}
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
+		kill_rank "$p"
 	done
 	wait 2>/dev/null
 	[ -n "$prefix" ] && "$build/rinxctl" testbed down "$prefix" >/dev/null 2>&1
@@ -112,16 +124,39 @@ job=${RINX_JOB:-$((1 + (RANDOM << 10 | RANDOM) % 1000000))}
 token=${RINX_TOKEN:-$(od -An -N8 -tu8 /dev/urandom | tr -d " ")}
 port=${MASTER_PORT:-$((20000 + RANDOM % 20000))}
 
-echo "# $n ranks, spec $spec, job $job, master ${ip[0]}:$port, logs $logs" >&2
-for ((r = 0; r < n; r++)); do
-	RANK=$r LOCAL_RANK=0 WORLD_SIZE=$n LOCAL_WORLD_SIZE=1 GROUP_RANK=$r \
-	MASTER_ADDR=${ip[0]} MASTER_PORT=$port GLOO_SOCKET_IFNAME=${ifn[$r]} \
-	RINX_SPEC=$spec RINX_JOB=$job RINX_TOKEN=$token \
-	PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} OMP_NUM_THREADS=1 \
-		ip netns exec "${ns[$r]}" "$python" "$script" "$@" \
-			>"$logs/rank$r.log" 2>&1 &
-	pids[$r]=$!
-done
+if [ $torchrun = 1 ]; then
+	trun=$(command -v torchrun) ||
+		{ echo "run.sh: torchrun not found (tools/deps.sh python)" >&2; exit 1; }
+	echo "# $n torchrun nodes, spec $spec, job ${RINX_JOB:-from the rendezvous}, master ${ip[0]}:$port, logs $logs" >&2
+	for ((r = 0; r < n; r++)); do
+		# only what torchrun does not set: rinx's spec (RINX_JOB and
+		# RINX_TOKEN pass through when the caller set them). torch
+		# 1.13's torchrun cannot parse its own default --redirects and
+		# --tee "0" on Python 3.11 (IntFlag no longer lists NONE); a
+		# setting for local rank 1, which does not exist, leaves local
+		# rank 0 at "none"
+		RINX_SPEC=$spec PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} \
+		OMP_NUM_THREADS=1 \
+			setsid ip netns exec "${ns[$r]}" "$python" "$trun" \
+				--nnodes "$n" --nproc_per_node 1 --node_rank "$r" \
+				--master_addr "${ip[0]}" --master_port "$port" \
+				--max_restarts 0 --redirects 1:0 --tee 1:0 \
+				"$script" "$@" \
+				>"$logs/rank$r.log" 2>&1 &
+		pids[$r]=$!
+	done
+else
+	echo "# $n ranks, spec $spec, job $job, master ${ip[0]}:$port, logs $logs" >&2
+	for ((r = 0; r < n; r++)); do
+		RANK=$r LOCAL_RANK=0 WORLD_SIZE=$n LOCAL_WORLD_SIZE=1 GROUP_RANK=$r \
+		MASTER_ADDR=${ip[0]} MASTER_PORT=$port GLOO_SOCKET_IFNAME=${ifn[$r]} \
+		RINX_SPEC=$spec RINX_JOB=$job RINX_TOKEN=$token \
+		PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH} OMP_NUM_THREADS=1 \
+			ip netns exec "${ns[$r]}" "$python" "$script" "$@" \
+				>"$logs/rank$r.log" 2>&1 &
+		pids[$r]=$!
+	done
+fi
 
 # Wait for all, bounded: the whole run by --time, the others by $grace
 # seconds once one rank failed.
@@ -144,7 +179,7 @@ while [ $left -gt 0 ]; do
 	   { [ $failed_at -gt 0 ] && [ $SECONDS -ge $((failed_at + grace)) ]; }; then
 		for ((r = 0; r < n; r++)); do
 			if [ -z "${rc[$r]:-}" ]; then
-				kill -KILL "${pids[$r]}" 2>/dev/null
+				kill_rank "${pids[$r]}"
 				wait "${pids[$r]}" 2>/dev/null
 				rc[$r]=killed
 				left=$((left - 1))

@@ -32,6 +32,17 @@ passes an epoch's worth of samples.
 measures its forward and backward pass (median of 20) and then sleeps that
 long every step, between forward and backward pass.
 
+--backend rinx-backend is DDP without a hook on a process group of the
+torch.distributed backend "rinx" (rinx.torch), made with new_group.
+
+--compute-ms X emulates an accelerator for timing runs: no model runs on
+the host; each step sleeps X ms as its forward and backward pass and takes
+a synthetic gradient of --grad-params values (a ResNet-18's 11.7 M by
+default), so the host CPU does only what it does beside a GPU (the
+synchronization and the update). Every output of such a run says that its
+compute is emulated, and it has no accuracy (backends rinx, rinx-backend,
+osp, gloo; --steps steps, 10 by default).
+
 Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
 every epoch, final loss, steps, seconds per step, parameter digest, and for
 rinx the communicator's counters.
@@ -54,7 +65,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--backend", default="rinx",
-                   help="rinx, gloo, or a comma-separated list run one "
+                   help="rinx (DDP with the rinx hook), rinx-backend "
+                        "(DDP on the backend \"rinx\"), gloo, osp, asp, "
+                        "ssp, inhad, or a comma-separated list run one "
                         "after the other in the same processes")
     p.add_argument("--data", choices=("auto", "digits", "synthetic"),
                    default="auto")
@@ -97,6 +110,16 @@ def parse_args():
     p.add_argument("--inhad-pull", type=int, default=1,
                    help="inhad: the PS pulls a group's gradient every this "
                         "many of its iterations")
+    p.add_argument("--compute-ms", type=float, default=0.0,
+                   help="emulated accelerator (timing runs): no model runs "
+                        "on the host; every step sleeps this many ms as "
+                        "its forward and backward pass (the straggler "
+                        "twice that) and takes a synthetic gradient of "
+                        "--grad-params values; backends rinx, osp, gloo "
+                        "and rinx-backend; no accuracy (0: real compute)")
+    p.add_argument("--grad-params", type=int, default=11689512,
+                   help="with --compute-ms: parameters of the emulated "
+                        "model (default: a ResNet-18's 11,689,512)")
     p.add_argument("--skew-step", type=int, default=-1,
                    help="test of the check: after this step the last rank "
                         "changes one parameter by one ulp")
@@ -203,9 +226,12 @@ def straggler_sleep(a, net, xtr, ytr, rank):
     return mine
 
 
-def train(a, backend, comm, data, rank, world):
+def train(a, backend, comm, data, rank, world, pg=None):
     """One training run; returns its result dict or exits 3 when the ranks'
-    parameters differ."""
+    parameters differ. rinx-backend: DDP on `pg`, a group of the backend
+    "rinx" (no hook)."""
+    if backend == "rinx-backend":
+        comm = pg.comm      # its counters are the ones to report
     if backend in ("asp", "ssp", "inhad"):
         return train_ps(a, backend, comm, data, rank, world)
     xtr, ytr, xte, yte, name = data
@@ -226,7 +252,8 @@ def train(a, backend, comm, data, rank, world):
                            split=a.osp_split)
         opt = None
     else:
-        model = DDP(net, bucket_cap_mb=a.bucket_mb)
+        model = DDP(net, bucket_cap_mb=a.bucket_mb,
+                    process_group=pg if backend == "rinx-backend" else None)
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     if backend == "rinx":
         import rinx.torch
@@ -336,6 +363,129 @@ def train(a, backend, comm, data, rank, world):
     return result
 
 
+def emulated_note(a):
+    return ("compute emulated: %g ms per step slept (no model on the "
+            "host), %d-parameter synthetic gradient" % (a.compute_ms,
+                                                         a.grad_params))
+
+
+def train_emulated(a, backend, comm, rank, world, pg=None):
+    """A timing run with an emulated accelerator: the step's forward and
+    backward pass are a sleep of --compute-ms (the host CPU stays free for
+    what it does beside a GPU: the gradient's synchronization and the
+    update), the gradient a synthetic one of --grad-params values (fixed
+    per rank, copied in every step, as a GPU's gradient is copied out).
+    BSP (rinx, rinx-backend, gloo) sums the whole flat gradient in one
+    allreduce after the compute, then steps SGD with momentum; OSP runs
+    rinx.osp. No accuracy: nothing is learned. Parameters are compared
+    across ranks at the end."""
+    import rinx.osp
+    if backend == "rinx-backend":
+        comm = pg.comm
+    n = a.grad_params
+    # eight "layers", so that OSP's split falls inside one as in a model
+    sizes = [len(c) for c in np.array_split(np.arange(n), 8)]
+    flat_p = torch.zeros(n)
+    params = []
+    o = 0
+    for k in sizes:
+        t = flat_p[o:o + k]
+        t.requires_grad_(True)
+        params.append(t)
+        o += k
+    g = torch.Generator().manual_seed(a.seed * 100 + rank)
+    base = torch.randn(n, generator=g).mul_(1e-3)
+    flat_g = torch.empty(n)
+    o = 0
+    for p, k in zip(params, sizes):
+        p.grad = flat_g[o:o + k]
+        o += k
+    straggle = a.compute_ms / 1000 if rank == a.straggler else 0.0
+    compute_s = a.compute_ms / 1000 + straggle
+    a.straggle_s = a.compute_ms / 1000 if a.straggler >= 0 else 0.0
+    osp = None
+    if backend == "osp":
+        osp = rinx.osp.OSP(comm, params, lr=a.lr, momentum=0.9,
+                           split=a.osp_split)
+    vel = torch.zeros(n)
+    steps = a.steps or 10
+    st0 = comm.stats() if comm is not None else None
+    dist.barrier()
+    t_sleep = t_copy = t_sync = t_wait = t_upd = 0.0
+    t0 = time.perf_counter()
+    for step in range(steps):
+        t = time.perf_counter()
+        time.sleep(compute_s)            # the accelerator's fwd + bwd
+        t1 = time.perf_counter()
+        flat_g.copy_(base)               # the gradient out of the device
+        t2 = time.perf_counter()
+        if osp is not None:
+            if osp.fut is not None:
+                osp.fut.wait()           # stage 2 not hidden by compute
+            t3 = time.perf_counter()
+            osp.step()
+            t4 = t5 = time.perf_counter()
+        else:
+            t3 = t2
+            if backend == "gloo":
+                dist.all_reduce(flat_g)
+            elif backend == "rinx-backend":
+                dist.all_reduce(flat_g, group=pg)
+            else:
+                comm.allreduce(flat_g)
+            t4 = time.perf_counter()
+            with torch.no_grad():
+                flat_g.div_(world)
+                vel.mul_(0.9).add_(flat_g)
+                flat_p.sub_(vel, alpha=a.lr)
+            t5 = time.perf_counter()
+        t_sleep += t1 - t
+        t_copy += t2 - t1
+        t_wait += t3 - t2
+        t_sync += t4 - t3
+        t_upd += t5 - t4
+    wall = time.perf_counter() - t0
+    if osp is not None:
+        osp.finish()
+    same, digs = same_everywhere(params, world)
+    if not same:
+        print("train: %s: rank %d: parameters differ between ranks after "
+              "%d emulated steps: %s" % (backend, rank, steps, digs),
+              file=sys.stderr)
+        sys.exit(3)
+    ms = lambda x: x * 1000 / steps  # noqa: E731
+    result = {
+        "backend": backend, "ranks": world, "emulated": True,
+        "compute": emulated_note(a), "compute_ms": a.compute_ms,
+        "grad_params": n, "grad_mb": n * 4 / 1e6, "steps": steps,
+        "batch_per_rank": a.batch, "accuracy": None, "seed": a.seed,
+        "straggler": a.straggler, "straggle_s": a.straggle_s,
+        "slow_rank": -1, "slow_ms": 0,
+        "wall_per_step": wall / steps, "seconds": wall,
+        "samples_per_s": world * a.batch * steps / wall,
+        # rank 0's step: the sleep, the gradient copy, waiting for OSP's
+        # stage 2 of the step before, the allreduce (OSP: its whole step,
+        # stage 1 and the local update included), BSP's update
+        "ms": {"compute": ms(t_sleep), "grad_copy": ms(t_copy),
+               "osp_stage2_wait": ms(t_wait), "sync": ms(t_sync),
+               "update": ms(t_upd)},
+        "digest": param_digest(params).hex(),
+    }
+    if osp is not None:
+        result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
+                         "stage2_elements": osp.n2, "steps": osp.steps,
+                         "corrections": osp.corrections}
+    if comm is not None and backend != "gloo":
+        st = comm.stats()
+        d = {k: st[k] - st0[k] for k in ("ops", "bytes", "timeouts",
+                                         "repairs", "retransmits",
+                                         "ns_total", "ns_quant",
+                                         "ns_dequant")}
+        d["ms_per_op"] = d["ns_total"] / 1e6 / max(d["ops"], 1)
+        result["rinx"] = d
+    return result
+
+
 def train_ps(a, backend, comm, data, rank, world):
     """ASP, SSP or InHAD on rinx.sync's parameter server (rank a.ps_rank).
     Every rank steps until the PS has the synchronous runs' number of
@@ -433,20 +583,37 @@ def main():
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     backends = a.backend.split(",")
+    known = ("rinx", "rinx-backend", "gloo", "osp", "asp", "ssp", "inhad")
     for b in backends:
-        if b not in ("rinx", "gloo", "osp", "asp", "ssp", "inhad"):
-            sys.exit("train: --backend: rinx, gloo, osp, asp, ssp, inhad or "
-                     "a list of them, not %r" % b)
+        if b not in known:
+            sys.exit("train: --backend: %s or a list of them, not %r"
+                     % (", ".join(known), b))
+        if a.compute_ms > 0 and b in ("asp", "ssp", "inhad"):
+            sys.exit("train: --compute-ms: emulated compute runs rinx, "
+                     "rinx-backend, osp and gloo, not %s" % b)
     torch.set_num_threads(1)    # one core per rank at most, no oversubscription
+    if a.compute_ms > 0 and rank == 0:
+        # every output of an emulated run says so
+        print("# " + emulated_note(a), flush=True)
 
     dist.init_process_group("gloo", rank=rank, world_size=world)
     comm = None
-    if set(backends) - {"gloo"}:
+    if set(backends) - {"gloo", "rinx-backend"}:
         import rinx
         comm = rinx.Comm.from_env(timeout_ms=a.timeout_ms)
-    data = load_data(a.data, a.seed)
+    pg = None
+    if "rinx-backend" in backends:
+        # the backend "rinx" in a group of every rank: its own job, its
+        # own communicator (RINX_TIMEOUT_MS from --timeout-ms)
+        import rinx.torch
+        os.environ.setdefault("RINX_TIMEOUT_MS", str(a.timeout_ms))
+        pg = dist.new_group(backend="rinx")
+    data = load_data(a.data, a.seed) if a.compute_ms <= 0 else None
     for b in backends:
-        result = train(a, b, comm, data, rank, world)
+        if a.compute_ms > 0:
+            result = train_emulated(a, b, comm, rank, world, pg)
+        else:
+            result = train(a, b, comm, data, rank, world, pg)
         if rank == 0:
             print("result " + json.dumps(result), flush=True)
     if comm is not None:

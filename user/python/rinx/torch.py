@@ -16,6 +16,10 @@ one during the backward pass and waits for all of them at its end. So each
 communicator gets one worker thread that reduces the buckets in the order
 they come; the backward pass goes on meanwhile (librinx calls release the
 interpreter lock), and the futures complete as the sums arrive.
+
+Importing this module also registers the torch.distributed backend "rinx"
+(`dist.init_process_group("rinx")`, rinx._backend): all_reduce on rinx,
+everything else on a Gloo group it opens itself; DDP needs no hook with it.
 """
 import queue
 import threading
@@ -24,7 +28,7 @@ import torch
 
 from . import Comm
 
-__all__ = ["allreduce_hook", "allreduce_future"]
+__all__ = ["allreduce_hook", "allreduce_future", "ProcessGroupRinx"]
 
 
 class _Pipe:
@@ -38,8 +42,18 @@ class _Pipe:
         self.thread.start()
 
     def submit(self, tensor, divide):
+        def run():
+            self.comm.allreduce(tensor)
+            if divide:
+                tensor.div_(self.comm.size)
+            return tensor
+        return self.submit_fn(run)
+
+    def submit_fn(self, fn):
+        """Runs fn() in the worker thread after the work queued before it;
+        the future completes with its result or its exception."""
         fut = torch.futures.Future()
-        self.q.put((tensor, divide, fut))
+        self.q.put((fn, fut))
         return fut
 
     def _run(self):
@@ -47,18 +61,16 @@ class _Pipe:
             item = self.q.get()
             if item is None:
                 return
-            tensor, divide, fut = item
+            fn, fut = item
             try:
                 if self.comm.closed:
                     # raises ClosedError naming the communicator
                     self.comm.stats()
-                self.comm.allreduce(tensor)
-                if divide:
-                    tensor.div_(self.comm.size)
+                res = fn()
             except BaseException as e:  # handed to the waiter, not lost
                 fut.set_exception(e)
                 continue
-            fut.set_result(tensor)
+            fut.set_result(res)
 
 
 _pipes = {}
@@ -106,3 +118,8 @@ def allreduce_hook(state, bucket):
     Returns a future of the bucket's gradients averaged over the ranks, as
     DDP's default hook does."""
     return allreduce_future(state, bucket.buffer(), average=True)
+
+
+from ._backend import ProcessGroupRinx, register as _register  # noqa: E402
+
+_register()
