@@ -86,7 +86,7 @@ static void range_of(const struct opt *o, char *buf, size_t len)
 
 /* arg into the field of o at base cfg; 0, or -1 after the error. */
 static int set_one(const char *cmd, const struct opt *o, void *cfg,
-		   const char *arg)
+		   const char *arg, int given)
 {
 	char *end, why[200] = "", range[200];
 	void *p = (char *)cfg + o->off;
@@ -135,7 +135,7 @@ static int set_one(const char *cmd, const struct opt *o, void *cfg,
 	default:
 		break;
 	}
-	if (o->bit)
+	if (o->bit && given)
 		*(unsigned int *)((char *)cfg + o->bits_off) |= o->bit;
 	return 0;
 bad:
@@ -159,7 +159,7 @@ static void defaults(const struct flat *fl, void *cfg)
 		/* a default that does not parse is the table's mistake: say
 		 * so on every run rather than run with a field unset */
 		if (o->def && set_one("(default)", o, (char *)cfg + fl->base[i],
-				      o->def))
+				      o->def, 0))
 			abort();
 	}
 }
@@ -247,7 +247,8 @@ int opts_parse(const struct opts_cmd *c, int argc, char **argv, void *cfg,
 		}
 		if (!o)
 			return OPTS_USAGE;
-		if (set_one(c->name, o, (char *)cfg + fl.base[k], optarg))
+		if (set_one(c->name, o, (char *)cfg + fl.base[k], optarg,
+			    1))
 			return OPTS_USAGE;
 	}
 	/* getopt has read all of argv: the positional arguments can
@@ -305,7 +306,9 @@ void opts_help_table(FILE *f, const struct opt *tab, int col)
 
 	for (o = tab; o->kind != OPT_END; o++) {
 		if (o->kind == OPT_INCLUDE) {
-			if (o->help)
+			if (o->label && o->help)
+				help_one(f, o, col);
+			else if (o->help)
 				opts_help_table(f, o->sub, col);
 		} else if (o->kind == OPT_TEXT) {
 			fputs(o->help, f);
@@ -317,6 +320,7 @@ void opts_help_table(FILE *f, const struct opt *tab, int col)
 
 void opts_help(FILE *f, const struct opts_cmd *c)
 {
-	fprintf(f, "usage: rinxctl %s %s\n", c->name, c->synopsis);
-	opts_help_table(f, c->tab, c->col);
+	if (c->synopsis)
+		fprintf(f, "usage: rinxctl %s %s\n", c->name, c->synopsis);
+	opts_help_table(f, c->help_tab ? c->help_tab : c->tab, c->col);
 }

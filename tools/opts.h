@@ -31,7 +31,8 @@ enum opt_kind {
 	OPT_REFUSE,	/* refused with help as why (an argument: metavar) */
 	OPT_TEXT,	/* no option: help is printed as it is */
 	OPT_INCLUDE,	/* the entries of sub, their config at off; listed
-			 * in the help when help is non-NULL ("") */
+			 * in the help when help is non-NULL (""), or one
+			 * line for all of them when label is set too */
 };
 
 struct opt_choice {
@@ -65,13 +66,16 @@ struct opt {
 #define OPT_AT(type, m) .off = offsetof(type, m), \
 			.size = sizeof(((type *)0)->m)
 
-/* A command: its synopsis, its table and the help column. */
+/* A command: its synopsis (NULL: the help table has its own), its table
+ * and the help column. */
 struct opts_cmd {
 	const char *name;	/* "bench", "testbed up" */
 	const char *synopsis;	/* after "usage: rinxctl NAME " */
 	const struct opt *tab;
 	int col;		/* help text column of the option lines */
 	int max_args;		/* positional arguments allowed */
+	const struct opt *help_tab;	/* --help from this table instead
+					 * (several actions' tables) */
 };
 
 enum { OPTS_OK = 0, OPTS_HELP = 1, OPTS_USAGE = 2 };
