@@ -49,8 +49,6 @@ struct bench_opts {
 	uint64_t token;
 	uint64_t seed;
 	uint64_t max_count;	/* filled by bench_run */
-	int hosts;		/* demo */
-	const char *mode;	/* demo */
 	const char *plan;	/* --plan: the plan every rank runs */
 	const char *spec;	/* --spec */
 	struct bench_result *res;	/* NULL, or nsizes entries that
@@ -74,8 +72,6 @@ int bench_parse_data(const char *name, struct bench_opts *o, const char *cmd);
 /* o->data from the dtype when not given, or -1 after a message naming cmd
  * when it does not fit the dtype. */
 int bench_data_resolve(struct bench_opts *o, const char *cmd);
-int bench_getopt(int argc, char **argv, struct bench_opts *o,
-		 const char **spec, const char *usage);
 /* --convert: conversion alone against memcpy (tools/bench_convert.c);
  * 0, -EDOM when a path's result was wrong, or another -errno. */
 int bench_convert(const struct bench_opts *o, FILE *out);

@@ -1137,9 +1137,6 @@ const struct opt bench_opt_table[] = {
 		  "of the same floats in the same run; every path's slots\n"
 		  "checked against the portable path's, its round trip\n"
 		  "against the error bound" },
-	{ OPT_INT, "hosts", 'H', "N", B_AT(hosts), .min = INT_MIN,
-	  .max = INT_MAX },
-	{ OPT_STR, "mode", 'm', "MODE", B_AT(mode) },
 	{ OPT_END },
 };
 
@@ -1167,24 +1164,6 @@ void bench_defaults(struct bench_opts *o)
 	o->job = 1 + (rand() & 0x3ffffff);
 	o->token = bench_token();
 	o->seed = 12345;
-}
-
-int bench_getopt(int argc, char **argv, struct bench_opts *o,
-		 const char **spec, const char *usage)
-{
-	struct opts_cmd c = bench_cmd;
-	int ret;
-
-	c.name = argv[0];
-	c.synopsis = usage;
-	c.tab = bench_opt_table;
-	ret = opts_parse(&c, argc, argv, o, NULL);
-	if (ret == OPTS_HELP)
-		exit(0);
-	if (ret)
-		return -1;
-	*spec = o->spec;
-	return bench_data_resolve(o, argv[0]);
 }
 
 int cmd_bench(int argc, char **argv)
