@@ -41,18 +41,13 @@ enum { DEMO_RING, DEMO_RINA, DEMO_PLANS };
 static const char *const demo_plan[DEMO_PLANS] = { "ring", "rina" };
 static const char *const demo_plan_name[DEMO_PLANS] = { "ring", "Rina" };
 
-struct demo_ina {
-	int kinds[RINX_TB_MAX_RACKS];
-	int n;
-};
-
 struct demo {
 	struct bench_opts o;
 	struct rinx_spec s;
 	char spec[RINX_PATH_MAX];
 	__u32 rate;
 	int racks, per_rack, mode;
-	struct demo_ina ina;
+	struct testbed_ina ina;
 	const char *prefix;
 	char ina_desc[RINX_TB_MAX_RACKS * 8];	/* "switch,switch" */
 	struct bench_result res[DEMO_REGIMES][DEMO_PLANS][BENCH_MAX_SIZES];
@@ -233,30 +228,6 @@ static void demo_table(const struct demo *d, double load)
 	demo_meaning(d, load);
 }
 
-static int parse_ina(const char *v, void *field, char *why, size_t len)
-{
-	struct demo_ina *ina = field;
-
-	(void)why;
-	(void)len;
-	ina->n = testbed_parse_ina(v, ina->kinds, RINX_TB_MAX_RACKS);
-	return ina->n < 0 ? -1 : 0;
-}
-
-static int parse_prefix(const char *v, void *field, char *why, size_t len)
-{
-	if (rinx_testbed_prefix_check(v, why, len))
-		return -1;
-	*(const char **)field = v;
-	return 0;
-}
-
-static const struct opt_choice xdp_modes[] = {
-	{ "native", RINX_XDP_NATIVE, 0 },
-	{ "generic", RINX_XDP_GENERIC, 0 },
-	{ NULL, 0, 0 },
-};
-
 #define D_AT(m) OPT_AT(struct demo, m)
 #define BENCHS "is bench's; the demo runs ring and rina on --racks x --per-rack"
 
@@ -276,9 +247,9 @@ static const struct opt demo_opts[] = {
 	{ OPT_INT, "per-rack", 0, "H", D_AT(per_rack), .min = 1,
 	  .max = RINX_TB_MAX_PER_RACK, .def = "4",
 	  .help = "hosts per rack (default {}; 2..64 hosts in all)" },
-	{ OPT_FN, "ina", 0, "LIST", D_AT(ina), .parse = parse_ina,
+	{ OPT_FN, "ina", 0, "LIST", D_AT(ina), .parse = testbed_opt_ina,
 	  .def = "switch,switch",
-	  .range = "none|switch|agent per rack, comma-separated",
+	  .range = TESTBED_INA_RANGE,
 	  .help = "INA kind per rack: none, switch or agent (default\n"
 		  "{}; racks not named get none)" },
 	{ OPT_INT, "rate", 0, "MBIT", D_AT(rate), .min = 1,
@@ -289,9 +260,10 @@ static const struct opt demo_opts[] = {
 	  .parse = bench_opt_sizes, .def = "16M", .range = BENCH_SIZES_RANGE,
 	  .help = "bytes per rank (default {}); --iters, --warmup and\n"
 		  "bench's other options as there (rinxctl bench --help)" },
-	{ OPT_ENUM, "mode", 0, "MODE", D_AT(mode), .choices = xdp_modes,
+	{ OPT_ENUM, "mode", 0, "MODE", D_AT(mode),
+	  .choices = testbed_xdp_modes,
 	  .def = "native", .help = "XDP mode: {} (default) or generic" },
-	{ OPT_FN, "prefix", 0, "P", D_AT(prefix), .parse = parse_prefix,
+	{ OPT_FN, "prefix", 0, "P", D_AT(prefix), .parse = testbed_opt_prefix,
 	  .help = "namespace prefix (default rxd + 4 random hex digits)" },
 	{ OPT_REFUSE, "hosts", 0, "N", .help = BENCHS },
 	{ OPT_REFUSE, "plan", 0, "P", .help = BENCHS },

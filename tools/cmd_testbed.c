@@ -27,7 +27,7 @@ static int parse_ina_one(const char *v)
 }
 
 /* "switch,none,agent" -> kinds; returns how many or -1. */
-int testbed_parse_ina(const char *list, int *kinds, int max)
+static int testbed_parse_ina(const char *list, int *kinds, int max)
 {
 	char buf[256], *save = NULL, *tok;
 	int n = 0;
@@ -51,15 +51,10 @@ struct tb_link {
 	unsigned int mask;
 };
 
-struct tb_ina {
-	int kinds[RINX_TB_MAX_RACKS];
-	int n;
-};
-
 struct tb_up_args {
 	struct rinx_testbed_opts o;
 	struct tb_link link;
-	struct tb_ina ina;
+	struct testbed_ina ina;
 	int hosts, per_rack;
 	const char *prefix;
 };
@@ -90,9 +85,9 @@ static int parse_ecn(const char *v, void *field, char *why, size_t len)
 	return 0;
 }
 
-static int parse_ina(const char *v, void *field, char *why, size_t len)
+int testbed_opt_ina(const char *v, void *field, char *why, size_t len)
 {
-	struct tb_ina *ina = field;
+	struct testbed_ina *ina = field;
 
 	(void)why;
 	(void)len;
@@ -100,7 +95,7 @@ static int parse_ina(const char *v, void *field, char *why, size_t len)
 	return ina->n < 0 ? -1 : 0;
 }
 
-static int parse_prefix(const char *v, void *field, char *why, size_t len)
+int testbed_opt_prefix(const char *v, void *field, char *why, size_t len)
 {
 	if (rinx_testbed_prefix_check(v, why, len))
 		return -1;
@@ -118,7 +113,7 @@ static int parse_pin(const char *v, void *field, char *why, size_t len)
 	return 0;
 }
 
-static const struct opt_choice xdp_modes[] = {
+const struct opt_choice testbed_xdp_modes[] = {
 	{ "native", RINX_XDP_NATIVE, 0 },
 	{ "generic", RINX_XDP_GENERIC, 0 },
 	{ NULL, 0, 0 },
@@ -172,9 +167,10 @@ static const struct opt up_opts[] = {
 	{ OPT_INT, "per-rack", 0, "H", UP_AT(per_rack), .min = 1,
 	  .max = RINX_TB_MAX_PER_RACK,
 	  .help = "hosts per rack, 1..32 (total at most 64)" },
-	{ OPT_FN, "prefix", 0, "P", UP_AT(prefix), .parse = parse_prefix,
+	{ OPT_FN, "prefix", 0, "P", UP_AT(prefix), .parse = testbed_opt_prefix,
 	  .help = "namespace prefix (default rx + 4 random hex digits)" },
-	{ OPT_ENUM, "mode", 0, "MODE", UP_AT(o.mode), .choices = xdp_modes,
+	{ OPT_ENUM, "mode", 0, "MODE", UP_AT(o.mode),
+	  .choices = testbed_xdp_modes,
 	  .def = "native", .help = "XDP mode: {} (default) or generic" },
 	{ OPT_INT, "queues", 0, "N", UP_AT(o.queues), .min = 1,
 	  .max = RINX_TB_MAX_QUEUES,
@@ -205,8 +201,8 @@ static const struct opt up_opts[] = {
 		  "jobs x window x 12,416 B of kernel memory" },
 	{ OPT_INT, "port", 0, "N", UP_AT(o.port), .min = 1, .max = 65535,
 	  .help = "rinx UDP port (default 47001)" },
-	{ OPT_FN, "ina", 0, "LIST", UP_AT(ina), .parse = parse_ina,
-	  .range = "none|switch|agent per rack, comma-separated",
+	{ OPT_FN, "ina", 0, "LIST", UP_AT(ina), .parse = testbed_opt_ina,
+	  .range = TESTBED_INA_RANGE,
 	  .help = "INA kind of each rack, comma-separated: none, switch\n"
 		  "or agent (one value applies to every rack)" },
 	{ OPT_FLAG, "no-nodes", 0, UP_AT(o.no_nodes),
