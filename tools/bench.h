@@ -8,6 +8,7 @@
 #include <time.h>
 #include <sys/random.h>
 #include "user/ctl.h"
+#include "tools/opts.h"
 
 #define BENCH_MAX_SIZES 32
 #define BENCH_MAX_ITERS 1000
@@ -48,13 +49,22 @@ struct bench_opts {
 	uint64_t token;
 	uint64_t seed;
 	uint64_t max_count;	/* filled by bench_run */
-	int hosts;		/* demo */
-	const char *mode;	/* demo */
 	const char *plan;	/* --plan: the plan every rank runs */
+	const char *spec;	/* --spec */
 	struct bench_result *res;	/* NULL, or nsizes entries that
 					 * bench_run fills */
 };
 
+/* bench's options (demo includes them), the dtypes they name, and the
+ * parsers compare shares. */
+extern const struct opt bench_opt_table[];
+extern const struct opt_choice bench_dtypes[];
+#define BENCH_SIZES_RANGE "bytes per rank, comma-separated (suffix K, M, G; " \
+	"multiple of 4)"
+int bench_opt_sizes(const char *v, void *field, char *why, size_t len);
+int bench_opt_data(const char *v, void *field, char *why, size_t len);
+
+/* The table's defaults, a random job and token. */
 void bench_defaults(struct bench_opts *o);
 int bench_parse_sizes(const char *list, struct bench_opts *o);
 /* --data NAME into o->data; 0 or -1 after a message naming cmd. */
@@ -62,8 +72,6 @@ int bench_parse_data(const char *name, struct bench_opts *o, const char *cmd);
 /* o->data from the dtype when not given, or -1 after a message naming cmd
  * when it does not fit the dtype. */
 int bench_data_resolve(struct bench_opts *o, const char *cmd);
-int bench_getopt(int argc, char **argv, struct bench_opts *o,
-		 const char **spec, const char *usage);
 /* --convert: conversion alone against memcpy (tools/bench_convert.c);
  * 0, -EDOM when a path's result was wrong, or another -errno. */
 int bench_convert(const struct bench_opts *o, FILE *out);

@@ -11,7 +11,8 @@
  * documented bound).
  */
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -620,49 +621,48 @@ static int team_start(struct team *t, const struct bench_opts *o,
 	return err;
 }
 
-int bench_run(const struct bench_opts *o, const char *spec_path,
-	      const struct rinx_spec *s, FILE *out)
-{
-	struct reply_msg reps[RINX_MAX_NODES];
-	uint64_t times[BENCH_MAX_ITERS], jt[BENCH_MAX_JOBS][BENCH_MAX_ITERS];
-	int nj = o->jobs > 1 ? o->jobs : 1, j;
-	struct bench_opts oo = *o;
+/* One bench_run: the team, what is known of the run, and what adds up
+ * over the sizes. */
+struct run {
+	const struct bench_opts *o;
 	struct team t;
 	struct prof prof;
-	int n = s->nhosts, i, r, k, err = 0, wrong = 0, first = 1;
-	double worst = 0;
-	int bv = RINX_BLOCK_VALUES;	/* values per block of the ranks */
-	long hz = sysconf(_SC_CLK_TCK);
-	unsigned long long all_retx = 0, all_nacks = 0;
+	int n;			/* ranks */
+	int bv;			/* values per block of the ranks */
+	__u32 link;		/* slowest link, Mbit/s; 0: no rates */
+	unsigned long long all_retx, all_nacks;
+	double worst;		/* largest |error| / bound */
+	int wrong;		/* ranks with wrong elements, all sizes */
+};
+
+/* One size's measurements, from the runs to the figures printed. */
+struct size_run {
+	uint64_t bytes, count, med;
+	uint64_t times[BENCH_MAX_ITERS];
+	uint64_t jt[BENCH_MAX_JOBS][BENCH_MAX_ITERS];
+	/* --profile, summed over the timed runs (and ranks) */
+	uint64_t hns, hcnt, sns, scnt, qns, dns;
+	uint64_t retx, nacks, repairs, marked, cuts, slow;
+	uint64_t rates[RINX_MAX_NODES], ceils[RINX_MAX_NODES];
+	uint64_t cpu[8];
+	double algbw, busbw;
+	int bad;		/* ranks with wrong elements */
+};
+
+static void print_header(const struct run *ru, FILE *out)
+{
+	const struct bench_opts *o = ru->o;
 	char linkbuf[80] = "";
-	__u32 link;
 
 	/* link utilization: busbw over the slowest link, when the spec
 	 * gives link rates */
-	link = rinx_spec_min_link(s);
-	if (link)
+	if (ru->link)
 		snprintf(linkbuf, sizeof(linkbuf), "; slowest link %u Mbit/s "
-			 "(util = busbw / link rate)", link);
-	/* callers that built their own options (compare) may leave the data
-	 * to the dtype */
-	if (bench_data_resolve(&oo, "bench"))
-		return -EINVAL;
-	o = &oo;
-	oo.max_count = 0;
-	for (k = 0; k < o->nsizes; k++)
-		if (o->sizes[k] / 4 > oo.max_count)
-			oo.max_count = o->sizes[k] / 4;
-	err = team_start(&t, &oo, spec_path, s);
-	if (err) {
-		team_end(&t);
-		return err;
-	}
-	if (o->profile)
-		prof_open(&prof, s);
+			 "(util = busbw / link rate)", ru->link);
 	if (o->json)
 		fprintf(out, "{\"ranks\":%d,\"dtype\":\"%s\",\"data\":\"%s\","
 			"\"runs\":%d,\"warmup\":%d,\"verify\":%s,"
-			"\"results\":[", n,
+			"\"results\":[", ru->n,
 			o->dtype == RINX_INT32 ? "int32" : "float32",
 			gen_data_name(o->data), o->iters,
 			o->warmup, o->verify ? "true" : "false");
@@ -670,245 +670,338 @@ int bench_run(const struct bench_opts *o, const char *spec_path,
 		fprintf(out, "# rinx allreduce: %d ranks, %s, data %s, median of "
 			"%d runs after %d warm-up, verify %s%s\n"
 			"# data %s: %s\n"
-			"# %12s %11s %10s %10s %10s %9s %9s %10s %s%s\n", n,
+			"# %12s %11s %10s %10s %10s %9s %9s %10s %s%s\n", ru->n,
 			o->dtype == RINX_INT32 ? "int32" : "float32",
 			gen_data_name(o->data), o->iters,
 			o->warmup, o->verify ? "on" : "off", linkbuf,
 			gen_data_name(o->data), gen_data_about[o->data], "bytes",
 			"elements", "min_us", "median_us", "max_us",
-			"algbw", "busbw", "Melem/s", link ? "  util " : "",
+			"algbw", "busbw", "Melem/s", ru->link ? "  util " : "",
 			"verify");
-	for (k = 0; k < o->nsizes && !err; k++) {
-		uint64_t count = o->sizes[k] / 4, med;
-		uint64_t hns = 0, hcnt = 0, sns = 0, scnt = 0, qns = 0, dns = 0;
-		uint64_t retx = 0, nacks = 0, repairs = 0, marked = 0, cuts = 0;
-		uint64_t slow = 0;
-		uint64_t rates[RINX_MAX_NODES], ceils[RINX_MAX_NODES];
-		uint64_t cpu[8] = { 0 }, wall = 0;
-		double algbw, busbw;
-		char utilbuf[16];
-		int bad = 0;
+}
 
-		for (i = -o->warmup; i < o->iters && !err; i++) {
-			uint64_t tmax = 0, a[4], b[4], ca[8], cb[8], w0 = 0;
-			int c;
+/* The ranks' replies of a timed run into the profile sums. */
+static void profile_add(const struct run *ru, struct size_run *sr,
+			const struct reply_msg *reps, const uint64_t a[4],
+			const uint64_t b[4], const uint64_t ca[8],
+			const uint64_t cb[8])
+{
+	int c, r;
 
-			err = team_cmd(&t, OP_PREP, i, count, reps);
-			if (o->profile && i >= 0) {
-				prof_sample(&prof, &a[0], &a[1], &a[2], &a[3], ca);
-				w0 = now_ns();
-			}
-			if (!err)
-				err = team_cmd(&t, OP_GO, i, count, reps);
-			if (!err && reps[0].bv > 0)
-				bv = reps[0].bv;
-			for (r = 0; r < n && !err; r++) {
-				all_retx += reps[r].retx;
-				all_nacks += reps[r].nacks;
-			}
-			if (o->profile && i >= 0) {
-				wall += now_ns() - w0;
-				prof_sample(&prof, &b[0], &b[1], &b[2], &b[3], cb);
-				hns += b[0] - a[0];
-				hcnt += b[1] - a[1];
-				sns += b[2] - a[2];
-				scnt += b[3] - a[3];
-				for (c = 0; c < 8; c++)
-					cpu[c] += cb[c] - ca[c];
-				for (r = 0; r < n; r++) {
-					qns += reps[r].ns_quant;
-					dns += reps[r].ns_dequant;
-					retx += reps[r].retx;
-					nacks += reps[r].nacks;
-					repairs += reps[r].repairs;
-					slow += reps[r].slow;
-					marked += reps[r].marked;
-					cuts += reps[r].cuts;
-					rates[r] = reps[r].rate;
-					ceils[r] = reps[r].ceil;
-				}
-			}
-			for (r = 0; r < n; r++) {
-				if (reps[r].err && !err)
-					err = reps[r].err;
-				if (reps[r].err)
-					fprintf(stderr, "rinxctl bench: rank %d: %s\n",
-						r, reps[r].msg);
-				if (reps[r].ns > tmax)
-					tmax = reps[r].ns;
-			}
-			for (j = 0; j < nj && i >= 0; j++) {
-				jt[j][i] = 0;
-				for (r = 0; r < n; r++)
-					if (reps[r].job_ns[j] > jt[j][i])
-						jt[j][i] = reps[r].job_ns[j];
-			}
-			if (err)
-				break;
-			if (o->verify) {
-				err = team_cmd(&t, OP_CHECK, i, count, reps);
-				for (r = 0; r < n; r++) {
-					if (reps[r].wrong) {
-						fprintf(stderr, "rinxctl bench: "
-							"rank %d: %d wrong elements "
-							"at %llu bytes, first: %s\n",
-							r, reps[r].wrong,
-							(unsigned long long)o->sizes[k],
-							reps[r].msg);
-						bad++;
-					}
-					if (reps[r].worst > worst)
-						worst = reps[r].worst;
-				}
-			}
-			if (i >= 0)
-				times[i] = tmax;
-		}
-		if (err)
-			break;
-		wrong += bad;
-		qsort(times, o->iters, sizeof(times[0]), cmp_u64);
-		med = times[o->iters / 2];
-		algbw = (double)o->sizes[k] / med;	/* bytes/ns = GB/s */
-		busbw = algbw * 2.0 * (n - 1) / n;
-		/* GB/s * 8000 = Mbit/s */
-		if (o->res) {
-			o->res[k].bytes = o->sizes[k];
-			o->res[k].median_ns = med;
-			o->res[k].busbw = busbw;
-			o->res[k].util = link ? busbw * 8000 / link : 0;
-			o->res[k].verified = !o->verify ? -1 : !bad;
-		}
-		if (link)
-			snprintf(utilbuf, sizeof(utilbuf), "%5.3f",
-				 busbw * 8000 / link);
-		else
-			snprintf(utilbuf, sizeof(utilbuf), "null");
-		if (o->json)
-			fprintf(out, "%s{\"bytes\":%llu,\"elements\":%llu,"
-				"\"min_us\":%.1f,\"median_us\":%.1f,"
-				"\"max_us\":%.1f,\"algbw_gbs\":%.4f,"
-				"\"busbw_gbs\":%.4f,\"elements_per_s\":%.0f,"
-				"\"util\":%s,\"verified\":%s}", first ? "" : ",",
-				(unsigned long long)o->sizes[k],
-				(unsigned long long)count, times[0] / 1e3,
-				med / 1e3, times[o->iters - 1] / 1e3, algbw,
-				busbw, count * 1e9 / med, utilbuf,
-				!o->verify ? "null" : bad ? "false" : "true");
-		else
-			fprintf(out, "  %12llu %11llu %10.1f %10.1f %10.1f "
-				"%9.3f %9.3f %10.1f%s%s %s\n",
-				(unsigned long long)o->sizes[k],
-				(unsigned long long)count, times[0] / 1e3,
-				med / 1e3, times[o->iters - 1] / 1e3, algbw,
-				busbw, count * 1e3 / med, link ? " " : "",
-				link ? utilbuf : "",
-				!o->verify ? "-" : bad ? "WRONG" : "ok");
-		for (j = 0; j < nj && nj > 1; j++) {
-			double jb;
-
-			qsort(jt[j], o->iters, sizeof(jt[j][0]), cmp_u64);
-			jb = (double)o->sizes[k] / jt[j][o->iters / 2] * 2.0 *
-			     (n - 1) / n;
-			if (o->json)
-				fprintf(out, "%s{\"bytes\":%llu,\"job\":%u,"
-					"\"median_us\":%.1f,\"busbw_gbs\":%.4f}",
-					",", (unsigned long long)o->sizes[k],
-					o->job + j, jt[j][o->iters / 2] / 1e3, jb);
-			else
-				fprintf(out, "#   job %u of %d: median %.1f us, "
-					"busbw %.3f GB/s%s%s\n", o->job + j, nj,
-					jt[j][o->iters / 2] / 1e3, jb,
-					link ? ", util " : "",
-					link ? (snprintf(utilbuf, sizeof(utilbuf),
-							 "%.3f", jb * 8000 / link),
-						utilbuf) : "");
-		}
-		if (o->profile && !o->json) {
-			double nblk = (double)((count + bv - 1) / bv) *
-				      o->iters;
-			double tot = 0;
-			int c;
-
-			for (c = 0; c < 8; c++)
-				tot += cpu[c];
-			fprintf(out, "#   profile: XDP host %.1f runs/block %.0f ns/run"
-				", switch %.1f runs/block %.0f ns/run; float "
-				"conversion %.2f+%.2f ns/element/rank\n",
-				hcnt / nblk, hcnt ? (double)hns / hcnt : 0,
-				scnt / nblk, scnt ? (double)sns / scnt : 0,
-				(double)qns / n / (count * (double)o->iters),
-				(double)dns / n / (count * (double)o->iters));
-			if (tot > 0 && hz > 0)
-				fprintf(out, "#   cpu: %.2f of %ld cores busy (user "
-					"%.0f%%, system %.0f%%, softirq %.0f%%); "
-					"all-core cpu-ms per op: XDP host %.1f, "
-					"switch %.1f, conversion %.1f, total %.1f\n",
-					(tot - cpu[3] - cpu[4]) / tot *
-						sysconf(_SC_NPROCESSORS_ONLN),
-					sysconf(_SC_NPROCESSORS_ONLN),
-					100.0 * (cpu[0] + cpu[1]) / tot,
-					100.0 * cpu[2] / tot,
-					100.0 * cpu[6] / tot,
-					hns / 1e6 / o->iters, sns / 1e6 / o->iters,
-					(qns + dns) / 1e6 / o->iters,
-					(tot - cpu[3] - cpu[4]) * 1e3 / hz /
-						o->iters);
-			(void)wall;
-			/* what congestion control and loss repair did; each
-			 * rank stores every finished block once */
-			qsort(rates, n, sizeof(rates[0]), cmp_u64);
-			qsort(ceils, n, sizeof(ceils[0]), cmp_u64);
-			fprintf(out, "#   network: %.2f%% of finished blocks "
-				"marked CE, %.1f rate cuts/op, pace rate "
-				"min/median/max %llu/%llu/%llu blocks/s per rank "
-				"(0: unpaced), ceiling %llu..%llu (0: none); "
-				"per op: %.1f stalls "
-				"repaired, %.1f NACKs, %.1f blocks resent (%.2f%% "
-				"of blocks)\n",
-				100.0 * marked / (nblk * n), (double)cuts / o->iters,
-				(unsigned long long)rates[0],
-				(unsigned long long)rates[n / 2],
-				(unsigned long long)rates[n - 1],
-				(unsigned long long)ceils[0],
-				(unsigned long long)ceils[n - 1],
-				(double)repairs / o->iters, (double)nacks / o->iters,
-				(double)retx / o->iters, 100.0 * retx / nblk);
-			/* the slow path: frames XDP handed to the trainers
-			 * (a share not written yet, a frame of the next round,
-			 * control frames, an aggregate waiting for the own
-			 * share), of all frames the host programs ran on */
-			fprintf(out, "#   slow path: %.1f frames/op to the "
-				"trainers, %.3f%% of the frames the host "
-				"programs saw\n", (double)slow / o->iters,
-				hcnt ? 100.0 * slow / hcnt : 0.0);
-		}
-		fflush(out);
-		first = 0;
+	sr->hns += b[0] - a[0];
+	sr->hcnt += b[1] - a[1];
+	sr->sns += b[2] - a[2];
+	sr->scnt += b[3] - a[3];
+	for (c = 0; c < 8; c++)
+		sr->cpu[c] += cb[c] - ca[c];
+	for (r = 0; r < ru->n; r++) {
+		sr->qns += reps[r].ns_quant;
+		sr->dns += reps[r].ns_dequant;
+		sr->retx += reps[r].retx;
+		sr->nacks += reps[r].nacks;
+		sr->repairs += reps[r].repairs;
+		sr->slow += reps[r].slow;
+		sr->marked += reps[r].marked;
+		sr->cuts += reps[r].cuts;
+		sr->rates[r] = reps[r].rate;
+		sr->ceils[r] = reps[r].ceil;
 	}
+}
+
+/* After the collective of run i (err: how the team went): errors, the
+ * slowest rank's time, the jobs' times, and with --verify the check. 0 or
+ * -errno. */
+static int run_done(struct run *ru, struct size_run *sr, int i,
+		    struct reply_msg *reps, int err)
+{
+	const struct bench_opts *o = ru->o;
+	int nj = o->jobs > 1 ? o->jobs : 1, j, r;
+	uint64_t tmax = 0;
+
+	for (r = 0; r < ru->n; r++) {
+		if (reps[r].err && !err)
+			err = reps[r].err;
+		if (reps[r].err)
+			fprintf(stderr, "rinxctl bench: rank %d: %s\n",
+				r, reps[r].msg);
+		if (reps[r].ns > tmax)
+			tmax = reps[r].ns;
+	}
+	for (j = 0; j < nj && i >= 0; j++) {
+		sr->jt[j][i] = 0;
+		for (r = 0; r < ru->n; r++)
+			if (reps[r].job_ns[j] > sr->jt[j][i])
+				sr->jt[j][i] = reps[r].job_ns[j];
+	}
+	if (err)
+		return err;
+	if (o->verify) {
+		err = team_cmd(&ru->t, OP_CHECK, i, sr->count, reps);
+		for (r = 0; r < ru->n; r++) {
+			if (reps[r].wrong) {
+				fprintf(stderr, "rinxctl bench: rank %d: %d "
+					"wrong elements at %llu bytes, first: "
+					"%s\n", r, reps[r].wrong,
+					(unsigned long long)sr->bytes,
+					reps[r].msg);
+				sr->bad++;
+			}
+			if (reps[r].worst > ru->worst)
+				ru->worst = reps[r].worst;
+		}
+	}
+	if (i >= 0)
+		sr->times[i] = tmax;
+	return err;
+}
+
+/* Warm-ups and timed runs of one size, into sr. 0 or -errno. */
+static int measure_size(struct run *ru, struct size_run *sr)
+{
+	static struct reply_msg reps[RINX_MAX_NODES];
+	const struct bench_opts *o = ru->o;
+	int i, r, err = 0;
+
+	for (i = -o->warmup; i < o->iters && !err; i++) {
+		uint64_t a[4], b[4], ca[8], cb[8];
+
+		err = team_cmd(&ru->t, OP_PREP, i, sr->count, reps);
+		if (o->profile && i >= 0)
+			prof_sample(&ru->prof, &a[0], &a[1], &a[2], &a[3], ca);
+		if (!err)
+			err = team_cmd(&ru->t, OP_GO, i, sr->count, reps);
+		if (!err && reps[0].bv > 0)
+			ru->bv = reps[0].bv;
+		for (r = 0; r < ru->n && !err; r++) {
+			ru->all_retx += reps[r].retx;
+			ru->all_nacks += reps[r].nacks;
+		}
+		if (o->profile && i >= 0) {
+			prof_sample(&ru->prof, &b[0], &b[1], &b[2], &b[3], cb);
+			profile_add(ru, sr, reps, a, b, ca, cb);
+		}
+		err = run_done(ru, sr, i, reps, err);
+	}
+	if (err)
+		return err;
+	qsort(sr->times, o->iters, sizeof(sr->times[0]), cmp_u64);
+	sr->med = sr->times[o->iters / 2];
+	sr->algbw = (double)sr->bytes / sr->med;	/* bytes/ns = GB/s */
+	sr->busbw = sr->algbw * 2.0 * (ru->n - 1) / ru->n;
+	return 0;
+}
+
+/* The size's row (table or JSON) and its result for the caller. */
+static void print_size(const struct run *ru, const struct size_run *sr,
+		       int first, struct bench_result *res, FILE *out)
+{
+	const struct bench_opts *o = ru->o;
+	char utilbuf[16];
+
+	/* GB/s * 8000 = Mbit/s */
+	if (res) {
+		res->bytes = sr->bytes;
+		res->median_ns = sr->med;
+		res->busbw = sr->busbw;
+		res->util = ru->link ? sr->busbw * 8000 / ru->link : 0;
+		res->verified = !o->verify ? -1 : !sr->bad;
+	}
+	if (ru->link)
+		snprintf(utilbuf, sizeof(utilbuf), "%5.3f",
+			 sr->busbw * 8000 / ru->link);
+	else
+		snprintf(utilbuf, sizeof(utilbuf), "null");
+	if (o->json)
+		fprintf(out, "%s{\"bytes\":%llu,\"elements\":%llu,"
+			"\"min_us\":%.1f,\"median_us\":%.1f,"
+			"\"max_us\":%.1f,\"algbw_gbs\":%.4f,"
+			"\"busbw_gbs\":%.4f,\"elements_per_s\":%.0f,"
+			"\"util\":%s,\"verified\":%s}", first ? "" : ",",
+			(unsigned long long)sr->bytes,
+			(unsigned long long)sr->count, sr->times[0] / 1e3,
+			sr->med / 1e3, sr->times[o->iters - 1] / 1e3, sr->algbw,
+			sr->busbw, sr->count * 1e9 / sr->med, utilbuf,
+			!o->verify ? "null" : sr->bad ? "false" : "true");
+	else
+		fprintf(out, "  %12llu %11llu %10.1f %10.1f %10.1f "
+			"%9.3f %9.3f %10.1f%s%s %s\n",
+			(unsigned long long)sr->bytes,
+			(unsigned long long)sr->count, sr->times[0] / 1e3,
+			sr->med / 1e3, sr->times[o->iters - 1] / 1e3, sr->algbw,
+			sr->busbw, sr->count * 1e3 / sr->med,
+			ru->link ? " " : "", ru->link ? utilbuf : "",
+			!o->verify ? "-" : sr->bad ? "WRONG" : "ok");
+}
+
+/* --jobs: a line (or JSON object) per job with its own median. */
+static void print_jobs(const struct run *ru, struct size_run *sr, FILE *out)
+{
+	const struct bench_opts *o = ru->o;
+	int nj = o->jobs > 1 ? o->jobs : 1, j, n = ru->n;
+	char utilbuf[16];
+
+	for (j = 0; j < nj && nj > 1; j++) {
+		double jb;
+
+		qsort(sr->jt[j], o->iters, sizeof(sr->jt[j][0]), cmp_u64);
+		jb = (double)sr->bytes / sr->jt[j][o->iters / 2] * 2.0 *
+		     (n - 1) / n;
+		if (o->json)
+			fprintf(out, "%s{\"bytes\":%llu,\"job\":%u,"
+				"\"median_us\":%.1f,\"busbw_gbs\":%.4f}",
+				",", (unsigned long long)sr->bytes,
+				o->job + j, sr->jt[j][o->iters / 2] / 1e3, jb);
+		else
+			fprintf(out, "#   job %u of %d: median %.1f us, "
+				"busbw %.3f GB/s%s%s\n", o->job + j, nj,
+				sr->jt[j][o->iters / 2] / 1e3, jb,
+				ru->link ? ", util " : "",
+				ru->link ? (snprintf(utilbuf, sizeof(utilbuf),
+						     "%.3f", jb * 8000 /
+						     ru->link), utilbuf) : "");
+	}
+}
+
+/* --profile: where the time went, what the network did, the slow path. */
+static void print_profile(const struct run *ru, struct size_run *sr,
+			  FILE *out)
+{
+	const struct bench_opts *o = ru->o;
+	int n = ru->n, c;
+	double nblk = (double)((sr->count + ru->bv - 1) / ru->bv) * o->iters;
+	double tot = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	const uint64_t *cpu = sr->cpu;
+
+	for (c = 0; c < 8; c++)
+		tot += cpu[c];
+	fprintf(out, "#   profile: XDP host %.1f runs/block %.0f ns/run"
+		", switch %.1f runs/block %.0f ns/run; float "
+		"conversion %.2f+%.2f ns/element/rank\n",
+		sr->hcnt / nblk, sr->hcnt ? (double)sr->hns / sr->hcnt : 0,
+		sr->scnt / nblk, sr->scnt ? (double)sr->sns / sr->scnt : 0,
+		(double)sr->qns / n / (sr->count * (double)o->iters),
+		(double)sr->dns / n / (sr->count * (double)o->iters));
+	if (tot > 0 && hz > 0)
+		fprintf(out, "#   cpu: %.2f of %ld cores busy (user "
+			"%.0f%%, system %.0f%%, softirq %.0f%%); "
+			"all-core cpu-ms per op: XDP host %.1f, "
+			"switch %.1f, conversion %.1f, total %.1f\n",
+			(tot - cpu[3] - cpu[4]) / tot *
+				sysconf(_SC_NPROCESSORS_ONLN),
+			sysconf(_SC_NPROCESSORS_ONLN),
+			100.0 * (cpu[0] + cpu[1]) / tot,
+			100.0 * cpu[2] / tot,
+			100.0 * cpu[6] / tot,
+			sr->hns / 1e6 / o->iters, sr->sns / 1e6 / o->iters,
+			(sr->qns + sr->dns) / 1e6 / o->iters,
+			(tot - cpu[3] - cpu[4]) * 1e3 / hz / o->iters);
+	/* what congestion control and loss repair did; each rank stores
+	 * every finished block once */
+	qsort(sr->rates, n, sizeof(sr->rates[0]), cmp_u64);
+	qsort(sr->ceils, n, sizeof(sr->ceils[0]), cmp_u64);
+	fprintf(out, "#   network: %.2f%% of finished blocks "
+		"marked CE, %.1f rate cuts/op, pace rate "
+		"min/median/max %llu/%llu/%llu blocks/s per rank "
+		"(0: unpaced), ceiling %llu..%llu (0: none); "
+		"per op: %.1f stalls "
+		"repaired, %.1f NACKs, %.1f blocks resent (%.2f%% "
+		"of blocks)\n",
+		100.0 * sr->marked / (nblk * n), (double)sr->cuts / o->iters,
+		(unsigned long long)sr->rates[0],
+		(unsigned long long)sr->rates[n / 2],
+		(unsigned long long)sr->rates[n - 1],
+		(unsigned long long)sr->ceils[0],
+		(unsigned long long)sr->ceils[n - 1],
+		(double)sr->repairs / o->iters, (double)sr->nacks / o->iters,
+		(double)sr->retx / o->iters, 100.0 * sr->retx / nblk);
+	/* the slow path: frames XDP handed to the trainers (a share not
+	 * written yet, a frame of the next round, control frames, an
+	 * aggregate waiting for the own share), of all frames the host
+	 * programs ran on */
+	fprintf(out, "#   slow path: %.1f frames/op to the "
+		"trainers, %.3f%% of the frames the host "
+		"programs saw\n", (double)sr->slow / o->iters,
+		sr->hcnt ? 100.0 * sr->slow / sr->hcnt : 0.0);
+}
+
+static void print_footer(const struct run *ru, int err, FILE *out)
+{
+	const struct bench_opts *o = ru->o;
+
 	if (!o->json && !err) {
 		fprintf(out, "# frames: %d bytes, %d values per block (the "
-			"network's MTU)\n", RINX_FRAME_LEN(bv), bv);
+			"network's MTU)\n", RINX_FRAME_LEN(ru->bv), ru->bv);
 		/* an aggregator counts a share sent again into a slot that
 		 * has not finished as a duplicate: this says whether any was */
 		fprintf(out, "# resends: %llu blocks sent again, %llu NACKs "
 			"(every rank and run, warm-ups included)\n",
-			all_retx, all_nacks);
+			ru->all_retx, ru->all_nacks);
 	}
 	if (o->json)
 		fprintf(out, "]}\n");
 	else if (o->verify && !err && o->dtype == RINX_INT32)
 		fprintf(out, "# verify: %s; int32 sums bit-exact\n",
-			wrong ? "FAILED" : "every element ok");
+			ru->wrong ? "FAILED" : "every element ok");
 	else if (o->verify && !err)
 		fprintf(out, "# verify: %s; float32 worst error %.3f of the "
-			"bound\n", wrong ? "FAILED" : "every element ok", worst);
-	if (o->profile)
-		prof_close(&prof);
-	team_end(&t);
+			"bound\n", ru->wrong ? "FAILED" : "every element ok",
+			ru->worst);
+}
+
+int bench_run(const struct bench_opts *o, const char *spec_path,
+	      const struct rinx_spec *s, FILE *out)
+{
+	struct bench_opts oo = *o;
+	struct size_run *sr;
+	struct run ru = {
+		.o = &oo, .n = s->nhosts, .bv = RINX_BLOCK_VALUES,
+		.link = rinx_spec_min_link(s),
+	};
+	int k, err;
+
+	/* callers that built their own options (compare) may leave the data
+	 * to the dtype */
+	if (bench_data_resolve(&oo, "bench"))
+		return -EINVAL;
+	oo.max_count = 0;
+	for (k = 0; k < oo.nsizes; k++)
+		if (oo.sizes[k] / 4 > oo.max_count)
+			oo.max_count = oo.sizes[k] / 4;
+	sr = malloc(sizeof(*sr));
+	if (!sr)
+		return -ENOMEM;
+	err = team_start(&ru.t, &oo, spec_path, s);
+	if (err) {
+		team_end(&ru.t);
+		free(sr);
+		return err;
+	}
+	if (oo.profile)
+		prof_open(&ru.prof, s);
+	print_header(&ru, out);
+	for (k = 0; k < oo.nsizes && !err; k++) {
+		memset(sr, 0, sizeof(*sr));
+		sr->bytes = oo.sizes[k];
+		sr->count = oo.sizes[k] / 4;
+		err = measure_size(&ru, sr);
+		if (err)
+			break;
+		ru.wrong += sr->bad;
+		print_size(&ru, sr, k == 0, oo.res ? &oo.res[k] : NULL, out);
+		print_jobs(&ru, sr, out);
+		if (oo.profile && !oo.json)
+			print_profile(&ru, sr, out);
+		fflush(out);
+	}
+	print_footer(&ru, err, out);
+	if (oo.profile)
+		prof_close(&ru.prof);
+	team_end(&ru.t);
+	free(sr);
 	if (err)
 		return err;
-	return wrong ? -EDOM : 0;
+	return ru.wrong ? -EDOM : 0;
 }
 
 int bench_parse_sizes(const char *list, struct bench_opts *o)
@@ -919,21 +1012,6 @@ int bench_parse_sizes(const char *list, struct bench_opts *o)
 		return n;
 	o->nsizes = n;
 	return 0;
-}
-
-void bench_defaults(struct bench_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->iters = 5;
-	o->warmup = 1;
-	o->dtype = RINX_FLOAT32;
-	o->data = -1;
-	o->timeout_ms = 10000;
-	srand(getpid() ^ time(NULL));
-	o->job = 1 + (rand() & 0x3ffffff);
-	o->token = bench_token();
-	o->seed = 12345;
-	bench_parse_sizes("1M,16M,64M", o);
 }
 
 int bench_parse_data(const char *name, struct bench_opts *o, const char *cmd)
@@ -960,151 +1038,132 @@ int bench_data_resolve(struct bench_opts *o, const char *cmd)
 	return -1;
 }
 
-static const char bench_usage[] =
-"--spec FILE [options]\n"
-"       rinxctl bench --convert [--sizes LIST] [--iters N] [--warmup N] [--json]\n"
-"  --sizes LIST     bytes per rank, e.g. 4K,1M,16M,64M (suffix K, M, G; multiple of 4)\n"
-"  --iters N        timed runs per size (default 5; the median is reported)\n"
-"  --warmup N       untimed runs before them (default 1)\n"
-"  --dtype T        float32 (default) or int32\n"
-"  --data D         what every rank reduces (the same at every size and run\n"
-"                   of a seed, so runs and candidates compare):\n"
-"                   grad (float32 default): like gradients; the scale changes\n"
-"                   every 6144 values, log-uniform over 2^-20..2^-4, the same\n"
-"                   on every rank; each rank draws its own values ~normal\n"
-"                   around 0 with that scale;\n"
-"                   worst: the scale changes every 768 values and differs\n"
-"                   between ranks (exponents up to 15 apart in a block), the\n"
-"                   worst case of rinx's block fixed point;\n"
-"                   ints (int32 default, int32 only): any 32-bit value\n"
-"  --verify         check every element against an independent reference\n"
-"  --json           one JSON object instead of the table\n"
-"  --profile        after each size: XDP runs per block and ns per run (kernel\n"
-"                   BPF statistics), conversion ns per element, CPU use,\n"
-"                   congestion control and repairs, the slow path's share\n"
-"  --timeout MS     an allreduce fails after this long without progress\n"
-"                   (default 10000; with --jobs, 10 x this for all of them)\n"
-"  --inflight N     blocks in flight per origin (default 128/ranks, 8..64)\n"
-"  --jobs N         N jobs (ids job..job+N-1, 1..32) run each collective at\n"
-"                   once over the same links; a line per job gives its time\n"
-"  --plan P         the plan every rank runs: ring, rina, ps[:N], ps-ina[:N],\n"
-"                   har, tree, dbtree or topo:NAME (a planner on the spec's\n"
-"                   topology; default: the spec's plan=, else rina)\n"
-"  --job ID         job id (default random)\n"
-"  --convert        no cluster: float32 <-> fixed point conversion alone on\n"
-"                   one thread, every path this CPU runs (portable, avx2,\n"
-"                   avx512), ns per element of thread CPU time against memcpy\n"
-"                   of the same floats in the same run; every path's slots\n"
-"                   checked against the portable path's, its round trip\n"
-"                   against the error bound\n"
+int bench_opt_sizes(const char *v, void *field, char *why, size_t len)
+{
+	struct bench_opts *o = (void *)((char *)field -
+					offsetof(struct bench_opts, sizes));
+
+	(void)why;
+	(void)len;
+	return bench_parse_sizes(v, o) ? -1 : 0;
+}
+
+int bench_opt_data(const char *v, void *field, char *why, size_t len)
+{
+	(void)why;
+	(void)len;
+	*(int *)field = gen_data_parse(v);
+	return *(int *)field < 0 ? -1 : 0;
+}
+
+static int opt_plan(const char *v, void *field, char *why, size_t len)
+{
+	int k, nps;
+
+	if (rinx_plan_parse(v, &k, &nps, why, len))
+		return -1;
+	*(const char **)field = v;
+	return 0;
+}
+
+const struct opt_choice bench_dtypes[] = {
+	{ "float32", RINX_FLOAT32, 0 },
+	{ "int32", RINX_INT32, 0 },
+	{ "float", RINX_FLOAT32, 1 },
+	{ "int", RINX_INT32, 1 },
+	{ NULL, 0, 0 },
+};
+
+#define B_AT(m) OPT_AT(struct bench_opts, m)
+
+const struct opt bench_opt_table[] = {
+	{ OPT_STR, "spec", 's', "FILE", B_AT(spec) },
+	{ OPT_FN, "sizes", 'S', "LIST", B_AT(sizes), .parse = bench_opt_sizes,
+	  .def = "1M,16M,64M", .range = BENCH_SIZES_RANGE,
+	  .help = "bytes per rank, e.g. 4K,1M,16M,64M (suffix K, M, G; "
+		  "multiple of 4)" },
+	{ OPT_FN, "size", 0, "LIST", B_AT(sizes), .parse = bench_opt_sizes,
+	  .range = BENCH_SIZES_RANGE },
+	{ OPT_INT, "iters", 'i', "N", B_AT(iters), .min = 1,
+	  .max = BENCH_MAX_ITERS, .def = "5",
+	  .help = "timed runs per size (default {}; the median is reported)" },
+	{ OPT_INT, "warmup", 'w', "N", B_AT(warmup), .min = 0,
+	  .max = INT_MAX, .def = "1",
+	  .help = "untimed runs before them (default {})" },
+	{ OPT_ENUM, "dtype", 'd', "T", B_AT(dtype), .choices = bench_dtypes,
+	  .def = "float32", .help = "{} (default) or int32" },
+	{ OPT_FN, "data", 'D', "D", B_AT(data), .parse = bench_opt_data,
+	  .range = "grad|worst|ints",
+	  .help = "what every rank reduces (the same at every size and run\n"
+		  "of a seed, so runs and candidates compare):\n"
+		  "grad (float32 default): like gradients; the scale changes\n"
+		  "every 6144 values, log-uniform over 2^-20..2^-4, the same\n"
+		  "on every rank; each rank draws its own values ~normal\n"
+		  "around 0 with that scale;\n"
+		  "worst: the scale changes every 768 values and differs\n"
+		  "between ranks (exponents up to 15 apart in a block), the\n"
+		  "worst case of rinx's block fixed point;\n"
+		  "ints (int32 default, int32 only): any 32-bit value" },
+	{ OPT_FLAG, "verify", 'V', B_AT(verify),
+	  .help = "check every element against an independent reference" },
+	{ OPT_FLAG, "json", 'j', B_AT(json),
+	  .help = "one JSON object instead of the table" },
+	{ OPT_FLAG, "profile", 'P', B_AT(profile),
+	  .help = "after each size: XDP runs per block and ns per run (kernel\n"
+		  "BPF statistics), conversion ns per element, CPU use,\n"
+		  "congestion control and repairs, the slow path's share" },
+	{ OPT_INT, "timeout", 't', "MS", B_AT(timeout_ms), .min = 1,
+	  .max = INT_MAX, .def = "10000",
+	  .help = "an allreduce fails after this long without progress\n"
+		  "(default {}; with --jobs, 10 x this for all of them)" },
+	{ OPT_INT, "inflight", 'f', "N", B_AT(inflight), .min = 0,
+	  .max = INT_MAX,
+	  .help = "blocks in flight per origin (default 128/ranks, 8..64)" },
+	{ OPT_INT, "jobs", 'N', "N", B_AT(jobs), .min = 1,
+	  .max = BENCH_MAX_JOBS,
+	  .range = "1..32 (and at most the spec's jobs= slots of a node)",
+	  .help = "N jobs (ids job..job+N-1, 1..32) run each collective at\n"
+		  "once over the same links; a line per job gives its time" },
+	{ OPT_FN, "plan", 'p', "P", B_AT(plan), .parse = opt_plan,
+	  .help = "the plan every rank runs: ring, rina, ps[:N], ps-ina[:N],\n"
+		  "har, tree, dbtree or topo:NAME (a planner on the spec's\n"
+		  "topology; default: the spec's plan=, else rina)" },
+	{ OPT_INT, "job", 'J', "ID", B_AT(job), .min = 1, .max = UINT32_MAX,
+	  .help = "job id (default random)" },
+	{ OPT_FLAG, "convert", 'C', B_AT(convert),
+	  .help = "no cluster: float32 <-> fixed point conversion alone on\n"
+		  "one thread, every path this CPU runs (portable, avx2,\n"
+		  "avx512), ns per element of thread CPU time against memcpy\n"
+		  "of the same floats in the same run; every path's slots\n"
+		  "checked against the portable path's, its round trip\n"
+		  "against the error bound" },
+	{ OPT_END },
+};
+
+static const struct opt bench_cmd_table[] = {
+	{ OPT_INCLUDE, .sub = bench_opt_table, .help = "" },
+	{ OPT_TEXT, .help =
 "output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
 "busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median;\n"
-"util = busbw / slowest link rate of the spec (when it gives link rates)";
+"util = busbw / slowest link rate of the spec (when it gives link rates)\n" },
+	{ OPT_END },
+};
 
-int bench_getopt(int argc, char **argv, struct bench_opts *o,
-		 const char **spec, const char *usage)
+static const struct opts_cmd bench_cmd = {
+	.name = "bench", .synopsis = "--spec FILE [options]\n"
+	"       rinxctl bench --convert [--sizes LIST] [--iters N] [--warmup N] "
+	"[--json]", .tab = bench_cmd_table, .col = 19,
+};
+
+void bench_defaults(struct bench_opts *o)
 {
-	static const struct option opts[] = {
-		{ "spec", required_argument, NULL, 's' },
-		{ "sizes", required_argument, NULL, 'S' },
-		{ "size", required_argument, NULL, 'S' },
-		{ "iters", required_argument, NULL, 'i' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "data", required_argument, NULL, 'D' },
-		{ "verify", no_argument, NULL, 'V' },
-		{ "profile", no_argument, NULL, 'P' },
-		{ "convert", no_argument, NULL, 'C' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "inflight", required_argument, NULL, 'f' },
-		{ "job", required_argument, NULL, 'J' },
-		{ "jobs", required_argument, NULL, 'N' },
-		{ "plan", required_argument, NULL, 'p' },
-		{ "hosts", required_argument, NULL, 'H' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "s:S:i:w:d:D:VPCjt:f:J:N:H:m:p:h", opts,
-				NULL)) != -1) {
-		switch (c) {
-		case 's': *spec = optarg; break;
-		case 'S':
-			if (bench_parse_sizes(optarg, o)) {
-				fprintf(stderr, "rinxctl %s: bad --sizes '%s'\n",
-					argv[0], optarg);
-				return -1;
-			}
-			break;
-		case 'i': o->iters = atoi(optarg); break;
-		case 'w': o->warmup = atoi(optarg); break;
-		case 'd':
-			if (!strcmp(optarg, "float32") || !strcmp(optarg, "float"))
-				o->dtype = RINX_FLOAT32;
-			else if (!strcmp(optarg, "int32") || !strcmp(optarg, "int"))
-				o->dtype = RINX_INT32;
-			else {
-				fprintf(stderr, "rinxctl %s: --dtype float32|int32\n",
-					argv[0]);
-				return -1;
-			}
-			break;
-		case 'D':
-			if (bench_parse_data(optarg, o, argv[0]))
-				return -1;
-			break;
-		case 'V': o->verify = 1; break;
-		case 'P': o->profile = 1; break;
-		case 'C': o->convert = 1; break;
-		case 'j': o->json = 1; break;
-		case 't': o->timeout_ms = atoi(optarg); break;
-		case 'f': o->inflight = atoi(optarg); break;
-		case 'J': o->job = strtoul(optarg, NULL, 0); break;
-		case 'N': o->jobs = atoi(optarg); break;
-		case 'p': {
-			char why[160];
-			int k, nps;
-
-			if (rinx_plan_parse(optarg, &k, &nps, why, sizeof(why))) {
-				fprintf(stderr, "rinxctl %s: %s\n", argv[0], why);
-				return -1;
-			}
-			o->plan = optarg;
-			break;
-		}
-		case 'H': o->hosts = atoi(optarg); break;
-		case 'm': o->mode = optarg; break;
-		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);
-			  exit(0);
-		default:
-			fprintf(stderr, "usage: rinxctl %s %s\n", argv[0], usage);
-			return -1;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "rinxctl %s: unexpected argument %s\n", argv[0],
-			argv[optind]);
-		return -1;
-	}
-	if (bench_data_resolve(o, argv[0]))
-		return -1;
-	if (o->jobs && (o->jobs < 1 || o->jobs > BENCH_MAX_JOBS)) {
-		fprintf(stderr, "rinxctl %s: --jobs 1..%d (and at most the "
-			"spec's jobs= slots of a node)\n", argv[0],
-			BENCH_MAX_JOBS);
-		return -1;
-	}
-	if (o->iters < 1 || o->iters > BENCH_MAX_ITERS || o->warmup < 0 ||
-	    o->timeout_ms < 1 || !o->job) {
-		fprintf(stderr, "rinxctl %s: --iters 1..%d, --warmup >= 0, "
-			"--timeout >= 1, --job != 0\n", argv[0],
-			BENCH_MAX_ITERS);
-		return -1;
-	}
-	return 0;
+	memset(o, 0, sizeof(*o));
+	opts_defaults(bench_opt_table, o);
+	o->data = -1;
+	srand(getpid() ^ time(NULL));
+	o->job = 1 + (rand() & 0x3ffffff);
+	o->token = bench_token();
+	o->seed = 12345;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -1116,8 +1175,14 @@ int cmd_bench(int argc, char **argv)
 	int ret;
 
 	bench_defaults(&o);
-	if (bench_getopt(argc, argv, &o, &spec, bench_usage))
+	/* the parser applies the table's defaults again: job, token and
+	 * seed are not in it */
+	ret = opts_parse(&bench_cmd, argc, argv, &o, NULL);
+	if (ret)
+		return opts_exit(ret);
+	if (bench_data_resolve(&o, "bench"))
 		return RINX_EXIT_USAGE;
+	spec = o.spec;
 	if (o.convert) {
 		if (spec) {
 			fprintf(stderr, "rinxctl bench: --convert runs no "

@@ -32,7 +32,7 @@
  * rank 0. Reported as CPU seconds per GiB of the reduced tensor.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -48,6 +48,7 @@
 #include "tools/bench.h"
 #include "tools/cmds.h"
 #include "tools/gen.h"
+#include "tools/opts.h"
 #include "tools/peernet.h"
 #include "tools/proc.h"
 #include "user/ctl.h"
@@ -789,10 +790,12 @@ static void size_name(uint64_t b, char *buf, size_t len)
 		snprintf(buf, len, "%llu B", (unsigned long long)b);
 }
 
-static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
+/* The lines above the tables: data, networks, candidates. */
+static void print_table_head(const struct cmp_opts *o, struct cand *cs,
+			     int nc, int util)
 {
-	int k, i, j, n = o->spec[0].nhosts, util = have_util(o), net;
-	char sz[32];
+	int i, n = o->spec[0].nhosts, net;
+
 
 	printf("# rinxctl compare: %d ranks, %s, data %s, %d interleaved runs "
 	       "per size (%d warm-up per launch), every result verified\n"
@@ -825,81 +828,106 @@ static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
 			printf(", received %llu CE", (unsigned long long)cs[i].ce);
 		printf("\n");
 	}
-	for (k = 0; k < o->b.nsizes; k++) {
-		size_name(o->b.sizes[k], sz, sizeof(sz));
-		printf("\n## %s per rank (%llu bytes, %llu elements)\n"
-		       "  %-11s %-7s %10s %10s %10s %8s %8s %9s %9s %-6s", sz,
-		       (unsigned long long)o->b.sizes[k],
-		       (unsigned long long)o->b.sizes[k] / 4, "candidate",
-		       "net", "median_us", "min_us", "max_us", "algbw", "busbw",
-		       "Melem/s", "cpu_s/GiB", "verify");
-		if (util)
-			printf(" %6s", "util");
-		for (j = 0; j < nc; j++)
-			if (cs[j].kind == K_RINX)
-				printf(" %9.9s/%-4s", cs[j].name, "bus");
+}
+
+/* One size's heading and a row per candidate. */
+static void print_size_rows(const struct cmp_opts *o, struct cand *cs,
+			    int nc, int k, int util)
+{
+	char sz[32];
+	int i, j;
+
+	size_name(o->b.sizes[k], sz, sizeof(sz));
+	printf("\n## %s per rank (%llu bytes, %llu elements)\n"
+	       "  %-11s %-7s %10s %10s %10s %8s %8s %9s %9s %-6s", sz,
+	       (unsigned long long)o->b.sizes[k],
+	       (unsigned long long)o->b.sizes[k] / 4, "candidate",
+	       "net", "median_us", "min_us", "max_us", "algbw", "busbw",
+	       "Melem/s", "cpu_s/GiB", "verify");
+	if (util)
+		printf(" %6s", "util");
+	for (j = 0; j < nc; j++)
+		if (cs[j].kind == K_RINX)
+			printf(" %9.9s/%-4s", cs[j].name, "bus");
+	printf("\n");
+	for (i = 0; i < nc; i++) {
+		struct fig f = figure(o, &cs[i], k);
+
+		if (!f.ok) {
+			printf("  %-11s %-7s %s\n", cs[i].name,
+			       cand_net(&cs[i]),
+			       cs[i].failed ? "failed" : "-");
+			continue;
+		}
+		printf("  %-11s %-7s %10.1f %10.1f %10.1f %8.3f %8.3f "
+		       "%9.1f ", cs[i].name, cand_net(&cs[i]), f.med,
+		       f.min, f.max, f.algbw, f.busbw, f.eps / 1e6);
+		if (f.cpu_gib >= 0)
+			printf("%9.3f", f.cpu_gib);
+		else
+			printf("%9s", "-");
+		printf(" %-6s", f.verified ? "ok" : "WRONG");
+		if (util && f.util >= 0)
+			printf(" %6.3f", f.util);
+		else if (util)
+			printf(" %6s", "-");
+		for (j = 0; j < nc; j++) {
+			struct fig r;
+
+			if (cs[j].kind != K_RINX)
+				continue;
+			r = figure(o, &cs[j], k);
+			if (i == j || !r.ok || f.busbw <= 0)
+				printf(" %14s", "");
+			else
+				printf(" %13.2fx", r.busbw / f.busbw);
+		}
 		printf("\n");
+	}
+}
+
+/* ratios: rinx busbw / peer busbw, peer cpu / rinx cpu */
+static void print_ratios(const struct cmp_opts *o, struct cand *cs, int nc,
+			 int k)
+{
+	int i, j;
+
+	for (j = 0; j < nc; j++) {
+		struct fig r = figure(o, &cs[j], k);
+		int first = 1;
+
+		if (cs[j].kind != K_RINX || !r.ok)
+			continue;
 		for (i = 0; i < nc; i++) {
 			struct fig f = figure(o, &cs[i], k);
 
-			if (!f.ok) {
-				printf("  %-11s %-7s %s\n", cs[i].name,
-				       cand_net(&cs[i]),
-				       cs[i].failed ? "failed" : "-");
+			if (cs[i].kind == K_RINX || !f.ok)
 				continue;
-			}
-			printf("  %-11s %-7s %10.1f %10.1f %10.1f %8.3f %8.3f "
-			       "%9.1f ", cs[i].name, cand_net(&cs[i]), f.med,
-			       f.min, f.max, f.algbw, f.busbw, f.eps / 1e6);
-			if (f.cpu_gib >= 0)
-				printf("%9.3f", f.cpu_gib);
+			if (first)
+				printf("  # %s vs", cs[j].name);
+			printf("%s %s (%s): busbw %.2fx, CPU/GiB "
+			       "peer/rinx ", first ? "" : ";", cs[i].name,
+			       cand_net(&cs[i]),
+			       f.busbw > 0 ? r.busbw / f.busbw : 0);
+			if (r.cpu_gib > 0 && f.cpu_gib >= 0)
+				printf("%.2fx", f.cpu_gib / r.cpu_gib);
 			else
-				printf("%9s", "-");
-			printf(" %-6s", f.verified ? "ok" : "WRONG");
-			if (util && f.util >= 0)
-				printf(" %6.3f", f.util);
-			else if (util)
-				printf(" %6s", "-");
-			for (j = 0; j < nc; j++) {
-				struct fig r;
-
-				if (cs[j].kind != K_RINX)
-					continue;
-				r = figure(o, &cs[j], k);
-				if (i == j || !r.ok || f.busbw <= 0)
-					printf(" %14s", "");
-				else
-					printf(" %13.2fx", r.busbw / f.busbw);
-			}
+				printf("n/a");
+			first = 0;
+		}
+		if (!first)
 			printf("\n");
-		}
-		/* ratios: rinx busbw / peer busbw, peer cpu / rinx cpu */
-		for (j = 0; j < nc; j++) {
-			struct fig r = figure(o, &cs[j], k);
-			int first = 1;
+	}
+}
 
-			if (cs[j].kind != K_RINX || !r.ok)
-				continue;
-			for (i = 0; i < nc; i++) {
-				struct fig f = figure(o, &cs[i], k);
+static void print_table(const struct cmp_opts *o, struct cand *cs, int nc)
+{
+	int k, util = have_util(o);
 
-				if (cs[i].kind == K_RINX || !f.ok)
-					continue;
-				if (first)
-					printf("  # %s vs", cs[j].name);
-				printf("%s %s (%s): busbw %.2fx, CPU/GiB "
-				       "peer/rinx ", first ? "" : ";", cs[i].name,
-				       cand_net(&cs[i]),
-				       f.busbw > 0 ? r.busbw / f.busbw : 0);
-				if (r.cpu_gib > 0 && f.cpu_gib >= 0)
-					printf("%.2fx", f.cpu_gib / r.cpu_gib);
-				else
-					printf("n/a");
-				first = 0;
-			}
-			if (!first)
-				printf("\n");
-		}
+	print_table_head(o, cs, nc, util);
+	for (k = 0; k < o->b.nsizes; k++) {
+		print_size_rows(o, cs, nc, k, util);
+		print_ratios(o, cs, nc, k);
 	}
 	fflush(stdout);
 }
@@ -1107,48 +1135,44 @@ static int write_plot(const struct cmp_opts *o, struct cand *cs, int nc)
 	return 0;
 }
 
-static const char compare_usage[] =
-"--spec FILE [options]\n"
-"rinx against Open MPI (TCP; tuned choice and forced ring) and PyTorch Gloo\n"
-"on the same hosts, one rank per host namespace, interleaved: for every run\n"
-"index each candidate sweeps every size once (warm-up, one timed run), so\n"
-"drift hits all alike; every result of every candidate is verified.\n"
-"  --spec FILE      testbed spec; repeat it for more rinx candidates of the\n"
-"                   same size (an --ina testbed: Rina); peers use the first\n"
-"  --sizes LIST     bytes per rank (default 4K,64K,1M,16M,64M,256M)\n"
-"  --iters N        interleaved runs (default 3; median, min, max over them)\n"
-"  --warmup N       untimed runs per size and launch (default 1)\n"
-"  --peers LIST     mpi, mpi-tuned, mpi-ring, mpi-shm, gloo or none (default\n"
-"                   mpi,gloo); mpi-shm: Open MPI with every rank in the first\n"
-"                   host's namespace over shared memory, the no-network\n"
-"                   reference (net shm)\n"
-"  --peer-net NET   where the peers run: bridge (default; the hosts copied\n"
-"                   into namespaces joined by kernel bridges, no XDP, so TCP\n"
-"                   keeps GSO; links shaped to the testbed's rates and\n"
-"                   buffers), same (the rinx testbed itself) or both\n"
-"  --dtype T        float32 (default) or int32\n"
-"  --data D         what every candidate reduces, the same numbers for all:\n"
-"                   grad (float32 default: gradient-like, per-block scales\n"
-"                   shared by the ranks), worst (float32: block exponents\n"
-"                   that differ between ranks) or ints (int32); as rinxctl\n"
-"                   bench --data (see its --help)\n"
-"  --csv, --json    machine-readable output instead of the tables\n"
-"  --plot FILE.png  busbw against size for all candidates (gnuplot)\n"
-"  --timeout S      limit of one candidate's sweep, seconds (default 1800)\n"
-"  --no-install     fail instead of installing missing packages\n"
-"Missing packages are installed with tools/deps.sh peers (and plot for\n"
-"--plot). Tables: min/median/max time of the slowest rank, algbw = bytes /\n"
-"median, busbw = algbw * 2(n-1)/n, Melem/s, cpu_s/GiB = busy CPU seconds of\n"
-"the whole machine (all processes, irq, softirq) during the timed run per\n"
-"GiB reduced; <rinx>/bus = that rinx candidate's busbw / this row's busbw;\n"
-"net = the network of the row; util = busbw / the slowest link of the spec\n"
-"(when it has link rates).\n"
-"See docs/benchmark.md.";
+#define CMP_OF(field, m) ((struct cmp_opts *)((char *)(field) - \
+					      offsetof(struct cmp_opts, m)))
 
-static int parse_peers(const char *list, struct cmp_opts *o)
+static int opt_spec(const char *v, void *field, char *why, size_t len)
 {
+	struct cmp_opts *o = CMP_OF(field, spec_path);
+
+	if (o->nspecs >= CMP_MAX_SPECS) {
+		snprintf(why, len, "at most %d of them", CMP_MAX_SPECS);
+		return -1;
+	}
+	o->spec_path[o->nspecs++] = v;
+	return 0;
+}
+
+/* the list goes to mpi_bench and gloo_bench.py as it is: sizes only */
+static int opt_sizes(const char *v, void *field, char *why, size_t len)
+{
+	struct cmp_opts *o = CMP_OF(field, sizes_arg);
+	const char *p;
+
+	for (p = v; *p; p++)
+		if (!strchr("0123456789.,KkMmGgBb", *p))
+			return -1;
+	if (strlen(v) >= sizeof(o->sizes_arg) ||
+	    bench_opt_sizes(v, o->b.sizes, why, len))
+		return -1;
+	snprintf(o->sizes_arg, sizeof(o->sizes_arg), "%s", v);
+	return 0;
+}
+
+static int opt_peers(const char *list, void *field, char *why, size_t len)
+{
+	struct cmp_opts *o = CMP_OF(field, mpi_tuned);
 	char buf[128], *save = NULL, *t;
 
+	(void)why;
+	(void)len;
 	o->mpi_tuned = o->mpi_ring = o->mpi_shm = o->gloo = 0;
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -1168,127 +1192,102 @@ static int parse_peers(const char *list, struct cmp_opts *o)
 	return 0;
 }
 
-static int compare_getopt(int argc, char **argv, struct cmp_opts *o)
-{
-	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_PEERS, O_PEERNET,
-	       O_DTYPE, O_DATA,
-	       O_CSV, O_JSON, O_PLOT, O_TIMEOUT, O_NOINSTALL, O_HELP };
-	static const struct option opts[] = {
-		{ "spec", required_argument, NULL, O_SPEC },
-		{ "sizes", required_argument, NULL, O_SIZES },
-		{ "iters", required_argument, NULL, O_ITERS },
-		{ "warmup", required_argument, NULL, O_WARMUP },
-		{ "peers", required_argument, NULL, O_PEERS },
-		{ "peer-net", required_argument, NULL, O_PEERNET },
-		{ "dtype", required_argument, NULL, O_DTYPE },
-		{ "data", required_argument, NULL, O_DATA },
-		{ "csv", no_argument, NULL, O_CSV },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "plot", required_argument, NULL, O_PLOT },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "no-install", no_argument, NULL, O_NOINSTALL },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *p;
-	int c;
+static const struct opt_choice peer_nets[] = {
+	{ "bridge", PEER_NET_BRIDGE, 0 },
+	{ "same", PEER_NET_SAME, 0 },
+	{ "both", PEER_NET_BRIDGE | PEER_NET_SAME, 0 },
+	{ NULL, 0, 0 },
+};
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case O_SPEC:
-			if (o->nspecs >= CMP_MAX_SPECS) {
-				fprintf(stderr, "rinxctl compare: at most %d "
-					"--spec\n", CMP_MAX_SPECS);
-				return -1;
-			}
-			o->spec_path[o->nspecs++] = optarg;
-			break;
-		case O_SIZES:
-			for (p = optarg; *p; p++)
-				if (!strchr("0123456789.,KkMmGgBb", *p))
-					break;
-			if (*p || strlen(optarg) >= sizeof(o->sizes_arg) ||
-			    bench_parse_sizes(optarg, &o->b)) {
-				fprintf(stderr, "rinxctl compare: bad --sizes "
-					"'%s'\n", optarg);
-				return -1;
-			}
-			snprintf(o->sizes_arg, sizeof(o->sizes_arg), "%s",
-				 optarg);
-			break;
-		case O_ITERS: o->iters = atoi(optarg); break;
-		case O_WARMUP: o->b.warmup = atoi(optarg); break;
-		case O_PEERS:
-			if (parse_peers(optarg, o)) {
-				fprintf(stderr, "rinxctl compare: --peers: mpi, "
-					"mpi-tuned, mpi-ring, mpi-shm, gloo, "
-					"none\n");
-				return -1;
-			}
-			break;
-		case O_PEERNET:
-			if (!strcmp(optarg, "bridge"))
-				o->peer_net = PEER_NET_BRIDGE;
-			else if (!strcmp(optarg, "same"))
-				o->peer_net = PEER_NET_SAME;
-			else if (!strcmp(optarg, "both"))
-				o->peer_net = PEER_NET_BRIDGE | PEER_NET_SAME;
-			else {
-				fprintf(stderr, "rinxctl compare: --peer-net "
-					"bridge|same|both\n");
-				return -1;
-			}
-			break;
-		case O_DTYPE:
-			if (!strcmp(optarg, "float32") || !strcmp(optarg, "float"))
-				o->b.dtype = RINX_FLOAT32;
-			else if (!strcmp(optarg, "int32") || !strcmp(optarg, "int"))
-				o->b.dtype = RINX_INT32;
-			else {
-				fprintf(stderr, "rinxctl compare: --dtype "
-					"float32|int32\n");
-				return -1;
-			}
-			break;
-		case O_DATA:
-			if (bench_parse_data(optarg, &o->b, "compare"))
-				return -1;
-			break;
-		case O_CSV: o->csv = 1; break;
-		case O_JSON: o->json = 1; break;
-		case O_PLOT: o->plot = optarg; break;
-		case O_TIMEOUT: o->timeout_s = atoi(optarg); break;
-		case O_NOINSTALL: o->no_install = 1; break;
-		case 'h':
-		case O_HELP:
-			printf("usage: rinxctl compare %s\n", compare_usage);
-			exit(0);
-		default:
-			fprintf(stderr, "usage: rinxctl compare %s\n",
-				compare_usage);
-			return -1;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "rinxctl compare: unexpected argument %s\n",
-			argv[optind]);
-		return -1;
-	}
+#define C_AT(m) OPT_AT(struct cmp_opts, m)
+
+static const struct opt compare_opts[] = {
+	{ OPT_TEXT, .help =
+"rinx against Open MPI (TCP; tuned choice and forced ring) and PyTorch Gloo\n"
+"on the same hosts, one rank per host namespace, interleaved: for every run\n"
+"index each candidate sweeps every size once (warm-up, one timed run), so\n"
+"drift hits all alike; every result of every candidate is verified.\n" },
+	{ OPT_FN, "spec", 0, "FILE", C_AT(spec_path), .parse = opt_spec,
+	  .help = "testbed spec; repeat it for more rinx candidates of the\n"
+		  "same size (an --ina testbed: Rina); peers use the first" },
+	{ OPT_FN, "sizes", 0, "LIST", C_AT(sizes_arg), .parse = opt_sizes,
+	  .def = "4K,64K,1M,16M,64M,256M", .range = BENCH_SIZES_RANGE,
+	  .help = "bytes per rank (default {})" },
+	{ OPT_INT, "iters", 0, "N", C_AT(iters), .min = 1,
+	  .max = CMP_MAX_RUNS, .def = "3",
+	  .help = "interleaved runs (default {}; median, min, max over them)" },
+	{ OPT_INT, "warmup", 0, "N", C_AT(b.warmup), .min = 0, .max = INT_MAX,
+	  .def = "1", .help = "untimed runs per size and launch (default {})" },
+	{ OPT_FN, "peers", 0, "LIST", C_AT(mpi_tuned), .parse = opt_peers,
+	  .def = "mpi,gloo",
+	  .range = "mpi, mpi-tuned, mpi-ring, mpi-shm, gloo, none",
+	  .help = "mpi, mpi-tuned, mpi-ring, mpi-shm, gloo or none (default\n"
+		  "{}); mpi-shm: Open MPI with every rank in the first\n"
+		  "host's namespace over shared memory, the no-network\n"
+		  "reference (net shm)" },
+	{ OPT_ENUM, "peer-net", 0, "NET", C_AT(peer_net), .choices = peer_nets,
+	  .def = "bridge",
+	  .help = "where the peers run: {} (default; the hosts copied\n"
+		  "into namespaces joined by kernel bridges, no XDP, so TCP\n"
+		  "keeps GSO; links shaped to the testbed's rates and\n"
+		  "buffers), same (the rinx testbed itself) or both" },
+	{ OPT_ENUM, "dtype", 0, "T", C_AT(b.dtype), .choices = bench_dtypes,
+	  .def = "float32", .help = "{} (default) or int32" },
+	{ OPT_FN, "data", 0, "D", C_AT(b.data), .parse = bench_opt_data,
+	  .range = "grad|worst|ints",
+	  .help = "what every candidate reduces, the same numbers for all:\n"
+		  "grad (float32 default: gradient-like, per-block scales\n"
+		  "shared by the ranks), worst (float32: block exponents\n"
+		  "that differ between ranks) or ints (int32); as rinxctl\n"
+		  "bench --data (see its --help)" },
+	{ OPT_FLAG, "csv", 0, C_AT(csv), .label = "--csv, --json",
+	  .help = "machine-readable output instead of the tables" },
+	{ OPT_FLAG, "json", 0, C_AT(json) },
+	{ OPT_STR, "plot", 0, "FILE.png", C_AT(plot),
+	  .help = "busbw against size for all candidates (gnuplot)" },
+	{ OPT_INT, "timeout", 0, "S", C_AT(timeout_s), .min = 1,
+	  .max = INT_MAX, .def = "1800",
+	  .help = "limit of one candidate's sweep, seconds (default {})" },
+	{ OPT_FLAG, "no-install", 0, C_AT(no_install),
+	  .help = "fail instead of installing missing packages" },
+	{ OPT_TEXT, .help =
+"Missing packages are installed with tools/deps.sh peers (and plot for\n"
+"--plot). Tables: min/median/max time of the slowest rank, algbw = bytes /\n"
+"median, busbw = algbw * 2(n-1)/n, Melem/s, cpu_s/GiB = busy CPU seconds of\n"
+"the whole machine (all processes, irq, softirq) during the timed run per\n"
+"GiB reduced; <rinx>/bus = that rinx candidate's busbw / this row's busbw;\n"
+"net = the network of the row; util = busbw / the slowest link of the spec\n"
+"(when it has link rates).\n"
+"See docs/benchmark.md.\n" },
+	{ OPT_END },
+};
+
+static const struct opts_cmd compare_cmd = {
+	.name = "compare", .synopsis = "--spec FILE [options]",
+	.tab = compare_opts, .col = 19,
+};
+
+/* The table, then what it cannot say alone. OPTS_OK, _HELP or _USAGE. */
+static int compare_args(int argc, char **argv, struct cmp_opts *o)
+{
+	int ret;
+
+	bench_defaults(&o->b);
+	ret = opts_parse(&compare_cmd, argc, argv, o, NULL);
+	if (ret)
+		return ret;
 	if (bench_data_resolve(&o->b, "compare"))
-		return -1;
-	if (o->iters < 1 || o->iters > CMP_MAX_RUNS || o->b.warmup < 0 ||
-	    o->timeout_s < 1 || (o->csv && o->json)) {
-		fprintf(stderr, "rinxctl compare: --iters 1..%d, --warmup >= 0, "
-			"--timeout >= 1, one of --csv and --json\n",
-			CMP_MAX_RUNS);
-		return -1;
+		return OPTS_USAGE;
+	if (o->csv && o->json) {
+		fprintf(stderr, "rinxctl compare: one of --csv and --json\n");
+		return OPTS_USAGE;
 	}
 	if (!o->nspecs) {
 		fprintf(stderr, "rinxctl compare: --spec FILE is required "
 			"(rinxctl testbed up prints one)\n");
-		return -1;
+		return OPTS_USAGE;
 	}
-	return 0;
+	return OPTS_OK;
 }
 
 static void name_rinx(struct cand *c, const struct rinx_spec *s,
@@ -1318,149 +1317,137 @@ static void name_rinx(struct cand *c, const struct rinx_spec *s,
 			 sizeof(c->name) - strlen(c->name), "%d", dup + 1);
 }
 
-int cmd_compare(int argc, char **argv)
+/* Every spec loaded, of one size, and the first a testbed the peers can
+ * run on. 0 or an exit code. */
+static int load_specs(struct cmp_opts *o)
 {
-	static struct cmp_opts o;
-	static struct cand cs[CMP_MAX_CANDS];
-	char bench[PATH_MAX + 32], shim[PATH_MAX + 32], err[256];
-	int nc = 0, i, j, k, ret, wrong = 0, failed = 0, net, peers = 0;
-	__u64 b0, p0, ce0, b1, p1, ce1;
-	double t0 = proc_now_s();
+	char err[256];
+	int i;
 
-	bench_defaults(&o.b);
-	bench_parse_sizes("4K,64K,1M,16M,64M,256M", &o.b);
-	snprintf(o.sizes_arg, sizeof(o.sizes_arg), "4K,64K,1M,16M,64M,256M");
-	o.iters = 3;
-	o.timeout_s = 1800;
-	o.mpi_tuned = o.mpi_ring = o.gloo = 1;
-	o.peer_net = PEER_NET_BRIDGE;
-	if (compare_getopt(argc, argv, &o))
-		return RINX_EXIT_USAGE;
-	for (i = 0; i < o.nspecs; i++) {
-		if (rinx_spec_load(o.spec_path[i], &o.spec[i], err,
+	for (i = 0; i < o->nspecs; i++) {
+		if (rinx_spec_load(o->spec_path[i], &o->spec[i], err,
 				   sizeof(err))) {
 			fprintf(stderr, "rinxctl compare: %s\n", err);
 			return RINX_EXIT_CONFIG;
 		}
-		if (o.spec[i].nhosts != o.spec[0].nhosts ||
-		    o.spec[i].nhosts < 2) {
+		if (o->spec[i].nhosts != o->spec[0].nhosts ||
+		    o->spec[i].nhosts < 2) {
 			fprintf(stderr, "rinxctl compare: %s: every spec needs "
 				"the same number of hosts (>= 2)\n",
-				o.spec_path[i]);
+				o->spec_path[i]);
 			return RINX_EXIT_CONFIG;
 		}
 	}
-	for (i = 0; i < o.spec[0].nhosts; i++) {
-		const struct rinx_spec_host *h = rinx_spec_rank(&o.spec[0], i);
+	for (i = 0; i < o->spec[0].nhosts; i++) {
+		const struct rinx_spec_host *h = rinx_spec_rank(&o->spec[0], i);
 
 		if (!h->netns[0] || strchr(h->netns, '\'') ||
-		    strcmp(h->ifname, rinx_spec_rank(&o.spec[0], 0)->ifname)) {
+		    strcmp(h->ifname, rinx_spec_rank(&o->spec[0], 0)->ifname)) {
 			fprintf(stderr, "rinxctl compare: the peers need a "
 				"testbed spec (every host in a namespace, one "
 				"interface name)\n");
 			return RINX_EXIT_CONFIG;
 		}
 	}
-	if (find_tree(&o)) {
-		fprintf(stderr, "rinxctl compare: cannot find the rinx source "
-			"tree (tools/peers/gloo_bench.py) next to rinxctl or "
-			"in the current directory\n");
-		return RINX_EXIT_CONFIG;
-	}
-	signal(SIGINT, cmp_sig);
-	signal(SIGTERM, cmp_sig);
-	signal(SIGPIPE, SIG_IGN);
-	if (ensure_peers(&o))
-		return RINX_EXIT_CONFIG;
-	if ((o.mpi_tuned || o.mpi_ring || o.mpi_shm) &&
-	    build_mpi(&o, bench, sizeof(bench), shim, sizeof(shim)))
-		return RINX_EXIT_FAIL;
-	if (o.plot && !gnuplot_ok() && (run_deps(&o, "plot") || !gnuplot_ok())) {
-		fprintf(stderr, "rinxctl compare: --plot needs gnuplot (Debian "
-			"gnuplot-nox; tools/deps.sh plot)\n");
-		return RINX_EXIT_CONFIG;
-	}
+	return 0;
+}
 
-	for (i = 0; i < o.nspecs; i++) {
+static struct cand *add_cand(struct cand *cs, int *nc, int kind, int net,
+			     const char *name, const char *algo)
+{
+	struct cand *c = &cs[(*nc)++];
+
+	c->kind = kind;
+	c->net = net;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	snprintf(c->algo, sizeof(c->algo), "%s", algo);
+	return c;
+}
+
+/* The candidates: rinx on every spec, then the peers on each network
+ * (the bridge first: their best), then Open MPI on shared memory. */
+static int candidates(const struct cmp_opts *o, struct cand *cs)
+{
+	int nc = 0, i, net;
+
+	for (i = 0; i < o->nspecs; i++) {
 		cs[nc].kind = K_RINX;
 		cs[nc].spec = i;
-		name_rinx(&cs[nc], &o.spec[i], cs, nc);
+		name_rinx(&cs[nc], &o->spec[i], cs, nc);
 		nc++;
 	}
-	/* peers on the bridge first: their best network */
 	for (net = NET_MAX - 1; net >= 0; net--) {
-		if (!(o.peer_net & (1 << net)))
+		if (!(o->peer_net & (1 << net)))
 			continue;
-		if (o.mpi_tuned) {
-			cs[nc].kind = K_MPI;
-			cs[nc].net = net;
-			snprintf(cs[nc].name, sizeof(cs[nc].name),
-				 "ompi-tuned");
-			snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
+		if (o->mpi_tuned)
+			add_cand(cs, &nc, K_MPI, net, "ompi-tuned", "Open MPI "
 				 "MPI_Allreduce, TCP, tuned fixed rules");
-			nc++;
-		}
-		if (o.mpi_ring) {
-			cs[nc].kind = K_MPI;
-			cs[nc].net = net;
-			cs[nc].ring = 1;
-			snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-ring");
-			snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
-				 "MPI_Allreduce, TCP, ring (tuned algorithm 4)");
-			nc++;
-		}
-		if (o.gloo) {
-			cs[nc].kind = K_GLOO;
-			cs[nc].net = net;
-			snprintf(cs[nc].name, sizeof(cs[nc].name), "gloo-ring");
-			snprintf(cs[nc].algo, sizeof(cs[nc].algo), "PyTorch "
+		if (o->mpi_ring)
+			add_cand(cs, &nc, K_MPI, net, "ompi-ring", "Open MPI "
+				 "MPI_Allreduce, TCP, ring (tuned algorithm "
+				 "4)")->ring = 1;
+		if (o->gloo)
+			add_cand(cs, &nc, K_GLOO, net, "gloo-ring", "PyTorch "
 				 "Gloo all_reduce, TCP, ring");
-			nc++;
-		}
 	}
-	if (o.mpi_shm) {
-		cs[nc].kind = K_MPI;
-		cs[nc].net = NET_TESTBED;	/* its first host's namespace */
-		cs[nc].shm = 1;
-		snprintf(cs[nc].name, sizeof(cs[nc].name), "ompi-shm");
-		snprintf(cs[nc].algo, sizeof(cs[nc].algo), "Open MPI "
-			 "MPI_Allreduce, shared memory (vader), tuned rules");
-		nc++;
-	}
+	/* its first host's namespace */
+	if (o->mpi_shm)
+		add_cand(cs, &nc, K_MPI, NET_TESTBED, "ompi-shm", "Open MPI "
+			 "MPI_Allreduce, shared memory (vader), tuned "
+			 "rules")->shm = 1;
+	return nc;
+}
+
+/* The peers' networks: the bridge network made, TSO of each read. */
+static int peer_networks(struct cmp_opts *o, const struct cand *cs, int nc)
+{
+	char err[256];
+	int i, ret, peers = 0;
+
 	for (i = 0; i < nc; i++)
 		peers += cs[i].kind != K_RINX;
-	o.tso[NET_BRIDGE] = o.tso[NET_TESTBED] = -1;
-	if (peers && (o.peer_net & PEER_NET_BRIDGE)) {
-		ret = bridge_up(&o, err, sizeof(err));
+	o->tso[NET_BRIDGE] = o->tso[NET_TESTBED] = -1;
+	if (peers && (o->peer_net & PEER_NET_BRIDGE)) {
+		ret = bridge_up(o, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "rinxctl compare: the peers' bridge "
 				"network: %s: %s\n", err, strerror(-ret));
 			return RINX_EXIT_FAIL;
 		}
-		o.tso[NET_BRIDGE] = tso_of(&o.pn.spec);
+		o->tso[NET_BRIDGE] = tso_of(&o->pn.spec);
 	}
-	if (peers && (o.peer_net & PEER_NET_SAME))
-		o.tso[NET_TESTBED] = tso_of(&o.spec[0]);
+	if (peers && (o->peer_net & PEER_NET_SAME))
+		o->tso[NET_TESTBED] = tso_of(&o->spec[0]);
+	return 0;
+}
 
-	for (j = 0; j < o.iters && !cmp_stop; j++) {
+/* The interleaved runs: for every run index each candidate once, in an
+ * order rotated by the index. How many candidates failed. */
+static int run_all(const struct cmp_opts *o, struct cand *cs, int nc,
+		   char *bench, char *shim, double t0)
+{
+	__u64 b0, p0, ce0, b1, p1, ce1;
+	int j, k, ret, failed = 0;
+
+	for (j = 0; j < o->iters && !cmp_stop; j++) {
 		for (k = 0; k < nc && !cmp_stop; k++) {
 			struct cand *c = &cs[(j + k) % nc];
 
 			if (c->failed)
 				continue;
 			fprintf(stderr, "rinxctl compare: run %d/%d: %s "
-				"(%.0f s)\n", j + 1, o.iters, c->name,
+				"(%.0f s)\n", j + 1, o->iters, c->name,
 				proc_now_s() - t0);
 			if (c->kind != K_RINX && !c->shm)
-				tx_sum(cand_spec(&o, c), &b0, &p0, &ce0);
+				tx_sum(cand_spec(o, c), &b0, &p0, &ce0);
 			if (c->kind == K_RINX)
-				ret = run_rinx(&o, c);
+				ret = run_rinx(o, c);
 			else if (c->kind == K_MPI)
-				ret = run_mpi(&o, c, bench, shim);
+				ret = run_mpi(o, c, bench, shim);
 			else
-				ret = run_gloo(&o, c);
+				ret = run_gloo(o, c);
 			if (c->kind != K_RINX && !c->shm) {
-				tx_sum(cand_spec(&o, c), &b1, &p1, &ce1);
+				tx_sum(cand_spec(o, c), &b1, &p1, &ce1);
 				c->tx_bytes += b1 - b0;
 				c->tx_pkts += p1 - p0;
 				c->ce += ce1 - ce0;
@@ -1473,6 +1460,56 @@ int cmd_compare(int argc, char **argv)
 			}
 		}
 	}
+	return failed;
+}
+
+/* What the comparison needs on this host: the source tree, the peers'
+ * packages, mpi_bench and its shim, gnuplot. 0 or an exit code. */
+static int prepare(struct cmp_opts *o, char *bench, size_t blen, char *shim,
+		   size_t slen)
+{
+	if (find_tree(o)) {
+		fprintf(stderr, "rinxctl compare: cannot find the rinx source "
+			"tree (tools/peers/gloo_bench.py) next to rinxctl or "
+			"in the current directory\n");
+		return RINX_EXIT_CONFIG;
+	}
+	signal(SIGINT, cmp_sig);
+	signal(SIGTERM, cmp_sig);
+	signal(SIGPIPE, SIG_IGN);
+	if (ensure_peers(o))
+		return RINX_EXIT_CONFIG;
+	if ((o->mpi_tuned || o->mpi_ring || o->mpi_shm) &&
+	    build_mpi(o, bench, blen, shim, slen))
+		return RINX_EXIT_FAIL;
+	if (o->plot && !gnuplot_ok() && (run_deps(o, "plot") || !gnuplot_ok())) {
+		fprintf(stderr, "rinxctl compare: --plot needs gnuplot (Debian "
+			"gnuplot-nox; tools/deps.sh plot)\n");
+		return RINX_EXIT_CONFIG;
+	}
+	return 0;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static struct cmp_opts o;
+	static struct cand cs[CMP_MAX_CANDS];
+	char bench[PATH_MAX + 32], shim[PATH_MAX + 32];
+	int nc, i, k, ret, wrong = 0, failed;
+	double t0 = proc_now_s();
+
+	ret = compare_args(argc, argv, &o);
+	if (ret)
+		return opts_exit(ret);
+	ret = load_specs(&o) ?: prepare(&o, bench, sizeof(bench), shim,
+					 sizeof(shim));
+	if (ret)
+		return ret;
+	nc = candidates(&o, cs);
+	ret = peer_networks(&o, cs, nc);
+	if (ret)
+		return ret;
+	failed = run_all(&o, cs, nc, bench, shim, t0);
 	if (o.pn.made && peernet_down(&o.pn))
 		fprintf(stderr, "rinxctl compare: could not delete every "
 			"namespace of %s\n", o.pn.base);

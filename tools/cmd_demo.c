@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "tools/bench.h"
 #include "tools/cmds.h"
+#include "tools/opts.h"
 #include "user/plan.h"
 #include "tools/testbed.h"
 
@@ -34,27 +35,6 @@ static void demo_signal(int sig)
 	raise(sig);
 }
 
-static const char demo_usage[] =
-"[--racks R --per-rack H --ina LIST] [--rate MBIT] [--sizes LIST]\n"
-"       [--iters N] [--warmup N] [--mode native|generic] [--prefix P]\n"
-"  builds one testbed (default 2 racks x 4 hosts, both ToRs aggregate:\n"
-"  --ina switch,switch) and runs the same float32 allreduce (default 16M\n"
-"  per rank, median of 5 after 1 warm-up, every element checked against an\n"
-"  independent reference) four times: as a plain ring and as Rina (each\n"
-"  INA rack one ring member), with every switch port at --rate (default\n"
-"  1000 Mbit/s) and then unlimited. Prints one table (busbw, util = busbw /\n"
-"  link rate, INA gain = Rina busbw / ring busbw) and tears the testbed\n"
-"  down, also on failure and Ctrl-C. About a minute on 2 cores.\n"
-"larger comparisons:\n"
-"  rinxctl testbed up --racks 2 --per-rack 4 --ina switch,switch --rate 1000\n"
-"  rinxctl compare --spec SPEC --sizes 16M --peers mpi-ring,gloo\n"
-"      rinx against Open MPI and Gloo on the same hosts (docs/benchmark.md)\n"
-"  rinxctl bench --spec SPEC --plan P --verify --profile\n"
-"      any plan: ring, rina, ps[:N], ps-ina[:N], har, tree, dbtree\n"
-"      (tools/plans-bench.sh runs every plan side by side)\n"
-"  rinxctl sim --scenario scale\n"
-"      the planners and a fluid simulator at 1,000 workers (docs/sim.md)";
-
 enum { DEMO_RATED, DEMO_FREE, DEMO_REGIMES };
 enum { DEMO_RING, DEMO_RINA, DEMO_PLANS };
 
@@ -66,7 +46,9 @@ struct demo {
 	struct rinx_spec s;
 	char spec[RINX_PATH_MAX];
 	__u32 rate;
-	int racks, per_rack, nina;
+	int racks, per_rack, mode;
+	struct testbed_ina ina;
+	const char *prefix;
 	char ina_desc[RINX_TB_MAX_RACKS * 8];	/* "switch,switch" */
 	struct bench_result res[DEMO_REGIMES][DEMO_PLANS][BENCH_MAX_SIZES];
 };
@@ -246,70 +228,97 @@ static void demo_table(const struct demo *d, double load)
 	demo_meaning(d, load);
 }
 
-/* The testbed's options here, the rest is bench's; 0 or an exit code. */
-static int demo_args(struct demo *d, int argc, char **argv, int *ina,
-		     const char **prefix)
+#define D_AT(m) OPT_AT(struct demo, m)
+#define BENCHS "is bench's; the demo runs ring and rina on --racks x --per-rack"
+
+/* The testbed's options, then bench's (the demo's --sizes first) */
+static const struct opt demo_opts[] = {
+	{ OPT_TEXT, .help =
+"  builds one testbed (default 2 racks x 4 hosts, both ToRs aggregate:\n"
+"  --ina switch,switch) and runs the same float32 allreduce (default 16M\n"
+"  per rank, median of 5 after 1 warm-up, every element checked against an\n"
+"  independent reference) four times: as a plain ring and as Rina (each\n"
+"  INA rack one ring member), with every switch port at --rate (default\n"
+"  1000 Mbit/s) and then unlimited. Prints one table (busbw, util = busbw /\n"
+"  link rate, INA gain = Rina busbw / ring busbw) and tears the testbed\n"
+"  down, also on failure and Ctrl-C. About a minute on 2 cores.\n" },
+	{ OPT_INT, "racks", 0, "R", D_AT(racks), .min = 1,
+	  .max = RINX_TB_MAX_RACKS, .def = "2", .help = "racks (default {})" },
+	{ OPT_INT, "per-rack", 0, "H", D_AT(per_rack), .min = 1,
+	  .max = RINX_TB_MAX_PER_RACK, .def = "4",
+	  .help = "hosts per rack (default {}; 2..64 hosts in all)" },
+	{ OPT_FN, "ina", 0, "LIST", D_AT(ina), .parse = testbed_opt_ina,
+	  .def = "switch,switch",
+	  .range = TESTBED_INA_RANGE,
+	  .help = "INA kind per rack: none, switch or agent (default\n"
+		  "{}; racks not named get none)" },
+	{ OPT_INT, "rate", 0, "MBIT", D_AT(rate), .min = 1,
+	  .max = RINX_SW_RATE_MAX, .def = "1000",
+	  .help = "every switch port's rate of the first runs (default\n"
+		  "{} Mbit/s)" },
+	{ OPT_FN, "sizes", 'S', "LIST", D_AT(o.sizes),
+	  .parse = bench_opt_sizes, .def = "16M", .range = BENCH_SIZES_RANGE,
+	  .help = "bytes per rank (default {}); --iters, --warmup and\n"
+		  "bench's other options as there (rinxctl bench --help)" },
+	{ OPT_ENUM, "mode", 0, "MODE", D_AT(mode),
+	  .choices = testbed_xdp_modes,
+	  .def = "native", .help = "XDP mode: {} (default) or generic" },
+	{ OPT_FN, "prefix", 0, "P", D_AT(prefix), .parse = testbed_opt_prefix,
+	  .help = "namespace prefix (default rxd + 4 random hex digits)" },
+	{ OPT_REFUSE, "hosts", 0, "N", .help = BENCHS },
+	{ OPT_REFUSE, "plan", 0, "P", .help = BENCHS },
+	{ OPT_REFUSE, "jobs", 0, "N", .help = BENCHS },
+	{ OPT_REFUSE, "json", 0, NULL, .help = BENCHS },
+	{ OPT_INCLUDE, .sub = bench_opt_table, D_AT(o) },
+	{ OPT_TEXT, .help =
+"larger comparisons:\n"
+"  rinxctl testbed up --racks 2 --per-rack 4 --ina switch,switch --rate 1000\n"
+"  rinxctl compare --spec SPEC --sizes 16M --peers mpi-ring,gloo\n"
+"      rinx against Open MPI and Gloo on the same hosts (docs/benchmark.md)\n"
+"  rinxctl bench --spec SPEC --plan P --verify --profile\n"
+"      any plan: ring, rina, ps[:N], ps-ina[:N], har, tree, dbtree\n"
+"      (tools/plans-bench.sh runs every plan side by side)\n"
+"  rinxctl sim --scenario scale\n"
+"      the planners and a fluid simulator at 1,000 workers (docs/sim.md)\n" },
+	{ OPT_END },
+};
+
+static const struct opts_cmd demo_cmd = {
+	.name = "demo", .synopsis = "[--racks R --per-rack H --ina LIST] "
+	"[--rate MBIT] [--sizes LIST]\n"
+	"       [--iters N] [--warmup N] [--mode native|generic] [--prefix P]",
+	.tab = demo_opts, .col = 19,
+};
+
+/* The demo's options and bench's into d; OPTS_OK, OPTS_HELP or
+ * OPTS_USAGE. */
+static int demo_args(struct demo *d, int argc, char **argv)
 {
-	char *rest[64];
-	const char *ignored = NULL;
-	int i, n = 0;
+	int i, ret;
 
-	for (i = 0; i < argc && n < 63; i++) {
-		const char *a = argv[i];
-
-		if (i + 1 < argc && !strcmp(a, "--racks")) {
-			d->racks = atoi(argv[++i]);
-		} else if (i + 1 < argc && !strcmp(a, "--per-rack")) {
-			d->per_rack = atoi(argv[++i]);
-		} else if (i + 1 < argc && !strcmp(a, "--rate")) {
-			d->rate = strtoul(argv[++i], NULL, 10);
-		} else if (i + 1 < argc && !strcmp(a, "--prefix")) {
-			*prefix = argv[++i];
-		} else if (i + 1 < argc && !strcmp(a, "--ina")) {
-			d->nina = testbed_parse_ina(argv[++i], ina,
-						    RINX_TB_MAX_RACKS);
-			if (d->nina < 0) {
-				fprintf(stderr, "rinxctl demo: --ina takes "
-					"none|switch|agent per rack\n");
-				return RINX_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--hosts") || !strcmp(a, "--plan") ||
-			   !strcmp(a, "--jobs") || !strcmp(a, "--json")) {
-			fprintf(stderr, "rinxctl demo: %s is bench's; the demo "
-				"runs ring and rina on --racks x --per-rack\n",
-				a);
-			return RINX_EXIT_USAGE;
-		} else {
-			rest[n++] = argv[i];
-		}
-	}
-	rest[n] = NULL;
 	bench_defaults(&d->o);
-	bench_parse_sizes("16M", &d->o);
-	if (bench_getopt(n, rest, &d->o, &ignored, demo_usage))
-		return RINX_EXIT_USAGE;
+	ret = opts_parse(&demo_cmd, argc, argv, d, NULL);
+	if (ret)
+		return ret;
+	if (bench_data_resolve(&d->o, "demo"))
+		return OPTS_USAGE;
 	d->o.verify = 1;	/* the demo always checks every element */
-	if (d->racks < 1 || d->racks > RINX_TB_MAX_RACKS || d->per_rack < 1 ||
-	    d->per_rack > RINX_TB_MAX_PER_RACK ||
-	    d->racks * d->per_rack < 2 ||
+	if (d->racks * d->per_rack < 2 ||
 	    d->racks * d->per_rack > RINX_MAX_NODES) {
 		fprintf(stderr, "rinxctl demo: 2..%d hosts, racks 1..%d, "
 			"per rack 1..%d\n", RINX_MAX_NODES, RINX_TB_MAX_RACKS,
 			RINX_TB_MAX_PER_RACK);
-		return RINX_EXIT_USAGE;
+		return OPTS_USAGE;
 	}
-	if (d->rate < 1 || d->rate > RINX_SW_RATE_MAX) {
-		fprintf(stderr, "rinxctl demo: --rate 1..%u Mbit/s\n",
-			RINX_SW_RATE_MAX);
-		return RINX_EXIT_USAGE;
-	}
-	for (i = d->nina; i < d->racks; i++)
-		ina[i] = d->nina == 1 ? ina[0] : RINX_INA_NONE;
+	for (i = d->ina.n; i < d->racks; i++)
+		d->ina.kinds[i] = d->ina.n == 1 ? d->ina.kinds[0] :
+			RINX_INA_NONE;
 	for (i = 0; i < d->racks; i++)
 		snprintf(d->ina_desc + strlen(d->ina_desc),
 			 sizeof(d->ina_desc) - strlen(d->ina_desc), "%s%s",
-			 i ? "," : "", ina[i] == RINX_INA_SWITCH ? "switch" :
-			 ina[i] == RINX_INA_AGENT ? "agent" : "none");
+			 i ? "," : "", d->ina.kinds[i] == RINX_INA_SWITCH ?
+			 "switch" : d->ina.kinds[i] == RINX_INA_AGENT ?
+			 "agent" : "none");
 	return 0;
 }
 
@@ -337,26 +346,15 @@ int cmd_demo(int argc, char **argv)
 	static struct demo d;
 	struct rinx_testbed_opts to = { 0 };
 	struct rinx_sw_link_set link = { 0 }, free_link = { 0 };
-	int ina[RINX_TB_MAX_RACKS] = { RINX_INA_SWITCH, RINX_INA_SWITCH };
-	const char *prefix = NULL;
-	char why[160];
 	int ret, down, nports = 0;
 	time_t t0 = time(NULL);
 	double load = load_avg();
 
-	d.racks = 2;
-	d.per_rack = 4;
-	d.nina = 2;
-	d.rate = 1000;
-	ret = demo_args(&d, argc, argv, ina, &prefix);
+	ret = demo_args(&d, argc, argv);
 	if (ret)
-		return ret;
-	if (prefix) {
-		if (rinx_testbed_prefix_check(prefix, why, sizeof(why))) {
-			fprintf(stderr, "rinxctl demo: %s\n", why);
-			return RINX_EXIT_USAGE;
-		}
-		snprintf(demo_prefix, sizeof(demo_prefix), "%s", prefix);
+		return opts_exit(ret);
+	if (d.prefix) {
+		snprintf(demo_prefix, sizeof(demo_prefix), "%s", d.prefix);
 	} else {
 		srand(getpid() ^ time(NULL));
 		snprintf(demo_prefix, sizeof(demo_prefix), "rxd%04x",
@@ -366,10 +364,9 @@ int cmd_demo(int argc, char **argv)
 	to.prefix = demo_prefix;
 	to.racks = d.racks;
 	to.hosts_per_rack = d.per_rack;
-	to.ina = ina;
+	to.ina = d.ina.kinds;
 	to.link = &link;
-	to.mode = d.o.mode && !strcmp(d.o.mode, "generic") ?
-		  RINX_XDP_GENERIC : RINX_XDP_NATIVE;
+	to.mode = d.mode;
 	demo_pid = getpid();
 	signal(SIGINT, demo_signal);
 	signal(SIGTERM, demo_signal);

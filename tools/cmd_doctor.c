@@ -6,7 +6,6 @@
  * `up` attaches there. `up` runs the same checks first (doctor_check).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -28,6 +27,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/cmds.h"
+#include "tools/opts.h"
 #include "user/ctl.h"
 
 #ifndef AF_XDP
@@ -510,52 +510,58 @@ int doctor_check(const struct rinx_spec *s, const struct rinx_spec_host *h,
 	return d.missing;
 }
 
-static const char doctor_usage[] =
-"[--spec FILE --node NAME] [--ifname IF]\n"
-"  checks, before anything is attached, that this host can run the spec's\n"
-"  job as node NAME (its checks of the interface run in the node's netns),\n"
-"  each printed as ok, warn or missing with how to fix it: root; kernel\n"
-"  version (5.18 or later) and BTF; the bpf() syscall and the verifier on\n"
-"  rinx's host program; bpffs at the spec's pin path; the kernel memory\n"
-"  the node's maps will take (from the spec's window) against the memory\n"
-"  available, and RLIMIT_MEMLOCK; the spec's interface, its MTU against the\n"
-"  job's frames, its MAC and IP against the spec's; XDP native or generic\n"
-"  (a trivial program attached and detached, or the attached program's\n"
-"  mode); multi-buffer XDP where the MTU needs it; AF_XDP; the receive\n"
-"  queues. Without --spec it checks the host itself (and interface IF).\n"
-"  Exit 0 when nothing is missing, 6 otherwise. `rinxctl up` runs these\n"
-"  checks first and refuses (exit 6) unless given --force.";
+struct doctor_args {
+	const char *spec, *node, *ifname;
+};
+
+static const struct opt doctor_opts[] = {
+	{ OPT_TEXT, .help =
+	  "  checks, before anything is attached, that this host can run the spec's\n"
+	  "  job as node NAME (its checks of the interface run in the node's netns),\n"
+	  "  each printed as ok, warn or missing with how to fix it: root; kernel\n"
+	  "  version (5.18 or later) and BTF; the bpf() syscall and the verifier on\n"
+	  "  rinx's host program; bpffs at the spec's pin path; the kernel memory\n"
+	  "  the node's maps will take (from the spec's window) against the memory\n"
+	  "  available, and RLIMIT_MEMLOCK; the spec's interface, its MTU against the\n"
+	  "  job's frames, its MAC and IP against the spec's; XDP native or generic\n"
+	  "  (a trivial program attached and detached, or the attached program's\n"
+	  "  mode); multi-buffer XDP where the MTU needs it; AF_XDP; the receive\n"
+	  "  queues. Without --spec it checks the host itself (and interface IF).\n"
+	  "  Exit 0 when nothing is missing, 6 otherwise. `rinxctl up` runs these\n"
+	  "  checks first and refuses (exit 6) unless given --force."
+	  "\n" },
+	{ OPT_STR, "spec", 's', "FILE", OPT_AT(struct doctor_args, spec),
+	  .help = "the cluster's spec (with --node)" },
+	{ OPT_STR, "node", 'n', "NAME", OPT_AT(struct doctor_args, node),
+	  .help = "the spec's node this host is" },
+	{ OPT_STR, "ifname", 'i', "IF", OPT_AT(struct doctor_args, ifname),
+	  .help = "without a spec: check this interface too" },
+	{ OPT_END },
+};
+
+static const struct opts_cmd doctor_cmd = {
+	.name = "doctor", .synopsis = "[--spec FILE --node NAME] [--ifname IF]",
+	.tab = doctor_opts, .col = 17,
+};
 
 int cmd_doctor(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "spec", required_argument, NULL, 's' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "ifname", required_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *spec = NULL, *node = NULL, *ifname = NULL;
 	const struct rinx_spec_host *h = NULL;
+	struct doctor_args a = { NULL };
+	const char *spec, *node, *ifname;
 	static struct rinx_spec s;
 	char err[256];
-	int c;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, "s:n:i:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': spec = optarg; break;
-		case 'n': node = optarg; break;
-		case 'i': ifname = optarg; break;
-		case 'h': printf("usage: rinxctl doctor %s\n", doctor_usage);
-			  return 0;
-		default:
-			fprintf(stderr, "usage: rinxctl doctor %s\n",
-				doctor_usage);
-			return RINX_EXIT_USAGE;
-		}
-	}
-	if (optind != argc || (!spec != !node) || (node && ifname)) {
-		fprintf(stderr, "usage: rinxctl doctor %s\n", doctor_usage);
+	ret = opts_parse(&doctor_cmd, argc, argv, &a, NULL);
+	if (ret)
+		return opts_exit(ret);
+	spec = a.spec;
+	node = a.node;
+	ifname = a.ifname;
+	if (!spec != !node || (node && ifname)) {
+		fprintf(stderr, "rinxctl doctor: --spec and --node go together, "
+			"--ifname without them\n");
 		return RINX_EXIT_USAGE;
 	}
 	if (spec) {

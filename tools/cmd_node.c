@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* rinxctl up, down, stats, plan. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tools/cmds.h"
+#include "tools/opts.h"
 #include "user/ctl.h"
 #include "user/plan.h"
 
@@ -33,44 +33,66 @@ struct node_args {
 	const char *plan;
 };
 
-static int parse_node_args(int argc, char **argv, struct node_args *a,
-			   const char *usage)
-{
-	static const struct option opts[] = {
-		{ "spec", required_argument, NULL, 's' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "hosts", required_argument, NULL, 'H' },
-		{ "plan", required_argument, NULL, 'p' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int o;
+#define NODE_SPEC { OPT_STR, "spec", 's', "FILE", \
+	OPT_AT(struct node_args, spec), \
+	.help = "the cluster's spec (rinxctl testbed up prints one)" }
+#define NODE_NODE(what) { OPT_STR, "node", 'n', "NAME", \
+	OPT_AT(struct node_args, node), .help = what }
 
-	memset(a, 0, sizeof(*a));
-	while ((o = getopt_long(argc, argv, "s:n:jH:p:fh", opts, NULL)) != -1) {
-		switch (o) {
-		case 's': a->spec = optarg; break;
-		case 'n': a->node = optarg; break;
-		case 'j': a->json = 1; break;
-		case 'H': a->hosts = atoi(optarg); break;
-		case 'p': a->plan = optarg; break;
-		case 'f': a->force = 1; break;
-		case 'h': printf("usage: rinxctl %s %s\n", argv[0], usage);
-			  exit(0);
-		default:
-			fprintf(stderr, "usage: rinxctl %s %s\n", argv[0], usage);
-			return -1;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "rinxctl %s: unexpected argument %s\n", argv[0],
-			argv[optind]);
-		return -1;
-	}
-	return 0;
-}
+static const struct opt up_opts[] = {
+	{ OPT_TEXT, .help = "  runs doctor's checks first and refuses (exit 6) "
+	  "when one is missing,\n  with doctor's report; --force attaches "
+	  "anyway\n" },
+	NODE_SPEC,
+	NODE_NODE("the spec's node this host is"),
+	{ OPT_FLAG, "force", 'f', OPT_AT(struct node_args, force),
+	  .help = "attach even when a check is missing" },
+	{ OPT_END },
+};
+
+static const struct opt down_opts[] = {
+	NODE_SPEC,
+	NODE_NODE("the spec's node this host is"),
+	{ OPT_REFUSE, "force", 'f', .help = "is up's" },
+	{ OPT_END },
+};
+
+static const struct opt stats_opts[] = {
+	NODE_SPEC,
+	NODE_NODE("only this node (default: every node of the spec)"),
+	{ OPT_FLAG, "json", 'j', OPT_AT(struct node_args, json),
+	  .help = "one JSON object instead of the text" },
+	{ OPT_END },
+};
+
+static const struct opt plan_opts[] = {
+	NODE_SPEC,
+	{ OPT_INT, "hosts", 'H', "N", OPT_AT(struct node_args, hosts),
+	  .min = 1, .max = RINX_MAX_NODES,
+	  .help = "no spec: N hosts h0..hN-1 in one rack" },
+	{ OPT_STR, "plan", 'p', "P", OPT_AT(struct node_args, plan),
+	  .help = "ring, rina, ps[:N], ps-ina[:N], har, tree, dbtree or\n"
+		  "topo:NAME (a planner on the spec's topology)\n"
+		  "(default: the spec's plan=, else rina)" },
+	{ OPT_END },
+};
+
+static const struct opts_cmd up_cmd = {
+	.name = "up", .synopsis = "--spec FILE --node NAME [--force]",
+	.tab = up_opts, .col = 17,
+};
+static const struct opts_cmd down_cmd = {
+	.name = "down", .synopsis = "--spec FILE --node NAME",
+	.tab = down_opts, .col = 17,
+};
+static const struct opts_cmd stats_cmd = {
+	.name = "stats", .synopsis = "--spec FILE [--node NAME] [--json]",
+	.tab = stats_opts, .col = 17,
+};
+static const struct opts_cmd plan_cmd = {
+	.name = "plan", .synopsis = "--spec FILE | --hosts N [--plan P]",
+	.tab = plan_opts, .col = 15,
+};
 
 static int load_spec(const char *cmd, const char *path, struct rinx_spec *s)
 {
@@ -94,16 +116,10 @@ static int node_op(int argc, char **argv, int up)
 	struct rinx_spec s;
 	int ret, oldfd;
 
-	if (parse_node_args(argc, argv, &a, up ? "--spec FILE --node NAME "
-			    "[--force]\n  runs doctor's checks first and refuses "
-			    "(exit 6) when one is missing,\n  with doctor's "
-			    "report; --force attaches anyway" :
-			    "--spec FILE --node NAME"))
-		return RINX_EXIT_USAGE;
-	if (a.force && !up) {
-		fprintf(stderr, "rinxctl down: --force is up's\n");
-		return RINX_EXIT_USAGE;
-	}
+	memset(&a, 0, sizeof(a));
+	ret = opts_parse(up ? &up_cmd : &down_cmd, argc, argv, &a, NULL);
+	if (ret)
+		return opts_exit(ret);
 	ret = load_spec(argv[0], a.spec, &s);
 	if (ret)
 		return ret;
@@ -183,19 +199,111 @@ static __u64 slow_frames(const __u64 v[RINX_STAT_MAX])
 	return n;
 }
 
+/* What stats reports of one node: computed first, then printed. */
+struct node_report {
+	const struct rinx_spec_host *h;
+	__u64 v[RINX_STAT_MAX];
+	struct rinx_node_job jobs[RINX_MAX_JOBS * 2];
+	int nj;
+	long long mem;		/* bytes pinned in maps */
+};
+
+static int node_report(const struct rinx_spec *s,
+		       const struct rinx_spec_host *h, struct node_report *r)
+{
+	char dir[RINX_PATH_MAX + RINX_NAME_MAX];
+	int ret;
+
+	r->h = h;
+	ret = rinx_node_stats(s, h, r->v);
+	if (ret)
+		return ret;
+	r->nj = rinx_node_jobs(s, h, r->jobs, RINX_MAX_JOBS * 2);
+	rinx_node_pin_dir(s, h, dir, sizeof(dir));
+	r->mem = rinx_pinned_mem(dir);
+	return 0;
+}
+
+static void print_stats_json(const struct rinx_spec *s,
+			     const struct node_report *r, int first)
+{
+	const __u64 *v = r->v;
+	int k;
+
+	printf("%s{\"node\":\"%s\",\"rank\":%d", first ? "" : ",",
+	       r->h->name, r->h->rank);
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		printf(",\"%s\":%llu", rinx_stat_name(k),
+		       (unsigned long long)v[k]);
+	printf(",\"kernel_mem\":%lld,\"job_slots\":%u,\"window\":%u", r->mem,
+	       s->jobs, s->window);
+	printf(",\"slow_path\":%llu,\"slow_share\":%.6f",
+	       (unsigned long long)slow_frames(v),
+	       v[RINX_STAT_RX] ? (double)slow_frames(v) / v[RINX_STAT_RX] :
+				 0.0);
+	printf(",\"jobs\":[");
+	for (k = 0; k < r->nj; k++) {
+		const struct rinx_node_job *j = &r->jobs[k];
+
+		printf("%s{\"job\":%u,\"slot\":%u,\"round\":%u,"
+		       "\"pace_gap_ns\":%u,\"pace_rate\":%.0f,"
+		       "\"stored\":%llu,\"marked\":%llu}",
+		       k ? "," : "", j->id, j->job.slot, j->cursor.epoch,
+		       j->cursor.gap_ns, pace_rate(&j->cursor),
+		       (unsigned long long)j->cursor.stored,
+		       (unsigned long long)j->cursor.marked);
+	}
+	printf("]}");
+}
+
+static void print_stats_text(const struct rinx_spec *s,
+			     const struct node_report *r)
+{
+	const __u64 *v = r->v;
+	int k;
+
+	printf("node %s (rank %d)\n", r->h->name, r->h->rank);
+	printf("  kernel memory: %.1f MiB pinned in maps (%u job slots of %u "
+	       "blocks; %d in use)\n", r->mem > 0 ? r->mem / 1048576.0 : 0.0,
+	       s->jobs, s->window, r->nj);
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		if (v[k])
+			printf("  %-16s %llu\n", rinx_stat_name(k),
+			       (unsigned long long)v[k]);
+	if (v[RINX_STAT_RX])
+		printf("  slow path: %llu of %llu frames to the trainer "
+		       "(%.3f%%)\n", (unsigned long long)slow_frames(v),
+		       (unsigned long long)v[RINX_STAT_RX],
+		       100.0 * slow_frames(v) / v[RINX_STAT_RX]);
+	for (k = 0; k < r->nj; k++) {
+		const struct rinx_cursor *cu = &r->jobs[k].cursor;
+
+		printf("  job %u (slot %u): round %u, ", r->jobs[k].id,
+		       r->jobs[k].job.slot, cu->epoch);
+		if (cu->gap_ns)
+			printf("paced at %.0f blocks/s (%.1f Mbit/s)",
+			       pace_rate(cu),
+			       pace_rate(cu) * RINX_FRAME_MAX * 8 / 1e6);
+		else
+			printf("unpaced");
+		printf(", %llu blocks stored, %llu marked CE (%.2f%%)\n",
+		       (unsigned long long)cu->stored,
+		       (unsigned long long)cu->marked,
+		       cu->stored ? 100.0 * cu->marked / cu->stored : 0.0);
+	}
+}
+
 int cmd_stats(int argc, char **argv)
 {
-	static struct rinx_node_job jobs[RINX_MAX_JOBS * 2];
-	char dir[RINX_PATH_MAX + RINX_NAME_MAX];
-	long long mem;
-	__u64 v[RINX_STAT_MAX];
-	int nj;
+	static struct node_report r;
 	struct node_args a;
 	struct rinx_spec s;
-	int ret, i, k, first = 1, bad = 0;
+	int ret, i, first = 1, bad = 0;
 
-	if (parse_node_args(argc, argv, &a, "--spec FILE [--node NAME] [--json]"))
-		return RINX_EXIT_USAGE;
+	memset(&a, 0, sizeof(a));
+	ret = opts_parse(&stats_cmd, argc, argv, &a, NULL);
+	if (ret)
+		return opts_exit(ret);
 	ret = load_spec(argv[0], a.spec, &s);
 	if (ret)
 		return ret;
@@ -211,76 +319,17 @@ int cmd_stats(int argc, char **argv)
 
 		if (a.node && strcmp(a.node, h->name))
 			continue;
-		ret = rinx_node_stats(&s, h, v);
+		ret = node_report(&s, h, &r);
 		if (ret) {
 			fprintf(stderr, "rinxctl stats: node %s: %s\n", h->name,
 				ret == -ENOENT ? "not up" : strerror(-ret));
 			bad = ret;
 			continue;
 		}
-		nj = rinx_node_jobs(&s, h, jobs, RINX_MAX_JOBS * 2);
-		rinx_node_pin_dir(&s, h, dir, sizeof(dir));
-		mem = rinx_pinned_mem(dir);
-		if (a.json) {
-			printf("%s{\"node\":\"%s\",\"rank\":%d", first ? "" : ",",
-			       h->name, h->rank);
-			for (k = 0; k < RINX_STAT_MAX; k++)
-				printf(",\"%s\":%llu", rinx_stat_name(k),
-				       (unsigned long long)v[k]);
-			printf(",\"kernel_mem\":%lld,\"job_slots\":%u,"
-			       "\"window\":%u", mem, s.jobs, s.window);
-			printf(",\"slow_path\":%llu,\"slow_share\":%.6f",
-			       (unsigned long long)slow_frames(v),
-			       v[RINX_STAT_RX] ? (double)slow_frames(v) /
-						 v[RINX_STAT_RX] : 0.0);
-			printf(",\"jobs\":[");
-			for (k = 0; k < nj; k++)
-				printf("%s{\"job\":%u,\"slot\":%u,\"round\":%u,"
-				       "\"pace_gap_ns\":%u,\"pace_rate\":%.0f,"
-				       "\"stored\":%llu,\"marked\":%llu}",
-				       k ? "," : "", jobs[k].id, jobs[k].job.slot,
-				       jobs[k].cursor.epoch, jobs[k].cursor.gap_ns,
-				       pace_rate(&jobs[k].cursor),
-				       (unsigned long long)jobs[k].cursor.stored,
-				       (unsigned long long)jobs[k].cursor.marked);
-			printf("]}");
-		} else {
-			printf("node %s (rank %d)\n", h->name, h->rank);
-			printf("  kernel memory: %.1f MiB pinned in maps (%u job "
-			       "slots of %u blocks; %d in use)\n",
-			       mem > 0 ? mem / 1048576.0 : 0.0, s.jobs, s.window,
-			       nj);
-			for (k = 0; k < RINX_STAT_MAX; k++)
-				if (v[k])
-					printf("  %-16s %llu\n", rinx_stat_name(k),
-					       (unsigned long long)v[k]);
-			if (v[RINX_STAT_RX])
-				printf("  slow path: %llu of %llu frames to the "
-				       "trainer (%.3f%%)\n",
-				       (unsigned long long)slow_frames(v),
-				       (unsigned long long)v[RINX_STAT_RX],
-				       100.0 * slow_frames(v) /
-				       v[RINX_STAT_RX]);
-			for (k = 0; k < nj; k++) {
-				const struct rinx_cursor *cu = &jobs[k].cursor;
-
-				printf("  job %u (slot %u): round %u, ", jobs[k].id,
-				       jobs[k].job.slot, cu->epoch);
-				if (cu->gap_ns)
-					printf("paced at %.0f blocks/s (%.1f "
-					       "Mbit/s)", pace_rate(cu),
-					       pace_rate(cu) * RINX_FRAME_MAX *
-					       8 / 1e6);
-				else
-					printf("unpaced");
-				printf(", %llu blocks stored, %llu marked CE "
-				       "(%.2f%%)\n",
-				       (unsigned long long)cu->stored,
-				       (unsigned long long)cu->marked,
-				       cu->stored ? 100.0 * cu->marked /
-						    cu->stored : 0.0);
-			}
-		}
+		if (a.json)
+			print_stats_json(&s, &r, first);
+		else
+			print_stats_text(&s, &r);
 		first = 0;
 	}
 	if (a.json)
@@ -294,13 +343,10 @@ int cmd_plan(int argc, char **argv)
 	struct rinx_spec s;
 	int ret, n;
 
-	if (parse_node_args(argc, argv, &a,
-			    "--spec FILE | --hosts N [--plan P]\n"
-			    "  --plan P   ring, rina, ps[:N], ps-ina[:N], har, tree, "
-			    "dbtree or\n"
-			    "             topo:NAME (a planner on the spec's topology)\n"
-			    "             (default: the spec's plan=, else rina)"))
-		return RINX_EXIT_USAGE;
+	memset(&a, 0, sizeof(a));
+	ret = opts_parse(&plan_cmd, argc, argv, &a, NULL);
+	if (ret)
+		return opts_exit(ret);
 	if (a.spec) {
 		ret = load_spec(argv[0], a.spec, &s);
 		if (ret)

@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,7 +25,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "tools/bench.h"
 #include "tools/cmds.h"
+#include "tools/opts.h"
 #include "tools/gen.h"
 #include "tools/proc.h"
 #include "user/ctl.h"
@@ -66,29 +67,6 @@ static void peer_sig(int sig)
 {
 	peer_stop = sig;
 }
-
-static const char peer_usage[] =
-"mpi --spec FILE [options]\n"
-"Open MPI's MPI_Allreduce(SUM) over TCP on the hosts of a testbed spec, one\n"
-"rank per host namespace, in the table of `rinxctl bench`.\n"
-"  --sizes LIST     bytes per rank, e.g. 1M,16M,64M (default; suffix K, M, G)\n"
-"  --iters N        timed runs per size (default 5; the median is reported)\n"
-"  --warmup N       untimed runs before them (default 1)\n"
-"  --algo A         tuned (Open MPI's choice, default) or ring\n"
-"  --dtype T        float32 (default) or int32\n"
-"  --data D         grad (float32 default), worst or ints (int32): the data\n"
-"                   of rinxctl bench --data (see its --help)\n"
-"  --no-verify      skip the check of every element after every run\n"
-"  --json           one JSON object instead of the table\n"
-"  --timeout S      limit of the whole mpirun, seconds (default 900)\n"
-"  --no-install     fail instead of installing missing packages\n"
-"Needs Open MPI (installed with tools/deps.sh peers when missing) and builds\n"
-"$(OUT)/peers/mpi_bench with `make peers`.\n"
-"output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
-"busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median";
-
-
-
 
 /*
  * The source tree: the parent of the directory holding rinxctl (build/ is
@@ -371,119 +349,171 @@ static int write_hostfile(const char *path, const struct rinx_spec *s)
 	return fclose(f) ? -errno : 0;
 }
 
-static int peer_getopt(int argc, char **argv, struct peer_opts *o)
+/* the list goes to mpi_bench as it is: sizes only */
+static int opt_sizes(const char *v, void *field, char *why, size_t len)
 {
-	enum { O_SPEC = 256, O_SIZES, O_ITERS, O_WARMUP, O_ALGO, O_DTYPE,
-	       O_DATA, O_JSON, O_NOVERIFY, O_TIMEOUT, O_NOINSTALL, O_HELP };
-	static const struct option opts[] = {
-		{ "spec", required_argument, NULL, O_SPEC },
-		{ "sizes", required_argument, NULL, O_SIZES },
-		{ "size", required_argument, NULL, O_SIZES },
-		{ "iters", required_argument, NULL, O_ITERS },
-		{ "warmup", required_argument, NULL, O_WARMUP },
-		{ "algo", required_argument, NULL, O_ALGO },
-		{ "dtype", required_argument, NULL, O_DTYPE },
-		{ "data", required_argument, NULL, O_DATA },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "no-verify", no_argument, NULL, O_NOVERIFY },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "no-install", no_argument, NULL, O_NOINSTALL },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *p;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case O_SPEC: o->spec = optarg; break;
-		case O_SIZES:
-			for (p = optarg; *p; p++)
-				if (!strchr("0123456789.,KkMmGgBb", *p))
-					break;
-			if (*p || !*optarg || strlen(optarg) > 400) {
-				fprintf(stderr, "rinxctl peer: bad --sizes '%s'\n",
-					optarg);
-				return -1;
-			}
-			o->sizes = optarg;
-			break;
-		case O_ITERS: o->iters = atoi(optarg); break;
-		case O_WARMUP: o->warmup = atoi(optarg); break;
-		case O_ALGO:
-			if (!strcmp(optarg, "ring"))
-				o->ring = 1;
-			else if (!strcmp(optarg, "tuned"))
-				o->ring = 0;
-			else {
-				fprintf(stderr, "rinxctl peer: --algo tuned|ring\n");
-				return -1;
-			}
-			break;
-		case O_DTYPE:
-			if (!strcmp(optarg, "float32") || !strcmp(optarg, "float"))
-				o->int32 = 0;
-			else if (!strcmp(optarg, "int32") || !strcmp(optarg, "int"))
-				o->int32 = 1;
-			else {
-				fprintf(stderr, "rinxctl peer: --dtype float32|int32\n");
-				return -1;
-			}
-			break;
-		case O_DATA:
-			o->data = gen_data_parse(optarg);
-			if (o->data < 0) {
-				fprintf(stderr, "rinxctl peer: --data "
-					"grad|worst|ints\n");
-				return -1;
-			}
-			break;
-		case O_JSON: o->json = 1; break;
-		case O_NOVERIFY: o->verify = 0; break;
-		case O_TIMEOUT: o->timeout_s = atoi(optarg); break;
-		case O_NOINSTALL: o->no_install = 1; break;
-		case 'h':
-		case O_HELP:
-			printf("usage: rinxctl peer %s\n", peer_usage);
-			exit(0);
-		default:
-			fprintf(stderr, "usage: rinxctl peer %s\n", peer_usage);
+	(void)why;
+	(void)len;
+	for (p = v; *p; p++)
+		if (!strchr("0123456789.,KkMmGgBb", *p))
 			return -1;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "rinxctl peer: unexpected argument %s\n",
-			argv[optind]);
+	if (!*v || strlen(v) > 400)
 		return -1;
-	}
+	*(const char **)field = v;
+	return 0;
+}
+
+static const struct opt_choice algos[] = {
+	{ "tuned", 0, 0 },
+	{ "ring", 1, 0 },
+	{ NULL, 0, 0 },
+};
+
+static const struct opt_choice dtypes[] = {
+	{ "float32", 0, 0 },
+	{ "int32", 1, 0 },
+	{ "float", 0, 1 },
+	{ "int", 1, 1 },
+	{ NULL, 0, 0 },
+};
+
+#define P_AT(m) OPT_AT(struct peer_opts, m)
+
+static const struct opt peer_opts[] = {
+	{ OPT_TEXT, .help =
+"Open MPI's MPI_Allreduce(SUM) over TCP on the hosts of a testbed spec, one\n"
+"rank per host namespace, in the table of `rinxctl bench`.\n" },
+	{ OPT_STR, "spec", 0, "FILE", P_AT(spec) },
+	{ OPT_FN, "sizes", 0, "LIST", P_AT(sizes), .parse = opt_sizes,
+	  .def = "1M,16M,64M", .range = BENCH_SIZES_RANGE,
+	  .help = "bytes per rank, e.g. {} (default; suffix K, M, G)" },
+	{ OPT_FN, "size", 0, "LIST", P_AT(sizes), .parse = opt_sizes,
+	  .range = BENCH_SIZES_RANGE },
+	{ OPT_INT, "iters", 0, "N", P_AT(iters), .min = 1, .max = 1000,
+	  .def = "5",
+	  .help = "timed runs per size (default {}; the median is reported)" },
+	{ OPT_INT, "warmup", 0, "N", P_AT(warmup), .min = 0, .max = INT_MAX,
+	  .def = "1", .help = "untimed runs before them (default {})" },
+	{ OPT_ENUM, "algo", 0, "A", P_AT(ring), .choices = algos,
+	  .def = "tuned",
+	  .help = "{} (Open MPI's choice, default) or ring" },
+	{ OPT_ENUM, "dtype", 0, "T", P_AT(int32), .choices = dtypes,
+	  .def = "float32", .help = "{} (default) or int32" },
+	{ OPT_FN, "data", 0, "D", P_AT(data), .parse = bench_opt_data,
+	  .range = "grad|worst|ints",
+	  .help = "grad (float32 default), worst or ints (int32): the data\n"
+		  "of rinxctl bench --data (see its --help)" },
+	{ OPT_CLEAR, "no-verify", 0, P_AT(verify),
+	  .help = "skip the check of every element after every run" },
+	{ OPT_FLAG, "json", 0, P_AT(json),
+	  .help = "one JSON object instead of the table" },
+	{ OPT_INT, "timeout", 0, "S", P_AT(timeout_s), .min = 1,
+	  .max = INT_MAX, .def = "900",
+	  .help = "limit of the whole mpirun, seconds (default {})" },
+	{ OPT_FLAG, "no-install", 0, P_AT(no_install),
+	  .help = "fail instead of installing missing packages" },
+	{ OPT_TEXT, .help =
+"Needs Open MPI (installed with tools/deps.sh peers when missing) and builds\n"
+"$(OUT)/peers/mpi_bench with `make peers`.\n"
+"output: min/median/max time of the slowest rank, algbw = bytes / median,\n"
+"busbw = algbw * 2(n-1)/n (GB/s = 1e9 B/s), Melem/s = elements / median\n" },
+	{ OPT_END },
+};
+
+static const struct opts_cmd peer_cmd = {
+	.name = "peer", .synopsis = "mpi --spec FILE [options]",
+	.tab = peer_opts, .col = 19,
+};
+
+/* The table, then what it cannot say alone. OPTS_OK, _HELP or _USAGE. */
+static int peer_args(int argc, char **argv, struct peer_opts *o)
+{
+	int ret;
+
+	ret = opts_parse(&peer_cmd, argc, argv, o, NULL);
+	if (ret)
+		return ret;
 	if (o->data < 0)
 		o->data = o->int32 ? GEN_INTS : GEN_GRAD;
 	if ((o->data == GEN_INTS) != o->int32) {
 		fprintf(stderr, "rinxctl peer: --data ints goes with --dtype "
 			"int32, grad and worst with float32\n");
-		return -1;
-	}
-	if (o->iters < 1 || o->iters > 1000 || o->warmup < 0 ||
-	    o->timeout_s < 1) {
-		fprintf(stderr, "rinxctl peer: --iters 1..1000, --warmup >= 0, "
-			"--timeout >= 1\n");
-		return -1;
+		return OPTS_USAGE;
 	}
 	if (!o->spec) {
 		fprintf(stderr, "rinxctl peer: --spec FILE is required "
 			"(rinxctl testbed up prints one)\n");
-		return -1;
+		return OPTS_USAGE;
+	}
+	return OPTS_OK;
+}
+
+/* Open MPI is given one interface name, and mpirun runs in host 0's
+ * namespace. 0 or an exit code. */
+static int check_spec(const struct peer_opts *o, const struct rinx_spec *s)
+{
+	const char *ifname;
+	int r;
+
+	if (s->nhosts < 1) {
+		fprintf(stderr, "rinxctl peer: no hosts in %s\n", o->spec);
+		return RINX_EXIT_CONFIG;
+	}
+	ifname = rinx_spec_rank(s, 0)->ifname;
+	for (r = 1; r < s->nhosts; r++)
+		if (strcmp(rinx_spec_rank(s, r)->ifname, ifname)) {
+			fprintf(stderr, "rinxctl peer: hosts use different "
+				"interface names (%s, %s); Open MPI is given "
+				"one\n", ifname, rinx_spec_rank(s, r)->ifname);
+			return RINX_EXIT_CONFIG;
+		}
+	if (!rinx_spec_rank(s, 0)->netns[0]) {
+		fprintf(stderr, "rinxctl peer: host 0 has no netns in %s\n",
+			o->spec);
+		return RINX_EXIT_CONFIG;
+	}
+	return 0;
+}
+
+/* The rows mpi_bench printed: the summary, and the exit code. */
+static int peer_report(const struct peer_opts *o, const struct peer_run *run,
+		       const char *algo, int ret)
+{
+	double worst = 0;
+	int r, wrong = 0;
+
+	for (r = 0; r < run->nrows; r++) {
+		if (run->rows[r].verified == 0)
+			wrong++;
+		if (run->rows[r].worst > worst)
+			worst = run->rows[r].worst;
+	}
+	if (o->json && run->header)
+		print_json(run, algo);
+	else if (!o->json && run->verify && run->nrows)
+		printf("# verify: %s; %s worst error %.3f of the bound\n",
+		       wrong ? "FAILED" : "every element ok", run->dtype, worst);
+	if (ret == -ETIMEDOUT)
+		return RINX_EXIT_TIMEOUT;
+	if (ret)
+		return RINX_EXIT_FAIL;
+	if (wrong) {
+		fprintf(stderr, "rinxctl peer: WRONG RESULTS\n");
+		return RINX_EXIT_WRONG;
+	}
+	if (!run->header || !run->nrows) {
+		fprintf(stderr, "rinxctl peer: mpi_bench printed no results\n");
+		return RINX_EXIT_FAIL;
 	}
 	return 0;
 }
 
 static int peer_mpi(int argc, char **argv)
 {
-	struct peer_opts o = {
-		.sizes = "1M,16M,64M", .iters = 5, .warmup = 1, .verify = 1,
-		.data = -1,
-		.timeout_s = 900,
-	};
+	/* the rest from the table's defaults */
+	struct peer_opts o = { .verify = 1, .data = -1 };
 	char root[PATH_MAX], bindir[PATH_MAX], bench[PATH_MAX + 32];
 	char agent[PATH_MAX + 64], dir[] = "/tmp/rinx-peer-XXXXXX";
 	char hostfile[64], np[16], iters[16], warmup[16], err[256];
@@ -492,33 +522,20 @@ static int peer_mpi(int argc, char **argv)
 	struct out_ctx ctx;
 	struct rinx_spec s;
 	char *av[80];
-	int a = 0, r, ret, wrong = 0;
-	double worst = 0;
+	int a = 0, ret;
 
-	if (peer_getopt(argc, argv, &o))
-		return RINX_EXIT_USAGE;
+	ret = peer_args(argc, argv, &o);
+	if (ret)
+		return opts_exit(ret);
 	if (rinx_spec_load(o.spec, &s, err, sizeof(err))) {
 		fprintf(stderr, "rinxctl peer: %s\n", err);
 		return RINX_EXIT_CONFIG;
 	}
-	if (s.nhosts < 1) {
-		fprintf(stderr, "rinxctl peer: no hosts in %s\n", o.spec);
-		return RINX_EXIT_CONFIG;
-	}
+	ret = check_spec(&o, &s);
+	if (ret)
+		return ret;
 	ns0 = rinx_spec_rank(&s, 0)->netns;
 	ifname = rinx_spec_rank(&s, 0)->ifname;
-	for (r = 1; r < s.nhosts; r++)
-		if (strcmp(rinx_spec_rank(&s, r)->ifname, ifname)) {
-			fprintf(stderr, "rinxctl peer: hosts use different "
-				"interface names (%s, %s); Open MPI is given "
-				"one\n", ifname, rinx_spec_rank(&s, r)->ifname);
-			return RINX_EXIT_CONFIG;
-		}
-	if (!ns0[0]) {
-		fprintf(stderr, "rinxctl peer: host 0 has no netns in %s\n",
-			o.spec);
-		return RINX_EXIT_CONFIG;
-	}
 	if (find_tree(root, sizeof(root), bindir, sizeof(bindir))) {
 		fprintf(stderr, "rinxctl peer: cannot find the rinx source tree "
 			"(tools/peers/mpi-agent.sh) next to rinxctl or in the "
@@ -569,31 +586,7 @@ static int peer_mpi(int argc, char **argv)
 	ret = run_mpirun(av, &o, &ctx);
 	unlink(hostfile);
 	rmdir(dir);
-
-	for (r = 0; r < run.nrows; r++) {
-		if (run.rows[r].verified == 0)
-			wrong++;
-		if (run.rows[r].worst > worst)
-			worst = run.rows[r].worst;
-	}
-	if (o.json && run.header)
-		print_json(&run, algo);
-	else if (!o.json && run.verify && run.nrows)
-		printf("# verify: %s; %s worst error %.3f of the bound\n",
-		       wrong ? "FAILED" : "every element ok", run.dtype, worst);
-	if (ret == -ETIMEDOUT)
-		return RINX_EXIT_TIMEOUT;
-	if (ret)
-		return RINX_EXIT_FAIL;
-	if (wrong) {
-		fprintf(stderr, "rinxctl peer: WRONG RESULTS\n");
-		return RINX_EXIT_WRONG;
-	}
-	if (!run.header || !run.nrows) {
-		fprintf(stderr, "rinxctl peer: mpi_bench printed no results\n");
-		return RINX_EXIT_FAIL;
-	}
-	return 0;
+	return peer_report(&o, &run, algo, ret);
 }
 
 int cmd_peer(int argc, char **argv)
@@ -601,10 +594,10 @@ int cmd_peer(int argc, char **argv)
 	if (argc < 2 || argv[1][0] == '-') {
 		if (argc >= 2 && (!strcmp(argv[1], "--help") ||
 				  !strcmp(argv[1], "-h"))) {
-			printf("usage: rinxctl peer %s\n", peer_usage);
+			opts_help(stdout, &peer_cmd);
 			return 0;
 		}
-		fprintf(stderr, "usage: rinxctl peer %s\n", peer_usage);
+		opts_help(stderr, &peer_cmd);
 		return RINX_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "mpi"))

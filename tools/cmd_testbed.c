@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +11,258 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/cmds.h"
+#include "tools/opts.h"
 #include "tools/testbed.h"
 #include "user/plan.h"
 
-static const char testbed_usage[] =
+static int parse_ina_one(const char *v)
+{
+	if (!strcmp(v, "none"))
+		return RINX_INA_NONE;
+	if (!strcmp(v, "switch"))
+		return RINX_INA_SWITCH;
+	if (!strcmp(v, "agent"))
+		return RINX_INA_AGENT;
+	return -1;
+}
+
+/* "switch,none,agent" -> kinds; returns how many or -1. */
+static int testbed_parse_ina(const char *list, int *kinds, int max)
+{
+	char buf[256], *save = NULL, *tok;
+	int n = 0;
+
+	if (strlen(list) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n >= max || (kinds[n] = parse_ina_one(tok)) < 0)
+			return -1;
+		n++;
+	}
+	return n ? n : -1;
+}
+
+/* Link settings from the command line: the values and which were given
+ * (RINX_TB_F_*); up and fault share them. */
+struct tb_link {
+	struct rinx_sw_link_set set;
+	unsigned int mask;
+};
+
+struct tb_up_args {
+	struct rinx_testbed_opts o;
+	struct tb_link link;
+	struct testbed_ina ina;
+	int hosts, per_rack;
+	const char *prefix;
+};
+
+/* The target of down, show and fault: PREFIX|SPEC, and fault's port. */
+struct tb_target {
+	const char *what, *port;
+	int all;
+	struct tb_link link;
+};
+
+static int parse_ecn(const char *v, void *field, char *why, size_t len)
+{
+	char *end;
+	long x;
+
+	(void)why;
+	(void)len;
+	if (!strcmp(v, "off")) {
+		*(__u32 *)field = RINX_SW_ECN_OFF;
+		return 0;
+	}
+	errno = 0;
+	x = strtol(v, &end, 0);
+	if (errno || end == v || *end || x < 1 || x > RINX_SW_BUFFER_MAX)
+		return -1;
+	*(__u32 *)field = x;
+	return 0;
+}
+
+int testbed_opt_ina(const char *v, void *field, char *why, size_t len)
+{
+	struct testbed_ina *ina = field;
+
+	(void)why;
+	(void)len;
+	ina->n = testbed_parse_ina(v, ina->kinds, RINX_TB_MAX_RACKS);
+	return ina->n < 0 ? -1 : 0;
+}
+
+int testbed_opt_prefix(const char *v, void *field, char *why, size_t len)
+{
+	if (rinx_testbed_prefix_check(v, why, len))
+		return -1;
+	*(const char **)field = v;
+	return 0;
+}
+
+static int parse_pin(const char *v, void *field, char *why, size_t len)
+{
+	if (v[0] != '/') {
+		snprintf(why, len, "needs an absolute path");
+		return -1;
+	}
+	*(const char **)field = v;
+	return 0;
+}
+
+const struct opt_choice testbed_xdp_modes[] = {
+	{ "native", RINX_XDP_NATIVE, 0 },
+	{ "generic", RINX_XDP_GENERIC, 0 },
+	{ NULL, 0, 0 },
+};
+
+#define LINK_INT(n, meta, m, lo, hi, b, h) { OPT_INT, n, 0, meta, \
+	OPT_AT(struct tb_link, set.m), .min = lo, .max = hi, \
+	.bits_off = offsetof(struct tb_link, mask), .bit = b, .help = h }
+
+static const struct opt link_opts[] = {
+	LINK_INT("drop", "PPM", drop_ppm, 0, RINX_TB_PPM, RINX_TB_F_DROP,
+		 "loss probability, parts per million (0..1000000)"),
+	LINK_INT("dup", "PPM", dup_ppm, 0, RINX_TB_PPM, RINX_TB_F_DUP,
+		 "duplication probability: the frame leaves twice"),
+	LINK_INT("reorder", "PPM", reorder_ppm, 0, RINX_TB_PPM,
+		 RINX_TB_F_REORDER, "reorder probability: the frame is held "
+		 "back and\nsent in place of the port's next frame so drawn"),
+	LINK_INT("hold", "MS", hold_ms, 1, 60000, RINX_TB_F_HOLD,
+		 "a held frame older than this is dropped (default\n50)"),
+	LINK_INT("rate", "MBIT", rate_mbit, 0, RINX_SW_RATE_MAX,
+		 RINX_TB_F_RATE, "rate of the port's queue in Mbit/s (0: "
+		 "unlimited,\nno queue; the default). Resets --buffer and "
+		 "--ecn\nto the rate's defaults unless they are given"),
+	LINK_INT("buffer", "BYTES", buffer, RINX_TB_BUFFER_MIN,
+		 RINX_SW_BUFFER_MAX, RINX_TB_F_BUFFER, "queue size: frames "
+		 "beyond it are tail-dropped\n(default 10 x K, DCTCP's mark "
+		 "threshold: K =\n30000 x sqrt(MBIT / 1000), at least 6876, "
+		 "as\nDCTCP's 20 and 65 packets; 300000 at 1000 Mbit/s,\n"
+		 "948680 at 10000; at least 3438)"),
+	{ OPT_FN, "ecn", 0, "BYTES|off", OPT_AT(struct tb_link, set.ecn),
+	  .parse = parse_ecn, .range = "1..1073741824 or off",
+	  .bits_off = offsetof(struct tb_link, mask), .bit = RINX_TB_F_ECN,
+	  .help = "mark threshold: CE on ECT frames queued above it\n"
+		  "(default 4 x K: 120000 at 1000 Mbit/s, 379472 at\n"
+		  "10000; 4 x for the bursts of software switches)" },
+	{ OPT_REFUSE, "burst", 0, "BYTES", .help = "is gone: a port has a "
+	  "queue now, not a token bucket; use --buffer BYTES (and --ecn "
+	  "BYTES for the mark threshold)" },
+	{ OPT_END },
+};
+
+#define UP_AT(m) OPT_AT(struct tb_up_args, m)
+
+static const struct opt up_opts[] = {
+	{ OPT_INT, "hosts", 0, "N", UP_AT(hosts), .min = 1,
+	  .max = RINX_MAX_NODES,
+	  .help = "N hosts (split evenly over --racks; default 4)" },
+	{ OPT_INT, "racks", 0, "R", UP_AT(o.racks), .min = 1,
+	  .max = RINX_TB_MAX_RACKS, .def = "1",
+	  .help = "racks, 1..8 (default {})" },
+	{ OPT_INT, "per-rack", 0, "H", UP_AT(per_rack), .min = 1,
+	  .max = RINX_TB_MAX_PER_RACK,
+	  .help = "hosts per rack, 1..32 (total at most 64)" },
+	{ OPT_FN, "prefix", 0, "P", UP_AT(prefix), .parse = testbed_opt_prefix,
+	  .help = "namespace prefix (default rx + 4 random hex digits)" },
+	{ OPT_ENUM, "mode", 0, "MODE", UP_AT(o.mode),
+	  .choices = testbed_xdp_modes,
+	  .def = "native", .help = "XDP mode: {} (default) or generic" },
+	{ OPT_INT, "queues", 0, "N", UP_AT(o.queues), .min = 1,
+	  .max = RINX_TB_MAX_QUEUES,
+	  .help = "rx and tx queues of every host's eth0 and its switch\n"
+		  "port, 1..16 (default 1): a multi-queue NIC, frames\n"
+		  "spread over the queues by the sending CPU" },
+	{ OPT_FLAG, "plain", 0, UP_AT(o.plain),
+	  .help = "plain switches, as real ones without rinx support: no\n"
+		  "aggregation (ina switch refused), group MACs flooded\n"
+		  "like any multicast, no frame back out of its ingress\n"
+		  "port, no MAC rewrite at the uplink" },
+	{ OPT_INT, "mtu", 0, "N", UP_AT(o.mtu), .min = RINX_TB_MTU_MIN,
+	  .max = RINX_TB_MTU_MAX,
+	  .help = "MTU of every link, 1490..9000 (default 3400); rinx\n"
+		  "frames follow it: 3,168 bytes from 3154 up, else\n"
+		  "1,504 (a 1,500-byte Ethernet)" },
+	{ OPT_STR, "spec", 0, "FILE", UP_AT(o.spec_out),
+	  .help = "where to write the spec (default " RINX_TB_SPEC_DIR
+		  "/PREFIX.spec)" },
+	{ OPT_FN, "pin", 0, "DIR", UP_AT(o.pin), .parse = parse_pin,
+	  .help = "bpffs root for pins (default " RINX_TB_PIN_ROOT
+		  "; pins go to DIR/PREFIX)" },
+	{ OPT_INT, "window", 0, "N", UP_AT(o.window), .min = 1,
+	  .max = 1 << 20, .help = "blocks per job slot (default 640)" },
+	{ OPT_INT, "jobs", 0, "N", UP_AT(o.jobs), .min = 1,
+	  .max = RINX_MAX_JOBS,
+	  .help = "job slots per node (default 16); a host pins about\n"
+		  "jobs x window x 12,416 B of kernel memory" },
+	{ OPT_INT, "port", 0, "N", UP_AT(o.port), .min = 1, .max = 65535,
+	  .help = "rinx UDP port (default 47001)" },
+	{ OPT_FN, "ina", 0, "LIST", UP_AT(ina), .parse = testbed_opt_ina,
+	  .range = TESTBED_INA_RANGE,
+	  .help = "INA kind of each rack, comma-separated: none, switch\n"
+		  "or agent (one value applies to every rack)" },
+	{ OPT_FLAG, "no-nodes", 0, UP_AT(o.no_nodes),
+	  .help = "leave the host program off (plain IP testbed)" },
+	{ OPT_STR, "topo", 0, "FILE", UP_AT(o.topo),
+	  .help = "build a topology (format in docs/sim.md) instead of\n"
+		  "racks: a namespace per switch and per PS, a host per\n"
+		  "worker, a veth per link; every port's queue at its\n"
+		  "link's rate x --scale; unicast on shortest paths or\n"
+		  "the plan's routes (per class), each class's result\n"
+		  "on its broadcast route, floods on a spanning tree;\n"
+		  "ina=yes switches and every PS aggregate (--racks,\n"
+		  "--hosts, --ina and --queues do not apply)" },
+	{ OPT_STR, "gen", 0, "SPEC", UP_AT(o.gen),
+	  .help = "the same for a generated topology (grid-toy, ...)" },
+	{ OPT_DOUBLE, "scale", 0, "MBIT", UP_AT(o.scale_mbit), .dmin = 0.001,
+	  .dmax = 1e5, .range = "0.001..100000 Mbit/s",
+	  .help = "Mbit/s of a port per Gbit/s of the topology (default\n"
+		  "20: the GRID toy's 3 Gbit/s links run at 60 Mbit/s)" },
+	{ OPT_STR, "plan", 0, NULL, UP_AT(o.plan), .label = "--plan topo:NAME",
+	  .help = "the spec's plan and the routes the switches get\n"
+		  "(default topo:grid; see plan below)" },
+	{ OPT_INCLUDE, .label = "LINK", .sub = link_opts, UP_AT(link),
+	  .help = "link settings of every switch port (see fault)" },
+	{ OPT_END },
+};
+
+#define TARGET_AT(m) OPT_AT(struct tb_target, m)
+
+static const struct opt fault_opts[] = {
+	{ OPT_STR, "port", 0, "NS:IF", TARGET_AT(port),
+	  .help = "one switch port, e.g. t0:p1, t1:uplink, sp:t0" },
+	{ OPT_FLAG, "all", 0, TARGET_AT(all),
+	  .help = "every port of every switch (default)" },
+	{ OPT_STR, "prefix", 0, "P", TARGET_AT(what) },
+	{ OPT_STR, "spec", 0, "FILE", TARGET_AT(what) },
+	{ OPT_INCLUDE, .sub = link_opts, TARGET_AT(link), .help = "" },
+	{ OPT_END },
+};
+
+static const struct opt down_opts[] = {
+	{ OPT_STR, "prefix", 0, "P", TARGET_AT(what) },
+	{ OPT_STR, "spec", 0, "FILE", TARGET_AT(what) },
+	{ OPT_FLAG, "all", 0, TARGET_AT(all) },
+	{ OPT_END },
+};
+
+static const struct opt show_opts[] = {
+	{ OPT_STR, "prefix", 0, "P", TARGET_AT(what) },
+	{ OPT_STR, "spec", 0, "FILE", TARGET_AT(what) },
+	{ OPT_END },
+};
+
+static const struct opt no_opts[] = {
+	{ OPT_END },
+};
+
+/* testbed's --help: every action, with up's and fault's tables */
+static const struct opt testbed_help[] = {
+	{ OPT_TEXT, .help =
 "usage: rinxctl testbed up [options]\n"
 "       rinxctl testbed down PREFIX|SPEC | --all\n"
 "       rinxctl testbed show PREFIX|SPEC\n"
@@ -27,47 +274,9 @@ static const char testbed_usage[] =
 "rack's ToR switch and a spine when there are several racks, joined by\n"
 "veth pairs; XDP switches on the ToRs and the spine, the rinx host program\n"
 "on every host's eth0; TCP of the hosts asks for ECN (tcp_ecn=1). Prints\n"
-"the prefix and the spec file.\n"
-"  --hosts N           N hosts (split evenly over --racks; default 4)\n"
-"  --racks R           racks, 1..8 (default 1)\n"
-"  --per-rack H        hosts per rack, 1..32 (total at most 64)\n"
-"  --prefix P          namespace prefix (default rx + 4 random hex digits)\n"
-"  --mode MODE         XDP mode: native (default) or generic\n"
-"  --queues N          rx and tx queues of every host's eth0 and its switch\n"
-"                      port, 1..16 (default 1): a multi-queue NIC, frames\n"
-"                      spread over the queues by the sending CPU\n"
-"  --plain             plain switches, as real ones without rinx support: no\n"
-"                      aggregation (ina switch refused), group MACs flooded\n"
-"                      like any multicast, no frame back out of its ingress\n"
-"                      port, no MAC rewrite at the uplink\n"
-"  --mtu N             MTU of every link, 1490..9000 (default 3400); rinx\n"
-"                      frames follow it: 3,168 bytes from 3154 up, else\n"
-"                      1,504 (a 1,500-byte Ethernet)\n"
-"  --spec FILE         where to write the spec (default "
-RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
-"  --pin DIR           bpffs root for pins (default " RINX_TB_PIN_ROOT
-"; pins go to DIR/PREFIX)\n"
-"  --window N          blocks per job slot (default 640)\n"
-"  --jobs N            job slots per node (default 16); a host pins about\n"
-"                      jobs x window x 12,416 B of kernel memory\n"
-"  --port N            rinx UDP port (default 47001)\n"
-"  --ina LIST          INA kind of each rack, comma-separated: none, switch\n"
-"                      or agent (one value applies to every rack)\n"
-"  --no-nodes          leave the host program off (plain IP testbed)\n"
-"  --topo FILE         build a topology (format in docs/sim.md) instead of\n"
-"                      racks: a namespace per switch and per PS, a host per\n"
-"                      worker, a veth per link; every port's queue at its\n"
-"                      link's rate x --scale; unicast on shortest paths or\n"
-"                      the plan's routes (per class), each class's result\n"
-"                      on its broadcast route, floods on a spanning tree;\n"
-"                      ina=yes switches and every PS aggregate (--racks,\n"
-"                      --hosts, --ina and --queues do not apply)\n"
-"  --gen SPEC          the same for a generated topology (grid-toy, ...)\n"
-"  --scale MBIT        Mbit/s of a port per Gbit/s of the topology (default\n"
-"                      20: the GRID toy's 3 Gbit/s links run at 60 Mbit/s)\n"
-"  --plan topo:NAME    the spec's plan and the routes the switches get\n"
-"                      (default topo:grid; see plan below)\n"
-"  LINK                link settings of every switch port (see fault)\n"
+"the prefix and the spec file.\n" },
+	{ OPT_INCLUDE, .sub = up_opts, .help = "" },
+	{ OPT_TEXT, .help =
 "down: host programs off, namespaces deleted, pins and spec removed.\n"
 "  Succeeds when nothing is left. --all: every testbed with a spec in\n"
 "  " RINX_TB_SPEC_DIR ".\n"
@@ -98,175 +307,22 @@ RINX_TB_SPEC_DIR "/PREFIX.spec)\n"
 "  the port's queue and counters start afresh. A --rate is written into\n"
 "  the spec (link= of a host, uplink= of a rack); a host's link rate also\n"
 "  paces what the host's own stack sends (tc tbf on its eth0), as its NIC\n"
-"  would; frames of XDP and AF_XDP (rinx) bypass it.\n"
-"  --port NS:IF        one switch port, e.g. t0:p1, t1:uplink, sp:t0\n"
-"  --all               every port of every switch (default)\n"
-"  --drop PPM          loss probability, parts per million (0..1000000)\n"
-"  --dup PPM           duplication probability: the frame leaves twice\n"
-"  --reorder PPM       reorder probability: the frame is held back and\n"
-"                      sent in place of the port's next frame so drawn\n"
-"  --hold MS           a held frame older than this is dropped (default\n"
-"                      50)\n"
-"  --rate MBIT         rate of the port's queue in Mbit/s (0: unlimited,\n"
-"                      no queue; the default). Resets --buffer and --ecn\n"
-"                      to the rate's defaults unless they are given\n"
-"  --buffer BYTES      queue size: frames beyond it are tail-dropped\n"
-"                      (default 10 x K, DCTCP's mark threshold: K =\n"
-"                      30000 x sqrt(MBIT / 1000), at least 6876, as\n"
-"                      DCTCP's 20 and 65 packets; 300000 at 1000 Mbit/s,\n"
-"                      948680 at 10000; at least 3438)\n"
-"  --ecn BYTES|off     mark threshold: CE on ECT frames queued above it\n"
-"                      (default 4 x K: 120000 at 1000 Mbit/s, 379472 at\n"
-"                      10000; 4 x for the bursts of software switches)\n"
-"  (--burst is gone: the token bucket became this queue; use --buffer)\n";
-
-enum { OPT_HOSTS = 256, OPT_RACKS, OPT_PER_RACK, OPT_PREFIX, OPT_MODE,
-	OPT_SPEC, OPT_PIN, OPT_WINDOW, OPT_JOBS, OPT_PORT, OPT_INA, OPT_NO_NODES,
-	OPT_ALL, OPT_DROP, OPT_DUP, OPT_REORDER, OPT_RATE, OPT_BURST,
-	OPT_HOLD, OPT_BUFFER, OPT_ECN, OPT_QUEUES, OPT_TOPO, OPT_GEN,
-	OPT_SCALE, OPT_PLAN, OPT_MTU, OPT_PLAIN };
-
-static const struct option testbed_opts[] = {
-	{ "hosts", required_argument, NULL, OPT_HOSTS },
-	{ "racks", required_argument, NULL, OPT_RACKS },
-	{ "per-rack", required_argument, NULL, OPT_PER_RACK },
-	{ "prefix", required_argument, NULL, OPT_PREFIX },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "queues", required_argument, NULL, OPT_QUEUES },
-	{ "mtu", required_argument, NULL, OPT_MTU },
-	{ "plain", no_argument, NULL, OPT_PLAIN },
-	{ "spec", required_argument, NULL, OPT_SPEC },
-	{ "pin", required_argument, NULL, OPT_PIN },
-	{ "window", required_argument, NULL, OPT_WINDOW },
-	{ "jobs", required_argument, NULL, OPT_JOBS },
-	{ "port", required_argument, NULL, OPT_PORT },
-	{ "ina", required_argument, NULL, OPT_INA },
-	{ "no-nodes", no_argument, NULL, OPT_NO_NODES },
-	{ "topo", required_argument, NULL, OPT_TOPO },
-	{ "gen", required_argument, NULL, OPT_GEN },
-	{ "scale", required_argument, NULL, OPT_SCALE },
-	{ "plan", required_argument, NULL, OPT_PLAN },
-	{ "all", no_argument, NULL, OPT_ALL },
-	{ "drop", required_argument, NULL, OPT_DROP },
-	{ "dup", required_argument, NULL, OPT_DUP },
-	{ "reorder", required_argument, NULL, OPT_REORDER },
-	{ "rate", required_argument, NULL, OPT_RATE },
-	{ "burst", required_argument, NULL, OPT_BURST },
-	{ "hold", required_argument, NULL, OPT_HOLD },
-	{ "buffer", required_argument, NULL, OPT_BUFFER },
-	{ "ecn", required_argument, NULL, OPT_ECN },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+"  would; frames of XDP and AF_XDP (rinx) bypass it.\n" },
+	{ OPT_INCLUDE, .sub = fault_opts, .help = "" },
+	{ OPT_TEXT, .help =
+"  (--burst is gone: the token bucket became this queue; use --buffer)\n" },
+	{ OPT_END },
 };
 
-static int parse_num(const char *what, const char *v, long lo, long hi,
-		     long *out)
-{
-	char *end;
-	long x;
+#define TESTBED_CMD(n, t, args) { .name = "testbed", .tab = t, .col = 22, \
+	.max_args = args, .help_tab = testbed_help }
 
-	errno = 0;
-	x = strtol(v, &end, 0);
-	if (errno || end == v || *end || x < lo || x > hi) {
-		fprintf(stderr, "rinxctl testbed: --%s must be %ld..%ld\n",
-			what, lo, hi);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
-
-/* A link option into f and mask; 1 if c is not one, -1 if bad. */
-static int parse_link(int c, const char *v, struct rinx_sw_link_set *f,
-		      unsigned int *mask)
-{
-	long x;
-
-	switch (c) {
-	case OPT_DROP:
-		if (parse_num("drop", v, 0, RINX_TB_PPM, &x))
-			return -1;
-		f->drop_ppm = x;
-		*mask |= RINX_TB_F_DROP;
-		return 0;
-	case OPT_DUP:
-		if (parse_num("dup", v, 0, RINX_TB_PPM, &x))
-			return -1;
-		f->dup_ppm = x;
-		*mask |= RINX_TB_F_DUP;
-		return 0;
-	case OPT_REORDER:
-		if (parse_num("reorder", v, 0, RINX_TB_PPM, &x))
-			return -1;
-		f->reorder_ppm = x;
-		*mask |= RINX_TB_F_REORDER;
-		return 0;
-	case OPT_RATE:
-		if (parse_num("rate", v, 0, RINX_SW_RATE_MAX, &x))
-			return -1;
-		f->rate_mbit = x;
-		*mask |= RINX_TB_F_RATE;
-		return 0;
-	case OPT_BURST:
-		fprintf(stderr, "rinxctl testbed: --burst is gone: a port has a "
-			"queue now, not a token bucket; use --buffer BYTES (and "
-			"--ecn BYTES for the mark threshold)\n");
-		return -1;
-	case OPT_BUFFER:
-		if (parse_num("buffer", v, RINX_TB_BUFFER_MIN,
-			      RINX_SW_BUFFER_MAX, &x))
-			return -1;
-		f->buffer = x;
-		*mask |= RINX_TB_F_BUFFER;
-		return 0;
-	case OPT_ECN:
-		if (!strcmp(v, "off")) {
-			f->ecn = RINX_SW_ECN_OFF;
-		} else {
-			if (parse_num("ecn", v, 1, RINX_SW_BUFFER_MAX, &x))
-				return -1;
-			f->ecn = x;
-		}
-		*mask |= RINX_TB_F_ECN;
-		return 0;
-	case OPT_HOLD:
-		if (parse_num("hold", v, 1, 60000, &x))
-			return -1;
-		f->hold_ms = x;
-		*mask |= RINX_TB_F_HOLD;
-		return 0;
-	}
-	return 1;
-}
-
-static int parse_ina_one(const char *v)
-{
-	if (!strcmp(v, "none"))
-		return RINX_INA_NONE;
-	if (!strcmp(v, "switch"))
-		return RINX_INA_SWITCH;
-	if (!strcmp(v, "agent"))
-		return RINX_INA_AGENT;
-	return -1;
-}
-
-/* "switch,none,agent" -> kinds; returns how many or -1. */
-int testbed_parse_ina(const char *list, int *kinds, int max)
-{
-	char buf[256], *save = NULL, *tok;
-	int n = 0;
-
-	if (strlen(list) >= sizeof(buf))
-		return -1;
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (n >= max || (kinds[n] = parse_ina_one(tok)) < 0)
-			return -1;
-		n++;
-	}
-	return n ? n : -1;
-}
+static const struct opts_cmd up_cmd = TESTBED_CMD("up", up_opts, 0);
+static const struct opts_cmd down_cmd = TESTBED_CMD("down", down_opts, 1);
+static const struct opts_cmd show_cmd = TESTBED_CMD("show", show_opts, 1);
+static const struct opts_cmd fault_cmd = TESTBED_CMD("fault", fault_opts, 1);
+static const struct opts_cmd ina_off_cmd = TESTBED_CMD("ina-off", no_opts, 2);
+static const struct opts_cmd plan_cmd = TESTBED_CMD("plan", no_opts, 2);
 
 static const char *ina_str(int ina)
 {
@@ -310,287 +366,164 @@ static void show_rate(const struct rinx_sw_link_set *f)
 		       rinx_testbed_ecn_default(r));
 }
 
-static int testbed_up(int argc, char **argv)
+/* What getopt cannot see alone: options that exclude or must match each
+ * other; then the racks' INA kinds and hosts per rack. 0 or an exit code. */
+static int up_check(struct tb_up_args *a)
 {
-	struct rinx_testbed_opts o = { .racks = 1, .mode = RINX_XDP_NATIVE };
-	char prefix[RINX_TB_PREFIX_MAX + 1], spec_path[RINX_PATH_MAX];
-	struct rinx_sw_link_set link = {};
-	unsigned int fmask = 0;
-	char err[128];
-	int ina[RINX_TB_MAX_RACKS], nina = 0, ret, c, i;
-	long hosts = 0, per_rack = 0, x;
-	struct rinx_spec *s;
+	struct rinx_testbed_opts *o = &a->o;
+	int i;
 
-	prefix[0] = 0;
-	while ((c = getopt_long(argc, argv, "h", testbed_opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_HOSTS:
-			if (parse_num("hosts", optarg, 1, RINX_MAX_NODES,
-				      &hosts))
-				return RINX_EXIT_USAGE;
-			break;
-		case OPT_RACKS:
-			if (parse_num("racks", optarg, 1, RINX_TB_MAX_RACKS,
-				      &x))
-				return RINX_EXIT_USAGE;
-			o.racks = x;
-			break;
-		case OPT_PER_RACK:
-			if (parse_num("per-rack", optarg, 1,
-				      RINX_TB_MAX_PER_RACK, &per_rack))
-				return RINX_EXIT_USAGE;
-			break;
-		case OPT_PREFIX:
-			if (rinx_testbed_prefix_check(optarg, err,
-						      sizeof(err))) {
-				fprintf(stderr, "rinxctl testbed: %s\n", err);
-				return RINX_EXIT_USAGE;
-			}
-			snprintf(prefix, sizeof(prefix), "%s", optarg);
-			break;
-		case OPT_MODE:
-			if (!strcmp(optarg, "native")) {
-				o.mode = RINX_XDP_NATIVE;
-			} else if (!strcmp(optarg, "generic")) {
-				o.mode = RINX_XDP_GENERIC;
-			} else {
-				fprintf(stderr, "rinxctl testbed: --mode "
-					"native|generic\n");
-				return RINX_EXIT_USAGE;
-			}
-			break;
-		case OPT_QUEUES:
-			if (parse_num("queues", optarg, 1, RINX_TB_MAX_QUEUES,
-				      &x))
-				return RINX_EXIT_USAGE;
-			o.queues = x;
-			break;
-		case OPT_PLAIN:
-			o.plain = 1;
-			break;
-		case OPT_MTU:
-			if (parse_num("mtu", optarg, RINX_TB_MTU_MIN,
-				      RINX_TB_MTU_MAX, &x))
-				return RINX_EXIT_USAGE;
-			o.mtu = x;
-			break;
-		case OPT_SPEC:
-			o.spec_out = optarg;
-			break;
-		case OPT_PIN:
-			if (optarg[0] != '/') {
-				fprintf(stderr, "rinxctl testbed: --pin needs "
-					"an absolute path\n");
-				return RINX_EXIT_USAGE;
-			}
-			o.pin = optarg;
-			break;
-		case OPT_WINDOW:
-			if (parse_num("window", optarg, 1, 1 << 20, &x))
-				return RINX_EXIT_USAGE;
-			o.window = x;
-			break;
-		case OPT_JOBS:
-			if (parse_num("jobs", optarg, 1, RINX_MAX_JOBS, &x))
-				return RINX_EXIT_USAGE;
-			o.jobs = x;
-			break;
-		case OPT_PORT:
-			if (parse_num("port", optarg, 1, 65535, &x))
-				return RINX_EXIT_USAGE;
-			o.port = x;
-			break;
-		case OPT_INA:
-			nina = testbed_parse_ina(optarg, ina, RINX_TB_MAX_RACKS);
-			if (nina < 0) {
-				fprintf(stderr, "rinxctl testbed: --ina takes "
-					"none|switch|agent per rack, "
-					"comma-separated\n");
-				return RINX_EXIT_USAGE;
-			}
-			break;
-		case OPT_NO_NODES:
-			o.no_nodes = 1;
-			break;
-		case OPT_TOPO:
-			o.topo = optarg;
-			break;
-		case OPT_GEN:
-			o.gen = optarg;
-			break;
-		case OPT_SCALE: {
-			char *end;
-
-			errno = 0;
-			o.scale_mbit = strtod(optarg, &end);
-			if (errno || end == optarg || *end ||
-			    !(o.scale_mbit >= 0.001 && o.scale_mbit <= 1e5)) {
-				fprintf(stderr, "rinxctl testbed: --scale must "
-					"be 0.001..100000 Mbit/s\n");
-				return RINX_EXIT_USAGE;
-			}
-			break;
-		}
-		case OPT_PLAN:
-			o.plan = optarg;
-			break;
-		case 'h':
-			fputs(testbed_usage, stdout);
-			return 0;
-		default:
-			switch (parse_link(c, optarg, &link, &fmask)) {
-			case 0:
-				continue;
-			case -1:
-				return RINX_EXIT_USAGE;
-			}
-			fputs(testbed_usage, stderr);
-			return RINX_EXIT_USAGE;
-		}
-	}
-	if (fmask)
-		o.link = &link;
-	if (optind < argc) {
-		fprintf(stderr, "rinxctl testbed up: unexpected '%s'\n",
-			argv[optind]);
-		return RINX_EXIT_USAGE;
-	}
-	if (o.topo && o.gen) {
+	if (o->topo && o->gen) {
 		fprintf(stderr, "rinxctl testbed: --topo or --gen, not both\n");
 		return RINX_EXIT_USAGE;
 	}
-	if ((o.topo || o.gen) && (fmask & RINX_TB_F_RATE)) {
+	if ((o->topo || o->gen) && (a->link.mask & RINX_TB_F_RATE)) {
 		fprintf(stderr, "rinxctl testbed: a topology's links have "
 			"their own rates: use --scale, not --rate\n");
 		return RINX_EXIT_USAGE;
 	}
-	if (o.plain && (o.topo || o.gen)) {
+	if (o->plain && (o->topo || o->gen)) {
 		fprintf(stderr, "rinxctl testbed: --plain is for racks, not "
 			"--topo or --gen\n");
 		return RINX_EXIT_USAGE;
 	}
-	if ((o.scale_mbit > 0 || o.plan) && !o.topo && !o.gen) {
+	if ((o->scale_mbit > 0 || o->plan) && !o->topo && !o->gen) {
 		fprintf(stderr, "rinxctl testbed: --scale and --plan need "
 			"--topo or --gen\n");
 		return RINX_EXIT_USAGE;
 	}
-	if (hosts && per_rack && hosts != per_rack * o.racks) {
-		fprintf(stderr, "rinxctl testbed: --hosts %ld does not match "
-			"--racks %d x --per-rack %ld\n", hosts, o.racks,
-			per_rack);
+	if (a->hosts && a->per_rack && a->hosts != a->per_rack * o->racks) {
+		fprintf(stderr, "rinxctl testbed: --hosts %d does not match "
+			"--racks %d x --per-rack %d\n", a->hosts, o->racks,
+			a->per_rack);
 		return RINX_EXIT_USAGE;
 	}
-	if (hosts && hosts % o.racks) {
-		fprintf(stderr, "rinxctl testbed: %ld hosts do not split "
-			"evenly over %d racks\n", hosts, o.racks);
+	if (a->hosts && a->hosts % o->racks) {
+		fprintf(stderr, "rinxctl testbed: %d hosts do not split "
+			"evenly over %d racks\n", a->hosts, o->racks);
 		return RINX_EXIT_USAGE;
 	}
-	o.hosts_per_rack = per_rack ? per_rack :
-			   hosts ? hosts / o.racks : 4;
-	if (o.hosts_per_rack > RINX_TB_MAX_PER_RACK ||
-	    o.racks * o.hosts_per_rack > RINX_MAX_NODES) {
+	o->hosts_per_rack = a->per_rack ? a->per_rack :
+			    a->hosts ? a->hosts / o->racks : 4;
+	if (o->hosts_per_rack > RINX_TB_MAX_PER_RACK ||
+	    o->racks * o->hosts_per_rack > RINX_MAX_NODES) {
 		fprintf(stderr, "rinxctl testbed: at most %d hosts per rack "
 			"and %d in all\n", RINX_TB_MAX_PER_RACK,
 			RINX_MAX_NODES);
 		return RINX_EXIT_USAGE;
 	}
-	if (nina > 1 && nina != o.racks) {
+	if (a->ina.n > 1 && a->ina.n != o->racks) {
 		fprintf(stderr, "rinxctl testbed: --ina has %d entries for "
-			"%d racks\n", nina, o.racks);
+			"%d racks\n", a->ina.n, o->racks);
 		return RINX_EXIT_USAGE;
 	}
-	for (i = nina; nina == 1 && i < o.racks; i++)
-		ina[i] = ina[0];
-	o.ina = nina ? ina : NULL;
-	if (!prefix[0] && random_prefix(prefix, sizeof(prefix))) {
+	for (i = a->ina.n; a->ina.n == 1 && i < o->racks; i++)
+		a->ina.kinds[i] = a->ina.kinds[0];
+	o->ina = a->ina.n ? a->ina.kinds : NULL;
+	if (a->link.mask)
+		o->link = &a->link.set;
+	return 0;
+}
+
+/* What up built, in the lines scripts read (prefix, spec). */
+static void up_print(const struct tb_up_args *a, const struct rinx_spec *s,
+		     const char *spec_path)
+{
+	const struct rinx_testbed_opts *o = &a->o;
+	const char *prefix = o->prefix;
+	char pl[40];
+
+	if (o->topo || o->gen)
+		printf("testbed %s: topology %s, %d hosts, %d switches and "
+		       "servers, %g Mbit/s per topology Gbit/s, plan %s, %s "
+		       "XDP%s", prefix, o->topo ? o->topo : o->gen, s->nhosts,
+		       s->nracks, o->scale_mbit > 0 ? o->scale_mbit :
+		       RINX_TB_SCALE, rinx_plan_name(s->plan, s->plan_nps, pl,
+						     sizeof(pl)),
+		       o->mode == RINX_XDP_GENERIC ? "generic" : "native",
+		       o->no_nodes ? ", host program off" : "");
+	else
+		printf("testbed %s: %d rack%s x %d host%s, %s XDP%s", prefix,
+		       o->racks, o->racks > 1 ? "s" : "", o->hosts_per_rack,
+		       o->hosts_per_rack > 1 ? "s" : "",
+		       o->mode == RINX_XDP_GENERIC ? "generic" : "native",
+		       o->no_nodes ? ", host program off" : "");
+	if (o->queues > 1)
+		printf(", %d queues per host", o->queues);
+	if (o->mtu)
+		printf(", MTU %d", o->mtu);
+	if (o->plain)
+		printf(", plain switches");
+	printf("\n");
+	if (a->link.mask) {
+		printf("every switch port: drop %u dup %u reorder %u ppm, ",
+		       a->link.set.drop_ppm, a->link.set.dup_ppm,
+		       a->link.set.reorder_ppm);
+		show_rate(&a->link.set);
+	}
+	printf("spec: %s\n", spec_path);
+	printf("next: rinxctl testbed show %s; rinxctl testbed down %s\n",
+	       prefix, prefix);
+}
+
+static int testbed_up(int argc, char **argv)
+{
+	static struct tb_up_args a;
+	char prefix[RINX_TB_PREFIX_MAX + 1], spec_path[RINX_PATH_MAX];
+	struct rinx_spec *s;
+	int ret;
+
+	ret = opts_parse(&up_cmd, argc, argv, &a, NULL);
+	if (ret)
+		return opts_exit(ret);
+	ret = up_check(&a);
+	if (ret)
+		return ret;
+	if (a.prefix)
+		snprintf(prefix, sizeof(prefix), "%s", a.prefix);
+	else if (random_prefix(prefix, sizeof(prefix))) {
 		fprintf(stderr, "rinxctl testbed: no free prefix found\n");
 		return RINX_EXIT_FAIL;
 	}
-	o.prefix = prefix;
-	if (o.spec_out)
-		snprintf(spec_path, sizeof(spec_path), "%s", o.spec_out);
+	a.o.prefix = prefix;
+	if (a.o.spec_out)
+		snprintf(spec_path, sizeof(spec_path), "%s", a.o.spec_out);
 	else
 		rinx_testbed_spec_path(prefix, spec_path, sizeof(spec_path));
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return RINX_EXIT_FAIL;
-	ret = rinx_testbed_up(&o, s);
+	ret = rinx_testbed_up(&a.o, s);
 	if (ret) {
 		fprintf(stderr, "rinxctl testbed up: %s\n", strerror(-ret));
 		free(s);
 		return ret == -EEXIST ? RINX_EXIT_CONFIG : rinx_exit_code(ret);
 	}
-	if (o.topo || o.gen) {
-		char pl[40];
-
-		printf("testbed %s: topology %s, %d hosts, %d switches and "
-		       "servers, %g Mbit/s per topology Gbit/s, plan %s, %s "
-		       "XDP%s", prefix, o.topo ? o.topo : o.gen, s->nhosts,
-		       s->nracks, o.scale_mbit > 0 ? o.scale_mbit :
-		       RINX_TB_SCALE, rinx_plan_name(s->plan, s->plan_nps, pl,
-						     sizeof(pl)),
-		       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
-		       o.no_nodes ? ", host program off" : "");
-	} else {
-		printf("testbed %s: %d rack%s x %d host%s, %s XDP%s", prefix,
-		       o.racks, o.racks > 1 ? "s" : "", o.hosts_per_rack,
-		       o.hosts_per_rack > 1 ? "s" : "",
-		       o.mode == RINX_XDP_GENERIC ? "generic" : "native",
-		       o.no_nodes ? ", host program off" : "");
-	}
-	if (o.queues > 1)
-		printf(", %d queues per host", o.queues);
-	if (o.mtu)
-		printf(", MTU %d", o.mtu);
-	if (o.plain)
-		printf(", plain switches");
-	printf("\n");
-	if (fmask) {
-		printf("every switch port: drop %u dup %u reorder %u ppm, ",
-		       link.drop_ppm, link.dup_ppm, link.reorder_ppm);
-		show_rate(&link);
-	}
-	printf("spec: %s\n", spec_path);
-	printf("next: rinxctl testbed show %s; rinxctl testbed down %s\n",
-	       prefix, prefix);
+	up_print(&a, s, spec_path);
 	free(s);
 	return 0;
 }
 
-/* PREFIX or SPEC from --prefix/--spec or the one positional argument. */
-static int get_target(int argc, char **argv, const char **what, int *all)
+/* PREFIX or SPEC from --prefix/--spec or the one positional argument;
+ * OPTS_OK or what opts_parse said. */
+static int get_target(const struct opts_cmd *c, int argc, char **argv,
+		      struct tb_target *t)
 {
-	int c;
+	int ret, i;
 
-	*what = NULL;
-	while ((c = getopt_long(argc, argv, "h", testbed_opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_PREFIX:
-		case OPT_SPEC:
-			*what = optarg;
-			break;
-		case OPT_ALL:
-			if (!all)
-				goto bad;
-			*all = 1;
-			break;
-		case 'h':
-			fputs(testbed_usage, stdout);
-			return 1;
-		default:
-			goto bad;
-		}
+	memset(t, 0, sizeof(*t));
+	ret = opts_parse(c, argc, argv, t, &i);
+	if (ret)
+		return ret;
+	if (i < argc && t->what) {
+		fprintf(stderr, "rinxctl testbed: %s and %s: one testbed\n",
+			t->what, argv[i]);
+		return OPTS_USAGE;
 	}
-	if (optind < argc && !*what)
-		*what = argv[optind++];
-	if (optind < argc || (!*what && !(all && *all)) ||
-	    (*what && all && *all))
-		goto bad;
-	return 0;
-bad:
-	fputs(testbed_usage, stderr);
-	return -1;
+	if (i < argc)
+		t->what = argv[i];
+	return OPTS_OK;
 }
 
 static int down_one(const char *what)
@@ -611,19 +544,20 @@ static int down_one(const char *what)
 static int testbed_down(int argc, char **argv)
 {
 	char path[RINX_PATH_MAX + 256];
-	const char *what;
+	struct tb_target t;
 	struct dirent *e;
-	int all = 0, ret = 0;
+	int ret;
 	DIR *d;
 
-	switch (get_target(argc, argv, &what, &all)) {
-	case 1:
-		return 0;
-	case -1:
+	ret = get_target(&down_cmd, argc, argv, &t);
+	if (ret)
+		return opts_exit(ret);
+	if (!t.what == !t.all) {
+		fprintf(stderr, "rinxctl testbed down: PREFIX|SPEC or --all\n");
 		return RINX_EXIT_USAGE;
 	}
-	if (what)
-		return down_one(what) ? RINX_EXIT_FAIL : 0;
+	if (t.what)
+		return down_one(t.what) ? RINX_EXIT_FAIL : 0;
 	d = opendir(RINX_TB_SPEC_DIR);
 	if (!d)
 		return 0;
@@ -772,19 +706,20 @@ static int testbed_show(int argc, char **argv)
 	char dir[RINX_PATH_MAX], link[RINX_PATH_MAX + 8];
 	struct rinx_spec *s;
 	long long mem;
-	const char *what;
+	struct tb_target t;
 	int i, r, ret;
 
-	switch (get_target(argc, argv, &what, NULL)) {
-	case 1:
-		return 0;
-	case -1:
+	ret = get_target(&show_cmd, argc, argv, &t);
+	if (ret)
+		return opts_exit(ret);
+	if (!t.what) {
+		fprintf(stderr, "rinxctl testbed show: PREFIX|SPEC\n");
 		return RINX_EXIT_USAGE;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return RINX_EXIT_FAIL;
-	ret = load_target(what, path, sizeof(path), s);
+	ret = load_target(t.what, path, sizeof(path), s);
 	if (ret) {
 		free(s);
 		return ret == -ENOENT ? RINX_EXIT_FAIL : RINX_EXIT_CONFIG;
@@ -927,53 +862,27 @@ static void show_links(const struct rinx_spec *s)
 
 static int testbed_fault(int argc, char **argv)
 {
-	struct rinx_sw_link_set f = {};
-	const char *what = NULL, *port = NULL;
-	unsigned int mask = 0;
-	int c, all = 0, ret, n = 0;
+	struct tb_target t;
+	int ret, n = 0;
 
-	while ((c = getopt_long(argc, argv, "h", testbed_opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_PREFIX:
-		case OPT_SPEC:
-			what = optarg;
-			break;
-		case OPT_PORT:
-			port = optarg;
-			break;
-		case OPT_ALL:
-			all = 1;
-			break;
-		case 'h':
-			fputs(testbed_usage, stdout);
-			return 0;
-		default:
-			switch (parse_link(c, optarg, &f, &mask)) {
-			case 0:
-				continue;
-			case -1:
-				return RINX_EXIT_USAGE;
-			}
-			fputs(testbed_usage, stderr);
-			return RINX_EXIT_USAGE;
-		}
-	}
-	if (optind < argc && !what)
-		what = argv[optind++];
-	if (optind < argc || !what || (all && port) || !mask) {
+	ret = get_target(&fault_cmd, argc, argv, &t);
+	if (ret)
+		return opts_exit(ret);
+	if (!t.what || (t.all && t.port) || !t.link.mask) {
 		fprintf(stderr, "rinxctl testbed fault: want PREFIX|SPEC, "
 			"--port NS:IF or --all, and at least one of --drop "
 			"--dup --reorder --hold --rate --buffer --ecn\n");
 		return RINX_EXIT_USAGE;
 	}
-	ret = rinx_testbed_fault_set(what, port, &f, mask, &n);
+	ret = rinx_testbed_fault_set(t.what, t.port, &t.link.set, t.link.mask,
+				     &n);
 	if (ret) {
 		fprintf(stderr, "rinxctl testbed fault: %s\n",
 			strerror(-ret));
 		return ret == -EINVAL || ret == -ENODEV || ret == -ENOENT ?
 		       RINX_EXIT_CONFIG : rinx_exit_code(ret);
 	}
-	printf("testbed %s: links set on %d port%s\n", what, n,
+	printf("testbed %s: links set on %d port%s\n", t.what, n,
 	       n == 1 ? "" : "s");
 	return 0;
 }
@@ -982,9 +891,12 @@ static int testbed_ina_off(int argc, char **argv)
 {
 	char *end;
 	long rack;
-	int ret;
+	int ret, i;
 
-	if (argc != 3) {
+	ret = opts_parse(&ina_off_cmd, argc, argv, NULL, &i);
+	if (ret)
+		return opts_exit(ret);
+	if (i != 1 || argc != 3) {
 		fprintf(stderr, "usage: rinxctl testbed ina-off PREFIX|SPEC "
 			"RACK\n");
 		return RINX_EXIT_USAGE;
@@ -1009,9 +921,12 @@ static int testbed_ina_off(int argc, char **argv)
 
 static int testbed_plan(int argc, char **argv)
 {
-	int ret, n = 0, nb = 0;
+	int ret, n = 0, nb = 0, i;
 
-	if (argc != 2 && argc != 3) {
+	ret = opts_parse(&plan_cmd, argc, argv, NULL, &i);
+	if (ret)
+		return opts_exit(ret);
+	if (i != 1 || argc < 2 || argc > 3) {
 		fprintf(stderr, "usage: rinxctl testbed plan PREFIX|SPEC "
 			"[topo:NAME]\n");
 		return RINX_EXIT_USAGE;
@@ -1033,9 +948,7 @@ int cmd_testbed(int argc, char **argv)
 {
 	const char *act = argc > 1 ? argv[1] : "";
 
-	/* getopt sees the action as its argv[0]; optind 0 resets GNU getopt
-	 * completely, whatever parsed before. */
-	optind = 0;
+	/* the action is argv[0] of its parser */
 	if (!strcmp(act, "up"))
 		return testbed_up(argc - 1, argv + 1);
 	if (!strcmp(act, "down"))
@@ -1049,9 +962,9 @@ int cmd_testbed(int argc, char **argv)
 	if (!strcmp(act, "plan"))
 		return testbed_plan(argc - 1, argv + 1);
 	if (!strcmp(act, "-h") || !strcmp(act, "--help")) {
-		fputs(testbed_usage, stdout);
+		opts_help(stdout, &up_cmd);
 		return 0;
 	}
-	fputs(testbed_usage, stderr);
+	opts_help(stderr, &up_cmd);
 	return RINX_EXIT_USAGE;
 }

@@ -4,6 +4,8 @@
 #define RINX_CMDS_H
 
 #include <stdio.h>
+#include "tools/opts.h"
+#include "tools/testbed.h"
 
 enum rinx_exit {
 	RINX_EXIT_OK = 0,
@@ -42,8 +44,17 @@ struct rinx_spec_host;
 int doctor_check(const struct rinx_spec *s, const struct rinx_spec_host *h,
 		 const char *ifname, FILE *out);
 
-/* "switch,none,agent" -> enum rinx_ina per rack; how many, or -1. */
-int testbed_parse_ina(const char *list, int *kinds, int max);
+/* testbed's option parsers that demo shares (tools/opts.h): --ina LIST
+ * into the INA kind of each rack (enum rinx_ina), --prefix P checked and
+ * kept, --mode native|generic. */
+struct testbed_ina {
+	int kinds[RINX_TB_MAX_RACKS];
+	int n;			/* given; 1: one for every rack */
+};
+#define TESTBED_INA_RANGE "none|switch|agent per rack, comma-separated"
+int testbed_opt_ina(const char *v, void *field, char *why, size_t len);
+int testbed_opt_prefix(const char *v, void *field, char *why, size_t len);
+extern const struct opt_choice testbed_xdp_modes[];
 
 /* Maps a negative errno to an exit code. */
 int rinx_exit_code(int err);
