@@ -198,7 +198,7 @@ static const struct opt up_opts[] = {
 	{ OPT_INT, "jobs", 0, "N", UP_AT(o.jobs), .min = 1,
 	  .max = RINX_MAX_JOBS,
 	  .help = "job slots per node (default 16); a host pins about\n"
-		  "jobs x window x 12,416 B of kernel memory" },
+		  "jobs x window x 12,368 B of kernel memory" },
 	{ OPT_INT, "port", 0, "N", UP_AT(o.port), .min = 1, .max = 65535,
 	  .help = "rinx UDP port (default 47001)" },
 	{ OPT_FN, "ina", 0, "LIST", UP_AT(ina), .parse = testbed_opt_ina,
