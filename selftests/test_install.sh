@@ -69,6 +69,7 @@ usr/lib/librinx.so.1
 usr/lib/librinx.so.1.1.0
 usr/lib/pkgconfig/rinx.pc
 $py/rinx/__init__.py
+$py/rinx/_backend.py
 $py/rinx/_lib.py
 $py/rinx/librinx.so
 $py/rinx/osp.py
