@@ -29,6 +29,11 @@ const struct pp_planner pp_planners[] = {
 	  "rate", plan_grid },
 	{ "forest", "forest packing: trees rooted at different workers, "
 	  "shares by rate", plan_forest },
+	/* new planners go last: specs name planners by their position */
+	{ "atp", "ATP as deployed: worker's and PS's ToR aggregate, PS "
+	  "sharded (co-located or dedicated, the stronger)", plan_atp },
+	{ "switchml-rack", "SwitchML per rack: every INA ToR sums its rack, "
+	  "one switch sums the racks", plan_switchml_rack },
 	{ NULL, NULL, NULL },
 };
 
