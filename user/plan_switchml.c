@@ -31,7 +31,7 @@ int plan_switchml(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 
 	for (s = 0; s < t->nnodes; s++)
 		nc += t->node[s].ina && t->node[s].cap > 0;
-	step = (double)nc * t->nhosts <= 4e6 ? 1 : (nc + 31) / 32;
+	step = (double)nc * t->nhosts <= 1e6 ? 1 : (nc + 31) / 32;
 	for (s = 0; s < t->nnodes; s++) {
 		struct pp_plan q;
 		double x;
@@ -114,7 +114,7 @@ int plan_switchml_rack(struct topo *t, const struct pp_opts *o,
 	for (i = 0; i < t->nnodes; i++)
 		if (t->node[i].ina && t->node[i].cap > 0)
 			cand[nc++] = i;
-	step = (double)nc * (t->nhosts + nr) <= 4e6 ? 1 : (nc + 31) / 32;
+	step = (double)nc * (t->nhosts + nr) <= 1e6 ? 1 : (nc + 31) / 32;
 	for (i = 0; i < nc && !ret; i += step) {
 		struct pp_plan q;
 		double x;
