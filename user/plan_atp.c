@@ -55,6 +55,8 @@ struct atp {
 	int *tor;		/* per worker (t->hosts order): INA ToR or -1 */
 	int *cnt;		/* per node: workers whose INA ToR it is */
 	double *s1;		/* per node: shares it is PS switch for */
+	double *home;		/* per node: shares whose PS is a worker of
+				 * its rack (that worker sends them nothing) */
 	double *f;		/* per node: fraction it sums at rate r */
 	int nraw;		/* workers without an INA ToR */
 	/* caches: the same routes and broadcast trees recur in every band
@@ -167,7 +169,8 @@ static void fractions(struct atp *a, double r)
 
 			if (!a->cnt[i] && !(a->s1[i] > 0))
 				continue;
-			l = a->cnt[i] + a->s1[i] * (sum - own + a->nraw);
+			l = a->cnt[i] - a->home[i] +
+			    a->s1[i] * (sum - own + a->nraw);
 			nf = fmin(1, t->node[i].cap / (r * l));
 			moved = fmax(moved, a->f[i] - nf);
 			a->f[i] = fmin(a->f[i], nf);
@@ -338,12 +341,15 @@ static void shard_ps(struct atp *a)
 	int i;
 
 	memset(a->s1, 0, t->nnodes * sizeof(double));
+	memset(a->home, 0, t->nnodes * sizeof(double));
 	for (i = 0; i < a->ns; i++) {
 		int s = t->node[a->root[i]].tor;
 
 		a->ptor[i] = ina_switch(t, s) ? s : -1;
 		if (a->ptor[i] >= 0)
 			a->s1[s] += a->share[i];
+		if (a->ptor[i] >= 0 && t->node[a->root[i]].kind == TOPO_HOST)
+			a->home[s] += a->share[i];
 	}
 }
 
@@ -402,6 +408,7 @@ int plan_atp(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	a.tor = malloc((t->nhosts + 1) * sizeof(int));
 	a.cnt = calloc(t->nnodes + 1, sizeof(int));
 	a.s1 = calloc(t->nnodes + 1, sizeof(double));
+	a.home = calloc(t->nnodes + 1, sizeof(double));
 	a.f = malloc((t->nnodes + 1) * sizeof(double));
 	a.rlen = malloc((t->nnodes + 1) * sizeof(int));
 	a.rhop = malloc(((size_t)t->nnodes + 1) * PP_MAX_HOPS * sizeof(int));
@@ -410,7 +417,7 @@ int plan_atp(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	a.rto = -1;
 	a.nsmax = m;
 	if (!a.root || !a.ptor || !a.share || !a.tor || !a.cnt || !a.s1 ||
-	    !a.f || !a.rlen || !a.rhop || !a.bc || !a.nbc)
+	    !a.home || !a.f || !a.rlen || !a.rhop || !a.bc || !a.nbc)
 		goto out;
 	for (i = 0; i < t->nhosts; i++) {
 		int w = t->hosts[i], s = t->node[w].tor, k;
@@ -483,6 +490,7 @@ out:
 	free(a.tor);
 	free(a.cnt);
 	free(a.s1);
+	free(a.home);
 	free(a.f);
 	return ret;
 }
