@@ -473,11 +473,20 @@ int cmd_sim(int argc, char **argv)
 	}
 	if (!schemes[0]) {
 		const struct pp_planner *p;
+		int ina = 0, loose = 0;
 
+		for (i = 0; i < t.nnodes; i++)
+			ina |= t.node[i].ina && t.node[i].cap > 0;
+		for (i = 0; i < t.nhosts; i++)
+			loose |= t.node[t.hosts[i]].tor < 0;
 		for (p = pp_planners; p->name; p++) {
 			/* all that apply to this topology */
 			if ((!strcmp(p->name, "ps") || !strcmp(p->name, "ps-ina") ||
 			     !strcmp(p->name, "grid")) && !t.nps)
+				continue;
+			if (!strncmp(p->name, "switchml", 8) && !ina)
+				continue;
+			if (!strcmp(p->name, "atp") && loose)
 				continue;
 			strcat(schemes, schemes[0] ? "," : "");
 			strcat(schemes, p->name);
@@ -604,7 +613,7 @@ int cmd_sim(int argc, char **argv)
 		printf("\n");
 		if (sc && sc->paper)
 			printf("paper: %s\n", sc->paper);
-		printf("%-9s %10s %9s %11s ", "scheme", "rate Gbps", "push",
+		printf("%-13s %10s %9s %11s ", "scheme", "rate Gbps", "push",
 		       compute_ms > 0 ? "iter ms" : "time ms");
 		if (so.fair)
 			printf("%9s ", "fair ms");
@@ -615,13 +624,13 @@ int cmd_sim(int argc, char **argv)
 			char b[96], cr[16] = "-";
 
 			if (!r->ok) {
-				printf("%-9s error: %s\n", r->scheme, r->err);
+				printf("%-13s error: %s\n", r->scheme, r->err);
 				continue;
 			}
 			if (cut > 0)
 				snprintf(cr, sizeof(cr), "%.3f",
 					 r->res.rate_gbps / cut);
-			printf("%-9s %10.4g %9.4g %11.4g ", r->scheme,
+			printf("%-13s %10.4g %9.4g %11.4g ", r->scheme,
 			       r->res.rate_gbps, r->res.push_gbps,
 			       1e3 * (compute_ms > 0 ? r->res.iter_s : r->res.time_s));
 			if (so.fair)

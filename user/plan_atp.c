@@ -423,6 +423,15 @@ int plan_atp(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		int w = t->hosts[i], s = t->node[w].tor, k;
 		double bw = 0;
 
+		if (s < 0) {
+			/* results come back through switches (PS semantics:
+			 * workers do not relay), so a mesh of workers has no
+			 * ATP */
+			snprintf(err, errlen, "%s: worker %s hangs off no "
+				 "switch", p->scheme, t->node[w].name);
+			ret = -EINVAL;
+			goto out;
+		}
 		a.tor[i] = ina_switch(t, s) ? s : -1;
 		if (a.tor[i] >= 0)
 			a.cnt[s]++;
