@@ -44,7 +44,8 @@
 #include "user/pplan.h"
 
 #define ATP_BANDS	4
-#define ATP_XFERS	1000000
+#define ATP_XFERS	1000000	/* a build per step of the rate search */
+#define ATP_XFERS_FAST	4000000	/* one build: the search counts per rack */
 
 struct atp {
 	struct topo *t;
@@ -67,7 +68,73 @@ struct atp {
 	int **bc;		/* per shard: its broadcast tree's arcs */
 	int *nbc;
 	int nsmax;		/* room for shards */
+	/* the fast path (every worker and server hangs off one link): the
+	 * plan's loads computed per rack instead of per worker */
+	int fast;
+	int nr, *rk, *rix;	/* racks: ToRs with workers; node -> index */
+	int **rows;		/* per node p: every rack's route to p,
+				 * offsets (nr + 1) then arcs */
+	double *arc, *agg;	/* loads per unit of rate */
+	double *rshare;		/* per node: shares it is the PS of */
+	int *wc;		/* per node: workers whose ToR it is */
 };
+
+/* Every rack's route to node p, computed once per p. */
+static const int *row_to(struct atp *a, int p)
+{
+	struct topo *t = a->t;
+	int i, n = 0, cap = a->nr * 8 + 8, *r;
+
+	if (a->rows[p])
+		return a->rows[p];
+	r = malloc((a->nr + 1 + cap) * sizeof(int));
+	if (!r)
+		return NULL;
+	for (i = 0; i < a->nr; i++) {
+		int k;
+
+		if (a->nr + 1 + n + PP_MAX_HOPS > a->nr + 1 + cap) {
+			int *g;
+
+			cap = 2 * cap + PP_MAX_HOPS;
+			g = realloc(r, (a->nr + 1 + cap) * sizeof(int));
+			if (!g) {
+				free(r);
+				return NULL;
+			}
+			r = g;
+		}
+		r[i] = n;
+		k = topo_route(t, a->rk[i], p, r + a->nr + 1 + n, PP_MAX_HOPS);
+		if (k < 0) {
+			free(r);
+			return NULL;
+		}
+		n += k;
+	}
+	r[a->nr] = n;
+	a->rows[p] = r;
+	return r;
+}
+
+/* Rack q's route to dst, into arcs after `pre` arcs already there; the
+ * number of arcs in all, or -errno. Rows are kept per destination, not
+ * per destination rack: equal-cost routes are picked per (source,
+ * destination) pair, as ECMP hashes flows, and one route per pair of
+ * racks would pile every shard of a rack onto one spine. */
+static int rack_route(struct atp *a, int q, int dst, int *arcs, int pre)
+{
+	const int *r = row_to(a, dst);
+	int i = a->rix[q], n;
+
+	if (!r)
+		return -ENOMEM;
+	n = r[i + 1] - r[i];
+	if (pre + n > PP_MAX_HOPS)
+		return -E2BIG;
+	memcpy(arcs + pre, r + a->nr + 1 + r[i], n * sizeof(int));
+	return n + pre;
+}
 
 /* A worker's raw stream to dst: its one arc to its ToR, then the ToR's
  * route, cached per ToR for the current dst. */
@@ -76,6 +143,11 @@ static int red_via_tor(struct atp *a, struct pp_class *c, int w, int dst)
 	struct topo *t = a->t;
 	int q = t->node[w].tor, arcs[PP_MAX_HOPS], n, i;
 
+	if (a->fast) {
+		arcs[0] = t->adj[t->off[w]];
+		n = q == dst ? 1 : rack_route(a, q, dst, arcs, 1);
+		return n < 0 ? n : pp_xfer_arcs(c, 0, w, dst, 1, arcs, n);
+	}
 	if (q < 0 || q == dst || t->off[w + 1] - t->off[w] != 1)
 		return pp_red(t, c, w, dst, 1);
 	if (a->rto != dst) {
@@ -260,7 +332,11 @@ static int build(struct atp *a, double r, struct pp_plan *p)
 				if (w == root)
 					continue;	/* summed at home */
 				if (aggs(a, q, hi) && q != up) {
-					ret = pp_red(t, c, w, q, 1);
+					int arc = t->adj[t->off[w]];
+
+					ret = a->fast ? pp_xfer_arcs(c, 0, w, q, 1,
+								     &arc, 1) :
+						pp_red(t, c, w, q, 1);
 				} else {
 					ret = red_via_tor(a, c, w, up);
 					into_ps += up == ps;
@@ -270,7 +346,15 @@ static int build(struct atp *a, double r, struct pp_plan *p)
 				if (a->cnt[i] && i != up && aggs(a, i, hi) &&
 				    !(a->cnt[i] == 1 && t->node[root].tor == i &&
 				      t->node[root].kind == TOPO_HOST)) {
-					ret = pp_red(t, c, i, up, 1);
+					int arcs[PP_MAX_HOPS], n;
+
+					if (a->fast) {
+						n = rack_route(a, i, up, arcs, 0);
+						ret = n < 0 ? n : pp_xfer_arcs(c, 0, i,
+							up, 1, arcs, n);
+					} else {
+						ret = pp_red(t, c, i, up, 1);
+					}
 					into_ps += up == ps;
 				}
 			if (!ret && psum && into_ps)
@@ -283,17 +367,139 @@ static int build(struct atp *a, double r, struct pp_plan *p)
 	return ret;
 }
 
+static void add_route(double *arc, const int *arcs, int n, double v)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		arc[arcs[i]] += v;
+}
+
+/*
+ * What the simulator gives plan(r), without building it: the same
+ * transfers, counted per rack (a rack's workers all take their one link
+ * to the ToR, then the ToR's route), so O(classes x racks) instead of
+ * O(classes x workers). Rate, or 0 if a plan cannot be had; -errno.
+ */
+static double fast_rate(struct atp *a, double r)
+{
+	struct topo *t = a->t;
+	double lv[ATP_BANDS + 1], lo = 0, x = INFINITY;
+	int na = 2 * t->nlinks, nb, b, sh, i, arcs[PP_MAX_HOPS];
+
+	fractions(a, r);
+	nb = bands(a, lv);
+	if (nb < 0)
+		return nb;
+	memset(a->arc, 0, na * sizeof(double));
+	memset(a->agg, 0, t->nnodes * sizeof(double));
+	for (b = 0; b < nb; b++) {
+		double hi = lv[b];
+
+		if (hi <= lo * (1 + 1e-12))
+			continue;
+		for (sh = 0; sh < a->ns; sh++) {
+			int root = a->root[sh], ps = a->ptor[sh], up, n;
+			int psum = aggs(a, ps, hi), into_ps = 0;
+			int home = t->node[root].kind == TOPO_HOST ?
+				   t->node[root].tor : -1;
+			double v = a->share[sh] * (hi - lo);
+
+			up = psum ? ps : root;
+			for (i = 0; i < a->nr; i++) {
+				int q = a->rk[i], c = a->wc[q] - (q == home);
+
+				if (c == 0)
+					continue;
+				/* a->cnt: workers of an INA ToR only */
+				if (a->cnt[q] && aggs(a, q, hi) && q != up) {
+					a->agg[q] += v * c;
+					n = rack_route(a, q, up, arcs, 0);
+					if (n < 0)
+						return n;
+					add_route(a->arc, arcs, n, v);
+					a->agg[up] += v;
+				} else {
+					n = q == up ? 0 : rack_route(a, q, up, arcs, 0);
+					if (n < 0)
+						return n;
+					add_route(a->arc, arcs, n, v * c);
+					a->agg[up] += v * c;
+				}
+				into_ps += up == ps;
+			}
+			if (psum && into_ps) {
+				n = topo_route(t, ps, root, arcs, PP_MAX_HOPS);
+				if (n < 0)
+					return n;
+				add_route(a->arc, arcs, n, v);
+			}
+			if (!a->bc[sh]) {	/* fill the cache */
+				struct pp_plan q;
+				struct pp_class *c;
+				int ret;
+
+				pp_init(&q, "atp");
+				c = pp_class_new(&q, PP_TREE, 1);
+				if (c)
+					c->root = root;
+				ret = c ? bc_tree(a, c, sh) : -ENOMEM;
+				pp_free(&q);
+				if (ret)
+					return ret;
+			}
+			for (i = 0; i < a->nbc[sh]; i++)
+				a->arc[a->bc[sh][i]] += v;
+		}
+		lo = hi;
+	}
+	/* every worker's one link carries its gradient to every class but
+	 * its own shards */
+	for (i = 0; i < t->nhosts; i++) {
+		int w = t->hosts[i];
+
+		a->arc[t->adj[t->off[w]]] += 1 - a->rshare[w];
+	}
+	for (i = 0; i < na; i++)
+		if (a->arc[i] > 0)
+			x = fmin(x, topo_arc_gbps(t, i) / a->arc[i]);
+	for (i = 0; i < t->nnodes; i++)
+		if (a->agg[i] > 0 && t->node[i].kind == TOPO_SWITCH) {
+			if (!t->node[i].ina)
+				return 0;
+			x = fmin(x, t->node[i].cap / a->agg[i]);
+		}
+	return isfinite(x) ? x : 0;
+}
+
+/* plan(r)'s simulated rate: counted per rack where it can be, else built
+ * and simulated. */
+static double rate_of(struct atp *a, double r, int *err)
+{
+	struct pp_plan q;
+	double x;
+
+	*err = 0;
+	if (a->fast) {
+		x = fast_rate(a, r);
+		if (x < 0)
+			*err = (int)x;
+		return x < 0 ? 0 : x;
+	}
+	pp_init(&q, "atp");
+	*err = build(a, r, &q);
+	x = *err ? 0 : pp_sim_rate(a->t, &q);
+	pp_free(&q);
+	return x;
+}
+
 /* The largest rate the simulator confirms for this sharding; 0 if none. */
 static double best_rate(struct atp *a, double top, int *err)
 {
-	struct pp_plan q;
 	double lo, hi = top, x;
-	int it;
+	int it, steps = a->fast ? 30 : 7;
 
-	pp_init(&q, "atp");
-	*err = build(a, top, &q);
-	x = *err ? 0 : pp_sim_rate(a->t, &q);
-	pp_free(&q);
+	x = rate_of(a, top, err);
 	if (*err || !(x > 0))
 		return 0;
 	if (x >= top * (1 - 1e-12))
@@ -301,12 +507,8 @@ static double best_rate(struct atp *a, double top, int *err)
 	/* f only grows as r falls, so the plan at x should carry x; the
 	 * quantized bands may not quite: walk down until it does */
 	for (it = 0; it < 8; it++) {
-		double y;
+		double y = rate_of(a, x, err);
 
-		pp_init(&q, "atp");
-		*err = build(a, x, &q);
-		y = *err ? 0 : pp_sim_rate(a->t, &q);
-		pp_free(&q);
 		if (*err)
 			return 0;
 		if (y >= x * (1 - 1e-12))
@@ -316,15 +518,13 @@ static double best_rate(struct atp *a, double top, int *err)
 	if (it == 8)
 		return 0;
 	lo = x;
-	/* geometric halving: 7 steps leave hi / lo <= (top / x)^(1/128),
-	 * within 1.3% when the first plan got a fifth of the host links */
-	for (it = 0; it < 7; it++) {
+	/* geometric halving: 7 steps (building each plan) leave hi / lo <=
+	 * (top / x)^(1/128), within 1.3% when the first plan got a fifth of
+	 * the host links; 30 (counting per rack) leave nothing to see */
+	for (it = 0; it < steps; it++) {
 		double mid = sqrt(lo * hi);
 
-		pp_init(&q, "atp");
-		*err = build(a, mid, &q);
-		x = *err ? 0 : pp_sim_rate(a->t, &q);
-		pp_free(&q);
+		x = rate_of(a, mid, err);
 		if (*err)
 			return 0;
 		if (x >= mid * (1 - 1e-12))
@@ -351,6 +551,9 @@ static void shard_ps(struct atp *a)
 		if (a->ptor[i] >= 0 && t->node[a->root[i]].kind == TOPO_HOST)
 			a->home[s] += a->share[i];
 	}
+	memset(a->rshare, 0, t->nnodes * sizeof(double));
+	for (i = 0; i < a->ns; i++)
+		a->rshare[a->root[i]] += a->share[i];
 }
 
 /* Co-located shards: per worker, or per rack group (header). Number of
@@ -377,7 +580,8 @@ static int colocated(struct atp *a, int *grouped)
 		if (i == 0 || t->node[ord[i]].tor < 0 ||
 		    t->node[ord[i]].tor != t->node[ord[i - 1]].tor)
 			nr++;
-	per = (int)ceil((double)nr * n * ATP_BANDS / ATP_XFERS);
+	per = (int)ceil((double)nr * n * ATP_BANDS /
+			(a->fast ? ATP_XFERS_FAST : ATP_XFERS));
 	per = per < 1 ? 1 : per;
 	*grouped = per > 1;
 	for (i = 0, j = -1; i < n; i++) {
@@ -416,8 +620,17 @@ int plan_atp(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	a.nbc = calloc(m, sizeof(int));
 	a.rto = -1;
 	a.nsmax = m;
+	a.rk = malloc((t->nnodes + 1) * sizeof(int));
+	a.rix = malloc((t->nnodes + 1) * sizeof(int));
+	a.rows = calloc(t->nnodes + 1, sizeof(int *));
+	a.arc = malloc((2 * t->nlinks + 1) * sizeof(double));
+	a.agg = malloc((t->nnodes + 1) * sizeof(double));
+	a.rshare = calloc(t->nnodes + 1, sizeof(double));
+	a.wc = calloc(t->nnodes + 1, sizeof(int));
 	if (!a.root || !a.ptor || !a.share || !a.tor || !a.cnt || !a.s1 ||
-	    !a.home || !a.f || !a.rlen || !a.rhop || !a.bc || !a.nbc)
+	    !a.home || !a.f || !a.rlen || !a.rhop || !a.bc || !a.nbc ||
+	    !a.rk || !a.rix || !a.rows || !a.arc || !a.agg || !a.rshare ||
+	    !a.wc)
 		goto out;
 	for (i = 0; i < t->nhosts; i++) {
 		int w = t->hosts[i], s = t->node[w].tor, k;
@@ -437,10 +650,21 @@ int plan_atp(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 			a.cnt[s]++;
 		else
 			a.nraw++;
+		if (!a.wc[s]++) {
+			a.rix[s] = a.nr;
+			a.rk[a.nr++] = s;
+		}
 		for (k = t->off[w]; k < t->off[w + 1]; k++)
 			bw += topo_arc_gbps(t, t->adj[k]);
 		top = fmax(top, bw);
 	}
+	/* counting per rack needs every worker and server on one link */
+	a.fast = 1;
+	for (i = 0; i < t->nhosts; i++)
+		a.fast &= t->off[t->hosts[i] + 1] - t->off[t->hosts[i]] == 1;
+	for (i = 0; i < t->nps; i++)
+		a.fast &= t->off[t->ps[i] + 1] - t->off[t->ps[i]] == 1 &&
+			  t->node[t->ps[i]].tor >= 0;
 	/* co-located */
 	nsc = colocated(&a, &grouped);
 	if (nsc < 0) {
@@ -487,6 +711,16 @@ int plan_atp(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		 best ? "dedicated" : "co-located", nsc, nsc > 1 ? "s" : "", xc,
 		 grouped ? " (racks grouped)" : "", t->nps, xd, p->ncls);
 out:
+	if (a.rows)
+		for (i = 0; i < t->nnodes; i++)
+			free(a.rows[i]);
+	free(a.rows);
+	free(a.rk);
+	free(a.rix);
+	free(a.arc);
+	free(a.agg);
+	free(a.rshare);
+	free(a.wc);
 	if (a.bc)
 		bc_forget(&a);
 	free(a.bc);
