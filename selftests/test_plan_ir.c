@@ -13,6 +13,9 @@
  *   ps-ina: class 0 (12/13 of the blocks): W1-W4 -> S1, the rest as grid;
  *           class 1 (1/13): W1-W4 straight to the PS (S1 is full)
  *   ps:     every worker -> PS
+ *   switchml-rack: S1 sums W1-W4, S3 W7-W8, each on to S2, which sums
+ *           them with W5, W6 and finishes
+ *   atp:    co-located shards: every class finishes at a worker
  * and what must fail: a plan whose aggregator the spec cannot run (S2
  * without INA), ring classes, a spec whose hosts are not the topology's.
  */
@@ -169,7 +172,7 @@ int main(void)
 	struct rinx_plan p;
 	int ok, i, k, cnt[2];
 
-	tap_plan(24);
+	tap_plan(26);
 
 	toy_spec(&s, "topo:grid");
 	ok = !rinx_plan_build(&p, &s, PS) && p.nnodes == 12 &&
@@ -239,6 +242,30 @@ int main(void)
 	       hop_is(&s, S1, 0, RINX_T_CONTRIB, RINX_A_NONE, 0, 0),
 	       "ps: every worker to the PS, which sums all 8; no switch "
 	       "aggregates");
+
+	toy_spec(&s, "topo:switchml-rack");
+	ok = !rinx_plan_build(&p, &s, S2) && p.nclasses == 1 &&
+	     p.root[0] == S2 &&
+	     hop_is(&s, S1, 0, RINX_T_CONTRIB, RINX_A_AGG_FWD,
+		    bits(w1234, 4), S2) &&
+	     hop_is(&s, S3, 0, RINX_T_CONTRIB, RINX_A_AGG_FWD,
+		    bits(w78, 2), S2) && starts(&s, 4, 0, S2) &&
+	     starts(&s, 0, 0, S1);
+	tap_ok(ok, "switchml-rack: S1 sums W1-W4 and S3 W7-W8 for S2, which "
+	       "finishes (W5 sends to S2)");
+
+	toy_spec(&s, "topo:atp");
+	ok = !rinx_plan_build(&p, &s, 0) && p.nclasses > 1;
+	for (k = 0; ok && k < p.nclasses; k++)
+		ok = p.root[k] >= 0 && p.root[k] < 8;
+	for (i = 0; ok && i < 12; i++) {
+		struct rinx_plan r;
+
+		ok = !rinx_plan_build(&r, &s, i) &&
+		     r.nclasses == p.nclasses;
+	}
+	tap_ok(ok, "atp: %d classes compile on every node, each finishing "
+	       "at a worker (its co-located shard)", p.nclasses);
 
 	toy_spec(&s, "topo:forest");
 	ok = !rinx_plan_build(&p, &s, 0) && p.nclasses >= 1;

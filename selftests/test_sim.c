@@ -11,6 +11,18 @@
  *   with W4 routed S1 -> S2 and aggregated at S2.
  *
  *   ring sanity: n workers on one switch, links B: 2(n-1)/n x S / B.
+ *   baselines as deployed (all links 10 Gbps):
+ *     a b c d            atp, one INA switch T of capacity 20 and one PS:
+ *      \ \ / /           co-located shards: T sums 3 streams of every
+ *         T -- PS         shard, f = 20 / 3r; the raw rest lands 3-fold on
+ *                         a root's downlink: r (1.5 - 0.5 f) = 10, r = 80/9;
+ *                         one dedicated PS: 6.25 (as ps-ina). ATP: 80/9.
+ *     the same, T without INA and 4 servers: co-located 20/3 (a root's
+ *     downlink takes 3 raw quarters and 3 results), 4 dedicated 10: ATP 10.
+ *     a b   c d           switchml-rack: T1 and T2 sum their racks, the
+ *     T1 -- C -- T2       root T1 (C's capacity 15 would cap a root C at
+ *                         7.5) takes T2's one partial sum: 10 Gbps; one
+ *                         switch summing all four raw streams: 5.
  *   forest: K4 of unit links (tree packing 6 edges / 3 = 2), a 5-cycle
  *   (5 / 4 x c), two triangles joined by a 1 Gbps bridge (the bridge).
  */
@@ -287,6 +299,7 @@ static void test_forest(void)
 
 	for (i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
 		struct topo t;
+		struct pp_plan p;
 		char err[256];
 		double x, ring, cut;
 
@@ -294,13 +307,23 @@ static void test_forest(void)
 			tap_ok(0, "forest graph %u parses: %s", i, err);
 			continue;
 		}
-		x = run(&t, "forest", NULL, 1e6, NULL);
+		x = run(&t, "forest", &p, 1e6, NULL);
 		ring = run(&t, "ring", NULL, 1e6, NULL);
 		cut = pp_cut_bound(&t, 64);
 		/* eps = 0.1: the packing reaches (1 - eps)^2 of tau at least */
 		tap_ok(x <= g[i].tau * (1 + 1e-9) && x >= 0.81 * g[i].tau,
 		       "forest on %s: %.4f Gbps (ring %.4f, cut bound %.4g)",
 		       g[i].what, x, ring, cut);
+		/* the certificate: a dual bound at or above tau, and GK's
+		 * packing proved within eps of it */
+		tap_ok(x > 0 && p.bound_gbps >= g[i].tau * (1 - 1e-9) &&
+		       p.rate_gbps >= 0.9 * p.bound_gbps * (1 - 1e-9) &&
+		       p.rate_gbps <= g[i].tau * (1 + 1e-9),
+		       "forest %u: packing %.4f <= tau %.4g <= dual bound %.4f, "
+		       "within eps", i, x > 0 ? p.rate_gbps : 0, g[i].tau,
+		       x > 0 ? p.bound_gbps : 0);
+		if (x > 0)
+			pp_free(&p);
 		tap_ok(x >= ring - 1e-9 && x <= cut + 1e-9,
 		       "forest %u: at least the ring, at most the cut bound", i);
 		topo_free(&t);
@@ -415,6 +438,108 @@ static void test_generators(void)
 
 /* Every planner on a few topologies: a valid plan, and none beats the
  * allreduce cut bound. */
+static void test_deployed(void)
+{
+	static const char star[] =
+		"switch name=T ina=yes cap=20\nps name=PS\n"
+		"host name=a\nhost name=b\nhost name=c\nhost name=d\n"
+		"link a=a b=T gbps=10\nlink a=b b=T gbps=10\nlink a=c b=T gbps=10\n"
+		"link a=d b=T gbps=10\nlink a=PS b=T gbps=10\n";
+	static const char servers[] =
+		"switch name=T\nps name=P1\nps name=P2\nps name=P3\nps name=P4\n"
+		"host name=a\nhost name=b\nhost name=c\nhost name=d\n"
+		"link a=a b=T gbps=10\nlink a=b b=T gbps=10\nlink a=c b=T gbps=10\n"
+		"link a=d b=T gbps=10\nlink a=P1 b=T gbps=10\n"
+		"link a=P2 b=T gbps=10\nlink a=P3 b=T gbps=10\n"
+		"link a=P4 b=T gbps=10\n";
+	static const char racks[] =
+		"switch name=T1 ina=yes cap=1000\nswitch name=T2 ina=yes cap=1000\n"
+		"switch name=C ina=yes cap=15\n"
+		"host name=a\nhost name=b\nhost name=c\nhost name=d\n"
+		"link a=a b=T1 gbps=10\nlink a=b b=T1 gbps=10\n"
+		"link a=c b=T2 gbps=10\nlink a=d b=T2 gbps=10\n"
+		"link a=T1 b=C gbps=10\nlink a=T2 b=C gbps=10\n";
+	struct topo t;
+	struct pp_plan p;
+	char err[256];
+	double x, y;
+
+	if (parse_str(&t, star, err, sizeof(err))) {
+		tap_ok(0, "star parses: %s", err);
+	} else {
+		x = run(&t, "atp", &p, 1e6, NULL);
+		tap_ok(fabs(x - 80 / 9.0) < 1e-6 && strstr(p.note, "co-located wins") &&
+		       strstr(p.note, "dedicated 6.25 "),
+		       "atp on one INA switch of capacity 20: co-located %.9g "
+		       "= 80/9, one PS 6.25 (%s)", x, x > 0 ? p.note : "-");
+		if (x > 0)
+			pp_free(&p);
+		topo_free(&t);
+	}
+	if (parse_str(&t, servers, err, sizeof(err))) {
+		tap_ok(0, "four servers parse: %s", err);
+	} else {
+		x = run(&t, "atp", &p, 1e6, NULL);
+		y = run(&t, "ps", NULL, 1e6, NULL);
+		tap_ok(fabs(x - 10) < 1e-9 && strstr(p.note, "dedicated wins") &&
+		       strstr(p.note, "6.667"),
+		       "atp, no INA, 4 servers: dedicated %.6g = 10, co-located "
+		       "20/3 (%s)", x, x > 0 ? p.note : "-");
+		tap_ok(fabs(y - 10) < 1e-9, "ps sharded over 4 servers: %.6g = 10",
+		       y);
+		if (x > 0)
+			pp_free(&p);
+		topo_free(&t);
+	}
+	if (parse_str(&t, racks, err, sizeof(err))) {
+		tap_ok(0, "two racks parse: %s", err);
+	} else {
+		x = run(&t, "switchml-rack", &p, 1e6, NULL);
+		y = run(&t, "switchml", NULL, 1e6, NULL);
+		tap_ok(fabs(x - 10) < 1e-9 && x > 0 &&
+		       p.cls[0].root == topo_find(&t, "T1"),
+		       "switchml-rack: racks summed at T1 and T2, root T1: "
+		       "%.6g = 10", x);
+		tap_ok(fabs(y - 5) < 1e-9, "switchml, one switch for all: "
+		       "%.6g = 5", y);
+		if (x > 0)
+			pp_free(&p);
+		topo_free(&t);
+	}
+}
+
+/* atp's rate search counts loads per rack instead of building each plan:
+ * the rate it finds must be the simulated rate of the plan it builds, on
+ * graphs where racks differ (INA or not, the PS's rack, servers). */
+static void test_atp_counts(void)
+{
+	static const char *topos[] = {
+		"fattree:k=8,gbps=100,cap=400,workers=100,ps=1",
+		"leafspine:leaves=8,spines=4,hosts=8,gbps=100,oversub=2,ina=2,"
+		"cap=1600,ps=8",
+		"leafspine:leaves=6,spines=3,hosts=5,gbps=40,oversub=3,ina=4,"
+		"cap=90,ps=2" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(topos) / sizeof(topos[0]); i++) {
+		struct topo t;
+		struct pp_plan p;
+		double x;
+
+		if (gen(&t, topos[i])) {
+			tap_ok(0, "%s generated", topos[i]);
+			continue;
+		}
+		x = run(&t, "atp", &p, 1e6, NULL);
+		tap_ok(x > 0 && fabs(x - p.rate_gbps) < 1e-9 * x,
+		       "atp on %s: the rate counted per rack %.9g is the plan's "
+		       "simulated %.9g", topos[i], x > 0 ? p.rate_gbps : 0, x);
+		if (x > 0)
+			pp_free(&p);
+		topo_free(&t);
+	}
+}
+
 static void test_all(void)
 {
 	static const char *topos[] = { "grid-toy",
@@ -694,13 +819,15 @@ static void test_cli(void)
 
 int main(void)
 {
-	tap_plan(8 + 4 + 14 + 6 + 1 + 3 + 5 + 4 + 1 + 2 + 1 + 2);
+	tap_plan(8 + 4 + 14 + 9 + 1 + 3 + 5 + 3 + 4 + 1 + 2 + 1 + 2 + 5);
 	test_toy();
 	test_ring();
 	test_parser();
 	test_forest();
 	test_forest_sparse();
 	test_single_switch();
+	test_deployed();
+	test_atp_counts();
 	test_generators();
 	test_all();
 	test_scale();

@@ -39,19 +39,23 @@ static int sc_fat100(char *b, size_t l, int n)
 {
 	int k = 4;
 
+	/* GRID's setting: one PS, which the PS baseline and ATP's dedicated
+	 * sharding get too (ATP's co-located sharding needs none) */
 	while (k * k * k / 4 < n)
 		k += 2;
-	snprintf(b, l, "fattree:k=%d,gbps=100,cap=400,workers=%d", k < 8 ? 8 : k, n);
+	snprintf(b, l, "fattree:k=%d,gbps=100,cap=400,workers=%d,ps=1",
+		 k < 8 ? 8 : k, n);
 	return 0;
 }
 
 static int sc_leaf(char *b, size_t l, int n)
 {
-	/* 8 racks, 2 of them INA (Rina and ATP get the same switches) */
+	/* 8 racks, 2 of them INA (Rina and ATP get the same switches); one
+	 * dedicated server per rack for ATP's and the PS's sharding */
 	if (n % 8)
 		return -EINVAL;
 	snprintf(b, l, "leafspine:leaves=8,spines=4,hosts=%d,gbps=100,"
-		 "oversub=2,ina=2,cap=1600", n / 8);
+		 "oversub=2,ina=2,cap=1600,ps=8", n / 8);
 	return 0;
 }
 
@@ -71,17 +75,27 @@ static int sc_scale(char *b, size_t l, int n)
 	return 0;
 }
 
+static int sc_scale_ls(char *b, size_t l, int n)
+{
+	/* racks of 40 workers, 16 spines, 3:1: the leaf-spine of scale */
+	int leaves = (n + 39) / 40;
+
+	snprintf(b, l, "leafspine:leaves=%d,spines=16,hosts=%d,gbps=100,"
+		 "oversub=3,ina=all,cap=1600", leaves, (n + leaves - 1) / leaves);
+	return 0;
+}
+
 static const struct scenario scenarios[] = {
 	{ "grid-toy", "the GRID paper's example: 8 workers, 3 switches, PS",
-	  8, "ps,ps-ina,grid",
+	  8, "ps,ps-ina,grid,atp",
 	  "GRID (ToN'23) min rate: no INA 1 Gbps, ATP 2.43 Gbps, GRID 3 Gbps",
 	  sc_toy },
 	{ "grid-fattree", "GRID at 100 workers on a k=8 fat-tree, all switches INA",
-	  100, "grid,ps-ina,switchml,ps",
+	  100, "grid,atp,switchml-rack,ps-ina,switchml,ps",
 	  "GRID (ToN'23) aggregation throughput: GRID 465, ATP 148, SwitchML 178 Gbps",
 	  sc_fat100 },
 	{ "rina-leafspine", "partial INA: 8 racks of a 2:1 leaf-spine, 2 INA ToRs",
-	  64, "rina,ps-ina,ring,har",
+	  64, "rina,atp,ps-ina,ps,ring,har",
 	  "Rina (ICNP'24): more than 50% over ATP at partial INA deployment",
 	  sc_leaf },
 	{ "forest-hetero", "a random mesh of workers, 10-100 Gbps links",
@@ -89,8 +103,12 @@ static const struct scenario scenarios[] = {
 	  "topology-adaptive forest (INFOCOM'21): up to 18.3x over ring / tree",
 	  sc_forest },
 	{ "scale", "every scheme at 1,000 workers on a k=16 fat-tree",
-	  1000, "ring,tree,dbtree,har,ps,ps-ina,switchml,rina,grid,forest",
-	  NULL, sc_scale },
+	  1000, "ring,tree,dbtree,har,ps,ps-ina,switchml,rina,grid,forest,atp,"
+	  "switchml-rack", NULL, sc_scale },
+	{ "scale-leafspine", "every scheme at 1,000 workers on a 3:1 leaf-spine "
+	  "of 40-worker racks, all ToRs INA",
+	  1000, "ring,tree,dbtree,har,ps,ps-ina,switchml,rina,grid,forest,atp,"
+	  "switchml-rack", NULL, sc_scale_ls },
 	{ NULL, NULL, 0, NULL, NULL, NULL },
 };
 
@@ -102,13 +120,14 @@ static const char sim_usage[] =
 "common rate. No root needed.\n"
 "  --scenario NAME   a built-in setup with the seed paper's figure beside\n"
 "                    ours: grid-toy, grid-fattree, rina-leafspine,\n"
-"                    forest-hetero, scale (--list shows them)\n"
+"                    forest-hetero, scale, scale-leafspine (--list shows\n"
+"                    them)\n"
 "  --topo FILE       a topology file (format in docs/sim.md)\n"
 "  --gen SPEC        a generated topology: grid-toy, fattree:k=8,...,\n"
 "                    leafspine:..., random:... (docs/sim.md)\n"
 "  --scheme LIST     comma-separated: ring,tree,dbtree,har,ps,ps-ina,\n"
-"                    switchml,rina,grid,forest (default: the scenario's, or\n"
-"                    all that apply)\n"
+"                    switchml,rina,grid,forest,atp,switchml-rack (default:\n"
+"                    the scenario's, or all that apply)\n"
 "  --size BYTES      tensor size, a multiple of 4, suffixes K M G\n"
 "                    (default 100M)\n"
 "  --workers N       scenario size (default: the scenario's)\n"
@@ -454,11 +473,20 @@ int cmd_sim(int argc, char **argv)
 	}
 	if (!schemes[0]) {
 		const struct pp_planner *p;
+		int ina = 0, loose = 0;
 
+		for (i = 0; i < t.nnodes; i++)
+			ina |= t.node[i].ina && t.node[i].cap > 0;
+		for (i = 0; i < t.nhosts; i++)
+			loose |= t.node[t.hosts[i]].tor < 0;
 		for (p = pp_planners; p->name; p++) {
 			/* all that apply to this topology */
 			if ((!strcmp(p->name, "ps") || !strcmp(p->name, "ps-ina") ||
 			     !strcmp(p->name, "grid")) && !t.nps)
+				continue;
+			if (!strncmp(p->name, "switchml", 8) && !ina)
+				continue;
+			if (!strcmp(p->name, "atp") && loose)
 				continue;
 			strcat(schemes, schemes[0] ? "," : "");
 			strcat(schemes, p->name);
@@ -585,7 +613,7 @@ int cmd_sim(int argc, char **argv)
 		printf("\n");
 		if (sc && sc->paper)
 			printf("paper: %s\n", sc->paper);
-		printf("%-9s %10s %9s %11s ", "scheme", "rate Gbps", "push",
+		printf("%-13s %10s %9s %11s ", "scheme", "rate Gbps", "push",
 		       compute_ms > 0 ? "iter ms" : "time ms");
 		if (so.fair)
 			printf("%9s ", "fair ms");
@@ -596,13 +624,13 @@ int cmd_sim(int argc, char **argv)
 			char b[96], cr[16] = "-";
 
 			if (!r->ok) {
-				printf("%-9s error: %s\n", r->scheme, r->err);
+				printf("%-13s error: %s\n", r->scheme, r->err);
 				continue;
 			}
 			if (cut > 0)
 				snprintf(cr, sizeof(cr), "%.3f",
 					 r->res.rate_gbps / cut);
-			printf("%-9s %10.4g %9.4g %11.4g ", r->scheme,
+			printf("%-13s %10.4g %9.4g %11.4g ", r->scheme,
 			       r->res.rate_gbps, r->res.push_gbps,
 			       1e3 * (compute_ms > 0 ? r->res.iter_s : r->res.time_s));
 			if (so.fair)

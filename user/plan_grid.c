@@ -545,9 +545,39 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 		ret = nb;
 		goto out;
 	}
+	/* the bound first: the largest breakpoint the relaxation admits. No
+	 * plan beats it, so the search for a plan starts there and stops at
+	 * once where they meet (every scenario): at 10,000 workers each
+	 * rate the heuristic rejects costs all its orders, each a chain of
+	 * max-flows over the whole network */
+	{
+		int l2 = -1, h2 = nb;
+
+		while (h2 - l2 > 1) {
+			int mid = (l2 + h2) / 2;
+
+			if (relax_ok(&g, bp[mid]))
+				l2 = mid;
+			else
+				h2 = mid;
+		}
+		ub = l2;
+	}
 	lo = -1;
-	hi = nb;
-	while (hi - lo > 1) {
+	hi = ub + 1;
+	for (strat = 0; ub >= 0 && strat < GRID_ORDERS; strat++) {
+		int f = try_rate(&g, bp[ub], strat, NULL);
+
+		if (f < 0) {
+			ret = f;
+			goto out;
+		}
+		if (f) {
+			lo = ub;
+			break;
+		}
+	}
+	while (lo < ub && hi - lo > 1) {
 		int mid = (lo + hi) / 2, s, f = 0;
 
 		for (s = 0; s < GRID_ORDERS && !f; s++) {
@@ -573,21 +603,8 @@ int plan_grid(struct topo *t, const struct pp_opts *o, struct pp_plan *p,
 	ret = try_rate(&g, bp[lo], strat, p);
 	ret = ret == 1 ? 0 : ret < 0 ? ret : -EINVAL;
 	p->rate_gbps = bp[lo];
-	/* the bound: largest breakpoint the relaxation admits */
-	ub = lo;
-	{
-		int l2 = lo, h2 = nb;
-
-		while (h2 - l2 > 1) {
-			int mid = (l2 + h2) / 2;
-
-			if (relax_ok(&g, bp[mid]))
-				l2 = mid;
-			else
-				h2 = mid;
-		}
-		ub = l2;
-	}
+	if (ub < lo)	/* cannot be: a plan passes the relaxation */
+		ub = lo;
 	p->bound_gbps = bp[ub];
 	snprintf(p->note, sizeof(p->note), "rate %.4g Gbps, bound %.4g Gbps "
 		 "(%.1f%%), order %d", bp[lo], bp[ub],

@@ -29,6 +29,11 @@ const struct pp_planner pp_planners[] = {
 	  "rate", plan_grid },
 	{ "forest", "forest packing: trees rooted at different workers, "
 	  "shares by rate", plan_forest },
+	/* new planners go last: specs name planners by their position */
+	{ "atp", "ATP as deployed: worker's and PS's ToR aggregate, PS "
+	  "sharded (co-located or dedicated, the stronger)", plan_atp },
+	{ "switchml-rack", "SwitchML per rack: every INA ToR sums its rack, "
+	  "one switch sums the racks", plan_switchml_rack },
 	{ NULL, NULL, NULL },
 };
 
@@ -351,9 +356,18 @@ int pp_racks(const struct topo *t, int *rack_of, int *racks, int *nracks)
 
 /* ---- Dinic ---- */
 
+/*
+ * Planners run thousands of tiny max-flows on one big network (GRID adds
+ * one switch and pushes one unit at a time), so no step may cost O(nodes)
+ * when the flow is small: levels and positions carry an epoch stamp
+ * instead of being cleared, a node's edge iterator starts when it is
+ * labelled, and the BFS stops at the level of the sink.
+ */
 struct pp_mf {
 	int n, m, maxm;
 	int *head, *nxt, *to, *level, *it, *q;
+	unsigned *seen;		/* level[v] is valid iff seen[v] == epoch */
+	unsigned epoch;
 	long long *cap, *orig;
 };
 
@@ -369,7 +383,8 @@ struct pp_mf *pp_mf_new(int n)
 	m->level = malloc(n * sizeof(int));
 	m->it = malloc(n * sizeof(int));
 	m->q = malloc(n * sizeof(int));
-	if (!m->head || !m->level || !m->it || !m->q) {
+	m->seen = calloc(n, sizeof(unsigned));
+	if (!m->head || !m->level || !m->it || !m->q || !m->seen) {
 		pp_mf_free(m);
 		return NULL;
 	}
@@ -388,6 +403,7 @@ void pp_mf_free(struct pp_mf *m)
 	free(m->level);
 	free(m->it);
 	free(m->q);
+	free(m->seen);
 	free(m->cap);
 	free(m->orig);
 	free(m);
@@ -421,24 +437,47 @@ int pp_mf_edge(struct pp_mf *m, int u, int v, long long cap)
 	return k;
 }
 
+static void mf_stamp(struct pp_mf *m)
+{
+	if (++m->epoch == 0) {	/* wrapped: stale stamps could match */
+		memset(m->seen, 0, m->n * sizeof(unsigned));
+		m->epoch = 1;
+	}
+}
+
+static int mf_level(const struct pp_mf *m, int v)
+{
+	return m->seen[v] == m->epoch ? m->level[v] : -1;
+}
+
+static void mf_label(struct pp_mf *m, int v, int lv)
+{
+	m->seen[v] = m->epoch;
+	m->level[v] = lv;
+	m->it[v] = m->head[v];
+}
+
 static int mf_bfs(struct pp_mf *m, int s, int t)
 {
-	int qh = 0, qt = 0, i, e;
+	int qh = 0, qt = 0, e;
 
-	for (i = 0; i < m->n; i++)
-		m->level[i] = -1;
-	m->level[s] = 0;
+	mf_stamp(m);
+	mf_label(m, s, 0);
 	m->q[qt++] = s;
 	while (qh < qt) {
 		int u = m->q[qh++];
 
+		/* every node below the sink's level is labelled by now:
+		 * the rest cannot be on a shortest augmenting path */
+		if (mf_level(m, t) >= 0 && m->level[u] >= m->level[t])
+			break;
 		for (e = m->head[u]; e >= 0; e = m->nxt[e])
-			if (m->cap[e] > 0 && m->level[m->to[e]] < 0) {
-				m->level[m->to[e]] = m->level[u] + 1;
+			if (m->cap[e] > 0 && mf_level(m, m->to[e]) < 0) {
+				mf_label(m, m->to[e], m->level[u] + 1);
 				m->q[qt++] = m->to[e];
 			}
 	}
-	return m->level[t] >= 0;
+	return mf_level(m, t) >= 0;
 }
 
 static long long mf_dfs(struct pp_mf *m, int u, int t, long long f)
@@ -448,7 +487,7 @@ static long long mf_dfs(struct pp_mf *m, int u, int t, long long f)
 	for (; m->it[u] >= 0; m->it[u] = m->nxt[m->it[u]]) {
 		int e = m->it[u], v = m->to[e];
 
-		if (m->cap[e] > 0 && m->level[v] == m->level[u] + 1) {
+		if (m->cap[e] > 0 && mf_level(m, v) == m->level[u] + 1) {
 			long long d = mf_dfs(m, v, t, f < m->cap[e] ? f : m->cap[e]);
 
 			if (d > 0) {
@@ -464,15 +503,11 @@ static long long mf_dfs(struct pp_mf *m, int u, int t, long long f)
 long long pp_mf_run(struct pp_mf *m, int s, int t, long long limit)
 {
 	long long total = 0, f;
-	int i;
 
-	while (total < limit && mf_bfs(m, s, t)) {
-		for (i = 0; i < m->n; i++)
-			m->it[i] = m->head[i];
+	while (total < limit && mf_bfs(m, s, t))
 		while (total < limit &&
 		       (f = mf_dfs(m, s, t, limit - total)) > 0)
 			total += f;
-	}
 	return total;
 }
 
@@ -506,9 +541,10 @@ int pp_mf_take_path(struct pp_mf *m, int u, int t, int *edges, int max)
 {
 	int n = 0, *pos = m->it, i, guard = 0;
 
-	/* it[] doubles as "position of this node on the walk" */
-	for (i = 0; i < m->n; i++)
-		pos[i] = -1;
+	/* it[] doubles as "position of this node on the walk", valid where
+	 * stamped in this epoch */
+	mf_stamp(m);
+	m->seen[u] = m->epoch;
 	pos[u] = 0;
 	while (u != t) {
 		int e;
@@ -521,7 +557,7 @@ int pp_mf_take_path(struct pp_mf *m, int u, int t, int *edges, int max)
 		m->cap[e] += 1;
 		m->cap[e ^ 1] -= 1;
 		u = m->to[e];
-		if (pos[u] >= 0) {
+		if (m->seen[u] == m->epoch && pos[u] >= 0) {
 			/* a cycle of flow: it carries nothing anywhere, drop
 			 * it from the path (its unit is already removed) */
 			for (i = pos[u]; i < n; i++)
@@ -533,6 +569,7 @@ int pp_mf_take_path(struct pp_mf *m, int u, int t, int *edges, int max)
 		if (n == max)
 			return -1;
 		edges[n++] = e;
+		m->seen[u] = m->epoch;
 		pos[u] = n;
 	}
 	return n;

@@ -199,6 +199,8 @@ PP_PLANNER(plan_switchml);
 PP_PLANNER(plan_rina);
 PP_PLANNER(plan_grid);
 PP_PLANNER(plan_forest);
+PP_PLANNER(plan_atp);
+PP_PLANNER(plan_switchml_rack);
 #undef PP_PLANNER
 
 #endif

@@ -24,9 +24,11 @@ void topo_free(struct topo *t)
 	free(t->hosts);
 	free(t->ps);
 	if (t->dist)
-		for (int i = 0; i < t->nnodes; i++)
+		for (int i = 0; i < t->ncore; i++)
 			free(t->dist[i]);
 	free(t->dist);
+	free(t->cix);
+	free(t->core);
 	topo_init(t);
 }
 
@@ -107,34 +109,39 @@ int topo_add_link(struct topo *t, int a, int b, double ab, double ba)
 	return t->nlinks++;
 }
 
-/* Hop distances from every node to dst over arcs (BFS on reversed arcs),
- * cached per destination. */
+static int is_leaf(const struct topo *t, int u)
+{
+	return t->off[u + 1] - t->off[u] == 1;
+}
+
+/* Hop distances from every core node to core node dst (by core index),
+ * BFS on reversed arcs through core nodes only, cached per destination. */
 static const int *dist_to(struct topo *t, int dst)
 {
 	int *d = t->dist[dst], *q, qh = 0, qt = 0, i;
 
 	if (d)
 		return d;
-	d = malloc(t->nnodes * sizeof(*d));
-	q = malloc(t->nnodes * sizeof(*q));
+	d = malloc(t->ncore * sizeof(*d));
+	q = malloc(t->ncore * sizeof(*q));
 	if (!q || !d) {
 		free(d);
 		free(q);
 		return NULL;
 	}
-	for (i = 0; i < t->nnodes; i++)
+	for (i = 0; i < t->ncore; i++)
 		d[i] = -1;
 	d[dst] = 0;
 	q[qt++] = dst;
 	while (qh < qt) {
-		int v = q[qh++], k;
+		int v = t->core[q[qh++]], k;
 
 		/* arcs into v are the reverses of v's out-arcs */
 		for (k = t->off[v]; k < t->off[v + 1]; k++) {
-			int u = topo_arc_to(t, t->adj[k]);
+			int u = t->cix[topo_arc_to(t, t->adj[k])];
 
-			if (d[u] < 0) {
-				d[u] = d[v] + 1;
+			if (u >= 0 && d[u] < 0) {
+				d[u] = d[t->cix[v]] + 1;
 				q[qt++] = u;
 			}
 		}
@@ -142,6 +149,32 @@ static const int *dist_to(struct topo *t, int dst)
 	free(q);
 	t->dist[dst] = d;
 	return d;
+}
+
+/* Every node reached from src (reach[] set to 1); 0 or -ENOMEM. */
+static int reach_from(const struct topo *t, int src, char *reach)
+{
+	int *q = malloc(t->nnodes * sizeof(*q)), qh = 0, qt = 0;
+
+	if (!q)
+		return -ENOMEM;
+	memset(reach, 0, t->nnodes);
+	reach[src] = 1;
+	q[qt++] = src;
+	while (qh < qt) {
+		int v = q[qh++], k;
+
+		for (k = t->off[v]; k < t->off[v + 1]; k++) {
+			int u = topo_arc_to(t, t->adj[k]);
+
+			if (!reach[u]) {
+				reach[u] = 1;
+				q[qt++] = u;
+			}
+		}
+	}
+	free(q);
+	return 0;
 }
 
 static const struct topo *name_sort_t;
@@ -187,16 +220,23 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 	free(t->hosts);
 	free(t->ps);
 	if (t->dist)
-		for (i = 0; i < t->nnodes; i++)
+		for (i = 0; i < t->ncore; i++)
 			free(t->dist[i]);
 	free(t->dist);
+	free(t->cix);
+	free(t->core);
+	t->dist = NULL;
+	t->cix = t->core = NULL;
+	t->ncore = 0;
 	t->off = calloc(t->nnodes + 1, sizeof(int));
 	t->adj = malloc((2 * t->nlinks + 1) * sizeof(int));
 	t->hosts = malloc((t->nnodes + 1) * sizeof(int));
 	t->ps = malloc((t->nnodes + 1) * sizeof(int));
-	t->dist = calloc(t->nnodes + 1, sizeof(int *));
+	t->cix = malloc((t->nnodes + 1) * sizeof(int));
+	t->core = malloc((t->nnodes + 1) * sizeof(int));
 	cnt = calloc(t->nnodes + 1, sizeof(int));
-	if (!t->off || !t->adj || !t->hosts || !t->ps || !t->dist || !cnt) {
+	if (!t->off || !t->adj || !t->hosts || !t->ps || !t->cix || !t->core ||
+	    !cnt) {
 		free(cnt);
 		return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 	}
@@ -213,6 +253,14 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 		t->adj[t->off[b] + cnt[b]++] = 2 * i + 1;
 	}
 	free(cnt);
+	for (i = 0; i < t->nnodes; i++) {
+		t->cix[i] = is_leaf(t, i) ? -1 : t->ncore;
+		if (t->cix[i] >= 0)
+			t->core[t->ncore++] = i;
+	}
+	t->dist = calloc(t->ncore + 1, sizeof(int *));
+	if (!t->dist)
+		return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
 	for (i = 0; i < t->nnodes; i++) {
 		struct topo_node *n = &t->node[i];
 		int k;
@@ -235,16 +283,23 @@ int topo_finish(struct topo *t, char *err, size_t errlen)
 	/* every link works both ways: one search from the first worker
 	 * shows that all workers and servers reach each other */
 	{
-		const int *d = dist_to(t, t->hosts[0]);
+		char *reach = malloc(t->nnodes + 1);
 
-		if (!d)
+		if (!reach || reach_from(t, t->hosts[0], reach)) {
+			free(reach);
 			return rinx_seterr(err, errlen, -ENOMEM, "out of memory");
+		}
 		for (i = 0; i < t->nnodes; i++)
-			if (t->node[i].kind != TOPO_SWITCH && d[i] < 0)
-				return rinx_seterr(err, errlen, -EINVAL,
-						   "%s cannot reach %s",
-						   t->node[i].name,
-						   t->node[t->hosts[0]].name);
+			if (t->node[i].kind != TOPO_SWITCH && !reach[i]) {
+				int ret = rinx_seterr(err, errlen, -EINVAL,
+						      "%s cannot reach %s",
+						      t->node[i].name,
+						      t->node[t->hosts[0]].name);
+
+				free(reach);
+				return ret;
+			}
+		free(reach);
 	}
 	return 0;
 }
@@ -262,34 +317,62 @@ static uint32_t mix32(uint32_t x)
 int topo_route(struct topo *t, int src, int dst, int *arcs, int max)
 {
 	const int *d;
-	int u = src, n = 0;
+	int u = src, n = 0, last = -1, to = dst;
 	uint32_t h = mix32(src * 2654435761u ^ (dst + 0x9e3779b9u));
 
 	if (src < 0 || dst < 0 || src >= t->nnodes || dst >= t->nnodes)
 		return -EINVAL;
-	d = dist_to(t, dst);
+	if (src == dst)
+		return 0;
+	if (max < 1)
+		return -E2BIG;
+	/* a leaf's only way out, and a leaf destination's only way in */
+	if (t->cix[src] < 0) {
+		h = mix32(h);	/* the step a full walk would hash: same picks */
+		arcs[n++] = t->adj[t->off[src]];
+		u = topo_arc_to(t, arcs[0]);
+		if (u == dst)
+			return n;
+	}
+	if (t->cix[dst] < 0) {
+		last = t->adj[t->off[dst]] ^ 1;
+		to = topo_arc_from(t, last);
+	}
+	if (t->cix[u] < 0 || t->cix[to] < 0)	/* two leaves, one link */
+		return -EHOSTUNREACH;
+	d = dist_to(t, t->cix[to]);
 	if (!d)
 		return -ENOMEM;
-	if (d[src] < 0)
+	if (d[t->cix[u]] < 0)
 		return -EHOSTUNREACH;
-	while (u != dst) {
-		int k, cand = 0, pick, chosen = -1;
+	while (u != to) {
+		int k, cand = 0, pick, chosen = -1, du = d[t->cix[u]];
 
-		for (k = t->off[u]; k < t->off[u + 1]; k++)
-			if (d[topo_arc_to(t, t->adj[k])] == d[u] - 1)
+		for (k = t->off[u]; k < t->off[u + 1]; k++) {
+			int v = t->cix[topo_arc_to(t, t->adj[k])];
+
+			if (v >= 0 && d[v] == du - 1)
 				cand++;
+		}
 		h = mix32(h + n);
 		pick = h % cand;
-		for (k = t->off[u]; k < t->off[u + 1]; k++)
-			if (d[topo_arc_to(t, t->adj[k])] == d[u] - 1 &&
-			    pick-- == 0) {
+		for (k = t->off[u]; k < t->off[u + 1]; k++) {
+			int v = t->cix[topo_arc_to(t, t->adj[k])];
+
+			if (v >= 0 && d[v] == du - 1 && pick-- == 0) {
 				chosen = t->adj[k];
 				break;
 			}
+		}
 		if (n == max)
 			return -E2BIG;
 		arcs[n++] = chosen;
 		u = topo_arc_to(t, chosen);
+	}
+	if (last >= 0) {
+		if (n == max)
+			return -E2BIG;
+		arcs[n++] = last;
 	}
 	return n;
 }
@@ -571,8 +654,8 @@ static int gen_fattree(struct genopt *o, struct topo *t, char *err,
 	int core0, *edge;
 	char nm[TOPO_NAME_MAX];
 
-	if (k < 2 || k % 2 || k > 64)
-		return BAD("fattree: k=%d must be even, 2..64", k);
+	if (k < 2 || k % 2 || k > 80)
+		return BAD("fattree: k=%d must be even, 2..80", k);
 	nw = o[2].set ? (int)opt(o, "workers") : k * k * k / 4;
 	if (nw < 1 || nw > k * k * k / 4)
 		return BAD("fattree: workers=%d: 1..%d for k=%d", nw,

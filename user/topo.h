@@ -22,8 +22,9 @@
 #include <stdio.h>
 
 #define TOPO_NAME_MAX	32
-#define TOPO_MAX_NODES	20000	/* routes cache a row of distances per
-				 * destination: keep rows * nodes sane */
+#define TOPO_MAX_NODES	200000	/* a k=74 fat-tree (108,000 nodes) fits;
+				 * routes cache distance rows over the core
+				 * nodes only (below), not over all nodes */
 
 enum topo_kind { TOPO_HOST, TOPO_SWITCH, TOPO_PS };
 
@@ -49,7 +50,17 @@ struct topo {
 	int *off, *adj;		/* out-arcs of u: adj[off[u] .. off[u+1]) */
 	int nhosts, nps;
 	int *hosts, *ps;	/* node ids of workers and of servers */
-	int **dist;		/* per destination: hop distances, on demand */
+	/* Routes: a leaf (a node with one link: most hosts, a PS) is never
+	 * passed through, so shortest routes are planned over the core
+	 * (every other node) and a leaf's one link is added at either end.
+	 * Distance rows are cached per core destination over core nodes:
+	 * ncore^2 at most (6,846 switches of a k=74 fat-tree: 187 MB), where
+	 * rows over every node would be nnodes^2 (47 GB). */
+	int ncore;
+	int *cix;		/* per node: core index, or -1 for a leaf */
+	int *core;		/* core index -> node */
+	int **dist;		/* per core destination: hops from each core
+				 * node, on demand */
 };
 
 static inline int topo_arc_from(const struct topo *t, int arc)
