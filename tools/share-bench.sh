@@ -14,8 +14,9 @@
 #
 # The TCP flow runs alone first, then the rinx job alone, then both at
 # once; each side's share of the port is its rate over RATE: TCP's from the
-# bytes its receiver counted over the time it ran, rinx's from its busbw
-# (on a ring every link carries busbw). The rinx job verifies every element
+# bytes its receiver counted while the rinx job ran, rinx's from its busbw
+# (on a ring every link carries busbw; the warm-up collective counts in
+# the time, not in busbw). The rinx job verifies every element
 # of every collective (`bench --verify`).
 #
 #   tools/share-bench.sh [-l RATE] [-s SIZE] [-n ITERS] [-c CC] [-p PLAN]
@@ -75,22 +76,29 @@ for h in h0 h3; do
 done
 dst=$(awk '/^host name=h3 /{for (i = 1; i <= NF; i++) if ($i ~ /^ip=/) print substr($i, 4)}' "$spec")
 
-# tcp SECONDS: a bulk TCP flow h0 -> h3 for SECONDS; prints Mbit/s as the
-# receiver counted them
+# tcp SECONDS [FROM TO]: a bulk TCP flow h0 -> h3 for SECONDS; prints the
+# Mbit/s the receiver counted, over the whole flow, or between the
+# CLOCK_MONOTONIC times in the files FROM and TO (written meanwhile)
 tcp() {
 	ip netns exec "${p}h3" python3 -c '
 import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); s.settimeout(30)
-c, _ = s.accept(); c.settimeout(30); n = 0; t0 = None
+c, _ = s.accept(); c.settimeout(30); n = 0; log = []
 while True:
     b = c.recv(1 << 20)
     if not b: break
-    if t0 is None: t0 = time.monotonic()
-    n += len(b)
-t = time.monotonic() - t0 if t0 else 0
-print("%.1f" % (n * 8 / t / 1e6 if t > 0 else 0))
-' "$port" >"$tmp/rx" &
+    n += len(b); log.append((time.monotonic(), n))
+def rate(a, z):
+    pts = [x for x in log if a <= x[0] <= z]
+    if len(pts) < 2: return 0.0
+    return (pts[-1][1] - pts[0][1]) * 8 / (pts[-1][0] - pts[0][0]) / 1e6
+if len(sys.argv) > 3:
+    a = float(open(sys.argv[2]).read()); z = float(open(sys.argv[3]).read())
+    print("%.1f" % rate(a, z))
+else:
+    print("%.1f" % (rate(log[0][0], log[-1][0]) if log else 0.0))
+' "$port" "${@:2}" >"$tmp/rx" &
 	local rx=$!
 	pids+=("$rx")
 	sleep 0.5
@@ -130,11 +138,14 @@ echo "rinx alone: $r_alone Mbit/s (busbw)"
 secs=$(awk -v r="$r_alone" -v s="$size" -v n="$iters" 'BEGIN {
 	m = s + 0; if (s ~ /K$/) m *= 1024; if (s ~ /M$/) m *= 1048576
 	printf "%d", (r > 0 ? 2.5 * n * m * 8 * 1.5 / (r * 1e6) : 30) + 5 }')
-tcp "$secs" >"$tmp/both_tcp" &
+now() { python3 -c 'import time; print(time.monotonic())'; }
+tcp "$secs" "$tmp/from" "$tmp/to" >"$tmp/both_tcp" &
 tp=$!
 pids+=("$tp")
 sleep 2
+now >"$tmp/from"
 r_both=$(bench)
+now >"$tmp/to"
 wait "$tp"
 t_both=$(cat "$tmp/both_tcp")
 echo "together:   tcp $t_both Mbit/s, rinx $r_both Mbit/s (busbw)"
