@@ -94,7 +94,19 @@ def rate(a, z):
     if len(pts) < 2: return 0.0
     return (pts[-1][1] - pts[0][1]) * 8 / (pts[-1][0] - pts[0][0]) / 1e6
 if len(sys.argv) > 3:
-    a = float(open(sys.argv[2]).read()); z = float(open(sys.argv[3]).read())
+    # the start and end of the rinx run, written while the flow ran
+    for _ in range(600):
+        try:
+            a = float(open(sys.argv[2]).read())
+            z = float(open(sys.argv[3]).read())
+            break
+        except (OSError, ValueError):
+            time.sleep(0.1)
+    else:
+        a = z = 0.0
+    if log and z > log[-1][0]:
+        print("share-bench: the TCP flow ended before the rinx job",
+              file=sys.stderr)
     print("%.1f" % rate(a, z))
 else:
     print("%.1f" % (rate(log[0][0], log[-1][0]) if log else 0.0))
@@ -137,7 +149,7 @@ echo "rinx alone: $r_alone Mbit/s (busbw)"
 # both: TCP for as long as the rinx run took alone, and a little more
 secs=$(awk -v r="$r_alone" -v s="$size" -v n="$iters" 'BEGIN {
 	m = s + 0; if (s ~ /K$/) m *= 1024; if (s ~ /M$/) m *= 1048576
-	printf "%d", (r > 0 ? 2.5 * n * m * 8 * 1.5 / (r * 1e6) : 30) + 5 }')
+	printf "%d", (r > 0 ? 4 * (n + 1) * m * 8 * 1.5 / (r * 1e6) : 60) + 20 }')
 now() { python3 -c 'import time; print(time.monotonic())'; }
 tcp "$secs" "$tmp/from" "$tmp/to" >"$tmp/both_tcp" &
 tp=$!

@@ -164,6 +164,7 @@ struct rinx_comm {
 				 * RINX_F_LOSSY after it saw a loss */
 	__u64 loss_seen;	/* resends + NACKs + repairs when the round
 				 * opened */
+	__u64 rnacks;		/* of st.nacks, the RNACKs */
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */

@@ -410,9 +410,13 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 
 #define LOSSY_ROUNDS	8	/* rounds a rank marks its shares after a loss */
 
+/* What says a frame was lost: own blocks sent again, finished blocks asked
+ * for, stalls repaired. Not the RNACKs: those are asked only while the
+ * hops keep sums, and a hole taken for a loss on a busy machine would keep
+ * them on for good. */
 static __u64 losses(const struct rinx_comm *c)
 {
-	return c->st.retransmits + c->st.nacks + c->st.repairs;
+	return c->st.retransmits + c->st.nacks - c->rnacks + c->st.repairs;
 }
 
 /* Whether the ring hops keep partial sums in the round being opened (r is
@@ -494,6 +498,7 @@ static int rnack_due(struct rinx_req *r, __u32 b, __u32 k, __u64 since,
 			    r->nb, block_count(r, b)))
 		return -1;
 	c->st.nacks++;
+	c->rnacks++;
 	r->rhole_at[b] = now;
 	if (r->rasked[b] < 255)
 		r->rasked[b]++;
