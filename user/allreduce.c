@@ -540,8 +540,7 @@ static int progress(struct rinx_req *r, int *moved)
 			r->holes++;
 			r->cursor_t = t;
 		}
-		/* a stall: blocks finished in order, or own blocks claimed
-		 * (the host program claims one per finished gather) */
+		/* how long this round took to get going here (open_lag) */
 		if (got && !r->lag_sampled) {
 			__u64 lag = t - r->opened_at;
 
@@ -549,6 +548,8 @@ static int progress(struct rinx_req *r, int *moved)
 			c->open_lag = c->open_lag ? (7 * c->open_lag + lag) / 8 :
 						    lag;
 		}
+		/* a stall: blocks finished in order, or own blocks claimed
+		 * (the host program claims one per finished gather) */
 		if (got || claimed != r->last_claimed || !r->last_progress) {
 			r->moved_at = t;
 			r->last_claimed = claimed;
