@@ -657,13 +657,21 @@ void rinx_dequant_block(const struct rinx_slot *s, float *x, int count,
 	if (count > 0)
 		rinx_dequant_blocks(s, x, count, qbits);
 }
+
+/* x / 2^d to nearest, ties up, as the XDP programs do it (rinx_block_add,
+ * bpf/fixed.bpf.h), the same steps so that the rule cannot drift:
+ * floor((x + 2^(d-1)) / 2^d) = ceil(a / 2) = a - floor(a / 2) with
+ * a = floor(x / 2^(d-1)), in 32 bits and exact for every int32. */
 static inline int32_t rshift_round(int32_t x, uint32_t d)
 {
+	int32_t a;
+
 	if (d == 0)
 		return x;
 	if (d > 31)
 		return 0;
-	return (int32_t)(((int64_t)x + (1ll << (d - 1))) >> d);
+	a = x >> (d - 1);
+	return a - (a >> 1);
 }
 
 int16_t rinx_payload_add(int32_t *dst, int16_t dst_exp, const int32_t *src,
