@@ -126,6 +126,25 @@ plan() {
 	echo "1..$1"
 }
 
+# testbed_up WHAT ARGS...: testbed $P up with ARGS (its output as
+# diagnostics) and the check "testbed up (WHAT, prefix $P)"; without a
+# testbed the test bails out. Sets up=1 (the cleanup's cue) and spec.
+testbed_up() {
+	local what=$1 out rc
+
+	shift
+	up=1
+	out=$("$rinxctl" testbed up --prefix "$P" "$@" 2>&1)
+	rc=$?
+	echo "$out" | diag
+	ok $rc "testbed up ($what, prefix $P)"
+	spec=/run/rinx-testbed/$P.spec
+	if [ $rc -ne 0 ]; then
+		echo "Bail out! no testbed"
+		exit 1
+	fi
+}
+
 # testbed $P down (its status) and checked gone (with its spec $spec), then
 # the TAP plan unless the test declared it (plan) and the test's exit status
 testbed_down_end() {

@@ -93,16 +93,7 @@ tap_checks "config: " "$conf"
 ok $? "config: both cases ran ($nchecks of 2)"
 
 # ---- torchrun on the testbed ----
-up=1
-out=$("$rinxctl" testbed up --hosts 4 --prefix "$P" --window 2048 2>&1)
-rc=$?
-echo "$out" | diag
-ok $rc "testbed up (4 hosts, prefix $P)"
-spec=/run/rinx-testbed/$P.spec
-if [ $rc -ne 0 ]; then
-	echo "Bail out! no testbed"
-	exit 1
-fi
+testbed_up "4 hosts" --hosts 4 --window 2048 --jobs 4
 
 t0=$SECONDS
 env -u RINX_JOB -u RINX_TOKEN timeout -k 5 200 "$run" --torchrun \

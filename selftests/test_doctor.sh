@@ -74,7 +74,7 @@ only_missing() {
 
 spec=/run/rinx-testbed/$P.spec
 tmp=$(mktemp -d /tmp/rxdr.XXXXXX)
-"$rinxctl" testbed up --prefix "$P" --hosts 2 --window 4096 2>&1 | diag
+"$rinxctl" testbed up --prefix "$P" --hosts 2 --window 4096 --jobs 4 2>&1 | diag
 ok "${PIPESTATUS[0]}" "testbed up (2 hosts)"
 up=1
 

@@ -59,20 +59,11 @@ trap 'exit 1' INT TERM
 plan $((BINDING_CHECKS + 7 + 6))
 logs=$(mktemp -d)
 
-# jobs J (slot 1), J+1, J+2 (binding), J+3 (training): four different
-# slots, so the job the killed rank leaves behind is in nobody's way
+# jobs J, J+1, J+2 (binding), J+3 (training): four ids, each in a slot
+# of its own, so the job the killed rank leaves behind is in nobody's way
 job=$((0x100001 + (RANDOM % 4096) * 64))
 
-up=1
-out=$("$rinxctl" testbed up --hosts 4 --prefix "$P" --window 2048 2>&1)
-rc=$?
-echo "$out" | diag
-ok $rc "testbed up (4 hosts, prefix $P)"
-spec=/run/rinx-testbed/$P.spec
-if [ $rc -ne 0 ]; then
-	echo "Bail out! no testbed"
-	exit 1
-fi
+testbed_up "4 hosts" --hosts 4 --window 2048 --jobs 4
 
 # ---- the binding ----
 t0=$SECONDS

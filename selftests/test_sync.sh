@@ -62,16 +62,7 @@ logs=$(mktemp -d)
 # the modes' test: world job J, its groups' J+1; training J+2 (groups J+3)
 job=$((0x180001 + (RANDOM % 4096) * 64))
 
-up=1
-out=$("$rinxctl" testbed up --hosts 4 --racks 2 --prefix "$P" --window 2048 2>&1)
-rc=$?
-echo "$out" | diag
-ok $rc "testbed up (2 racks x 2 hosts, prefix $P)"
-spec=/run/rinx-testbed/$P.spec
-if [ $rc -ne 0 ]; then
-	echo "Bail out! no testbed"
-	exit 1
-fi
+testbed_up "2 racks x 2 hosts" --hosts 4 --racks 2 --window 2048 --jobs 4
 
 # ---- the modes ----
 t0=$SECONDS
