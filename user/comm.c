@@ -150,7 +150,7 @@ static int tor_job(struct rinx_comm *c, int ri, struct rinx_plan *p,
 				   c->spec.racks[ri].name);
 	memset(j, 0, sizeof(*j));
 	j->token = c->token;
-	j->slot = c->slot;
+	/* slot 0 here: the ToR gives the job its own (rinx_claim_slot) */
 	j->nclasses = p->nclasses;
 	j->nnodes = p->nnodes;
 	j->plen = p->plen;
