@@ -285,7 +285,10 @@ def train(a, backend, comm, data, rank, world, pg=None):
         for s in range(steps_per_epoch):
             idx = mine[s * a.batch:(s + 1) * a.batch]
             ts = time.time()
-            model.zero_grad()
+            if osp is not None:
+                osp.zero_grad()     # in place: OSP's flat gradient buffer
+            else:
+                model.zero_grad()
             loss = F.cross_entropy(model(xtr[idx]), ytr[idx])
             if rank == a.slow_rank:
                 time.sleep(a.slow_ms / 1000)
@@ -353,7 +356,8 @@ def train(a, backend, comm, data, rank, world, pg=None):
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
                          "stage2_elements": osp.n2, "steps": osp.steps,
                          "corrections": osp.corrections,
-                         "max_inflight": osp.max_inflight}
+                         "max_inflight": osp.max_inflight,
+                         "grads_in_place": osp.grads_in_place}
     if comm is not None:
         st = comm.stats()
         d = {k: st[k] - st0[k] for k in ("ops", "bytes", "timeouts",
@@ -407,6 +411,9 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     if backend == "osp":
         osp = rinx.osp.OSP(comm, params, lr=a.lr, momentum=0.9,
                            split=a.osp_split)
+        # OSP keeps the gradients in a buffer of its own (the parameters'
+        # .grad are its views): the device's gradient is copied into that
+        flat_g = osp.flat_g
     vel = torch.zeros(n)
     steps = a.steps or 10
     st0 = comm.stats() if comm is not None else None

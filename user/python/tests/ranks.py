@@ -406,8 +406,16 @@ def phase_osp(comm):
             gs = [np.concatenate([nrm(70 + t, r, 300),
                                   nrm(80 + t, r, 100)]).astype(np.float64)
                   for r in range(N)]
-            a.grad = torch.from_numpy(gs[RANK][:300].astype(np.float32))
-            b.grad = torch.from_numpy(gs[RANK][300:].astype(np.float32))
+            g32 = gs[RANK].astype(np.float32)
+            if t == 1:
+                # in place: the backward pass's way (the gradients are
+                # views of OSP's buffer after zero_grad)
+                osp.zero_grad()
+                a.grad.add_(torch.from_numpy(g32[:300]))
+                b.grad.add_(torch.from_numpy(g32[300:]))
+            else:   # assigned: copied into OSP's buffer
+                a.grad = torch.from_numpy(g32[:300].copy())
+                b.grad = torch.from_numpy(g32[300:].copy())
             prev = ref.copy()
             osp.step()
             vel = mu * vel + np.mean(gs, axis=0)
@@ -439,6 +447,10 @@ def phase_osp(comm):
               osp.corrections == steps - 1 and osp.max_inflight == 1 and
               osp.fut is not None, "%d started, %d applied, at most %d in "
               "flight" % (osp.started, osp.corrections, osp.max_inflight))
+        check("osp split %.2f: the step of in-place gradients copied "
+              "none, the assigned ones were copied" % split,
+              osp.grads_in_place == 1, "%d steps in place of %d"
+              % (osp.grads_in_place, steps))
         osp.finish()
         now = np.concatenate([a.detach().numpy(), b.detach().numpy()])
         e = np.max(np.abs(now - ref))
