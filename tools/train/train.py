@@ -442,8 +442,7 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
                 comm.allreduce(flat_g)
             t4 = time.perf_counter()
             with torch.no_grad():
-                flat_g.div_(world)
-                vel.mul_(0.9).add_(flat_g)
+                vel.mul_(0.9).add_(flat_g, alpha=1.0 / world)
                 flat_p.sub_(vel, alpha=a.lr)
             t5 = time.perf_counter()
         t_sleep += t1 - t
