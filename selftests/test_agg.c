@@ -69,7 +69,7 @@
 #include "uapi/rinx.h"
 #include "uapi/rinx_switch.h"
 #include "user/ctl.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
 #include "frame.h"

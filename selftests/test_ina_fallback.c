@@ -40,7 +40,7 @@
 #include <unistd.h>
 #include "selftests/tap.h"
 #include "tools/gen.h"
-#include "user/comm.h"
+#include "user/comm/comm.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
 #include "tools/testbed.h"

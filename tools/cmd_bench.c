@@ -26,7 +26,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/bench.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 #include "tools/gen.h"
 #include "tools/cmds.h"
 #include "user/ctl.h"

@@ -18,7 +18,7 @@
 #include "tools/bench.h"
 #include "tools/cmds.h"
 #include "tools/opts.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 #include "tools/testbed.h"
 
 static char demo_prefix[RINX_TB_PREFIX_MAX + 1];

@@ -18,7 +18,7 @@
 #include "tools/cmds.h"
 #include "tools/gen.h"
 #include "tools/proc.h"
-#include "user/sim.h"
+#include "user/plan/sim.h"
 
 struct scenario {
 	const char *name;

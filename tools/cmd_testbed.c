@@ -13,7 +13,7 @@
 #include "tools/cmds.h"
 #include "tools/opts.h"
 #include "tools/testbed.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 
 static int parse_ina_one(const char *v)
 {

@@ -38,9 +38,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/testbed.h"
-#include "user/plan.h"
-#include "user/pplan.h"
-#include "user/torctl.h"
+#include "user/plan/plan.h"
+#include "user/plan/pplan.h"
+#include "user/comm/torctl.h"
 #include "switch.skel.h"
 
 extern char **environ;
@@ -1939,7 +1939,7 @@ int rinx_testbed_link_get(const struct rinx_spec *s,
 
 /* ---- topology testbeds ----
  *
- * A topology (user/topo.h) as a testbed: every switch and every PS a
+ * A topology (user/plan/topo.h) as a testbed: every switch and every PS a
  * namespace <prefix>t<i> (switches first, in topology order, then the
  * servers), every worker a host <prefix>h<rank>, one veth per link: eth0
  * of a host or a PS, l<link> on a switch. Every port's queue drains at its
