@@ -40,7 +40,7 @@
 #include <bpf/libbpf.h>
 
 #include "uapi/rinx.h"
-#include "uapi/rinx_switch.h"
+#include "bpf/switch_kern_user.h"
 #include "user/ctl.h"
 #include "user/plan/plan.h"
 #include "host.skel.h"

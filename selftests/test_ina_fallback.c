@@ -43,7 +43,7 @@
 #include "user/comm/comm.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 #define NR	6
 #define COUNT	(5 * 768 + 77)

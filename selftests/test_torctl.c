@@ -19,6 +19,7 @@
 #include <sys/mount.h>
 #include <bpf/bpf.h>
 #include "user/comm/torctl.h"
+#include "tools/testbed/testbed.h"
 #include "tap.h"
 
 #define PORT	(RINX_TORCTL_PORT + 101)

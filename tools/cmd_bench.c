@@ -31,7 +31,7 @@
 #include "tools/cmds.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 enum { OP_PREP = 1, OP_GO, OP_CHECK, OP_QUIT };
 

@@ -19,7 +19,7 @@
 #include "tools/cmds.h"
 #include "tools/opts.h"
 #include "user/plan/plan.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 static char demo_prefix[RINX_TB_PREFIX_MAX + 1];
 static volatile sig_atomic_t demo_up;

@@ -30,7 +30,6 @@
 #include <string.h>
 #include "user/comm/comm.h"
 #include "user/plan/plan.h"
-#include "uapi/rinx_switch.h"
 
 /* Own blocks the trainer may send at once when they are due: a recycle the
  * pacer held back in XDP is the trainer's to send, and the trainer naps a
@@ -109,7 +108,7 @@ void rinx_c_cc_init(struct rinx_comm *c)
 	struct cc *cc = &c->cc;
 	double ceil = rinx_plan_ceiling(&c->spec, c->rank,
 					RINX_FRAME_LEN(c->bval) +
-					RINX_SW_WIRE_EXTRA);
+					RINX_WIRE_EXTRA);
 
 	memset(cc, 0, sizeof(*cc));
 	if (ceil <= 0)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The INA ToR's control plane over UDP (uapi/rinx_torctl.h): the request a
- * job's agent sends and the daemon that applies it to the ToR's maps. */
+ * job's agent sends. The daemon that applies it to the ToR's maps is the
+ * ToR's own (the testbed's: tools/testbed/testbed.h). */
 #ifndef RINX_TORCTL_H
 #define RINX_TORCTL_H
 
@@ -13,11 +14,5 @@
  * -ETIMEDOUT (no answer) or -ECONNREFUSED (nobody listens). */
 int rinx_torctl_call(__be32 ip, __u16 port, void *req, size_t len,
 		     int timeout_ms);
-
-/* The daemon: applies requests on ip:port to the aggregator maps pinned in
- * pin_dir (jobs, nodes, hops, aggs) until pin_dir's jobs map is gone or
- * *stop is set. Returns 0 or -errno (cannot bind or open the maps). */
-int rinx_torctl_serve(const char *pin_dir, __be32 ip, __u16 port,
-		      volatile int *stop);
 
 #endif

@@ -27,7 +27,7 @@
  *    aggregator and stores the finished block from the root.
  * Which way a transfer goes through the fabric is the switches' business:
  * the testbed installs each reduce transfer's route and each class's
- * broadcast route (tools/testbed.c).
+ * broadcast route (tools/testbed/route.c).
  * Shares become the class pattern: block b is in class cmap[b % plen],
  * plen <= RINX_CMAP_MAX chosen so that every class's part of the pattern
  * is within 0.2% of its share when it can be.

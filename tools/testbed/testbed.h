@@ -17,7 +17,7 @@
  * veth arrive on the rx queue of the sending CPU, modulo the queues). Hosts have static neighbours for every
  * other host and IPv6 off, so nothing but the traffic of the job crosses the
  * switches. A topology testbed (opts.topo/gen) lays out a topology's
- * switches, servers and hosts instead (tools/testbed.c, "topology
+ * switches, servers and hosts instead (tools/testbed/topo.c, "topology
  * testbeds"). Internal to rinxctl and the selftests: built into
  * build/libtestbed.a, never into librinx (a trainer does not build
  * clusters, and the switch program has no place in its library).
@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "user/ctl.h"
-#include "uapi/rinx_switch.h"
+#include "bpf/switch_kern_user.h"
 
 #define RINX_TB_MAX_RACKS	8
 #define RINX_TB_MAX_PER_RACK	32
@@ -44,7 +44,7 @@
 #define RINX_TB_MAX_QUEUES	16	/* queues of a host link */
 
 /*
- * Links: every switch port has a struct rinx_sw_link (uapi/rinx_switch.h)
+ * Links: every switch port has a struct rinx_sw_link (bpf/switch_kern_user.h)
  * in its switch's `links` map: drop, duplicate and reorder probabilities
  * (parts per million), the hold limit of reordering, and a virtual queue
  * (rate, buffer, ECN mark threshold) for the frames the switch sends out
@@ -104,7 +104,7 @@ struct rinx_testbed_opts {
 				 * RINX_TB_MTU_MAX; 0: RINX_TB_MTU */
 	const struct rinx_sw_link_set *link;	/* every switch port; NULL:
 						 * a perfect link */
-	/* A topology testbed (tools/testbed.c, "topology testbeds") instead
+	/* A topology testbed (tools/testbed/topo.c, "topology testbeds") instead
 	 * of racks: a topology file, or a generator spec ("grid-toy"); racks,
 	 * hosts_per_rack, ina and queues are not used then. */
 	const char *topo;
@@ -204,5 +204,13 @@ int rinx_testbed_fault_set(const char *what, const char *port,
  * returns how many or -errno. */
 int rinx_testbed_link_get(const struct rinx_spec *s,
 			  struct rinx_tb_port_link *out, int max);
+
+/* The INA ToR's control-plane daemon (tools/testbed/torctl.c), which a
+ * testbed ToR runs in its namespace: applies requests on ip:port to the
+ * aggregator maps pinned in pin_dir (jobs, nodes, hops, aggs) until
+ * pin_dir's jobs map is gone or *stop is set. Returns 0 or -errno (cannot
+ * bind or open the maps). */
+int rinx_torctl_serve(const char *pin_dir, __be32 ip, __u16 port,
+		      volatile int *stop);
 
 #endif

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The testbed switch (bpf/switch.bpf.c) and its control plane
- * (tools/testbed.c): counters, MAC table value and the per-port link value
+ * (tools/testbed/): counters, MAC table value and the per-port link value
  * (settings, queue state, counters). Included by the switch program, the
- * testbed code and the tests that drive the switch; the host program does
- * not need it (the group MACs it uses stay in uapi/rinx.h).
+ * testbed and the tests that drive the switch, never by librinx: a real
+ * cluster's switches are not this program (the group MACs the host
+ * program uses stay in uapi/rinx.h).
  */
-#ifndef RINX_SWITCH_UAPI_H
-#define RINX_SWITCH_UAPI_H
+#ifndef RINX_SWITCH_KERN_USER_H
+#define RINX_SWITCH_KERN_USER_H
 
 #include "uapi/rinx.h"
 
@@ -89,9 +90,8 @@ struct rinx_sw_bcast_key {
 /* Queue arithmetic: 1 Mbit/s drains 1/8000 byte per ns, so the backlog is
  * kept in units of 1/8000 byte and drains by rate_mbit units per ns. */
 #define RINX_SW_Q_UNIT		8000ULL
-/* Preamble + start delimiter (8), inter-frame gap (12), FCS (4): what a
- * frame occupies on an Ethernet link beyond the bytes XDP sees. */
-#define RINX_SW_WIRE_EXTRA	24
+/* What a frame occupies on the link beyond the bytes XDP sees. */
+#define RINX_SW_WIRE_EXTRA	RINX_WIRE_EXTRA
 /* ecn threshold that never marks (the backlog never exceeds the buffer). */
 #define RINX_SW_ECN_OFF		0xffffffffU
 #define RINX_SW_BUFFER_MAX	(1U << 30)
@@ -151,4 +151,4 @@ _Static_assert(__builtin_offsetof(struct rinx_sw_link, set) == 8,
 	       "sw link: settings after the lock");
 _Static_assert(sizeof(struct rinx_sw_link) == 160, "sw link");
 
-#endif /* RINX_SWITCH_UAPI_H */
+#endif /* RINX_SWITCH_KERN_USER_H */
