@@ -74,13 +74,182 @@ static int copy_name(char *dst, size_t len, const char *v)
 /* 1 Tbit/s: above any link a spec describes */
 #define RINX_SPEC_RATE_MAX	1000000
 
+/* The parsers of one key=value of a record: 0, -EINVAL with the reason in
+ * err, or 1 when the record has no such key. */
+static int host_key(struct rinx_spec_host *h, const char *k, char *v,
+		    int lineno, char *err, size_t errlen)
+{
+	struct in_addr a;
+	long x;
+
+	if (!strcmp(k, "name")) {
+		if (copy_name(h->name, sizeof(h->name), v))
+			return BAD("line %d: bad host name", lineno);
+	} else if (!strcmp(k, "rank")) {
+		if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
+			return BAD("line %d: rank must be 0..%d", lineno,
+				   RINX_MAX_NODES - 1);
+		h->rank = x;
+	} else if (!strcmp(k, "rack")) {
+		if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
+			return BAD("line %d: bad rack", lineno);
+		h->rack = x;
+	} else if (!strcmp(k, "ifname")) {
+		if (copy_name(h->ifname, sizeof(h->ifname), v))
+			return BAD("line %d: bad ifname", lineno);
+	} else if (!strcmp(k, "mac")) {
+		if (rinx_parse_mac(v, h->mac))
+			return BAD("line %d: bad mac '%s'", lineno, v);
+	} else if (!strcmp(k, "ip")) {
+		if (inet_pton(AF_INET, v, &a) != 1)
+			return BAD("line %d: bad ip '%s'", lineno, v);
+		h->ip = a.s_addr;
+	} else if (!strcmp(k, "netns")) {
+		if (copy_name(h->netns, sizeof(h->netns), v))
+			return BAD("line %d: bad netns", lineno);
+	} else if (!strcmp(k, "link")) {
+		if (parse_int(v, 0, RINX_SPEC_RATE_MAX, &x))
+			return BAD("line %d: link must be 0..%d Mbit/s",
+				   lineno, RINX_SPEC_RATE_MAX);
+		h->link_mbit = x;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+static int rack_key(struct rinx_spec_rack *r, const char *k, char *v,
+		    int lineno, char *err, size_t errlen)
+{
+	struct in_addr a;
+	long x;
+
+	if (!strcmp(k, "id")) {
+		if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
+			return BAD("line %d: bad rack id", lineno);
+		r->id = x;
+	} else if (!strcmp(k, "name")) {
+		if (copy_name(r->name, sizeof(r->name), v))
+			return BAD("line %d: bad rack name", lineno);
+	} else if (!strcmp(k, "mac")) {
+		if (rinx_parse_mac(v, r->mac))
+			return BAD("line %d: bad mac '%s'", lineno, v);
+	} else if (!strcmp(k, "ip")) {
+		if (inet_pton(AF_INET, v, &a) != 1)
+			return BAD("line %d: bad ip '%s'", lineno, v);
+		r->ip = a.s_addr;
+	} else if (!strcmp(k, "netns")) {
+		if (copy_name(r->netns, sizeof(r->netns), v))
+			return BAD("line %d: bad netns", lineno);
+	} else if (!strcmp(k, "uplink")) {
+		if (parse_int(v, 0, RINX_SPEC_RATE_MAX, &x))
+			return BAD("line %d: uplink must be 0..%d Mbit/s",
+				   lineno, RINX_SPEC_RATE_MAX);
+		r->uplink_mbit = x;
+	} else if (!strcmp(k, "pool")) {
+		if (parse_int(v, 0, RINX_POOL_MAX, &x))
+			return BAD("line %d: pool must be 0 (a slot per "
+				   "block) or 1..%d slots", lineno,
+				   RINX_POOL_MAX);
+		r->pool = x ? (__u32)x : RINX_POOL_PER_BLOCK;
+	} else if (!strcmp(k, "ina")) {
+		if (!strcmp(v, "none"))
+			r->ina = RINX_INA_NONE;
+		else if (!strcmp(v, "switch"))
+			r->ina = RINX_INA_SWITCH;
+		else if (!strcmp(v, "agent"))
+			r->ina = RINX_INA_AGENT;
+		else
+			return BAD("line %d: ina must be none, switch or agent",
+				   lineno);
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+/* The cluster's keys whose values are numbers. */
+static int cluster_num_key(struct rinx_spec *s, const char *k, char *v,
+			   int lineno, char *err, size_t errlen)
+{
+	char *end;
+	double d;
+	long x;
+
+	if (!strcmp(k, "port")) {
+		if (parse_int(v, 1, 65535, &x))
+			return BAD("line %d: bad port", lineno);
+		s->port = x;
+	} else if (!strcmp(k, "window")) {
+		if (parse_int(v, 1, 1 << 20, &x))
+			return BAD("line %d: window must be 1..%d blocks",
+				   lineno, 1 << 20);
+		s->window = x;
+	} else if (!strcmp(k, "jobs")) {
+		if (parse_int(v, 1, RINX_MAX_JOBS, &x))
+			return BAD("line %d: jobs must be 1..%d job slots",
+				   lineno, RINX_MAX_JOBS);
+		s->jobs = x;
+	} else if (!strcmp(k, "scale")) {
+		errno = 0;
+		d = strtod(v, &end);
+		if (errno || end == v || *end || !(d > 0) || d > 1e6)
+			return BAD("line %d: scale must be Mbit/s per "
+				   "Gbit/s, above 0 and at most 1e6", lineno);
+		s->scale_mbit = d;
+	} else if (!strcmp(k, "mtu")) {
+		if (parse_int(v, RINX_IP_MTU(RINX_BLOCK_VALUES_MIN), 65535, &x))
+			return BAD("line %d: mtu must be %d..65535 (the "
+				   "IP MTU of the job's network; rinx "
+				   "frames need at least %d)", lineno,
+				   RINX_IP_MTU(RINX_BLOCK_VALUES_MIN),
+				   RINX_IP_MTU(RINX_BLOCK_VALUES_MIN));
+		s->mtu = x;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+static int cluster_key(struct rinx_spec *s, const char *k, char *v,
+		       int lineno, char *err, size_t errlen)
+{
+	char why[160];
+
+	if (!strcmp(k, "pin")) {
+		if (strlen(v) >= sizeof(s->pin) || v[0] != '/')
+			return BAD("line %d: pin must be an absolute path",
+				   lineno);
+		snprintf(s->pin, sizeof(s->pin), "%s", v);
+	} else if (!strcmp(k, "plan")) {
+		if (rinx_plan_parse(v, &s->plan, &s->plan_nps, why,
+				    sizeof(why)))
+			return BAD("line %d: %s", lineno, why);
+	} else if (!strcmp(k, "topo")) {
+		if (strlen(v) >= sizeof(s->topo))
+			return BAD("line %d: topo path too long", lineno);
+		snprintf(s->topo, sizeof(s->topo), "%s", v);
+	} else if (!strcmp(k, "mode")) {
+		if (!strcmp(v, "native"))
+			s->mode = RINX_XDP_NATIVE;
+		else if (!strcmp(v, "generic"))
+			s->mode = RINX_XDP_GENERIC;
+		else
+			return BAD("line %d: mode must be native or generic",
+				   lineno);
+	} else {
+		return cluster_num_key(s, k, v, lineno, err, errlen);
+	}
+	return 0;
+}
+
 static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 		      size_t errlen)
 {
-	char *save = NULL, *tok, *kind;
+	char *save = NULL, *tok, *kind, *v;
 	struct rinx_spec_host *h = NULL;
 	struct rinx_spec_rack *r = NULL;
-	long x;
+	int ret;
 
 	kind = strtok_r(line, " \t\r\n", &save);
 	if (!kind)
@@ -105,145 +274,19 @@ static int parse_line(struct rinx_spec *s, char *line, int lineno, char *err,
 			   lineno, kind);
 	}
 	while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
-		char *v = strchr(tok, '=');
-
+		v = strchr(tok, '=');
 		if (!v)
 			return BAD("line %d: '%s' is not key=value", lineno,
 				   tok);
 		*v++ = 0;
-		if (h && !strcmp(tok, "name")) {
-			if (copy_name(h->name, sizeof(h->name), v))
-				return BAD("line %d: bad host name", lineno);
-		} else if (h && !strcmp(tok, "rank")) {
-			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
-				return BAD("line %d: rank must be 0..%d",
-					   lineno, RINX_MAX_NODES - 1);
-			h->rank = x;
-		} else if (h && !strcmp(tok, "rack")) {
-			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
-				return BAD("line %d: bad rack", lineno);
-			h->rack = x;
-		} else if (h && !strcmp(tok, "ifname")) {
-			if (copy_name(h->ifname, sizeof(h->ifname), v))
-				return BAD("line %d: bad ifname", lineno);
-		} else if (h && !strcmp(tok, "mac")) {
-			if (rinx_parse_mac(v, h->mac))
-				return BAD("line %d: bad mac '%s'", lineno, v);
-		} else if (h && !strcmp(tok, "ip")) {
-			struct in_addr a;
-
-			if (inet_pton(AF_INET, v, &a) != 1)
-				return BAD("line %d: bad ip '%s'", lineno, v);
-			h->ip = a.s_addr;
-		} else if (h && !strcmp(tok, "netns")) {
-			if (copy_name(h->netns, sizeof(h->netns), v))
-				return BAD("line %d: bad netns", lineno);
-		} else if (h && !strcmp(tok, "link")) {
-			if (parse_int(v, 0, RINX_SPEC_RATE_MAX, &x))
-				return BAD("line %d: link must be 0..%d Mbit/s",
-					   lineno, RINX_SPEC_RATE_MAX);
-			h->link_mbit = x;
-		} else if (r && !strcmp(tok, "id")) {
-			if (parse_int(v, 0, RINX_MAX_NODES - 1, &x))
-				return BAD("line %d: bad rack id", lineno);
-			r->id = x;
-		} else if (r && !strcmp(tok, "name")) {
-			if (copy_name(r->name, sizeof(r->name), v))
-				return BAD("line %d: bad rack name", lineno);
-		} else if (r && !strcmp(tok, "mac")) {
-			if (rinx_parse_mac(v, r->mac))
-				return BAD("line %d: bad mac '%s'", lineno, v);
-		} else if (r && !strcmp(tok, "ip")) {
-			struct in_addr a;
-
-			if (inet_pton(AF_INET, v, &a) != 1)
-				return BAD("line %d: bad ip '%s'", lineno, v);
-			r->ip = a.s_addr;
-		} else if (r && !strcmp(tok, "netns")) {
-			if (copy_name(r->netns, sizeof(r->netns), v))
-				return BAD("line %d: bad netns", lineno);
-		} else if (r && !strcmp(tok, "uplink")) {
-			if (parse_int(v, 0, RINX_SPEC_RATE_MAX, &x))
-				return BAD("line %d: uplink must be 0..%d Mbit/s",
-					   lineno, RINX_SPEC_RATE_MAX);
-			r->uplink_mbit = x;
-		} else if (r && !strcmp(tok, "pool")) {
-			if (parse_int(v, 0, RINX_POOL_MAX, &x))
-				return BAD("line %d: pool must be 0 (a slot per "
-					   "block) or 1..%d slots", lineno,
-					   RINX_POOL_MAX);
-			r->pool = x ? (__u32)x : RINX_POOL_PER_BLOCK;
-		} else if (r && !strcmp(tok, "ina")) {
-			if (!strcmp(v, "none"))
-				r->ina = RINX_INA_NONE;
-			else if (!strcmp(v, "switch"))
-				r->ina = RINX_INA_SWITCH;
-			else if (!strcmp(v, "agent"))
-				r->ina = RINX_INA_AGENT;
-			else
-				return BAD("line %d: ina must be none, switch or agent",
-					   lineno);
-		} else if (!h && !r && !strcmp(tok, "port")) {
-			if (parse_int(v, 1, 65535, &x))
-				return BAD("line %d: bad port", lineno);
-			s->port = x;
-		} else if (!h && !r && !strcmp(tok, "window")) {
-			if (parse_int(v, 1, 1 << 20, &x))
-				return BAD("line %d: window must be 1..%d blocks",
-					   lineno, 1 << 20);
-			s->window = x;
-		} else if (!h && !r && !strcmp(tok, "jobs")) {
-			if (parse_int(v, 1, RINX_MAX_JOBS, &x))
-				return BAD("line %d: jobs must be 1..%d job slots",
-					   lineno, RINX_MAX_JOBS);
-			s->jobs = x;
-		} else if (!h && !r && !strcmp(tok, "pin")) {
-			if (strlen(v) >= sizeof(s->pin) || v[0] != '/')
-				return BAD("line %d: pin must be an absolute path",
-					   lineno);
-			snprintf(s->pin, sizeof(s->pin), "%s", v);
-		} else if (!h && !r && !strcmp(tok, "plan")) {
-			char why[160];
-
-			if (rinx_plan_parse(v, &s->plan, &s->plan_nps, why,
-					    sizeof(why)))
-				return BAD("line %d: %s", lineno, why);
-		} else if (!h && !r && !strcmp(tok, "topo")) {
-			if (strlen(v) >= sizeof(s->topo))
-				return BAD("line %d: topo path too long", lineno);
-			snprintf(s->topo, sizeof(s->topo), "%s", v);
-		} else if (!h && !r && !strcmp(tok, "scale")) {
-			char *end;
-			double x;
-
-			errno = 0;
-			x = strtod(v, &end);
-			if (errno || end == v || *end || !(x > 0) || x > 1e6)
-				return BAD("line %d: scale must be Mbit/s per "
-					   "Gbit/s, above 0 and at most 1e6",
-					   lineno);
-			s->scale_mbit = x;
-		} else if (!h && !r && !strcmp(tok, "mtu")) {
-			if (parse_int(v, RINX_IP_MTU(RINX_BLOCK_VALUES_MIN),
-				      65535, &x))
-				return BAD("line %d: mtu must be %d..65535 (the "
-					   "IP MTU of the job's network; rinx "
-					   "frames need at least %d)", lineno,
-					   RINX_IP_MTU(RINX_BLOCK_VALUES_MIN),
-					   RINX_IP_MTU(RINX_BLOCK_VALUES_MIN));
-			s->mtu = x;
-		} else if (!h && !r && !strcmp(tok, "mode")) {
-			if (!strcmp(v, "native"))
-				s->mode = RINX_XDP_NATIVE;
-			else if (!strcmp(v, "generic"))
-				s->mode = RINX_XDP_GENERIC;
-			else
-				return BAD("line %d: mode must be native or generic",
-					   lineno);
-		} else {
+		ret = h ? host_key(h, tok, v, lineno, err, errlen) :
+		      r ? rack_key(r, tok, v, lineno, err, errlen) :
+			  cluster_key(s, tok, v, lineno, err, errlen);
+		if (ret < 0)
+			return ret;
+		if (ret)
 			return BAD("line %d: unknown key '%s' for %s", lineno,
 				   tok, kind);
-		}
 	}
 	if (h && (!h->name[0] || h->rank < 0 || !h->ip))
 		return BAD("line %d: host needs name=, rank=, mac= and ip=",
