@@ -113,14 +113,95 @@ int teardown(const struct rinx_spec *s, const char *prefix,
 	return err;
 }
 
+/* The namespaces of every host and switch, quiet (no IPv6 chatter). */
+static int make_namespaces(const struct rinx_spec *s, const char *prefix,
+			   struct tb_switch *sw)
+{
+	char ns[NS_NAME_MAX];
+	struct rinx_tb_buf cmd = {};
+	int i, err;
+
+	for (i = 0; i < s->nhosts; i++)
+		rinx_tb_put(&cmd, "netns add %s\n", s->hosts[i].netns);
+	for (i = 0; i < s->nracks; i++) {
+		tor_ns(ns, prefix, i);
+		rinx_tb_put(&cmd, "netns add %s\n", ns);
+	}
+	if (s->nracks > 1) {
+		spine_ns(ns, prefix);
+		rinx_tb_put(&cmd, "netns add %s\n", ns);
+	}
+	err = run_ip_batch(NULL, &cmd);
+	rinx_tb_free(&cmd);
+	for (i = 0; i < s->nhosts && !err; i++)
+		err = ns_quiet(s->hosts[i].netns, 1);
+	for (i = 0; i <= s->nracks && !err; i++) {
+		if (i == s->nracks && s->nracks == 1)
+			break;
+		switch_layout(s, prefix, i, sw);
+		err = ns_quiet(sw->ns, 0);
+	}
+	return err;
+}
+
+/* In the namespaces: the links, the hosts' addresses and pacing, the
+ * switches, the host programs and the ToR daemons. */
+static int make_nodes(const struct rinx_testbed_opts *o,
+		      const struct rinx_spec *s, struct tb_switch *sw)
+{
+	int i, err;
+
+	err = make_links(s, o->prefix, o->queues ? o->queues : 1,
+			 o->mtu ? o->mtu : RINX_TB_MTU);
+	for (i = 0; i < s->nhosts && !err; i++) {
+		err = config_host(s, i);
+		if (!err && s->hosts[i].link_mbit)
+			err = host_pace(&s->hosts[i], s->hosts[i].link_mbit);
+	}
+	for (i = 0; i <= s->nracks && !err; i++) {
+		if (i == s->nracks && s->nracks == 1)
+			break;
+		switch_layout(s, o->prefix, i, sw);
+		sw->plain = o->plain;
+		err = config_switch(sw);
+		if (!err)
+			err = switch_attach(s, sw, o->link);
+	}
+	if (!err)
+		err = hosts_up(s, o->no_nodes);
+	if (!err)
+		err = torctl_up(s);
+	return err;
+}
+
+static int write_spec(const struct rinx_testbed_opts *o,
+		      const struct rinx_spec *s, const char *spec_path)
+{
+	int err;
+
+	if (!o->spec_out) {
+		err = mkdir_parent(spec_path);
+		if (err) {
+			pr_warn("cannot create the directory of %s: %s\n",
+				spec_path, strerror(-err));
+			return err;
+		}
+	}
+	err = rinx_spec_save(spec_path, s);
+	if (err) {
+		pr_warn("cannot write %s: %s\n", spec_path, strerror(-err));
+		unlink(spec_path);
+	}
+	return err;
+}
+
 int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		    struct rinx_spec *spec_out)
 {
-	char spec_path[RINX_PATH_MAX], ns[NS_NAME_MAX], msg[160];
+	char spec_path[RINX_PATH_MAX], msg[160];
 	struct rinx_spec *s;
 	struct tb_switch *sw;
-	struct rinx_tb_buf cmd = {};
-	int i, n, err;
+	int n, err;
 
 	err = check_opts(o);
 	if (err)
@@ -152,80 +233,18 @@ int rinx_testbed_up(const struct rinx_testbed_opts *o,
 		pr_warn("testbed spec: %s\n", msg);
 		goto out;
 	}
-
 	/* From here on a failure removes what was made, newest first:
 	 * host programs and pins, then the namespaces (which takes the
 	 * veths and the switches with them). */
-	for (i = 0; i < s->nhosts; i++)
-		rinx_tb_put(&cmd, "netns add %s\n", s->hosts[i].netns);
-	for (i = 0; i < s->nracks; i++) {
-		tor_ns(ns, o->prefix, i);
-		rinx_tb_put(&cmd, "netns add %s\n", ns);
-	}
-	if (s->nracks > 1) {
-		spine_ns(ns, o->prefix);
-		rinx_tb_put(&cmd, "netns add %s\n", ns);
-	}
-	err = run_ip_batch(NULL, &cmd);
-	rinx_tb_free(&cmd);
-	if (err)
-		goto fail;
-	for (i = 0; i < s->nhosts && !err; i++)
-		err = ns_quiet(s->hosts[i].netns, 1);
-	for (i = 0; i <= s->nracks && !err; i++) {
-		if (i == s->nracks && s->nracks == 1)
-			break;
-		switch_layout(s, o->prefix, i, sw);
-		err = ns_quiet(sw->ns, 0);
-	}
-	if (err)
-		goto fail;
-	err = make_links(s, o->prefix, o->queues ? o->queues : 1,
-			 o->mtu ? o->mtu : RINX_TB_MTU);
-	if (err)
-		goto fail;
-	for (i = 0; i < s->nhosts; i++) {
-		err = config_host(s, i);
-		if (!err && s->hosts[i].link_mbit)
-			err = host_pace(&s->hosts[i], s->hosts[i].link_mbit);
-		if (err)
-			goto fail;
-	}
-	for (i = 0; i <= s->nracks; i++) {
-		if (i == s->nracks && s->nracks == 1)
-			break;
-		switch_layout(s, o->prefix, i, sw);
-		sw->plain = o->plain;
-		err = config_switch(sw);
-		if (!err)
-			err = switch_attach(s, sw, o->link);
-		if (err)
-			goto fail;
-	}
-	err = hosts_up(s, o->no_nodes);
+	err = make_namespaces(s, o->prefix, sw);
 	if (!err)
-		err = torctl_up(s);
+		err = make_nodes(o, s, sw);
+	if (!err)
+		err = write_spec(o, s, spec_path);
 	if (err)
-		goto fail;
-	if (!o->spec_out) {
-		err = mkdir_parent(spec_path);
-		if (err) {
-			pr_warn("cannot create the directory of %s: %s\n",
-				spec_path, strerror(-err));
-			goto fail;
-		}
-	}
-	err = rinx_spec_save(spec_path, s);
-	if (err) {
-		pr_warn("cannot write %s: %s\n", spec_path, strerror(-err));
-		unlink(spec_path);
-		goto fail;
-	}
-	if (spec_out)
+		teardown(s, o->prefix, NULL, NULL);
+	else if (spec_out)
 		*spec_out = *s;
-	goto out;
-fail:
-	teardown(s, o->prefix, NULL, NULL);
 out:
 	free(sw);
 	free(s);
