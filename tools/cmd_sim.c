@@ -409,7 +409,8 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 			snprintf(a->schemes, sizeof(a->schemes), "%s", optarg);
 			break;
 		case O_SIZE:
-			if (gen_parse_sizes(optarg, &a->size, 1) != 1 || !a->size)
+			if (gen_parse_sizes(optarg, &a->size, 1) != 1 ||
+			    !a->size)
 				return bad_num("size", optarg);
 			break;
 		case O_WORKERS:
@@ -462,7 +463,8 @@ static int sim_scenario(struct sim_args *a, struct sim_out *o, char *spec,
 	if (!a->scen) {
 		if (!a->workers)
 			return 0;
-		fprintf(stderr, "rinxctl sim: --workers goes with --scenario\n");
+		fprintf(stderr,
+			"rinxctl sim: --workers goes with --scenario\n");
 		return RINX_EXIT_USAGE;
 	}
 	for (sc = scenarios; sc->name && strcmp(sc->name, a->scen); sc++)
@@ -597,7 +599,8 @@ static void json_links(const struct topo *t, const struct sim_res *res)
 	for (k = 0; k < 2 * t->nlinks; k++)
 		printf("%s{\"arc\":\"%s\",\"gbps\":%.6g,\"util\":%.4f}",
 		       k ? "," : "", topo_arc_name(t, k, b, sizeof(b)),
-		       res->arc_gbps[k], res->arc_gbps[k] / topo_arc_gbps(t, k));
+		       res->arc_gbps[k],
+		       res->arc_gbps[k] / topo_arc_gbps(t, k));
 	printf("]");
 }
 

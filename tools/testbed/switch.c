@@ -154,39 +154,23 @@ int attach_ports(const struct rinx_spec *s, const char *ns,
 	return 0;
 }
 
-int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
-		  const struct rinx_sw_link_set *link)
+/* The switch's ports (devmap, egress program, link state), their
+ * ifindexes into ifindex. */
+static int switch_ports(struct switch_bpf *skel, const struct tb_switch *sw,
+			const struct rinx_sw_link_set *link, int *ifindex)
 {
-	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
-		      (s->mode == RINX_XDP_GENERIC ? XDP_FLAGS_SKB_MODE :
-						     XDP_FLAGS_DRV_MODE);
-	const struct rinx_spec_rack *ina = NULL;
-	int ifindex[RINX_TB_MAX_PER_RACK + 1];
-	struct switch_bpf *skel = NULL;
-	int old, err, i, fd, port_egress, group_egress;
-	int pinned = 0;
+	int port_egress = bpf_program__fd(skel->progs.rinx_port_egress);
+	int group_egress = bpf_program__fd(skel->progs.rinx_group_egress);
+	int i, err;
 
-	if (sw->rack >= 0 && s->racks[sw->rack].ina == RINX_INA_SWITCH)
-		ina = &s->racks[sw->rack];
-	err = rinx_netns_enter(sw->ns, &old);
-	if (err)
-		return err;
-	err = switch_load(s, sw->ns,
-			  sw->rack >= 0 ? s->racks[sw->rack].id : 0xff, 0,
-			  sw->plain, ina ? ina->mac : NULL, &skel);
-	if (err)
-		goto out;
-	port_egress = bpf_program__fd(skel->progs.rinx_port_egress);
-	group_egress = bpf_program__fd(skel->progs.rinx_group_egress);
 	for (i = 0; i < sw->nports; i++) {
 		__u32 idx = if_nametoindex(sw->ifname[i]);
 		struct bpf_devmap_val v = { .ifindex = idx };
 
 		if (!idx) {
-			err = -ENODEV;
 			pr_warn("switch %s: no port %s\n", sw->ns,
 				sw->ifname[i]);
-			goto out;
+			return -ENODEV;
 		}
 		ifindex[i] = idx;
 		/* see `ports` in switch.bpf.c: a port's egress program must
@@ -199,8 +183,17 @@ int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 			err = link_port_init(skel, sw->ns, idx,
 					     v.bpf_prog.fd, link);
 		if (err)
-			goto out;
+			return err;
 	}
+	return 0;
+}
+
+/* The MAC table and the neighbours (IP -> MAC) of every node. */
+static int switch_macs(struct switch_bpf *skel, const struct rinx_spec *s,
+		       const struct tb_switch *sw, const int *ifindex)
+{
+	int i, fd, err;
+
 	/* MAC table: every host, and the aggregators of the other racks
 	 * (a ToR's own aggregator takes its frames before the table). */
 	fd = bpf_map__fd(skel->maps.macs);
@@ -212,7 +205,7 @@ int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 
 		err = map_set(fd, &k, &p, sw->ns, "mac table");
 		if (err)
-			goto out;
+			return err;
 	}
 	for (i = 0; i < s->nracks; i++) {
 		const struct rinx_spec_rack *r = &s->racks[i];
@@ -225,7 +218,7 @@ int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 		p.port = ifindex[sw->agg_port[i]];
 		err = map_set(fd, &k, &p, sw->ns, "mac table");
 		if (err)
-			goto out;
+			return err;
 	}
 	/* IP -> MAC of every node, for the uplink copy of a group frame. */
 	fd = bpf_map__fd(skel->maps.neigh);
@@ -234,7 +227,7 @@ int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 
 		err = map_set(fd, &s->hosts[i].ip, &m, sw->ns, "neigh");
 		if (err)
-			goto out;
+			return err;
 	}
 	for (i = 0; i < s->nracks; i++) {
 		__u64 m = mac_key(s->racks[i].mac);
@@ -243,34 +236,71 @@ int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
 			continue;
 		err = map_set(fd, &s->racks[i].ip, &m, sw->ns, "neigh");
 		if (err)
-			goto out;
+			return err;
 	}
-	/* The rack's groups: host ports, and host ports + uplink. */
+	return 0;
+}
+
+/* The rack's groups: host ports, and host ports + uplink. */
+static int switch_groups(struct switch_bpf *skel, const struct tb_switch *sw,
+			 const int *ifindex)
+{
+	int i, err;
+
 	for (i = 0; sw->rack >= 0 && i < sw->nports; i++) {
 		struct bpf_devmap_val v = {
 			.ifindex = ifindex[i],
-			.bpf_prog.fd = port_egress,
+			.bpf_prog.fd = bpf_program__fd(skel->progs.rinx_port_egress),
 		};
 
 		if (i == sw->uplink) {
-			v.bpf_prog.fd = group_egress;
+			v.bpf_prog.fd =
+				bpf_program__fd(skel->progs.rinx_group_egress);
 		} else {
 			err = map_set(bpf_map__fd(skel->maps.group_hosts),
 				      &ifindex[i], &v, sw->ns, "group_hosts");
 			if (err)
-				goto out;
+				return err;
 		}
 		err = map_set(bpf_map__fd(skel->maps.group_all), &ifindex[i],
 			      &v, sw->ns, "group_all");
 		if (err)
-			goto out;
+			return err;
 	}
-	err = switch_pin(s, ina, sw->ns, skel, &pinned);
+	return 0;
+}
+
+int switch_attach(const struct rinx_spec *s, const struct tb_switch *sw,
+		  const struct rinx_sw_link_set *link)
+{
+	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
+		      (s->mode == RINX_XDP_GENERIC ? XDP_FLAGS_SKB_MODE :
+						     XDP_FLAGS_DRV_MODE);
+	const struct rinx_spec_rack *ina = NULL;
+	int ifindex[RINX_TB_MAX_PER_RACK + 1];
+	struct switch_bpf *skel = NULL;
+	int old, err, pinned = 0;
+
+	if (sw->rack >= 0 && s->racks[sw->rack].ina == RINX_INA_SWITCH)
+		ina = &s->racks[sw->rack];
+	err = rinx_netns_enter(sw->ns, &old);
 	if (err)
-		goto out;
-	err = attach_ports(s, sw->ns, sw->ifname, ifindex, sw->nports,
-			   bpf_program__fd(skel->progs.rinx_switch), flags);
-out:
+		return err;
+	err = switch_load(s, sw->ns,
+			  sw->rack >= 0 ? s->racks[sw->rack].id : 0xff, 0,
+			  sw->plain, ina ? ina->mac : NULL, &skel);
+	if (!err)
+		err = switch_ports(skel, sw, link, ifindex);
+	if (!err)
+		err = switch_macs(skel, s, sw, ifindex);
+	if (!err)
+		err = switch_groups(skel, sw, ifindex);
+	if (!err)
+		err = switch_pin(s, ina, sw->ns, skel, &pinned);
+	if (!err)
+		err = attach_ports(s, sw->ns, sw->ifname, ifindex, sw->nports,
+				   bpf_program__fd(skel->progs.rinx_switch),
+				   flags);
 	if (err)
 		switch_unpin(s, ina, sw->ns, pinned);
 	/* The attached program holds itself and its maps. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Cluster spec: parse, check, write. Format in user/plan/spec.h and rinxctl(8). */
+/* Cluster spec: parse, check, write. Format in user/plan/spec.h and
+ * rinxctl(8). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
