@@ -34,30 +34,34 @@ CFLAGS		?= $(CFLAGS_COMMON) -D_GNU_SOURCE -fPIC -std=gnu11 \
 BPF_CFLAGS	:= -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Wextra \
 		   -Werror -Wno-unused-parameter -I. -I/usr/include/$(MULTIARCH)
 # the conversion loops want the vectorizer at full strength
-$(OUT)/user/quant.o: CFLAGS += -O3
+$(OUT)/user/quant/quant.o: CFLAGS += -O3
 # the speed baseline in test_quant is the old conversion code, built as it was
 $(OUT)/selftests/test_quant: CFLAGS += -O3
 
 LIBS		:= -lxdp -lbpf -lelf -lz -lm -lpthread
 
 UAPI_H		:= $(wildcard uapi/*.h)
-BPF_H		:= $(wildcard bpf/*.bpf.h)
-USER_H		:= $(wildcard user/*.h)
+BPF_H		:= $(wildcard bpf/*.h)
+USER_H		:= $(wildcard user/*.h user/*/*.h)
 BPF_SRC		:= $(wildcard bpf/*.bpf.c)
 BPF_OBJ		:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRC))
 SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRC))
-LIB_SRC		:= $(wildcard user/*.c)
+# librinx: the library's base (user/log.c) and its rooms, one folder each;
+# the bindings (user/python, user/mpi) are built on top of it.
+LIB_ROOMS	:= comm node plan quant
+LIB_SRC		:= $(wildcard user/*.c $(patsubst %,user/%/*.c,$(LIB_ROOMS)))
 LIB_OBJ		:= $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRC))
 # The emulated cluster is rinxctl's and the tests', never a trainer's: it
 # stays out of librinx in an archive of its own, linked by rinxctl and by
 # the tests that include its header.
-TB_SRC		:= tools/testbed.c
+TB_SRC		:= $(wildcard tools/testbed/*.c)
+TB_OBJ		:= $(patsubst tools/%.c,$(OUT)/tools/%.o,$(TB_SRC))
 TB_A		:= $(OUT)/libtestbed.a
 TB_TESTS	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,\
-		   $(shell grep -l '^\#include "tools/testbed.h"' selftests/*.c))
-TOOL_SRC	:= $(filter-out $(TB_SRC),$(wildcard tools/*.c))
+		   $(shell grep -l '^\#include "tools/testbed/testbed.h"' selftests/*.c))
+TOOL_SRC	:= $(wildcard tools/*.c)
 TOOL_OBJ	:= $(patsubst tools/%.c,$(OUT)/tools/%.o,$(TOOL_SRC))
-TOOL_H		:= $(wildcard tools/*.h)
+TOOL_H		:= $(wildcard tools/*.h tools/testbed/*.h)
 TEST_SRC	:= $(wildcard selftests/*.c)
 TEST_BIN	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,$(TEST_SRC))
 
@@ -122,7 +126,7 @@ $(OUT)/tools/%.o: tools/%.c $(UAPI_H) $(USER_H) $(TOOL_H) $(SKELS) Makefile
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(TB_A): $(OUT)/tools/testbed.o
+$(TB_A): $(TB_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 

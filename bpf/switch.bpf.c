@@ -75,7 +75,7 @@
  * Counters: RINX_SW_* in sw_stats, and per port in the `links` value.
  */
 #include "bpf/ina.bpf.h"
-#include "uapi/rinx_switch.h"
+#include "bpf/switch_kern_user.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -67,9 +67,9 @@
 #include <bpf/libbpf.h>
 
 #include "uapi/rinx.h"
-#include "uapi/rinx_switch.h"
+#include "bpf/switch_kern_user.h"
 #include "user/ctl.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
 #include "frame.h"

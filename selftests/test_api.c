@@ -39,7 +39,7 @@
 #include "selftests/tap.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 #define NR		4	/* ranks (hosts) */
 #define WINDOW		64	/* blocks per round */

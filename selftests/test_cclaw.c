@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "uapi/rinx.h"
-#include "user/comm.h"
+#include "user/comm/comm.h"
 #include "tap.h"
 
 #define MS	1000000ull

@@ -102,9 +102,9 @@
 #include <bpf/libbpf.h>
 
 #include "uapi/rinx.h"
-#include "user/comm.h"
+#include "user/comm/comm.h"
 #include "user/ctl.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 #include "host.skel.h"
 #include "tap.h"
 

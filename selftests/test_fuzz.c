@@ -67,7 +67,7 @@
 #include <bpf/libbpf.h>
 
 #include "uapi/rinx.h"
-#include "uapi/rinx_switch.h"
+#include "bpf/switch_kern_user.h"
 #include "host.skel.h"
 #include "switch.skel.h"
 #include "selftests/tap.h"

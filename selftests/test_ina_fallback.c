@@ -40,10 +40,10 @@
 #include <unistd.h>
 #include "selftests/tap.h"
 #include "tools/gen.h"
-#include "user/comm.h"
+#include "user/comm/comm.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 #define NR	6
 #define COUNT	(5 * 768 + 77)

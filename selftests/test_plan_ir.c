@@ -25,7 +25,7 @@
 #include <arpa/inet.h>
 #include "selftests/tap.h"
 #include "user/ctl.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 
 enum { S1 = 8, S2 = 9, S3 = 10, PS = 11 };
 

@@ -43,7 +43,7 @@
 #endif
 
 #include "uapi/rinx.h"
-#include "user/quant.h"
+#include "user/quant/quant.h"
 #include "user/librinx.h"
 #include "selftests/tap.h"
 

@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "selftests/tap.h"
-#include "user/sim.h"
+#include "user/plan/sim.h"
 
 static double run(struct topo *t, const char *scheme, struct pp_plan *keep,
 		  double bytes, double *time_s)

@@ -59,8 +59,8 @@
 #include <bpf/libbpf.h>
 #include "selftests/tap.h"
 #include "uapi/rinx.h"
-#include "uapi/rinx_switch.h"
-#include "tools/testbed.h"
+#include "bpf/switch_kern_user.h"
+#include "tools/testbed/testbed.h"
 #include "switch.skel.h"
 
 extern char **environ;

@@ -18,7 +18,8 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <bpf/bpf.h>
-#include "user/torctl.h"
+#include "user/comm/torctl.h"
+#include "tools/testbed/testbed.h"
 #include "tap.h"
 
 #define PORT	(RINX_TORCTL_PORT + 101)

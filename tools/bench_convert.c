@@ -18,7 +18,7 @@
 #include "tools/bench.h"
 #include "tools/gen.h"
 #include "user/librinx.h"
-#include "user/quant.h"
+#include "user/quant/quant.h"
 
 static double cpu_ns(void)
 {

@@ -26,12 +26,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tools/bench.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 #include "tools/gen.h"
 #include "tools/cmds.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 enum { OP_PREP = 1, OP_GO, OP_CHECK, OP_QUIT };
 
@@ -222,150 +222,185 @@ static int run_jobs(const struct bench_opts *o, struct rinx_comm **cs, int nj,
 	return err;
 }
 
+/* A rank's process: its communicators (one per job) and buffers. */
+struct child {
+	const struct bench_opts *o;
+	const struct rinx_spec *s;
+	int rank, nj;
+	struct rinx_comm *cs[BENCH_MAX_JOBS];
+	char *sendb, *recvb;
+};
+
+/* Opens the rank's communicators in its namespace and its buffers; the
+ * reason of a failure into rep->msg. */
+static int child_open(struct child *ch, const char *spec_path,
+		      struct reply_msg *rep)
+{
+	const struct bench_opts *o = ch->o;
+	const struct rinx_spec_host *h = rinx_spec_rank(ch->s, ch->rank);
+	struct rinx_comm_opts co = { .sz = sizeof(co) };
+	int oldfd, err, j;
+
+	err = rinx_netns_enter(h->netns, &oldfd);
+	if (err) {
+		snprintf(rep->msg, sizeof(rep->msg), "rank %d: cannot enter "
+			 "netns %s", ch->rank, h->netns);
+		return err;
+	}
+	co.spec = spec_path;
+	co.rank = ch->rank;
+	co.token = o->token;
+	co.timeout_ms = o->timeout_ms;
+	co.inflight = o->inflight;
+	co.plan = o->plan;
+	/* --jobs: independent jobs (ids job, job + 1, ...) that run their
+	 * collectives at once over the same links */
+	for (j = 0; j < ch->nj && !err; j++) {
+		co.job = o->job + j;
+		err = rinx_comm_open(&co, &ch->cs[j]);
+		if (err)
+			snprintf(rep->msg, sizeof(rep->msg), "rank %d: job %u: "
+				 "%s", ch->rank, co.job, rinx_comm_error(NULL));
+	}
+	if (!err && o->max_count) {
+		ch->sendb = malloc(o->max_count * 4 * ch->nj);
+		ch->recvb = malloc(o->max_count * 4 * ch->nj);
+		if (!ch->sendb || !ch->recvb) {
+			err = -ENOMEM;
+			snprintf(rep->msg, sizeof(rep->msg), "rank %d: out of "
+				 "memory", ch->rank);
+		}
+	}
+	return err;
+}
+
+static void child_prep(struct child *ch, const struct cmd_msg *cmd)
+{
+	const struct bench_opts *o = ch->o;
+	uint64_t seed;
+	int j;
+
+	for (j = 0; j < ch->nj; j++) {
+		void *send = ch->sendb + o->max_count * 4 * j;
+
+		seed = gen_run_seed(o->seed + j, cmd->iter, cmd->count);
+		gen_fill(o->data, seed, ch->rank, 0, cmd->count, send);
+		memset(ch->recvb + o->max_count * 4 * j, 0xa5, cmd->count * 4);
+	}
+}
+
+/* One timed collective (of every job), and what the first communicator
+ * counted during it. */
+static void child_go(struct child *ch, const struct cmd_msg *cmd,
+		     struct reply_msg *rep)
+{
+	struct rinx_comm *c = ch->cs[0];
+	struct rinx_comm_stats a, b;
+	uint64_t t;
+	int j;
+
+	rinx_comm_stats(c, &a);
+	t = now_ns();
+	if (ch->nj == 1)
+		rep->err = rinx_allreduce(c, ch->sendb, ch->recvb, cmd->count,
+					  ch->o->dtype);
+	else
+		rep->err = run_jobs(ch->o, ch->cs, ch->nj, ch->sendb, ch->recvb,
+				    cmd->count, t, rep->job_ns);
+	rep->ns = now_ns() - t;
+	rinx_comm_stats(c, &b);
+	rep->ns_quant = b.ns_quant - a.ns_quant;
+	rep->ns_dequant = b.ns_dequant - a.ns_dequant;
+	rep->sent = b.blocks_sent - a.blocks_sent;
+	rep->retx = b.retransmits - a.retransmits;
+	rep->nacks = b.nacks - a.nacks;
+	rep->repairs = b.repairs - a.repairs;
+	rep->slow = b.slow_path - a.slow_path;
+	rep->marked = b.ecn_marked - a.ecn_marked;
+	rep->cuts = b.cc_cuts - a.cc_cuts;
+	rep->rate = b.pace_rate;
+	rep->ceil = b.pace_ceiling;
+	rep->bv = rinx_comm_block_values(c);
+	if (rep->err)
+		for (j = 0; j < ch->nj; j++)
+			if (*rinx_comm_error(ch->cs[j]))
+				snprintf(rep->msg, sizeof(rep->msg), "%s",
+					 rinx_comm_error(ch->cs[j]));
+}
+
+static void child_check(struct child *ch, const struct cmd_msg *cmd,
+			struct reply_msg *rep)
+{
+	const struct bench_opts *o = ch->o;
+	uint64_t seed;
+	int j;
+
+	for (j = 0; j < ch->nj; j++) {
+		struct reply_msg one = { 0 };
+
+		seed = gen_run_seed(o->seed + j, cmd->iter, cmd->count);
+		verify(o, ch->s->nhosts, seed, ch->recvb + o->max_count * 4 * j,
+		       cmd->count, rinx_comm_block_values(ch->cs[j]), &one);
+		if (one.wrong && !rep->wrong)
+			snprintf(rep->msg, sizeof(rep->msg), "job %u: %s",
+				 o->job + j, one.msg);
+		rep->wrong += one.wrong;
+		if (one.worst > rep->worst)
+			rep->worst = one.worst;
+	}
+}
+
+static void child_stats(struct child *ch)
+{
+	struct rinx_comm_stats st;
+
+	rinx_comm_stats(ch->cs[0], &st);
+	fprintf(stderr, "rank %d: ops %llu slow %llu slow_dropped %llu quant "
+		"%.1f ms dequant %.1f ms total %.1f ms xsk rx_dropped %llu "
+		"ring_full %llu fill_empty %llu\n", ch->rank,
+		(unsigned long long)st.ops,
+		(unsigned long long)st.slow_path,
+		(unsigned long long)st.slow_dropped,
+		st.ns_quant / 1e6, st.ns_dequant / 1e6, st.ns_total / 1e6,
+		(unsigned long long)st.xsk_rx_dropped,
+		(unsigned long long)st.xsk_rx_ring_full,
+		(unsigned long long)st.xsk_fill_empty);
+}
+
 static void child(const struct bench_opts *o, const char *spec_path,
 		  const struct rinx_spec *s, int rank, int in, int out)
 {
-	struct rinx_comm_opts co = { .sz = sizeof(co) };
-	const struct rinx_spec_host *h = rinx_spec_rank(s, rank);
+	struct child ch = { .o = o, .s = s, .rank = rank,
+			    .nj = o->jobs > 1 ? o->jobs : 1 };
 	struct reply_msg rep;
-	struct rinx_comm *cs[BENCH_MAX_JOBS] = { NULL }, *c;
 	struct cmd_msg cmd;
-	char *sendb = NULL, *recvb = NULL;
-	uint64_t seed = 0, t;
-	int oldfd, err, nj = o->jobs > 1 ? o->jobs : 1, j;
+	int j, code = 1;
 
 	memset(&rep, 0, sizeof(rep));
-	err = rinx_netns_enter(h->netns, &oldfd);
-	if (!err) {
-		co.spec = spec_path;
-		co.rank = rank;
-		co.job = o->job;
-		co.token = o->token;
-		co.timeout_ms = o->timeout_ms;
-		co.inflight = o->inflight;
-		co.plan = o->plan;
-		/* --jobs: independent jobs (ids job, job + 1, ...) that run
-		 * their collectives at once over the same links */
-		for (j = 0; j < nj && !err; j++) {
-			co.job = o->job + j;
-			err = rinx_comm_open(&co, &cs[j]);
-			if (err)
-				snprintf(rep.msg, sizeof(rep.msg), "rank %d: "
-					 "job %u: %s", rank, co.job,
-					 rinx_comm_error(NULL));
-		}
-	} else {
-		snprintf(rep.msg, sizeof(rep.msg), "rank %d: cannot enter "
-			 "netns %s", rank, h->netns);
-	}
-	c = cs[0];
-	if (!err && o->max_count) {
-		sendb = malloc(o->max_count * 4 * nj);
-		recvb = malloc(o->max_count * 4 * nj);
-		if (!sendb || !recvb) {
-			err = -ENOMEM;
-			snprintf(rep.msg, sizeof(rep.msg), "rank %d: out of memory",
-				 rank);
-		}
-	}
-	rep.err = err;
+	rep.err = child_open(&ch, spec_path, &rep);
 	xwrite(out, &rep, sizeof(rep));	/* open done */
-	if (err)
+	if (rep.err)
 		_exit(1);
 	while (!xread(in, &cmd, sizeof(cmd))) {
 		memset(&rep, 0, sizeof(rep));
-		switch (cmd.op) {
-		case OP_PREP:
-			for (j = 0; j < nj; j++) {
-				void *send = sendb + o->max_count * 4 * j;
-
-				seed = gen_run_seed(o->seed + j, cmd.iter,
-						    cmd.count);
-				gen_fill(o->data, seed, rank, 0, cmd.count,
-					 send);
-				memset(recvb + o->max_count * 4 * j, 0xa5,
-				       cmd.count * 4);
-			}
+		if (cmd.op == OP_QUIT) {
+			if (getenv("RINX_BENCH_STATS"))
+				child_stats(&ch);
+			code = 0;
 			break;
-		case OP_GO: {
-			struct rinx_comm_stats a, b;
-
-			rinx_comm_stats(c, &a);
-			t = now_ns();
-			if (nj == 1)
-				rep.err = rinx_allreduce(c, sendb, recvb,
-							 cmd.count, o->dtype);
-			else
-				rep.err = run_jobs(o, cs, nj, sendb, recvb,
-						   cmd.count, t, rep.job_ns);
-			rep.ns = now_ns() - t;
-			rinx_comm_stats(c, &b);
-			rep.ns_quant = b.ns_quant - a.ns_quant;
-			rep.ns_dequant = b.ns_dequant - a.ns_dequant;
-			rep.sent = b.blocks_sent - a.blocks_sent;
-			rep.retx = b.retransmits - a.retransmits;
-			rep.nacks = b.nacks - a.nacks;
-			rep.repairs = b.repairs - a.repairs;
-			rep.slow = b.slow_path - a.slow_path;
-			rep.marked = b.ecn_marked - a.ecn_marked;
-			rep.cuts = b.cc_cuts - a.cc_cuts;
-			rep.rate = b.pace_rate;
-			rep.ceil = b.pace_ceiling;
-			rep.bv = rinx_comm_block_values(c);
 		}
-			if (rep.err)
-				for (j = 0; j < nj; j++)
-					if (*rinx_comm_error(cs[j]))
-						snprintf(rep.msg, sizeof(rep.msg),
-							 "%s", rinx_comm_error(cs[j]));
-			break;
-
-		case OP_CHECK:
-			for (j = 0; j < nj; j++) {
-				struct reply_msg one = { 0 };
-
-				seed = gen_run_seed(o->seed + j, cmd.iter,
-						    cmd.count);
-				verify(o, s->nhosts, seed,
-				       recvb + o->max_count * 4 * j, cmd.count,
-				       rinx_comm_block_values(cs[j]), &one);
-				if (one.wrong && !rep.wrong)
-					snprintf(rep.msg, sizeof(rep.msg),
-						 "job %u: %s", o->job + j,
-						 one.msg);
-				rep.wrong += one.wrong;
-				if (one.worst > rep.worst)
-					rep.worst = one.worst;
-			}
-			break;
-		case OP_QUIT:
-			if (getenv("RINX_BENCH_STATS")) {
-				struct rinx_comm_stats st;
-
-				rinx_comm_stats(c, &st);
-				fprintf(stderr, "rank %d: ops %llu slow %llu "
-					"slow_dropped %llu quant %.1f ms dequant "
-					"%.1f ms total %.1f ms xsk rx_dropped %llu "
-					"ring_full %llu fill_empty %llu\n", rank,
-					(unsigned long long)st.ops,
-					(unsigned long long)st.slow_path,
-					(unsigned long long)st.slow_dropped,
-					st.ns_quant / 1e6, st.ns_dequant / 1e6,
-					st.ns_total / 1e6,
-					(unsigned long long)st.xsk_rx_dropped,
-					(unsigned long long)st.xsk_rx_ring_full,
-					(unsigned long long)st.xsk_fill_empty);
-			}
-			for (j = 0; j < nj; j++)
-				rinx_comm_close(cs[j]);
-			_exit(0);
-		}
+		if (cmd.op == OP_PREP)
+			child_prep(&ch, &cmd);
+		else if (cmd.op == OP_GO)
+			child_go(&ch, &cmd, &rep);
+		else if (cmd.op == OP_CHECK)
+			child_check(&ch, &cmd, &rep);
 		if (xwrite(out, &rep, sizeof(rep)))
 			break;
 	}
-	for (j = 0; j < nj; j++)
-		rinx_comm_close(cs[j]);
-	_exit(1);
+	for (j = 0; j < ch.nj; j++)
+		rinx_comm_close(ch.cs[j]);
+	_exit(code);
 }
 
 /* ---- --profile: where the time goes ----

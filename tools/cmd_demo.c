@@ -18,8 +18,8 @@
 #include "tools/bench.h"
 #include "tools/cmds.h"
 #include "tools/opts.h"
-#include "user/plan.h"
-#include "tools/testbed.h"
+#include "user/plan/plan.h"
+#include "tools/testbed/testbed.h"
 
 static char demo_prefix[RINX_TB_PREFIX_MAX + 1];
 static volatile sig_atomic_t demo_up;

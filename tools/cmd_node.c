@@ -7,7 +7,7 @@
 #include "tools/cmds.h"
 #include "tools/opts.h"
 #include "user/ctl.h"
-#include "user/plan.h"
+#include "user/plan/plan.h"
 
 int rinx_exit_code(int err)
 {

@@ -18,7 +18,7 @@
 #include "tools/cmds.h"
 #include "tools/gen.h"
 #include "tools/proc.h"
-#include "user/sim.h"
+#include "user/plan/sim.h"
 
 struct scenario {
 	const char *name;
@@ -338,7 +338,44 @@ enum { O_SCEN = 256, O_TOPO, O_GEN, O_SCHEME, O_SIZE, O_WORKERS, O_COMPUTE,
        O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP, O_HOP, O_PLAN,
        O_FAIR };
 
-int cmd_sim(int argc, char **argv)
+/* What the command line asks for. */
+struct sim_args {
+	const char *scen, *topo_file, *gen, *plot, *wtopo;
+	char schemes[512];
+	int workers, links, json, dump;
+	uint64_t size;
+	double compute_ms, hop_us;
+	struct sim_opts so;
+};
+
+/* What the simulation found: one row per scheme, on topology t. */
+struct sim_out {
+	const char *name;		/* scenario, file or generator */
+	const struct scenario *sc;	/* NULL: not a scenario */
+	struct topo t;
+	struct row rows[32];
+	int nr;
+	double cut;			/* the cut bound; 0: none */
+};
+
+static int bad_num(const char *opt, const char *arg)
+{
+	fprintf(stderr, "rinxctl sim: bad --%s %s\n", opt, arg);
+	return RINX_EXIT_USAGE;
+}
+
+static int parse_ms(const char *opt, const char *arg, double *out)
+{
+	char *end;
+
+	*out = strtod(arg, &end);
+	if (*end || !(*out >= 0) || !isfinite(*out))
+		return bad_num(opt, arg);
+	return 0;
+}
+
+/* -1: go on; else the exit code (0 after --help or --list). */
+static int sim_parse(int argc, char **argv, struct sim_args *a)
 {
 	static const struct option lo[] = {
 		{ "scenario", required_argument, NULL, O_SCEN },
@@ -359,63 +396,42 @@ int cmd_sim(int argc, char **argv)
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *scen = NULL, *topo_file = NULL, *gen = NULL, *plot = NULL;
-	const char *wtopo = NULL;
-	const struct scenario *sc = NULL;
-	char schemes[512] = "", spec[256], err[512], *save = NULL, *tok;
-	int workers = 0, links = 0, json = 0, dump = 0, c, nr = 0, i, ret = 0;
-	uint64_t size = 100ull << 20;
-	double compute_ms = 0, hop_us = 0, cut, t0;
-	struct sim_opts so = { 0 };
-	struct row rows[32];
-	struct topo t;
 	char *end;
+	int c;
 
+	a->size = 100ull << 20;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case O_SCEN: scen = optarg; break;
-		case O_TOPO: topo_file = optarg; break;
-		case O_GEN: gen = optarg; break;
+		case O_SCEN: a->scen = optarg; break;
+		case O_TOPO: a->topo_file = optarg; break;
+		case O_GEN: a->gen = optarg; break;
 		case O_SCHEME:
-			snprintf(schemes, sizeof(schemes), "%s", optarg);
+			snprintf(a->schemes, sizeof(a->schemes), "%s", optarg);
 			break;
 		case O_SIZE:
-			if (gen_parse_sizes(optarg, &size, 1) != 1 || !size) {
-				fprintf(stderr, "rinxctl sim: bad --size %s\n",
-					optarg);
-				return RINX_EXIT_USAGE;
-			}
+			if (gen_parse_sizes(optarg, &a->size, 1) != 1 ||
+			    !a->size)
+				return bad_num("size", optarg);
 			break;
 		case O_WORKERS:
-			workers = strtol(optarg, &end, 10);
-			if (*end || workers < 1 || workers > 100000) {
-				fprintf(stderr, "rinxctl sim: bad --workers %s\n",
-					optarg);
-				return RINX_EXIT_USAGE;
-			}
+			a->workers = strtol(optarg, &end, 10);
+			if (*end || a->workers < 1 || a->workers > 100000)
+				return bad_num("workers", optarg);
 			break;
 		case O_COMPUTE:
-			compute_ms = strtod(optarg, &end);
-			if (*end || !(compute_ms >= 0) || !isfinite(compute_ms)) {
-				fprintf(stderr, "rinxctl sim: bad --compute %s\n",
-					optarg);
+			if (parse_ms("compute", optarg, &a->compute_ms))
 				return RINX_EXIT_USAGE;
-			}
 			break;
 		case O_HOP:
-			hop_us = strtod(optarg, &end);
-			if (*end || !(hop_us >= 0) || !isfinite(hop_us)) {
-				fprintf(stderr, "rinxctl sim: bad --hop-us %s\n",
-					optarg);
+			if (parse_ms("hop-us", optarg, &a->hop_us))
 				return RINX_EXIT_USAGE;
-			}
 			break;
-		case O_LINKS: links = 1; break;
-		case O_PLAN: dump = 1; break;
-		case O_FAIR: so.fair = 1; break;
-		case O_JSON: json = 1; break;
-		case O_PLOT: plot = optarg; break;
-		case O_WRITE: wtopo = optarg; break;
+		case O_LINKS: a->links = 1; break;
+		case O_PLAN: a->dump = 1; break;
+		case O_FAIR: a->so.fair = 1; break;
+		case O_JSON: a->json = 1; break;
+		case O_PLOT: a->plot = optarg; break;
+		case O_WRITE: a->wtopo = optarg; break;
 		case O_LIST: list_all(); return 0;
 		case 'h':
 		case O_HELP:
@@ -426,259 +442,353 @@ int cmd_sim(int argc, char **argv)
 			return RINX_EXIT_USAGE;
 		}
 	}
-	if (optind < argc || !!scen + !!topo_file + !!gen != 1) {
+	if (optind < argc || !!a->scen + !!a->topo_file + !!a->gen != 1) {
 		fprintf(stderr, "rinxctl sim: give one of --scenario, --topo, "
 			"--gen\nusage: rinxctl sim %s", sim_usage);
 		return RINX_EXIT_USAGE;
 	}
-	topo_init(&t);
-	if (scen) {
-		for (sc = scenarios; sc->name && strcmp(sc->name, scen); sc++)
-			;
-		if (!sc->name) {
-			fprintf(stderr, "rinxctl sim: unknown scenario '%s' "
-				"(--list)\n", scen);
-			return RINX_EXIT_USAGE;
-		}
-		if (sc->spec(spec, sizeof(spec), workers ? workers : sc->workers)) {
-			fprintf(stderr, "rinxctl sim: scenario %s cannot have "
-				"%d workers\n", sc->name, workers);
-			return RINX_EXIT_USAGE;
-		}
-		gen = spec;
-		if (!schemes[0])
-			snprintf(schemes, sizeof(schemes), "%s", sc->schemes);
-	} else if (workers) {
-		fprintf(stderr, "rinxctl sim: --workers goes with --scenario\n");
+	a->so.bytes = a->size;
+	a->so.compute_s = a->compute_ms / 1e3;
+	a->so.hop_s = a->hop_us / 1e6;
+	return -1;
+}
+
+/* The scenario's generator spec (into spec) and schemes, when one is
+ * named: 0 or the exit code. */
+static int sim_scenario(struct sim_args *a, struct sim_out *o, char *spec,
+			size_t len)
+{
+	const struct scenario *sc;
+
+	if (!a->scen) {
+		if (!a->workers)
+			return 0;
+		fprintf(stderr,
+			"rinxctl sim: --workers goes with --scenario\n");
 		return RINX_EXIT_USAGE;
 	}
-	ret = topo_file ? topo_load(topo_file, &t, err, sizeof(err)) :
-			  topo_generate(gen, &t, err, sizeof(err));
+	for (sc = scenarios; sc->name && strcmp(sc->name, a->scen); sc++)
+		;
+	if (!sc->name) {
+		fprintf(stderr, "rinxctl sim: unknown scenario '%s' "
+			"(--list)\n", a->scen);
+		return RINX_EXIT_USAGE;
+	}
+	if (sc->spec(spec, len, a->workers ? a->workers : sc->workers)) {
+		fprintf(stderr, "rinxctl sim: scenario %s cannot have "
+			"%d workers\n", sc->name, a->workers);
+		return RINX_EXIT_USAGE;
+	}
+	a->gen = spec;
+	if (!a->schemes[0])
+		snprintf(a->schemes, sizeof(a->schemes), "%s", sc->schemes);
+	o->sc = sc;
+	return 0;
+}
+
+/* Every planner that applies to topology t, comma-separated. */
+static void sim_all_schemes(const struct topo *t, char *schemes, size_t len)
+{
+	const struct pp_planner *p;
+	int i, ina = 0, loose = 0;
+
+	for (i = 0; i < t->nnodes; i++)
+		ina |= t->node[i].ina && t->node[i].cap > 0;
+	for (i = 0; i < t->nhosts; i++)
+		loose |= t->node[t->hosts[i]].tor < 0;
+	for (p = pp_planners; p->name; p++) {
+		if ((!strcmp(p->name, "ps") || !strcmp(p->name, "ps-ina") ||
+		     !strcmp(p->name, "grid")) && !t->nps)
+			continue;
+		if (!strncmp(p->name, "switchml", 8) && !ina)
+			continue;
+		if (!strcmp(p->name, "atp") && loose)
+			continue;
+		snprintf(schemes + strlen(schemes), len - strlen(schemes),
+			 "%s%s", schemes[0] ? "," : "", p->name);
+	}
+}
+
+/* The topology the arguments name, written out with --write-topo. 0 or
+ * the exit code. */
+static int sim_topo(struct sim_args *a, struct sim_out *o, char *spec,
+		    size_t len)
+{
+	char err[512];
+	FILE *f;
+	int ret;
+
+	ret = sim_scenario(a, o, spec, len);
+	if (ret)
+		return ret;
+	o->name = o->sc ? o->sc->name : a->topo_file ? a->topo_file : a->gen;
+	ret = a->topo_file ? topo_load(a->topo_file, &o->t, err, sizeof(err)) :
+			     topo_generate(a->gen, &o->t, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "rinxctl sim: %s\n", err);
-		topo_free(&t);
 		return RINX_EXIT_CONFIG;
 	}
-	if (wtopo) {
-		FILE *f = fopen(wtopo, "w");
-
+	if (a->wtopo) {
+		f = fopen(a->wtopo, "w");
 		if (!f) {
-			fprintf(stderr, "rinxctl sim: %s: %s\n", wtopo,
+			fprintf(stderr, "rinxctl sim: %s: %s\n", a->wtopo,
 				strerror(errno));
-			topo_free(&t);
 			return RINX_EXIT_FAIL;
 		}
-		topo_write(f, &t);
+		topo_write(f, &o->t);
 		fclose(f);
 	}
-	if (!schemes[0]) {
-		const struct pp_planner *p;
-		int ina = 0, loose = 0;
+	if (!a->schemes[0])
+		sim_all_schemes(&o->t, a->schemes, sizeof(a->schemes));
+	return 0;
+}
 
-		for (i = 0; i < t.nnodes; i++)
-			ina |= t.node[i].ina && t.node[i].cap > 0;
-		for (i = 0; i < t.nhosts; i++)
-			loose |= t.node[t.hosts[i]].tor < 0;
-		for (p = pp_planners; p->name; p++) {
-			/* all that apply to this topology */
-			if ((!strcmp(p->name, "ps") || !strcmp(p->name, "ps-ina") ||
-			     !strcmp(p->name, "grid")) && !t.nps)
-				continue;
-			if (!strncmp(p->name, "switchml", 8) && !ina)
-				continue;
-			if (!strcmp(p->name, "atp") && loose)
-				continue;
-			strcat(schemes, schemes[0] ? "," : "");
-			strcat(schemes, p->name);
-		}
-	}
-	so.bytes = size;
-	so.compute_s = compute_ms / 1e3;
-	so.hop_s = hop_us / 1e6;
-	for (tok = strtok_r(schemes, ",", &save); tok;
+/* Plans and simulates one scheme into r; its failure stays in r. */
+static void sim_scheme(struct topo *t, const struct pp_planner *pl,
+		       const struct sim_opts *so, struct row *r)
+{
+	double t0 = now_s();
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->scheme = pl->name;
+	pp_init(&r->plan, pl->name);
+	ret = pl->plan(t, NULL, &r->plan, r->err, sizeof(r->err));
+	if (!ret)
+		ret = pp_finish(t, &r->plan, r->err, sizeof(r->err));
+	if (!ret)
+		ret = sim_run(t, &r->plan, so, &r->res, r->err, sizeof(r->err));
+	r->plan_s = now_s() - t0;
+	r->ok = !ret;
+	if (ret && !r->err[0])
+		snprintf(r->err, sizeof(r->err), "%s", strerror(-ret));
+}
+
+/* Every scheme of a->schemes on o->t: 0, or the exit code of a scheme
+ * that is not known or one too many. */
+static int sim_compute(struct sim_args *a, struct sim_out *o)
+{
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(a->schemes, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		const struct pp_planner *pl = pp_planner_find(tok);
-		struct row *r;
 
 		if (!pl) {
 			fprintf(stderr, "rinxctl sim: unknown scheme '%s' "
 				"(--list)\n", tok);
-			ret = RINX_EXIT_USAGE;
-			goto out;
+			return RINX_EXIT_USAGE;
 		}
-		if (nr == (int)(sizeof(rows) / sizeof(rows[0]))) {
-			fprintf(stderr, "rinxctl sim: at most %d schemes\n", nr);
-			ret = RINX_EXIT_USAGE;
-			goto out;
+		if (o->nr == (int)(sizeof(o->rows) / sizeof(o->rows[0]))) {
+			fprintf(stderr, "rinxctl sim: at most %d schemes\n",
+				o->nr);
+			return RINX_EXIT_USAGE;
 		}
-		r = &rows[nr++];
-		memset(r, 0, sizeof(*r));
-		r->scheme = pl->name;
-		pp_init(&r->plan, pl->name);
-		t0 = now_s();
-		ret = pl->plan(&t, NULL, &r->plan, r->err, sizeof(r->err));
-		if (!ret)
-			ret = pp_finish(&t, &r->plan, r->err, sizeof(r->err));
-		if (!ret)
-			ret = sim_run(&t, &r->plan, &so, &r->res, r->err,
-				      sizeof(r->err));
-		r->plan_s = now_s() - t0;
-		r->ok = !ret;
-		if (ret && !r->err[0])
-			snprintf(r->err, sizeof(r->err), "%s", strerror(-ret));
-		ret = 0;
+		sim_scheme(&o->t, pl, &a->so, &o->rows[o->nr++]);
 	}
-	cut = pp_cut_bound(&t, 256);
-	if (json) {
-		printf("{\"scenario\":");
-		json_str(sc ? sc->name : topo_file ? topo_file : gen);
-		printf(",\"topology\":{\"nodes\":%d,\"workers\":%d,\"links\":%d,"
-		       "\"ps\":%d},\"size_bytes\":%llu,\"compute_s\":%g",
-		       t.nnodes, t.nhosts, t.nlinks, t.nps,
-		       (unsigned long long)size, so.compute_s);
-		if (cut > 0)
-			printf(",\"cut_bound_gbps\":%.6g", cut);
-		if (sc && sc->paper) {
-			printf(",\"paper\":");
-			json_str(sc->paper);
-		}
-		printf(",\"schemes\":[");
-		for (i = 0; i < nr; i++) {
-			struct row *r = &rows[i];
-			char b[96];
-			int k;
+	o->cut = pp_cut_bound(&o->t, 256);
+	return 0;
+}
 
-			printf("%s{\"scheme\":\"%s\",\"ok\":%s", i ? "," : "",
-			       r->scheme, r->ok ? "true" : "false");
-			if (!r->ok) {
-				printf(",\"error\":");
-				json_str(r->err);
-				printf("}");
-				continue;
-			}
-			json_num("min_rate_gbps", r->res.rate_gbps);
-			json_num("push_rate_gbps", r->res.push_gbps);
-			json_num("time_s", r->res.time_s);
-			json_num("iter_s", r->res.iter_s);
-			json_num("agg_tput_gbps", r->res.agg_tput_gbps);
-			json_num("ina_gbps", r->res.ina_gbps);
-			if (so.fair)
-				json_num("fair_time_s", r->res.fair_time_s);
-			printf(",\"bottleneck\":");
-			json_str(sim_bott_name(&t, &r->res, b, sizeof(b)));
-			json_num("tx_min_gbps", r->res.tx_min);
-			json_num("tx_max_gbps", r->res.tx_max);
-			printf(",\"classes\":%d,\"steps\":%d,\"plan_s\":%.4g",
-			       r->plan.ncls, r->res.steps, r->plan_s);
-			if (r->plan.rate_gbps > 0)
-				printf(",\"planner_rate_gbps\":%.6g",
-				       r->plan.rate_gbps);
-			if (r->plan.bound_gbps > 0)
-				printf(",\"planner_bound_gbps\":%.6g",
-				       r->plan.bound_gbps);
-			if (cut > 0)
-				json_num("cut_ratio", r->res.rate_gbps / cut);
-			printf(",\"note\":");
-			json_str(r->plan.note);
-			if (t.nhosts <= 64) {
-				printf(",\"tx_gbps\":{");
-				for (k = 0; k < t.nhosts; k++)
-					printf("%s\"%s\":%.6g", k ? "," : "",
-					       t.node[t.hosts[k]].name,
-					       r->res.tx_gbps[k]);
-				printf("}");
-			}
-			if (dump)
-				json_plan(&t, &r->plan);
-			if (links) {
-				printf(",\"links\":[");
-				for (k = 0; k < 2 * t.nlinks; k++)
-					printf("%s{\"arc\":\"%s\",\"gbps\":%.6g,"
-					       "\"util\":%.4f}", k ? "," : "",
-					       topo_arc_name(&t, k, b, sizeof(b)),
-					       r->res.arc_gbps[k],
-					       r->res.arc_gbps[k] /
-					       topo_arc_gbps(&t, k));
-				printf("]");
-			}
-			printf("}");
-		}
-		printf("]}\n");
-	} else {
-		printf("topology: %d nodes, %d workers, %d links, %d ps; "
-		       "tensor %llu bytes", t.nnodes, t.nhosts, t.nlinks, t.nps,
-		       (unsigned long long)size);
-		if (cut > 0)
-			printf("; cut bound %.4g Gbps", cut);
-		printf("\n");
-		if (sc && sc->paper)
-			printf("paper: %s\n", sc->paper);
-		printf("%-13s %10s %9s %11s ", "scheme", "rate Gbps", "push",
-		       compute_ms > 0 ? "iter ms" : "time ms");
-		if (so.fair)
-			printf("%9s ", "fair ms");
-		printf("%11s %-16s %6s %8s  %s\n", "aggtput", "bottleneck",
-		       "cut", "plan s", "planner");
-		for (i = 0; i < nr; i++) {
-			struct row *r = &rows[i];
-			char b[96], cr[16] = "-";
+static void json_links(const struct topo *t, const struct sim_res *res)
+{
+	char b[96];
+	int k;
 
-			if (!r->ok) {
-				printf("%-13s error: %s\n", r->scheme, r->err);
-				continue;
-			}
-			if (cut > 0)
-				snprintf(cr, sizeof(cr), "%.3f",
-					 r->res.rate_gbps / cut);
-			printf("%-13s %10.4g %9.4g %11.4g ", r->scheme,
-			       r->res.rate_gbps, r->res.push_gbps,
-			       1e3 * (compute_ms > 0 ? r->res.iter_s : r->res.time_s));
-			if (so.fair)
-				printf("%9.4g ", 1e3 * (r->res.fair_time_s +
-						       so.compute_s));
-			printf("%11.5g %-16s %6s %8.3f  %s\n",
-			       r->res.agg_tput_gbps,
-			       sim_bott_name(&t, &r->res, b, sizeof(b)), cr,
-			       r->plan_s, r->plan.note);
-			if (links) {
-				int na = 2 * t.nlinks, *ix = malloc(na * sizeof(int)), k;
-				double *u = malloc(na * sizeof(double));
+	printf(",\"links\":[");
+	for (k = 0; k < 2 * t->nlinks; k++)
+		printf("%s{\"arc\":\"%s\",\"gbps\":%.6g,\"util\":%.4f}",
+		       k ? "," : "", topo_arc_name(t, k, b, sizeof(b)),
+		       res->arc_gbps[k],
+		       res->arc_gbps[k] / topo_arc_gbps(t, k));
+	printf("]");
+}
 
-				if (!ix || !u) {
-					free(ix);
-					free(u);
-					continue;
-				}
-				for (k = 0; k < na; k++) {
-					ix[k] = k;
-					u[k] = r->res.arc_gbps[k] / topo_arc_gbps(&t, k);
-				}
-				qsort_r(ix, na, sizeof(int), cmp_load, u);
-				for (k = 0; k < na && k < 10 && u[ix[k]] > 0; k++)
-					printf("    %-20s %9.4g Gbps %5.1f%%\n",
-					       topo_arc_name(&t, ix[k], b, sizeof(b)),
-					       r->res.arc_gbps[ix[k]], 100 * u[ix[k]]);
-				free(ix);
-				free(u);
-			}
-		}
+static void json_row(const struct sim_args *a, const struct sim_out *o,
+		     const struct row *r)
+{
+	const struct topo *t = &o->t;
+	char b[96];
+	int k;
+
+	json_num("min_rate_gbps", r->res.rate_gbps);
+	json_num("push_rate_gbps", r->res.push_gbps);
+	json_num("time_s", r->res.time_s);
+	json_num("iter_s", r->res.iter_s);
+	json_num("agg_tput_gbps", r->res.agg_tput_gbps);
+	json_num("ina_gbps", r->res.ina_gbps);
+	if (a->so.fair)
+		json_num("fair_time_s", r->res.fair_time_s);
+	printf(",\"bottleneck\":");
+	json_str(sim_bott_name(t, &r->res, b, sizeof(b)));
+	json_num("tx_min_gbps", r->res.tx_min);
+	json_num("tx_max_gbps", r->res.tx_max);
+	printf(",\"classes\":%d,\"steps\":%d,\"plan_s\":%.4g",
+	       r->plan.ncls, r->res.steps, r->plan_s);
+	if (r->plan.rate_gbps > 0)
+		printf(",\"planner_rate_gbps\":%.6g", r->plan.rate_gbps);
+	if (r->plan.bound_gbps > 0)
+		printf(",\"planner_bound_gbps\":%.6g", r->plan.bound_gbps);
+	if (o->cut > 0)
+		json_num("cut_ratio", r->res.rate_gbps / o->cut);
+	printf(",\"note\":");
+	json_str(r->plan.note);
+	if (t->nhosts <= 64) {
+		printf(",\"tx_gbps\":{");
+		for (k = 0; k < t->nhosts; k++)
+			printf("%s\"%s\":%.6g", k ? "," : "",
+			       t->node[t->hosts[k]].name, r->res.tx_gbps[k]);
+		printf("}");
 	}
-	if (plot) {
-		char title[160];
+	if (a->dump)
+		json_plan(t, &r->plan);
+	if (a->links)
+		json_links(t, &r->res);
+}
 
-		snprintf(title, sizeof(title), "%s: %d workers",
-			 sc ? sc->name : topo_file ? topo_file : gen, t.nhosts);
-		if (write_plot(plot, title, rows, nr))
+static void print_json(const struct sim_args *a, const struct sim_out *o)
+{
+	const struct topo *t = &o->t;
+	int i;
+
+	printf("{\"scenario\":");
+	json_str(o->name);
+	printf(",\"topology\":{\"nodes\":%d,\"workers\":%d,\"links\":%d,"
+	       "\"ps\":%d},\"size_bytes\":%llu,\"compute_s\":%g",
+	       t->nnodes, t->nhosts, t->nlinks, t->nps,
+	       (unsigned long long)a->size, a->so.compute_s);
+	if (o->cut > 0)
+		printf(",\"cut_bound_gbps\":%.6g", o->cut);
+	if (o->sc && o->sc->paper) {
+		printf(",\"paper\":");
+		json_str(o->sc->paper);
+	}
+	printf(",\"schemes\":[");
+	for (i = 0; i < o->nr; i++) {
+		const struct row *r = &o->rows[i];
+
+		printf("%s{\"scheme\":\"%s\",\"ok\":%s", i ? "," : "",
+		       r->scheme, r->ok ? "true" : "false");
+		if (!r->ok) {
+			printf(",\"error\":");
+			json_str(r->err);
+		} else {
+			json_row(a, o, r);
+		}
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+/* The ten busiest link directions of a scheme. */
+static void table_links(const struct topo *t, const struct sim_res *res)
+{
+	int na = 2 * t->nlinks, *ix = malloc(na * sizeof(int)), k;
+	double *u = malloc(na * sizeof(double));
+	char b[96];
+
+	if (!ix || !u) {
+		free(ix);
+		free(u);
+		return;
+	}
+	for (k = 0; k < na; k++) {
+		ix[k] = k;
+		u[k] = res->arc_gbps[k] / topo_arc_gbps(t, k);
+	}
+	qsort_r(ix, na, sizeof(int), cmp_load, u);
+	for (k = 0; k < na && k < 10 && u[ix[k]] > 0; k++)
+		printf("    %-20s %9.4g Gbps %5.1f%%\n",
+		       topo_arc_name(t, ix[k], b, sizeof(b)),
+		       res->arc_gbps[ix[k]], 100 * u[ix[k]]);
+	free(ix);
+	free(u);
+}
+
+static void table_row(const struct sim_args *a, const struct sim_out *o,
+		      const struct row *r)
+{
+	char b[96], cr[16] = "-";
+
+	if (!r->ok) {
+		printf("%-13s error: %s\n", r->scheme, r->err);
+		return;
+	}
+	if (o->cut > 0)
+		snprintf(cr, sizeof(cr), "%.3f", r->res.rate_gbps / o->cut);
+	printf("%-13s %10.4g %9.4g %11.4g ", r->scheme, r->res.rate_gbps,
+	       r->res.push_gbps,
+	       1e3 * (a->compute_ms > 0 ? r->res.iter_s : r->res.time_s));
+	if (a->so.fair)
+		printf("%9.4g ", 1e3 * (r->res.fair_time_s + a->so.compute_s));
+	printf("%11.5g %-16s %6s %8.3f  %s\n", r->res.agg_tput_gbps,
+	       sim_bott_name(&o->t, &r->res, b, sizeof(b)), cr, r->plan_s,
+	       r->plan.note);
+	if (a->links)
+		table_links(&o->t, &r->res);
+}
+
+static void print_table(const struct sim_args *a, const struct sim_out *o)
+{
+	const struct topo *t = &o->t;
+	int i;
+
+	printf("topology: %d nodes, %d workers, %d links, %d ps; "
+	       "tensor %llu bytes", t->nnodes, t->nhosts, t->nlinks, t->nps,
+	       (unsigned long long)a->size);
+	if (o->cut > 0)
+		printf("; cut bound %.4g Gbps", o->cut);
+	printf("\n");
+	if (o->sc && o->sc->paper)
+		printf("paper: %s\n", o->sc->paper);
+	printf("%-13s %10s %9s %11s ", "scheme", "rate Gbps", "push",
+	       a->compute_ms > 0 ? "iter ms" : "time ms");
+	if (a->so.fair)
+		printf("%9s ", "fair ms");
+	printf("%11s %-16s %6s %8s  %s\n", "aggtput", "bottleneck",
+	       "cut", "plan s", "planner");
+	for (i = 0; i < o->nr; i++)
+		table_row(a, o, &o->rows[i]);
+}
+
+int cmd_sim(int argc, char **argv)
+{
+	struct sim_args a = { 0 };
+	struct sim_out *o;
+	char spec[256], title[160];
+	int i, ret;
+
+	ret = sim_parse(argc, argv, &a);
+	if (ret >= 0)
+		return ret;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return RINX_EXIT_FAIL;
+	topo_init(&o->t);
+	ret = sim_topo(&a, o, spec, sizeof(spec));
+	if (!ret)
+		ret = sim_compute(&a, o);
+	if (ret)
+		goto out;
+	if (a.json)
+		print_json(&a, o);
+	else
+		print_table(&a, o);
+	if (a.plot) {
+		snprintf(title, sizeof(title), "%s: %d workers", o->name,
+			 o->t.nhosts);
+		if (write_plot(a.plot, title, o->rows, o->nr))
 			ret = RINX_EXIT_FAIL;
 	}
-	for (i = 0; i < nr; i++)
-		if (!rows[i].ok && !ret)
+	for (i = 0; i < o->nr; i++)
+		if (!o->rows[i].ok && !ret)
 			ret = RINX_EXIT_FAIL;
 out:
-	for (i = 0; i < nr; i++) {
-		pp_free(&rows[i].plan);
-		sim_res_free(&rows[i].res);
+	for (i = 0; i < o->nr; i++) {
+		pp_free(&o->rows[i].plan);
+		sim_res_free(&o->rows[i].res);
 	}
-	topo_free(&t);
+	topo_free(&o->t);
+	free(o);
 	return ret;
 }

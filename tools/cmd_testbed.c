@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* rinxctl testbed up|down|show: the emulated cluster of tools/testbed.c. */
+/* rinxctl testbed up|down|show: the emulated cluster of tools/testbed/. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <bpf/libbpf.h>
 #include "tools/cmds.h"
 #include "tools/opts.h"
-#include "tools/testbed.h"
-#include "user/plan.h"
+#include "tools/testbed/testbed.h"
+#include "user/plan/plan.h"
 
 static int parse_ina_one(const char *v)
 {

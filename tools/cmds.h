@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 #include "tools/opts.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 enum rinx_exit {
 	RINX_EXIT_OK = 0,

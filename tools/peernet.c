@@ -8,7 +8,7 @@
  * one by one. TCP peers (Open MPI, Gloo) deserve the network they would
  * get on a plain Linux box: veth pairs into kernel bridges, no XDP, GSO on.
  *
- * Layout, mirroring testbed <P> (tools/testbed.h) under base B = <P>-b<pid>
+ * Layout, mirroring testbed <P> (tools/testbed/testbed.h) under base B = <P>-b<pid>
  * ('-' cannot occur in a testbed prefix, so no testbed owns these names):
  *
  *   B sp  br0 { t0, t1, ... }            spine, only when racks > 1

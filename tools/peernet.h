@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 #include "user/ctl.h"
-#include "tools/testbed.h"
+#include "tools/testbed/testbed.h"
 
 #define PN_MAX_SW	(RINX_TB_MAX_RACKS + 1)
 #define PN_MAX_PORTS	(RINX_MAX_NODES + 2 * RINX_TB_MAX_RACKS)

@@ -4,8 +4,8 @@
  *
  * Included by both the XDP programs (bpf/) and user space (user/, tools/,
  * selftests/). Every structure that crosses the BPF/user boundary or the
- * wire is defined once, here or (the testbed switch's own) in
- * uapi/rinx_switch.h.
+ * wire is defined once, here or (the testbed switch's own, which librinx
+ * never includes) in bpf/switch_kern_user.h.
  *
  * Frame: Ethernet | IPv4 (no options) | UDP (dst = configured port) |
  *        struct rinx_hdr | payload of the job's block size: RINX_BLOCK_VALUES
@@ -162,6 +162,10 @@ struct rinx_hdr {
 #define RINX_FRAME_LEN(bval)	(RINX_FRAME_HDR_LEN + (int)(bval) * 4)
 #define RINX_FRAME_MIN		RINX_FRAME_LEN(RINX_BLOCK_VALUES_MIN)
 #define RINX_IP_MTU(bval)	(RINX_FRAME_LEN(bval) - 14)
+/* Preamble + start delimiter (8), inter-frame gap (12), FCS (4): what a
+ * frame occupies on an Ethernet link beyond the bytes XDP sees (the pacer's
+ * and the testbed switch's link arithmetic). */
+#define RINX_WIRE_EXTRA		24
 
 /*
  * One block of one job in the share map (this host's contribution, written by

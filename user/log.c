@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <bpf/libbpf.h>
-#include "user/ctl.h"
+#include "user/log.h"
 
 static enum rinx_log_level log_level = RINX_LOG_WARN;
 

@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <mpi.h>
-#include "user/ctl.h"
+#include "user/plan/spec.h"
 #include "user/librinx.h"
 
 /* Why a call went where it went; the order is the order of the checks. */

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Namespaces and veth pairs: ip(8) batches, the names of a testbed's
+ * namespaces, the hosts' and switches' interfaces and addresses.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include "tools/testbed/tb.h"
+
+extern char **environ;
+
+void rinx_tb_put(struct rinx_tb_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	size_t cap;
+	char *p;
+	int n;
+
+	if (b->err)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL,
+			      b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->err = -EINVAL;
+			return;
+		}
+		if (b->p && b->len + n < b->cap) {
+			b->len += n;
+			return;
+		}
+		cap = (b->cap ? b->cap * 2 : 4096) + n;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+void rinx_tb_free(struct rinx_tb_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+int rinx_tb_batch(const char *tool, const char *netns, struct rinx_tb_buf *b,
+		  int flags)
+{
+	char *av[8];
+	posix_spawn_file_actions_t fa;
+	int fd, err, st, a = 0, quiet = flags & RINX_TB_QUIET;
+	size_t off = 0;
+	pid_t pid;
+
+	if (b->err)
+		return b->err;
+	av[a++] = (char *)tool;
+	if (netns) {
+		av[a++] = "-n";
+		av[a++] = (char *)netns;
+	}
+	if (flags & RINX_TB_FORCE)
+		av[a++] = "-force";
+	av[a++] = "-batch";
+	av[a++] = "-";
+	av[a] = NULL;
+	fd = memfd_create("rinx-batch", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (off < b->len) {
+		ssize_t n = write(fd, b->p + off, b->len - off);
+
+		if (n < 0) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		off += n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fd, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null",
+						 O_WRONLY, 0);
+	err = posix_spawnp(&pid, tool, &fa, NULL, av, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fd);
+	if (err) {
+		pr_warn("cannot run %s: %s%s\n", tool, strerror(err),
+			err == ENOENT ? " (install iproute2)" : "");
+		return -err;
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		if (!quiet)
+			pr_warn("%s%s%s -batch failed\n", tool,
+				netns ? " -n " : "", netns ? netns : "");
+		return -EIO;
+	}
+	return 0;
+}
+
+int run_ip_batch(const char *netns, struct rinx_tb_buf *b)
+{
+	return rinx_tb_batch("ip", netns, b, 0);
+}
+
+/* Is netns `name` one of testbed `prefix`: <prefix>{h<n>,t<n>,sp}? */
+int is_ours(const char *prefix, const char *name)
+{
+	size_t n = strlen(prefix);
+	const char *p;
+
+	if (strncmp(name, prefix, n))
+		return 0;
+	name += n;
+	if (!strcmp(name, "sp"))
+		return 1;
+	if (*name != 'h' && *name != 't')
+		return 0;
+	if (!isdigit((unsigned char)name[1]))
+		return 0;
+	for (p = name + 1; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return 0;
+	return 1;
+}
+
+/* Adds "netns del" for each namespace of prefix to b; returns how many. */
+int ours_to_batch(const char *prefix, struct rinx_tb_buf *b)
+{
+	struct dirent *e;
+	DIR *d = opendir("/run/netns");
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || !is_ours(prefix, e->d_name))
+			continue;
+		if (b)
+			rinx_tb_put(b, "netns del %s\n", e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void write_sysctl(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;	/* no IPv6 in this kernel: nothing to quiet */
+	if (write(fd, val, strlen(val)) < 0)
+		pr_debug("%s: %s\n", path, strerror(errno));
+	close(fd);
+}
+
+/* No IPv6 in the testbed: no router/neighbour solicitations or MLD reports
+ * on the wire, so the switch and host counters see only real traffic.
+ * Hosts ask for ECN on their TCP connections (tcp_ecn=1; the default, 2,
+ * only answers): the switch ports mark ECT frames, and TCP peers compared
+ * with rinx on these links react to marks as rinx does. /proc/sys/net
+ * follows the namespace of the calling thread. */
+int ns_quiet(const char *ns, int host)
+{
+	int old, err;
+
+	err = rinx_netns_enter(ns, &old);
+	if (err)
+		return err;
+	write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
+	write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+	if (host)
+		write_sysctl("/proc/sys/net/ipv4/tcp_ecn", "1");
+	return rinx_netns_leave(old);
+}
+
+static int ethtool_set(int sock, const char *ifname, __u32 cmd, __u32 val)
+{
+	struct ethtool_value ev = { .cmd = cmd, .data = val };
+	struct ifreq ifr = {};
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&ev;
+	return ioctl(sock, SIOCETHTOOL, &ifr) ? -errno : 0;
+}
+
+/*
+ * A frame redirected into a veth is lost unless the peer runs NAPI, i.e.
+ * has an XDP program or GRO on: GRO keeps a host reachable while its rinx
+ * program is down. Frames leave the host stack with a partial checksum that
+ * nobody completes once XDP redirects them, so the host computes checksums
+ * itself (tx checksum offload off).
+ */
+static int host_nic_prepare(const char *ifname)
+{
+	int sock, err;
+
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	err = ethtool_set(sock, ifname, ETHTOOL_SGRO, 1);
+	if (!err)
+		err = ethtool_set(sock, ifname, ETHTOOL_STXCSUM, 0);
+	close(sock);
+	return err;
+}
+
+/* Loads the switch program in sw's namespace (ToR of rack sw->rack, or the
+ * spine), fills its tables and attaches it to every port. An INA ToR also
+ * gets its aggregator's identity and pins the aggregator's maps. */
+/* Every host's interface readied (GRO, checksum offload) and, unless
+ * no_nodes, its host program up, in its namespace. 0 or -errno. */
+int hosts_up(const struct rinx_spec *s, int no_nodes)
+{
+	int i, old, err = 0;
+
+	for (i = 0; i < s->nhosts && !err; i++) {
+		const struct rinx_spec_host *h = &s->hosts[i];
+
+		err = rinx_netns_enter(h->netns, &old);
+		if (err)
+			break;
+		err = host_nic_prepare(h->ifname);
+		if (err)
+			pr_warn("host %s: cannot set GRO/checksum offload on "
+				"%s: %s\n", h->name, h->ifname,
+				strerror(-err));
+		else if (!no_nodes)
+			err = rinx_node_up(s, h);
+		rinx_netns_leave(old);
+	}
+	return err;
+}
+
+void fmt_mac(char *buf, const __u8 *m)
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+		 m[3], m[4], m[5]);
+}
+
+int make_links(const struct rinx_spec *s, const char *prefix,
+	       int queues, int mtu)
+{
+	char a[NS_NAME_MAX], b[NS_NAME_MAX], mac[18];
+	struct rinx_tb_buf cmd = {};
+	int i, err;
+
+	/* Both ends get the same queues: XDP on a veth refuses to attach
+	 * when its peer has more tx queues than it has rx queues. */
+	for (i = 0; i < s->nhosts; i++) {
+		tor_ns(b, prefix, s->hosts[i].rack);
+		fmt_mac(mac, s->hosts[i].mac);
+		rinx_tb_put(&cmd, "link add eth0 netns %s address %s mtu %d "
+			    "numtxqueues %d numrxqueues %d type veth "
+			    "peer name p%d netns %s mtu %d "
+			    "numtxqueues %d numrxqueues %d\n",
+			    s->hosts[i].netns, mac, mtu, queues, queues,
+			    i, b, mtu, queues, queues);
+	}
+	if (s->nracks > 1) {
+		spine_ns(a, prefix);
+		for (i = 0; i < s->nracks; i++) {
+			tor_ns(b, prefix, i);
+			rinx_tb_put(&cmd, "link add uplink netns %s mtu %d type veth "
+				    "peer name t%d netns %s mtu %d\n", b, mtu,
+				    i, a, mtu);
+		}
+	}
+	err = run_ip_batch(NULL, &cmd);
+	rinx_tb_free(&cmd);
+	return err;
+}
+
+int config_host(const struct rinx_spec *s, int i)
+{
+	const struct rinx_spec_host *h = &s->hosts[i];
+	char ip[INET_ADDRSTRLEN], mac[18];
+	struct rinx_tb_buf cmd = {};
+	int j, err;
+
+	inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
+	rinx_tb_put(&cmd, "link set lo up\nlink set dev %s up\n"
+		    "addr add %s/16 dev %s\n", h->ifname, ip, h->ifname);
+	for (j = 0; j < s->nhosts; j++) {
+		if (j == i)
+			continue;
+		inet_ntop(AF_INET, &s->hosts[j].ip, ip, sizeof(ip));
+		fmt_mac(mac, s->hosts[j].mac);
+		rinx_tb_put(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
+			    ip, mac, h->ifname);
+	}
+	for (j = 0; j < s->nracks; j++) {
+		if (s->racks[j].ina != RINX_INA_SWITCH)
+			continue;
+		inet_ntop(AF_INET, &s->racks[j].ip, ip, sizeof(ip));
+		fmt_mac(mac, s->racks[j].mac);
+		rinx_tb_put(&cmd, "neigh replace %s lladdr %s nud permanent dev %s\n",
+			    ip, mac, h->ifname);
+	}
+	err = run_ip_batch(h->netns, &cmd);
+	rinx_tb_free(&cmd);
+	return err;
+}
+
+int config_switch(const struct tb_switch *sw)
+{
+	struct rinx_tb_buf cmd = {};
+	int i, err;
+
+	rinx_tb_put(&cmd, "link set lo up\n");
+	for (i = 0; i < sw->nports; i++)
+		rinx_tb_put(&cmd, "link set dev %s up\n", sw->ifname[i]);
+	err = run_ip_batch(sw->ns, &cmd);
+	rinx_tb_free(&cmd);
+	return err;
+}

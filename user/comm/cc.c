@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Congestion control of the own blocks (those a rank starts).
+ *
+ * Switch ports mark CE above a backlog threshold; the mark stays on the
+ * frame for its whole path (and an aggregator passes on the marks of what
+ * it consumes), and the host program counts every finished block stored
+ * here and the marked ones (cursor.stored, .marked). Every block of a ring
+ * crosses every link, so every rank sees the congestion of the whole plan.
+ * From that fraction each rank sets the rate of the blocks it starts, in
+ * the manner of DCTCP: alpha follows the marked fraction, a marked interval
+ * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS or block round
+ * trip; never on a rank that fell behind the others of its job), clean
+ * ones bring it back as DCQCN does (halfway to the rate before the cut,
+ * then a growing additive step), so the rate finds a link's share quickly
+ * and jobs sharing links converge to equal shares.
+ * Where the spec gives link rates, the plan says how fast its busiest link
+ * lets every origin go (rinx_plan_ceiling): a rank starts paced at
+ * CC_CEIL_UTIL of that ceiling and never goes above it, so a job alone on
+ * its links runs near the link rate without a queue to probe for. At the
+ * ceiling a few marks are the job's own bursts (its load is below the
+ * link's); a competitor (another job, TCP) makes the queue stand, marks
+ * most blocks and alpha rises past CC_CEIL_TOL: only then does it cut.
+ * Without link rates a rank starts unpaced (line rate) and paces from its
+ * first mark, starting from the rate it measured. The pacer (cursor.gap_ns,
+ * .next_ns, .burst) is shared with the host program, whose recycling obeys
+ * it too (pace_ok in bpf/host.bpf.c follows the same rule as pace_ok
+ * below, where the trainer may send at least TRAINER_BURST at once).
+ */
+#include <string.h>
+#include "user/comm/comm.h"
+#include "user/plan/plan.h"
+
+/* Own blocks the trainer may send at once when they are due: a recycle the
+ * pacer held back in XDP is the trainer's to send, and the trainer naps a
+ * burst's time, two gaps at least, between looks (rinx_wait) instead of
+ * waking for each block. */
+#define TRAINER_BURST	2
+#define CC_INTERVAL_NS	1000000ull	/* update at most this often */
+/* At most one cut in this long (or a round trip, if longer): after a cut
+ * the backlog that set the marks drains at the link's spare rate, from up
+ * to a buffer (300 KB, 2.4 ms at 1 Gbit/s) down to the mark threshold, on
+ * every port of the plan, and a block's marks reach the ranks only when
+ * its result is stored; a cut sooner is a cut for the backlog the last one
+ * answered already. The round trip alone does not tell: the testbed's
+ * queues are virtual (no frame waits), so an own block's round trip is
+ * 0.1 ms there. Two rings sharing 1 Gbit/s links (2 racks x 4): each
+ * 0.042-0.044 GB/s with 0.5 ms, 0.050-0.053 with 4 ms (alone: 0.107). */
+#define CC_HOLD_NS	4000000ull
+#define CC_MIN_STORED	8		/* ... and after this many blocks */
+#define CC_G		(1.0 / 16)	/* DCTCP's gain */
+#define CC_AI		50.0		/* blocks/s added per clean update */
+#define CC_CALM		8
+#define CC_FR		5		/* fast-recovery intervals */
+#define CC_AI_DIV	8		/* the step stays below rate / 8 */
+#define CC_MIN_RATE	200.0		/* blocks/s: never starve */
+/* Of the plan's ceiling, counted in frames as the wire carries them
+ * (preamble, gap and FCS too): headroom for repairs and control frames.
+ * The ring on 1 Gbit/s links (2 racks x 4, 16 MiB) ran at 0.880-0.890 of
+ * the link with 0.95 of a ceiling without the wire's 24 bytes (95.7% of
+ * the wire), at 0.901-0.904 with 0.98 of it (98.7%), in one sitting;
+ * Rina, two jobs and 1% loss alike within the spread. */
+#define CC_CEIL_UTIL	0.98
+#define CC_CEIL_TOL	0.1		/* alpha a rank at its ceiling
+					 * ignores */
+#define CC_BEHIND	0.02		/* of the round: a rank this far
+					 * behind its job does not cut */
+#define CC_USED		0.8		/* share of the rate that must be
+					 * used before it may grow */
+
+/* The pacer's burst after an idle spell: blocks arrive to be recycled in
+ * bursts (an aggregator multicasts what it finished together), and at a
+ * small gap a burst of one holds most of them back in XDP for the trainer
+ * to send, one system call each: at 37,000 blocks/s per host (Rina at 1
+ * Gbit/s) that took 2.5x the time. Up to CC_BURST_NS of the rate may leave
+ * at once; four workers' bursts into an aggregator's port (about 60 KB)
+ * stay under the testbed's mark threshold (120 KB at 1 Gbit/s). */
+#define CC_BURST_NS	150000ull
+
+static void set_pace(struct rinx_comm *c, double rate)
+{
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+	__u32 gap = rate ? (__u32)(1e9 / rate) : 0;
+	__u32 burst = gap ? (__u32)(CC_BURST_NS / gap) : 0;
+
+	__atomic_store_n(&cur->burst, burst ? burst : 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&cur->gap_ns, gap, __ATOMIC_RELAXED);
+}
+
+int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
+{
+	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
+	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
+	__u32 burst = __atomic_load_n(&cur->burst, __ATOMIC_RELAXED);
+	__u64 lo = now - (burst > TRAINER_BURST ? burst : TRAINER_BURST) * gap;
+
+	if (!gap)
+		return 1;
+	if (now < t)
+		return 0;
+	return __atomic_compare_exchange_n(&cur->next_ns, &t,
+					   (t > lo ? t : lo) + gap, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+void rinx_c_cc_init(struct rinx_comm *c)
+{
+	struct cc *cc = &c->cc;
+	double ceil = rinx_plan_ceiling(&c->spec, c->rank,
+					RINX_FRAME_LEN(c->bval) +
+					RINX_WIRE_EXTRA);
+
+	memset(cc, 0, sizeof(*cc));
+	if (ceil <= 0)
+		return;
+	cc->ceiling = cc->rate = cc->target = CC_CEIL_UTIL * ceil;
+	if (cc->rate < CC_MIN_RATE)
+		cc->ceiling = cc->rate = cc->target = CC_MIN_RATE;
+	set_pace(c, cc->rate);
+	c->st.pace_rate = (uint64_t)cc->rate;
+	c->st.pace_ceiling = (uint64_t)cc->ceiling;
+}
+
+void rinx_c_cc_update(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+	struct cc *cc = &c->cc;
+	__u64 stored = __atomic_load_n(&cur->stored, __ATOMIC_RELAXED);
+	__u64 marked = __atomic_load_n(&cur->marked, __ATOMIC_RELAXED);
+	__u64 ds = stored - cc->stored, dm = marked - cc->marked;
+	__u32 next = __atomic_load_n(&cur->next, __ATOMIC_RELAXED);
+	/* own blocks that left in the interval (the cursor restarts with
+	 * every round) */
+	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
+	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
+	double dt = (double)(now - cc->t) * 1e-9, f;
+	int behind;
+
+	if (cc->round != c->epoch) {
+		/* a new round: the blocks stored here count from now */
+		cc->round = c->epoch;
+		cc->stored0 = stored;
+	}
+	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
+		/* first call, or after an idle spell: a fresh interval */
+		cc->t = now;
+		cc->stored = stored;
+		cc->marked = marked;
+		cc->claimed = next;
+		return;
+	}
+	if (now - cc->t < CC_INTERVAL_NS || ds < CC_MIN_STORED)
+		return;
+	/* Behind: this rank's own blocks left slower than the job's blocks
+	 * finished here (every block's result is stored at every rank). The
+	 * collective ends with its slowest origin: a rank that fell behind
+	 * its peers, whose marks are its peers' blocks as much as its own,
+	 * does not cut, so the ranks of a job keep one pace. */
+	behind = r->nb && r->nown &&
+		 (double)(stored - cc->stored0) / r->nb >
+		 (double)next / r->nown + CC_BEHIND;
+	f = dm > ds ? 1.0 : (double)dm / (double)ds;
+	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
+	if (dm && now - cc->cut > hold && !behind &&
+	    !(cc->ceiling > 0 && cc->rate >= 0.99 * cc->ceiling &&
+	      cc->alpha < CC_CEIL_TOL)) {
+		/* at most one cut per block round trip: marks seen sooner
+		 * still tell of the backlog before the last cut */
+		if (!cc->rate) {
+			/* start pacing at the rate this rank's blocks went:
+			 * its share of the blocks finished here */
+			cc->rate = (double)ds / dt *
+				   (r->nb ? (double)r->nown / r->nb : 1.0);
+			cc->alpha = 1;	/* DCTCP's initial alpha */
+		}
+		cc->target = cc->rate;
+		cc->rate *= 1 - cc->alpha / 2;
+		cc->ai = CC_AI;
+		cc->calm = 0;
+		cc->cut = now;
+		c->st.cc_cuts++;
+	} else if (!dm && cc->rate &&
+		   (double)sent / dt < CC_USED * cc->rate) {
+		/* the rank did not send at its rate (the round's tail, a
+		 * slow trainer): a clean interval proves nothing about a
+		 * higher one (as TCP validates its window, RFC 7661) */
+	} else if (!dm && cc->rate) {
+		/* DCQCN's recovery: halfway back to the rate before the cut
+		 * for CC_FR clean intervals, then the target grows by a step
+		 * that doubles every CC_CALM clean intervals */
+		if (++cc->calm > CC_FR) {
+			cc->target += cc->ai;
+			if ((cc->calm - CC_FR) % CC_CALM == 0 &&
+			    cc->ai < cc->target / CC_AI_DIV)
+				cc->ai *= 2;
+		}
+		cc->rate = (cc->rate + cc->target) / 2;
+	}
+	if (cc->ceiling > 0 && cc->target > cc->ceiling)
+		cc->target = cc->ceiling;
+	if (cc->ceiling > 0 && cc->rate > cc->ceiling)
+		cc->rate = cc->ceiling;
+	if (cc->rate && cc->rate < CC_MIN_RATE)
+		cc->rate = CC_MIN_RATE;
+	set_pace(c, cc->rate);
+	c->st.ecn_marked += dm;
+	c->st.pace_rate = (uint64_t)cc->rate;
+	cc->t = now;
+	cc->stored = stored;
+	cc->marked = marked;
+	cc->claimed = next;
+}

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Internals of a communicator, shared by the files of librinx that make it
+ * up: the communicator and request, the AF_XDP context, a frame's layout,
+ * and the functions one of these files calls in another. Not installed;
+ * the public interface is librinx.h. The files, one concern each:
+ *   comm.c       open (pinned maps, tables, job entry, INA ToR), close
+ *   xsk.c        AF_XDP sockets and umem, shared per (process, interface)
+ *   slow.c       frames, and the slow path: what XDP handed up
+ *   ctlmsg.c     control frames: open barrier, INA health, liveness probe
+ *   allreduce.c  rounds of an allreduce and the public allreduce calls
+ *   cc.c         congestion control of the blocks a rank starts
+ *   repair.c     loss repair
+ */
+#ifndef RINX_COMM_H
+#define RINX_COMM_H
+
+#include <pthread.h>
+#include <time.h>
+#include <linux/types.h>
+#include <xdp/xsk.h>
+#include "user/log.h"
+#include "user/node/node.h"
+#include "user/librinx.h"
+#include "user/plan/plan.h"
+
+#define FRAME_SIZE	4096
+#define NUM_FRAMES	4096
+#define RING_SIZE	2048
+#define MAX_PENDING	NUM_FRAMES
+#define XQ_MAX		RINX_RX_QUEUES_MAX	/* receive queues served (the
+					 * xsks map's size) */
+
+/* ---- AF_XDP sockets per (process, interface), shared by comms ----
+ * One socket per receive queue, all on one umem: the host program hands a
+ * frame up on the queue it arrived on, and a NIC with RSS spreads frames
+ * over its queues. Queue 0's socket also transmits. */
+struct xctx {
+	struct xctx *next;
+	int refs;
+	int ifindex;
+	char pin[RINX_PATH_MAX];
+	pthread_mutex_t lock;
+	void *area;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fq, tx;
+	struct xsk_ring_cons cq, rx;
+	int nq;			/* receive queues, a socket on each */
+	struct xq {
+		struct xsk_socket *xsk;		/* [0]: xsk */
+		struct xsk_ring_prod *fq;	/* [0]: &fq, else &own_fq */
+		struct xsk_ring_cons *rx;	/* [0]: &rx, else &own_rx */
+		/* rings of queues 1..: receive only, but the kernel wants
+		 * a completion ring for every queue sharing the umem */
+		struct xsk_ring_prod own_fq;
+		struct xsk_ring_cons own_cq, own_rx;
+	} q[XQ_MAX];
+	__u64 free[NUM_FRAMES];
+	int nfree;
+	/* slow-path frames waiting for their round or their share */
+	__u64 pend_addr[MAX_PENDING];
+	__u32 pend_len[MAX_PENDING];
+	int npend;
+	int tx_unkicked;
+	/* jobs of the communicators using this socket */
+	__u32 jobs[RINX_MAX_JOBS];
+	int njobs;
+};
+
+struct rinx_req {
+	struct rinx_comm *c;
+	const void *send;
+	void *recv;
+	size_t count;
+	int dtype;
+	size_t done_vals;	/* values finished in earlier rounds */
+	/* the round in progress */
+	__u32 nb, last_count;
+	__u32 *own;		/* blocks this rank starts, in claim order */
+	__u32 nown, head;	/* own[0..head) finished */
+	/* loss repair of own blocks: when own[j] was claimed (sent) last,
+	 * and how often it was sent again; own[0..stamped) are stamped */
+	__u64 *sent_at;
+	__u8 *resent;
+	__u32 stamped, sampled;
+	__u32 fin_ahead;	/* own blocks finished beyond head */
+	__u64 cursor_t;		/* when the cursor last moved */
+	__u64 first_fin;	/* when an own block first finished */
+	__u64 opened_at;	/* when the round opened here */
+	int lag_sampled;	/* open_lag took this round's sample */
+	int holes;		/* hole repairs since */
+	__u32 cursor;		/* blocks < cursor are copied out */
+	int round_open;
+	__u64 last_progress;	/* when a block last finished */
+	__u64 moved_at;		/* ... not reset by a repair */
+	__u32 last_claimed;
+	__u32 conv;		/* blocks whose share is written this round */
+	__u32 reuse;		/* the round runs again (an INA ToR gone):
+				   blocks whose share is kept from its
+				   first run, not converted again */
+	int fetch;		/* the round's missing blocks are fetched
+				   from ranks that completed it
+				   (rinx_c_fetch_round) */
+	__u64 rto;		/* repair after this long without one */
+	/* per-hop repair of the reduce (repair.c): the classes whose
+	 * reduce adds here and those that finish here; per block, when its
+	 * hole was seen or last asked for and how often; per class, its
+	 * first block not passed yet (rlo), one past its last block passed
+	 * (rhi) and when that moved; when the blocks were last looked at */
+	__u64 rmine, rfin;
+	__u32 rlo[RINX_MAX_CLASSES];
+	__u32 rfirst;		/* the class the next look starts with */
+	__u64 rscan_t;
+	__u64 *rhole_at;
+	__u8 *rasked;
+	__u32 rhi[RINX_MAX_CLASSES];
+	__u64 rpass_t[RINX_MAX_CLASSES];
+	__u64 t0;
+	int err;
+};
+
+struct rinx_comm {
+	struct rinx_spec spec;
+	const struct rinx_spec_host *self;
+	int rank, n;
+	__u32 job, slot, window;
+	__u32 njobs;		/* job slots of this node (spec jobs=) */
+	int slot_held;		/* slot claimed (released at close) */
+	__u64 token;		/* 64 bits on the wire (rinx_hdr.token) */
+	int qbits;
+	int bval;		/* values per block (frame): the MTU's */
+	int timeout_ms, inflight;
+	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
+	int fd_aggs;		/* agent host: its aggregator slots */
+	int fd_claims;		/* this node's job slots: who holds which */
+	int tor_jobs_fd;	/* a hostless ToR rank 0 installs: its job table */
+	int tor_rack;		/* agent: the rack whose ToR took the job by message, or -1 */
+	/* rank 0: job tables of the aggregators without hosts (a topology's
+	 * PS, an aggregating spine) it installed, -1 where none */
+	int hostless_fd[RINX_MAX_NODES];
+	int hostless_claims[RINX_MAX_NODES];	/* their claims maps */
+	__u32 hostless_slot[RINX_MAX_NODES];	/* the slot taken there */
+	int tor_claims_fd;	/* install_tor's claims map, handed on */
+	__u32 tor_slot;		/* and the slot it took */
+	struct rinx_slot *share, *result;
+	struct rinx_slot *partial;	/* what this rank's add and forward
+					 * hops sent (RNACK answers) */
+	size_t map_bytes, cursor_bytes;
+	struct rinx_cursor *cursors;	/* mmapped, njobs entries */
+	struct xctx *x;
+	struct rinx_plan plan;
+	/* classes whose reduce reaches this rank's add hop from a host that
+	 * can send it again (an add and forward hop, or the class's origin):
+	 * the ones it asks with RNACKs (repair.c) */
+	__u64 rnack_ok;
+	__u64 own_ring;		/* own classes whose first hop asks so */
+	int keep;		/* this round's ring hops keep partial sums
+				 * (RINX_JOB_KEEP): always on links of known
+				 * rate (rated), else after a lossy round */
+	int rated;		/* the spec gives link rates */
+	int adapt_keep;		/* a plain ring: keeps sums after losses */
+	int keep_next;		/* a result of the round had RINX_F_LOSSY */
+	__u32 lossy_left;	/* rounds this rank still marks its shares
+				 * RINX_F_LOSSY after it saw a loss */
+	__u64 loss_seen;	/* resends + NACKs + repairs when the round
+				 * opened */
+	__u64 rnacks;		/* of st.nacks, the RNACKs */
+	struct rinx_job jobent;
+	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
+					 * the own positions, -1: not own */
+	__u32 epoch;
+	__u64 heard;		/* ranks whose OPEN hello arrived */
+	int clash;		/* 1 + a rank that runs another plan */
+	__u32 clash_id;		/* ... its plan id */
+	int clash_bval;		/* 1 + a rank whose blocks have another size */
+	int clash_bval_n;	/* ... their values */
+	__u64 alive;		/* ranks that answered a PROBE */
+	/* INA health, agreed when an agent finds its ToR gone (Rina racks
+	 * whose aggregator is gone run as plain ring members) */
+	__u32 down;		/* racks (bit = index) that fell back */
+	__u64 ina_query_at;	/* when this agent last asked its ToR */
+	__u32 ina_queries;	/* ... how often */
+	__u32 ina_agreed;	/* agreements joined (ina_agree) */
+	__u64 slow_adds;	/* reduce hops (own share added) done here in
+				   user space, not in XDP */
+	__u64 ina_fetched;	/* blocks fetched from ranks that completed
+				   a round (rinx_c_fetch_round) */
+	int broken;		/* < 0: every collective fails (ina_agree) */
+	struct ctlbar {
+		__u32 coll;	/* number of the agreement */
+		__u64 from;	/* ranks heard */
+		__u32 or;	/* OR of their words */
+		__u32 lo, hi;	/* least and most of their positions */
+	} bar[2][2];		/* [STATUS/READY][this one, the next one] */
+	__u32 done_coll[2], done_word[2], done_pos[2];	/* last completed,
+							   to answer */
+	__u32 ina_seq;		/* INA agreements joined: the next is + 1 */
+	struct rinx_req *active;
+	struct rinx_req *spare;	/* a finished one, its arrays kept */
+	__u64 srtt, rttvar;	/* own blocks: claim to finished here */
+	/* a round's start: from its opening here to the first block of it
+	 * finished here (the peers' conversion and scheduling), smoothed
+	 * over rounds; the first repair of a round waits longer than that */
+	__u64 open_lag;
+	struct cc {
+		__u64 t;		/* last update */
+		__u64 stored, marked;	/* cursor counts at t */
+		__u32 claimed;		/* cursor next at t */
+		double rate;		/* own blocks per second; 0: unpaced */
+		double alpha;		/* smoothed fraction of marked blocks */
+		double target;		/* rate before the last cut */
+		double ai;		/* additive increase per update */
+		__u64 cut;		/* time of the last cut */
+		int calm;		/* updates in a row without a mark */
+		__u32 round;		/* the epoch of stored0 */
+		__u64 stored0;		/* cursor stored when it opened */
+		/* the highest rate: CC_CEIL_UTIL of the one at which the
+		 * plan fills the spec's busiest link; 0: none known */
+		double ceiling;
+	} cc;
+	struct rinx_comm_stats st;
+	char err[320];
+};
+
+/* Rank `bit`'s word and position, heard for barrier b. */
+static inline void ctlbar_add(struct ctlbar *b, __u64 bit, __u32 word,
+			      __u32 pos)
+{
+	if (!b->from || pos < b->lo)
+		b->lo = pos;
+	if (!b->from || pos > b->hi)
+		b->hi = pos;
+	b->from |= bit;
+	b->or |= word;
+}
+
+#define RTO_FIRST_NS	10000000ull	/* no progress for 10 ms: repair */
+/* no progress for 30 ms on a plan with INA ToRs: their agents ask them
+ * whether they still hold the job, each at most every 100 ms */
+#define INA_STALL_NS	30000000ull
+#define INA_QUERY_NS	100000000ull
+/* the word of an INA agreement: racks found gone (bit = index, the first
+ * RINX_INA_RACKS racks) */
+#define RINX_INA_RACKS		30
+static inline __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Sleeps `ns` (under a second) between the polls of a wait loop. */
+static inline void nap_ns(long ns)
+{
+	struct timespec ts = { 0, ns };
+
+	nanosleep(&ts, NULL);
+}
+
+/* CPU time of the calling thread: what a conversion costs, whatever else
+ * the cores run meanwhile. */
+static inline __u64 thread_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct frame {
+	__u8 *eth;
+	__u8 *ip;
+	__u8 *udp;
+	struct rinx_hdr *h;
+	__s32 *v;
+};
+
+/* The length of the frame a received frame of len bytes is taken as (the
+ * host program's reading, parse.bpf.h): full size from RINX_FRAME_MAX up,
+ * else small (hellos, and every frame of a small-MTU job). */
+static inline int rinx_c_frame_len(__u32 len)
+{
+	return len >= RINX_FRAME_MAX ? RINX_FRAME_MAX : RINX_FRAME_MIN;
+}
+
+/* Class of block b in the plan. */
+static inline int class_of(const struct rinx_comm *c, __u32 b)
+{
+	return c->plan.cmap[b % c->plan.plen];
+}
+
+/* Index of own block b among this rank's own blocks (the cursor counts
+ * them), -1 if b is not one. */
+static inline long own_index(const struct rinx_comm *c, __u32 b)
+{
+	int i = c->ownidx[b % c->plan.plen];
+
+	return i < 0 ? -1 : (long)(b / c->plan.plen) * c->jobent.nown + i;
+}
+
+static inline int block_count(const struct rinx_req *r, __u32 b)
+{
+	return b == r->nb - 1 ? (int)r->last_count : r->c->bval;
+}
+
+/* comm.c */
+int rinx_c_cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int rinx_c_ina_replan(struct rinx_comm *c, __u32 down);
+/* Does rack ri's ToR still hold the job (0)? By a message to its daemon. */
+int rinx_c_tor_query(struct rinx_comm *c, int ri);
+
+/* xsk.c */
+int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
+		    struct xctx **out);
+void rinx_c_xctx_put(struct xctx *x);
+void rinx_c_xctx_job(struct xctx *x, __u32 job, int add);
+int rinx_c_xctx_has_job(const struct xctx *x, __u32 job);
+void rinx_c_x_reclaim(struct xctx *x);
+void rinx_c_x_refill(struct xctx *x);
+void rinx_c_x_kick(struct xctx *x);
+int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len);
+
+/* slow.c */
+/* What became of a slow-path frame (rinx_c_slow_frame). */
+enum rinx_slow_verdict {
+	RINX_SP_SEND,	/* finished here, rewritten: transmit it */
+	RINX_SP_FREE,	/* finished here, nothing to send: the frame is free */
+	RINX_SP_KEEP,	/* not yet: its round or its share is missing */
+	RINX_SP_DROP,	/* rejected: the frame is free */
+};
+void rinx_c_frame_at(__u8 *p, struct frame *f);
+/* Addresses of a frame of flen bytes (RINX_FRAME_LEN of the job's block
+ * size; RINX_FRAME_MIN for hellos). */
+void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to,
+		       int flen);
+int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len);
+int rinx_c_slow_path(struct rinx_comm *c);
+
+/* ctlmsg.c */
+int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
+		    __u32 epoch, __u32 block, __u32 nblocks, __u16 count);
+__u64 rinx_c_peers_mask(const struct rinx_comm *c);
+void rinx_c_list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
+		       size_t len);
+int rinx_c_open_barrier(struct rinx_comm *c);
+int rinx_c_ina_watch(struct rinx_req *r, __u64 t);
+__u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
+
+/* allreduce.c */
+/* Sends own block b; `again`: it was sent before (a retransmission). */
+int rinx_c_send_block(struct rinx_req *r, __u32 b, int again);
+/* Frees a request and its arrays. */
+void rinx_c_req_release(struct rinx_req *r);
+/* Completes open round `e` with the blocks it lacks, fetched from ranks
+ * that completed it (an INA ToR found gone, ina_agree); the next round
+ * opened is e + 2. 1: go on, 2: the collective is complete, < 0: error. */
+int rinx_c_fetch_round(struct rinx_req *r, __u32 e);
+
+/* cc.c */
+int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);
+/* The pacer of a job just opened: its ceiling, and the rate it starts at. */
+void rinx_c_cc_init(struct rinx_comm *c);
+void rinx_c_cc_update(struct rinx_req *r, __u64 now);
+
+/* repair.c */
+void rinx_c_own_timers(struct rinx_req *r, __u64 now);
+void rinx_c_keep_round(struct rinx_comm *c);
+__u64 rinx_c_rto_stall(const struct rinx_comm *c);
+int rinx_c_cursor_hole(const struct rinx_req *r);
+__u64 rinx_c_hole_wait(const struct rinx_req *r);
+void rinx_c_repair(struct rinx_req *r, int first, int stall);
+void rinx_c_reduce_peers(struct rinx_comm *c);
+void rinx_c_reduce_init(struct rinx_req *r);
+void rinx_c_reduce_holes(struct rinx_req *r, __u64 now);
+
+#endif

@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Loss repair: own blocks sent again on their timers (RACK), the blocks
+ * of other origins asked for with NACKs when a hole or a stall shows they
+ * were lost, and a ring's reduce asked for again, hop by hop (RNACK), when
+ * it missed this rank's add and forward hop.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xdp/xsk.h>
+#include "user/comm/comm.h"
+
+/* Blocks asked for or sent again per repair: enough for every block a
+ * round loses at a few percent, few enough for the AF_XDP rings. */
+#define REPAIR_MAX	32
+#define REPAIR_AHEAD	2	/* ... per class past its last finished one */
+
+/* Time from claiming an own block to finding it finished here, smoothed
+ * as TCP smooths its RTT (RFC 6298): its timer is srtt + 4 rttvar. Only
+ * blocks sent once give samples (Karn). */
+static void rtt_sample(struct rinx_comm *c, __u64 m)
+{
+	__u64 d;
+
+	if (!c->srtt) {
+		c->srtt = m;
+		c->rttvar = m / 2;
+		return;
+	}
+	d = m > c->srtt ? m - c->srtt : c->srtt - m;
+	c->rttvar = (3 * c->rttvar + d) / 4;
+	c->srtt = (7 * c->srtt + m) / 8;
+}
+
+#define RTO_BLK_MIN_NS	2000000ull	/* own block timer: 2 ms .. */
+#define RTO_BLK_MAX_NS	50000000ull	/* .. 50 ms, then backoff */
+
+static __u64 rto_blk(const struct rinx_comm *c)
+{
+	__u64 t = c->srtt + 4 * c->rttvar;
+
+	if (!c->srtt)
+		return RTO_FIRST_NS;
+	return t < RTO_BLK_MIN_NS ? RTO_BLK_MIN_NS :
+	       t > RTO_BLK_MAX_NS ? RTO_BLK_MAX_NS : t;
+}
+
+/* The stall timer of a round that is moving (a block finished or was
+ * claimed lately): a loss at the tail of a round (every class's last
+ * blocks) is found by it alone, so it follows the measured round trip as
+ * TCP's tail loss probe does (2 srtt + 4 rttvar), within 2..10 ms; 10 ms
+ * before the first sample. A stall repaired too early costs NACKs that
+ * the peers answer from stored copies. */
+__u64 rinx_c_rto_stall(const struct rinx_comm *c)
+{
+	__u64 t = 2 * c->srtt + 4 * c->rttvar;
+
+	if (!c->srtt)
+		return RTO_FIRST_NS;
+	return t < RTO_BLK_MIN_NS ? RTO_BLK_MIN_NS :
+	       t > RTO_FIRST_NS ? RTO_FIRST_NS : t;
+}
+
+/* Selective repair of own blocks, in the manner of RACK (RFC 8985): an
+ * own block not finished here is taken for lost when one of its class
+ * claimed after it has finished and it is older than its timer (doubled
+ * for every resend); blocks of different classes take different paths
+ * (a forest's trees, a ring's origins) and finish out of order when all
+ * is well;
+ * only that block is sent again, while the round goes on. A machine that
+ * is merely slow finishes nothing out of order, so it sends nothing again;
+ * a block lost at the end of a round is left to the stall repair. Every
+ * hop is idempotent: a block that was only late costs a duplicate, never a
+ * wrong sum. Claims are stamped here, when the trainer first sees them
+ * (the host program claims in XDP). */
+#define OWN_SCAN	256	/* own blocks looked at per call */
+
+static int send_nack(struct rinx_req *r, __u32 b, int to, int step);
+
+void rinx_c_own_timers(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	__u32 claimed = __atomic_load_n(&c->cursors[c->slot].next,
+					__ATOMIC_ACQUIRE), j, hi;
+	__u64 rto = rto_blk(c);
+	__u32 hik[RINX_MAX_CLASSES];	/* per class: one past its last
+					 * own block finished, in the scan */
+	int n = 0;
+
+	if (claimed > r->nown)
+		claimed = r->nown;
+	for (; r->stamped < claimed; r->stamped++) {
+		/* the host program stamps what it claims (the trainer sees
+		 * a claim only when it looks): the round trip starts there */
+		__u32 us = __atomic_load_n(&c->share[c->slot * c->window +
+					   r->own[r->stamped]].sent_us,
+					   __ATOMIC_RELAXED);
+		__u32 ago = (__u32)(now / 1000) - us;
+
+		r->sent_at[r->stamped] = us && ago < 10000000u ?
+					 now - (__u64)ago * 1000 : now;
+	}
+	/* the last own block finished here, within the scan, and how many
+	 * finished beyond the head (they no longer count as in flight) */
+	hi = r->head;
+	r->fin_ahead = 0;
+	memset(hik, 0, sizeof(hik));
+	for (j = r->head; j < r->stamped && j < r->head + OWN_SCAN; j++)
+		if (__atomic_load_n(&c->result[c->slot * c->window +
+					       r->own[j]].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch) {
+			hi = j + 1;
+			hik[class_of(c, r->own[j])] = j + 1;
+			r->fin_ahead++;
+		}
+	/* the round trip of the newest finished block (it finished since
+	 * the last call, or about): blocks waiting behind a hole would
+	 * measure the hole */
+	if (hi && !r->first_fin)
+		r->first_fin = now;
+	if (hi && hi > r->sampled) {
+		/* blocks sent before the round's first one finished here
+		 * also measure how late the peers started the round */
+		if (!r->resent[hi - 1] && r->sent_at[hi - 1] >= r->first_fin)
+			rtt_sample(c, now - r->sent_at[hi - 1]);
+		r->sampled = hi;
+	}
+	for (j = r->head; j + 1 < hi && n < REPAIR_MAX; j++) {
+		__u32 b = r->own[j];
+
+		if (j + 1 >= hik[class_of(c, b)])
+			continue;	/* none of its class finished after it */
+		/* A block sent before anything of the round finished here
+		 * may have waited for a peer to open the round (kept in its
+		 * slow path, finished after later blocks that found the
+		 * round open): its clock starts when the round got going,
+		 * which took every peer on the block's path. Without this,
+		 * every round start cost a few spurious resends (4% of the
+		 * blocks of a 64 MiB ring on 4 hosts with 640-block rounds). */
+		if (now - (r->sent_at[j] > r->first_fin ? r->sent_at[j] :
+			   r->first_fin) < rto << (r->resent[j] < 6 ?
+						   r->resent[j] : 6))
+			continue;
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch)
+			continue;
+		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0)
+			break;
+		{
+			const struct rinx_hop *g =
+				&c->plan.hops[class_of(c, b)][RINX_T_GATHER - 1];
+
+			/* a ring whose reduce is repaired hop by hop (its
+			 * hops drop what they passed on already): the block
+			 * finished and its gather back here was lost: ask
+			 * the node before for it, twice, before sending it
+			 * again */
+			if (c->keep && (c->own_ring >> class_of(c, b) & 1) &&
+			    (g->action == RINX_A_STORE_FWD ||
+			     g->action == RINX_A_STORE_END) && r->resent[j] < 2) {
+				if (send_nack(r, b, g->from, g->step))
+					break;
+				c->st.nacks++;
+			} else {
+				if (rinx_c_send_block(r, b, 1))
+					break;
+				c->st.retransmits++;
+			}
+		}
+		r->sent_at[j] = now;
+		if (r->resent[j] < 255)
+			r->resent[j]++;
+		n++;
+	}
+}
+
+static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
+{
+	return rinx_c_send_ctl(r->c, to, RINX_T_NACK, step, r->c->epoch, b, r->nb,
+			       block_count(r, b));
+}
+
+/* Per class, one past the last block of the class finished here (0: none
+ * beyond the cursor). The blocks of a class follow one path from one
+ * origin, so they finish in order unless one was lost; blocks of different
+ * classes drift apart freely (every origin has its own pacer). */
+static void class_ends(const struct rinx_req *r, __u32 *hi)
+{
+	const struct rinx_comm *c = r->c;
+	__u32 ncl = c->plan.nclasses, left = ncl, b, k;
+
+	memset(hi, 0, ncl * sizeof(*hi));
+	for (b = r->nb; b > r->cursor && left; b--) {
+		k = (__u32)class_of(c, b - 1);
+		if (!hi[k] && __atomic_load_n(&c->result[c->slot * c->window +
+							 b - 1].epoch,
+					      __ATOMIC_ACQUIRE) == c->epoch) {
+			hi[k] = b;
+			left--;
+		}
+	}
+}
+
+/* Is the next block in order a hole: a later block of its class finished? */
+int rinx_c_cursor_hole(const struct rinx_req *r)
+{
+	const struct rinx_comm *c = r->c;
+	__u32 b;
+
+	/* the same position of the class pattern: the same class */
+	for (b = r->cursor + c->plan.plen; b < r->nb; b += c->plan.plen)
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch)
+			return 1;
+	return 0;
+}
+
+/* How long the next block in order may be missing while later ones
+ * finish before it is taken for lost. */
+__u64 rinx_c_hole_wait(const struct rinx_req *r)
+{
+	const struct rinx_comm *c = r->c;
+	__u64 t = 2 * rto_blk(c);
+	__u8 step = r->cursor < r->nb ?
+		    c->plan.hops[class_of(c, r->cursor)][RINX_T_GATHER - 1].step :
+		    0;
+
+	if (t < RTO_BLK_MIN_NS)
+		t = RTO_BLK_MIN_NS;
+	/* a gather lost upstream leaves every rank after it a hole: the
+	 * later in the gather, the longer a rank waits (the first one's
+	 * repair is passed on to the others meanwhile) */
+	return t + step * (t / 4);
+}
+
+/* A frame was lost (or a peer is slow): ask the node this one gets the
+ * finished block from for it (NACK, answered in XDP from its stored copy)
+ * and send the own ones again where that cannot help (every hop is
+ * idempotent: a re-driven block only repeats sums and stores). Asks for
+ * the holes (missing blocks with a later block of their class finished
+ * here) and, after a stall, for the next REPAIR_AHEAD missing blocks of
+ * every class too: blocks past the last finished one of their class may
+ * simply not be done yet. */
+void rinx_c_repair(struct rinx_req *r, int first, int stall)
+{
+	struct rinx_comm *c = r->c;
+	__u32 b, claimed = __atomic_load_n(&c->cursors[c->slot].next,
+					   __ATOMIC_ACQUIRE);
+	__u32 hi[RINX_MAX_CLASSES];
+	int n = 0;
+
+	class_ends(r, hi);
+	for (b = r->cursor; b < r->nb && n < REPAIR_MAX; b++) {
+		__u32 klass = class_of(c, b);
+		__u32 last = hi[klass] > r->cursor ? hi[klass] : r->cursor;
+		const struct rinx_hop *g = &c->plan.hops[klass][RINX_T_GATHER - 1];
+		long oi = own_index(c, b);
+
+		/* where the finished block arrives by a gather, its sender
+		 * (a ring member, an agent, an INA ToR) keeps it until this
+		 * rank has finished the round: ask it. An INA member must
+		 * too: the next member may already be a round further, its
+		 * slot taken, and only its stored result still holds it */
+		int nackable = g->action == RINX_A_STORE_FWD ||
+			       g->action == RINX_A_STORE_END ||
+			       g->action == RINX_A_MCAST_FWD ||
+			       g->action == RINX_A_MCAST_END;
+
+		if (b >= last + (stall ? REPAIR_AHEAD * c->plan.plen : 0))
+			continue;
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
+				    __ATOMIC_ACQUIRE) == c->epoch)
+			continue;
+		n++;
+		if (nackable && !send_nack(r, b, g->from, g->step))
+			c->st.nacks++;
+		/* own blocks: only those already claimed (sent once). Where a
+		 * NACK can bring the block, it is sent again only when the
+		 * last repair brought nothing (it was lost before finishing,
+		 * at the end of the round where RACK cannot see it): a
+		 * rack's workers would otherwise all resend their shares of
+		 * a block that one of them lost */
+		if (oi >= 0 && (!nackable || !first) && oi < claimed &&
+		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
+		    c->x->nfree > 0 && !rinx_c_send_block(r, b, 1))
+			c->st.retransmits++;
+	}
+	rinx_c_x_kick(c->x);
+}
+
+/*
+ * Per-hop repair of a ring's reduce. A partial sum lost on the link into
+ * this rank's add and forward (or add and finish) hop is asked for again
+ * from the hop before (RINX_T_RNACK), which sends it again from the sum it
+ * kept (the partial map) or, at the block's origin, from its share: the
+ * loss costs that one hop, where the origin's timer would drive the block
+ * along its whole path again (14 hops on a ring of 8) and only after a
+ * later block of its came back around. The blocks of a class pass a hop
+ * in order, so a block missing here while a later one of its class passed
+ * is a hole: asked for after RHOLE_MIN_NS or two pacing gaps (the testbed
+ * reorders by a frame, a NIC's queues by a little more). The last blocks
+ * of a class in a round have nothing behind them: missing for RTAIL_MIN_NS
+ * or eight gaps since its class last passed here (since the round opened,
+ * plus a stall's time, if it has not passed yet), they are asked for too
+ * (the hop before answers only what it sent: an origin whose pacer has not
+ * let the block go yet answers nothing, so a slow peer costs a few waits,
+ * never a wrong sum). Each ask doubles the wait for the next one. Every
+ * hop that misses a block asks the one before it, so the repair reaches
+ * back to wherever the block is, however many hops lost it.
+ */
+#define RHOLE_MIN_NS	300000ull
+#define RTAIL_MIN_NS	2000000ull
+#define RSCAN		1024	/* blocks looked at per call */
+#define RLOOK		32	/* missing in a row: where a class stops */
+
+static int reduce_passed(const struct rinx_comm *c, const struct rinx_req *r,
+			 __u32 b)
+{
+	const struct rinx_slot *s = (r->rfin >> class_of(c, b) & 1) ?
+				    &c->result[c->slot * c->window + b] :
+				    &c->partial[c->slot * c->window + b];
+
+	return __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) == c->epoch;
+}
+
+/* Which classes' reduce predecessors can answer an RNACK (c->rnack_ok): a
+ * host (an INA ToR or a server without the host program cannot) whose hop
+ * for the class is an add and forward towards this rank, or which starts
+ * the class's reduce towards it. Their tables are built as they build
+ * them; a ring's predecessor is the same node for every class. */
+void rinx_c_reduce_peers(struct rinx_comm *c)
+{
+	struct rinx_plan *q = malloc(sizeof(*q));
+	int built = -1;
+	__u32 k;
+
+	c->rnack_ok = c->own_ring = 0;
+	/* links of known rate: the network is the bottleneck, and a loss is
+	 * worth a copy per hop in every round (rinx_job.flags, set by
+	 * plan_job); elsewhere the ranks keep partial sums in the rounds
+	 * after a lossy one (rinx_c_keep_round), so rnack_ok and own_ring
+	 * say what holds when they do */
+	c->rated = rinx_spec_min_link(&c->spec) || c->spec.scale_mbit > 0;
+	c->keep = c->rated;
+	/* Only a plain ring keeps sums by the round: its every reduce hop is
+	 * an add, and each asks the one before (RNACK). An aggregator on the
+	 * path (an INA rack's agent or ToR) asks nobody, so with the hops
+	 * before it dropping an origin's resend as a duplicate, a sum lost
+	 * into it would stay lost (seen: Rina with an agent rack under 1%
+	 * loss, on unlimited links). */
+	c->adapt_keep = c->plan.kind == RINX_PLAN_RING;
+	if (c->plan.kind == RINX_PLAN_RINA) {
+		int i;
+
+		c->adapt_keep = 1;
+		for (i = 0; i < c->spec.nracks; i++)
+			if (c->spec.racks[i].ina != RINX_INA_NONE)
+				c->adapt_keep = 0;
+	}
+	if (!q) {
+		free(q);
+		return;
+	}
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
+		const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
+		const struct rinx_hop *ph;
+
+		if (h->action != RINX_A_ADD_FWD &&
+		    h->action != RINX_A_ADD_FINISH)
+			continue;
+		if (h->from >= c->n)
+			continue;
+		if (built != h->from) {
+			built = -1;
+			if (rinx_plan_build(q, &c->spec, h->from))
+				continue;
+			built = h->from;
+		}
+		ph = &q->hops[k][RINX_T_REDUCE - 1];
+		if ((ph->action == RINX_A_ADD_FWD && ph->to == c->rank) ||
+		    (q->start_to[k] == c->rank &&
+		     q->start_type[k] == RINX_T_REDUCE))
+			c->rnack_ok |= 1ull << k;
+	}
+	/* the own classes whose first hop asks this rank with RNACKs: their
+	 * reduce is repaired hop by hop, so a lost own block is a lost
+	 * gather back here (rinx_c_own_timers asks before resending) */
+	c->own_ring = 0;
+	built = -1;
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
+		int to = c->plan.start_to[k];
+		const struct rinx_hop *sh;
+
+		if (c->plan.start_type[k] != RINX_T_REDUCE || to < 0 ||
+		    to >= c->n || to == c->rank)
+			continue;
+		if (built != to) {
+			built = -1;
+			if (rinx_plan_build(q, &c->spec, to))
+				continue;
+			built = to;
+		}
+		sh = &q->hops[k][RINX_T_REDUCE - 1];
+		if ((sh->action == RINX_A_ADD_FWD ||
+		     sh->action == RINX_A_ADD_FINISH) && sh->from == c->rank)
+			c->own_ring |= 1ull << k;
+	}
+	free(q);
+}
+
+#define LOSSY_ROUNDS	8	/* rounds a rank marks its shares after a loss */
+
+/* What says frames were lost: own blocks sent again, finished blocks asked
+ * for. Not the RNACKs (asked only while the hops keep sums: a hole taken
+ * for a loss would keep them on for good), nor stall repairs, and not a
+ * few of the others: a busy machine's late peers look like losses now and
+ * then (up to 4% of the blocks resent when 8 ranks share 2 cores). */
+static __u64 losses(const struct rinx_comm *c)
+{
+	return c->st.retransmits + c->st.nacks - c->rnacks;
+}
+
+/* Whether the ring hops keep partial sums in the round being opened (r is
+ * not open yet): on links of known rate always; elsewhere when a result of
+ * the round before carried RINX_F_LOSSY, which every rank read from the
+ * same results, so all ranks decide alike. A hop keeping partial sums
+ * costs a block copy, so unlimited links pay for it only while losses
+ * last: a rank that lost more than a hundredth of a window's blocks in a
+ * round (losses) marks its shares for the next LOSSY_ROUNDS rounds (in
+ * convert, user/comm/allreduce.c). */
+void rinx_c_keep_round(struct rinx_comm *c)
+{
+	__u64 l = losses(c);
+
+	if (l - c->loss_seen > c->window / 100 && c->adapt_keep)
+		c->lossy_left = LOSSY_ROUNDS;
+	else if (c->lossy_left)
+		c->lossy_left--;
+	c->loss_seen = l;
+	c->keep = c->rated || (c->adapt_keep && c->keep_next);
+	c->keep_next = 0;
+	if (c->keep)
+		c->jobent.flags |= RINX_JOB_KEEP;
+	else
+		c->jobent.flags &= ~RINX_JOB_KEEP;
+}
+
+/* The classes whose reduce adds this rank's share here (r->rmine), and
+ * those that finish here (r->rfin), for a round being opened. */
+void rinx_c_reduce_init(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	__u32 k;
+
+	r->rmine = r->rfin = 0;
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
+		const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
+
+		if ((h->action == RINX_A_ADD_FWD ||
+		     h->action == RINX_A_ADD_FINISH) &&
+		    (c->rnack_ok >> k & 1) && c->keep)
+			r->rmine |= 1ull << k;
+		if (h->action == RINX_A_ADD_FINISH)
+			r->rfin |= 1ull << k;
+		r->rhi[k] = 0;
+		r->rlo[k] = 0;
+		r->rpass_t[k] = now_ns();	/* the round opens */
+	}
+	r->rfirst = 0;
+	r->rscan_t = 0;
+	if (r->rmine)
+		memset(r->rhole_at, 0, r->nb * sizeof(*r->rhole_at));
+}
+
+/* The next block of class k at or after b (r->nb if none). */
+static __u32 next_of(const struct rinx_comm *c, const struct rinx_req *r,
+		     __u32 b, __u32 k)
+{
+	while (b < r->nb && (__u32)class_of(c, b) != k)
+		b++;
+	return b;
+}
+
+/* Ask the hop before for block b of class k once it has waited `wait`
+ * since `since` (doubled per ask); 1 = asked, -1 = no room to send. */
+static int rnack_due(struct rinx_req *r, __u32 b, __u32 k, __u64 since,
+		     __u64 wait, __u64 hole, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
+
+	/* a loss upstream leaves every hop after it a hole: the later the
+	 * hop, the longer it waits, so the first one's repair reaches the
+	 * others before they ask the hop before them (which has nothing to
+	 * answer with) */
+	wait += (h->step > 1 ? h->step - 1 : 0) * hole / 2;
+	if (now - since < wait << (r->rasked[b] < 6 ? r->rasked[b] : 6))
+		return 0;
+	if (rinx_c_send_ctl(c, h->from, RINX_T_RNACK, h->step, c->epoch, b,
+			    r->nb, block_count(r, b)))
+		return -1;
+	c->st.nacks++;
+	c->rnacks++;
+	r->rhole_at[b] = now;
+	if (r->rasked[b] < 255)
+		r->rasked[b]++;
+	return 1;
+}
+
+void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	__u64 gap = __atomic_load_n(&c->cursors[c->slot].gap_ns,
+				    __ATOMIC_RELAXED);
+	__u64 hole = 2 * gap > RHOLE_MIN_NS ? 2 * gap : RHOLE_MIN_NS;
+	__u64 tail = 8 * gap > RTAIL_MIN_NS ? 8 * gap : RTAIL_MIN_NS;
+	__u32 ncl = c->plan.nclasses < RINX_MAX_CLASSES ?
+		    (__u32)c->plan.nclasses : RINX_MAX_CLASSES;
+	__u32 b, k, lo, look, i;
+	int n = 0, reads = 0, got;
+
+	if (!r->rmine)
+		return;
+	/* The trainer calls this on every poll, and a look at a block reads
+	 * its slot (a cache miss): on 2 cores, scanning a thousand blocks on
+	 * every poll took a fifth of the CPU of a rate-limited ring. A hole
+	 * waits at least `hole` before it is asked for, so looking every
+	 * hole/8 delays no request by more than an eighth of its wait; and
+	 * each class is looked at from its first block not passed, up to
+	 * RLOOK blocks past its last one passed (a class passes a hop in
+	 * order, but for losses). */
+	if (now - r->rscan_t < hole / 8)
+		return;
+	r->rscan_t = now;
+	/* the classes in turn, from where the last look ran out of its
+	 * budget, so that one class's long run of holes starves no other */
+	for (i = 0; i < ncl && n < REPAIR_MAX && reads < RSCAN; i++) {
+		int holes = 0;
+
+		k = (r->rfirst + i) % ncl;
+		if (!(r->rmine >> k & 1))
+			continue;
+		lo = next_of(c, r, r->rlo[k], k);
+		while (lo < r->nb && reads++ < RSCAN && reduce_passed(c, r, lo))
+			lo = next_of(c, r, lo + 1, k);
+		r->rlo[k] = lo;
+		if (lo >= r->nb)
+			continue;
+		/* how far it passed: RLOOK blocks missing in a row end it */
+		b = next_of(c, r, r->rhi[k] > lo ? r->rhi[k] : lo + 1, k);
+		for (look = 0; b < r->nb && look < RLOOK && reads++ < RSCAN;
+		     b = next_of(c, r, b + 1, k)) {
+			if (reduce_passed(c, r, b)) {
+				r->rhi[k] = b + 1;
+				r->rpass_t[k] = now;
+				look = 0;
+			} else {
+				look++;
+			}
+		}
+		/* holes: a later block of its class passed */
+		for (b = lo; b < r->rhi[k] && n < REPAIR_MAX && reads < RSCAN;
+		     b = next_of(c, r, b + 1, k)) {
+			reads++;
+			if (reduce_passed(c, r, b))
+				continue;
+			if (!r->rhole_at[b]) {
+				r->rhole_at[b] = now;
+				continue;
+			}
+			holes++;
+			got = rnack_due(r, b, k, r->rhole_at[b], hole, hole,
+					now);
+			if (got < 0)
+				goto out;
+			n += got;
+		}
+		/* the tail: only its class's first missing block, in the
+		 * round's last window (before it, blocks that follow a lost
+		 * one make it a hole; a class that merely stops a while waits
+		 * for its origin's window); a class that has not passed here
+		 * at all this round waits from the round's start, as long as
+		 * a stall (the peers convert their input too) */
+		if (holes || n >= REPAIR_MAX)
+			continue;
+		b = r->rhi[k] > lo ? next_of(c, r, r->rhi[k], k) : lo;
+		if (b >= r->nb ||
+		    (__u64)b + (__u64)c->inflight * c->plan.plen < r->nb)
+			continue;
+		got = rnack_due(r, b, k, r->rhole_at[b] > r->rpass_t[k] ?
+				r->rhole_at[b] : r->rpass_t[k],
+				r->rhi[k] ? tail : tail + RTO_FIRST_NS, hole,
+				now);
+		if (got < 0)
+			break;
+		n += got;
+	}
+out:
+	/* next time from the class this look stopped at (or the next) */
+	r->rfirst = i < ncl ? (r->rfirst + i) % ncl : 0;
+	if (n)
+		rinx_c_x_kick(c->x);
+}
