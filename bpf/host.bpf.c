@@ -20,6 +20,11 @@
  * A frame that XDP cannot finish (share not written yet, next round, size
  * disagreement, control frames) goes to the trainer's AF_XDP socket;
  * everything that is not rinx passes.
+ *
+ * The checks and the actions of a data frame are bpf/hop_kern_user.h's,
+ * which the slow path compiles too; this file supplies them its maps and
+ * XDP_TX (the env_* functions) and what XDP alone does: the HELLO answer,
+ * NACK and RNACK, and recycling.
  */
 #include "bpf/tables.bpf.h"
 

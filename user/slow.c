@@ -3,7 +3,9 @@
  * Frames (Ethernet/IPv4/UDP and the rinx header, built in place in the
  * umem) and the slow path: the frames the host program hands up to the
  * trainer because they need this rank's share before it was written, a
- * waiting aggregation slot of this host, or a control answer.
+ * waiting aggregation slot of this host, or a control answer. A data frame
+ * takes the host program's hop, compiled here from the same source
+ * (bpf/hop_kern_user.h) over the trainer's views of the maps.
  */
 #include <arpa/inet.h>
 #include <endian.h>
