@@ -75,10 +75,10 @@ void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to,
 
 /* ---- slow path: what XDP could not finish, done the same way here ---- */
 
-/* A STATUS or READY hello of agreement `epoch` from rank `from` (its word
- * in `block`, its position in `nblocks`): noted in the barrier it belongs
- * to. Returns 1 when the frame was turned into our answer (the peer lacks
- * our word for a barrier we completed). */
+/* A STATUS or READY hello of agreement `coll` (the header's epoch field)
+ * from rank `from` (its word in `block`, its position in `nblocks`): noted
+ * in the barrier it belongs to. Returns 1 when the frame was turned into
+ * our answer (the peer lacks our word for a barrier we completed). */
 static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 {
 	int kind = f->h->step == RINX_HELLO_STATUS ? 0 : 1, i;
