@@ -42,6 +42,8 @@ LIBS		:= -lxdp -lbpf -lelf -lz -lm -lpthread
 
 UAPI_H		:= $(wildcard uapi/*.h)
 BPF_H		:= $(wildcard bpf/*.h)
+# the checks and the hop that the slow path compiles too
+KU_H		:= $(wildcard bpf/*_kern_user.h)
 USER_H		:= $(wildcard user/*.h user/*/*.h)
 BPF_SRC		:= $(wildcard bpf/*.bpf.c)
 BPF_OBJ		:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRC))
@@ -95,7 +97,7 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
-$(OUT)/user/%.o: user/%.c $(UAPI_H) $(USER_H) $(SKELS) Makefile
+$(OUT)/user/%.o: user/%.c $(UAPI_H) $(USER_H) $(KU_H) $(SKELS) Makefile
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c $< -o $@

@@ -19,29 +19,7 @@
 #define RINX_AGG_BPF_H
 
 #include "bpf/fixed.bpf.h"
-
-enum rinx_agg_ret {
-	RINX_AGG_CONSUMED,	/* added; the slot waits for more */
-	RINX_AGG_COMPLETE,	/* added; the frame now carries the sum */
-	RINX_AGG_DUP,		/* contributor already counted this round */
-	RINX_AGG_RESEND,	/* duplicate into a finished slot: the frame
-				 * now carries the stored partial sum */
-	RINX_AGG_FINAL,		/* duplicate into a slot that holds the
-				 * finished block: the frame carries it */
-	RINX_AGG_STALE,		/* the slot holds a newer round */
-	RINX_AGG_NEED_SELF,	/* every contributor is in, the node's own
-				 * share is not: the frame carries the sum
-				 * of the others, for the trainer */
-	RINX_AGG_OVERLAP,	/* the frame's coverage overlaps the slot's
-				 * in part: refused */
-	RINX_AGG_PASS,		/* pool: the slot holds another block; the
-				 * frame is untouched, for the server */
-	RINX_AGG_FLUSH,		/* pool: a share sent again; the frame
-				 * carries the slot's partial sum and its
-				 * coverage, the slot is free */
-	RINX_AGG_SHAPE,		/* the frame's size or dtype is not that of
-				 * the round the slot holds: refused */
-};
+#include "bpf/check_kern_user.h"
 
 /* The shape (RINX_SHAPE, dtype) of frame f's round. */
 static __always_inline __u32 rinx_frame_shape(struct rinx_frame *f)
@@ -88,7 +66,7 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
 		a->ce = 1;
 }
 
-/* Adds frame f (round epoch, covering the contributor nodes `cov`: the
+/* Adds frame f (round `round`, covering the contributor nodes `cov`: the
  * sender's bit, or the coverage an aggregator's frame declares) into slot
  * a. A coverage already wholly in the slot is a duplicate; one that is in
  * part is refused (RINX_AGG_OVERLAP): adding it would count some
@@ -105,7 +83,7 @@ static __always_inline void agg_fold(struct rinx_agg *a, struct rinx_frame *f,
  * trainer, which adds the share and completes the slot from user space
  * (the slot's contributors are all in, so nothing else writes it). */
 static __always_inline int rinx_agg_add(struct rinx_agg *a,
-					struct rinx_frame *f, __u32 epoch,
+					struct rinx_frame *f, __u32 round,
 					__u64 b, __u64 mask, int finish,
 					struct rinx_slot *own, int *reset,
 					const int nv)
@@ -115,14 +93,14 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
-	if (a->epoch != epoch) {
-		/* a slot never used (seen 0) takes any round; epochs wrap */
-		if (a->seen && (__s32)(epoch - a->epoch) < 0) {
+	if (a->epoch != round) {
+		/* a slot never used (seen 0) takes any round; rounds wrap */
+		if (a->seen && (__s32)(round - a->epoch) < 0) {
 			bpf_spin_unlock(&a->lock);
 			return RINX_AGG_STALE;
 		}
 		*reset = a->seen && !a->done;
-		a->epoch = epoch;
+		a->epoch = round;
 		a->seen = 0;
 		a->done = 0;
 		a->final = 0;
@@ -159,7 +137,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	 * two passes over the block fewer than adding twice into the slot
 	 * and copying it out (test_hopcost: agg last). */
 	fused = a->seen && ((a->seen | b) & mask) == mask && own &&
-		own->epoch == epoch && a->exp == fexp && own->exp == fexp;
+		own->epoch == round && a->exp == fexp && own->exp == fexp;
 	if (fused) {
 		rinx_add2_vals(f->v, a->v, own->v, nv);
 		rinx_copy_vals(a->v, f->v, nv);
@@ -172,7 +150,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		ret = RINX_AGG_COMPLETE;
-		if (own && own->epoch == epoch) {
+		if (own && own->epoch == round) {
 			if (!fused) {
 				a->exp = rinx_block_add(a->v, a->exp, own->v,
 							own->exp, nv);
@@ -211,7 +189,7 @@ static __always_inline void rinx_agg_out(struct rinx_agg *a,
 }
 
 /*
- * A raw share (contributor node `bit`) of block `block` of round `epoch`
+ * A raw share (contributor node `bit`) of block `block` of round `round`
  * into pool slot a (RINX_HOP_POOL, ATP's aggregator pool):
  *  - a free slot (seen == 0), or one whose block belongs to an older round
  *    (its sender finished that round, so the server did: what it holds is
@@ -235,7 +213,7 @@ static __always_inline void rinx_agg_out(struct rinx_agg *a,
  * result is multicast past the aggregator).
  */
 static __always_inline int rinx_pool_add(struct rinx_agg *a,
-					 struct rinx_frame *f, __u32 epoch,
+					 struct rinx_frame *f, __u32 round,
 					 __u32 block, __u32 bit, __u64 mask,
 					 int resend, int *reset, const int nv)
 {
@@ -245,8 +223,8 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
-	if (a->seen && (a->epoch != epoch || a->block != block)) {
-		if ((__s32)(epoch - a->epoch) <= 0) {
+	if (a->seen && (a->epoch != round || a->block != block)) {
+		if ((__s32)(round - a->epoch) <= 0) {
 			bpf_spin_unlock(&a->lock);
 			return RINX_AGG_PASS;
 		}
@@ -273,7 +251,7 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 		return RINX_AGG_DUP;
 	}
 	if (!a->seen) {
-		a->epoch = epoch;
+		a->epoch = round;
 		a->block = block;
 		a->done = 0;
 		a->final = 0;
@@ -292,11 +270,11 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 
 /* Keeps the finished block of a gather passing an INA member, for NACKs. */
 static __always_inline void rinx_agg_keep(struct rinx_agg *a,
-					  struct rinx_frame *f, __u32 epoch,
+					  struct rinx_frame *f, __u32 round,
 					  const int nv)
 {
 	bpf_spin_lock(&a->lock);
-	if (a->epoch == epoch) {
+	if (a->epoch == round) {
 		rinx_copy_vals(a->v, f->v, nv);
 		a->exp = (__s16)bpf_ntohs(f->h->exp);
 		a->flags = f->h->flags;
@@ -305,15 +283,15 @@ static __always_inline void rinx_agg_keep(struct rinx_agg *a,
 	bpf_spin_unlock(&a->lock);
 }
 
-/* Copies the finished block of round epoch into f; 0 if not held. */
+/* Copies the finished block of round `round` into f; 0 if not held. */
 static __always_inline int rinx_agg_get_final(struct rinx_agg *a,
 					      struct rinx_frame *f,
-					      __u32 epoch, const int nv)
+					      __u32 round, const int nv)
 {
 	int ok = 0;
 
 	bpf_spin_lock(&a->lock);
-	if (a->epoch == epoch && a->final) {
+	if (a->epoch == round && a->final) {
 		rinx_copy_vals(f->v, a->v, nv);
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;

@@ -20,6 +20,11 @@
  * A frame that XDP cannot finish (share not written yet, next round, size
  * disagreement, control frames) goes to the trainer's AF_XDP socket;
  * everything that is not rinx passes.
+ *
+ * The checks and the actions of a data frame are bpf/hop_kern_user.h's,
+ * which the slow path compiles too; this file supplies them its maps and
+ * XDP_TX (the env_* functions) and what XDP alone does: the HELLO answer,
+ * NACK and RNACK, and recycling.
  */
 #include "bpf/tables.bpf.h"
 
@@ -50,7 +55,7 @@ struct {
 /* (slot, block) -> the partial sum this host sent on at a ring's reduce
  * hop (add and forward), kept to answer its successor's RNACK (a reduce
  * lost on the link between them is sent again from here, not from the
- * block's origin); its epoch tells the trainer the reduce passed here. */
+ * block's origin); its round tells the trainer the reduce passed here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -84,48 +89,6 @@ static __always_inline int slow_path(struct xdp_md *ctx, __u32 why)
 	return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
 }
 
-/* Congestion feedback: a finished block stored here, and whether its frame
- * saw a marking port on its way (CE stays on a frame for its whole path:
- * hops keep the TOS byte, aggregators OR the marks of what they consume).
- * The trainer's rate control reads the two counts from the cursor. */
-static __always_inline struct rinx_cursor *note_stored(struct rinx_frame *f,
-						       __u32 slot)
-{
-	struct rinx_cursor *cur = bpf_map_lookup_elem(&cursors, &slot);
-
-	if (!cur)
-		return NULL;
-	__sync_fetch_and_add(&cur->stored, 1);
-	if ((f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE) {
-		__sync_fetch_and_add(&cur->marked, 1);
-		rinx_count(RINX_STAT_ECN_CE, 0);
-	}
-	return cur;
-}
-
-static __always_inline void store(struct rinx_slot *r, struct rinx_frame *f,
-				  __u32 epoch, const int nv)
-{
-	rinx_copy_vals(r->v, f->v, nv);
-	r->exp = (__s16)bpf_ntohs(f->h->exp);
-	r->flags = f->h->flags;
-	r->count = bpf_ntohs(f->h->count);
-	/* The trainer polls epoch: it must become visible after the values.
-	 * BPF has no fence; the JIT keeps program order and x86 is TSO, and
-	 * this barrier keeps the compiler from sinking the stores. */
-	asm volatile("" ::: "memory");
-	r->epoch = epoch;
-}
-
-/* Stores a finished block and counts it; returns the job's cursor. */
-static __always_inline struct rinx_cursor *
-store_job(struct rinx_slot *r, struct rinx_frame *f, __u32 epoch, __u32 slot,
-	  const int nv)
-{
-	store(r, f, epoch, nv);
-	return note_stored(f, slot);
-}
-
 static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
 				   __u32 slot, __u16 to)
 {
@@ -142,18 +105,6 @@ static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	rinx_readdress(f, self, next, job->self);
 	return XDP_TX;
-}
-
-/* Agent host: a complete slot or an arriving gather leaves for the rack's
- * group (and on to the next member unless `to` is this node). */
-static __always_inline int to_group(struct rinx_frame *f, struct rinx_job *job,
-				    __u32 slot, __u16 to, __u8 rack)
-{
-	int ret = forward(f, job, slot, to);
-
-	if (ret == XDP_TX)
-		rinx_to_group(f, rack, to != job->self);
-	return ret;
 }
 
 /* Pacer of the own blocks: may one leave now? Takes its departure time
@@ -180,7 +131,7 @@ static __always_inline int pace_ok(struct rinx_cursor *cur)
  * window thus never cross AF_XDP. Returns the action, or -1 when there is
  * nothing to send. */
 static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
-				   __u32 epoch, struct rinx_cursor *cur,
+				   __u32 round, struct rinx_cursor *cur,
 				   const int nv)
 {
 	struct rinx_slot *sh;
@@ -190,7 +141,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 
 	if (!nown || nown > RINX_CMAP_MAX || !plen || plen > RINX_CMAP_MAX)
 		return -1;
-	if (!cur || cur->epoch != epoch)
+	if (!cur || cur->epoch != round)
 		return -1;
 	/* The next own block, claimed only once its share is written: the
 	 * trainer converts a round's input while the first blocks travel
@@ -206,7 +157,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	idx = job->slot * rinx_window + b;
 	sh = bpf_map_lookup_elem(&share, &idx);
-	if (!sh || sh->epoch != epoch)
+	if (!sh || sh->epoch != round)
 		return -1;
 	if (cur->gap_ns && !pace_ok(cur)) {
 		rinx_count(RINX_STAT_PACED, 0);
@@ -246,7 +197,7 @@ static __always_inline void slot_to_frame(struct rinx_frame *f,
  * keeps the block may answer: results stay until the next round's gather,
  * which cannot come before the asker has finished this one. */
 static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
-				__u32 epoch, __u32 block, const int nv)
+				__u32 round, __u32 block, const int nv)
 {
 	struct rinx_slot *res;
 	__u32 idx, who, bad;
@@ -260,7 +211,7 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 	res = bpf_map_lookup_elem(&result, &idx);
 	if (!res)
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-	if (res->epoch != epoch || res->count != bpf_ntohs(f->h->count))
+	if (res->epoch != round || res->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
 	slot_to_frame(f, res, nv);
 	f->h->type = RINX_T_GATHER;
@@ -275,7 +226,7 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
  * trainer's timers resend what it never sent). The loss costs this one
  * hop, not the block's whole path from its origin. */
 static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
-				 __u32 epoch, __u32 block, __u32 klass,
+				 __u32 round, __u32 block, __u32 klass,
 				 const int nv)
 {
 	struct rinx_slot *src = NULL;
@@ -289,14 +240,14 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
 								XDP_DROP);
-	if (epoch != job->epoch)
+	if (round != job->epoch)
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
 	idx = slot * rinx_window + block;
 	k = RINX_HOP_INDEX(slot, klass, RINX_T_REDUCE);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	if (hop && hop->action == RINX_A_ADD_FWD && hop->to == who) {
 		src = bpf_map_lookup_elem(&partial, &idx);
-		if (src && src->epoch == epoch)
+		if (src && src->epoch == round)
 			step = (__u8)src->step;
 		else
 			src = NULL;
@@ -305,8 +256,8 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 		   RINX_T_REDUCE) {
 		cur = bpf_map_lookup_elem(&cursors, &slot);
 		src = bpf_map_lookup_elem(&share, &idx);
-		if (!cur || cur->epoch != epoch || !src ||
-		    src->epoch != epoch ||
+		if (!cur || cur->epoch != round || !src ||
+		    src->epoch != round ||
 		    (block / job->plen) * job->nown >= cur->next)
 			src = NULL;
 	}
@@ -320,223 +271,219 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) : ret;
 }
 
-/* A data frame (reduce, gather, share, NACK, RNACK) of a known job, whose
- * token matched: nv, the frame's values, is a constant in each of the two
- * copies of this code (parse.bpf.h). */
+/* ---- the hop (bpf/hop_kern_user.h) on this program's maps ---- */
+
+struct hop_env {
+	struct xdp_md *ctx;
+	struct rinx_frame *f;
+	struct rinx_job *job;
+	__u32 window;
+};
+
+static __always_inline struct rinx_slot *env_share(struct hop_env *x,
+						   __u32 idx)
+{
+	return bpf_map_lookup_elem(&share, &idx);
+}
+
+static __always_inline struct rinx_slot *env_result(struct hop_env *x,
+						    __u32 idx)
+{
+	return bpf_map_lookup_elem(&result, &idx);
+}
+
+static __always_inline struct rinx_slot *env_partial(struct hop_env *x,
+						     __u32 idx)
+{
+	return bpf_map_lookup_elem(&partial, &idx);
+}
+
+static __always_inline struct rinx_cursor *env_cursor(struct hop_env *x)
+{
+	__u32 k = x->job->slot;
+
+	return bpf_map_lookup_elem(&cursors, &k);
+}
+
+static __always_inline struct rinx_hop *env_hop(struct hop_env *x,
+						__u32 klass, __u32 type)
+{
+	__u32 k = RINX_HOP_INDEX(x->job->slot, klass, type);
+
+	return bpf_map_lookup_elem(&hops, &k);
+}
+
+/* An id past the table finds another slot's entry or none: the sender
+ * check refuses it before reading the entry. */
+static __always_inline struct rinx_node *env_node(struct hop_env *x, __u32 id)
+{
+	__u32 k = x->job->slot * RINX_MAX_NODES + id;
+
+	return bpf_map_lookup_elem(&nodes, &k);
+}
+
+static __always_inline __be32 env_saddr(struct hop_env *x)
+{
+	return x->f->ip->saddr;
+}
+
+static __always_inline int env_ce(struct hop_env *x)
+{
+	return (x->f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE;
+}
+
+static __always_inline void env_copy_vals(__s32 *dst, const __s32 *src,
+					  const int nv)
+{
+	rinx_copy_vals(dst, src, nv);
+}
+
+static __always_inline __s16 env_add_vals(__s32 *dst, __s16 dexp,
+					  const __s32 *src, __s16 sexp,
+					  const int nv)
+{
+	return rinx_block_add(dst, dexp, src, sexp, nv);
+}
+
+static __always_inline __u32 env_load_round(const __u32 *p)
+{
+	return *p;
+}
+
+/* The trainer polls a slot's round: it must become visible after the
+ * values. BPF has no fence; the JIT keeps program order and x86 is TSO,
+ * and this barrier keeps the compiler from sinking the stores. */
+static __always_inline void env_store_round(__u32 *p, __u32 round)
+{
+	asm volatile("" ::: "memory");
+	*p = round;
+}
+
+static __always_inline int env_drop(struct hop_env *x, __u32 stat)
+{
+	return rinx_count(stat, stat == RINX_STAT_ABORTED ? XDP_ABORTED :
+							    XDP_DROP);
+}
+
+static __always_inline int env_done(struct hop_env *x, __u32 stat)
+{
+	return rinx_count(stat, XDP_DROP);
+}
+
+static __always_inline int env_slow(struct hop_env *x, __u32 stat)
+{
+	return slow_path(x->ctx, stat);
+}
+
+static __always_inline int env_send(struct hop_env *x, __u16 to, __u32 stat)
+{
+	int ret = forward(x->f, x->job, x->job->slot, to);
+
+	return ret == XDP_TX ? rinx_count(stat, ret) : ret;
+}
+
+/* Agent host: a complete slot or an arriving gather leaves for the rack's
+ * group (and on to the next member with `onward`). */
+static __always_inline int env_group(struct hop_env *x, __u16 to, __u8 rack,
+				     int onward, __u32 stat)
+{
+	int ret = forward(x->f, x->job, x->job->slot, to);
+
+	if (ret != XDP_TX)
+		return ret;
+	rinx_to_group(x->f, rack, onward);
+	return rinx_count(stat, ret);
+}
+
+static __always_inline void env_count(struct hop_env *x, __u32 stat)
+{
+	rinx_count(stat, 0);
+}
+
+/* A round whose size disagrees with the job's: the trainer names the
+ * sender (its tensor is another). */
+static __always_inline int env_other_tensor(struct hop_env *x)
+{
+	return slow_path(x->ctx, RINX_STAT_SLOW_MISMATCH);
+}
+
+static __always_inline int env_repair(struct hop_env *x, __u32 type,
+				      __u32 round, __u32 block, __u32 klass,
+				      const int nv)
+{
+	if (type == RINX_T_NACK)
+		return nack(x->f, x->job, round, block, nv);
+	return rnack(x->f, x->job, round, block, klass, nv);
+}
+
+/* The frame added into the slot, with this host's share if the hop adds
+ * it (rinx_agg_add). */
+static __always_inline int env_agg_slot(struct hop_env *x,
+					const struct rinx_hop *hop, __u32 idx,
+					__u32 round, __u64 cov, const int nv)
+{
+	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
+	struct rinx_slot *sh = NULL;
+	int ret, reset;
+
+	if (hop->flags & RINX_HOP_SELF) {
+		sh = bpf_map_lookup_elem(&share, &idx);
+		if (!sh)
+			return RINX_AGG_NO_SLOT;
+	}
+	if (!a)
+		return RINX_AGG_NO_SLOT;
+	ret = rinx_agg_add(a, x->f, round, cov, hop->mask,
+			   hop->action == RINX_A_AGG_FINISH, sh, &reset, nv);
+	if (reset)
+		rinx_count(RINX_STAT_AGG_RESET, 0);
+	return ret;
+}
+
+static __always_inline int env_keep_final(struct hop_env *x, __u32 idx,
+					  __u32 round, const int nv)
+{
+	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
+
+	if (!a)
+		return -1;
+	rinx_agg_keep(a, x->f, round, nv);
+	return 0;
+}
+
+/* The gather that ends here becomes this host's next block (recycle). */
+static __always_inline int env_gather_end(struct hop_env *x,
+					  struct rinx_cursor *cur,
+					  __u32 round, const int nv)
+{
+	int ret;
+
+	rinx_count(RINX_STAT_GATHER_END, 0);
+	ret = recycle(x->f, x->job, round, cur, nv);
+	if (ret < 0)
+		return XDP_DROP;
+	return ret == XDP_TX ? rinx_count(RINX_STAT_RECYCLED, ret) : ret;
+}
+
+static __always_inline void env_added(struct hop_env *x)
+{
+}
+
+#include "bpf/hop_kern_user.h"
+
+/* A data frame of a known job, whose token matched: nv, the frame's
+ * values, is a constant in each of the two copies of this code
+ * (parse.bpf.h). */
 static __always_inline int host_block(struct xdp_md *ctx, struct rinx_frame *fp,
 				      struct rinx_job *job, __u32 type,
 				      const int nv)
 {
 	struct rinx_frame f = *fp;
-	struct rinx_hop *hop;
-	struct rinx_slot *sh, *res;
-	struct rinx_cursor *cur;
-	__u32 epoch, block, nblocks, klass, k, idx, sender, what, bad;
-	struct rinx_agg *a;
-	__u16 cnt;
-	int ret, agg, reset, keep;
+	struct hop_env x = {
+		.ctx = ctx, .f = &f, .job = job, .window = rinx_window,
+	};
 
-	epoch = bpf_ntohl(f.h->epoch);
-	block = bpf_ntohl(f.h->block);
-	nblocks = bpf_ntohl(f.h->nblocks);
-	klass = bpf_ntohs(f.h->klass);
-	cnt = bpf_ntohs(f.h->count);
-	bad = rinx_check_bounds(&f, job, rinx_window, nv);
-	if (bad)
-		return rinx_count(bad, XDP_DROP);
-
-	if (type == RINX_T_NACK)
-		return nack(&f, job, epoch, block, nv);
-	if (type == RINX_T_RNACK)
-		return rnack(&f, job, epoch, block, klass, nv);
-
-	k = RINX_HOP_INDEX(job->slot, klass, type);
-	hop = bpf_map_lookup_elem(&hops, &k);
-	if (!hop)
-		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-	if (hop->action == RINX_A_NONE)
-		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
-	agg = hop->action >= RINX_A_AGG_FWD;
-	bad = rinx_check_sender(&f, job, hop, type, &sender);
-	if (bad)
-		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
-								XDP_DROP);
-
-	if (epoch != job->epoch) {
-		/* an aggregator takes the next round's contributions before
-		 * its own trainer gets there: the slot keeps rounds apart */
-		if (epoch == job->epoch + 1 && agg && type != RINX_T_GATHER) {
-			/* that round is not installed here yet: the frame
-			 * says its size and dtype, which must fit a round
-			 * (an exponent only on fixed point), and the slot
-			 * holds the round to its first contribution's */
-			bad = rinx_check_shape(&f, nv);
-			if (bad)
-				return rinx_count(bad, XDP_DROP);
-			goto sized;
-		}
-		if (epoch == job->epoch + 1)
-			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
-		/* no rank runs more than one round ahead of another: a
-		 * round starts once the one before finished, which took
-		 * this node's share of it */
-		if ((__s32)(epoch - job->epoch) > 1)
-			return rinx_count(RINX_STAT_DROP_AHEAD, XDP_DROP);
-		return rinx_count(RINX_STAT_DROP_STALE, XDP_DROP);
-	}
-	/* int32 payloads are summed as they are: no exponent may shift them */
-	if (job->dtype == RINX_W_INT32 && f.h->exp != 0)
-		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
-	if (nblocks != job->nblocks || bpf_ntohs(f.h->dtype) != job->dtype ||
-	    cnt != (block == nblocks - 1 ? job->last_count : nv))
-		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
-sized:
-	idx = job->slot * rinx_window + block;
-	switch (hop->action) {
-	case RINX_A_ADD_FWD:
-	case RINX_A_ADD_FINISH:
-		sh = bpf_map_lookup_elem(&share, &idx);
-		/* the slot this hop writes: the result where the block
-		 * finishes; the kept partial sum only where hops keep it */
-		keep = job->flags & RINX_JOB_KEEP;
-		res = NULL;
-		if (keep || hop->action == RINX_A_ADD_FINISH) {
-			res = bpf_map_lookup_elem(hop->action == RINX_A_ADD_FWD ?
-						  (void *)&partial :
-						  (void *)&result, &idx);
-			if (!res)
-				return rinx_count(RINX_STAT_ABORTED,
-						  XDP_ABORTED);
-		}
-		if (!sh)
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		/* passed on already this round: a duplicate (a loss further
-		 * on is asked for by the node after it, hop by hop) */
-		if (keep && res && res->epoch == epoch)
-			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
-		if (sh->epoch != epoch)
-			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
-		f.h->exp = bpf_htons(rinx_block_add(f.v,
-					(__s16)bpf_ntohs(f.h->exp),
-					sh->v, sh->exp, nv));
-		f.h->flags |= sh->flags;
-		f.h->step++;
-		if (hop->action == RINX_A_ADD_FWD) {
-			if (res) {
-				res->step = f.h->step;
-				store(res, &f, epoch, nv);
-			}
-			ret = forward(&f, job, job->slot, hop->to);
-			return ret == XDP_TX ?
-				rinx_count(RINX_STAT_REDUCE_FWD, ret) : ret;
-		}
-		if (!res)
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store_job(res, &f, epoch, job->slot, nv);
-		f.h->type = RINX_T_GATHER;
-		f.h->step = 0;
-		ret = forward(&f, job, job->slot, hop->to);
-		return ret == XDP_TX ?
-			rinx_count(RINX_STAT_REDUCE_FINISH, ret) : ret;
-	case RINX_A_STORE_FWD:
-	case RINX_A_STORE_END:
-		res = bpf_map_lookup_elem(&result, &idx);
-		if (!res)
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		if ((job->flags & RINX_JOB_KEEP) && res->epoch == epoch)
-			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
-		cur = store_job(res, &f, epoch, job->slot, nv);
-		if (hop->action == RINX_A_STORE_END) {
-			rinx_count(RINX_STAT_GATHER_END, 0);
-			ret = recycle(&f, job, epoch, cur, nv);
-			if (ret < 0)
-				return XDP_DROP;
-			return ret == XDP_TX ? rinx_count(RINX_STAT_RECYCLED, ret) :
-					       ret;
-		}
-		f.h->step++;
-		ret = forward(&f, job, job->slot, hop->to);
-		return ret == XDP_TX ? rinx_count(RINX_STAT_GATHER_FWD, ret) : ret;
-	case RINX_A_AGG_FWD:
-	case RINX_A_AGG_FINISH:
-		a = bpf_map_lookup_elem(&aggs, &idx);
-		sh = NULL;
-		if (hop->flags & RINX_HOP_SELF)
-			sh = bpf_map_lookup_elem(&share, &idx);
-		if (!a || (!sh && (hop->flags & RINX_HOP_SELF)))
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		ret = rinx_agg_add(a, &f, epoch, rinx_cover(&f, hop, sender),
-				   hop->mask, hop->action == RINX_A_AGG_FINISH,
-				   sh, &reset, nv);
-		if (reset)
-			rinx_count(RINX_STAT_AGG_RESET, 0);
-		if (ret == RINX_AGG_OVERLAP)
-			return rinx_count(RINX_STAT_AGG_OVERLAP, XDP_DROP);
-		if (ret == RINX_AGG_SHAPE)
-			return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
-		/* the others' sum waits for this host's share: the trainer
-		 * adds it and completes the slot */
-		if (ret == RINX_AGG_NEED_SELF)
-			return slow_path(ctx, RINX_STAT_SLOW_SELF);
-		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB &&
-		    (hop->flags & RINX_HOP_ANSWER)) {
-			/* the worker missed the finished block: send it. It
-			 * expects the step of this member's gather into the
-			 * rack: 0 where the block finishes, else out + 1 */
-			f.h->type = RINX_T_GATHER;
-			f.h->step = hop->action == RINX_A_AGG_FINISH ?
-				    hop->out_step : hop->out_step + 1;
-			ret = forward(&f, job, job->slot, sender);
-			return ret == XDP_TX ?
-			       rinx_count(RINX_STAT_AGG_RESEND, ret) : ret;
-		}
-		/* a partial sum again after the block finished: whoever
-		 * misses it asks for the finished block itself (NACK) */
-		if (ret == RINX_AGG_DUP ||
-		    (ret == RINX_AGG_FINAL && hop->action == RINX_A_AGG_FWD))
-			return rinx_count(RINX_STAT_DROP_AGG_DUP, XDP_DROP);
-		if (ret == RINX_AGG_RESEND || ret == RINX_AGG_FINAL)
-			reset = -1;	/* sent on again below: a retransmission
-					 * repairs a loss further on */
-		if (ret == RINX_AGG_STALE)
-			return rinx_count(RINX_STAT_DROP_AGG_STALE, XDP_DROP);
-		if (ret == RINX_AGG_CONSUMED)
-			return rinx_count(RINX_STAT_AGG_ADD, XDP_DROP);
-		f.h->step = hop->out_step;
-		what = reset < 0 ? RINX_STAT_AGG_REEMIT : RINX_STAT_AGG_DONE;
-		if (hop->action == RINX_A_AGG_FWD) {
-			f.h->type = RINX_T_REDUCE;
-			ret = forward(&f, job, job->slot, hop->to);
-			return ret == XDP_TX ? rinx_count(what, ret) : ret;
-		}
-		/* an aggregating host is one of the workers: it keeps the sum */
-		res = bpf_map_lookup_elem(&result, &idx);
-		if (!res)
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		f.h->type = RINX_T_GATHER;
-		store_job(res, &f, epoch, job->slot, nv);
-		if (hop->rack == RINX_NO_RACK && hop->to == job->self)
-			return rinx_count(what, XDP_DROP);	/* ends here */
-		if (hop->rack == RINX_NO_RACK)
-			ret = forward(&f, job, job->slot, hop->to);
-		else
-			ret = to_group(&f, job, job->slot, hop->to, hop->rack);
-		return ret == XDP_TX ? rinx_count(what, ret) : ret;
-	case RINX_A_MCAST_FWD:
-	case RINX_A_MCAST_END:
-		res = bpf_map_lookup_elem(&result, &idx);
-		a = bpf_map_lookup_elem(&aggs, &idx);
-		if (!res || !a)
-			return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-		store_job(res, &f, epoch, job->slot, nv);
-		rinx_agg_keep(a, &f, epoch, nv);
-		f.h->step = hop->out_step;
-		ret = to_group(&f, job, job->slot,
-			       hop->action == RINX_A_MCAST_FWD ? hop->to :
-			       job->self, hop->rack);
-		return ret == XDP_TX ? rinx_count(RINX_STAT_AGG_MCAST, ret) : ret;
-	}
-	return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+	return hop_block(&x, type, nv);
 }
 
 SEC("xdp.frags")

@@ -1228,7 +1228,7 @@ static int write_share(struct stepctx *x, __u32 epoch, __s16 exp, __u8 flags,
 	return err;
 }
 
-/* The trainer completes a waiting slot the way user/slow.c's
+/* The trainer completes a waiting slot the way user/comm/slow.c's
  * self_complete() does: under the slot's lock from user space, the share
  * added to the others' sum, done (and final at AGG_FINISH). Only the model
  * computes the sum; the slot must have held the model's before. */

@@ -2,7 +2,7 @@
 /*
  * Differential test of the hop: the host program (bpf/host.bpf.c, run
  * through BPF_PROG_TEST_RUN) against the slow path's handler for a frame
- * (user/slow.c, rinx_c_slow_frame), on identical tables.
+ * (user/comm/slow.c, rinx_c_slow_frame), on identical tables.
  *
  * Cluster (8 hosts, one ToR aggregator), every plan built from it by
  * rinx_plan_build, each plan installed for every host in turn:

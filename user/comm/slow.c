@@ -3,7 +3,9 @@
  * Frames (Ethernet/IPv4/UDP and the rinx header, built in place in the
  * umem) and the slow path: the frames the host program hands up to the
  * trainer because they need this rank's share before it was written, a
- * waiting aggregation slot of this host, or a control answer.
+ * waiting aggregation slot of this host, or a control answer. A data frame
+ * takes the host program's hop, compiled here from the same source
+ * (bpf/hop_kern_user.h) over the trainer's views of the maps.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <xdp/xsk.h>
+#include "bpf/check_kern_user.h"
 #include "user/comm/comm.h"
 #include "user/quant/quant.h"
 
@@ -72,10 +75,10 @@ void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to,
 
 /* ---- slow path: what XDP could not finish, done the same way here ---- */
 
-/* A STATUS or READY hello of agreement `epoch` from rank `from` (its word
- * in `block`, its position in `nblocks`): noted in the barrier it belongs
- * to. Returns 1 when the frame was turned into our answer (the peer lacks
- * our word for a barrier we completed). */
+/* A STATUS or READY hello of agreement `coll` (the header's epoch field)
+ * from rank `from` (its word in `block`, its position in `nblocks`): noted
+ * in the barrier it belongs to. Returns 1 when the frame was turned into
+ * our answer (the peer lacks our word for a barrier we completed). */
 static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 {
 	int kind = f->h->step == RINX_HELLO_STATUS ? 0 : 1, i;
@@ -100,23 +103,6 @@ static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 	return 1;
 }
 
-/* Stores a finished block and counts it in the job's cursor, with its
- * mark, as the host program does (the trainer's rate control reads both). */
-static void store_result(struct rinx_comm *c, struct rinx_slot *res,
-			 const struct frame *f, __u32 epoch, __u32 cnt, int ce)
-{
-	struct rinx_cursor *cur = &c->cursors[c->slot];
-
-	memcpy(res->v, f->v, (size_t)c->bval * 4);
-	res->exp = (__s16)ntohs(f->h->exp);
-	res->flags = f->h->flags;
-	res->count = cnt;
-	__atomic_store_n(&res->epoch, epoch, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&cur->stored, 1, __ATOMIC_RELAXED);
-	if (ce)
-		__atomic_fetch_add(&cur->marked, 1, __ATOMIC_RELAXED);
-}
-
 /* A rack's group address (what the ToR replicates into the rack; with
  * `onward` also to the uplink, readdressed to the IP destination). */
 static void frame_group(struct frame *f, int rack, int onward)
@@ -129,52 +115,37 @@ static void frame_group(struct frame *f, int rack, int onward)
 	f->eth[5] = onward && rack != RINX_GROUP_EVERY;
 }
 
-/* What the handler found in an aggregation's slot (rinx_agg_ret's). */
-enum { SELF_COMPLETE, SELF_RESEND, SELF_FINAL };
-
-/* The contributors a frame into an aggregation stands for, as the host
- * program counts them (rinx_cover): the coverage a frame of one of the
- * hop's coverage aggregators (via) declares, else its sender's bit, whatever
- * its cover field holds. */
-static __u64 frame_cover(const struct frame *f, const struct rinx_hop *hop)
-{
-	__u64 bit = 1ULL << (ntohs(f->h->sender) & 63);
-
-	if ((hop->flags & RINX_HOP_COVER) && (hop->via & bit))
-		return be64toh(f->h->cover);
-	return bit;
-}
-
 /* An aggregation of this host (RINX_HOP_SELF) whose contributors are all
  * in while its share was not written yet: the host program left the slot
  * waiting (pend) and sent its sum here. Adds the share to the slot and
  * marks it done, so that the host program answers duplicates with the
- * whole sum from now on, and puts the sum into f (SELF_COMPLETE). A
+ * whole sum from now on, and puts the sum into f (RINX_AGG_COMPLETE). A
  * duplicate handed up while the slot waited finds it done: it gets the
- * slot's sum, SELF_RESEND, or SELF_FINAL if the slot holds the finished
- * block, as a duplicate into a finished slot gets it in XDP. Nothing else
- * writes the slot meanwhile: its contributors are all in, and the next
- * round's cannot come before this block has finished. `cov`: what f
- * covers (frame_cover). The handler adds no contribution, it only completes
- * or answers, so a frame whose coverage the slot does not hold wholly is
- * refused: in part, as XDP refuses an overlap (it would count a contributor
- * twice); not at all, as a contribution the handler cannot add. XDP hands
- * up neither (a waiting or done slot holds its whole mask, and the hop's
- * checks keep a frame within it): the check keeps the handler from
- * completing a slot for a frame that is not the slot's. -1 (stale or
- * refused: drop) or -errno. */
+ * slot's sum, RINX_AGG_RESEND, or RINX_AGG_FINAL if the slot holds the
+ * finished block, as a duplicate into a finished slot gets it in XDP.
+ * Nothing else writes the slot meanwhile: its contributors are all in, and
+ * the next round's cannot come before this block has finished. `cov`: what
+ * f covers (rinx_hdr_cover). The handler adds no contribution, it only
+ * completes or answers, so a frame whose coverage the slot does not hold
+ * wholly is refused: in part, as XDP refuses an overlap (it would count a
+ * contributor twice); not at all, as a contribution the handler cannot
+ * add. XDP hands up neither (a waiting or done slot holds its whole mask,
+ * and the hop's checks keep a frame within it): the check keeps the
+ * handler from completing a slot for a frame that is not the slot's
+ * (RINX_AGG_STALE: dropped). A slot it cannot read: RINX_AGG_NEED_SELF
+ * (the frame waits). */
 static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
-			 __u32 idx, __u32 epoch, const struct rinx_slot *sh,
-			 __u64 cov, struct frame *f, int *ce)
+			 __u32 idx, __u32 round, const struct rinx_slot *sh,
+			 __u64 cov, struct frame *f)
 {
 	struct rinx_agg a;
-	int ret = SELF_COMPLETE;
+	int ret = RINX_AGG_COMPLETE;
 
 	if (c->fd_aggs < 0 ||
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK))
-		return -EIO;
-	if (a.epoch != epoch || (!a.pend && !a.done) || (a.seen & cov) != cov)
-		return -1;
+		return RINX_AGG_NEED_SELF;
+	if (a.epoch != round || (!a.pend && !a.done) || (a.seen & cov) != cov)
+		return RINX_AGG_STALE;
 	if (a.pend) {
 		a.exp = rinx_payload_add_n(a.v, a.exp, sh->v, sh->exp,
 					   c->bval);
@@ -183,14 +154,15 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 		a.done = 1;
 		a.final = hop->action == RINX_A_AGG_FINISH;
 		if (bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK))
-			return -EIO;
+			return RINX_AGG_NEED_SELF;
 		/* the sum leaves marked if a contribution was, as the one
 		 * that completes a slot in XDP; a sum sent again (the slot
 		 * was done) keeps the mark of the frame that asked, as the
 		 * host program's answer to a duplicate does */
-		*ce |= a.ce;
+		if (a.ce)
+			f->ip[1] |= RINX_ECN_CE;
 	} else {
-		ret = a.final ? SELF_FINAL : SELF_RESEND;
+		ret = a.final ? RINX_AGG_FINAL : RINX_AGG_RESEND;
 	}
 	memcpy(f->v, a.v, (size_t)c->bval * 4);
 	f->h->exp = htons((__u16)a.exp);
@@ -204,53 +176,20 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
  * writes the slot under its lock in two steps: the block passed this slot
  * on its way, and no rank starts the next round's share of it before this
  * gather has reached the rack. */
-static void agg_keep(struct rinx_comm *c, __u32 idx, __u32 epoch,
+static void agg_keep(struct rinx_comm *c, __u32 idx, __u32 round,
 		     const struct frame *f)
 {
 	struct rinx_agg a;
 
 	if (c->fd_aggs < 0 ||
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK) ||
-	    a.epoch != epoch)
+	    a.epoch != round)
 		return;
 	memcpy(a.v, f->v, (size_t)c->bval * 4);
 	a.exp = (__s16)ntohs(f->h->exp);
 	a.flags = f->h->flags;
 	a.final = 1;
 	bpf_map_update_elem(c->fd_aggs, &idx, &a, BPF_F_LOCK);
-}
-
-/* The host program's check of a frame against the hop (rinx_check_sender):
- * from the node the hop names, at its address and step, or, into an
- * aggregation, from one of its contributors (a raw share at step 0, the
- * partial sum of `from` at its step), or from one of the aggregators whose
- * frames carry a coverage (RINX_HOP_COVER, via): at step 0, covering part
- * of the contributors and no one else. */
-static int sender_ok(const struct rinx_comm *c, const struct frame *f,
-		     const struct rinx_hop *hop, int agg, __u32 type)
-{
-	__u32 s = ntohs(f->h->sender);
-	__be32 saddr;
-
-	memcpy(&saddr, f->ip + 12, 4);
-	if (s >= RINX_MAX_NODES || (type == RINX_T_CONTRIB && !agg))
-		return 0;
-	/* nodes past the plan's are zero in the host program's table */
-	if (saddr != (s < (__u32)c->plan.nnodes ? c->plan.nodes[s].ip : 0))
-		return 0;
-	if (agg) {
-		__u64 cov = be64toh(f->h->cover);
-
-		if ((hop->flags & RINX_HOP_COVER) && (hop->via & (1ULL << s)))
-			return cov && !(cov & ~hop->mask) && f->h->step == 0;
-		if (!(hop->mask & (1ULL << s)))
-			return 0;
-		if (type == RINX_T_CONTRIB || s != hop->from)
-			return f->h->step == 0;
-	} else if (s != hop->from) {
-		return 0;
-	}
-	return f->h->step == hop->step;
 }
 
 /* Marks a readdressed frame CE (it or a sum it carries met congestion on
@@ -265,6 +204,189 @@ static void frame_ce(struct frame *f)
 	memcpy(f->ip + 10, &csum, 2);
 }
 
+/* ---- the hop (bpf/hop_kern_user.h) on the trainer's views of the maps ---- */
+
+struct hop_env {
+	struct rinx_comm *c;
+	struct rinx_req *r;
+	struct frame *f;
+	const struct rinx_job *job;	/* the entry this rank installed */
+	__u32 window;
+};
+
+static inline struct rinx_slot *env_share(struct hop_env *x, __u32 idx)
+{
+	return &x->c->share[idx];
+}
+
+static inline struct rinx_slot *env_result(struct hop_env *x, __u32 idx)
+{
+	return &x->c->result[idx];
+}
+
+static inline struct rinx_slot *env_partial(struct hop_env *x, __u32 idx)
+{
+	return x->c->partial ? &x->c->partial[idx] : NULL;
+}
+
+static inline struct rinx_cursor *env_cursor(struct hop_env *x)
+{
+	return &x->c->cursors[x->c->slot];
+}
+
+/* klass is within RINX_MAX_CLASSES (rinx_hdr_bounds), type a hop type */
+static inline const struct rinx_hop *env_hop(struct hop_env *x, __u32 klass,
+					     __u32 type)
+{
+	return &x->c->plan.hops[klass][type - 1];
+}
+
+/* Nodes past the plan's are zero in the host program's table. */
+static inline const struct rinx_node *env_node(struct hop_env *x, __u32 id)
+{
+	static const struct rinx_node none;
+
+	return id < (__u32)x->c->plan.nnodes ? &x->c->plan.nodes[id] : &none;
+}
+
+static inline __be32 env_saddr(struct hop_env *x)
+{
+	__be32 saddr;
+
+	memcpy(&saddr, x->f->ip + 12, 4);
+	return saddr;
+}
+
+static inline int env_ce(struct hop_env *x)
+{
+	return (x->f->ip[1] & RINX_ECN_MASK) == RINX_ECN_CE;
+}
+
+static inline void env_copy_vals(__s32 *dst, const __s32 *src, int nv)
+{
+	memcpy(dst, src, (size_t)nv * 4);
+}
+
+static inline __s16 env_add_vals(__s32 *dst, __s16 dexp, const __s32 *src,
+				 __s16 sexp, int nv)
+{
+	return rinx_payload_add_n(dst, dexp, src, sexp, nv);
+}
+
+/* The host program and the trainer read and write these slots meanwhile:
+ * the round word orders the values. */
+static inline __u32 env_load_round(const __u32 *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void env_store_round(__u32 *p, __u32 round)
+{
+	__atomic_store_n(p, round, __ATOMIC_RELEASE);
+}
+
+static inline int env_drop(struct hop_env *x, __u32 stat)
+{
+	return RINX_SP_DROP;
+}
+
+static inline int env_done(struct hop_env *x, __u32 stat)
+{
+	return RINX_SP_FREE;
+}
+
+/* The trainer's share (or a slot it cannot read yet): the frame waits. */
+static inline int env_slow(struct hop_env *x, __u32 stat)
+{
+	return RINX_SP_KEEP;
+}
+
+/* The host program keeps the TOS byte of a frame it forwards: a mark
+ * (congestion on its way) stays on the block to its end. */
+static inline int env_send(struct hop_env *x, __u16 to, __u32 stat)
+{
+	int ce = env_ce(x);
+
+	rinx_c_frame_addr(x->c, x->f, to, RINX_FRAME_LEN(x->c->bval));
+	if (ce)
+		frame_ce(x->f);
+	return RINX_SP_SEND;
+}
+
+static inline int env_group(struct hop_env *x, __u16 to, __u8 rack,
+			    int onward, __u32 stat)
+{
+	env_send(x, to, stat);
+	frame_group(x->f, rack, onward);
+	return RINX_SP_SEND;
+}
+
+/* The slow path counts what it finished, not why (rinx_c_slow_path). */
+static inline void env_count(struct hop_env *x, __u32 stat)
+{
+}
+
+/* Another size or dtype than this rank's round: the sender's tensor is
+ * another, which fails the allreduce with its name. */
+static inline int env_other_tensor(struct hop_env *x)
+{
+	struct rinx_comm *c = x->c;
+	const struct rinx_hdr *h = x->f->h;
+
+	x->r->err = rinx_c_cerr(c, -EMSGSIZE,
+				"rank %d: rank %u sends a different tensor "
+				"(round %u: %u blocks, block %u has %u values, "
+				"dtype %u) than this rank (%u blocks, dtype %u)",
+				c->rank, ntohs(h->sender), ntohl(h->epoch),
+				ntohl(h->nblocks), ntohl(h->block),
+				ntohs(h->count), ntohs(h->dtype), x->r->nb,
+				c->jobent.dtype);
+	return RINX_SP_DROP;
+}
+
+/* XDP answers NACKs and RNACKs; it hands none up. */
+static inline int env_repair(struct hop_env *x, __u32 type, __u32 round,
+			     __u32 block, __u32 klass, int nv)
+{
+	return RINX_SP_DROP;
+}
+
+/* What reaches the trainer from an aggregation is the sum of a slot that
+ * waits for this host's share (or a duplicate into it): the slot is what
+ * counts, and the handler completes it, adding no contribution. */
+static inline int env_agg_slot(struct hop_env *x, const struct rinx_hop *hop,
+			       __u32 idx, __u32 round, __u64 cov, int nv)
+{
+	struct rinx_slot *sh = &x->c->share[idx];
+
+	if (!(hop->flags & RINX_HOP_SELF))
+		return RINX_AGG_STALE;
+	if (env_load_round(&sh->epoch) != round)
+		return RINX_AGG_NEED_SELF;
+	return self_complete(x->c, hop, idx, round, sh, cov, x->f);
+}
+
+static inline int env_keep_final(struct hop_env *x, __u32 idx, __u32 round,
+				 int nv)
+{
+	agg_keep(x->c, idx, round, x->f);
+	return 0;
+}
+
+/* The trainer's sender starts the next own block (XDP recycles). */
+static inline int env_gather_end(struct hop_env *x, struct rinx_cursor *cur,
+				 __u32 round, int nv)
+{
+	return RINX_SP_FREE;
+}
+
+static inline void env_added(struct hop_env *x)
+{
+	x->c->slow_adds++;
+}
+
+#include "bpf/hop_kern_user.h"
+
 /* FETCH: a rank that lacks a finished block of a round that this one
  * completed (an INA ToR was found gone, ina_agree) asks for it; answered
  * from the result map while it holds that round's block. BLOCK: the
@@ -273,7 +395,7 @@ static void frame_ce(struct frame *f)
 static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		       struct frame *f, __u32 len, int from)
 {
-	__u32 epoch = ntohl(f->h->epoch), b = ntohl(f->h->block);
+	__u32 round = ntohl(f->h->epoch), b = ntohl(f->h->block);
 	__u32 cnt = ntohs(f->h->count);
 	struct rinx_slot *res;
 
@@ -282,7 +404,7 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		return RINX_SP_DROP;
 	res = &c->result[c->slot * c->window + b];
 	if (f->h->step == RINX_HELLO_FETCH) {
-		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != epoch ||
+		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != round ||
 		    res->count != cnt)
 			return RINX_SP_FREE;	/* not here: another has it */
 		memcpy(f->v, res->v, (size_t)c->bval * 4);
@@ -290,38 +412,78 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		f->h->flags = res->flags;
 		/* a block of the next round cannot finish here before the
 		 * asker has this one; should it have, send nothing */
-		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != epoch)
+		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != round)
 			return RINX_SP_FREE;
 		f->h->step = RINX_HELLO_BLOCK;
 		rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
 		return RINX_SP_SEND;
 	}
-	if (!r || !r->fetch || epoch != c->epoch || b >= r->nb ||
+	if (!r || !r->fetch || round != c->epoch || b >= r->nb ||
 	    cnt != (__u32)block_count(r, b) ||
 	    (c->jobent.dtype == RINX_W_INT32 && f->h->exp))
 		return RINX_SP_DROP;
-	if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != epoch) {
-		store_result(c, res, f, epoch, cnt, 0);
+	if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != round) {
+		struct hop_env x = { .c = c, .f = f };
+
+		/* counted as finished here, without the answer's mark */
+		hop_write(&x, res, round, c->bval);
+		__atomic_fetch_add(&c->cursors[c->slot].stored, 1,
+				   __ATOMIC_RELAXED);
 		c->ina_fetched++;
 	}
 	return RINX_SP_FREE;
 }
 
+/* A hello of this job: an answer to open, a peer's word for a barrier,
+ * a probe, a FETCH or its BLOCK. */
+static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
+		      struct frame *f, __u32 len)
+{
+	__u16 from = ntohs(f->h->sender);
+	__be32 saddr;
+
+	memcpy(&saddr, f->ip + 12, 4);
+	if (from >= c->n || from == c->rank ||
+	    saddr != c->plan.nodes[from].ip)
+		return RINX_SP_DROP;
+	if (f->h->step == RINX_HELLO_OPEN_YES)
+		c->heard |= 1ull << from;
+	if (f->h->step == RINX_HELLO_OPEN_OTHER) {
+		c->clash = from + 1;
+		c->clash_id = ntohl(f->h->block);
+	}
+	if (f->h->step == RINX_HELLO_OPEN_SIZE) {
+		c->clash_bval = from + 1;
+		c->clash_bval_n = ntohs(f->h->count);
+	}
+	/* a peer that answers or probes is alive */
+	if (f->h->step == RINX_HELLO_ALIVE || f->h->step == RINX_HELLO_PROBE)
+		c->alive |= 1ull << from;
+	if (f->h->step == RINX_HELLO_STATUS || f->h->step == RINX_HELLO_READY)
+		return ctl_hello(c, f, from) ? RINX_SP_SEND : RINX_SP_FREE;
+	if (f->h->step == RINX_HELLO_FETCH || f->h->step == RINX_HELLO_BLOCK)
+		return fetch_hello(c, r, f, len, from);
+	if (f->h->step != RINX_HELLO_PROBE)
+		return RINX_SP_FREE;
+	f->h->step = RINX_HELLO_ALIVE;
+	rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
+	return RINX_SP_SEND;
+}
+
 /* The slow path's hop: one frame the host program handed up, at p (len
  * bytes), rewritten in place into what this node sends (RINX_SP_SEND: the
  * caller transmits the frame as long as it came, rinx_c_frame_len(len)).
- * A block of another size than the job's is dropped, as the host program
- * drops it. Needs no socket, so the
- * differential test runs it on the same tables as the host program. */
+ * A data frame goes through the host program's hop (hop_block), on this
+ * rank's tables, once the trainer has its round open. Needs no socket, so
+ * the differential test runs it on the same tables as the host program. */
 int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 {
 	struct xctx *x = c->x;
 	struct rinx_req *r = c->active;
-	struct rinx_slot *sh, *res;
-	const struct rinx_hop *hop;
+	struct hop_env env;
 	struct frame f;
-	__u32 epoch, block, nblocks, klass, cnt, type, idx;
-	int agg, ret, ce = 0;
+	__u32 round;
+	int nv;
 
 	if (len < RINX_FRAME_MIN)
 		return RINX_SP_DROP;
@@ -333,199 +495,32 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 								      RINX_SP_DROP;
 	if (be64toh(f.h->token) != c->token)
 		return RINX_SP_DROP;
-	if (f.h->type == RINX_T_HELLO) {
-		__u16 from = ntohs(f.h->sender);
-		__be32 saddr;
-
-		memcpy(&saddr, f.ip + 12, 4);
-		if (from >= c->n || from == c->rank ||
-		    saddr != c->plan.nodes[from].ip)
-			return RINX_SP_DROP;
-		if (f.h->step == RINX_HELLO_OPEN_YES)
-			c->heard |= 1ull << from;
-		if (f.h->step == RINX_HELLO_OPEN_OTHER) {
-			c->clash = from + 1;
-			c->clash_id = ntohl(f.h->block);
-		}
-		if (f.h->step == RINX_HELLO_OPEN_SIZE) {
-			c->clash_bval = from + 1;
-			c->clash_bval_n = ntohs(f.h->count);
-		}
-		/* a peer that answers or probes is alive */
-		if (f.h->step == RINX_HELLO_ALIVE ||
-		    f.h->step == RINX_HELLO_PROBE)
-			c->alive |= 1ull << from;
-		if (f.h->step == RINX_HELLO_STATUS ||
-		    f.h->step == RINX_HELLO_READY)
-			return ctl_hello(c, &f, from) ? RINX_SP_SEND : RINX_SP_FREE;
-		if (f.h->step == RINX_HELLO_FETCH ||
-		    f.h->step == RINX_HELLO_BLOCK)
-			return fetch_hello(c, r, &f, len, from);
-		if (f.h->step == RINX_HELLO_PROBE) {
-			f.h->step = RINX_HELLO_ALIVE;
-		} else {
-			return RINX_SP_FREE;
-		}
-		rinx_c_frame_addr(c, &f, from, rinx_c_frame_len(len));
-		return RINX_SP_SEND;
-	}
-	if (rinx_c_frame_len(len) != RINX_FRAME_LEN(c->bval))
+	if (f.h->type == RINX_T_HELLO)
+		return slow_hello(c, r, &f, len);
+	/* the values the host program reads of a frame this long (a frame
+	 * of another size than the job's waits for no round: dropped now,
+	 * as hop_block would) */
+	nv = rinx_c_frame_len(len) == RINX_FRAME_MAX ? RINX_BLOCK_VALUES :
+						       RINX_BLOCK_VALUES_MIN;
+	if (nv != c->bval)
 		return RINX_SP_DROP;
-	epoch = ntohl(f.h->epoch);
-	if ((__s32)(epoch - c->epoch) < 0)
+	/* The trainer's own gate, before the hop's: an older round is over,
+	 * the round being fetched takes no frame of its old or new plan,
+	 * and a later one waits until it is open here (the job entry is
+	 * then that round's). */
+	round = ntohl(f.h->epoch);
+	if ((__s32)(round - c->epoch) < 0)
 		return RINX_SP_DROP;
-	/* the round being fetched takes no frame of its old or new plan */
-	if (r && r->fetch && epoch == c->epoch)
+	if (r && r->fetch && round == c->epoch)
 		return RINX_SP_DROP;
-	if (epoch != c->epoch || !r || !r->round_open)
+	if (round != c->epoch || !r || !r->round_open)
 		return RINX_SP_KEEP;
-	block = ntohl(f.h->block);
-	nblocks = ntohl(f.h->nblocks);
-	cnt = ntohs(f.h->count);
-	klass = ntohs(f.h->klass);
-	type = f.h->type;
-	/* What the host program drops as malformed or misaddressed is
-	 * dropped here alike, before a size that differs from this rank's
-	 * can blame the sender's tensor (rinx_check_bounds, _sender). */
-	if (cnt == 0 || cnt > (__u32)c->bval || block >= nblocks ||
-	    nblocks > c->window || klass >= (__u32)c->plan.nclasses ||
-	    (int)klass != class_of(c, block) || type < RINX_T_REDUCE ||
-	    type > RINX_T_CONTRIB)
-		return RINX_SP_DROP;
-	hop = &c->plan.hops[klass][type - 1];
-	agg = hop->action == RINX_A_AGG_FWD || hop->action == RINX_A_AGG_FINISH;
-	if (hop->action == RINX_A_NONE || !sender_ok(c, &f, hop, agg, type))
-		return RINX_SP_DROP;
-	/* int32 payloads are summed as they are: no exponent may shift them */
-	if (c->jobent.dtype == RINX_W_INT32 && f.h->exp)
-		return RINX_SP_DROP;
-	if (nblocks != r->nb || block >= nblocks ||
-	    cnt != (__u32)block_count(r, block) ||
-	    ntohs(f.h->dtype) != c->jobent.dtype) {
-		r->err = rinx_c_cerr(c, -EMSGSIZE,
-				     "rank %d: rank %u sends a different tensor "
-				     "(round %u: %u blocks, block %u has %u values, "
-				     "dtype %u) than this rank (%u blocks, dtype %u)",
-				     c->rank, ntohs(f.h->sender), epoch, nblocks,
-				     block, cnt, ntohs(f.h->dtype), r->nb,
-				     c->jobent.dtype);
-		return RINX_SP_DROP;
-	}
-	/* what reaches the trainer from an aggregation is the sum of a slot
-	 * that waits for this host's share: the slot is what counts */
-	if (agg && !(hop->flags & RINX_HOP_SELF))
-		return RINX_SP_DROP;
-	idx = c->slot * c->window + block;
-	sh = &c->share[idx];
-	res = &c->result[idx];
-	/* the host program keeps the TOS byte of a frame it forwards: a
-	 * mark (congestion on its way) stays on the block to its end */
-	ce = (f.ip[1] & RINX_ECN_MASK) == RINX_ECN_CE;
-	switch (hop->action) {
-	case RINX_A_ADD_FWD:
-	case RINX_A_ADD_FINISH:
-		/* passed on already this round: a duplicate (as in XDP) */
-		if ((c->jobent.flags & RINX_JOB_KEEP) &&
-		    __atomic_load_n(hop->action == RINX_A_ADD_FWD ?
-				    &c->partial[idx].epoch : &res->epoch,
-				    __ATOMIC_ACQUIRE) == epoch)
-			return RINX_SP_DROP;
-		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
-			return RINX_SP_KEEP;
-		f.h->exp = htons((__u16)rinx_payload_add_n(f.v,
-				(__s16)ntohs(f.h->exp), sh->v, sh->exp,
-				c->bval));
-		f.h->flags |= sh->flags;
-		f.h->step++;
-		c->slow_adds++;
-		if (hop->action == RINX_A_ADD_FWD &&
-		    (c->jobent.flags & RINX_JOB_KEEP)) {
-			/* kept for the successor's RNACK, as XDP keeps it */
-			struct rinx_slot *k = &c->partial[idx];
-
-			memcpy(k->v, f.v, (size_t)c->bval * 4);
-			k->exp = (__s16)ntohs(f.h->exp);
-			k->flags = f.h->flags;
-			k->count = cnt;
-			k->step = f.h->step;
-			__atomic_store_n(&k->epoch, epoch, __ATOMIC_RELEASE);
-		}
-		if (hop->action == RINX_A_ADD_FINISH) {
-			store_result(c, res, &f, epoch, cnt, ce);
-			f.h->type = RINX_T_GATHER;
-			f.h->step = 0;
-		}
-		break;
-	case RINX_A_STORE_FWD:
-	case RINX_A_STORE_END:
-		if ((c->jobent.flags & RINX_JOB_KEEP) &&
-		    __atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) == epoch)
-			return RINX_SP_DROP;
-		store_result(c, res, &f, epoch, cnt, ce);
-		if (hop->action == RINX_A_STORE_END)
-			return RINX_SP_FREE;
-		f.h->step++;
-		break;
-	case RINX_A_AGG_FWD:
-	case RINX_A_AGG_FINISH:
-		if (__atomic_load_n(&sh->epoch, __ATOMIC_ACQUIRE) != epoch)
-			return RINX_SP_KEEP;
-		ret = self_complete(c, hop, idx, epoch, sh,
-				    frame_cover(&f, hop), &f, &ce);
-		if (ret < 0)
-			return ret == -1 ? RINX_SP_DROP : RINX_SP_KEEP;
-		/* a duplicate: what the host program does with one into a
-		 * finished slot. A worker's share into the finished block is
-		 * answered with it, at the step of this node's gather into
-		 * the rack (0 where the block finishes, else out + 1) */
-		if (ret == SELF_FINAL && type == RINX_T_CONTRIB &&
-		    (hop->flags & RINX_HOP_ANSWER)) {
-			f.h->type = RINX_T_GATHER;
-			f.h->step = hop->action == RINX_A_AGG_FINISH ?
-				    hop->out_step : hop->out_step + 1;
-			rinx_c_frame_addr(c, &f, ntohs(f.h->sender),
-					  RINX_FRAME_LEN(c->bval));
-			if (ce)
-				frame_ce(&f);
-			return RINX_SP_SEND;
-		}
-		/* the finished block is no partial sum to send on: whoever
-		 * misses it asks for it (NACK) */
-		if (ret == SELF_FINAL && hop->action == RINX_A_AGG_FWD)
-			return RINX_SP_DROP;
-		f.h->step = hop->out_step;
-		if (hop->action == RINX_A_AGG_FWD) {
-			f.h->type = RINX_T_REDUCE;
-			break;
-		}
-		store_result(c, res, &f, epoch, cnt, ce);
-		f.h->type = RINX_T_GATHER;
-		if (hop->rack == RINX_NO_RACK && hop->to == c->rank)
-			return RINX_SP_FREE;
-		rinx_c_frame_addr(c, &f, hop->to, RINX_FRAME_LEN(c->bval));
-		if (ce)
-			frame_ce(&f);
-		if (hop->rack != RINX_NO_RACK)
-			frame_group(&f, hop->rack, hop->to != c->rank);
-		return RINX_SP_SEND;
-	case RINX_A_MCAST_FWD:
-	case RINX_A_MCAST_END:
-		store_result(c, res, &f, epoch, cnt, ce);
-		agg_keep(c, idx, epoch, &f);
-		f.h->step = hop->out_step;
-		rinx_c_frame_addr(c, &f, hop->action == RINX_A_MCAST_FWD ? hop->to :
-				  c->rank, RINX_FRAME_LEN(c->bval));
-		if (ce)
-			frame_ce(&f);
-		frame_group(&f, hop->rack, hop->action == RINX_A_MCAST_FWD);
-		return RINX_SP_SEND;
-	default:
-		return RINX_SP_DROP;
-	}
-	rinx_c_frame_addr(c, &f, hop->to, RINX_FRAME_LEN(c->bval));
-	if (ce)
-		frame_ce(&f);
-	return RINX_SP_SEND;
+	env.c = c;
+	env.r = r;
+	env.f = &f;
+	env.job = &c->jobent;
+	env.window = c->window;
+	return hop_block(&env, f.h->type, nv);
 }
 
 /* Runs the slow path over pending and newly received frames. Returns the
