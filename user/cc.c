@@ -118,11 +118,6 @@ void rinx_c_cc_init(struct rinx_comm *c)
 	if (ceil <= 0)
 		return;
 	cc->ceiling = cc->rate = cc->target = CC_CEIL_UTIL * ceil;
-	/* a topology plan starts at its own link's rate, which the plan's
-	 * other links may carry a fraction of: DCTCP's initial alpha, so
-	 * that the first marks halve the rate instead of trimming it */
-	if (c->spec.plan == RINX_PLAN_TOPO)
-		cc->alpha = 1;
 	if (cc->rate < CC_MIN_RATE)
 		cc->ceiling = cc->rate = cc->target = CC_MIN_RATE;
 	set_pace(c, cc->rate);
