@@ -7,7 +7,8 @@
 # their own links' rate and congestion control finds the plan's rate; the
 # switches sum at most their capacity). Needs root.
 #
-#   tools/topo/ratios.sh [options] [-- testbed up options]
+#   tools/topo/ratios.sh [options] [-- testbed up options (default
+#                                       --ecn 30000 --buffer 120000)]
 #     --gen SPEC | --topo FILE   the topology (default --gen grid-toy)
 #     --schemes LIST             planners, comma-separated; ratios are to
 #                                the last (default grid,ps-ina,ps)
@@ -46,6 +47,11 @@ while [ $# -gt 0 ]; do
 	   exit 2 ;;
 	esac
 done
+# Queues sized for the scaled rates: a port's default buffer and mark
+# threshold are the line-rate port's in bytes, 20-50 times as long in
+# time at the testbed's rates, longer than congestion control's loop
+# (docs/sim.md, "Paced by congestion control alone").
+[ $# -gt 0 ] || set -- --ecn 30000 --buffer 120000
 rinxctl=$build/rinxctl
 spec=/run/rinx-testbed/$P.spec
 IFS=, read -r -a list <<< "$schemes"
