@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "user/ctl.h"
 #include "user/plan.h"
 #include "user/pplan.h"
@@ -1056,7 +1057,10 @@ static double topo_link_gbps(const struct rinx_spec *s, int self)
 	int v, a;
 
 	topo_init(&t);
-	if (h && !topo_load(s->topo, &t, err, sizeof(err))) {
+	/* a file, or a generator's name ("grid-toy"), as pp_load takes it */
+	if (h && !(strchr(s->topo, '/') || !access(s->topo, F_OK) ?
+		   topo_load(s->topo, &t, err, sizeof(err)) :
+		   topo_generate(s->topo, &t, err, sizeof(err)))) {
 		v = topo_find(&t, h->name);
 		for (a = v >= 0 ? t.off[v] : 0; v >= 0 && a < t.off[v + 1];
 		     a++)
