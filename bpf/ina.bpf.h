@@ -6,7 +6,8 @@
  * sender and step), then as a ToR must check a round it has no table of:
  * from a member of the slot, of a round not far ahead of the job's, with
  * a size and dtype that fit the round (rinx_check_shape) and the slot's
- * (rinx_agg_add), and summed in the rack's slots; the caller forwards what
+ * (rinx_agg_add), and summed in the rack's slots, within the switch's
+ * aggregation capacity (bpf/ina_cap.bpf.h); the caller forwards what
  * comes out: a unicast reduce frame to the next ring member, or a gather for
  * the rack's host ports (and the uplink).
  *
