@@ -6,7 +6,8 @@
  * sender and step), then as a ToR must check a round it has no table of:
  * from a member of the slot, of a round not far ahead of the job's, with
  * a size and dtype that fit the round (rinx_check_shape) and the slot's
- * (rinx_agg_add), and summed in the rack's slots; the caller forwards what
+ * (rinx_agg_add), and summed in the rack's slots, within the switch's
+ * aggregation capacity (bpf/ina_cap.bpf.h); the caller forwards what
  * comes out: a unicast reduce frame to the next ring member, or a gather for
  * the rack's host ports (and the uplink).
  *
@@ -18,6 +19,7 @@
 #define RINX_INA_BPF_H
 
 #include "bpf/tables.bpf.h"
+#include "bpf/ina_cap.bpf.h"
 
 /* Set by the loader: this ToR's aggregator identity and knobs. */
 const volatile __u8 ina_mac[6] = { 0 };
@@ -31,6 +33,7 @@ enum rinx_ina_verdict {
 	RINX_INA_UNICAST,	/* readdressed: switch it by its new MAC */
 	RINX_INA_GROUP_HOSTS,	/* to every host port of the rack */
 	RINX_INA_GROUP_ALL,	/* to every host port and the uplink */
+	RINX_INA_CAP_DROP,	/* beyond the aggregation capacity */
 };
 
 static __always_inline int ina_out(struct rinx_frame *f, struct rinx_job *job,
@@ -283,9 +286,29 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		return rinx_count(RINX_STAT_DROP_JOB, RINX_INA_DROP);
 	if (bpf_be64_to_cpu(f.h->token) != job->token)
 		return rinx_count(RINX_STAT_DROP_TOKEN, RINX_INA_DROP);
+	/* what the aggregator is to sum takes its capacity; requests for
+	 * a finished block (NACK) and gathers it only sends on do not */
+	if ((type == RINX_T_REDUCE || type == RINX_T_CONTRIB) &&
+	    !ina_cap_admit(ctx))
+		return RINX_INA_CAP_DROP;
 	if (ret == RINX_P_OK)
 		return ina_block(&f, job, jid, type, RINX_BLOCK_VALUES);
 	return ina_block(&f, job, jid, type, RINX_BLOCK_VALUES_MIN);
+}
+
+/* Is the aggregator configured? Constant after load: the verifier drops
+ * the aggregator from the program of a switch that is not INA. */
+static __always_inline int ina_enabled(void)
+{
+	return ina_mac[0] | ina_mac[1] | ina_mac[2] | ina_mac[3] |
+	       ina_mac[4] | ina_mac[5];
+}
+
+/* The aggregator as a subprogram of its own: the switch's paths and the
+ * aggregator's are verified (and register-allocated) apart. */
+static __noinline int sw_ina(struct xdp_md *ctx)
+{
+	return rinx_ina_frame(ctx);
 }
 
 #endif

@@ -46,6 +46,10 @@ enum rinx_sw_stat {
 				 * testbed) instead of the spanning tree;
 				 * an aggregator's output too (then not
 				 * counted ina_group) */
+	RINX_SW_CAP_DROP,	/* a frame for the aggregator beyond its
+				 * capacity's buffer: tail drop (`ina_cap`) */
+	RINX_SW_CAP_MARK,	/* a frame for the aggregator queued above
+				 * its capacity's mark threshold: CE */
 	RINX_SW_STAT_MAX,
 };
 
@@ -142,6 +146,19 @@ struct rinx_sw_link {
 	__u64 n_lost;		/* held too long: lost */
 	__u64 n_skip;		/* dup or reorder drawn but not possible */
 };
+
+/*
+ * The aggregation capacity of an INA switch (the topology's cap=, Gbps of
+ * input it can sum; on the testbed scaled as its links are): the
+ * aggregator takes the frames it is to sum through a virtual queue that
+ * drains at that rate, a `struct rinx_sw_link` in the switch's one-entry
+ * array `ina_cap` (key 0), written by the control plane with BPF_F_LOCK.
+ * Its settings are rate_mbit (0: no limit, frames only counted), buffer
+ * and ecn; the fault settings do not apply. A frame that does not fit is
+ * dropped (RINX_SW_CAP_DROP), one queued above ecn is marked CE before it
+ * is summed (RINX_SW_CAP_MARK), so the sum carries the mark to the ranks.
+ */
+#define RINX_SW_CAP_KEY		0
 
 _Static_assert(sizeof(struct rinx_sw_port) == 8, "sw port");
 _Static_assert(sizeof(struct rinx_sw_flow_key) == 16, "sw flow key");

@@ -172,7 +172,7 @@ int main(void)
 	struct rinx_plan p;
 	int ok, i, k, cnt[2];
 
-	tap_plan(26);
+	tap_plan(27);
 
 	toy_spec(&s, "topo:grid");
 	ok = !rinx_plan_build(&p, &s, PS) && p.nnodes == 12 &&
@@ -332,13 +332,19 @@ int main(void)
 		racks_spec(&s, "ring", RINX_INA_NONE, 0, 0);
 		tap_ok(ceilings_are(&s, 0, 8, 0),
 		       "ceiling: none without link rates");
-		/* the GRID toy at 20 Mbit/s per Gbit/s: GRID's 3 Gbit/s per
-		 * worker, ps's 1 (the simulator's rates) */
+		/* the GRID toy at 20 Mbit/s per Gbit/s: a topology plan's
+		 * ceiling is every worker's own link (10 Gbit/s), whatever
+		 * the plan (the simulator's rates: GRID 3, ps 1) */
 		toy_spec(&s, "topo:grid");
 		s.scale_mbit = 20;
-		tap_ok(ceilings_are(&s, 0, 8, 3 * lf * 20 / 1000),
-		       "ceiling: GRID on the toy at scale 20, 60 Mbit/s of "
-		       "frames per worker");
+		tap_ok(ceilings_are(&s, 0, 8, 10 * lf * 20 / 1000),
+		       "ceiling: GRID on the toy at scale 20, the workers' "
+		       "links: 200 Mbit/s of frames, not GRID's 60");
+		toy_spec(&s, "topo:ps");
+		s.scale_mbit = 20;
+		tap_ok(ceilings_are(&s, 0, 8, 10 * lf * 20 / 1000),
+		       "ceiling: no INA on the toy, the same links, the same "
+		       "ceiling (not the plan's 20 Mbit/s)");
 	}
 
 	/* what cannot run */

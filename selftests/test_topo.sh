@@ -32,6 +32,9 @@
 # own broadcast route, S1-S2 for W5 and W6, off the spanning tree: l9 at S1
 # carries the finished blocks.
 # Forest packing runs too (trees rooted at workers, exact sums).
+# Every plan is paced by congestion control alone: the ranks' ceiling is
+# their own link's rate, never the plan's (checked on topo:grid), and the
+# aggregating switches sum at most their capacity (cap=9, scaled).
 # Then bad input (a topology whose hosts link directly, a ring plan, an
 # unknown planner) gets a clear error, and down leaves nothing behind.
 #
@@ -162,7 +165,7 @@ needs_root ip timeout awk
 trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
-echo "1..53"
+echo "1..54"
 out=$(timeout -k 5 120 "$rinxctl" testbed up --prefix "$P" --gen grid-toy \
 	--plan topo:grid 2>&1)
 rc=$?
@@ -185,6 +188,19 @@ echo "$out" | grep -qE "^  ${P}t0 +l9 +rate=60 " &&
 	echo "$out" | grep -qE "^  ${P}t3 +eth0 +rate=180 " &&
 	echo "$out" | grep -qE "^  ${P}t0 +l0 +rate=200 "
 ok $? "ports run at their link's scaled rate"
+
+# Paced by congestion control alone: every rank's ceiling is its own
+# link's rate (10 Gbit/s x 20: 200 Mbit/s, in frames as the wire carries
+# them, 98% of it), not the plan's (GRID: 3 x 20, a third of it), and the
+# sums are exact however the rate was found
+out=$(timeout -k 5 $LIMIT "$rinxctl" bench --spec "$spec" --verify --profile \
+	--iters 1 --warmup 0 --sizes 1048576 --timeout $TIMEOUT_MS 2>&1)
+rc=$?
+echo "$out" | grep -E '^ +[0-9]|network|verify' | diag
+want=$(awk -v f=$BLOCK_FRAME 'BEGIN { printf "%d", 200e6 / 8 / (f + 24) * 0.98 }')
+echo "$out" | grep -qE "ceiling $want\.\.$want " &&
+	echo "$out" | grep -q '^# verify: every element ok;'
+ok $? "topo:grid paced from its links: every ceiling $want blocks/s, every element verified ($rc)"
 
 # GRID: W4 to S2, so S1 and S2 sum 3 each, S3 2, the PS the 3 switches;
 # ATP: S1 sums its 4 (class 0, 12 of 13 blocks; class 1 bypasses it);

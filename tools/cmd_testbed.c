@@ -214,8 +214,10 @@ static const struct opt up_opts[] = {
 		  "link's rate x --scale; unicast on shortest paths or\n"
 		  "the plan's routes (per class), each class's result\n"
 		  "on its broadcast route, floods on a spanning tree;\n"
-		  "ina=yes switches and every PS aggregate (--racks,\n"
-		  "--hosts, --ina and --queues do not apply)" },
+		  "ina=yes switches (at most their cap= x --scale,\n"
+		  "a queue like a port's: --buffer, --ecn) and every\n"
+		  "PS aggregate (--racks, --hosts, --ina and --queues\n"
+		  "do not apply)" },
 	{ OPT_STR, "gen", 0, "SPEC", UP_AT(o.gen),
 	  .help = "the same for a generated topology (grid-toy, ...)" },
 	{ OPT_DOUBLE, "scale", 0, "MBIT", UP_AT(o.scale_mbit), .dmin = 0.001,

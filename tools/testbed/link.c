@@ -120,7 +120,7 @@ static void link_defaults(struct rinx_sw_link_set *f)
 
 /* A fresh link value: settings f (defaults filled), queue empty, counters
  * zero, settings time now. */
-static void link_fresh(struct rinx_sw_link *v, const struct rinx_sw_link_set *f)
+void link_fresh(struct rinx_sw_link *v, const struct rinx_sw_link_set *f)
 {
 	memset(v, 0, sizeof(*v));
 	if (f)

@@ -32,6 +32,8 @@ static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
 	[RINX_SW_ECN_MARK] = "ecn_mark",
 	[RINX_SW_ECN_NOT_ECT] = "ecn_not_ect",
 	[RINX_SW_CLASS_GROUP] = "class_group",
+	[RINX_SW_CAP_DROP] = "cap_drop",
+	[RINX_SW_CAP_MARK] = "cap_mark",
 };
 
 const char *rinx_sw_stat_name(int stat)

@@ -75,6 +75,8 @@ int check_opts(const struct rinx_testbed_opts *o);
 
 /* ---- switches (switch.c) ---- */
 __u64 mac_key(const __u8 mac[6]);
+/* A link's fresh value (counters zero) from its settings. */
+void link_fresh(struct rinx_sw_link *v, const struct rinx_sw_link_set *f);
 int map_set(int fd, const void *k, const void *v, const char *ns,
 	    const char *what);
 int switch_pin(const struct rinx_spec *s,

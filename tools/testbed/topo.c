@@ -385,6 +385,33 @@ void tt_flows_dir(const struct rinx_spec *s, const char *ns,
  * table, the broadcast table and the ports' devmap program. */
 const char *const tt_pins[3] = { "flows", "bcast", "port_egress" };
 
+/* The aggregation capacity of topology switch sw (its cap=, scaled as its
+ * links are; its buffer and mark threshold those of a port of the
+ * unscaled rate, as the links'): the aggregator's queue, `ina_cap`. A
+ * switch without cap= (a server) sums whatever reaches it. `testbed up
+ * --buffer, --ecn` set them as they set every port's. */
+static int tt_cap_set(const struct rinx_spec *s, const struct tt *x,
+		      const struct tt_sw *sw, struct switch_bpf *skel,
+		      const struct rinx_sw_link_set *link)
+{
+	double cap = x->t.node[sw->node].cap;
+	struct rinx_sw_link_set f = {};
+	struct rinx_sw_link v;
+	__u32 k = RINX_SW_CAP_KEY;
+
+	if (!(cap > 0))
+		return 0;
+	f.rate_mbit = tt_rate(cap, s->scale_mbit > 0 ? s->scale_mbit :
+						       RINX_TB_SCALE);
+	f.buffer = link && link->buffer ? link->buffer :
+		   rinx_testbed_buffer_default(tt_rate(cap, 1000));
+	f.ecn = link && link->ecn ? link->ecn :
+		rinx_testbed_ecn_default(tt_rate(cap, 1000));
+	link_fresh(&v, &f);
+	return map_set(bpf_map__fd(skel->maps.ina_cap), &k, &v, sw->ns,
+		       "ina_cap");
+}
+
 static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 			    const struct tt_sw *sw,
 			    const struct rinx_sw_link_set *link)
@@ -446,7 +473,9 @@ static int tt_switch_attach(const struct rinx_spec *s, struct tt *x,
 		if (err)
 			goto out;
 	}
-	err = tt_macs(s, x, sw, bpf_map__fd(skel->maps.macs), ifindex);
+	err = ina ? tt_cap_set(s, x, sw, skel, link) : 0;
+	if (!err)
+		err = tt_macs(s, x, sw, bpf_map__fd(skel->maps.macs), ifindex);
 	if (err) {
 		pr_warn("switch %s: mac table: %s\n", sw->ns, strerror(-err));
 		goto out;

@@ -21,6 +21,9 @@
  * ceiling a few marks are the job's own bursts (its load is below the
  * link's); a competitor (another job, TCP) makes the queue stand, marks
  * most blocks and alpha rises past CC_CEIL_TOL: only then does it cut.
+ * A topology plan's ceiling is the rank's own link (rinx_plan_ceiling):
+ * the plan's load on the other links and switches is for congestion
+ * control to find, so there every mark counts.
  * Without link rates a rank starts unpaced (line rate) and paces from its
  * first mark, starting from the rate it measured. The pacer (cursor.gap_ns,
  * .next_ns, .burst) is shared with the host program, whose recycling obeys
@@ -163,8 +166,8 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	f = dm > ds ? 1.0 : (double)dm / (double)ds;
 	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
 	if (dm && now - cc->cut > hold && !behind &&
-	    !(cc->ceiling > 0 && cc->rate >= 0.99 * cc->ceiling &&
-	      cc->alpha < CC_CEIL_TOL)) {
+	    !(cc->ceiling > 0 && c->spec.plan != RINX_PLAN_TOPO &&
+	      cc->rate >= 0.99 * cc->ceiling && cc->alpha < CC_CEIL_TOL)) {
 		/* at most one cut per block round trip: marks seen sooner
 		 * still tell of the backlog before the last cut */
 		if (!cc->rate) {

@@ -246,7 +246,7 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 	struct rinx_comm *c = r->c;
 	__u32 b, claimed = __atomic_load_n(&c->cursors[c->slot].next,
 					   __ATOMIC_ACQUIRE);
-	__u32 hi[RINX_MAX_CLASSES];
+	__u32 hi[RINX_MAX_CLASSES], ahead[RINX_MAX_CLASSES] = { 0 };
 	int n = 0;
 
 	class_ends(r, hi);
@@ -266,10 +266,16 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 			       g->action == RINX_A_MCAST_FWD ||
 			       g->action == RINX_A_MCAST_END;
 
-		if (b >= last + (stall ? REPAIR_AHEAD * c->plan.plen : 0))
+		if (b >= last && !stall)
 			continue;
 		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
 				    __ATOMIC_ACQUIRE) == c->epoch)
+			continue;
+		/* REPAIR_AHEAD blocks of the class, not of the pattern: a
+		 * class that holds most of a long pattern (ATP's 12 of 13)
+		 * would be asked for 24 blocks not done yet per stall, full
+		 * frames that no one can answer */
+		if (b >= last && ahead[klass % RINX_MAX_CLASSES]++ >= REPAIR_AHEAD)
 			continue;
 		n++;
 		if (nackable && !send_nack(r, b, g->from, g->step))

@@ -28,9 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "user/log.h"
 #include "user/plan/plan.h"
 #include "user/plan/pplan.h"
+#include "user/plan/spec.h"
+#include "user/plan/topo.h"
 
 static const char *const kind_name[RINX_PLAN_MAX] = {
 	[RINX_PLAN_RINA] = "rina", [RINX_PLAN_RING] = "ring",
@@ -927,8 +930,12 @@ int rinx_plan_print(FILE *f, const struct rinx_spec *s)
 }
 
 /* ---- the rate the links allow a plan (the pacer's ceiling) ----
- * Topology plans: the simulator's rate of the plan on the topology (user/
- * sim.c), at the spec's scale. Rack plans: the frames per pattern round
+ * Topology plans: the rank's own links, at the spec's scale (a frame per
+ * own block at most), never the planner's or the simulator's rate of the
+ * plan: the testbed checks a plan independently, its ranks start at the
+ * rate their links allow and congestion control finds what the plan's
+ * routes and switches carry (docs/sim.md). Rack plans: the frames per
+ * pattern round
  * on every directed link of the spec: a host's
  * access link (up: host -> ToR, down: ToR -> host) and a rack's uplink (up:
  * ToR -> spine, down). A frame from a to b crosses a's link up (a host),
@@ -1040,6 +1047,30 @@ static void node_load(struct load *d, const struct bld *b, int v, int k)
 	}
 }
 
+/* Gbit/s the links of rank self leave its node by in the spec's topology
+ * (a testbed worker has one); 0 if unknown. */
+static double topo_link_gbps(const struct rinx_spec *s, int self)
+{
+	const struct rinx_spec_host *h = rinx_spec_rank(s, self);
+	struct topo t;
+	char err[256];
+	double x = 0;
+	int v, a;
+
+	topo_init(&t);
+	/* a file, or a generator's name ("grid-toy"), as pp_load takes it */
+	if (h && !(strchr(s->topo, '/') || !access(s->topo, F_OK) ?
+		   topo_load(s->topo, &t, err, sizeof(err)) :
+		   topo_generate(s->topo, &t, err, sizeof(err)))) {
+		v = topo_find(&t, h->name);
+		for (a = v >= 0 ? t.off[v] : 0; v >= 0 && a < t.off[v + 1];
+		     a++)
+			x += topo_arc_gbps(&t, t.adj[a]);
+	}
+	topo_free(&t);
+	return x;
+}
+
 double rinx_plan_ceiling(const struct rinx_spec *s_in, int self,
 			 double frame_bytes)
 {
@@ -1061,14 +1092,11 @@ double rinx_plan_ceiling(const struct rinx_spec *s_in, int self,
 		if (b->start_to[self][k] >= 0)
 			nown += cnt[k];
 	if (p->kind == RINX_PLAN_TOPO) {
-		/* the planner's routes cross the topology, not racks: the
-		 * simulator's rate per worker, a block of the tensor per
-		 * frame_bytes of it, the own blocks' share of them */
-		double x = pp_spec_rate_gbps(s) *
+		double x = topo_link_gbps(s, self) *
 			   (s->scale_mbit > 0 ? s->scale_mbit : 1000) * 1e6;
 
-		if (x > 0 && p->plen)
-			best = x / 8 / frame_bytes * nown / p->plen;
+		if (x > 0 && nown)
+			best = x / 8 / frame_bytes;
 		goto out;
 	}
 	d.s = s;
