@@ -72,8 +72,7 @@
 #include "user/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		12
 #define PORT		47321

@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
 #include "tools/testbed.h"

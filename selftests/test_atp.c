@@ -45,8 +45,7 @@
 #include "user/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		16
 #define POOL		4

@@ -28,7 +28,7 @@
 #include "uapi/rinx.h"
 #include "user/ctl.h"
 #include "host.skel.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		16
 #define PORT		47124

@@ -106,7 +106,7 @@
 #include "user/ctl.h"
 #include "user/plan.h"
 #include "host.skel.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define W		8	/* window: blocks per job slot */
 #define PORT		47431

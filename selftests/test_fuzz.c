@@ -70,7 +70,7 @@
 #include "uapi/rinx_switch.h"
 #include "host.skel.h"
 #include "switch.skel.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 extern char **environ;
 
@@ -366,32 +366,6 @@ static __u32 node_ip(__u32 slot, __u32 id)	/* host order */
 }
 
 /* ---- byte helpers -------------------------------------------------------- */
-
-static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = (__u8)v; }
-static void put32(__u8 *p, __u32 v) { put16(p, v >> 16); put16(p + 2, v); }
-static __u16 get16(const __u8 *p) { return (__u16)(p[0] << 8 | p[1]); }
-static __u32 get32(const __u8 *p)
-{
-	return (__u32)get16(p) << 16 | get16(p + 2);
-}
-
-static __u16 csum16(const __u8 *b, int len)
-{
-	__u32 sum = 0;
-	int i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (__u32)b[i] << 8 | b[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
-static void ip_fix_csum(__u8 *ip)
-{
-	put16(ip + 10, 0);
-	put16(ip + 10, csum16(ip, 20));
-}
 
 static void rand_bytes(__u8 *p, int n)
 {

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tools/gen.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 #define SEED		0x1234abcdull
 #define NRANKS		8

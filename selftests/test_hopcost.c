@@ -67,8 +67,7 @@
 
 #include "uapi/rinx.h"
 #include "host.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define PORT		47124
 #define DBLOCKS		16	/* blocks of distinct data */

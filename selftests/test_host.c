@@ -28,8 +28,7 @@
 
 #include "uapi/rinx.h"
 #include "host.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		16
 #define PORT		47123	/* not the default: checks the rodata port */

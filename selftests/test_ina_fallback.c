@@ -38,7 +38,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "tools/gen.h"
 #include "user/comm.h"
 #include "user/ctl.h"

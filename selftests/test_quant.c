@@ -45,7 +45,7 @@
 #include "uapi/rinx.h"
 #include "user/quant.h"
 #include "user/librinx.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 #define BV		RINX_BLOCK_VALUES
 #define EPOCH_MARK	0xdeadbeefu

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <bpf/bpf.h>
 #include "user/ctl.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 #define NJOBS	4
 

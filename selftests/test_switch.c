@@ -57,7 +57,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "uapi/rinx.h"
 #include "uapi/rinx_switch.h"
 #include "tools/testbed.h"

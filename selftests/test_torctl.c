@@ -19,7 +19,7 @@
 #include <sys/mount.h>
 #include <bpf/bpf.h>
 #include "user/torctl.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define PORT	(RINX_TORCTL_PORT + 101)
 #define WINDOW	8
