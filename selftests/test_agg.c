@@ -165,27 +165,6 @@ static void make_spec(struct rinx_spec *s, int ina)
 
 /* ---- counters ------------------------------------------------------------ */
 
-static int read_percpu(int fd, int n, __u64 *out)
-{
-	__u64 *pc = calloc(ncpus, sizeof(*pc));
-	__u32 k;
-	int i;
-
-	if (!pc)
-		return -ENOMEM;
-	for (k = 0; k < (__u32)n; k++) {
-		if (bpf_map_lookup_elem(fd, &k, pc)) {
-			free(pc);
-			return -errno;
-		}
-		out[k] = 0;
-		for (i = 0; i < ncpus; i++)
-			out[k] += pc[i];
-	}
-	free(pc);
-	return 0;
-}
-
 struct counters {
 	__u64 st[RINX_STAT_MAX];
 	__u64 sw[RINX_SW_STAT_MAX];
@@ -193,11 +172,11 @@ struct counters {
 
 static int read_counters(const struct place *p, struct counters *c)
 {
-	int err = read_percpu(p->stats, RINX_STAT_MAX, c->st);
+	int err = tl_percpu_sum(p->stats, RINX_STAT_MAX, c->st);
 
 	memset(c->sw, 0, sizeof(c->sw));
 	if (!err && p->sw)
-		err = read_percpu(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
+		err = tl_percpu_sum(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
 	return err;
 }
 

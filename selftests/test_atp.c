@@ -117,22 +117,6 @@ static void make_spec(void)
 
 /* ---- counters ------------------------------------------------------------ */
 
-static int read_percpu(int fd, int n, __u64 *out)
-{
-	__u64 pc[ncpus];
-	__u32 k;
-	int i;
-
-	for (k = 0; k < (__u32)n; k++) {
-		if (bpf_map_lookup_elem(fd, &k, pc))
-			return -errno;
-		out[k] = 0;
-		for (i = 0; i < ncpus; i++)
-			out[k] += pc[i];
-	}
-	return 0;
-}
-
 struct counters {
 	__u64 st[RINX_STAT_MAX];
 	__u64 sw[RINX_SW_STAT_MAX];
@@ -140,11 +124,11 @@ struct counters {
 
 static int read_counters(const struct prog *p, struct counters *c)
 {
-	int err = read_percpu(p->stats, RINX_STAT_MAX, c->st);
+	int err = tl_percpu_sum(p->stats, RINX_STAT_MAX, c->st);
 
 	memset(c->sw, 0, sizeof(c->sw));
 	if (!err && p->sw_stats >= 0)
-		err = read_percpu(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
+		err = tl_percpu_sum(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
 	return err;
 }
 

@@ -1574,29 +1574,6 @@ void fail(struct fails *f, enum fail_kind k, const char *prog, __u64 i,
 
 static int ncpus;
 
-/* Sum of a per-CPU counter array, one syscall. */
-static int read_counters(int fd, __u32 n, __u64 *out)
-{
-	static __u64 vals[RINX_STAT_MAX * 256];
-	static __u32 keys[RINX_STAT_MAX];
-	__u32 cnt = n, k;
-	int c, err;
-
-	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	__u32 out_batch;
-
-	err = bpf_map_lookup_batch(fd, NULL, &out_batch, keys, vals, &cnt, &o);
-	if (err && errno != ENOENT)
-		return -errno;
-	if (cnt != n)
-		return -EIO;
-	for (k = 0; k < n; k++) {
-		out[k] = 0;
-		for (c = 0; c < ncpus; c++)
-			out[k] += vals[k * ncpus + c];
-	}
-	return 0;
-}
 
 static double now(void)
 {
@@ -1993,7 +1970,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	frame_seed(0, ~0ULL);
 	if (!tap_ok(e.res_map != MAP_FAILED && e.part_map != MAP_FAILED &&
 		    part_model && e.shadow && e.share_want &&
-		    !host_setup(&e) && !read_counters(e.stats, RINX_STAT_MAX,
+		    !host_setup(&e) && !tl_percpu_sum(e.stats, RINX_STAT_MAX,
 						      c0),
 		    "host: jobs, plan, nodes, shares, result markers set up"))
 		goto out;
@@ -2024,7 +2001,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			fail(&f[0], F_RUN, "host", i, in, "error %d", -errno);
 			continue;
 		}
-		if (read_counters(e.stats, RINX_STAT_MAX, c1)) {
+		if (tl_percpu_sum(e.stats, RINX_STAT_MAX, c1)) {
 			fail(&f[0], F_RUN, "host", i, in, "read counters");
 			break;
 		}
@@ -2182,7 +2159,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 		 (unsigned long long)aggs_seen);
 	tap_ok(i == nframes && !f[0].n[F_RUN], "host: %llu frames run",
 	       (unsigned long long)nframes);
-	if (!read_counters(e.stats, RINX_STAT_MAX, c1)) {
+	if (!tl_percpu_sum(e.stats, RINX_STAT_MAX, c1)) {
 		sum = 0;
 		for (k = RINX_STAT_PASS; k < RINX_STAT_MAX; k++)
 			if (!annotation(k))
@@ -2259,26 +2236,6 @@ struct sw_mac {
 static struct sw_mac sw_tab[4];
 static __u32 sw_ports[3];
 
-static int run_ip(char *const argv[])
-{
-	pid_t pid;
-	int st;
-
-	if (posix_spawnp(&pid, "ip", NULL, NULL, argv, environ))
-		return -1;
-	if (waitpid(pid, &st, 0) < 0)
-		return -1;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-static __u64 mac_key(const __u8 *mac)
-{
-	__u64 k = 0;
-
-	memcpy(&k, mac, 6);
-	return k;
-}
-
 /* Outcome of the switch with MAC table tab[n] for destination d arriving
  * on ifindex ingress. */
 static int sw_model_in(const struct sw_mac *tab, size_t n, const __u8 *d,
@@ -2349,7 +2306,7 @@ static int sw_tables_same(int macs, int ports, const struct sw_mac *tab,
 	int bad = 0;
 
 	for (i = 0; i < ntab; i++) {
-		key = mac_key(tab[i].mac);
+		key = tl_mac_key(tab[i].mac);
 		if (bpf_map_lookup_elem(macs, &key, &v) ||
 		    v.port != tab[i].port || v.resv) {
 			tap_diag("MAC entry %zu changed", i);
@@ -2395,7 +2352,7 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	double t0;
 	size_t n;
 
-	if (run_ip(add) || !if_nametoindex("fza") || !if_nametoindex("fzb")) {
+	if (tl_ip(add) || !if_nametoindex("fza") || !if_nametoindex("fzb")) {
 		tap_skip_n(SW_CHECKS, "switch", "cannot create a veth pair");
 		return;
 	}
@@ -2421,11 +2378,11 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	}
 	for (n = 0; n < ARRAY_SIZE(sw_tab); n++) {
 		struct rinx_sw_port p = { .port = sw_tab[n].port };
-		__u64 key = mac_key(sw_tab[n].mac);
+		__u64 key = tl_mac_key(sw_tab[n].mac);
 
 		err |= bpf_map_update_elem(macs, &key, &p, BPF_NOEXIST);
 	}
-	if (!tap_ok(!err && !read_counters(stats, RINX_SW_STAT_MAX, c0),
+	if (!tap_ok(!err && !tl_percpu_sum(stats, RINX_SW_STAT_MAX, c0),
 		    "switch: ports and MAC table set up"))
 		goto out;
 
@@ -2458,14 +2415,14 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 				     "%d-byte frame: %d, want -EINVAL", len,
 				     err);
 			if (!err)
-				read_counters(stats, RINX_SW_STAT_MAX, c0);
+				tl_percpu_sum(stats, RINX_SW_STAT_MAX, c0);
 			continue;
 		}
 		if (err) {
 			fail(f, F_RUN, "switch", i, in, "error %d", err);
 			continue;
 		}
-		if (read_counters(stats, RINX_SW_STAT_MAX, c1)) {
+		if (tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1)) {
 			fail(f, F_RUN, "switch", i, in, "read counters");
 			break;
 		}
@@ -2512,7 +2469,7 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	       "switch: %llu frames run, %llu shorter than 14 B refused "
 	       "with EINVAL", (unsigned long long)nframes,
 	       (unsigned long long)*einval);
-	if (!read_counters(stats, RINX_SW_STAT_MAX, c1)) {
+	if (!tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1)) {
 		sum = 0;
 		for (k = 0; k < RINX_SW_STAT_MAX; k++)
 			sum += c1[k] - cs[k];
@@ -2912,7 +2869,7 @@ static int tor_setup(struct switch_bpf *skel)
 	}
 	for (n = 0; n < ARRAY_SIZE(ina_tab); n++) {
 		struct rinx_sw_port p = { .port = ina_tab[n].port };
-		__u64 key = mac_key(ina_tab[n].mac);
+		__u64 key = tl_mac_key(ina_tab[n].mac);
 
 		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.macs), &key,
 					   &p, BPF_NOEXIST);
@@ -2982,8 +2939,8 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	tstats = bpf_map__fd(skel->maps.stats);
 	aggs = bpf_map__fd(skel->maps.aggs);
 	if (!tap_ok(!tor_setup(skel) &&
-		    !read_counters(stats, RINX_SW_STAT_MAX, c0) &&
-		    !read_counters(tstats, RINX_STAT_MAX, t0c),
+		    !tl_percpu_sum(stats, RINX_SW_STAT_MAX, c0) &&
+		    !tl_percpu_sum(tstats, RINX_STAT_MAX, t0c),
 		    "INA switch: ports, MAC table, job, nodes, hops set up"))
 		goto out;
 	memcpy(cs, c0, sizeof(cs));
@@ -3028,8 +2985,8 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 			fail(f, F_RUN, "ina", i, in, "error %d", err);
 			continue;
 		}
-		if (read_counters(stats, RINX_SW_STAT_MAX, c1) ||
-		    read_counters(tstats, RINX_STAT_MAX, t1c)) {
+		if (tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1) ||
+		    tl_percpu_sum(tstats, RINX_STAT_MAX, t1c)) {
 			fail(f, F_RUN, "ina", i, in, "read counters");
 			break;
 		}
@@ -3126,8 +3083,8 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	       "INA switch: %llu frames run, %llu shorter than 14 B refused "
 	       "with EINVAL", (unsigned long long)nframes,
 	       (unsigned long long)*einval);
-	if (!read_counters(stats, RINX_SW_STAT_MAX, c1) &&
-	    !read_counters(tstats, RINX_STAT_MAX, t1c)) {
+	if (!tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1) &&
+	    !tl_percpu_sum(tstats, RINX_STAT_MAX, t1c)) {
 		sum = 0;
 		tsum = 0;
 		for (k = 0; k < RINX_SW_STAT_MAX; k++)

@@ -254,7 +254,11 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	int e = c->exp > c->sh_exp ? c->exp : c->sh_exp;
 	__u16 self = j->self;
 
-	memset(buf, 0, FULL_LEN);
+	__u8 dmac[6], smac[6];
+	struct tl_addr a = {
+		.dst_mac = dmac, .src_mac = smac, .port = PORT, .ip_id = 0x4242,
+	};
+
 	b->nblocks = c->nblocks ? c->nblocks : j->nblocks;
 	b->klass = j->nclasses ? c->block % j->nclasses : 0;
 	b->count = planned_count(j, b->nblocks, c->block);
@@ -264,39 +268,19 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	b->dshift_in = e - c->exp;
 	b->dshift_sh = e - c->sh_exp;
 
-	node_mac(j->slot, self, buf);
-	node_mac(j->slot, b->hop.from, buf + 6);
-	put16(buf + 12, ETH_P_IP);
-
-	ip[0] = 0x45;
-	put16(ip + 2, jlen(j) - OFF_IP);
-	put16(ip + 4, 0x4242);
-	put16(ip + 6, 0x4000);		/* DF */
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	memcpy(ip + 12, &(__be32){ node_ip(j->slot, b->hop.from) }, 4);
-	memcpy(ip + 16, &(__be32){ node_ip(j->slot, self) }, 4);
-
-	put16(udp, PORT);
-	put16(udp + 2, PORT);
-	put16(udp + 4, jlen(j) - OFF_UDP);
-	put16(udp + 6, 0);
-
-	h->magic = htonl(RINX_MAGIC);
-	h->version = RINX_VERSION;
-	h->type = c->type;
-	h->flags = c->flags;
-	h->step = b->hop.step;
-	h->job = htonl(j->id);
-	h->token = htobe64(j->token);
-	h->epoch = htonl(b->epoch);
-	h->block = htonl(c->block);
-	h->nblocks = htonl(b->nblocks);
-	h->sender = htons(b->hop.from);
-	h->count = htons(b->count);
-	h->klass = htons(b->klass);
-	h->exp = htons((__u16)c->exp);
-	h->dtype = htons(j->dtype);
+	node_mac(j->slot, self, dmac);
+	node_mac(j->slot, b->hop.from, smac);
+	a.saddr = node_ip(j->slot, b->hop.from);
+	a.daddr = node_ip(j->slot, self);
+	memset(buf, 0, FULL_LEN);
+	tl_frame(buf, jlen(j), &a);
+	tl_hdr_put(h, &(struct tl_hdr){
+		.type = c->type, .flags = c->flags, .step = b->hop.step,
+		.job = j->id, .token = j->token, .epoch = b->epoch,
+		.block = c->block, .nblocks = b->nblocks,
+		.sender = b->hop.from, .count = b->count, .klass = b->klass,
+		.exp = (__s16)c->exp, .dtype = j->dtype,
+	});
 	gen_vals(v, b->count, c->vals, j->qbits, b->dshift_in);
 
 	switch (c->tw) {
@@ -413,23 +397,7 @@ static struct rinx_slot *res_before, *res_after;
 
 static int read_stats(__u64 *out)
 {
-	__u64 *pc = calloc(ncpus, sizeof(*pc));
-	__u32 k;
-	int i;
-
-	if (!pc)
-		return -ENOMEM;
-	for (k = 0; k < RINX_STAT_MAX; k++) {
-		if (bpf_map_lookup_elem(stats_fd, &k, pc)) {
-			free(pc);
-			return -errno;
-		}
-		out[k] = 0;
-		for (i = 0; i < ncpus; i++)
-			out[k] += pc[i];
-	}
-	free(pc);
-	return 0;
+	return tl_percpu_sum(stats_fd, RINX_STAT_MAX, out);
 }
 
 static int read_results(struct rinx_slot *out)
@@ -1393,37 +1361,39 @@ static void run_ring_repair(void)
 	fresh_block(idx1);
 }
 
-int main(void)
+static void run_cases(void)
 {
 	size_t i;
-	int err, plan = 2 + RING_REPAIR_CHECKS;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
-
-	skel = host_bpf__open();
-	if (!skel)
-		tap_skip_all("cannot open the host skeleton: %s",
-			     strerror(errno));
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
-		plan += case_checks(&cases[i]);
-	tap_plan(plan);
-	skel->rodata->rinx_port_be = htons(PORT);
-	skel->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(skel->maps.share, NRES);
-	err = err ?: bpf_map__set_max_entries(skel->maps.result, NRES);
-	err = err ?: bpf_map__set_max_entries(skel->maps.partial, NRES);
-	/* the table's jobs: one more than a node runs at once (J_BADSLOT
-	 * holds no slot) */
-	err = err ?: bpf_map__set_max_entries(skel->maps.jobs, J_MAX);
-	err = err ?: host_bpf__load(skel);
-	tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT);
-	if (err) {
-		tap_diag("load: %s", strerror(-err));
+		run_case(i);
+}
+
+static struct tl_subtest subtests[] = {
+	{ "cases", 0, run_cases },	/* checks: case_checks of each */
+	{ "ring_repair", RING_REPAIR_CHECKS, run_ring_repair },
+};
+
+int main(void)
+{
+	struct tl_host_opts o = {
+		.port = PORT, .window = WINDOW, .nshare = NRES,
+		.npartial = NRES,
+		/* one more job than a node runs at once (J_BADSLOT holds no
+		 * slot) */
+		.njobs = J_MAX,
+	};
+	size_t i;
+	int err;
+
+	tl_needs_root("BPF_PROG_TEST_RUN");
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		subtests[0].checks += case_checks(&cases[i]);
+	tl_plan(2, subtests, ARRAY_SIZE(subtests));
+	skel = tl_host_load(&o, &err);
+	if (!ASSERT_OK(err, "load rinx_host (window %d, port %d)", WINDOW,
+		       PORT))
 		return tap_done();
-	}
 	prog_fd = bpf_program__fd(skel->progs.rinx_host);
 	jobs_fd = bpf_map__fd(skel->maps.jobs);
 	nodes_fd = bpf_map__fd(skel->maps.nodes);
@@ -1439,10 +1409,7 @@ int main(void)
 	if (!tap_ok(ncpus > 0 && res_before && res_after && !setup_maps(),
 		    "set up jobs, nodes, hop plan, result markers"))
 		return tap_done();
-
-	for (i = 0; i < ARRAY_SIZE(cases); i++)
-		run_case(i);
-	run_ring_repair();
+	tl_run(subtests, ARRAY_SIZE(subtests));
 
 	host_bpf__destroy(skel);
 	free(res_before);

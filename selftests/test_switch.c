@@ -162,42 +162,6 @@ static const struct sw_case cases[] = {
 
 #define NCASES	((int)(sizeof(cases) / sizeof(cases[0])))
 
-static int run_ip(char *const argv[])
-{
-	pid_t pid;
-	int st;
-
-	if (posix_spawnp(&pid, "ip", NULL, NULL, argv, environ))
-		return -1;
-	if (waitpid(pid, &st, 0) < 0)
-		return -1;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-static __u64 mac_key(const __u8 mac[6])
-{
-	__u64 k = 0;
-
-	memcpy(&k, mac, 6);
-	return k;
-}
-
-static int read_stats(int fd, int ncpu, __u64 out[RINX_SW_STAT_MAX])
-{
-	__u64 v[ncpu];
-	__u32 i;
-	int c;
-
-	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
-		if (bpf_map_lookup_elem(fd, &i, v))
-			return -errno;
-		out[i] = 0;
-		for (c = 0; c < ncpu; c++)
-			out[i] += v[c];
-	}
-	return 0;
-}
-
 /* Test-run input: up to 32 bytes of metadata come first, so a frame shorter
  * than the kernel's minimum test input (an Ethernet header) is made by
  * declaring part of the input as metadata. */
@@ -226,6 +190,7 @@ static int run_case(struct switch_bpf **skels, const struct sw_case *c,
 		    int if_a, int if_b, int ncpu)
 {
 	struct switch_bpf *skel = skels[c->tor];
+	int sfd = bpf_map__fd(skel->maps.sw_stats);
 	__u8 in[RINX_FRAME_MAX + 32], out[sizeof(in)];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
 	struct xdp_md ctx = {};
@@ -262,7 +227,7 @@ static int run_case(struct switch_bpf **skels, const struct sw_case *c,
 	o.ctx_size_in = sizeof(ctx);
 	o.repeat = 1;
 
-	if (read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, before))
+	if (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before))
 		return tap_ok(0, "%s: read counters", c->desc);
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
@@ -275,7 +240,7 @@ static int run_case(struct switch_bpf **skels, const struct sw_case *c,
 	if (err)
 		return tap_ok(0, "%s: test run failed: %s", c->desc,
 			      strerror(-err));
-	if (read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, after))
+	if (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after))
 		return tap_ok(0, "%s: read counters", c->desc);
 	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
 		__u64 want = before[i] + (i == c->stat);
@@ -318,7 +283,7 @@ static int setup_ports(struct switch_bpf *skel, int if_a, int if_b)
 	}
 	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 		struct rinx_sw_port p = { .port = tab[i].port };
-		__u64 k = mac_key(tab[i].mac);
+		__u64 k = tl_mac_key(tab[i].mac);
 
 		if (bpf_map_update_elem(macs, &k, &p, BPF_NOEXIST))
 			return -errno;
@@ -377,7 +342,7 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 					   &ifs[i], &v, BPF_ANY);
 	}
 	for (i = 0; i < 3; i++) {
-		__u64 m = mac_key(tor_nodes[i].mac);
+		__u64 m = tl_mac_key(tor_nodes[i].mac);
 		__be32 ip = htonl(tor_nodes[i].ip);
 
 		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.neigh), &ip,
@@ -477,6 +442,7 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
 	struct xdp_md ctx = {};
 	int len, i, moved = 1, dst_ok = 1;
+	int sfd = bpf_map__fd(skel->maps.sw_stats);
 
 	LIBBPF_OPTS(bpf_test_run_opts, o);
 
@@ -490,10 +456,10 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 	o.ctx_in = &ctx;
 	o.ctx_size_in = sizeof(ctx);
 	o.repeat = 1;
-	if (read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, before) ||
+	if (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before) ||
 	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				   &o) ||
-	    read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, after))
+	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after))
 		return tap_ok(0, "%s: test run: %s", c->desc, strerror(errno));
 	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
 		if (after[i] != before[i] + (i == c->stat)) {
@@ -589,13 +555,13 @@ static int frun(struct switch_bpf *skel, int if_b, int len, __u8 tag,
 		o.data_out = r->out;
 		o.data_size_out = sizeof(r->out);
 	}
-	if (read_stats(fd, ncpu, before))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, before))
 		return -errno;
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
 	if (err)
 		return err;
-	if (read_stats(fd, ncpu, after))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, after))
 		return -errno;
 	for (i = 0; i < RINX_SW_STAT_MAX; i++)
 		r->d[i] = after[i] - before[i];
@@ -707,7 +673,7 @@ static int live_dup(struct switch_bpf *skel, int if_b, int ncpu,
 			fclose(f);
 		}
 	}
-	if (run_ip(up_a) || run_ip(up_b))
+	if (tl_ip(up_a) || tl_ip(up_b))
 		return -EIO;
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
@@ -881,11 +847,11 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 	o.repeat = 1;
 	sfd = bpf_map__fd(skel->maps.sw_stats);
 	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
-	    read_stats(sfd, ncpu, before))
+	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before))
 		return tap_ok(0, "%s: set up: %s", c->desc, strerror(errno));
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
-	if (err || read_stats(sfd, ncpu, after) ||
+	if (err || tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after) ||
 	    bpf_map_lookup_elem(fd, &port, &w))
 		return tap_ok(0, "%s: run: %s", c->desc,
 			      strerror(err ? -err : errno));
@@ -1042,7 +1008,7 @@ static void queue_concurrent(struct switch_bpf *skel, int if_a, int if_b,
 	v.last_ns = mono_ns() + 3600000000000ULL;
 	sfd = bpf_map__fd(skel->maps.sw_stats);
 	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
-	    read_stats(sfd, ncpu, before)) {
+	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before)) {
 		tap_ok(0, "queue: two CPUs at once: set up: %s",
 		       strerror(errno));
 		return;
@@ -1063,7 +1029,7 @@ static void queue_concurrent(struct switch_bpf *skel, int if_a, int if_b,
 		pthread_join(t[i], NULL);
 	pthread_barrier_destroy(&go);
 	err = err ?: a[0].err ?: a[1].err;
-	if (!err && (read_stats(sfd, ncpu, after) ||
+	if (!err && (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after) ||
 		     bpf_map_lookup_elem(fd, &port, &w)))
 		err = -errno;
 	bpf_map_delete_elem(fd, &port);
@@ -1352,7 +1318,7 @@ static struct switch_bpf *topo_open(const __u32 *ifx)
 {
 	struct switch_bpf *skel = switch_bpf__open();
 	int egress, err = 0, p;
-	__u64 k = mac_key(M_A);
+	__u64 k = tl_mac_key(M_A);
 	struct rinx_sw_port ma = { .port = ifx[T_VA] };
 
 	if (!skel)
@@ -1458,14 +1424,16 @@ static int topo_run(struct switch_bpf *skel, const struct topo_case *c,
 		o.data_out = r->out;
 		o.data_size_out = sizeof(r->out);
 	}
-	if (read_stats(fd, ncpu, before) || topo_sent(skel, ifx, p0))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, before) ||
+	    topo_sent(skel, ifx, p0))
 		return -errno;
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
 	if (err)
 		return err;
 	/* live copies leave in the flush at the end of the run */
-	if (read_stats(fd, ncpu, after) || topo_sent(skel, ifx, p1))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, after) ||
+	    topo_sent(skel, ifx, p1))
 		return -errno;
 	for (i = 0; i < RINX_SW_STAT_MAX; i++)
 		r->d[i] = after[i] - before[i];
@@ -1621,13 +1589,15 @@ static int topo_ina_run(struct switch_bpf *skel, const __u32 *ifx, int klass,
 		o.data_out = r->out;
 		o.data_size_out = sizeof(r->out);
 	}
-	if (read_stats(fd, ncpu, before) || topo_sent(skel, ifx, p0))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, before) ||
+	    topo_sent(skel, ifx, p0))
 		return -errno;
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
 	if (err)
 		return err;
-	if (read_stats(fd, ncpu, after) || topo_sent(skel, ifx, p1))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, after) ||
+	    topo_sent(skel, ifx, p1))
 		return -errno;
 	for (i = 0; i < RINX_SW_STAT_MAX; i++)
 		r->d[i] = after[i] - before[i];
@@ -1715,7 +1685,7 @@ static void topo_tests(int ncpu)
 			"name", "td", NULL };
 	__u32 ifx[T_NPORTS];
 	struct switch_bpf *skel = NULL;
-	int p, i, err = run_ip(add);
+	int p, i, err = tl_ip(add);
 
 	for (p = 0; p < T_NPORTS && !err; p++) {
 		/* MTU: the aggregator's output is a whole rinx frame */
@@ -1734,7 +1704,7 @@ static void topo_tests(int ncpu)
 			fclose(f);
 		}
 		ifx[p] = if_nametoindex(t_names[p]);
-		err = !ifx[p] || run_ip(up) || gro_on(t_names[p]);
+		err = !ifx[p] || tl_ip(up) || gro_on(t_names[p]);
 	}
 	if (!err)
 		skel = topo_open(ifx);
@@ -1763,7 +1733,7 @@ int main(void)
 	if (unshare(CLONE_NEWNET))
 		tap_skip_all("cannot create a network namespace: %s",
 			     strerror(errno));
-	if (run_ip(add))
+	if (tl_ip(add))
 		tap_skip_all("cannot create a veth pair (ip link add)");
 	if_a = if_nametoindex("va");
 	if_b = if_nametoindex("vb");

@@ -288,30 +288,54 @@ int tl_ip(char *const argv[])
 
 /* ---- counters ---------------------------------------------------------- */
 
-int tl_percpu_sum(int fd, __u32 n, __u64 *out)
+/* One key at a time, where a batch lookup is not to be had. */
+static int tl_percpu_keys(int fd, __u32 n, __u64 *pc, int ncpu, __u64 *out)
 {
-	int ncpu = libbpf_num_possible_cpus(), c;
-	__u64 *pc;
 	__u32 k;
+	int c;
 
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	pc = calloc(ncpu, sizeof(*pc));
-	if (!pc)
-		return -ENOMEM;
 	for (k = 0; k < n; k++) {
-		if (bpf_map_lookup_elem(fd, &k, pc)) {
-			int err = -errno;
-
-			free(pc);
-			return err;
-		}
+		if (bpf_map_lookup_elem(fd, &k, pc))
+			return -errno;
 		out[k] = 0;
 		for (c = 0; c < ncpu; c++)
 			out[k] += pc[c];
 	}
-	free(pc);
 	return 0;
+}
+
+int tl_percpu_sum(int fd, __u32 n, __u64 *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), c, err;
+	__u32 cnt = n, next, k, *keys;
+	__u64 *vals;
+
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	keys = calloc(n, sizeof(*keys));
+	vals = calloc((size_t)n * ncpu, sizeof(*vals));
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* one syscall for the whole array: the fuzzers read it per frame */
+	err = bpf_map_lookup_batch(fd, NULL, &next, keys, vals, &cnt, &o);
+	if (err && errno != ENOENT) {
+		err = tl_percpu_keys(fd, n, vals, ncpu, out);
+		goto out;
+	}
+	err = cnt == n ? 0 : -EIO;
+	for (k = 0; !err && k < n; k++) {
+		out[k] = 0;
+		for (c = 0; c < ncpu; c++)
+			out[k] += vals[(size_t)k * ncpu + c];
+	}
+out:
+	free(keys);
+	free(vals);
+	return err;
 }
 
 /* ---- frames ------------------------------------------------------------ */
