@@ -21,6 +21,9 @@
 # and fail when a subtest runs another number of checks than it declares.
 # A selection that runs no check at all fails, saying so.
 #
+# RINX_TEST_NS, when set, heads every testbed prefix and namespace name
+# the tests make (a run's own mark: RINX_TEST_NS=ab selftests/run.sh ...).
+#
 # -j N runs up to N programs at once (default 1); a program whose source
 # has a line "selftests: serial" (it measures, or takes the machine) runs
 # alone. Output is kept per program and shown in the programs' order.

@@ -300,15 +300,9 @@ static int open_place(struct place *p, bool sw)
 		return err;
 	node_addr(p->self, p->self_mac, &(__be32){ 0 });
 	if (!sw) {
-		p->hs = host_bpf__open();
-		if (!p->hs)
-			return -errno;
-		p->hs->rodata->rinx_port_be = htons(PORT);
-		p->hs->rodata->rinx_window = WINDOW;
-		err = bpf_map__set_max_entries(p->hs->maps.share, NENT);
-		err = err ?: bpf_map__set_max_entries(p->hs->maps.result, NENT);
-		err = err ?: bpf_map__set_max_entries(p->hs->maps.aggs, NENT);
-		err = err ?: host_bpf__load(p->hs);
+		p->hs = tl_host_load(&(struct tl_host_opts){
+			.port = PORT, .window = WINDOW, .nshare = NENT,
+			.naggs = NENT }, &err);
 		if (err)
 			return err;
 		p->prog = bpf_program__fd(p->hs->progs.rinx_host);
@@ -328,15 +322,9 @@ static int open_place(struct place *p, bool sw)
 		__u32 lo = 1, port[2] = { 1, 0 };	/* ifindex, no prog */
 		unsigned int id;
 
-		p->ss = switch_bpf__open();
-		if (!p->ss)
-			return -errno;
-		memcpy((void *)p->ss->rodata->ina_mac, p->self_mac, 6);
-		p->ss->rodata->ina_port_be = htons(PORT);
-		p->ss->rodata->ina_window = WINDOW;
-		p->ss->rodata->sw_rack = RACK_INA;
-		err = bpf_map__set_max_entries(p->ss->maps.aggs, NENT);
-		err = err ?: switch_bpf__load(p->ss);
+		p->ss = tl_switch_load(&(struct tl_switch_opts){
+			.ina_mac = p->self_mac, .port = PORT, .window = WINDOW,
+			.rack = RACK_INA, .naggs = NENT }, &err);
 		if (err)
 			return err;
 		p->prog = bpf_program__fd(p->ss->progs.rinx_switch);
@@ -2265,10 +2253,7 @@ int main(void)
 	int i, ci, efd;
 	__u32 base;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
+	tl_needs_root("BPF_PROG_TEST_RUN");
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0)
 		tap_skip_all("cannot count CPUs");

@@ -186,15 +186,9 @@ static int open_all(void)
 	int err, id;
 
 	node_addr(TOR, mac, &ip);
-	ss = switch_bpf__open();
-	if (!ss)
-		return -errno;
-	memcpy((void *)ss->rodata->ina_mac, mac, 6);
-	ss->rodata->ina_port_be = htons(PORT);
-	ss->rodata->ina_window = WINDOW;
-	ss->rodata->sw_rack = RACK_INA;
-	err = bpf_map__set_max_entries(ss->maps.aggs, NENT);
-	err = err ?: switch_bpf__load(ss);
+	ss = tl_switch_load(&(struct tl_switch_opts){
+		.ina_mac = mac, .port = PORT, .window = WINDOW,
+		.rack = RACK_INA, .naggs = NENT }, &err);
 	if (err)
 		return err;
 	tor.prog = bpf_program__fd(ss->progs.rinx_switch);
@@ -219,15 +213,9 @@ static int open_all(void)
 	if (err)
 		return -errno;
 
-	hs = host_bpf__open();
-	if (!hs)
-		return -errno;
-	hs->rodata->rinx_port_be = htons(PORT);
-	hs->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(hs->maps.share, NENT);
-	err = err ?: bpf_map__set_max_entries(hs->maps.result, NENT);
-	err = err ?: bpf_map__set_max_entries(hs->maps.aggs, NENT);
-	err = err ?: host_bpf__load(hs);
+	hs = tl_host_load(&(struct tl_host_opts){
+		.port = PORT, .window = WINDOW, .nshare = NENT,
+		.naggs = NENT }, &err);
 	if (err)
 		return err;
 	ps.prog = bpf_program__fd(hs->progs.rinx_host);
@@ -659,14 +647,11 @@ int main(void)
 {
 	int err, i;
 
-	if (geteuid() != 0)
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
+	tl_needs_root("BPF_PROG_TEST_RUN");
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0)
 		tap_skip_all("CPU count not found");
-	if (unshare(CLONE_NEWNET))
-		tap_skip_all("cannot create a network namespace: %s",
-			     strerror(errno));
+	tl_unshare_net();
 	make_spec();
 	if (rinx_plan_build(&plan_ps, &spec, PS) ||
 	    rinx_plan_build(&plan_tor, &spec, TOR))

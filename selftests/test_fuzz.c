@@ -1938,15 +1938,11 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	char why[320];
 	int err, k;
 
-	e.skel = host_bpf__open();
+	e.skel = tl_host_open(&(struct tl_host_opts){
+		.port = PORT, .window = WINDOW, .nshare = NRES, .naggs = NRES });
 	if (!tap_ok(e.skel != NULL, "open host skeleton"))
 		return;
-	e.skel->rodata->rinx_port_be = htons(PORT);
-	e.skel->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(e.skel->maps.share, NRES);
-	err = err ?: bpf_map__set_max_entries(e.skel->maps.result, NRES);
-	err = err ?: bpf_map__set_max_entries(e.skel->maps.aggs, NRES);
-	err = err ?: host_bpf__load(e.skel);
+	err = host_bpf__load(e.skel);
 	if (!tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT))
 		goto out;
 	e.prog = bpf_program__fd(e.skel->progs.rinx_host);
@@ -2922,15 +2918,12 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	ina_tab[6] = (struct sw_mac){ ina_node_mac[2], sw_ports[1] };
 	ina_tab[7] = (struct sw_mac){ ina_node_mac[3], IF_GONE };
 
-	skel = switch_bpf__open();
+	skel = tl_switch_open(&(struct tl_switch_opts){
+		.ina_mac = ina_mac, .port = PORT, .window = WINDOW, .rack = 7,
+		.naggs = NRES });
 	if (!tap_ok(skel != NULL, "open switch skeleton (INA)"))
 		return;
-	memcpy((void *)skel->rodata->ina_mac, ina_mac, 6);
-	skel->rodata->ina_port_be = htons(PORT);
-	skel->rodata->ina_window = WINDOW;
-	skel->rodata->sw_rack = 7;
-	err = bpf_map__set_max_entries(skel->maps.aggs, NRES);
-	err = err ?: switch_bpf__load(skel);
+	err = switch_bpf__load(skel);
 	if (!tap_ok(!err, "load rinx_switch with the aggregator (ina_mac "
 		    "%02x:..:%02x, rack 7)", ina_mac[0], ina_mac[5]))
 		goto out;
@@ -3154,10 +3147,7 @@ int main(void)
 	const char *env;
 	int k;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
+	tl_needs_root("BPF_PROG_TEST_RUN");
 	env = getenv("RINX_FUZZ_N");
 	if (env && *env)
 		total = strtoull(env, NULL, 0);
@@ -3167,9 +3157,7 @@ int main(void)
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0 || ncpus > 256)
 		tap_skip_all("cannot count CPUs");
-	if (unshare(CLONE_NEWNET))
-		tap_skip_all("cannot create a network namespace: %s",
-			     strerror(errno));
+	tl_unshare_net();
 	tap_plan(ALL_CHECKS);
 	/* half for the host, the rest for the switches, more for the INA
 	 * one, whose frames reach many more paths (and cost twice as much) */

@@ -1728,11 +1728,8 @@ int main(void)
 	int if_a, if_b, ncpu, i, err;
 	__u32 bad = IF_GONE;
 
-	if (geteuid() != 0)
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN, network namespace)");
-	if (unshare(CLONE_NEWNET))
-		tap_skip_all("cannot create a network namespace: %s",
-			     strerror(errno));
+	tl_needs_root("BPF_PROG_TEST_RUN, network namespace");
+	tl_unshare_net();
 	if (tl_ip(add))
 		tap_skip_all("cannot create a veth pair (ip link add)");
 	if_a = if_nametoindex("va");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The selftests' library: see testlib.h. */
 #include <errno.h>
+#include <sched.h>
 #include <fnmatch.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -271,6 +272,21 @@ void tl_needs_root(const char *why)
 		tap_skip_all("needs root (%s)", why);
 	if (!getenv("RINX_TEST_VERBOSE"))
 		libbpf_set_print(NULL);
+}
+
+void tl_unshare_net(void)
+{
+	if (unshare(CLONE_NEWNET))
+		tap_skip_all("cannot create a network namespace: %s",
+			     strerror(errno));
+}
+
+void tl_ns_prefix(char *buf, size_t len, const char *tag)
+{
+	const char *env = getenv("RINX_TEST_NS");
+
+	snprintf(buf, len, "%s%s%d", env ? env : "", tag,
+		 (int)(getpid() % 100000));
 }
 
 int tl_ip(char *const argv[])

@@ -116,6 +116,11 @@ void tl_run(const struct tl_subtest *t, size_t n);
 /* Skips the program unless it runs as root ("needs root (why)"); libbpf's
  * messages are shown only with RINX_TEST_VERBOSE set. */
 void tl_needs_root(const char *why);
+/* Moves the program into a network namespace of its own (skips if it
+ * cannot): its links and names are then its own, whoever runs alongside. */
+void tl_unshare_net(void);
+/* A testbed prefix unique to this run: $RINX_TEST_NS, tag, the pid. */
+void tl_ns_prefix(char *buf, size_t len, const char *tag);
 /* Runs `ip ARGS...` (argv[0] is "ip"); 0 when it exited 0. */
 int tl_ip(char *const argv[]);
 /* The nodes' MAC as the switch's macs map keys it. */
