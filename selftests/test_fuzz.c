@@ -1507,16 +1507,8 @@ enum fail_kind {
 #define HOST_CHECKS	(F_MAX + 9)
 #define SW_CHECKS	(F_MAX + 3)
 #define INA_CHECKS	(F_MAX + 4)
-#define ALL_CHECKS	(HOST_CHECKS + SW_CHECKS + INA_CHECKS + 3 + 2)
 
 /* N checks of PLACE that cannot run, skipped for WHY */
-static void tap_skip_n(int n, const char *place, const char *why)
-{
-	while (n-- > 0)
-		printf("ok %d - %s # SKIP %s\n", ++tap_n, place, why);
-	fflush(stdout);
-}
-
 static const char *fail_name[F_MAX] = {
 	"test run", "counters", "action/counter", "XDP_ABORTED", "model",
 	"output frame", "result map", "aggregator slot",
@@ -2336,22 +2328,15 @@ static int sw_tables_same(int macs, int ports, const struct sw_mac *tab,
 	return !bad;
 }
 
-static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
-		       __u64 *einval, double *secs)
+/* The veth pair and MAC table of both switches (made once: either runs
+ * alone too); 0 when its ports are there. */
+static int sw_veth(void)
 {
 	char *add[] = { "ip", "link", "add", "fza", "type", "veth", "peer",
 			"name", "fzb", NULL };
-	__u64 c0[RINX_SW_STAT_MAX], c1[RINX_SW_STAT_MAX], i;
-	__u64 cs[RINX_SW_STAT_MAX], sum;
-	struct switch_bpf *skel;
-	int prog, stats, macs, ports, err = 0, k;
-	double t0;
-	size_t n;
 
-	if (tl_ip(add) || !if_nametoindex("fza") || !if_nametoindex("fzb")) {
-		tap_skip_n(SW_CHECKS, "switch", "cannot create a veth pair");
-		return;
-	}
+	if (!sw_ports[1] && tl_ip(add))
+		return -1;
 	sw_ports[0] = 1;
 	sw_ports[1] = if_nametoindex("fza");
 	sw_ports[2] = if_nametoindex("fzb");
@@ -2359,6 +2344,24 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	sw_tab[1] = (struct sw_mac){ M_B, sw_ports[2] };
 	sw_tab[2] = (struct sw_mac){ M_LO, 1 };
 	sw_tab[3] = (struct sw_mac){ M_GONE, IF_GONE };
+	return sw_ports[1] && sw_ports[2] ? 0 : -1;
+}
+
+static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
+		       __u64 *einval, double *secs)
+{
+	__u64 c0[RINX_SW_STAT_MAX], c1[RINX_SW_STAT_MAX], i;
+	__u64 cs[RINX_SW_STAT_MAX], sum;
+	struct switch_bpf *skel;
+	int prog, stats, macs, ports, err = 0, k;
+	double t0;
+	size_t n;
+
+	if (sw_veth()) {
+		for (n = 0; n < SW_CHECKS; n++)
+			tap_skip("cannot create a veth pair", "switch");
+		return;
+	}
 
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "load rinx_switch"))
@@ -2903,8 +2906,9 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	char why[320];
 	double t0;
 
-	if (!sw_ports[1] || !sw_ports[2]) {
-		tap_skip_n(INA_CHECKS, "INA switch", "no veth pair");
+	if (sw_veth()) {
+		for (k = 0; k < INA_CHECKS; k++)
+			tap_skip("no veth pair", "INA switch");
 		return;
 	}
 	node_mac(tor_job.slot, tor_job.self, ina_mac);
@@ -3137,51 +3141,32 @@ static void cov_report(const char *place, const __u64 *c, __u32 skip,
 
 /* ---- main ---------------------------------------------------------------- */
 
-int main(void)
+/* frames for each part, and the seconds each took */
+static __u64 nh, ns, ni;
+static double th, ts, tt;
+
+static void t_host(void)
 {
-	__u64 total = 1500000, nh, ns, ni, hh[RINX_STAT_MAX] = {};
-	__u64 hs[RINX_SW_STAT_MAX] = {}, einval = 0, sum;
-	__u64 hi[RINX_SW_STAT_MAX] = {}, ti[RINX_STAT_MAX] = {}, einval_i = 0;
-	struct fails fh = {}, fs = {}, fi = {};
-	double th = 0, ts = 0, tt = 0;
-	const char *env;
+	__u64 hh[RINX_STAT_MAX] = {}, sum = 0;
+	struct fails fh = {};
 	int k;
 
-	tl_needs_root("BPF_PROG_TEST_RUN");
-	env = getenv("RINX_FUZZ_N");
-	if (env && *env)
-		total = strtoull(env, NULL, 0);
-	env = getenv("RINX_FUZZ_SEED");
-	if (env && *env)
-		seed = strtoull(env, NULL, 0);
-	ncpus = libbpf_num_possible_cpus();
-	if (ncpus <= 0 || ncpus > 256)
-		tap_skip_all("cannot count CPUs");
-	tl_unshare_net();
-	tap_plan(ALL_CHECKS);
-	/* half for the host, the rest for the switches, more for the INA
-	 * one, whose frames reach many more paths (and cost twice as much) */
-	nh = total / 2;
-	ns = total / 5;
-	ni = total - nh - ns;
-	tap_diag("seed 0x%llx (RINX_FUZZ_SEED), %llu frames (RINX_FUZZ_N): "
-		 "%llu for the host, %llu for the switch, %llu for the INA "
-		 "switch", (unsigned long long)seed, (unsigned long long)total,
-		 (unsigned long long)nh, (unsigned long long)ns,
-		 (unsigned long long)ni);
-
 	run_host(nh, &fh, hh, &th);
-	sum = 0;
 	for (k = RINX_STAT_PASS; k < RINX_STAT_MAX; k++) {
 		sum += hh[k];
 		if (hh[k])
 			tap_diag("  host %-15s %9llu", host_stat_name[k],
 				 (unsigned long long)hh[k]);
 	}
-	tap_ok(sum == nh, "host: outcome counters sum to the frames sent "
-	       "(%llu of %llu)", (unsigned long long)sum,
-	       (unsigned long long)nh);
+	ASSERT_EQ(sum, nh, "host: outcome counters sum to the frames sent");
 	cov_report("host", host_cov, COV_TOR_ONLY, nh);
+}
+
+static void t_switch(void)
+{
+	__u64 hs[RINX_SW_STAT_MAX] = {}, einval = 0, sum;
+	struct fails fs = {};
+	int k;
 
 	run_switch(ns, &fs, hs, &einval, &ts);
 	sum = einval;
@@ -3193,9 +3178,15 @@ int main(void)
 	}
 	tap_diag("  switch %-13s %9llu", "EINVAL (<14 B)",
 		 (unsigned long long)einval);
-	tap_ok(sum == ns, "switch: counters + EINVAL sum to the frames sent "
-	       "(%llu of %llu)", (unsigned long long)sum,
-	       (unsigned long long)ns);
+	ASSERT_EQ(sum, ns, "switch: counters + EINVAL sum to the frames sent");
+}
+
+static void t_ina(void)
+{
+	__u64 hi[RINX_SW_STAT_MAX] = {}, ti[RINX_STAT_MAX] = {};
+	__u64 einval_i = 0, sum;
+	struct fails fi = {};
+	int k;
 
 	run_ina(ni, &fi, hi, ti, &einval_i, &tt);
 	sum = einval_i;
@@ -3209,10 +3200,47 @@ int main(void)
 		if (ti[k])
 			tap_diag("  INA aggregator %-15s %9llu",
 				 host_stat_name[k], (unsigned long long)ti[k]);
-	tap_ok(sum == ni, "INA switch: counters + EINVAL sum to the frames "
-	       "sent (%llu of %llu)", (unsigned long long)sum,
-	       (unsigned long long)ni);
+	ASSERT_EQ(sum, ni, "INA switch: counters + EINVAL sum to the frames "
+		  "sent");
 	cov_report("INA switch", tor_cov, COV_HOST_ONLY, ni);
+}
+
+/* each part: its checks, the sum of its counters, its coverage (host and
+ * INA switch) */
+static struct tl_subtest subtests[] = {
+	{ "host", HOST_CHECKS + 2, t_host },
+	{ "switch", SW_CHECKS + 1, t_switch },
+	{ "ina", INA_CHECKS + 2, t_ina },
+};
+
+int main(void)
+{
+	__u64 total = 1500000;
+	const char *env;
+
+	tl_needs_root("BPF_PROG_TEST_RUN");
+	env = getenv("RINX_FUZZ_N");
+	if (env && *env)
+		total = strtoull(env, NULL, 0);
+	env = getenv("RINX_FUZZ_SEED");
+	if (env && *env)
+		seed = strtoull(env, NULL, 0);
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0 || ncpus > 256)
+		tap_skip_all("cannot count CPUs");
+	tl_unshare_net();
+	tl_plan(0, subtests, ARRAY_SIZE(subtests));
+	/* half for the host, the rest for the switches, more for the INA
+	 * one, whose frames reach many more paths (and cost twice as much) */
+	nh = total / 2;
+	ns = total / 5;
+	ni = total - nh - ns;
+	tap_diag("seed 0x%llx (RINX_FUZZ_SEED), %llu frames (RINX_FUZZ_N): "
+		 "%llu for the host, %llu for the switch, %llu for the INA "
+		 "switch", (unsigned long long)seed, (unsigned long long)total,
+		 (unsigned long long)nh, (unsigned long long)ns,
+		 (unsigned long long)ni);
+	tl_run(subtests, ARRAY_SIZE(subtests));
 	tap_diag("total %.1f s", th + ts + tt);
 	return tap_done();
 }

@@ -92,20 +92,6 @@ static float rnd_float(int lo, int hi)
 	return from_bits((uint32_t)(rnd() & 1) << 31 | e << 23 | m);
 }
 
-static void tap_skip(const char *why, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void tap_skip(const char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("ok %d - ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf(" # SKIP %s\n", why);
-	fflush(stdout);
-}
-
 /* ---- the reference, in double ---- */
 
 static void ref_quant(struct rinx_slot *s, const float *x, int count,

@@ -84,6 +84,18 @@ void tap_diag(const char *fmt, ...)
 	fflush(stdout);
 }
 
+void tap_skip(const char *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("ok %d - ", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" # SKIP %s\n", why);
+	fflush(stdout);
+}
+
 void tap_skip_all(const char *fmt, ...)
 {
 	va_list ap;

@@ -59,6 +59,9 @@ void tap_plan(int n);
 /* One check; returns cond. */
 int tap_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A check that cannot run here: passed as skipped, with the reason. */
+void tap_skip(const char *why, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Skips the whole program (exit 4), reason printed. */
 void tap_skip_all(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
