@@ -1720,13 +1720,73 @@ static void topo_tests(int ncpu)
 	topo_ina_tests(ifx, ncpu);
 }
 
+/* what the subtests share: the veth pair, the plain switch, the ToR */
+static struct switch_bpf *skels[2];
+static int if_a, if_b, ncpu;
+
+static void t_cases(void)
+{
+	int i;
+
+	for (i = 0; i < NCASES; i++) {
+		if (cases[i].tor && !skels[1])
+			tap_ok(0, "%s: no ToR", cases[i].desc);
+		else
+			run_case(skels, &cases[i], if_a, if_b, ncpu);
+	}
+}
+
+static void t_ina(void)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ina_cases); i++) {
+		if (!skels[1])
+			tap_ok(0, "%s: no ToR", ina_cases[i].desc);
+		else
+			run_ina_case(skels[1], &ina_cases[i], if_a, ncpu);
+	}
+}
+
+static void t_egress(void)
+{
+	if (skels[1])
+		run_egress(skels[1]);
+	else
+		tap_ok(0, "group egress: no ToR");
+}
+
+static void t_queue(void)
+{
+	queue_tests(skels[0], if_a, if_b, ncpu);
+}
+
+static void t_fault(void)
+{
+	fault_tests(skels[0], if_a, if_b, ncpu);
+}
+
+static void t_topo(void)
+{
+	topo_tests(ncpu);
+}
+
+static struct tl_subtest subtests[] = {
+	{ "cases", NCASES, t_cases },
+	{ "ina", ARRAY_SIZE(ina_cases), t_ina },
+	{ "egress", 1, t_egress },
+	{ "queue", NQ_CASES + 1, t_queue },
+	{ "fault", NFAULT_TESTS, t_fault },
+	{ "topo", 1 + NTOPO_CASES + 2, t_topo },	/* load, cases, INA */
+};
+
 int main(void)
 {
 	char *add[] = { "ip", "link", "add", "va", "type", "veth", "peer",
 			"name", "vb", NULL };
-	struct switch_bpf *skel, *skels[2] = {};
-	int if_a, if_b, ncpu, i, err;
+	struct switch_bpf *skel;
 	__u32 bad = IF_GONE;
+	int err;
 
 	tl_needs_root("BPF_PROG_TEST_RUN, network namespace");
 	tl_unshare_net();
@@ -1746,9 +1806,7 @@ int main(void)
 		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
 		sched_setaffinity(0, sizeof(set), &set);
 	}
-	tap_plan(NCASES + 5 + NQ_CASES + 1 + NFAULT_TESTS +
-		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])) + 1 +
-		 NTOPO_CASES + 2);
+	tl_plan(4, subtests, ARRAY_SIZE(subtests));
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "switch program loads")) {
 		tap_diag("open/load: %s", strerror(errno));
@@ -1768,25 +1826,7 @@ int main(void)
 		tap_diag("%s", strerror(errno));
 	else if (setup_ports(skels[1], if_a, if_b))
 		tap_diag("ToR ports: %s", strerror(errno));
-	for (i = 0; i < NCASES; i++) {
-		if (cases[i].tor && !skels[1])
-			tap_ok(0, "%s: no ToR", cases[i].desc);
-		else
-			run_case(skels, &cases[i], if_a, if_b, ncpu);
-	}
-	for (i = 0; i < (int)(sizeof(ina_cases) / sizeof(ina_cases[0])); i++) {
-		if (!skels[1])
-			tap_ok(0, "%s: no ToR", ina_cases[i].desc);
-		else
-			run_ina_case(skels[1], &ina_cases[i], if_a, ncpu);
-	}
-	if (skels[1])
-		run_egress(skels[1]);
-	else
-		tap_ok(0, "group egress: no ToR");
-	queue_tests(skel, if_a, if_b, ncpu);
-	fault_tests(skel, if_a, if_b, ncpu);
-	topo_tests(ncpu);
+	tl_run(subtests, ARRAY_SIZE(subtests));
 	switch_bpf__destroy(skels[1]);
 	switch_bpf__destroy(skel);
 	return tap_done();
