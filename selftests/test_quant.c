@@ -26,6 +26,9 @@
  * dequantize for each path and for the scalar code the paths replaced, in
  * thread CPU time, over RINX_QUANT_MIB MiB of floats (default 16) and over
  * an L1-sized window. RINX_QUANT_SEED: the seed (printed).
+ *
+ * selftests: serial (the speed table is worth reading only on a machine
+ * this program has to itself: run.sh -j runs it alone)
  */
 #include <errno.h>
 #include <fenv.h>
