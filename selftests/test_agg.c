@@ -1048,20 +1048,16 @@ int check(const char *todo, int cond, const char *fmt, ...)
 static int run_once(int prog, __u8 *in, __u8 *out, __u32 *retval,
 		    __u32 *size_out, __u32 *duration)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct tl_run r;
+	int err = tl_xdp_run(prog, in, FLEN, 0, out, FLEN + 256, &r);
 
-	o.data_in = in;
-	o.data_size_in = FLEN;
-	o.data_out = out;
-	o.data_size_out = FLEN + 256;
-	o.repeat = 1;
-	if (bpf_prog_test_run_opts(prog, &o))
-		return -errno;
-	*retval = o.retval;
+	if (err)
+		return err;
+	*retval = r.ret;
 	if (size_out)
-		*size_out = o.data_size_out;
+		*size_out = r.len;
 	if (duration)
-		*duration = o.duration;
+		*duration = r.duration;
 	return 0;
 }
 

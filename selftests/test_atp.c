@@ -282,21 +282,13 @@ static void share(__u8 *f, int w, __u32 epoch, __u32 b, __u8 flags)
 static int run(const struct prog *p, __u8 *in, __u8 *out, __u32 *outlen,
 	       __u32 *ret)
 {
-	struct xdp_md ctx = { .data_end = FLEN, .ingress_ifindex = 1 };
+	struct tl_run r;
+	int err = tl_xdp_run(p->prog, in, FLEN, 1, out, FLEN + 64, &r);
 
-	LIBBPF_OPTS(bpf_test_run_opts, o);
-
-	o.data_in = in;
-	o.data_size_in = FLEN;
-	o.data_out = out;
-	o.data_size_out = FLEN + 64;
-	o.ctx_in = &ctx;
-	o.ctx_size_in = sizeof(ctx);
-	o.repeat = 1;
-	if (bpf_prog_test_run_opts(p->prog, &o))
-		return -errno;
-	*outlen = o.data_size_out;
-	*ret = o.retval;
+	if (err)
+		return err;
+	*outlen = r.len;
+	*ret = r.ret;
 	return 0;
 }
 

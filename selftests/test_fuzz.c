@@ -1967,8 +1967,8 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 
 	t0 = now();
 	for (i = 0; i < nframes; i++) {
-		LIBBPF_OPTS(bpf_test_run_opts, o);
 		int len, outcome = -1, moved = 0, rx, ce, reset;
+		struct tl_run r;
 		struct pred p;
 		__u8 tos;
 
@@ -1979,14 +1979,9 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			     -errno);
 		len = gen_host(in);
 		p = host_model(in, len);
-		o.data_in = in;
-		o.data_size_in = len;
-		o.data_out = out;
-		o.data_size_out = sizeof(out);
-		o.repeat = 1;
-		err = bpf_prog_test_run_opts(e.prog, &o);
+		err = tl_xdp_run(e.prog, in, len, 0, out, sizeof(out), &r);
 		if (err) {
-			fail(&f[0], F_RUN, "host", i, in, "error %d", -errno);
+			fail(&f[0], F_RUN, "host", i, in, "error %d", err);
 			continue;
 		}
 		if (tl_percpu_sum(e.stats, RINX_STAT_MAX, c1)) {
@@ -2017,18 +2012,18 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			fail(&f[0], F_COUNTERS, "host", i, in,
 			     "%d outcome counters moved, RX +%d, ECN_CE +%d, "
 			     "AGG_RESET +%d, action %s", moved, rx, ce, reset,
-			     act_name(o.retval));
+			     act_name(r.ret));
 			hexdump(in, len);
 			continue;
 		}
 		hist[outcome]++;
-		if (o.retval == XDP_ABORTED)
+		if (r.ret == XDP_ABORTED)
 			fail(&f[0], F_ABORTED, "host", i, in, "%s",
 			     host_stat_name[outcome]);
-		if ((int)o.retval != (outcome == p.stat && p.want ? p.act :
+		if ((int)r.ret != (outcome == p.stat && p.want ? p.act :
 				      stat_action(outcome))) {
 			fail(&f[0], F_ACTION, "host", i, in,
-			     "action %s, counter %s", act_name(o.retval),
+			     "action %s, counter %s", act_name(r.ret),
 			     host_stat_name[outcome]);
 			hexdump(in, len);
 		}
@@ -2044,24 +2039,24 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			}
 		} else if (p.want) {
 			/* the aggregator's frames are known to the byte */
-			if (o.data_size_out != (__u32)len ||
+			if (r.len != (__u32)len ||
 			    memcmp(out, wantf, len)) {
 				fail(&f[0], F_FRAME, "host", i, in,
 				     "%s frame differs from the model's at "
-				     "byte %d", act_name(o.retval),
+				     "byte %d", act_name(r.ret),
 				     first_diff(out, wantf, len));
 				hexdump(in, len);
 			}
-		} else if (o.retval != XDP_TX) {
-			if (o.data_size_out != (__u32)len ||
+		} else if (r.ret != XDP_TX) {
+			if (r.len != (__u32)len ||
 			    memcmp(out, in, len))
 				fail(&f[0], F_FRAME, "host", i, in,
-				     "%s frame modified", act_name(o.retval));
-		} else if (o.data_size_out != (__u32)len ||
+				     "%s frame modified", act_name(r.ret));
+		} else if (r.len != (__u32)len ||
 			   csum16(out + OFF_IP, 20) != 0) {
 			fail(&f[0], F_FRAME, "host", i, in,
 			     "TX frame: %u bytes, IP checksum %s",
-			     o.data_size_out,
+			     r.len,
 			     csum16(out + OFF_IP, 20) ? "bad" : "ok");
 		}
 		if (outcome == p.stat && p.store) {
@@ -2070,7 +2065,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			 * model has it) or, at the end of the path, the one
 			 * that came in */
 			const __u8 *src = p.want ? wantf :
-					  o.retval == XDP_TX ? out : in;
+					  r.ret == XDP_TX ? out : in;
 			struct rinx_slot *w = &e.shadow[p.idx];
 
 			w->epoch = p.epoch;
@@ -2388,24 +2383,13 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	memcpy(cs, c0, sizeof(cs));
 	t0 = now();
 	for (i = 0; i < nframes; i++) {
-		LIBBPF_OPTS(bpf_test_run_opts, o);
-		struct xdp_md ctx = {};
+		struct tl_run r;
 		int len, outcome = -1, moved = 0, want;
 		__u32 ingress;
 
 		frame_seed(1, i);
 		len = gen_switch(in, &ingress);
-		ctx.data_end = len;
-		ctx.ingress_ifindex = ingress;
-		o.data_in = in;
-		o.data_size_in = len;
-		o.data_out = out;
-		o.data_size_out = sizeof(out);
-		o.ctx_in = &ctx;
-		o.ctx_size_in = sizeof(ctx);
-		o.repeat = 1;
-		err = bpf_prog_test_run_opts(prog, &o);
-		err = err ? -errno : 0;
+		err = tl_xdp_run(prog, in, len, ingress, out, sizeof(out), &r);
 		if (len < ETH_HLEN) {
 			if (err == -EINVAL)
 				(*einval)++;
@@ -2435,7 +2419,7 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 		if (moved != 1) {
 			fail(f, F_COUNTERS, "switch", i, in,
 			     "%d counters moved, action %s", moved,
-			     act_name(o.retval));
+			     act_name(r.ret));
 			hexdump(in, len);
 			continue;
 		}
@@ -2443,12 +2427,12 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 		want = outcome == RINX_SW_FWD || outcome == RINX_SW_FLOOD ||
 		       outcome == RINX_SW_HAIRPIN_SELF ? XDP_REDIRECT :
 							 XDP_DROP;
-		if (o.retval == XDP_ABORTED)
+		if (r.ret == XDP_ABORTED)
 			fail(f, F_ABORTED, "switch", i, in, "%s",
 			     sw_stat_name[outcome]);
-		if ((int)o.retval != want)
+		if ((int)r.ret != want)
 			fail(f, F_ACTION, "switch", i, in,
-			     "action %s, counter %s", act_name(o.retval),
+			     "action %s, counter %s", act_name(r.ret),
 			     sw_stat_name[outcome]);
 		want = sw_model(in, ingress);
 		if (outcome != want) {
@@ -2458,7 +2442,7 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 			     ingress);
 			hexdump(in, len < 64 ? len : 64);
 		}
-		if (o.data_size_out != (__u32)len || memcmp(out, in, len))
+		if (r.len != (__u32)len || memcmp(out, in, len))
 			fail(f, F_FRAME, "switch", i, in, "frame modified");
 	}
 	*secs = now() - t0;
@@ -2946,8 +2930,7 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	cov = tor_cov;
 	t0 = now();
 	for (i = 0; i < nframes; i++) {
-		LIBBPF_OPTS(bpf_test_run_opts, o);
-		struct xdp_md ctx = {};
+		struct tl_run r;
 		int len, outcome = -1, moved = 0, toutc = -1, tmoved = 0;
 		int rx, reset, want, ta;
 		__u32 ingress;
@@ -2957,17 +2940,7 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 		if (slot_maint(aggs, tor_slots, &tor_job, NULL) < 0)
 			fail(f, F_RUN, "ina", i, in, "slot write %d", -errno);
 		len = gen_ina(in, &ingress);
-		ctx.data_end = len;
-		ctx.ingress_ifindex = ingress;
-		o.data_in = in;
-		o.data_size_in = len;
-		o.data_out = out;
-		o.data_size_out = sizeof(out);
-		o.ctx_in = &ctx;
-		o.ctx_size_in = sizeof(ctx);
-		o.repeat = 1;
-		err = bpf_prog_test_run_opts(prog, &o);
-		err = err ? -errno : 0;
+		err = tl_xdp_run(prog, in, len, ingress, out, sizeof(out), &r);
 		if (len < ETH_HLEN) {
 			if (err == -EINVAL)
 				(*einval)++;
@@ -3013,7 +2986,7 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 			fail(f, F_COUNTERS, "ina", i, in,
 			     "%d switch and %d aggregator counters moved, RX "
 			     "+%d, AGG_RESET +%d, action %s", moved, tmoved,
-			     rx, reset, act_name(o.retval));
+			     rx, reset, act_name(r.ret));
 			hexdump(in, len);
 			continue;
 		}
@@ -3027,13 +3000,13 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 		       outcome == RINX_SW_HAIRPIN_SELF ||
 		       outcome == RINX_SW_INA_GROUP ? XDP_REDIRECT :
 		       outcome == RINX_SW_INA_ABORTED ? XDP_ABORTED : XDP_DROP;
-		if (o.retval == XDP_ABORTED)
+		if (r.ret == XDP_ABORTED)
 			fail(f, F_ABORTED, "ina", i, in, "%s / %s",
 			     sw_stat_name[outcome],
 			     p.mine ? host_stat_name[toutc] : "-");
-		if ((int)o.retval != want)
+		if ((int)r.ret != want)
 			fail(f, F_ACTION, "ina", i, in,
-			     "action %s, counter %s", act_name(o.retval),
+			     "action %s, counter %s", act_name(r.ret),
 			     sw_stat_name[outcome]);
 		want = ina_sw_model(&p, in, ingress);
 		ta = p.mine && toutc != p.stat;
@@ -3045,11 +3018,11 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 			     sw_stat_name[want],
 			     p.mine ? host_stat_name[p.stat] : "-", ingress);
 			hexdump(in, len < 128 ? len : 128);
-		} else if (o.data_size_out != (__u32)len ||
+		} else if (r.len != (__u32)len ||
 			   memcmp(out, wantf, len)) {
 			fail(f, F_FRAME, "ina", i, in,
 			     "%s frame differs from the model's at byte %d",
-			     act_name(o.retval), first_diff(out, wantf, len));
+			     act_name(r.ret), first_diff(out, wantf, len));
 			hexdump(in, len < 128 ? len : 128);
 		}
 		if (p.aidx >= 0 &&

@@ -316,17 +316,13 @@ static __u8 in[RINX_FRAME_MAX], out[RINX_FRAME_MAX + 256];
 
 static int run(__u32 *ret)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct tl_run r;
+	int err = tl_xdp_run(prog_fd, in, flen, 0, out, sizeof(out), &r);
 
-	o.data_in = in;
-	o.data_size_in = flen;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.repeat = 1;
-	if (bpf_prog_test_run_opts(prog_fd, &o))
-		return -errno;
-	*ret = o.retval;
-	return o.data_size_out == (__u32)flen ? 0 : -EMSGSIZE;
+	if (err)
+		return err;
+	*ret = r.ret;
+	return r.len == (__u32)flen ? 0 : -EMSGSIZE;
 }
 
 static __s16 out_exp(void)

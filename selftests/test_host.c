@@ -1183,21 +1183,17 @@ static void run_case(int ci)
  * counter deltas in d. */
 static int run_frame(const __u8 *f, int len, __u64 *d)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o);
 	__u64 a[RINX_STAT_MAX], b[RINX_STAT_MAX];
+	struct tl_run r;
 	int k;
 
-	o.data_in = f;
-	o.data_size_in = len;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.repeat = 1;
-	if (read_stats(a) || bpf_prog_test_run_opts(prog_fd, &o) ||
+	if (read_stats(a) ||
+	    tl_xdp_run(prog_fd, f, len, 0, out, sizeof(out), &r) ||
 	    read_stats(b))
 		return -1;
 	for (k = 0; k < RINX_STAT_MAX; k++)
 		d[k] = b[k] - a[k];
-	return (int)o.retval;
+	return (int)r.ret;
 }
 
 /* Frame f as an RNACK from node `who` of job j (epoch + de). */

@@ -440,27 +440,17 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 {
 	__u8 in[RINX_FRAME_MAX], out[RINX_FRAME_MAX + 64];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
-	struct xdp_md ctx = {};
-	int len, i, moved = 1, dst_ok = 1;
+	int len, i, moved = 1, dst_ok = 1, err;
 	int sfd = bpf_map__fd(skel->maps.sw_stats);
-
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct tl_run r;
 
 	len = contrib(in, c->job, c->token);
-	ctx.data_end = len;
-	ctx.ingress_ifindex = if_a;
-	o.data_in = in;
-	o.data_size_in = len;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.ctx_in = &ctx;
-	o.ctx_size_in = sizeof(ctx);
-	o.repeat = 1;
-	if (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before) ||
-	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
-				   &o) ||
-	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after))
-		return tap_ok(0, "%s: test run: %s", c->desc, strerror(errno));
+	err = tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before);
+	err = err ?: tl_xdp_run(bpf_program__fd(skel->progs.rinx_switch), in,
+				len, if_a, out, sizeof(out), &r);
+	err = err ?: tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after);
+	if (err)
+		return tap_ok(0, "%s: test run: %s", c->desc, strerror(-err));
 	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
 		if (after[i] != before[i] + (i == c->stat)) {
 			tap_diag("%s: counter %d: %llu, want %llu", c->desc, i,
@@ -470,10 +460,10 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 			moved = 0;
 		}
 	}
-	if (o.retval != (__u32)c->verdict)
-		tap_diag("%s: verdict %u, want %d", c->desc, o.retval,
+	if (r.ret != (__u32)c->verdict)
+		tap_diag("%s: verdict %u, want %d", c->desc, r.ret,
 			 c->verdict);
-	if (c->dst && (o.data_size_out < 14 || memcmp(out, c->dst, 6) ||
+	if (c->dst && (r.len < 14 || memcmp(out, c->dst, 6) ||
 		       memcmp(out + 6, M_AGG, 6))) {
 		tap_diag("%s: output %02x:%02x:%02x:%02x:%02x:%02x from "
 			 "%02x:%02x:%02x:%02x:%02x:%02x", c->desc, out[0],
@@ -481,7 +471,7 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 			 out[7], out[8], out[9], out[10], out[11]);
 		dst_ok = 0;
 	}
-	return tap_ok(o.retval == (__u32)c->verdict && moved && dst_ok,
+	return tap_ok(r.ret == (__u32)c->verdict && moved && dst_ok,
 		      "%s", c->desc);
 }
 
@@ -820,13 +810,11 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
 	__u64 d[RINX_SW_STAT_MAX] = {}, want[RINX_SW_STAT_MAX] = {};
 	int fd = bpf_map__fd(skel->maps.links), sfd, i, err, ok = 1;
-	struct xdp_md ctx = { .data_end = Q_LEN, .ingress_ifindex = if_b };
 	__u8 in[Q_LEN], out[Q_LEN + 64];
 	struct rinx_sw_link v = {}, w;
 	__u32 port = if_a;
 	__u64 exp_after;
-
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct tl_run r;
 
 	v.set.rate_mbit = c->rate;
 	v.set.buffer = c->buffer;
@@ -838,19 +826,12 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 					  mono_ns() - 20000000ULL;
 	v.peak = 7;	/* below any backlog here: must rise to it */
 	q_frame(in, c->frame);
-	o.data_in = in;
-	o.data_size_in = Q_LEN;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.ctx_in = &ctx;
-	o.ctx_size_in = sizeof(ctx);
-	o.repeat = 1;
 	sfd = bpf_map__fd(skel->maps.sw_stats);
 	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
 	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before))
 		return tap_ok(0, "%s: set up: %s", c->desc, strerror(errno));
-	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
-				     &o);
+	err = tl_xdp_run(bpf_program__fd(skel->progs.rinx_switch), in, Q_LEN,
+			 if_b, out, sizeof(out), &r);
 	if (err || tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after) ||
 	    bpf_map_lookup_elem(fd, &port, &w))
 		return tap_ok(0, "%s: run: %s", c->desc,
@@ -872,8 +853,8 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 			ok = 0;
 		}
 	}
-	if (o.retval != (__u32)c->verdict) {
-		tap_diag("%s: verdict %u, want %d", c->desc, o.retval,
+	if (r.ret != (__u32)c->verdict) {
+		tap_diag("%s: verdict %u, want %d", c->desc, r.ret,
 			 c->verdict);
 		ok = 0;
 	}
@@ -925,13 +906,13 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 		memcpy(want_out, in, Q_LEN);
 		if (c->marked)
 			want_out[15] |= 3;
-		if (o.data_size_out != Q_LEN ||
+		if (r.len != Q_LEN ||
 		    memcmp(out, want_out, 24) ||
 		    memcmp(out + 26, want_out + 26, Q_LEN - 26) ||
 		    (!c->marked && memcmp(out + 24, in + 24, 2)) ||
 		    (c->frame != F_ARP && ip_sum(out + 14) != 0xffff)) {
 			tap_diag("%s: frame out: %u B, tos %02x, header sum "
-				 "%04x", c->desc, o.data_size_out, out[15],
+				 "%04x", c->desc, r.len, out[15],
 				 ip_sum(out + 14));
 			ok = 0;
 		}

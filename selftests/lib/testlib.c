@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <netinet/in.h>
 #include <bpf/bpf.h>
@@ -364,6 +365,34 @@ out:
 	free(keys);
 	free(vals);
 	return err;
+}
+
+/* ---- test runs --------------------------------------------------------- */
+
+int tl_xdp_run(int prog, const void *in, __u32 len, __u32 ingress, void *out,
+	       __u32 out_size, struct tl_run *r)
+{
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = ingress };
+
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = in,
+		.data_size_in = len,
+		.data_out = out,
+		.data_size_out = out ? out_size : 0,
+		.repeat = 1,
+	);
+
+	/* with no context the kernel takes the loopback device as ingress */
+	if (ingress) {
+		o.ctx_in = &ctx;
+		o.ctx_size_in = sizeof(ctx);
+	}
+	if (bpf_prog_test_run_opts(prog, &o))
+		return -errno;
+	r->ret = o.retval;
+	r->len = o.data_size_out;
+	r->duration = o.duration;
+	return 0;
 }
 
 /* ---- frames ------------------------------------------------------------ */

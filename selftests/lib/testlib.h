@@ -141,6 +141,20 @@ static inline __u64 tl_mac_key(const __u8 mac[6])
  * k < n; 0 or -errno. */
 int tl_percpu_sum(int fd, __u32 n, __u64 *out);
 
+/* ---- test runs --------------------------------------------------------- */
+
+struct tl_run {
+	__u32 ret;		/* the XDP action */
+	__u32 len;		/* the output frame's length */
+	__u32 duration;		/* ns of the run, as the kernel measured */
+};
+
+/* One BPF_PROG_TEST_RUN of XDP program prog on len bytes of in, arriving
+ * on ifindex ingress (0: none said), its output into out (out_size bytes;
+ * out NULL: not wanted). 0 or -errno. */
+int tl_xdp_run(int prog, const void *in, __u32 len, __u32 ingress, void *out,
+	       __u32 out_size, struct tl_run *r);
+
 /* ---- frames ------------------------------------------------------------ */
 
 #define TF_OFF_IP	14
