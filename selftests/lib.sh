@@ -195,12 +195,13 @@ verified_sizes() {
 
 # sub_selected NAME: whether subtest NAME of this script is selected
 sub_selected() {
-	local pat p s prog
+	local pat pats p s prog
 
 	[ -z "${RINX_TEST_SELECT:-}" ] && return 0
 	prog=$(basename "$0" .sh)
 	prog=${prog#test_}
-	for pat in ${RINX_TEST_SELECT//,/ }; do
+	IFS=, read -ra pats <<<"$RINX_TEST_SELECT"	# no pathname expansion
+	for pat in "${pats[@]}"; do
 		p=${pat%%/*}
 		# shellcheck disable=SC2053	# globs on purpose
 		[[ $prog == $p ]] || continue

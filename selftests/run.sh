@@ -85,11 +85,12 @@ short() {
 
 # selected NAME: whether -t names program NAME (all are without -t)
 selected() {
-	local pat s
+	local pat pats s
 
 	[ -z "$select" ] && return 0
 	s=$(short "$1")
-	for pat in ${select//,/ }; do
+	IFS=, read -ra pats <<<"$select"	# no pathname expansion
+	for pat in "${pats[@]}"; do
 		# shellcheck disable=SC2053	# a glob on purpose
 		[[ $s == ${pat%%/*} ]] && return 0
 	done
@@ -192,12 +193,13 @@ run_one() {
 # sub_without_table T: the SUB of a -t PROG/SUB naming shell program T when
 # T declares no subtests (C programs say it themselves)
 sub_without_table() {
-	local pat s
+	local pat pats s
 
 	case $1 in *.sh) ;; *) return ;; esac
 	grep -q '^[[:space:]]*subtests ' "$1" && return
 	s=$(short "$(basename "$1")")
-	for pat in ${select//,/ }; do
+	IFS=, read -ra pats <<<"$select"	# no pathname expansion
+	for pat in "${pats[@]}"; do
 		[[ $pat == */* ]] || continue
 		# shellcheck disable=SC2053	# a glob on purpose
 		[[ $s == ${pat%%/*} ]] && { echo "${pat#*/}"; return; }
