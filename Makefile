@@ -66,6 +66,11 @@ TOOL_OBJ	:= $(patsubst tools/%.c,$(OUT)/tools/%.o,$(TOOL_SRC))
 TOOL_H		:= $(wildcard tools/*.h tools/testbed/*.h)
 TEST_SRC	:= $(wildcard selftests/*.c)
 TEST_BIN	:= $(patsubst selftests/%.c,$(OUT)/selftests/%,$(TEST_SRC))
+# the tests' library (selftests/lib/testlib.h), built once for all of them
+TEST_H		:= $(wildcard selftests/*.h selftests/lib/*.h)
+TEST_LIB_SRC	:= $(wildcard selftests/lib/*.c)
+TEST_LIB_OBJ	:= $(patsubst selftests/lib/%.c,$(OUT)/selftests/lib/%.o,$(TEST_LIB_SRC))
+TEST_LIB	:= $(OUT)/selftests/libtest.a
 
 PY_SRC		:= $(wildcard user/python/rinx/*.py)
 PY_PKG		:= $(patsubst user/python/%,$(OUT)/python/%,$(PY_SRC)) \
@@ -138,10 +143,19 @@ $(RINXCTL): $(TOOL_OBJ) $(TB_A) $(LIB_A)
 
 $(TB_TESTS): $(TB_A)
 $(TB_TESTS): TEST_LINK := $(TB_A)
-$(OUT)/selftests/%: selftests/%.c $(wildcard selftests/*.h) $(UAPI_H) $(USER_H) $(TOOL_H) $(SKELS) $(LIB_A) Makefile
+$(OUT)/selftests/lib/%.o: selftests/lib/%.c $(TEST_H) $(UAPI_H) $(USER_H) $(SKELS) Makefile
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(TEST_LINK) $(LIB_A) $(LIBS)
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(TEST_LIB): $(TEST_LIB_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/selftests/%: selftests/%.c $(TEST_H) $(UAPI_H) $(USER_H) $(TOOL_H) $(SKELS) $(TEST_LIB) $(LIB_A) Makefile
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(TEST_LIB) $(TEST_LINK) $(LIB_A) $(LIBS)
 
 $(OUT)/rinxctl.8: $(RINXCTL) tools/mkman.sh
 	$(call msg,MAN,$@)

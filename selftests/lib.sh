@@ -150,6 +150,7 @@ testbed_up() {
 testbed_down_end() {
 	local rc
 
+	subtests_done
 	"$rinxctl" testbed down "$P" 2>&1 | diag
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 0 ] && [ -z "$(ours)" ] && [ ! -e "$spec" ]
@@ -178,4 +179,87 @@ verified_sizes() {
 		fi
 	done
 	return $bad
+}
+
+# ---- named subtests (selftests/run.sh -t PROG/SUB) ----
+#
+#	subtests 1 "setup:2" "ring:$nring"	the plan: 1 check outside any
+#						subtest, 2 in setup, ...
+#	ok ...					(the check outside)
+#	if subtest setup; then ...; fi		runs when selected
+#	subtests_done				closes the last one
+#
+# A subtest declares its checks up front (counted from its cases); one that
+# runs another number fails. PROG is the script's name without test_ and
+# .sh; SUB a glob or a prefix; RINX_TEST_SELECT holds the selection.
+
+# sub_selected NAME: whether subtest NAME of this script is selected
+sub_selected() {
+	local pat pats p s prog
+
+	[ -z "${RINX_TEST_SELECT:-}" ] && return 0
+	prog=$(basename "$0" .sh)
+	prog=${prog#test_}
+	IFS=, read -ra pats <<<"$RINX_TEST_SELECT"	# no pathname expansion
+	for pat in "${pats[@]}"; do
+		p=${pat%%/*}
+		# shellcheck disable=SC2053	# globs on purpose
+		[[ $prog == $p ]] || continue
+		[[ $pat == */* ]] || return 0
+		s=${pat#*/}
+		[[ $1 == $s || $1 == "$s"* ]] && return 0
+	done
+	return 1
+}
+
+# subtests FIXED NAME:CHECKS...: declares the subtests, prints the plan of
+# the selected ones (exit 4 when none is)
+subtests() {
+	local fixed=$1 d total nsel=0
+
+	shift
+	sub_decl=("$@")
+	total=$fixed
+	for d in "$@"; do
+		sub_selected "${d%%:*}" || continue
+		total=$((total + ${d#*:}))
+		nsel=$((nsel + 1))
+	done
+	if [ $nsel -eq 0 ]; then
+		echo "1..0 # SKIP no subtest of $(basename "$0") matches" \
+		     "'${RINX_TEST_SELECT:-}'"
+		exit 4
+	fi
+	sub_cur=""
+	plan "$total"
+}
+
+# subtests_done: closes the running subtest (its checks against its count)
+subtests_done() {
+	local d want=-1 ran
+
+	[ -n "${sub_cur:-}" ] || return 0
+	for d in "${sub_decl[@]}"; do
+		[ "${d%%:*}" = "$sub_cur" ] && want=${d#*:}
+	done
+	ran=$((n - sub_n0))
+	if [ "$ran" -ne "$want" ]; then
+		echo "# subtest $sub_cur: FAIL (planned $want checks, ran $ran)"
+		fail=$((fail + 1))
+	elif [ "$fail" -ne "$sub_f0" ]; then
+		echo "# subtest $sub_cur: FAIL ($((fail - sub_f0)) of $ran" \
+		     "checks failed)"
+	else
+		echo "# subtest $sub_cur: ok ($ran checks)"
+	fi
+	sub_cur=""
+}
+
+# subtest NAME: closes the previous subtest; true when NAME is selected
+subtest() {
+	subtests_done
+	sub_selected "$1" || return 1
+	sub_cur=$1 sub_n0=$n sub_f0=$fail
+	echo "# subtest $(basename "$0" .sh | sed 's/^test_//')/$1"
+	return 0
 }

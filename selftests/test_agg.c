@@ -72,8 +72,7 @@
 #include "user/plan/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		12
 #define PORT		47321
@@ -166,27 +165,6 @@ static void make_spec(struct rinx_spec *s, int ina)
 
 /* ---- counters ------------------------------------------------------------ */
 
-static int read_percpu(int fd, int n, __u64 *out)
-{
-	__u64 *pc = calloc(ncpus, sizeof(*pc));
-	__u32 k;
-	int i;
-
-	if (!pc)
-		return -ENOMEM;
-	for (k = 0; k < (__u32)n; k++) {
-		if (bpf_map_lookup_elem(fd, &k, pc)) {
-			free(pc);
-			return -errno;
-		}
-		out[k] = 0;
-		for (i = 0; i < ncpus; i++)
-			out[k] += pc[i];
-	}
-	free(pc);
-	return 0;
-}
-
 struct counters {
 	__u64 st[RINX_STAT_MAX];
 	__u64 sw[RINX_SW_STAT_MAX];
@@ -194,11 +172,11 @@ struct counters {
 
 static int read_counters(const struct place *p, struct counters *c)
 {
-	int err = read_percpu(p->stats, RINX_STAT_MAX, c->st);
+	int err = tl_percpu_sum(p->stats, RINX_STAT_MAX, c->st);
 
 	memset(c->sw, 0, sizeof(c->sw));
 	if (!err && p->sw)
-		err = read_percpu(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
+		err = tl_percpu_sum(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
 	return err;
 }
 
@@ -322,15 +300,9 @@ static int open_place(struct place *p, bool sw)
 		return err;
 	node_addr(p->self, p->self_mac, &(__be32){ 0 });
 	if (!sw) {
-		p->hs = host_bpf__open();
-		if (!p->hs)
-			return -errno;
-		p->hs->rodata->rinx_port_be = htons(PORT);
-		p->hs->rodata->rinx_window = WINDOW;
-		err = bpf_map__set_max_entries(p->hs->maps.share, NENT);
-		err = err ?: bpf_map__set_max_entries(p->hs->maps.result, NENT);
-		err = err ?: bpf_map__set_max_entries(p->hs->maps.aggs, NENT);
-		err = err ?: host_bpf__load(p->hs);
+		p->hs = tl_host_load(&(struct tl_host_opts){
+			.port = PORT, .window = WINDOW, .nshare = NENT,
+			.naggs = NENT }, &err);
 		if (err)
 			return err;
 		p->prog = bpf_program__fd(p->hs->progs.rinx_host);
@@ -350,15 +322,9 @@ static int open_place(struct place *p, bool sw)
 		__u32 lo = 1, port[2] = { 1, 0 };	/* ifindex, no prog */
 		unsigned int id;
 
-		p->ss = switch_bpf__open();
-		if (!p->ss)
-			return -errno;
-		memcpy((void *)p->ss->rodata->ina_mac, p->self_mac, 6);
-		p->ss->rodata->ina_port_be = htons(PORT);
-		p->ss->rodata->ina_window = WINDOW;
-		p->ss->rodata->sw_rack = RACK_INA;
-		err = bpf_map__set_max_entries(p->ss->maps.aggs, NENT);
-		err = err ?: switch_bpf__load(p->ss);
+		p->ss = tl_switch_load(&(struct tl_switch_opts){
+			.ina_mac = p->self_mac, .port = PORT, .window = WINDOW,
+			.rack = RACK_INA, .naggs = NENT }, &err);
 		if (err)
 			return err;
 		p->prog = bpf_program__fd(p->ss->progs.rinx_switch);
@@ -1082,20 +1048,16 @@ int check(const char *todo, int cond, const char *fmt, ...)
 static int run_once(int prog, __u8 *in, __u8 *out, __u32 *retval,
 		    __u32 *size_out, __u32 *duration)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct tl_run r;
+	int err = tl_xdp_run(prog, in, FLEN, 0, out, FLEN + 256, &r);
 
-	o.data_in = in;
-	o.data_size_in = FLEN;
-	o.data_out = out;
-	o.data_size_out = FLEN + 256;
-	o.repeat = 1;
-	if (bpf_prog_test_run_opts(prog, &o))
-		return -errno;
-	*retval = o.retval;
+	if (err)
+		return err;
+	*retval = r.ret;
 	if (size_out)
-		*size_out = o.data_size_out;
+		*size_out = r.len;
 	if (duration)
-		*duration = o.duration;
+		*duration = r.duration;
 	return 0;
 }
 
@@ -2287,10 +2249,7 @@ int main(void)
 	int i, ci, efd;
 	__u32 base;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
+	tl_needs_root("BPF_PROG_TEST_RUN");
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0)
 		tap_skip_all("cannot count CPUs");

@@ -34,7 +34,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxE$$			# unique: runs can overlap; + one letter per case
+P=${RINX_TEST_NS:-}rxE$$			# unique: runs can overlap; + one letter per case
 TIMEOUT_MS=20000	# per allreduce: a lost frame ends in bounded time
 BENCH_LIMIT=420		# seconds for one bench run, whatever happens
 SMALL=4,28,3072,3076,1048576

@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "user/ctl.h"
 #include "user/librinx.h"
 #include "tools/testbed/testbed.h"
@@ -1103,10 +1103,9 @@ int main(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (geteuid())
-		tap_skip_all("needs root (namespaces, XDP)");
+	tl_needs_root("namespaces, XDP");
 	parent_pid = getpid();
-	snprintf(prefix, sizeof(prefix), "rxA%d", (int)getpid());
+	tl_ns_prefix(prefix, sizeof(prefix), "rxA");
 	srand(getpid() ^ time(NULL));
 	/* job_base % 4 == 1; scenario i uses job_base + 4 i (slot 1), + 1
 	 * (slot 2), + 2 (slot 3), + 3 (slot 0) */

@@ -45,8 +45,7 @@
 #include "user/plan/plan.h"
 #include "host.skel.h"
 #include "switch.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		16
 #define POOL		4
@@ -118,22 +117,6 @@ static void make_spec(void)
 
 /* ---- counters ------------------------------------------------------------ */
 
-static int read_percpu(int fd, int n, __u64 *out)
-{
-	__u64 pc[ncpus];
-	__u32 k;
-	int i;
-
-	for (k = 0; k < (__u32)n; k++) {
-		if (bpf_map_lookup_elem(fd, &k, pc))
-			return -errno;
-		out[k] = 0;
-		for (i = 0; i < ncpus; i++)
-			out[k] += pc[i];
-	}
-	return 0;
-}
-
 struct counters {
 	__u64 st[RINX_STAT_MAX];
 	__u64 sw[RINX_SW_STAT_MAX];
@@ -141,11 +124,11 @@ struct counters {
 
 static int read_counters(const struct prog *p, struct counters *c)
 {
-	int err = read_percpu(p->stats, RINX_STAT_MAX, c->st);
+	int err = tl_percpu_sum(p->stats, RINX_STAT_MAX, c->st);
 
 	memset(c->sw, 0, sizeof(c->sw));
 	if (!err && p->sw_stats >= 0)
-		err = read_percpu(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
+		err = tl_percpu_sum(p->sw_stats, RINX_SW_STAT_MAX, c->sw);
 	return err;
 }
 
@@ -203,15 +186,9 @@ static int open_all(void)
 	int err, id;
 
 	node_addr(TOR, mac, &ip);
-	ss = switch_bpf__open();
-	if (!ss)
-		return -errno;
-	memcpy((void *)ss->rodata->ina_mac, mac, 6);
-	ss->rodata->ina_port_be = htons(PORT);
-	ss->rodata->ina_window = WINDOW;
-	ss->rodata->sw_rack = RACK_INA;
-	err = bpf_map__set_max_entries(ss->maps.aggs, NENT);
-	err = err ?: switch_bpf__load(ss);
+	ss = tl_switch_load(&(struct tl_switch_opts){
+		.ina_mac = mac, .port = PORT, .window = WINDOW,
+		.rack = RACK_INA, .naggs = NENT }, &err);
 	if (err)
 		return err;
 	tor.prog = bpf_program__fd(ss->progs.rinx_switch);
@@ -236,15 +213,9 @@ static int open_all(void)
 	if (err)
 		return -errno;
 
-	hs = host_bpf__open();
-	if (!hs)
-		return -errno;
-	hs->rodata->rinx_port_be = htons(PORT);
-	hs->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(hs->maps.share, NENT);
-	err = err ?: bpf_map__set_max_entries(hs->maps.result, NENT);
-	err = err ?: bpf_map__set_max_entries(hs->maps.aggs, NENT);
-	err = err ?: host_bpf__load(hs);
+	hs = tl_host_load(&(struct tl_host_opts){
+		.port = PORT, .window = WINDOW, .nshare = NENT,
+		.naggs = NENT }, &err);
 	if (err)
 		return err;
 	ps.prog = bpf_program__fd(hs->progs.rinx_host);
@@ -311,21 +282,13 @@ static void share(__u8 *f, int w, __u32 epoch, __u32 b, __u8 flags)
 static int run(const struct prog *p, __u8 *in, __u8 *out, __u32 *outlen,
 	       __u32 *ret)
 {
-	struct xdp_md ctx = { .data_end = FLEN, .ingress_ifindex = 1 };
+	struct tl_run r;
+	int err = tl_xdp_run(p->prog, in, FLEN, 1, out, FLEN + 64, &r);
 
-	LIBBPF_OPTS(bpf_test_run_opts, o);
-
-	o.data_in = in;
-	o.data_size_in = FLEN;
-	o.data_out = out;
-	o.data_size_out = FLEN + 64;
-	o.ctx_in = &ctx;
-	o.ctx_size_in = sizeof(ctx);
-	o.repeat = 1;
-	if (bpf_prog_test_run_opts(p->prog, &o))
-		return -errno;
-	*outlen = o.data_size_out;
-	*ret = o.retval;
+	if (err)
+		return err;
+	*outlen = r.len;
+	*ret = r.ret;
 	return 0;
 }
 
@@ -676,14 +639,11 @@ int main(void)
 {
 	int err, i;
 
-	if (geteuid() != 0)
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
+	tl_needs_root("BPF_PROG_TEST_RUN");
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0)
 		tap_skip_all("CPU count not found");
-	if (unshare(CLONE_NEWNET))
-		tap_skip_all("cannot create a network namespace: %s",
-			     strerror(errno));
+	tl_unshare_net();
 	make_spec();
 	if (rinx_plan_build(&plan_ps, &spec, PS) ||
 	    rinx_plan_build(&plan_tor, &spec, TOR))

@@ -31,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=${RINX_NS_PREFIX:-rxA}$$	# unique: runs can overlap
+P=${RINX_TEST_NS:-}${RINX_NS_PREFIX:-rxA}$$	# unique: runs can overlap
 TIMEOUT_MS=20000	# per allreduce without progress
 BENCH_LIMIT=240		# seconds for one bench run, whatever happens
 spec=/run/rinx-testbed/$P.spec

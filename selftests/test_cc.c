@@ -28,7 +28,7 @@
 #include "uapi/rinx.h"
 #include "user/ctl.h"
 #include "host.skel.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		16
 #define PORT		47124
@@ -62,63 +62,25 @@ static void node_of(int id, struct rinx_node *n)
 	n->rack = RINX_NO_RACK;
 }
 
-static void ip_csum(__u8 *ip)
-{
-	__u32 sum = 0;
-	int i;
-
-	ip[10] = ip[11] = 0;
-	for (i = 0; i < 20; i += 2)
-		sum += (__u32)(ip[i] << 8 | ip[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	sum = ~sum & 0xffff;
-	ip[10] = sum >> 8;
-	ip[11] = sum & 0xff;
-}
-
 /* The gather of block 3 (class 3) from node 0, step 2, ECN field tos. */
 static void build_gather(__u8 tos)
 {
 	struct rinx_node from, self;
-	struct rinx_hdr *h = (struct rinx_hdr *)(fin + OFF_HDR);
-	__u8 *ip = fin + OFF_IP, *udp = fin + 34;
-	__u16 port = htons(PORT), l;
+	struct rinx_hdr *h;
 	__s32 *v = (__s32 *)(fin + RINX_FRAME_HDR_LEN);
 	int i;
 
 	node_of(0, &from);
 	node_of(SELF, &self);
-	memset(fin, 0, sizeof(fin));
-	memcpy(fin, self.mac, 6);
-	memcpy(fin + 6, from.mac, 6);
-	fin[12] = 0x08;
-	ip[0] = 0x45;
-	ip[1] = tos;
-	l = htons(RINX_FRAME_MAX - 14);
-	memcpy(ip + 2, &l, 2);
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, &from.ip, 4);
-	memcpy(ip + 16, &self.ip, 4);
-	ip_csum(ip);
-	memcpy(udp, &port, 2);
-	memcpy(udp + 2, &port, 2);
-	l = htons(RINX_FRAME_MAX - 34);
-	memcpy(udp + 4, &l, 2);
-	h->magic = htonl(RINX_MAGIC);
-	h->version = RINX_VERSION;
-	h->type = RINX_T_GATHER;
-	h->step = 2;
-	h->job = htonl(JOB);
-	h->token = htobe64(TOKEN);
-	h->epoch = htonl(EPOCH);
-	h->block = htonl(3);
-	h->nblocks = htonl(NBLOCKS);
-	h->sender = htons(0);
-	h->count = htons(RINX_BLOCK_VALUES);
-	h->klass = htons(3);
-	h->dtype = htons(RINX_W_FIXED);
+	h = tl_frame(fin, sizeof(fin), &(struct tl_addr){
+		.dst_mac = self.mac, .src_mac = from.mac, .saddr = from.ip,
+		.daddr = self.ip, .tos = tos, .port = PORT, .no_df = true,
+	});
+	tl_hdr_put(h, &(struct tl_hdr){
+		.type = RINX_T_GATHER, .step = 2, .job = JOB, .token = TOKEN,
+		.epoch = EPOCH, .block = 3, .nblocks = NBLOCKS, .sender = 0,
+		.count = RINX_BLOCK_VALUES, .klass = 3, .dtype = RINX_W_FIXED,
+	});
 	for (i = 0; i < RINX_BLOCK_VALUES; i++)
 		v[i] = i * 3 - 1000;
 }
@@ -168,19 +130,7 @@ static int setup(struct host_bpf *skel)
 
 static int counters(__u64 out[RINX_STAT_MAX])
 {
-	int ncpu = libbpf_num_possible_cpus(), i, c;
-	__u64 v[ncpu > 0 ? ncpu : 1];
-
-	for (i = 0; i < RINX_STAT_MAX; i++) {
-		__u32 k = i;
-
-		out[i] = 0;
-		if (bpf_map_lookup_elem(stats_fd, &k, v))
-			return -errno;
-		for (c = 0; c < ncpu; c++)
-			out[i] += v[c];
-	}
-	return 0;
+	return tl_percpu_sum(stats_fd, RINX_STAT_MAX, out);
 }
 
 struct tcase {
@@ -324,27 +274,16 @@ int main(void)
 	size_t i;
 	int err, plan = 2;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
-	skel = host_bpf__open();
-	if (!skel)
-		tap_skip_all("cannot open the host skeleton: %s",
-			     strerror(errno));
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	tl_needs_root("BPF_PROG_TEST_RUN");
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
 		plan += case_checks(&cases[i]);
 	tap_plan(plan);
-	skel->rodata->rinx_port_be = htons(PORT);
-	skel->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(skel->maps.share,
-				       RINX_DEFAULT_JOBS * WINDOW);
-	err = err ?: bpf_map__set_max_entries(skel->maps.result,
-					      RINX_DEFAULT_JOBS * WINDOW);
-	err = err ?: bpf_map__set_max_entries(skel->maps.partial,
-					      RINX_DEFAULT_JOBS * WINDOW);
-	err = err ?: host_bpf__load(skel);
-	if (!tap_ok(!err, "load rinx_host"))
+	skel = tl_host_load(&(struct tl_host_opts){
+		.port = PORT, .window = WINDOW,
+		.nshare = RINX_DEFAULT_JOBS * WINDOW,
+		.npartial = RINX_DEFAULT_JOBS * WINDOW,
+	}, &err);
+	if (!ASSERT_OK(err, "load rinx_host"))
 		return tap_done();
 	prog_fd = bpf_program__fd(skel->progs.rinx_host);
 	stats_fd = bpf_map__fd(skel->maps.stats);

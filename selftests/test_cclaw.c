@@ -13,7 +13,7 @@
 #include <string.h>
 #include "uapi/rinx.h"
 #include "user/comm/comm.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define MS	1000000ull
 #define T0	(1000 * MS)	/* when the interval starts */

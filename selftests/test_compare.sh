@@ -25,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxC$$
+P=${RINX_TEST_NS:-}rxC$$
 spec=/run/rinx-testbed/$P.spec
 SIZES=4K,3076
 n=0

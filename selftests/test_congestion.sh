@@ -26,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxQ$$
+P=${RINX_TEST_NS:-}rxQ$$
 spec=
 n=0
 fail=0

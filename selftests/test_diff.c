@@ -106,7 +106,7 @@
 #include "user/ctl.h"
 #include "user/plan/plan.h"
 #include "host.skel.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define W		8	/* window: blocks per job slot */
 #define PORT		47431
@@ -166,19 +166,10 @@ static int inst_open(struct inst *in, const char *name)
 	int err;
 
 	in->name = name;
-	in->s = host_bpf__open();
-	if (!in->s)
-		return -errno;
-	in->s->rodata->rinx_port_be = htons(PORT);
-	in->s->rodata->rinx_window = W;
-	err = bpf_map__set_max_entries(in->s->maps.share, RINX_DEFAULT_JOBS * W);
-	err = err ?: bpf_map__set_max_entries(in->s->maps.result,
-					       RINX_DEFAULT_JOBS * W);
-	err = err ?: bpf_map__set_max_entries(in->s->maps.partial,
-					       RINX_DEFAULT_JOBS * W);
-	err = err ?: bpf_map__set_max_entries(in->s->maps.aggs,
-					       RINX_DEFAULT_JOBS * W);
-	err = err ?: host_bpf__load(in->s);
+	in->s = tl_host_load(&(struct tl_host_opts){
+		.port = PORT, .window = W, .nshare = RINX_DEFAULT_JOBS * W,
+		.npartial = RINX_DEFAULT_JOBS * W,
+		.naggs = RINX_DEFAULT_JOBS * W }, &err);
 	if (err)
 		return err;
 	in->prog = bpf_program__fd(in->s->progs.rinx_host);
@@ -221,18 +212,7 @@ static void inst_close(struct inst *in)
 
 static int read_stats(const struct inst *in, __u64 *out)
 {
-	__u64 pc[ncpus];
-	__u32 k;
-	int i;
-
-	for (k = 0; k < RINX_STAT_MAX; k++) {
-		if (bpf_map_lookup_elem(in->stats, &k, pc))
-			return -errno;
-		out[k] = 0;
-		for (i = 0; i < ncpus; i++)
-			out[k] += pc[i];
-	}
-	return 0;
+	return tl_percpu_sum(in->stats, RINX_STAT_MAX, out);
 }
 
 /* ---- the round ------------------------------------------------------------ */
@@ -461,19 +441,8 @@ static void random_payload(struct fr *f, __u16 dtype, __u32 cnt)
 /* ECN CE on an IPv4 header, checksum fixed. */
 static void mark_ce(__u8 *ip)
 {
-	const __u16 *w = (const __u16 *)ip;
-	__u32 sum = 0;
-	__u16 csum;
-	int i;
-
 	ip[1] |= RINX_ECN_CE;
-	memset(ip + 10, 0, 2);
-	for (i = 0; i < 10; i++)
-		sum += w[i];
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	csum = ~sum & 0xffff;
-	memcpy(ip + 10, &csum, 2);
+	ip_fix_csum(ip);
 }
 
 /* A frame from node `from` to node `to` of rd's cluster. */
@@ -1732,8 +1701,7 @@ int main(int argc, char **argv)
 {
 	int err, i;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
+	tl_needs_root("BPF_PROG_TEST_RUN");
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus < 1)
 		tap_skip_all("cannot count CPUs");

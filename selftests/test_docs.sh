@@ -9,8 +9,17 @@
 set -u
 build=${1:-${RINX_BUILD:-build}}
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/selftests/lib.sh"
 n=0 fail=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi; }
+
+paths=$(awk '/^<!-- paths:/ { on = 1; next } on && /^## / { exit } on && /^    [a-z]/' "$here/README.md" |
+	sed -e 's/^    //' -e 's/ \+#.*//')
+# the README's path lines count the checks, not the checks that ran
+docs_subs=("help:3" "first:1" "paths:$((1 + $(echo "$paths" | grep -c .)))")
+[ "$(id -u)" = 0 ] && docs_subs+=("doctor:1")
+subtests 0 "${docs_subs[@]}"
+
+if subtest help; then
 readme=$(awk '/^<!-- usage:/ { getline; on = 1; next } on && /^```/ { exit } on' "$here/README.md")
 help=$("$build/rinxctl" --help)
 [ "$readme" = "$help" ]; ok $? "README usage block equals rinxctl --help"
@@ -22,11 +31,15 @@ for cmd in $(echo "$help" | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ 
 done
 ok $missing "man page has a section for every command"
 "$here/tools/mkman.sh" "$build/rinxctl" | cmp -s - "$build/rinxctl.8"; ok $? "man page is current"
+fi
+
+if subtest first; then
 
 # the README's indented command lines, in order
 first=$(awk '/^    [a-z]/ { sub(/^    /, ""); sub(/ +#.*/, ""); print; if (++k == 2) exit }' "$here/README.md")
 [ "$first" = "$(printf 'make demo\nmake check')" ]
 ok $? "README's first two commands are make demo and make check"
+fi
 
 # check_cmd WORDS...: one simple command of the README exists as written
 check_cmd() {
@@ -70,8 +83,7 @@ check_cmd() {
 	return 0
 }
 
-paths=$(awk '/^<!-- paths:/ { on = 1; next } on && /^## / { exit } on && /^    [a-z]/' "$here/README.md" |
-	sed -e 's/^    //' -e 's/ \+#.*//')
+if subtest paths; then
 [ "$(echo "$paths" | grep -c .)" -ge 8 ]
 ok $? "README's five-minute paths: $(echo "$paths" | grep -c .) command lines"
 while IFS= read -r line; do
@@ -83,12 +95,13 @@ while IFS= read -r line; do
 	done < <(echo "$line" | sed 's/ *&& */\n/g; s/ *; */\n/g')
 	ok $bad "README path command exists: $line"
 done <<<"$paths"
-if [ "$(id -u)" = 0 ]; then
+fi
+if [ "$(id -u)" = 0 ] && subtest doctor; then
 	out=$("$build/rinxctl" doctor 2>&1)
 	rc=$?
 	[ $rc = 0 ] && grep -q "can run rinx" <<<"$out"
 	ok $? "rinxctl doctor runs on this host (exit $rc)"
 	[ $rc = 0 ] || echo "$out" | sed 's/^/# /'
 fi
-echo "1..$n"
-exit $fail
+subtests_done
+[ "$fail" -eq 0 ]

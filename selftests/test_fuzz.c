@@ -70,7 +70,7 @@
 #include "bpf/switch_kern_user.h"
 #include "host.skel.h"
 #include "switch.skel.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 extern char **environ;
 
@@ -366,32 +366,6 @@ static __u32 node_ip(__u32 slot, __u32 id)	/* host order */
 }
 
 /* ---- byte helpers -------------------------------------------------------- */
-
-static void put16(__u8 *p, __u16 v) { p[0] = v >> 8; p[1] = (__u8)v; }
-static void put32(__u8 *p, __u32 v) { put16(p, v >> 16); put16(p + 2, v); }
-static __u16 get16(const __u8 *p) { return (__u16)(p[0] << 8 | p[1]); }
-static __u32 get32(const __u8 *p)
-{
-	return (__u32)get16(p) << 16 | get16(p + 2);
-}
-
-static __u16 csum16(const __u8 *b, int len)
-{
-	__u32 sum = 0;
-	int i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (__u32)b[i] << 8 | b[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
-static void ip_fix_csum(__u8 *ip)
-{
-	put16(ip + 10, 0);
-	put16(ip + 10, csum16(ip, 20));
-}
 
 static void rand_bytes(__u8 *p, int n)
 {
@@ -1533,16 +1507,8 @@ enum fail_kind {
 #define HOST_CHECKS	(F_MAX + 9)
 #define SW_CHECKS	(F_MAX + 3)
 #define INA_CHECKS	(F_MAX + 4)
-#define ALL_CHECKS	(HOST_CHECKS + SW_CHECKS + INA_CHECKS + 3 + 2)
 
 /* N checks of PLACE that cannot run, skipped for WHY */
-static void tap_skip_n(int n, const char *place, const char *why)
-{
-	while (n-- > 0)
-		printf("ok %d - %s # SKIP %s\n", ++tap_n, place, why);
-	fflush(stdout);
-}
-
 static const char *fail_name[F_MAX] = {
 	"test run", "counters", "action/counter", "XDP_ABORTED", "model",
 	"output frame", "result map", "aggregator slot",
@@ -1600,29 +1566,6 @@ void fail(struct fails *f, enum fail_kind k, const char *prog, __u64 i,
 
 static int ncpus;
 
-/* Sum of a per-CPU counter array, one syscall. */
-static int read_counters(int fd, __u32 n, __u64 *out)
-{
-	static __u64 vals[RINX_STAT_MAX * 256];
-	static __u32 keys[RINX_STAT_MAX];
-	__u32 cnt = n, k;
-	int c, err;
-
-	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	__u32 out_batch;
-
-	err = bpf_map_lookup_batch(fd, NULL, &out_batch, keys, vals, &cnt, &o);
-	if (err && errno != ENOENT)
-		return -errno;
-	if (cnt != n)
-		return -EIO;
-	for (k = 0; k < n; k++) {
-		out[k] = 0;
-		for (c = 0; c < ncpus; c++)
-			out[k] += vals[k * ncpus + c];
-	}
-	return 0;
-}
 
 static double now(void)
 {
@@ -1987,15 +1930,11 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	char why[320];
 	int err, k;
 
-	e.skel = host_bpf__open();
+	e.skel = tl_host_open(&(struct tl_host_opts){
+		.port = PORT, .window = WINDOW, .nshare = NRES, .naggs = NRES });
 	if (!tap_ok(e.skel != NULL, "open host skeleton"))
 		return;
-	e.skel->rodata->rinx_port_be = htons(PORT);
-	e.skel->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(e.skel->maps.share, NRES);
-	err = err ?: bpf_map__set_max_entries(e.skel->maps.result, NRES);
-	err = err ?: bpf_map__set_max_entries(e.skel->maps.aggs, NRES);
-	err = err ?: host_bpf__load(e.skel);
+	err = host_bpf__load(e.skel);
 	if (!tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT))
 		goto out;
 	e.prog = bpf_program__fd(e.skel->progs.rinx_host);
@@ -2019,7 +1958,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	frame_seed(0, ~0ULL);
 	if (!tap_ok(e.res_map != MAP_FAILED && e.part_map != MAP_FAILED &&
 		    part_model && e.shadow && e.share_want &&
-		    !host_setup(&e) && !read_counters(e.stats, RINX_STAT_MAX,
+		    !host_setup(&e) && !tl_percpu_sum(e.stats, RINX_STAT_MAX,
 						      c0),
 		    "host: jobs, plan, nodes, shares, result markers set up"))
 		goto out;
@@ -2028,8 +1967,8 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 
 	t0 = now();
 	for (i = 0; i < nframes; i++) {
-		LIBBPF_OPTS(bpf_test_run_opts, o);
 		int len, outcome = -1, moved = 0, rx, ce, reset;
+		struct tl_run r;
 		struct pred p;
 		__u8 tos;
 
@@ -2040,17 +1979,12 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			     -errno);
 		len = gen_host(in);
 		p = host_model(in, len);
-		o.data_in = in;
-		o.data_size_in = len;
-		o.data_out = out;
-		o.data_size_out = sizeof(out);
-		o.repeat = 1;
-		err = bpf_prog_test_run_opts(e.prog, &o);
+		err = tl_xdp_run(e.prog, in, len, 0, out, sizeof(out), &r);
 		if (err) {
-			fail(&f[0], F_RUN, "host", i, in, "error %d", -errno);
+			fail(&f[0], F_RUN, "host", i, in, "error %d", err);
 			continue;
 		}
-		if (read_counters(e.stats, RINX_STAT_MAX, c1)) {
+		if (tl_percpu_sum(e.stats, RINX_STAT_MAX, c1)) {
 			fail(&f[0], F_RUN, "host", i, in, "read counters");
 			break;
 		}
@@ -2078,18 +2012,18 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			fail(&f[0], F_COUNTERS, "host", i, in,
 			     "%d outcome counters moved, RX +%d, ECN_CE +%d, "
 			     "AGG_RESET +%d, action %s", moved, rx, ce, reset,
-			     act_name(o.retval));
+			     act_name(r.ret));
 			hexdump(in, len);
 			continue;
 		}
 		hist[outcome]++;
-		if (o.retval == XDP_ABORTED)
+		if (r.ret == XDP_ABORTED)
 			fail(&f[0], F_ABORTED, "host", i, in, "%s",
 			     host_stat_name[outcome]);
-		if ((int)o.retval != (outcome == p.stat && p.want ? p.act :
+		if ((int)r.ret != (outcome == p.stat && p.want ? p.act :
 				      stat_action(outcome))) {
 			fail(&f[0], F_ACTION, "host", i, in,
-			     "action %s, counter %s", act_name(o.retval),
+			     "action %s, counter %s", act_name(r.ret),
 			     host_stat_name[outcome]);
 			hexdump(in, len);
 		}
@@ -2105,24 +2039,24 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			}
 		} else if (p.want) {
 			/* the aggregator's frames are known to the byte */
-			if (o.data_size_out != (__u32)len ||
+			if (r.len != (__u32)len ||
 			    memcmp(out, wantf, len)) {
 				fail(&f[0], F_FRAME, "host", i, in,
 				     "%s frame differs from the model's at "
-				     "byte %d", act_name(o.retval),
+				     "byte %d", act_name(r.ret),
 				     first_diff(out, wantf, len));
 				hexdump(in, len);
 			}
-		} else if (o.retval != XDP_TX) {
-			if (o.data_size_out != (__u32)len ||
+		} else if (r.ret != XDP_TX) {
+			if (r.len != (__u32)len ||
 			    memcmp(out, in, len))
 				fail(&f[0], F_FRAME, "host", i, in,
-				     "%s frame modified", act_name(o.retval));
-		} else if (o.data_size_out != (__u32)len ||
+				     "%s frame modified", act_name(r.ret));
+		} else if (r.len != (__u32)len ||
 			   csum16(out + OFF_IP, 20) != 0) {
 			fail(&f[0], F_FRAME, "host", i, in,
 			     "TX frame: %u bytes, IP checksum %s",
-			     o.data_size_out,
+			     r.len,
 			     csum16(out + OFF_IP, 20) ? "bad" : "ok");
 		}
 		if (outcome == p.stat && p.store) {
@@ -2131,7 +2065,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			 * model has it) or, at the end of the path, the one
 			 * that came in */
 			const __u8 *src = p.want ? wantf :
-					  o.retval == XDP_TX ? out : in;
+					  r.ret == XDP_TX ? out : in;
 			struct rinx_slot *w = &e.shadow[p.idx];
 
 			w->epoch = p.epoch;
@@ -2208,7 +2142,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 		 (unsigned long long)aggs_seen);
 	tap_ok(i == nframes && !f[0].n[F_RUN], "host: %llu frames run",
 	       (unsigned long long)nframes);
-	if (!read_counters(e.stats, RINX_STAT_MAX, c1)) {
+	if (!tl_percpu_sum(e.stats, RINX_STAT_MAX, c1)) {
 		sum = 0;
 		for (k = RINX_STAT_PASS; k < RINX_STAT_MAX; k++)
 			if (!annotation(k))
@@ -2285,26 +2219,6 @@ struct sw_mac {
 static struct sw_mac sw_tab[4];
 static __u32 sw_ports[3];
 
-static int run_ip(char *const argv[])
-{
-	pid_t pid;
-	int st;
-
-	if (posix_spawnp(&pid, "ip", NULL, NULL, argv, environ))
-		return -1;
-	if (waitpid(pid, &st, 0) < 0)
-		return -1;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-static __u64 mac_key(const __u8 *mac)
-{
-	__u64 k = 0;
-
-	memcpy(&k, mac, 6);
-	return k;
-}
-
 /* Outcome of the switch with MAC table tab[n] for destination d arriving
  * on ifindex ingress. */
 static int sw_model_in(const struct sw_mac *tab, size_t n, const __u8 *d,
@@ -2375,7 +2289,7 @@ static int sw_tables_same(int macs, int ports, const struct sw_mac *tab,
 	int bad = 0;
 
 	for (i = 0; i < ntab; i++) {
-		key = mac_key(tab[i].mac);
+		key = tl_mac_key(tab[i].mac);
 		if (bpf_map_lookup_elem(macs, &key, &v) ||
 		    v.port != tab[i].port || v.resv) {
 			tap_diag("MAC entry %zu changed", i);
@@ -2409,22 +2323,15 @@ static int sw_tables_same(int macs, int ports, const struct sw_mac *tab,
 	return !bad;
 }
 
-static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
-		       __u64 *einval, double *secs)
+/* The veth pair and MAC table of both switches (made once: either runs
+ * alone too); 0 when its ports are there. */
+static int sw_veth(void)
 {
 	char *add[] = { "ip", "link", "add", "fza", "type", "veth", "peer",
 			"name", "fzb", NULL };
-	__u64 c0[RINX_SW_STAT_MAX], c1[RINX_SW_STAT_MAX], i;
-	__u64 cs[RINX_SW_STAT_MAX], sum;
-	struct switch_bpf *skel;
-	int prog, stats, macs, ports, err = 0, k;
-	double t0;
-	size_t n;
 
-	if (run_ip(add) || !if_nametoindex("fza") || !if_nametoindex("fzb")) {
-		tap_skip_n(SW_CHECKS, "switch", "cannot create a veth pair");
-		return;
-	}
+	if (!sw_ports[1] && tl_ip(add))
+		return -1;
 	sw_ports[0] = 1;
 	sw_ports[1] = if_nametoindex("fza");
 	sw_ports[2] = if_nametoindex("fzb");
@@ -2432,6 +2339,24 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	sw_tab[1] = (struct sw_mac){ M_B, sw_ports[2] };
 	sw_tab[2] = (struct sw_mac){ M_LO, 1 };
 	sw_tab[3] = (struct sw_mac){ M_GONE, IF_GONE };
+	return sw_ports[1] && sw_ports[2] ? 0 : -1;
+}
+
+static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
+		       __u64 *einval, double *secs)
+{
+	__u64 c0[RINX_SW_STAT_MAX], c1[RINX_SW_STAT_MAX], i;
+	__u64 cs[RINX_SW_STAT_MAX], sum;
+	struct switch_bpf *skel;
+	int prog, stats, macs, ports, err = 0, k;
+	double t0;
+	size_t n;
+
+	if (sw_veth()) {
+		for (n = 0; n < SW_CHECKS; n++)
+			tap_skip("cannot create a veth pair", "switch");
+		return;
+	}
 
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "load rinx_switch"))
@@ -2447,35 +2372,24 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	}
 	for (n = 0; n < ARRAY_SIZE(sw_tab); n++) {
 		struct rinx_sw_port p = { .port = sw_tab[n].port };
-		__u64 key = mac_key(sw_tab[n].mac);
+		__u64 key = tl_mac_key(sw_tab[n].mac);
 
 		err |= bpf_map_update_elem(macs, &key, &p, BPF_NOEXIST);
 	}
-	if (!tap_ok(!err && !read_counters(stats, RINX_SW_STAT_MAX, c0),
+	if (!tap_ok(!err && !tl_percpu_sum(stats, RINX_SW_STAT_MAX, c0),
 		    "switch: ports and MAC table set up"))
 		goto out;
 
 	memcpy(cs, c0, sizeof(cs));
 	t0 = now();
 	for (i = 0; i < nframes; i++) {
-		LIBBPF_OPTS(bpf_test_run_opts, o);
-		struct xdp_md ctx = {};
+		struct tl_run r;
 		int len, outcome = -1, moved = 0, want;
 		__u32 ingress;
 
 		frame_seed(1, i);
 		len = gen_switch(in, &ingress);
-		ctx.data_end = len;
-		ctx.ingress_ifindex = ingress;
-		o.data_in = in;
-		o.data_size_in = len;
-		o.data_out = out;
-		o.data_size_out = sizeof(out);
-		o.ctx_in = &ctx;
-		o.ctx_size_in = sizeof(ctx);
-		o.repeat = 1;
-		err = bpf_prog_test_run_opts(prog, &o);
-		err = err ? -errno : 0;
+		err = tl_xdp_run(prog, in, len, ingress, out, sizeof(out), &r);
 		if (len < ETH_HLEN) {
 			if (err == -EINVAL)
 				(*einval)++;
@@ -2484,14 +2398,14 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 				     "%d-byte frame: %d, want -EINVAL", len,
 				     err);
 			if (!err)
-				read_counters(stats, RINX_SW_STAT_MAX, c0);
+				tl_percpu_sum(stats, RINX_SW_STAT_MAX, c0);
 			continue;
 		}
 		if (err) {
 			fail(f, F_RUN, "switch", i, in, "error %d", err);
 			continue;
 		}
-		if (read_counters(stats, RINX_SW_STAT_MAX, c1)) {
+		if (tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1)) {
 			fail(f, F_RUN, "switch", i, in, "read counters");
 			break;
 		}
@@ -2505,7 +2419,7 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 		if (moved != 1) {
 			fail(f, F_COUNTERS, "switch", i, in,
 			     "%d counters moved, action %s", moved,
-			     act_name(o.retval));
+			     act_name(r.ret));
 			hexdump(in, len);
 			continue;
 		}
@@ -2513,12 +2427,12 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 		want = outcome == RINX_SW_FWD || outcome == RINX_SW_FLOOD ||
 		       outcome == RINX_SW_HAIRPIN_SELF ? XDP_REDIRECT :
 							 XDP_DROP;
-		if (o.retval == XDP_ABORTED)
+		if (r.ret == XDP_ABORTED)
 			fail(f, F_ABORTED, "switch", i, in, "%s",
 			     sw_stat_name[outcome]);
-		if ((int)o.retval != want)
+		if ((int)r.ret != want)
 			fail(f, F_ACTION, "switch", i, in,
-			     "action %s, counter %s", act_name(o.retval),
+			     "action %s, counter %s", act_name(r.ret),
 			     sw_stat_name[outcome]);
 		want = sw_model(in, ingress);
 		if (outcome != want) {
@@ -2528,7 +2442,7 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 			     ingress);
 			hexdump(in, len < 64 ? len : 64);
 		}
-		if (o.data_size_out != (__u32)len || memcmp(out, in, len))
+		if (r.len != (__u32)len || memcmp(out, in, len))
 			fail(f, F_FRAME, "switch", i, in, "frame modified");
 	}
 	*secs = now() - t0;
@@ -2538,7 +2452,7 @@ static void run_switch(__u64 nframes, struct fails *f, __u64 *hist,
 	       "switch: %llu frames run, %llu shorter than 14 B refused "
 	       "with EINVAL", (unsigned long long)nframes,
 	       (unsigned long long)*einval);
-	if (!read_counters(stats, RINX_SW_STAT_MAX, c1)) {
+	if (!tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1)) {
 		sum = 0;
 		for (k = 0; k < RINX_SW_STAT_MAX; k++)
 			sum += c1[k] - cs[k];
@@ -2938,7 +2852,7 @@ static int tor_setup(struct switch_bpf *skel)
 	}
 	for (n = 0; n < ARRAY_SIZE(ina_tab); n++) {
 		struct rinx_sw_port p = { .port = ina_tab[n].port };
-		__u64 key = mac_key(ina_tab[n].mac);
+		__u64 key = tl_mac_key(ina_tab[n].mac);
 
 		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.macs), &key,
 					   &p, BPF_NOEXIST);
@@ -2976,8 +2890,9 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	char why[320];
 	double t0;
 
-	if (!sw_ports[1] || !sw_ports[2]) {
-		tap_skip_n(INA_CHECKS, "INA switch", "no veth pair");
+	if (sw_veth()) {
+		for (k = 0; k < INA_CHECKS; k++)
+			tap_skip("no veth pair", "INA switch");
 		return;
 	}
 	node_mac(tor_job.slot, tor_job.self, ina_mac);
@@ -2991,15 +2906,12 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	ina_tab[6] = (struct sw_mac){ ina_node_mac[2], sw_ports[1] };
 	ina_tab[7] = (struct sw_mac){ ina_node_mac[3], IF_GONE };
 
-	skel = switch_bpf__open();
+	skel = tl_switch_open(&(struct tl_switch_opts){
+		.ina_mac = ina_mac, .port = PORT, .window = WINDOW, .rack = 7,
+		.naggs = NRES });
 	if (!tap_ok(skel != NULL, "open switch skeleton (INA)"))
 		return;
-	memcpy((void *)skel->rodata->ina_mac, ina_mac, 6);
-	skel->rodata->ina_port_be = htons(PORT);
-	skel->rodata->ina_window = WINDOW;
-	skel->rodata->sw_rack = 7;
-	err = bpf_map__set_max_entries(skel->maps.aggs, NRES);
-	err = err ?: switch_bpf__load(skel);
+	err = switch_bpf__load(skel);
 	if (!tap_ok(!err, "load rinx_switch with the aggregator (ina_mac "
 		    "%02x:..:%02x, rack 7)", ina_mac[0], ina_mac[5]))
 		goto out;
@@ -3008,8 +2920,8 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	tstats = bpf_map__fd(skel->maps.stats);
 	aggs = bpf_map__fd(skel->maps.aggs);
 	if (!tap_ok(!tor_setup(skel) &&
-		    !read_counters(stats, RINX_SW_STAT_MAX, c0) &&
-		    !read_counters(tstats, RINX_STAT_MAX, t0c),
+		    !tl_percpu_sum(stats, RINX_SW_STAT_MAX, c0) &&
+		    !tl_percpu_sum(tstats, RINX_STAT_MAX, t0c),
 		    "INA switch: ports, MAC table, job, nodes, hops set up"))
 		goto out;
 	memcpy(cs, c0, sizeof(cs));
@@ -3018,8 +2930,7 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	cov = tor_cov;
 	t0 = now();
 	for (i = 0; i < nframes; i++) {
-		LIBBPF_OPTS(bpf_test_run_opts, o);
-		struct xdp_md ctx = {};
+		struct tl_run r;
 		int len, outcome = -1, moved = 0, toutc = -1, tmoved = 0;
 		int rx, reset, want, ta;
 		__u32 ingress;
@@ -3029,17 +2940,7 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 		if (slot_maint(aggs, tor_slots, &tor_job, NULL) < 0)
 			fail(f, F_RUN, "ina", i, in, "slot write %d", -errno);
 		len = gen_ina(in, &ingress);
-		ctx.data_end = len;
-		ctx.ingress_ifindex = ingress;
-		o.data_in = in;
-		o.data_size_in = len;
-		o.data_out = out;
-		o.data_size_out = sizeof(out);
-		o.ctx_in = &ctx;
-		o.ctx_size_in = sizeof(ctx);
-		o.repeat = 1;
-		err = bpf_prog_test_run_opts(prog, &o);
-		err = err ? -errno : 0;
+		err = tl_xdp_run(prog, in, len, ingress, out, sizeof(out), &r);
 		if (len < ETH_HLEN) {
 			if (err == -EINVAL)
 				(*einval)++;
@@ -3054,8 +2955,8 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 			fail(f, F_RUN, "ina", i, in, "error %d", err);
 			continue;
 		}
-		if (read_counters(stats, RINX_SW_STAT_MAX, c1) ||
-		    read_counters(tstats, RINX_STAT_MAX, t1c)) {
+		if (tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1) ||
+		    tl_percpu_sum(tstats, RINX_STAT_MAX, t1c)) {
 			fail(f, F_RUN, "ina", i, in, "read counters");
 			break;
 		}
@@ -3085,7 +2986,7 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 			fail(f, F_COUNTERS, "ina", i, in,
 			     "%d switch and %d aggregator counters moved, RX "
 			     "+%d, AGG_RESET +%d, action %s", moved, tmoved,
-			     rx, reset, act_name(o.retval));
+			     rx, reset, act_name(r.ret));
 			hexdump(in, len);
 			continue;
 		}
@@ -3099,13 +3000,13 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 		       outcome == RINX_SW_HAIRPIN_SELF ||
 		       outcome == RINX_SW_INA_GROUP ? XDP_REDIRECT :
 		       outcome == RINX_SW_INA_ABORTED ? XDP_ABORTED : XDP_DROP;
-		if (o.retval == XDP_ABORTED)
+		if (r.ret == XDP_ABORTED)
 			fail(f, F_ABORTED, "ina", i, in, "%s / %s",
 			     sw_stat_name[outcome],
 			     p.mine ? host_stat_name[toutc] : "-");
-		if ((int)o.retval != want)
+		if ((int)r.ret != want)
 			fail(f, F_ACTION, "ina", i, in,
-			     "action %s, counter %s", act_name(o.retval),
+			     "action %s, counter %s", act_name(r.ret),
 			     sw_stat_name[outcome]);
 		want = ina_sw_model(&p, in, ingress);
 		ta = p.mine && toutc != p.stat;
@@ -3117,11 +3018,11 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 			     sw_stat_name[want],
 			     p.mine ? host_stat_name[p.stat] : "-", ingress);
 			hexdump(in, len < 128 ? len : 128);
-		} else if (o.data_size_out != (__u32)len ||
+		} else if (r.len != (__u32)len ||
 			   memcmp(out, wantf, len)) {
 			fail(f, F_FRAME, "ina", i, in,
 			     "%s frame differs from the model's at byte %d",
-			     act_name(o.retval), first_diff(out, wantf, len));
+			     act_name(r.ret), first_diff(out, wantf, len));
 			hexdump(in, len < 128 ? len : 128);
 		}
 		if (p.aidx >= 0 &&
@@ -3152,8 +3053,8 @@ static void run_ina(__u64 nframes, struct fails *f, __u64 *hist,
 	       "INA switch: %llu frames run, %llu shorter than 14 B refused "
 	       "with EINVAL", (unsigned long long)nframes,
 	       (unsigned long long)*einval);
-	if (!read_counters(stats, RINX_SW_STAT_MAX, c1) &&
-	    !read_counters(tstats, RINX_STAT_MAX, t1c)) {
+	if (!tl_percpu_sum(stats, RINX_SW_STAT_MAX, c1) &&
+	    !tl_percpu_sum(tstats, RINX_STAT_MAX, t1c)) {
 		sum = 0;
 		tsum = 0;
 		for (k = 0; k < RINX_SW_STAT_MAX; k++)
@@ -3213,56 +3114,32 @@ static void cov_report(const char *place, const __u64 *c, __u32 skip,
 
 /* ---- main ---------------------------------------------------------------- */
 
-int main(void)
+/* frames for each part, and the seconds each took */
+static __u64 nh, ns, ni;
+static double th, ts, tt;
+
+static void t_host(void)
 {
-	__u64 total = 1500000, nh, ns, ni, hh[RINX_STAT_MAX] = {};
-	__u64 hs[RINX_SW_STAT_MAX] = {}, einval = 0, sum;
-	__u64 hi[RINX_SW_STAT_MAX] = {}, ti[RINX_STAT_MAX] = {}, einval_i = 0;
-	struct fails fh = {}, fs = {}, fi = {};
-	double th = 0, ts = 0, tt = 0;
-	const char *env;
+	__u64 hh[RINX_STAT_MAX] = {}, sum = 0;
+	struct fails fh = {};
 	int k;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
-	env = getenv("RINX_FUZZ_N");
-	if (env && *env)
-		total = strtoull(env, NULL, 0);
-	env = getenv("RINX_FUZZ_SEED");
-	if (env && *env)
-		seed = strtoull(env, NULL, 0);
-	ncpus = libbpf_num_possible_cpus();
-	if (ncpus <= 0 || ncpus > 256)
-		tap_skip_all("cannot count CPUs");
-	if (unshare(CLONE_NEWNET))
-		tap_skip_all("cannot create a network namespace: %s",
-			     strerror(errno));
-	tap_plan(ALL_CHECKS);
-	/* half for the host, the rest for the switches, more for the INA
-	 * one, whose frames reach many more paths (and cost twice as much) */
-	nh = total / 2;
-	ns = total / 5;
-	ni = total - nh - ns;
-	tap_diag("seed 0x%llx (RINX_FUZZ_SEED), %llu frames (RINX_FUZZ_N): "
-		 "%llu for the host, %llu for the switch, %llu for the INA "
-		 "switch", (unsigned long long)seed, (unsigned long long)total,
-		 (unsigned long long)nh, (unsigned long long)ns,
-		 (unsigned long long)ni);
-
 	run_host(nh, &fh, hh, &th);
-	sum = 0;
 	for (k = RINX_STAT_PASS; k < RINX_STAT_MAX; k++) {
 		sum += hh[k];
 		if (hh[k])
 			tap_diag("  host %-15s %9llu", host_stat_name[k],
 				 (unsigned long long)hh[k]);
 	}
-	tap_ok(sum == nh, "host: outcome counters sum to the frames sent "
-	       "(%llu of %llu)", (unsigned long long)sum,
-	       (unsigned long long)nh);
+	ASSERT_EQ(sum, nh, "host: outcome counters sum to the frames sent");
 	cov_report("host", host_cov, COV_TOR_ONLY, nh);
+}
+
+static void t_switch(void)
+{
+	__u64 hs[RINX_SW_STAT_MAX] = {}, einval = 0, sum;
+	struct fails fs = {};
+	int k;
 
 	run_switch(ns, &fs, hs, &einval, &ts);
 	sum = einval;
@@ -3274,9 +3151,15 @@ int main(void)
 	}
 	tap_diag("  switch %-13s %9llu", "EINVAL (<14 B)",
 		 (unsigned long long)einval);
-	tap_ok(sum == ns, "switch: counters + EINVAL sum to the frames sent "
-	       "(%llu of %llu)", (unsigned long long)sum,
-	       (unsigned long long)ns);
+	ASSERT_EQ(sum, ns, "switch: counters + EINVAL sum to the frames sent");
+}
+
+static void t_ina(void)
+{
+	__u64 hi[RINX_SW_STAT_MAX] = {}, ti[RINX_STAT_MAX] = {};
+	__u64 einval_i = 0, sum;
+	struct fails fi = {};
+	int k;
 
 	run_ina(ni, &fi, hi, ti, &einval_i, &tt);
 	sum = einval_i;
@@ -3290,10 +3173,47 @@ int main(void)
 		if (ti[k])
 			tap_diag("  INA aggregator %-15s %9llu",
 				 host_stat_name[k], (unsigned long long)ti[k]);
-	tap_ok(sum == ni, "INA switch: counters + EINVAL sum to the frames "
-	       "sent (%llu of %llu)", (unsigned long long)sum,
-	       (unsigned long long)ni);
+	ASSERT_EQ(sum, ni, "INA switch: counters + EINVAL sum to the frames "
+		  "sent");
 	cov_report("INA switch", tor_cov, COV_HOST_ONLY, ni);
+}
+
+/* each part: its checks, the sum of its counters, its coverage (host and
+ * INA switch) */
+static struct tl_subtest subtests[] = {
+	{ "host", HOST_CHECKS + 2, t_host },
+	{ "switch", SW_CHECKS + 1, t_switch },
+	{ "ina", INA_CHECKS + 2, t_ina },
+};
+
+int main(void)
+{
+	__u64 total = 1500000;
+	const char *env;
+
+	tl_needs_root("BPF_PROG_TEST_RUN");
+	env = getenv("RINX_FUZZ_N");
+	if (env && *env)
+		total = strtoull(env, NULL, 0);
+	env = getenv("RINX_FUZZ_SEED");
+	if (env && *env)
+		seed = strtoull(env, NULL, 0);
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0 || ncpus > 256)
+		tap_skip_all("cannot count CPUs");
+	tl_unshare_net();
+	tl_plan(0, subtests, ARRAY_SIZE(subtests));
+	/* half for the host, the rest for the switches, more for the INA
+	 * one, whose frames reach many more paths (and cost twice as much) */
+	nh = total / 2;
+	ns = total / 5;
+	ni = total - nh - ns;
+	tap_diag("seed 0x%llx (RINX_FUZZ_SEED), %llu frames (RINX_FUZZ_N): "
+		 "%llu for the host, %llu for the switch, %llu for the INA "
+		 "switch", (unsigned long long)seed, (unsigned long long)total,
+		 (unsigned long long)nh, (unsigned long long)ns,
+		 (unsigned long long)ni);
+	tl_run(subtests, ARRAY_SIZE(subtests));
 	tap_diag("total %.1f s", th + ts + tt);
 	return tap_done();
 }

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tools/gen.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 #define SEED		0x1234abcdull
 #define NRANKS		8
@@ -288,8 +288,8 @@ static void test_numpy(void)
 
 	if (find_gloo(path, sizeof(path)) ||
 	    system("/usr/bin/python3 -c 'import numpy, torch' >/dev/null 2>&1")) {
-		printf("ok %d - # SKIP numpy copy: no gloo_bench.py or Debian's "
-		       "python3 cannot import numpy and torch\n", ++tap_n);
+		tap_skip("no gloo_bench.py or Debian's python3 cannot import "
+			 "numpy and torch", "numpy copy");
 		return;
 	}
 	dir = strdup(path);

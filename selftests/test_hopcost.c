@@ -67,8 +67,7 @@
 
 #include "uapi/rinx.h"
 #include "host.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define PORT		47124
 #define DBLOCKS		16	/* blocks of distinct data */
@@ -277,16 +276,10 @@ static int zero_entry(int fd, __u32 b, size_t size)
 
 static int read_stat(__u32 what, __u64 *sum)
 {
-	__u64 *pc = calloc(ncpus, sizeof(*pc));
-	int i, err;
+	__u64 all[RINX_STAT_MAX];
+	int err = tl_percpu_sum(stats_fd, RINX_STAT_MAX, all);
 
-	if (!pc)
-		return -ENOMEM;
-	err = bpf_map_lookup_elem(stats_fd, &what, pc);
-	*sum = 0;
-	for (i = 0; !err && i < ncpus; i++)
-		*sum += pc[i];
-	free(pc);
+	*sum = err ? 0 : all[what];
 	return err;
 }
 
@@ -323,17 +316,13 @@ static __u8 in[RINX_FRAME_MAX], out[RINX_FRAME_MAX + 256];
 
 static int run(__u32 *ret)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct tl_run r;
+	int err = tl_xdp_run(prog_fd, in, flen, 0, out, sizeof(out), &r);
 
-	o.data_in = in;
-	o.data_size_in = flen;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.repeat = 1;
-	if (bpf_prog_test_run_opts(prog_fd, &o))
-		return -errno;
-	*ret = o.retval;
-	return o.data_size_out == (__u32)flen ? 0 : -EMSGSIZE;
+	if (err)
+		return err;
+	*ret = r.ret;
+	return r.len == (__u32)flen ? 0 : -EMSGSIZE;
 }
 
 static __s16 out_exp(void)
@@ -706,16 +695,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	flen = RINX_FRAME_LEN(nv);
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
+	tl_needs_root("BPF_PROG_TEST_RUN");
 	dat = calloc(1, sizeof(*dat));
 	bt = calloc(NCASES * K_MAX * batches, sizeof(*bt));
-	skel = host_bpf__open();
-	if (!skel || !dat || !bt)
-		tap_skip_all("cannot open the host skeleton: %s",
-			     strerror(errno));
+	if (!dat || !bt)
+		tap_skip_all("out of memory");
 	/* the plan: loading, the tables, the statistics, a check per kind of
 	 * every case */
 	nplan = 2 + !!profile;
@@ -723,15 +707,11 @@ int main(int argc, char **argv)
 		for (k = 0; k < K_MAX; k++)
 			nplan += !!kind_of(&cases[ci], k);
 	tap_plan(nplan);
-	skel->rodata->rinx_port_be = htons(PORT);
-	skel->rodata->rinx_window = window;
-	err = bpf_map__set_max_entries(skel->maps.share, window);
-	err = err ?: bpf_map__set_max_entries(skel->maps.result, window);
-	err = err ?: bpf_map__set_max_entries(skel->maps.partial, window);
-	err = err ?: bpf_map__set_max_entries(skel->maps.aggs, window);
-	err = err ?: host_bpf__load(skel);
-	if (!tap_ok(!err, "load rinx_host (window %d, %d values per frame)",
-		    window, nv)) {
+	skel = tl_host_load(&(struct tl_host_opts){
+		.port = PORT, .window = window, .nshare = window,
+		.npartial = window, .naggs = window }, &err);
+	if (!ASSERT_OK(err, "load rinx_host (window %d, %d values per frame)",
+		       window, nv)) {
 		return tap_done();
 	}
 	prog_fd = bpf_program__fd(skel->progs.rinx_host);

@@ -28,8 +28,7 @@
 
 #include "uapi/rinx.h"
 #include "host.skel.h"
-#include "frame.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define WINDOW		16
 #define PORT		47123	/* not the default: checks the rodata port */
@@ -255,7 +254,11 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	int e = c->exp > c->sh_exp ? c->exp : c->sh_exp;
 	__u16 self = j->self;
 
-	memset(buf, 0, FULL_LEN);
+	__u8 dmac[6], smac[6];
+	struct tl_addr a = {
+		.dst_mac = dmac, .src_mac = smac, .port = PORT, .ip_id = 0x4242,
+	};
+
 	b->nblocks = c->nblocks ? c->nblocks : j->nblocks;
 	b->klass = j->nclasses ? c->block % j->nclasses : 0;
 	b->count = planned_count(j, b->nblocks, c->block);
@@ -265,39 +268,19 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	b->dshift_in = e - c->exp;
 	b->dshift_sh = e - c->sh_exp;
 
-	node_mac(j->slot, self, buf);
-	node_mac(j->slot, b->hop.from, buf + 6);
-	put16(buf + 12, ETH_P_IP);
-
-	ip[0] = 0x45;
-	put16(ip + 2, jlen(j) - OFF_IP);
-	put16(ip + 4, 0x4242);
-	put16(ip + 6, 0x4000);		/* DF */
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	memcpy(ip + 12, &(__be32){ node_ip(j->slot, b->hop.from) }, 4);
-	memcpy(ip + 16, &(__be32){ node_ip(j->slot, self) }, 4);
-
-	put16(udp, PORT);
-	put16(udp + 2, PORT);
-	put16(udp + 4, jlen(j) - OFF_UDP);
-	put16(udp + 6, 0);
-
-	h->magic = htonl(RINX_MAGIC);
-	h->version = RINX_VERSION;
-	h->type = c->type;
-	h->flags = c->flags;
-	h->step = b->hop.step;
-	h->job = htonl(j->id);
-	h->token = htobe64(j->token);
-	h->epoch = htonl(b->epoch);
-	h->block = htonl(c->block);
-	h->nblocks = htonl(b->nblocks);
-	h->sender = htons(b->hop.from);
-	h->count = htons(b->count);
-	h->klass = htons(b->klass);
-	h->exp = htons((__u16)c->exp);
-	h->dtype = htons(j->dtype);
+	node_mac(j->slot, self, dmac);
+	node_mac(j->slot, b->hop.from, smac);
+	a.saddr = node_ip(j->slot, b->hop.from);
+	a.daddr = node_ip(j->slot, self);
+	memset(buf, 0, FULL_LEN);
+	tl_frame(buf, jlen(j), &a);
+	tl_hdr_put(h, &(struct tl_hdr){
+		.type = c->type, .flags = c->flags, .step = b->hop.step,
+		.job = j->id, .token = j->token, .epoch = b->epoch,
+		.block = c->block, .nblocks = b->nblocks,
+		.sender = b->hop.from, .count = b->count, .klass = b->klass,
+		.exp = (__s16)c->exp, .dtype = j->dtype,
+	});
 	gen_vals(v, b->count, c->vals, j->qbits, b->dshift_in);
 
 	switch (c->tw) {
@@ -414,23 +397,7 @@ static struct rinx_slot *res_before, *res_after;
 
 static int read_stats(__u64 *out)
 {
-	__u64 *pc = calloc(ncpus, sizeof(*pc));
-	__u32 k;
-	int i;
-
-	if (!pc)
-		return -ENOMEM;
-	for (k = 0; k < RINX_STAT_MAX; k++) {
-		if (bpf_map_lookup_elem(stats_fd, &k, pc)) {
-			free(pc);
-			return -errno;
-		}
-		out[k] = 0;
-		for (i = 0; i < ncpus; i++)
-			out[k] += pc[i];
-	}
-	free(pc);
-	return 0;
+	return tl_percpu_sum(stats_fd, RINX_STAT_MAX, out);
 }
 
 static int read_results(struct rinx_slot *out)
@@ -1216,21 +1183,17 @@ static void run_case(int ci)
  * counter deltas in d. */
 static int run_frame(const __u8 *f, int len, __u64 *d)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o);
 	__u64 a[RINX_STAT_MAX], b[RINX_STAT_MAX];
+	struct tl_run r;
 	int k;
 
-	o.data_in = f;
-	o.data_size_in = len;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.repeat = 1;
-	if (read_stats(a) || bpf_prog_test_run_opts(prog_fd, &o) ||
+	if (read_stats(a) ||
+	    tl_xdp_run(prog_fd, f, len, 0, out, sizeof(out), &r) ||
 	    read_stats(b))
 		return -1;
 	for (k = 0; k < RINX_STAT_MAX; k++)
 		d[k] = b[k] - a[k];
-	return (int)o.retval;
+	return (int)r.ret;
 }
 
 /* Frame f as an RNACK from node `who` of job j (epoch + de). */
@@ -1394,37 +1357,39 @@ static void run_ring_repair(void)
 	fresh_block(idx1);
 }
 
-int main(void)
+static void run_cases(void)
 {
 	size_t i;
-	int err, plan = 2 + RING_REPAIR_CHECKS;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN)");
-	if (!getenv("RINX_TEST_VERBOSE"))
-		libbpf_set_print(NULL);
-
-	skel = host_bpf__open();
-	if (!skel)
-		tap_skip_all("cannot open the host skeleton: %s",
-			     strerror(errno));
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
-		plan += case_checks(&cases[i]);
-	tap_plan(plan);
-	skel->rodata->rinx_port_be = htons(PORT);
-	skel->rodata->rinx_window = WINDOW;
-	err = bpf_map__set_max_entries(skel->maps.share, NRES);
-	err = err ?: bpf_map__set_max_entries(skel->maps.result, NRES);
-	err = err ?: bpf_map__set_max_entries(skel->maps.partial, NRES);
-	/* the table's jobs: one more than a node runs at once (J_BADSLOT
-	 * holds no slot) */
-	err = err ?: bpf_map__set_max_entries(skel->maps.jobs, J_MAX);
-	err = err ?: host_bpf__load(skel);
-	tap_ok(!err, "load rinx_host (window %d, port %d)", WINDOW, PORT);
-	if (err) {
-		tap_diag("load: %s", strerror(-err));
+		run_case(i);
+}
+
+static struct tl_subtest subtests[] = {
+	{ "cases", 0, run_cases },	/* checks: case_checks of each */
+	{ "ring_repair", RING_REPAIR_CHECKS, run_ring_repair },
+};
+
+int main(void)
+{
+	struct tl_host_opts o = {
+		.port = PORT, .window = WINDOW, .nshare = NRES,
+		.npartial = NRES,
+		/* one more job than a node runs at once (J_BADSLOT holds no
+		 * slot) */
+		.njobs = J_MAX,
+	};
+	size_t i;
+	int err;
+
+	tl_needs_root("BPF_PROG_TEST_RUN");
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		subtests[0].checks += case_checks(&cases[i]);
+	tl_plan(2, subtests, ARRAY_SIZE(subtests));
+	skel = tl_host_load(&o, &err);
+	if (!ASSERT_OK(err, "load rinx_host (window %d, port %d)", WINDOW,
+		       PORT))
 		return tap_done();
-	}
 	prog_fd = bpf_program__fd(skel->progs.rinx_host);
 	jobs_fd = bpf_map__fd(skel->maps.jobs);
 	nodes_fd = bpf_map__fd(skel->maps.nodes);
@@ -1440,10 +1405,7 @@ int main(void)
 	if (!tap_ok(ncpus > 0 && res_before && res_after && !setup_maps(),
 		    "set up jobs, nodes, hop plan, result markers"))
 		return tap_done();
-
-	for (i = 0; i < ARRAY_SIZE(cases); i++)
-		run_case(i);
-	run_ring_repair();
+	tl_run(subtests, ARRAY_SIZE(subtests));
 
 	host_bpf__destroy(skel);
 	free(res_before);

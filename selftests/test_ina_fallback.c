@@ -38,7 +38,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "tools/gen.h"
 #include "user/comm/comm.h"
 #include "user/ctl.h"
@@ -234,9 +234,8 @@ int main(void)
 	struct rinx_spec s;
 	__u64 fwd0, fwd1, g0[NR];
 
-	if (geteuid())
-		tap_skip_all("needs root (namespaces, XDP)");
-	snprintf(prefix, sizeof(prefix), "rxI%d", getpid() % 100000);
+	tl_needs_root("namespaces, XDP");
+	tl_ns_prefix(prefix, sizeof(prefix), "rxI");
 	to.prefix = prefix;
 	to.racks = 3;
 	to.hosts_per_rack = 2;

@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "uapi/rinx.h"
 #include "bpf/switch_kern_user.h"
 #include "switch.skel.h"

@@ -25,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxS$$
+P=${RINX_TEST_NS:-}rxS$$
 spec=/run/rinx-testbed/$P.spec
 n=0
 fail=0

@@ -26,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxU$$
+P=${RINX_TEST_NS:-}rxU$$
 spec=/run/rinx-testbed/$P.spec
 bad_spec=$(mktemp /tmp/rinx-mtu.XXXXXX)
 TIMEOUT_MS=20000

@@ -30,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxK$$
+P=${RINX_TEST_NS:-}rxK$$
 Q=4
 HOSTS=4
 TIMEOUT_MS=20000	# per allreduce: a lost frame ends in bounded time

@@ -27,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxJ$$
+P=${RINX_TEST_NS:-}rxJ$$
 spec=/run/rinx-testbed/$P.spec
 TIMEOUT_MS=20000
 LIMIT=300

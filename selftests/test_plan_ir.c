@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "user/ctl.h"
 #include "user/plan/plan.h"
 

@@ -29,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxP$$			# unique: runs can overlap; + one letter per case
+P=${RINX_TEST_NS:-}rxP$$			# unique: runs can overlap; + one letter per case
 TIMEOUT_MS=20000	# per allreduce without progress
 BENCH_LIMIT=300		# seconds for one bench run, whatever happens
 n=0

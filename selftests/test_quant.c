@@ -26,6 +26,9 @@
  * dequantize for each path and for the scalar code the paths replaced, in
  * thread CPU time, over RINX_QUANT_MIB MiB of floats (default 16) and over
  * an L1-sized window. RINX_QUANT_SEED: the seed (printed).
+ *
+ * selftests: serial (the speed table is worth reading only on a machine
+ * this program has to itself: run.sh -j runs it alone)
  */
 #include <errno.h>
 #include <fenv.h>
@@ -45,7 +48,7 @@
 #include "uapi/rinx.h"
 #include "user/quant/quant.h"
 #include "user/librinx.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 #define BV		RINX_BLOCK_VALUES
 #define EPOCH_MARK	0xdeadbeefu
@@ -90,20 +93,6 @@ static float rnd_float(int lo, int hi)
 	if (e == 0 && m == 0)
 		m = 1;
 	return from_bits((uint32_t)(rnd() & 1) << 31 | e << 23 | m);
-}
-
-static void tap_skip(const char *why, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void tap_skip(const char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("ok %d - ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf(" # SKIP %s\n", why);
-	fflush(stdout);
 }
 
 /* ---- the reference, in double ---- */

@@ -64,7 +64,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxR$$			# unique: runs can overlap; + one letter per case
+P=${RINX_TEST_NS:-}rxR$$			# unique: runs can overlap; + one letter per case
 TIMEOUT_MS=20000	# per allreduce: a lost frame ends in bounded time
 BENCH_LIMIT=120		# seconds for one bench run, whatever happens
 BUDGET=600		# seconds: later cases fail rather than start

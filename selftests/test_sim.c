@@ -34,7 +34,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "user/plan/sim.h"
 
 static double run(struct topo *t, const char *scheme, struct pp_plan *keep,

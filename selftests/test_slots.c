@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <bpf/bpf.h>
 #include "user/ctl.h"
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 
 #define NJOBS	4
 
@@ -70,8 +70,7 @@ int main(void)
 	char why[256];
 	__u32 k, dpid = 0;
 
-	if (geteuid())
-		tap_skip_all("needs root (BPF maps)");
+	tl_needs_root("BPF maps");
 	tap_plan((int)(sizeof(steps) / sizeof(steps[0])) + 2);
 	fc = bpf_map_create(BPF_MAP_TYPE_HASH, "claims", 4,
 			    sizeof(struct rinx_claim), NJOBS, NULL);

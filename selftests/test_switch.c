@@ -57,7 +57,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "selftests/tap.h"
+#include "selftests/lib/testlib.h"
 #include "uapi/rinx.h"
 #include "bpf/switch_kern_user.h"
 #include "tools/testbed/testbed.h"
@@ -162,42 +162,6 @@ static const struct sw_case cases[] = {
 
 #define NCASES	((int)(sizeof(cases) / sizeof(cases[0])))
 
-static int run_ip(char *const argv[])
-{
-	pid_t pid;
-	int st;
-
-	if (posix_spawnp(&pid, "ip", NULL, NULL, argv, environ))
-		return -1;
-	if (waitpid(pid, &st, 0) < 0)
-		return -1;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-static __u64 mac_key(const __u8 mac[6])
-{
-	__u64 k = 0;
-
-	memcpy(&k, mac, 6);
-	return k;
-}
-
-static int read_stats(int fd, int ncpu, __u64 out[RINX_SW_STAT_MAX])
-{
-	__u64 v[ncpu];
-	__u32 i;
-	int c;
-
-	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
-		if (bpf_map_lookup_elem(fd, &i, v))
-			return -errno;
-		out[i] = 0;
-		for (c = 0; c < ncpu; c++)
-			out[i] += v[c];
-	}
-	return 0;
-}
-
 /* Test-run input: up to 32 bytes of metadata come first, so a frame shorter
  * than the kernel's minimum test input (an Ethernet header) is made by
  * declaring part of the input as metadata. */
@@ -226,6 +190,7 @@ static int run_case(struct switch_bpf **skels, const struct sw_case *c,
 		    int if_a, int if_b, int ncpu)
 {
 	struct switch_bpf *skel = skels[c->tor];
+	int sfd = bpf_map__fd(skel->maps.sw_stats);
 	__u8 in[RINX_FRAME_MAX + 32], out[sizeof(in)];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
 	struct xdp_md ctx = {};
@@ -262,7 +227,7 @@ static int run_case(struct switch_bpf **skels, const struct sw_case *c,
 	o.ctx_size_in = sizeof(ctx);
 	o.repeat = 1;
 
-	if (read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, before))
+	if (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before))
 		return tap_ok(0, "%s: read counters", c->desc);
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
@@ -275,7 +240,7 @@ static int run_case(struct switch_bpf **skels, const struct sw_case *c,
 	if (err)
 		return tap_ok(0, "%s: test run failed: %s", c->desc,
 			      strerror(-err));
-	if (read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, after))
+	if (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after))
 		return tap_ok(0, "%s: read counters", c->desc);
 	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
 		__u64 want = before[i] + (i == c->stat);
@@ -318,7 +283,7 @@ static int setup_ports(struct switch_bpf *skel, int if_a, int if_b)
 	}
 	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 		struct rinx_sw_port p = { .port = tab[i].port };
-		__u64 k = mac_key(tab[i].mac);
+		__u64 k = tl_mac_key(tab[i].mac);
 
 		if (bpf_map_update_elem(macs, &k, &p, BPF_NOEXIST))
 			return -errno;
@@ -377,7 +342,7 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 					   &ifs[i], &v, BPF_ANY);
 	}
 	for (i = 0; i < 3; i++) {
-		__u64 m = mac_key(tor_nodes[i].mac);
+		__u64 m = tl_mac_key(tor_nodes[i].mac);
 		__be32 ip = htonl(tor_nodes[i].ip);
 
 		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.neigh), &ip,
@@ -475,26 +440,17 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 {
 	__u8 in[RINX_FRAME_MAX], out[RINX_FRAME_MAX + 64];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
-	struct xdp_md ctx = {};
-	int len, i, moved = 1, dst_ok = 1;
-
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	int len, i, moved = 1, dst_ok = 1, err;
+	int sfd = bpf_map__fd(skel->maps.sw_stats);
+	struct tl_run r;
 
 	len = contrib(in, c->job, c->token);
-	ctx.data_end = len;
-	ctx.ingress_ifindex = if_a;
-	o.data_in = in;
-	o.data_size_in = len;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.ctx_in = &ctx;
-	o.ctx_size_in = sizeof(ctx);
-	o.repeat = 1;
-	if (read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, before) ||
-	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
-				   &o) ||
-	    read_stats(bpf_map__fd(skel->maps.sw_stats), ncpu, after))
-		return tap_ok(0, "%s: test run: %s", c->desc, strerror(errno));
+	err = tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before);
+	err = err ?: tl_xdp_run(bpf_program__fd(skel->progs.rinx_switch), in,
+				len, if_a, out, sizeof(out), &r);
+	err = err ?: tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after);
+	if (err)
+		return tap_ok(0, "%s: test run: %s", c->desc, strerror(-err));
 	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
 		if (after[i] != before[i] + (i == c->stat)) {
 			tap_diag("%s: counter %d: %llu, want %llu", c->desc, i,
@@ -504,10 +460,10 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 			moved = 0;
 		}
 	}
-	if (o.retval != (__u32)c->verdict)
-		tap_diag("%s: verdict %u, want %d", c->desc, o.retval,
+	if (r.ret != (__u32)c->verdict)
+		tap_diag("%s: verdict %u, want %d", c->desc, r.ret,
 			 c->verdict);
-	if (c->dst && (o.data_size_out < 14 || memcmp(out, c->dst, 6) ||
+	if (c->dst && (r.len < 14 || memcmp(out, c->dst, 6) ||
 		       memcmp(out + 6, M_AGG, 6))) {
 		tap_diag("%s: output %02x:%02x:%02x:%02x:%02x:%02x from "
 			 "%02x:%02x:%02x:%02x:%02x:%02x", c->desc, out[0],
@@ -515,7 +471,7 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 			 out[7], out[8], out[9], out[10], out[11]);
 		dst_ok = 0;
 	}
-	return tap_ok(o.retval == (__u32)c->verdict && moved && dst_ok,
+	return tap_ok(r.ret == (__u32)c->verdict && moved && dst_ok,
 		      "%s", c->desc);
 }
 
@@ -589,13 +545,13 @@ static int frun(struct switch_bpf *skel, int if_b, int len, __u8 tag,
 		o.data_out = r->out;
 		o.data_size_out = sizeof(r->out);
 	}
-	if (read_stats(fd, ncpu, before))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, before))
 		return -errno;
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
 	if (err)
 		return err;
-	if (read_stats(fd, ncpu, after))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, after))
 		return -errno;
 	for (i = 0; i < RINX_SW_STAT_MAX; i++)
 		r->d[i] = after[i] - before[i];
@@ -707,7 +663,7 @@ static int live_dup(struct switch_bpf *skel, int if_b, int ncpu,
 			fclose(f);
 		}
 	}
-	if (run_ip(up_a) || run_ip(up_b))
+	if (tl_ip(up_a) || tl_ip(up_b))
 		return -EIO;
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
@@ -854,13 +810,11 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
 	__u64 d[RINX_SW_STAT_MAX] = {}, want[RINX_SW_STAT_MAX] = {};
 	int fd = bpf_map__fd(skel->maps.links), sfd, i, err, ok = 1;
-	struct xdp_md ctx = { .data_end = Q_LEN, .ingress_ifindex = if_b };
 	__u8 in[Q_LEN], out[Q_LEN + 64];
 	struct rinx_sw_link v = {}, w;
 	__u32 port = if_a;
 	__u64 exp_after;
-
-	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct tl_run r;
 
 	v.set.rate_mbit = c->rate;
 	v.set.buffer = c->buffer;
@@ -872,20 +826,13 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 					  mono_ns() - 20000000ULL;
 	v.peak = 7;	/* below any backlog here: must rise to it */
 	q_frame(in, c->frame);
-	o.data_in = in;
-	o.data_size_in = Q_LEN;
-	o.data_out = out;
-	o.data_size_out = sizeof(out);
-	o.ctx_in = &ctx;
-	o.ctx_size_in = sizeof(ctx);
-	o.repeat = 1;
 	sfd = bpf_map__fd(skel->maps.sw_stats);
 	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
-	    read_stats(sfd, ncpu, before))
+	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before))
 		return tap_ok(0, "%s: set up: %s", c->desc, strerror(errno));
-	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
-				     &o);
-	if (err || read_stats(sfd, ncpu, after) ||
+	err = tl_xdp_run(bpf_program__fd(skel->progs.rinx_switch), in, Q_LEN,
+			 if_b, out, sizeof(out), &r);
+	if (err || tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after) ||
 	    bpf_map_lookup_elem(fd, &port, &w))
 		return tap_ok(0, "%s: run: %s", c->desc,
 			      strerror(err ? -err : errno));
@@ -906,8 +853,8 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 			ok = 0;
 		}
 	}
-	if (o.retval != (__u32)c->verdict) {
-		tap_diag("%s: verdict %u, want %d", c->desc, o.retval,
+	if (r.ret != (__u32)c->verdict) {
+		tap_diag("%s: verdict %u, want %d", c->desc, r.ret,
 			 c->verdict);
 		ok = 0;
 	}
@@ -959,13 +906,13 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 		memcpy(want_out, in, Q_LEN);
 		if (c->marked)
 			want_out[15] |= 3;
-		if (o.data_size_out != Q_LEN ||
+		if (r.len != Q_LEN ||
 		    memcmp(out, want_out, 24) ||
 		    memcmp(out + 26, want_out + 26, Q_LEN - 26) ||
 		    (!c->marked && memcmp(out + 24, in + 24, 2)) ||
 		    (c->frame != F_ARP && ip_sum(out + 14) != 0xffff)) {
 			tap_diag("%s: frame out: %u B, tos %02x, header sum "
-				 "%04x", c->desc, o.data_size_out, out[15],
+				 "%04x", c->desc, r.len, out[15],
 				 ip_sum(out + 14));
 			ok = 0;
 		}
@@ -1042,7 +989,7 @@ static void queue_concurrent(struct switch_bpf *skel, int if_a, int if_b,
 	v.last_ns = mono_ns() + 3600000000000ULL;
 	sfd = bpf_map__fd(skel->maps.sw_stats);
 	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
-	    read_stats(sfd, ncpu, before)) {
+	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before)) {
 		tap_ok(0, "queue: two CPUs at once: set up: %s",
 		       strerror(errno));
 		return;
@@ -1063,7 +1010,7 @@ static void queue_concurrent(struct switch_bpf *skel, int if_a, int if_b,
 		pthread_join(t[i], NULL);
 	pthread_barrier_destroy(&go);
 	err = err ?: a[0].err ?: a[1].err;
-	if (!err && (read_stats(sfd, ncpu, after) ||
+	if (!err && (tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after) ||
 		     bpf_map_lookup_elem(fd, &port, &w)))
 		err = -errno;
 	bpf_map_delete_elem(fd, &port);
@@ -1352,7 +1299,7 @@ static struct switch_bpf *topo_open(const __u32 *ifx)
 {
 	struct switch_bpf *skel = switch_bpf__open();
 	int egress, err = 0, p;
-	__u64 k = mac_key(M_A);
+	__u64 k = tl_mac_key(M_A);
 	struct rinx_sw_port ma = { .port = ifx[T_VA] };
 
 	if (!skel)
@@ -1458,14 +1405,16 @@ static int topo_run(struct switch_bpf *skel, const struct topo_case *c,
 		o.data_out = r->out;
 		o.data_size_out = sizeof(r->out);
 	}
-	if (read_stats(fd, ncpu, before) || topo_sent(skel, ifx, p0))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, before) ||
+	    topo_sent(skel, ifx, p0))
 		return -errno;
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
 	if (err)
 		return err;
 	/* live copies leave in the flush at the end of the run */
-	if (read_stats(fd, ncpu, after) || topo_sent(skel, ifx, p1))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, after) ||
+	    topo_sent(skel, ifx, p1))
 		return -errno;
 	for (i = 0; i < RINX_SW_STAT_MAX; i++)
 		r->d[i] = after[i] - before[i];
@@ -1621,13 +1570,15 @@ static int topo_ina_run(struct switch_bpf *skel, const __u32 *ifx, int klass,
 		o.data_out = r->out;
 		o.data_size_out = sizeof(r->out);
 	}
-	if (read_stats(fd, ncpu, before) || topo_sent(skel, ifx, p0))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, before) ||
+	    topo_sent(skel, ifx, p0))
 		return -errno;
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				     &o);
 	if (err)
 		return err;
-	if (read_stats(fd, ncpu, after) || topo_sent(skel, ifx, p1))
+	if (tl_percpu_sum(fd, RINX_SW_STAT_MAX, after) ||
+	    topo_sent(skel, ifx, p1))
 		return -errno;
 	for (i = 0; i < RINX_SW_STAT_MAX; i++)
 		r->d[i] = after[i] - before[i];
@@ -1715,7 +1666,7 @@ static void topo_tests(int ncpu)
 			"name", "td", NULL };
 	__u32 ifx[T_NPORTS];
 	struct switch_bpf *skel = NULL;
-	int p, i, err = run_ip(add);
+	int p, i, err = tl_ip(add);
 
 	for (p = 0; p < T_NPORTS && !err; p++) {
 		/* MTU: the aggregator's output is a whole rinx frame */
@@ -1734,7 +1685,7 @@ static void topo_tests(int ncpu)
 			fclose(f);
 		}
 		ifx[p] = if_nametoindex(t_names[p]);
-		err = !ifx[p] || run_ip(up) || gro_on(t_names[p]);
+		err = !ifx[p] || tl_ip(up) || gro_on(t_names[p]);
 	}
 	if (!err)
 		skel = topo_open(ifx);
@@ -1750,20 +1701,77 @@ static void topo_tests(int ncpu)
 	topo_ina_tests(ifx, ncpu);
 }
 
+/* what the subtests share: the veth pair, the plain switch, the ToR */
+static struct switch_bpf *skels[2];
+static int if_a, if_b, ncpu;
+
+static void t_cases(void)
+{
+	int i;
+
+	for (i = 0; i < NCASES; i++) {
+		if (cases[i].tor && !skels[1])
+			tap_ok(0, "%s: no ToR", cases[i].desc);
+		else
+			run_case(skels, &cases[i], if_a, if_b, ncpu);
+	}
+}
+
+static void t_ina(void)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ina_cases); i++) {
+		if (!skels[1])
+			tap_ok(0, "%s: no ToR", ina_cases[i].desc);
+		else
+			run_ina_case(skels[1], &ina_cases[i], if_a, ncpu);
+	}
+}
+
+static void t_egress(void)
+{
+	if (skels[1])
+		run_egress(skels[1]);
+	else
+		tap_ok(0, "group egress: no ToR");
+}
+
+static void t_queue(void)
+{
+	queue_tests(skels[0], if_a, if_b, ncpu);
+}
+
+static void t_fault(void)
+{
+	fault_tests(skels[0], if_a, if_b, ncpu);
+}
+
+static void t_topo(void)
+{
+	topo_tests(ncpu);
+}
+
+static struct tl_subtest subtests[] = {
+	{ "cases", NCASES, t_cases },
+	{ "ina", ARRAY_SIZE(ina_cases), t_ina },
+	{ "egress", 1, t_egress },
+	{ "queue", NQ_CASES + 1, t_queue },
+	{ "fault", NFAULT_TESTS, t_fault },
+	{ "topo", 1 + NTOPO_CASES + 2, t_topo },	/* load, cases, INA */
+};
+
 int main(void)
 {
 	char *add[] = { "ip", "link", "add", "va", "type", "veth", "peer",
 			"name", "vb", NULL };
-	struct switch_bpf *skel, *skels[2] = {};
-	int if_a, if_b, ncpu, i, err;
+	struct switch_bpf *skel;
 	__u32 bad = IF_GONE;
+	int err;
 
-	if (geteuid() != 0)
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN, network namespace)");
-	if (unshare(CLONE_NEWNET))
-		tap_skip_all("cannot create a network namespace: %s",
-			     strerror(errno));
-	if (run_ip(add))
+	tl_needs_root("BPF_PROG_TEST_RUN, network namespace");
+	tl_unshare_net();
+	if (tl_ip(add))
 		tap_skip_all("cannot create a veth pair (ip link add)");
 	if_a = if_nametoindex("va");
 	if_b = if_nametoindex("vb");
@@ -1779,9 +1787,7 @@ int main(void)
 		CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
 		sched_setaffinity(0, sizeof(set), &set);
 	}
-	tap_plan(NCASES + 5 + NQ_CASES + 1 + NFAULT_TESTS +
-		 (int)(sizeof(ina_cases) / sizeof(ina_cases[0])) + 1 +
-		 NTOPO_CASES + 2);
+	tl_plan(4, subtests, ARRAY_SIZE(subtests));
 	skel = switch_bpf__open_and_load();
 	if (!tap_ok(skel != NULL, "switch program loads")) {
 		tap_diag("open/load: %s", strerror(errno));
@@ -1801,25 +1807,7 @@ int main(void)
 		tap_diag("%s", strerror(errno));
 	else if (setup_ports(skels[1], if_a, if_b))
 		tap_diag("ToR ports: %s", strerror(errno));
-	for (i = 0; i < NCASES; i++) {
-		if (cases[i].tor && !skels[1])
-			tap_ok(0, "%s: no ToR", cases[i].desc);
-		else
-			run_case(skels, &cases[i], if_a, if_b, ncpu);
-	}
-	for (i = 0; i < (int)(sizeof(ina_cases) / sizeof(ina_cases[0])); i++) {
-		if (!skels[1])
-			tap_ok(0, "%s: no ToR", ina_cases[i].desc);
-		else
-			run_ina_case(skels[1], &ina_cases[i], if_a, ncpu);
-	}
-	if (skels[1])
-		run_egress(skels[1]);
-	else
-		tap_ok(0, "group egress: no ToR");
-	queue_tests(skel, if_a, if_b, ncpu);
-	fault_tests(skel, if_a, if_b, ncpu);
-	topo_tests(ncpu);
+	tl_run(subtests, ARRAY_SIZE(subtests));
 	switch_bpf__destroy(skels[1]);
 	switch_bpf__destroy(skel);
 	return tap_done();

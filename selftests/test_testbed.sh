@@ -23,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxtb$$		# unique: runs can overlap
+P=${RINX_TEST_NS:-}rxtb$$		# unique: runs can overlap
 n=0
 fail=0
 

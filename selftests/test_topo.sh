@@ -57,7 +57,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=${RINX_TOPO_PREFIX:-rxT}$$	# unique: runs can overlap (the variable
+P=${RINX_TEST_NS:-}${RINX_TOPO_PREFIX:-rxT}$$	# unique: runs can overlap (the variable
 				# picks another head, e.g. one per user)
 spec=/run/rinx-testbed/$P.spec
 topo=/run/rinx-testbed/$P.topo

@@ -20,7 +20,7 @@
 #include <bpf/bpf.h>
 #include "user/comm/torctl.h"
 #include "tools/testbed/testbed.h"
-#include "tap.h"
+#include "selftests/lib/testlib.h"
 
 #define PORT	(RINX_TORCTL_PORT + 101)
 #define WINDOW	8
@@ -105,8 +105,7 @@ int main(void)
 	void *req;
 	__u32 k;
 
-	if (geteuid())
-		tap_skip_all("needs root (a bpffs mount, BPF maps)");
+	tl_needs_root("a bpffs mount, BPF maps");
 	tap_plan(20);
 	snprintf(dir, sizeof(dir), "/tmp/rxNtorctl.XXXXXX");
 	if (!mkdtemp(dir) || mount("bpf", dir, "bpf", 0, "mode=0700")) {
