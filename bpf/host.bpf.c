@@ -76,8 +76,52 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
-static __always_inline int slow_path(struct xdp_md *ctx, __u32 why)
+/* A job slot's receive ring, for a trainer whose process does not own the
+ * interface's AF_XDP sockets (struct rinx_ring_frame records). */
+struct slot_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RINX_RING_BYTES);
+};
+
+/* job slot -> its receive ring; absent: the slot's frames go to the
+ * sockets in xsks (set and cleared by the slot's trainer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, RINX_MAX_JOBS);
+	__type(key, __u32);
+	__array(values, struct slot_ring);
+} rings SEC(".maps");
+
+/* The frame is copied into the ring and dropped: no socket can take it,
+ * since a socket only receives from the queue it is bound to. */
+static __always_inline int to_ring(struct xdp_md *ctx, void *ring, __u32 why)
 {
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	struct rinx_ring_frame *r;
+
+	if (len < 1 || len > RINX_FRAME_MAX)
+		return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+	r = bpf_ringbuf_reserve(ring, sizeof(*r), 0);
+	if (!r)
+		return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+	r->len = len;
+	if (bpf_xdp_load_bytes(ctx, 0, r->data, len)) {
+		bpf_ringbuf_discard(r, 0);
+		return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+	}
+	/* the trainer polls its ring: no wakeup to pay for */
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return rinx_count(why, XDP_DROP);
+}
+
+static __always_inline int slow_path(struct xdp_md *ctx, struct rinx_job *job,
+				     __u32 why)
+{
+	__u32 slot = job->slot;
+	void *ring = bpf_map_lookup_elem(&rings, &slot);
+
+	if (ring)
+		return to_ring(ctx, ring, why);
 	if (bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_DROP) ==
 	    XDP_REDIRECT)
 		return rinx_count(why, XDP_REDIRECT);
@@ -376,7 +420,7 @@ static __always_inline int host_block(struct xdp_md *ctx, struct rinx_frame *fp,
 			goto sized;
 		}
 		if (epoch == job->epoch + 1)
-			return slow_path(ctx, RINX_STAT_SLOW_FUTURE);
+			return slow_path(ctx, job, RINX_STAT_SLOW_FUTURE);
 		/* no rank runs more than one round ahead of another: a
 		 * round starts once the one before finished, which took
 		 * this node's share of it */
@@ -389,7 +433,7 @@ static __always_inline int host_block(struct xdp_md *ctx, struct rinx_frame *fp,
 		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
 	if (nblocks != job->nblocks || bpf_ntohs(f.h->dtype) != job->dtype ||
 	    cnt != (block == nblocks - 1 ? job->last_count : nv))
-		return slow_path(ctx, RINX_STAT_SLOW_MISMATCH);
+		return slow_path(ctx, job, RINX_STAT_SLOW_MISMATCH);
 sized:
 	idx = job->slot * rinx_window + block;
 	switch (hop->action) {
@@ -415,7 +459,7 @@ sized:
 		if (keep && res && res->epoch == epoch)
 			return rinx_count(RINX_STAT_DROP_DUP, XDP_DROP);
 		if (sh->epoch != epoch)
-			return slow_path(ctx, RINX_STAT_SLOW_NOT_READY);
+			return slow_path(ctx, job, RINX_STAT_SLOW_NOT_READY);
 		f.h->exp = bpf_htons(rinx_block_add(f.v,
 					(__s16)bpf_ntohs(f.h->exp),
 					sh->v, sh->exp, nv));
@@ -477,7 +521,7 @@ sized:
 		/* the others' sum waits for this host's share: the trainer
 		 * adds it and completes the slot */
 		if (ret == RINX_AGG_NEED_SELF)
-			return slow_path(ctx, RINX_STAT_SLOW_SELF);
+			return slow_path(ctx, job, RINX_STAT_SLOW_SELF);
 		if (ret == RINX_AGG_FINAL && type == RINX_T_CONTRIB &&
 		    (hop->flags & RINX_HOP_ANSWER)) {
 			/* the worker missed the finished block: send it. It
@@ -591,7 +635,7 @@ int rinx_host(struct xdp_md *ctx)
 	}
 	/* other control frames of a known job are the trainer's business */
 	if (type == RINX_T_HELLO)
-		return slow_path(ctx, RINX_STAT_SLOW_HELLO);
+		return slow_path(ctx, job, RINX_STAT_SLOW_HELLO);
 	/* the data path, built for the frame's size */
 	if (parsed == RINX_P_OK)
 		return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES);

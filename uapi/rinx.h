@@ -211,6 +211,19 @@ struct rinx_claim {
 				 * after boot), against pid reuse */
 };
 
+/* A frame the host program hands up through a job slot's receive ring
+ * (the host program's `rings` map): the slot's trainer runs in a process
+ * that does not own the interface's AF_XDP sockets, which bind a receive
+ * queue each and so serve one process (docs/rinx.md, "Jobs in separate
+ * processes"). The frame's length, then its bytes. */
+struct rinx_ring_frame {
+	__u32 len;		/* bytes of data[] that hold the frame */
+	__u32 resv;
+	__u8 data[RINX_FRAME_MAX];
+};
+/* One slot's ring: about 1,300 frames of the largest size. */
+#define RINX_RING_BYTES		(4u << 20)
+
 struct rinx_job {
 	__u64 token;		/* rinx_hdr.token, all 64 bits compared */
 	__u32 slot;		/* job slot: base of its share/result/hop entries */
@@ -535,6 +548,7 @@ _Static_assert(sizeof(struct rinx_job) == 56 + 2 * RINX_CMAP_MAX +
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
 _Static_assert(sizeof(struct rinx_claim) == 16, "claim");
+_Static_assert(sizeof(struct rinx_ring_frame) == 3176, "ring frame");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");
 _Static_assert(sizeof(struct rinx_hop) == 32, "hop");
 _Static_assert(__builtin_offsetof(struct rinx_hop, pool) == 12, "hop.pool");
