@@ -12,8 +12,9 @@
  * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS or block round
  * trip; never on a rank that fell behind the others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
- * then a growing additive step), so the rate finds a link's share quickly
- * and jobs sharing links converge to equal shares.
+ * then a growing additive step; a cut with no clean interval since the
+ * last one lowers that target too), so the rate finds a link's share
+ * quickly and jobs sharing links converge to equal shares.
  * Where the spec gives link rates, the plan says how fast its busiest link
  * lets every origin go (rinx_plan_ceiling): a rank starts paced at
  * CC_CEIL_UTIL of that ceiling and never goes above it, so a job alone on
