@@ -197,15 +197,18 @@ gloo() {
 # loop CMD...: runs CMD over and over in the background until stop() (the
 # side that shares every run of the one measured meanwhile)
 loop() {
-	rm -f "$tmp/stop"
-	( while [ ! -e "$tmp/stop" ]; do "$@" >/dev/null; done ) &
+	rm -f "$tmp/stop" "$tmp/loop"
+	( while [ ! -e "$tmp/stop" ]; do "$@" >>"$tmp/loop"; echo >>"$tmp/loop"
+	  done ) &
 	lp=$!
 	pids+=("$lp")
 	sleep 3
 }
-stop() {
+stop() {	# bg: how many runs the background made and how many failed
 	touch "$tmp/stop"
 	wait "$lp"
+	bg=$(awk '{ n++; if ($1 == "failed") f++ }
+		END { printf "(background: %d runs, %d failed)", n, f }' "$tmp/loop")
 }
 
 share() {	# share NAME MBIT
@@ -254,11 +257,11 @@ rina|gloo)
 	loop other
 	r_both=$(bench "$plan" 1)
 	stop
-	echo "$plan beside $mode: $r_both Mbit/s (busbw)"
+	echo "$plan beside $mode: $r_both Mbit/s (busbw) $bg"
 	loop bench "$plan" 1
 	o_both=$(other)
 	stop
-	echo "$mode beside $plan: $o_both Mbit/s (busbw)"
+	echo "$mode beside $plan: $o_both Mbit/s (busbw) $bg"
 	echo "shares while both ran:"
 	share "$plan" "$r_both"
 	share "$mode" "$o_both"
