@@ -81,8 +81,52 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
-static __always_inline int slow_path(struct xdp_md *ctx, __u32 why)
+/* A job slot's receive ring, for a trainer whose process does not own the
+ * interface's AF_XDP sockets (struct rinx_ring_frame records). */
+struct slot_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RINX_RING_BYTES);
+};
+
+/* job slot -> its receive ring; absent: the slot's frames go to the
+ * sockets in xsks (set and cleared by the slot's trainer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, RINX_MAX_JOBS);
+	__type(key, __u32);
+	__array(values, struct slot_ring);
+} rings SEC(".maps");
+
+/* The frame is copied into the ring and dropped: no socket can take it,
+ * since a socket only receives from the queue it is bound to. */
+static __always_inline int to_ring(struct xdp_md *ctx, void *ring, __u32 why)
 {
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	struct rinx_ring_frame *r;
+
+	if (len < 1 || len > RINX_FRAME_MAX)
+		return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+	r = bpf_ringbuf_reserve(ring, sizeof(*r), 0);
+	if (!r)
+		return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+	r->len = len;
+	if (bpf_xdp_load_bytes(ctx, 0, r->data, len)) {
+		bpf_ringbuf_discard(r, 0);
+		return rinx_count(RINX_STAT_DROP_NO_XSK, XDP_DROP);
+	}
+	/* the trainer polls its ring: no wakeup to pay for */
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return rinx_count(why, XDP_DROP);
+}
+
+static __always_inline int slow_path(struct xdp_md *ctx, struct rinx_job *job,
+				     __u32 why)
+{
+	__u32 slot = job->slot;
+	void *ring = bpf_map_lookup_elem(&rings, &slot);
+
+	if (ring)
+		return to_ring(ctx, ring, why);
 	if (bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_DROP) ==
 	    XDP_REDIRECT)
 		return rinx_count(why, XDP_REDIRECT);
@@ -109,7 +153,7 @@ static __always_inline int forward(struct rinx_frame *f, struct rinx_job *job,
 
 /* Pacer of the own blocks: may one leave now? Takes its departure time
  * with a compare-and-swap shared with the trainer's sender, which runs the
- * same rule (user/cc.c); losing the race means another sender took the
+ * same rule (user/comm/cc.c); losing the race means another sender took the
  * slot, so this one waits. Up to cur->burst blocks may leave back to
  * back after an idle spell. */
 static __always_inline int pace_ok(struct rinx_cursor *cur)
@@ -145,7 +189,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 		return -1;
 	/* The next own block, claimed only once its share is written: the
 	 * trainer converts a round's input while the first blocks travel
-	 * (user/allreduce.c), and sends what the host program leaves. */
+	 * (user/comm/allreduce.c), and sends what the host program leaves. */
 	j = *(volatile __u32 *)&cur->next;
 	b = (j / nown) * plen + job->own[(j % nown) & (RINX_CMAP_MAX - 1)];
 	if (b >= job->nblocks || b >= rinx_window)
@@ -372,7 +416,7 @@ static __always_inline int env_done(struct hop_env *x, __u32 stat)
 
 static __always_inline int env_slow(struct hop_env *x, __u32 stat)
 {
-	return slow_path(x->ctx, stat);
+	return slow_path(x->ctx, x->job, stat);
 }
 
 static __always_inline int env_send(struct hop_env *x, __u16 to, __u32 stat)
@@ -404,7 +448,7 @@ static __always_inline void env_count(struct hop_env *x, __u32 stat)
  * sender (its tensor is another). */
 static __always_inline int env_other_tensor(struct hop_env *x)
 {
-	return slow_path(x->ctx, RINX_STAT_SLOW_MISMATCH);
+	return slow_path(x->ctx, x->job, RINX_STAT_SLOW_MISMATCH);
 }
 
 static __always_inline int env_repair(struct hop_env *x, __u32 type,
@@ -538,7 +582,7 @@ int rinx_host(struct xdp_md *ctx)
 	}
 	/* other control frames of a known job are the trainer's business */
 	if (type == RINX_T_HELLO)
-		return slow_path(ctx, RINX_STAT_SLOW_HELLO);
+		return slow_path(ctx, job, RINX_STAT_SLOW_HELLO);
 	/* the data path, built for the frame's size */
 	if (parsed == RINX_P_OK)
 		return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES);

@@ -7,7 +7,7 @@
  * Known unicast destinations are redirected through the devmap; group
  * addresses (broadcast, multicast) and unknown destinations are flooded to
  * every port but the ingress one. The MAC table is filled by the control
- * plane (tools/testbed.c); there is no learning. The rack testbed is a
+ * plane (tools/testbed/); there is no learning. The rack testbed is a
  * tree, so flooding cannot loop; a topology testbed (sw_topo) may have
  * cycles, and floods there stay on a spanning tree (`flood`), while
  * unicast follows the MAC table's shortest paths or, for the pairs a plan
@@ -96,7 +96,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Rack of this ToR (the one its groups belong to); 0xff: the spine. */
 const volatile __u8 sw_rack = 0xff;
-/* A switch of a topology testbed (tools/testbed.c, --topo): its links may
+/* A switch of a topology testbed (tools/testbed/, --topo): its links may
  * form cycles, so floods go to `flood` (the ports of a spanning tree)
  * instead of every port, `flows` may route a (source, destination) pair,
  * of one plan class or of any, off the shortest path the MAC table holds

@@ -9,7 +9,7 @@
  *  - ToR:   rinx_switch with ina_mac set, frames addressed to the aggregator
  *    (node 5), via rinx_ina_frame.
  *
- * Two tables per placement. The Rina plan of the cluster (user/plan.c,
+ * Two tables per placement. The Rina plan of the cluster (user/plan/plan.c,
  * rinx_plan_build; contributors are node ids, bit i = node i):
  *
  *   rack 2 (INA): ranks 0 1 2                rack 5 (plain): ranks 3 4

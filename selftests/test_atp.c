@@ -4,7 +4,7 @@
  * pool of aggregator slots (bpf/ina.bpf.h ina_pool, bpf/agg.bpf.h
  * rinx_pool_add) in the testbed switch, and the parameter server that sums
  * coverages (RINX_HOP_COVER, rinx_agg_add) in the host program. The tables
- * are the ones the planner writes (user/plan.c, rinx_plan_build):
+ * are the ones the planner writes (user/plan/plan.c, rinx_plan_build):
  *
  *   rack 5 (plain): rank 3 = the PS      rack 2 (INA ToR, node 4): ranks 0 1 2
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The trainer's congestion control law (user/cc.c, rinx_c_cc_update), one
+ * The trainer's congestion control law (user/comm/cc.c, rinx_c_cc_update), one
  * interval at a time: each case sets the state before the interval (rate,
  * target, alpha, last cut, the round's progress) and what the host
  * program counted in it (blocks stored, marked, own blocks sent), and
@@ -114,7 +114,13 @@ int main(void)
 		{ "no second cut within 4 ms", 800, 1000, 2000, 0.5, 0,
 		  3 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 0, 0, -1,
 		  -1 },
-		{ "a cut after 4 ms", 800, 1000, 2000, 0.5, 0, 5 * MS,
+		{ "a cut after 4 ms, none clean since the last", 800, 1000,
+		  2000, 0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100,
+		  12, 0, 1, 0, 0 },
+		{ "a cut after 4 ms and a clean interval", 800, 1000, 2000,
+		  0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 1,
+		  1, 0, 0 },
+		{ "a cut 9 ms after the last", 800, 1000, 2000, 0.5, 0, 9 * MS,
 		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0 },
 		{ "a round trip longer than 4 ms holds longer", 800, 1000,
 		  2000, 0.5, 10 * MS, 5 * MS, 1500000, 100, 50, 2, 800, 100,
@@ -135,8 +141,14 @@ int main(void)
 		double rate = k->rate_out, target = k->target_out;
 
 		if (k->cut) {
+			/* marked again with no clean interval since a cut
+			 * within two holds: the target follows the rate */
+			__u64 hold = k->srtt > 4 * MS ? k->srtt : 4 * MS;
+			int again = k->cut_ago && !k->calm &&
+				    k->cut_ago < 2 * hold;
+
 			rate = k->rate * (1 - alpha_after(k) / 2);
-			target = k->rate;
+			target = again ? rate : k->rate;
 		}
 		if (rate < 0)
 			rate = k->rate;

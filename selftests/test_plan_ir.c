@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The plan compiler (user/plan_ir.c): planners' plans on the GRID toy
+ * The plan compiler (user/plan/plan_ir.c): planners' plans on the GRID toy
  * turned into the engine's per-node tables, checked entry by entry against
  * the plans worked out by hand. Pure computation: no root, no namespaces.
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Unit tests of the float32 <-> block fixed point conversion (user/quant.c).
+ * Unit tests of the float32 <-> block fixed point conversion (user/quant/quant.c).
  *
  * Every conversion path the CPU runs (portable, AVX2, AVX-512) must give the
  * same bits as the portable path and as a reference computed here in double:

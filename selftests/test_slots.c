@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Job slots of a node (user/claim.c), table-driven, on a claims map and a
+ * Job slots of a node (user/node/claim.c), table-driven, on a claims map and a
  * job table of NJOBS slots created here (no network):
  * - any 32-bit job id takes the lowest free slot (ids equal mod 4, the old
  *   rule's collisions, included);

@@ -1,47 +1,67 @@
 #!/bin/bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
-# A rinx job beside a long TCP flow on the same link (docs/benchmark.md,
-# "Sharing a link with TCP"). Two racks of two hosts, every switch port at
-# RATE Mbit/s with the testbed's queue and ECN mark threshold; the ring's
-# h1 -> h2 hop and a TCP flow h0 -> h3 both cross rack 0's uplink towards
-# the spine:
+# Sharing links (docs/benchmark.md, "jobs sharing links, and a job beside
+# TCP"). Every switch port at RATE Mbit/s with the testbed's queue and ECN
+# mark threshold. Modes (-m):
+#
+# tcp   a rinx job beside a long TCP flow. Two racks of two hosts; the
+#       ring's h1 -> h2 hop and a TCP flow h0 -> h3 both cross rack 0's
+#       uplink towards the spine:
 #
 #          sp
 #        /    \            every port RATE Mbit/s, queue, ECN marks
 #      t0      t1
 #     h0 h1   h2 h3        ring h0 h1 h2 h3; TCP h0 -> h3
 #
-# The TCP flow runs alone first, then the rinx job alone, then both at
-# once; each side's share of the port is its rate over RATE: TCP's from the
-# bytes its receiver counted while the rinx job ran, rinx's from its busbw
-# (on a ring every link carries busbw; the warm-up collective counts in
-# the time, not in busbw). The rinx job verifies every element
-# of every collective (`bench --verify`).
+#       The TCP flow runs alone first, then the rinx job alone, then both
+#       at once; each side's share of the port is its rate over RATE:
+#       TCP's from the bytes its receiver counted while the rinx job ran,
+#       rinx's from its busbw (on a ring every link carries busbw; the
+#       warm-up collective counts in the time, not in busbw).
+# rina  the ring job beside a Rina job (both ToRs INA) on the same four
+#       hosts, each in its own processes; gloo: beside a Gloo allreduce
+#       (a ring over TCP, the same hosts in the same order). Each side
+#       alone, then each measured while the other runs over and over in
+#       the background (so every run of it is shared); the share of a
+#       side is its busbw over RATE (every link of a ring carries busbw).
+# jobs  K jobs of PLAN (-k, ids 1, 5, 9, ...) in K separate processes on
+#       2 racks of 4 hosts (-i: the racks' INA, switch or agent), one job
+#       alone first; every job's busbw, its ratio to 1/K of the job alone,
+#       and the aggregate over the job alone.
 #
-#   tools/share-bench.sh [-l RATE] [-s SIZE] [-n ITERS] [-c CC] [-p PLAN]
-#                        [BUILDDIR]
+# Every rinx run verifies every element of every collective (`bench
+# --verify`), Gloo every element of its own.
 #
+#   tools/share-bench.sh [-m MODE] [-l RATE] [-s SIZE] [-n ITERS] [-c CC]
+#                        [-p PLAN] [-k K] [-i INA] [BUILDDIR]
+#
+#   -m   tcp (default), rina, gloo or jobs
 #   -l   port rate in Mbit/s (default 1000)
 #   -s   the collective's size (default 16M)
 #   -n   collectives per run (default 20)
-#   -c   the TCP sender's congestion control (TCP_CONGESTION; default cubic),
-#        with ECN on (net.ipv4.tcp_ecn=1) at both ends
+#   -c   tcp: the TCP sender's congestion control (TCP_CONGESTION; default
+#        cubic), with ECN on (net.ipv4.tcp_ecn=1) at both ends
 #   -p   the rinx plan (default ring)
+#   -k   jobs: how many (default 2)
+#   -i   jobs: the racks' INA kind, switch (default) or agent
 #
 # The testbed is brought up with a fresh prefix and taken down at the end,
 # also on failure or interrupt. Prints one line per run and the shares.
 
 set -u
-rate=1000 size=16M iters=20 cc=cubic plan=ring
-while getopts l:s:n:c:p: o; do
+rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
+while getopts m:l:s:n:c:p:k:i: o; do
 	case $o in
+	m) mode=$OPTARG ;;
+	k) k=$OPTARG ;;
+	i) ina=$OPTARG ;;
 	l) rate=$OPTARG ;;
 	s) size=$OPTARG ;;
 	n) iters=$OPTARG ;;
 	c) cc=$OPTARG ;;
 	p) plan=$OPTARG ;;
-	*) sed -n '20,30p' "$0"; exit 2 ;;
+	*) sed -n '37,52p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -69,7 +89,14 @@ if [ "$(id -u)" != 0 ]; then
 	echo "share-bench: needs root (namespaces, XDP)" >&2
 	exit 6
 fi
-"$rinxctl" testbed up --prefix "$p" --racks 2 --per-rack 2 --rate "$rate" \
+case $mode in
+tcp) shape="--racks 2 --per-rack 2" ;;
+rina|gloo) shape="--racks 2 --per-rack 2 --ina switch" ;;
+jobs) shape="--racks 2 --per-rack 4 --ina $ina" ;;
+*) echo "share-bench: unknown mode $mode" >&2; exit 2 ;;
+esac
+# shellcheck disable=SC2086
+"$rinxctl" testbed up --prefix "$p" $shape --rate "$rate" \
 	>"$tmp/up" 2>&1 || { cat "$tmp/up" >&2; exit 1; }
 for h in h0 h3; do
 	ip netns exec "$p$h" sysctl -qw net.ipv4.tcp_ecn=1
@@ -127,12 +154,13 @@ c.close()
 	cat "$tmp/rx"
 }
 
-# bench: the rinx job; prints its busbw in Mbit/s, or "failed"
+# bench [PLAN [JOB]]: a rinx job; prints its busbw in Mbit/s, or "failed"
 bench() {
 	local out
 
-	out=$("$rinxctl" bench --spec "$spec" --plan "$plan" --sizes "$size" \
-		--iters "$iters" --warmup 1 --verify 2>&1)
+	out=$("$rinxctl" bench --spec "$spec" --plan "${1:-$plan}" \
+		--sizes "$size" --iters "$iters" --warmup 1 --verify \
+		${2:+--job "$2"} 2>&1)
 	if ! echo "$out" | grep -q "verify: every element ok"; then
 		echo "$out" | tail -3 >&2
 		echo failed
@@ -141,26 +169,126 @@ bench() {
 	echo "$out" | awk '$1 ~ /^[0-9]+$/ && NF >= 9 { printf "%.1f", $7 * 8000 }'
 }
 
-echo "# share-bench: testbed $p, 2 racks x 2, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on); rinx $plan, $size x $iters, verified"
-t_alone=$(tcp 10)
-echo "tcp alone:  $t_alone Mbit/s"
-r_alone=$(bench)
-echo "rinx alone: $r_alone Mbit/s (busbw)"
-# both: TCP for as long as the rinx run took alone, and a little more
-secs=$(awk -v r="$r_alone" -v s="$size" -v n="$iters" 'BEGIN {
-	m = s + 0; if (s ~ /K$/) m *= 1024; if (s ~ /M$/) m *= 1048576
-	printf "%d", (r > 0 ? 4 * (n + 1) * m * 8 * 1.5 / (r * 1e6) : 60) + 20 }')
-now() { python3 -c 'import time; print(time.monotonic())'; }
-tcp "$secs" "$tmp/from" "$tmp/to" >"$tmp/both_tcp" &
-tp=$!
-pids+=("$tp")
-sleep 2
-now >"$tmp/from"
-r_both=$(bench)
-now >"$tmp/to"
-wait "$tp"
-t_both=$(cat "$tmp/both_tcp")
-echo "together:   tcp $t_both Mbit/s, rinx $r_both Mbit/s (busbw)"
-awk -v t="$t_both" -v r="$r_both" -v l="$rate" 'BEGIN {
-	printf "shares of the %d Mbit/s port: tcp %.2f, rinx %.2f\n", l, t / l, r / l }'
-[ "$r_both" != failed ] && [ "$r_alone" != failed ]
+# gloo: a Gloo allreduce over the four hosts, ranks in host order; prints
+# its busbw in Mbit/s, or "failed" (a wrong element counts as failed)
+gloo() {
+	local i ip0 out
+
+	ip0=$(awk '/^host name=h0 /{for (i = 1; i <= NF; i++) if ($i ~ /^ip=/) print substr($i, 4)}' "$spec")
+	for i in 3 2 1 0; do
+		ip netns exec "${p}h$i" env RANK=$i WORLD_SIZE=4 \
+			MASTER_ADDR="$ip0" MASTER_PORT=$((port + 1)) \
+			GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+			timeout 600 /usr/bin/python3 \
+			"$(dirname "$0")/peers/gloo_bench.py" --sizes "$size" \
+			--iters "$iters" --warmup 1 >"$tmp/gloo$i" 2>&1 &
+	done
+	wait
+	out=$(grep '"busbw_gbs"' "$tmp/gloo0")
+	if [ -z "$out" ] || ! echo "$out" | grep -q '"verified":true'; then
+		tail -n 3 "$tmp/gloo0" >&2
+		echo failed
+		return
+	fi
+	echo "$out" | sed -E 's/.*"busbw_gbs":([0-9.]+).*/\1/' |
+		awk '{ printf "%.1f", $1 * 8000 }'
+}
+
+# loop CMD...: runs CMD over and over in the background until stop() (the
+# side that shares every run of the one measured meanwhile)
+loop() {
+	rm -f "$tmp/stop" "$tmp/loop"
+	( while [ ! -e "$tmp/stop" ]; do "$@" >>"$tmp/loop"; echo >>"$tmp/loop"
+	  done ) &
+	lp=$!
+	pids+=("$lp")
+	sleep 3
+}
+stop() {	# bg: how many runs the background made and how many failed
+	touch "$tmp/stop"
+	wait "$lp"
+	bg=$(awk '{ n++; if ($1 == "failed") f++ }
+		END { printf "(background: %d runs, %d failed)", n, f }' "$tmp/loop")
+}
+
+share() {	# share NAME MBIT
+	awk -v n="$1" -v r="$2" -v l="$rate" 'BEGIN {
+		printf "  %s: %.2f of the %d Mbit/s port\n", n, r / l, l }'
+}
+
+case $mode in
+tcp)
+	echo "# share-bench: testbed $p, 2 racks x 2, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on); rinx $plan, $size x $iters, verified"
+	t_alone=$(tcp 10)
+	echo "tcp alone:  $t_alone Mbit/s"
+	r_alone=$(bench)
+	echo "rinx alone: $r_alone Mbit/s (busbw)"
+	# both: TCP for three times as long as the rinx run took alone (it is
+	# slower beside TCP, and far slower on a busy machine)
+	secs=$(awk -v r="$r_alone" -v s="$size" -v n="$iters" 'BEGIN {
+		m = s + 0; if (s ~ /K$/) m *= 1024; if (s ~ /M$/) m *= 1048576
+		printf "%d", (r > 0 ? 4 * (n + 1) * m * 8 * 3 / (r * 1e6) : 60) + 20 }')
+	now() { python3 -c 'import time; print(time.monotonic())'; }
+	tcp "$secs" "$tmp/from" "$tmp/to" >"$tmp/both_tcp" &
+	tp=$!
+	pids+=("$tp")
+	sleep 2
+	now >"$tmp/from"
+	r_both=$(bench)
+	now >"$tmp/to"
+	wait "$tp"
+	t_both=$(cat "$tmp/both_tcp")
+	echo "together:   tcp $t_both Mbit/s, rinx $r_both Mbit/s (busbw)"
+	awk -v t="$t_both" -v r="$r_both" -v l="$rate" 'BEGIN {
+		printf "shares of the %d Mbit/s port: tcp %.2f, rinx %.2f\n", l, t / l, r / l }'
+	[ "$r_both" != failed ] && [ "$r_alone" != failed ]
+	;;
+rina|gloo)
+	echo "# share-bench: testbed $p, 2 racks x 2 (ToRs INA), ports at $rate Mbit/s; rinx $plan (job 1) beside $mode, $size x $iters, verified"
+	if [ "$mode" = rina ]; then
+		other() { bench rina 2; }
+	else
+		other() { gloo; }
+	fi
+	r_alone=$(bench "$plan" 1)
+	echo "$plan alone: $r_alone Mbit/s (busbw)"
+	o_alone=$(other)
+	echo "$mode alone: $o_alone Mbit/s (busbw)"
+	loop other
+	r_both=$(bench "$plan" 1)
+	stop
+	echo "$plan beside $mode: $r_both Mbit/s (busbw) $bg"
+	loop bench "$plan" 1
+	o_both=$(other)
+	stop
+	echo "$mode beside $plan: $o_both Mbit/s (busbw) $bg"
+	echo "shares while both ran:"
+	share "$plan" "$r_both"
+	share "$mode" "$o_both"
+	[ "$r_alone" != failed ] && [ "$r_both" != failed ] &&
+		[ "$o_alone" != failed ] && [ "$o_both" != failed ]
+	;;
+jobs)
+	echo "# share-bench: testbed $p, 2 racks x 4 (ina $ina), ports at $rate Mbit/s; $k jobs of $plan in $k processes, $size x $iters, verified"
+	one=$(bench "$plan" 1)
+	echo "one job alone: $one Mbit/s (busbw)"
+	for i in $(seq 1 "$k"); do
+		{ bench "$plan" $((4 * i - 3)); echo; } >"$tmp/job$i" &
+	done
+	wait
+	bad=0
+	for i in $(seq 1 "$k"); do
+		b=$(cat "$tmp/job$i")
+		[ "$b" = failed ] && bad=1
+		echo "job $((4 * i - 3)): $b Mbit/s (busbw)"
+	done
+	[ $bad -eq 0 ] && cat "$tmp"/job* | awk -v one="$one" -v k="$k" '
+		{ b[NR] = $1; s += $1; if (NR == 1 || $1 < lo) lo = $1
+		  if ($1 > hi) hi = $1 }
+		END { printf "each / (one / %d): ", k
+		      for (i = 1; i <= NR; i++) printf "%.2f ", b[i] * k / one
+		      printf "\nslowest / fastest: %.2f; sum / one: %.2f\n",
+			lo / hi, s / one }'
+	[ "$one" != failed ] && [ $bad -eq 0 ]
+	;;
+esac

@@ -41,7 +41,7 @@
 
 /* Job (communicator) slots of a node: the spec's jobs= (default
  * RINX_DEFAULT_JOBS, at most RINX_MAX_JOBS). A job takes the lowest free
- * slot of each node it runs on, whatever its id (user/comm.c, claims). */
+ * slot of each node it runs on, whatever its id (user/comm/comm.c, claims). */
 #define RINX_MAX_JOBS		256
 #define RINX_DEFAULT_JOBS	16
 #define RINX_MAX_NODES		64	/* ranks / nodes of one job */
@@ -115,7 +115,7 @@ enum rinx_wire_dtype {
 #define RINX_F_PINF	0x02
 #define RINX_F_NINF	0x04
 #define RINX_F_NONFINITE (RINX_F_NAN | RINX_F_PINF | RINX_F_NINF)
-/* rinx_slot.flags of a share: its rank saw a loss lately (user/repair.c).
+/* rinx_slot.flags of a share: its rank saw a loss lately (user/comm/repair.c).
  * ORed into the block as the others are, so every rank finds it in the
  * round's results alike and the ranks keep partial sums for hop-by-hop
  * repair (RINX_JOB_KEEP) in the next round, without a message. */
@@ -215,6 +215,19 @@ struct rinx_claim {
 				 * after boot), against pid reuse */
 };
 
+/* A frame the host program hands up through a job slot's receive ring
+ * (the host program's `rings` map): the slot's trainer runs in a process
+ * that does not own the interface's AF_XDP sockets, which bind a receive
+ * queue each and so serve one process (docs/rinx.md, "Jobs in separate
+ * processes"). The frame's length, then its bytes. */
+struct rinx_ring_frame {
+	__u32 len;		/* bytes of data[] that hold the frame */
+	__u32 resv;
+	__u8 data[RINX_FRAME_MAX];
+};
+/* One slot's ring: about 1,300 frames of the largest size. */
+#define RINX_RING_BYTES		(4u << 20)
+
 struct rinx_job {
 	__u64 token;		/* rinx_hdr.token, all 64 bits compared */
 	__u32 slot;		/* job slot: base of its share/result/hop entries */
@@ -241,7 +254,7 @@ struct rinx_job {
 	 * sum; RINX_T_CONTRIB: a raw share for an aggregator). */
 	__u16 start_to[RINX_MAX_CLASSES];
 	__u8 start_type[RINX_MAX_CLASSES];
-	/* The plan the job runs here (user/plan.h rinx_plan_id): an OPEN
+	/* The plan the job runs here (user/plan/plan.h rinx_plan_id): an OPEN
 	 * hello carries the asker's in `block`; another one is answered with
 	 * OPEN_OTHER, so ranks that disagree fail at open. */
 	__u32 plan_id;
@@ -539,6 +552,7 @@ _Static_assert(sizeof(struct rinx_job) == 56 + 2 * RINX_CMAP_MAX +
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
 _Static_assert(sizeof(struct rinx_claim) == 16, "claim");
+_Static_assert(sizeof(struct rinx_ring_frame) == 3176, "ring frame");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");
 _Static_assert(sizeof(struct rinx_hop) == 32, "hop");
 _Static_assert(__builtin_offsetof(struct rinx_hop, pool) == 12, "hop.pool");

@@ -713,7 +713,7 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 			 * each of them (8 trainers on 2 cores, every 20 us)
 			 * cost Rina at 1 Gbit/s 5x the CPU of its
 			 * collective. The pacer lets a burst of due blocks
-			 * go at once (user/cc.c), so a nap of a burst's
+			 * go at once (user/comm/cc.c), so a nap of a burst's
 			 * time (two gaps at least) loses no rate: Rina at
 			 * 1 Gbit/s (gap 26 us) went 0.158-0.169 GB/s
 			 * napping two gaps, 0.172-0.182 napping the burst's

@@ -12,8 +12,9 @@
  * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS or block round
  * trip; never on a rank that fell behind the others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
- * then a growing additive step), so the rate finds a link's share quickly
- * and jobs sharing links converge to equal shares.
+ * then a growing additive step; a cut with no clean interval since the
+ * last one lowers that target too), so the rate finds a link's share
+ * quickly and jobs sharing links converge to equal shares.
  * Where the spec gives link rates, the plan says how fast its busiest link
  * lets every origin go (rinx_plan_ceiling): a rank starts paced at
  * CC_CEIL_UTIL of that ceiling and never goes above it, so a job alone on
@@ -138,7 +139,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
 	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f;
-	int behind;
+	int behind, again;
 
 	if (cc->round != c->epoch) {
 		/* a new round: the blocks stored here count from now */
@@ -177,8 +178,17 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 				   (r->nb ? (double)r->nown / r->nb : 1.0);
 			cc->alpha = 1;	/* DCTCP's initial alpha */
 		}
-		cc->target = cc->rate;
+		/* A cut with no clean interval since the last one: the rate
+		 * the last cut would have recovered to was marked as well.
+		 * Back to it again, this pacer would hardly slow down while a
+		 * flow that cuts on every marked round trip (TCP) gives way:
+		 * the target goes down with the rate, as DCTCP's window. */
+		again = cc->cut && !cc->calm && now - cc->cut < 2 * hold;
+		if (!again)
+			cc->target = cc->rate;
 		cc->rate *= 1 - cc->alpha / 2;
+		if (again)
+			cc->target = cc->rate;
 		cc->ai = CC_AI;
 		cc->calm = 0;
 		cc->cut = now;

@@ -442,6 +442,10 @@ static int install(struct rinx_comm *c)
 				   c->self->name, c->njobs, holders);
 	c->slot = err;
 	c->slot_held = 1;
+	/* before the job entry: its first frames must find their way up */
+	err = rinx_c_ring_set(c);
+	if (err)
+		return err;
 	err = rinx_plan_build(&c->plan, &c->spec, c->rank);
 	if (err)
 		return rinx_c_cerr(c, err, "cannot build a plan for spec (%s)",
@@ -510,6 +514,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		return -ENOMEM;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
 	c->fd_aggs = c->tor_jobs_fd = c->fd_claims = c->tor_claims_fd = -1;
+	c->fd_rings = c->fd_ring = -1;
 	memset(c->hostless_claims, 0xff, sizeof(c->hostless_claims));
 	c->tor_rack = -1;
 	memset(c->hostless_fd, 0xff, sizeof(c->hostless_fd));
@@ -578,6 +583,13 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	    (c->fd_claims = err = open_pinned(c, dir, "claims")) < 0)
 		goto fail;
 	c->njobs = map_entries(c->fd_claims);
+	/* absent on a node brought up by an older build: no ringed jobs */
+	{
+		char path[RINX_PATH_MAX + 16];
+
+		snprintf(path, sizeof(path), "%s/rings", dir);
+		c->fd_rings = bpf_obj_get(path);
+	}
 	err = map_share(c, fd_share, &c->share);
 	if (err)
 		goto fail;
@@ -671,6 +683,7 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 			bpf_map_delete_elem(c->fd_jobs, &key);
 	}
 	/* the job entry first: no frame of the job finds the slot after */
+	rinx_c_ring_put(c);
 	if (c->slot_held)
 		rinx_claim_release(c->fd_claims, c->slot, c->job);
 	if (c->fd_claims >= 0)
@@ -716,6 +729,8 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		close(c->fd_hops);
 	if (c->fd_xsks >= 0)
 		close(c->fd_xsks);
+	if (c->fd_rings >= 0)
+		close(c->fd_rings);
 	free(c);
 }
 

@@ -66,7 +66,17 @@ struct xctx {
 	/* jobs of the communicators using this socket */
 	__u32 jobs[RINX_MAX_JOBS];
 	int njobs;
+	/* Without sockets (another process owns the interface's queues):
+	 * frames arrive through each communicator's slot ring (rx_ring,
+	 * struct rinx_comm) and leave by a packet socket; a frame sent is
+	 * free again at the next reclaim, as a completion would make it. */
+	int ringed;
+	int pkt_fd;
+	__u64 sent[NUM_FRAMES];
+	int nsent;
 };
+
+struct ring_buffer;
 
 struct rinx_req {
 	struct rinx_comm *c;
@@ -134,6 +144,9 @@ struct rinx_comm {
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
 	int fd_aggs;		/* agent host: its aggregator slots */
 	int fd_claims;		/* this node's job slots: who holds which */
+	int fd_rings;		/* the host program's slot rings */
+	int fd_ring;		/* this slot's ring, when x is ringed */
+	struct ring_buffer *rx_ring;	/* ... read from here */
 	int tor_jobs_fd;	/* a hostless ToR rank 0 installs: its job table */
 	int tor_rack;		/* agent: the rack whose ToR took the job by message, or -1 */
 	/* rank 0: job tables of the aggregators without hosts (a topology's
@@ -316,6 +329,12 @@ int rinx_c_tor_query(struct rinx_comm *c, int ri);
 int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 		    struct xctx **out);
 void rinx_c_xctx_put(struct xctx *x);
+/* Gives a ringed communicator its slot's receive ring in the host program,
+ * or takes away what a dead process left there; rinx_c_ring_put undoes. */
+int rinx_c_ring_set(struct rinx_comm *c);
+void rinx_c_ring_put(struct rinx_comm *c);
+/* Moves the frames of c's ring into its context's pending frames. */
+void rinx_c_ring_rx(struct rinx_comm *c);
 void rinx_c_xctx_job(struct xctx *x, __u32 job, int add);
 int rinx_c_xctx_has_job(const struct xctx *x, __u32 job);
 void rinx_c_x_reclaim(struct xctx *x);

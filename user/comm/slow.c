@@ -531,6 +531,7 @@ int rinx_c_slow_path(struct rinx_comm *c)
 	__u32 idx, n, i;
 	int done = 0, j, keep = 0, ret, q;
 
+	rinx_c_ring_rx(c);	/* a ringed context's frames (xsk.c) */
 	for (q = 0; q < x->nq; q++) {
 		struct xsk_ring_cons *rx = x->q[q].rx;
 

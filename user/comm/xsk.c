@@ -2,8 +2,17 @@
 /*
  * The AF_XDP context of a communicator: one umem and a socket per receive
  * queue of its interface, shared by every communicator of the process on
- * that interface (struct xctx, user/comm.h), with the frame pool, fill,
+ * that interface (struct xctx, user/comm/comm.h), with the frame pool, fill,
  * transmit and completion rings.
+ *
+ * A socket binds a receive queue and receives only what arrives there, and
+ * a queue takes one umem: the sockets serve one process per interface. A
+ * process that finds them held by another one on its node (a trainer per
+ * job) runs "ringed": the host program copies the slow-path frames of its
+ * job slot into a ring of the slot's own (rinx_c_ring_set) and the process
+ * sends through a packet socket. Frames still live in a private area with
+ * the same free list, so the rest of the communicator does not tell the
+ * two apart (docs/rinx.md, "Jobs in separate processes").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,10 +24,13 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <linux/ethtool.h>
+#include <linux/if_packet.h>
 #include <linux/sockios.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <xdp/xsk.h>
 #include "user/comm/comm.h"
 
@@ -62,6 +74,8 @@ static void x_close(struct xctx *x)
 		xsk_socket__delete(x->xsk);
 	if (x->umem)
 		xsk_umem__delete(x->umem);
+	if (x->pkt_fd >= 0)
+		close(x->pkt_fd);
 	if (x->area)
 		munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
 }
@@ -110,11 +124,26 @@ int rinx_if_rx_queues(const char *ifname, int ifindex)
 	return n > 0 ? n : 1;
 }
 
+/* Does a live process other than this one hold a job slot of the node? */
+static int others_here(const struct rinx_comm *c)
+{
+	struct rinx_claim h;
+	__u32 slot;
+
+	for (slot = 0; c->fd_claims >= 0 && slot < c->njobs; slot++)
+		if (!bpf_map_lookup_elem(c->fd_claims, &slot, &h) && h.pid &&
+		    h.pid != (__u32)getpid() &&
+		    rinx_proc_start(h.pid) == h.start)
+			return 1;
+	return 0;
+}
+
 /* The kernel unbinds a closed socket from its queue in a work item: right
  * after another process on this host closed its communicator the queue can
- * still be busy for a moment. */
+ * still be busy for a moment, so a busy queue is tried again for up to 2 s
+ * unless `wait` is 0 (another process holds it and keeps it). */
 static int x_bind(struct xctx *x, const char *ifname, int q,
-		  const struct xsk_socket_config *scfg)
+		  const struct xsk_socket_config *scfg, int wait)
 {
 	struct xq *xq = &x->q[q];
 	int err, i;
@@ -128,7 +157,7 @@ static int x_bind(struct xctx *x, const char *ifname, int q,
 							x->umem, &xq->own_rx,
 							NULL, &xq->own_fq,
 							&xq->own_cq, scfg);
-		if (err != -EBUSY || i >= 200)
+		if (err != -EBUSY || i >= 200 || !wait)
 			break;
 		usleep(10000);
 	}
@@ -165,8 +194,45 @@ void rinx_c_xctx_put(struct xctx *x)
 	free(x);
 }
 
-int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
-		    struct xctx **out)
+/* A context without sockets: frames leave by a packet socket that skips
+ * the interface's queueing discipline, as an AF_XDP socket's do. */
+static int x_ringed(struct rinx_comm *c, struct xctx *x, const char *ifname)
+{
+	struct sockaddr_ll sll = {
+		.sll_family = AF_PACKET,
+		.sll_ifindex = x->ifindex,
+	};
+	struct timeval tmo = { .tv_usec = 20000 };
+	int one = 1, buf = 8 << 20;
+
+	/* protocol 0: the socket sends and receives nothing */
+	x->pkt_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (x->pkt_fd < 0)
+		return rinx_c_cerr(c, -errno, "cannot open a packet socket: %s",
+				   strerror(errno));
+	if (bind(x->pkt_fd, (struct sockaddr *)&sll, sizeof(sll)) ||
+	    setsockopt(x->pkt_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one,
+		       sizeof(one)))
+		return rinx_c_cerr(c, -errno, "cannot bind a packet socket to "
+				   "%s: %s", ifname, strerror(errno));
+	/* A send waits while the device holds a full socket buffer of frames
+	 * (a window's worth: 8 MiB, or the most allowed), then gives up on
+	 * the frame: a loss. */
+	if (setsockopt(x->pkt_fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)))
+		setsockopt(x->pkt_fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(x->pkt_fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
+	/* no transmit ring: one that always has room, never read */
+	x->tx.cached_cons = RING_SIZE;
+	x->tx.size = RING_SIZE;
+	x->ringed = 1;
+	pr_info("%s: its AF_XDP sockets are another process's: this one runs "
+		"ringed\n", ifname);
+	return 0;
+}
+
+/* The sockets of every receive queue, on one umem. */
+static int x_sockets(struct rinx_comm *c, struct xctx *x, const char *ifname,
+		     int nq, int wait)
 {
 	struct xsk_umem_config ucfg = {
 		.fill_size = RING_SIZE,
@@ -180,7 +246,59 @@ int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 		.bind_flags = XDP_USE_NEED_WAKEUP,
 	};
-	int ifindex = if_nametoindex(ifname), err, i, nq;
+	int err;
+
+	err = xsk_umem__create(&x->umem, x->area,
+			       (__u64)NUM_FRAMES * FRAME_SIZE, &x->fq, &x->cq,
+			       &ucfg);
+	if (err)
+		return rinx_c_cerr(c, err, "cannot create AF_XDP umem: %s",
+				   strerror(-err));
+	for (x->nq = 0; x->nq < nq; x->nq++) {
+		err = x_bind(x, ifname, x->nq, &scfg, wait);
+		if (err)
+			return rinx_c_cerr(c, err, "cannot create AF_XDP socket on "
+					   "%s queue %d: %s", ifname, x->nq,
+					   strerror(-err));
+		/* the socket map is keyed by the socket's queue */
+		err = xsk_socket__update_xskmap(x->q[x->nq].xsk, c->fd_xsks);
+		if (err) {
+			rinx_c_cerr(c, err, "cannot register the AF_XDP socket of "
+				    "queue %d: %s", x->nq, strerror(-err));
+			x->nq++;
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Sockets and umem of a failed x_sockets, so that the context can run
+ * ringed instead. */
+static void x_unsocket(struct xctx *x)
+{
+	int q;
+
+	for (q = 1; q < x->nq; q++)
+		if (x->q[q].xsk)
+			xsk_socket__delete(x->q[q].xsk);
+	if (x->xsk)
+		xsk_socket__delete(x->xsk);
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	memset(x->q, 0, sizeof(x->q));
+	memset(&x->fq, 0, sizeof(x->fq));
+	memset(&x->tx, 0, sizeof(x->tx));
+	memset(&x->cq, 0, sizeof(x->cq));
+	memset(&x->rx, 0, sizeof(x->rx));
+	x->xsk = NULL;
+	x->umem = NULL;
+	x->nq = 0;
+}
+
+int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
+		    struct xctx **out)
+{
+	int ifindex = if_nametoindex(ifname), err, i, nq, wait;
 	struct bpf_map_info mi = {};
 	__u32 milen = sizeof(mi);
 	struct xctx *x;
@@ -213,6 +331,7 @@ int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 	if (!x)
 		return -ENOMEM;
 	x->refs = 1;
+	x->pkt_fd = -1;
 	x->ifindex = ifindex;
 	snprintf(x->pin, sizeof(x->pin), "%s", pin);
 	pthread_mutex_init(&x->lock, NULL);
@@ -224,29 +343,15 @@ int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 		err = -ENOMEM;
 		goto fail;
 	}
-	err = xsk_umem__create(&x->umem, x->area,
-			       (__u64)NUM_FRAMES * FRAME_SIZE, &x->fq, &x->cq,
-			       &ucfg);
-	if (err) {
-		rinx_c_cerr(c, err, "cannot create AF_XDP umem: %s", strerror(-err));
+	/* queues held by another live process stay held: no waiting */
+	wait = c->fd_rings < 0 || !others_here(c);
+	err = x_sockets(c, x, ifname, nq, wait);
+	if (err == -EBUSY && c->fd_rings >= 0) {
+		x_unsocket(x);
+		err = x_ringed(c, x, ifname);
+	}
+	if (err)
 		goto fail;
-	}
-	for (x->nq = 0; x->nq < nq; x->nq++) {
-		err = x_bind(x, ifname, x->nq, &scfg);
-		if (err) {
-			rinx_c_cerr(c, err, "cannot create AF_XDP socket on %s queue "
-				    "%d: %s", ifname, x->nq, strerror(-err));
-			goto fail;
-		}
-		/* the socket map is keyed by the socket's queue */
-		err = xsk_socket__update_xskmap(x->q[x->nq].xsk, c->fd_xsks);
-		if (err) {
-			rinx_c_cerr(c, err, "cannot register the AF_XDP socket of "
-				    "queue %d: %s", x->nq, strerror(-err));
-			x->nq++;
-			goto fail;
-		}
-	}
 	for (i = 0; i < NUM_FRAMES; i++)
 		x->free[i] = (__u64)i * FRAME_SIZE;
 	x->nfree = NUM_FRAMES;
@@ -270,6 +375,11 @@ void rinx_c_x_reclaim(struct xctx *x)
 {
 	__u32 idx, n, i;
 
+	if (x->ringed) {
+		while (x->nsent > 0)
+			x->free[x->nfree++] = x->sent[--x->nsent];
+		return;
+	}
 	n = xsk_ring_cons__peek(&x->cq, RING_SIZE, &idx);
 	for (i = 0; i < n; i++)
 		x->free[x->nfree++] = *xsk_ring_cons__comp_addr(&x->cq, idx + i);
@@ -284,6 +394,8 @@ void rinx_c_x_refill(struct xctx *x)
 	__u32 idx, n, free_slots, i, cap;
 	int q;
 
+	if (x->ringed)
+		return;
 	cap = (NUM_FRAMES - NUM_FRAMES / 4) / x->nq;
 	if (cap > RING_SIZE)
 		cap = RING_SIZE;
@@ -336,6 +448,14 @@ int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len)
 	struct xdp_desc *d;
 	__u32 idx;
 
+	if (x->ringed) {
+		/* a full device queue is a full transmit ring: try again */
+		/* sent, or lost as on a wire (repaired like any loss): the
+		 * callers count on a frame leaving once the ring had room */
+		send(x->pkt_fd, (__u8 *)x->area + addr, len, 0);
+		x->sent[x->nsent++] = addr;
+		return 0;
+	}
 	if (xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
 		rinx_c_x_kick(x);
 		return -EAGAIN;
@@ -348,4 +468,72 @@ int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len)
 	if (++x->tx_unkicked >= 32)
 		rinx_c_x_kick(x);
 	return 0;
+}
+
+/* One frame of a slot ring into a free frame of the context, pending for
+ * the slow path; a quarter of the frames stays for transmit, as the fill
+ * rings leave it. */
+static int ring_frame(void *ctx, void *data, size_t size)
+{
+	const struct rinx_ring_frame *rf = data;
+	struct rinx_comm *c = ctx;
+	struct xctx *x = c->x;
+	__u64 a;
+
+	if (size < sizeof(*rf) || rf->len > RINX_FRAME_MAX ||
+	    x->nfree <= NUM_FRAMES / 4 || x->npend >= MAX_PENDING) {
+		c->st.slow_dropped++;
+		return 0;
+	}
+	a = x->free[--x->nfree];
+	memcpy((__u8 *)x->area + a, rf->data, rf->len);
+	x->pend_addr[x->npend] = a;
+	x->pend_len[x->npend++] = rf->len;
+	return 0;
+}
+
+void rinx_c_ring_rx(struct rinx_comm *c)
+{
+	if (c->rx_ring)
+		ring_buffer__consume(c->rx_ring);
+}
+
+int rinx_c_ring_set(struct rinx_comm *c)
+{
+	int err;
+
+	if (c->fd_rings < 0 || !c->x)
+		return 0;
+	if (!c->x->ringed) {
+		/* a dead ringed process may have left its ring in the slot */
+		bpf_map_delete_elem(c->fd_rings, &c->slot);
+		return 0;
+	}
+	c->fd_ring = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rinx_slot_rx", 0, 0,
+				    RINX_RING_BYTES, NULL);
+	if (c->fd_ring < 0)
+		return rinx_c_cerr(c, -errno, "cannot create the receive ring of "
+				   "job slot %u: %s", c->slot, strerror(errno));
+	c->rx_ring = ring_buffer__new(c->fd_ring, ring_frame, c, NULL);
+	if (!c->rx_ring)
+		return rinx_c_cerr(c, -errno, "cannot map the receive ring of "
+				   "job slot %u: %s", c->slot, strerror(errno));
+	if (bpf_map_update_elem(c->fd_rings, &c->slot, &c->fd_ring, BPF_ANY)) {
+		err = -errno;
+		return rinx_c_cerr(c, err, "cannot give job slot %u its receive "
+				   "ring: %s", c->slot, strerror(-err));
+	}
+	return 0;
+}
+
+void rinx_c_ring_put(struct rinx_comm *c)
+{
+	/* while the slot is still held: its next holder sets its own */
+	if (c->rx_ring && c->fd_rings >= 0)
+		bpf_map_delete_elem(c->fd_rings, &c->slot);
+	ring_buffer__free(c->rx_ring);
+	c->rx_ring = NULL;
+	if (c->fd_ring >= 0)
+		close(c->fd_ring);
+	c->fd_ring = -1;
 }

@@ -4,8 +4,8 @@
  *
  * Layout under <pin>/<node>/: link (the XDP bpf_link: unpinning it detaches),
  * jobs, claims, nodes, hops, share, result, partial, aggs, cursors, xsks,
- * stats (the maps the trainers and rinxctl open). Nothing is left behind by
- * rinx_node_down.
+ * rings, stats (the maps the trainers and rinxctl open). Nothing is left
+ * behind by rinx_node_down.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -30,7 +30,7 @@
 
 static const char *const pinned_maps[] = {
 	"jobs", "claims", "nodes", "hops", "share", "result", "partial", "xsks",
-	"stats", "aggs", "cursors",
+	"rings", "stats", "aggs", "cursors",
 };
 
 static const char *const stat_names[RINX_STAT_MAX] = {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Plan compiler: the tables of every node of a job (user/plan.h), for each
+ * Plan compiler: the tables of every node of a job (user/plan/plan.h), for each
  * plan the one data plane runs.
  *
  * Ring plans (ring, rina, har) go round a ring of members, where a member is

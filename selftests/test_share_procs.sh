@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# End to end: jobs in separate processes on the same hosts, as a cluster
+# runs them (one trainer process per job and host).
+# - Two processes, jobs 1 and 5 (one slot under the old job mod 4 rule),
+#   open on every host at the same moment and each verifies every element
+#   of int32 sums (bit-exact).
+# - Four processes, jobs 9, 13, 2147483649 (all 1 mod 4) and 4294967295
+#   (the largest id), the same.
+# - Nothing is left on the nodes: no job entry, no slot ring.
+# A host's AF_XDP sockets serve one process (a socket binds a receive
+# queue, a queue takes one umem): the other processes run ringed, their
+# slot's frames copied up by the host program into a ring of the slot's
+# (user/comm/xsk.c). Without that the second process fails to open (EBUSY).
+#
+#          <P>t0                one switch, unlimited links
+#     h0    h1    h2    h3      four hosts
+#
+#   selftests/test_share_procs.sh [builddir]
+#
+# TAP output. Exit 0 pass, 1 fail, 4 skip (reason printed).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+build=${1:-${RINX_BUILD:-$here/../build}}
+rinxctl=$build/rinxctl
+P=rxP$$
+spec=/run/rinx-testbed/$P.spec
+tmp=$(mktemp -d)
+n=0
+fail=0
+pids=()
+most=0
+
+cleanup_procs() {
+	local p
+
+	for p in "${pids[@]}"; do
+		kill -9 -- "-$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+	cleanup
+}
+
+needs_root ip timeout awk
+trap cleanup_procs EXIT
+trap 'exit 1' INT TERM
+plan 9
+
+sizes=4096,1048576,16777216
+
+# run_procs ID...: one bench process per job id, started together, each in
+# a process group of its own; sets `most`: the most of them seen open on
+# h0 at one moment
+run_procs() {
+	local id seen i pat
+
+	most=0
+	pat=$(printf '%s|' "$@")
+	pat="^  job (${pat%|}) "
+	pids=()
+	set -m
+	for id in "$@"; do
+		timeout 180 "$rinxctl" -v bench --spec "$spec" --sizes 4K,1M,16M \
+			--iters 3 --job "$id" --dtype int32 --verify \
+			>"$tmp/$id.out" 2>&1 &
+		pids+=($!)
+	done
+	set +m
+	for i in $(seq 1 600); do
+		seen=$("$rinxctl" stats --spec "$spec" --node h0 2>/dev/null |
+			grep -cE "$pat")
+		[ "$seen" -gt "$most" ] && most=$seen
+		[ "$most" -eq $# ] && break
+		sleep 0.1
+	done
+}
+
+# check_procs ID...: waits for every process; each exited 0 and verified
+# every size
+check_procs() {
+	local id rc why i=0 bad=0
+
+	for id in "$@"; do
+		wait "${pids[$i]}"
+		rc=$?
+		i=$((i + 1))
+		why=$(verified_sizes "$(cat "$tmp/$id.out")" $sizes)
+		if [ $rc -ne 0 ] || [ -n "$why" ]; then
+			echo "job $id: exit $rc ${why:-}" | diag
+			tail -n 5 "$tmp/$id.out" | diag
+			bad=1
+		fi
+	done
+	pids=()
+	return $bad
+}
+
+"$rinxctl" testbed up --prefix "$P" --hosts 4 >/dev/null 2>&1
+ok $? "testbed up, 4 hosts (prefix $P)"
+
+run_procs 1 5
+[ "$most" -eq 2 ]
+ok $? "jobs 1 and 5, two processes, open on h0 at once ($most of 2)"
+check_procs 1 5
+ok $? "jobs 1 and 5: every element of every size verified, int32 bit-exact"
+
+run_procs 9 13 2147483649 4294967295
+[ "$most" -eq 4 ]
+ok $? "jobs 9, 13, 2147483649, 4294967295, four processes, open on h0 at once ($most of 4)"
+check_procs 9 13 2147483649 4294967295
+ok $? "the four jobs: every element of every size verified, int32 bit-exact"
+
+# the processes that found a host's sockets taken ran ringed (a line per
+# host and process)
+ringed=$(cat "$tmp"/9.out "$tmp"/13.out "$tmp"/2147483649.out \
+	"$tmp"/4294967295.out | grep -c "this one runs ringed")
+[ "$ringed" -ge 12 ]
+ok $? "on each of the 4 hosts at least three of the four processes ran ringed ($ringed of 16)"
+
+left=$("$rinxctl" stats --spec "$spec" 2>/dev/null | grep -c "^  job ")
+[ "$left" -eq 0 ]
+ok $? "no node keeps a job entry ($left left)"
+
+# four jobs of one process on the sockets, in the slots the ringed jobs
+# held: a slot ring left behind would take their frames, and they would
+# not finish
+out=$(timeout 120 "$rinxctl" -v bench --spec "$spec" --sizes 1M --iters 2 \
+	--jobs 4 --job 3 --dtype int32 --verify 2>&1)
+rc=$?
+why=$(verified_sizes "$out" 1048576)
+[ $rc -eq 0 ] && [ -z "$why" ] && ! echo "$out" | grep -q "runs ringed"
+ok $? "four jobs of one process afterwards: verified, on the sockets (exit $rc ${why:-})"
+[ $rc -eq 0 ] || echo "$out" | grep -v "^libbpf" | tail -n 5 | diag
+
+testbed_down_end
