@@ -1494,9 +1494,11 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"HELLO_YES", "ECN_CE", "PACED", "SLOW_SELF", "POOL_PASS",
 	"POOL_FLUSH", "POOL_RESEND", "AGG_OVERLAP", "DROP_MEMBER",
 	"DROP_AHEAD", "DROP_SHAPE", "RREPAIR", "RNACK_MISS", "DROP_DUP",
+	"PS_PUSH", "PS_DUP", "PS_PULL", "PS_STALE", "PS_RANGE", "PS_LEAVE",
+	"SLOW_PS",
 };
 
-_Static_assert(RINX_STAT_DROP_DUP == 46 && RINX_STAT_MAX == 47,
+_Static_assert(RINX_STAT_SLOW_PS == 53 && RINX_STAT_MAX == 54,
 	       "host_stat_name follows enum rinx_stat");
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {
