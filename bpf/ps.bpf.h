@@ -212,7 +212,10 @@ static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
 	if (op > RINX_PS_LEAVE || job->self != pc->server)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 	if (op == RINX_PS_LEAVE) {
-		__sync_fetch_and_or(&pc->left, 1ULL << who);
+		if (f->h->epoch)
+			__sync_fetch_and_or(&pc->done, 1ULL << who);
+		else
+			__sync_fetch_and_or(&pc->left, 1ULL << who);
 		return ps_answer(f, job, pc, who, RINX_PS_ACK,
 				 RINX_STAT_PS_LEAVE);
 	}

@@ -120,8 +120,10 @@ enum rinx_ps_op {
 	RINX_PS_PUSH = 0,	/* worker -> server: add the payload (at the
 				 * block's exponent) into the block */
 	RINX_PS_PULL = 1,	/* worker -> server: send the block */
-	RINX_PS_LEAVE = 2,	/* worker -> server: done, its clock bounds
-				 * nobody any more */
+	RINX_PS_LEAVE = 2,	/* worker -> server: done pushing, its
+				 * clock bounds nobody any more (epoch 0),
+				 * or done with the store, its last pull
+				 * made (epoch 1) */
 	RINX_PS_ACK = 3,	/* server -> worker: push `epoch` of block
 				 * `block` is in (now or before), or the
 				 * leave is noted */
@@ -152,6 +154,8 @@ struct rinx_ps_conf {
 	__u32 staleness;	/* SSP bound in iterations, or
 				 * RINX_PS_NO_BOUND */
 	__u64 left;		/* workers that left (bit = node id) */
+	__u64 done;		/* workers done with the store (their last
+				 * pull made): the server may close */
 	__u64 applied[RINX_MAX_NODES];	/* blocks pushed by each worker:
 					 * its clock is applied / nblocks */
 };
@@ -603,9 +607,9 @@ _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns")
 _Static_assert(sizeof(struct rinx_hop) == 32, "hop");
 _Static_assert(__builtin_offsetof(struct rinx_hop, pool) == 12, "hop.pool");
 _Static_assert(__builtin_offsetof(struct rinx_hop, mask) == 16, "hop.mask");
-_Static_assert(sizeof(struct rinx_ps_conf) == 24 + 8 * RINX_MAX_NODES,
+_Static_assert(sizeof(struct rinx_ps_conf) == 32 + 8 * RINX_MAX_NODES,
 	       "ps conf");
-_Static_assert(__builtin_offsetof(struct rinx_ps_conf, applied) == 24,
+_Static_assert(__builtin_offsetof(struct rinx_ps_conf, applied) == 32,
 	       "ps_conf.applied");
 _Static_assert(sizeof(struct rinx_agg) == 32 + RINX_BLOCK_BYTES, "agg");
 _Static_assert(__builtin_offsetof(struct rinx_agg, seen) == 8, "agg.seen");
