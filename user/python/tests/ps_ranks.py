@@ -128,8 +128,8 @@ def train_phase(tag, job, mode, steps):
     sync.finish()
     l1 = loss()
     name = "%s %s training" % (tag, mode)
-    check("%s: loss %.4g -> %.4g (below 1%% of the start)" % (name, l0, l1),
-          l1 < 0.01 * l0, "")
+    check("%s: the loss below 1%% of its start" % name, l1 < 0.01 * l0,
+          "%.4g -> %.4g" % (l0, l1))
     print("digest\t%s\t%s" % (name, digest(
         model.weight.detach().numpy())), flush=True)
     check("%s: transport xdp, %d steps" % (name, sync.steps),
