@@ -40,6 +40,12 @@ InHAD  ranks form groups (the racks of the spec, or `group_size` ranks in
        group's report is held while it is more than `staleness` iterations
        ahead of the slowest group.
 
+With transport="xdp" (or RINX_PS=xdp) ASP and SSP run on rinx's data
+plane instead: the parameters are a store in rank ps_rank's host program
+(rinx.ps), pushes added and pulls answered there in XDP; each worker
+computes the update above with its own momentum buffer and pushes
+-lr f v. The TCP server stays as the reference (docs/python.md).
+
 A dead worker ends the waits of the others with rinx.TimeoutError naming
 it; a dead PS (connection lost) raises rinx.sync.PSError, one that does not
 answer rinx.TimeoutError within timeout_ms (+ 2 s); nothing waits for ever.
