@@ -119,7 +119,8 @@ enum rinx_hello {
 enum rinx_ps_op {
 	RINX_PS_PUSH = 0,	/* worker -> server: add the payload (at the
 				 * block's exponent) into the block */
-	RINX_PS_PULL = 1,	/* worker -> server: send the block */
+	RINX_PS_PULL = 1,	/* worker -> server: send the block (the
+				 * answer keeps `epoch`: the pull's number) */
 	RINX_PS_LEAVE = 2,	/* worker -> server: done pushing, its
 				 * clock bounds nobody any more (epoch 0),
 				 * or done with the store, its last pull

@@ -43,6 +43,7 @@ struct rinx_ps {
 	__u32 op_seq;		/* its push number (epoch) */
 	int refused;		/* RINX_PS_STALE/_RANGE answer to it */
 	__u32 seq;		/* pushes completed */
+	__u32 pulls;		/* pulls started: each pull's number */
 	__u64 min_clock;	/* the slowest worker's clock, as last heard */
 	int slowest;
 	__u64 srtt;
@@ -91,7 +92,9 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 			return RINX_SP_FREE;
 		break;
 	case RINX_PS_VALUE:
-		if (ps->op != RINX_PS_PULL || ps->done[b])
+		/* an answer to an earlier pull (late, or a duplicate) may hold
+		 * older values than the store has now: only this pull's */
+		if (ps->op != RINX_PS_PULL || seq != ps->op_seq || ps->done[b])
 			return RINX_SP_FREE;
 		ps->exp[b] = (__s16)ntohs(f.h->exp);
 		n = block_vals(ps, b);
@@ -265,15 +268,16 @@ out:
 
 /* Block b's exponent for initial values whose largest magnitude is amax
  * there and gmax over the whole store: room for PS_HEADROOM doublings
- * above the larger of the two, so that a block that starts small (a bias
- * at zero) can grow as large as the largest initial values. */
+ * above the larger of the two and of 1, so that a block that starts small
+ * (a bias at zero, a store of zeros) can grow as large as the largest
+ * initial values or 2^headroom. */
 static __s16 ps_exp(double amax, double gmax, int headroom)
 {
 	double m = amax > gmax ? amax : gmax;
 	int e;
 
-	if (!(m > 0x1p-20))
-		m = 0x1p-20;
+	if (!(m > 1.0))
+		m = 1.0;
 	frexp(m, &e);		/* m < 2^e */
 	return (__s16)(e + headroom);
 }
@@ -475,7 +479,7 @@ RINX_API int rinx_ps_open(struct rinx_comm *c, const struct rinx_ps_opts *o,
 	c->ps = ps;
 	/* every block's exponent, and a server that answers: until then
 	 * its host program drops the pulls and they are sent again */
-	err = ps_call(ps, RINX_PS_PULL, 0, ps->nb);
+	err = ps_call(ps, RINX_PS_PULL, ++ps->pulls, ps->nb);
 	if (err) {
 		rinx_ps_close(ps);
 		return err;
@@ -515,7 +519,7 @@ RINX_API int rinx_ps_pull(struct rinx_ps *ps, float *out)
 	/* clocks only grow: once within the bound, a rank stays so */
 	while (!ps_bound_ok(ps)) {
 		/* the slowest clock, again (one block's answer says it) */
-		err = ps_call(ps, RINX_PS_PULL, 0, 1);
+		err = ps_call(ps, RINX_PS_PULL, ++ps->pulls, 1);
 		if (err)
 			return err;
 		if (ps_bound_ok(ps))
@@ -533,7 +537,7 @@ RINX_API int rinx_ps_pull(struct rinx_ps *ps, float *out)
 	if (now_ns() - t0 > PS_WAIT_NS)
 		ps->st.held++;
 	ps->dst = out;
-	err = ps_call(ps, RINX_PS_PULL, 0, ps->nb);
+	err = ps_call(ps, RINX_PS_PULL, ++ps->pulls, ps->nb);
 	ps->dst = NULL;
 	if (!err)
 		ps->st.pulls++;
@@ -559,7 +563,7 @@ RINX_API int rinx_ps_finish(struct rinx_ps *ps, float *out)
 	/* the store is final once every worker left */
 	t0 = now_ns();
 	while (!err && ps->min_clock != ~0ull) {
-		err = ps_call(ps, RINX_PS_PULL, 0, 1);
+		err = ps_call(ps, RINX_PS_PULL, ++ps->pulls, 1);
 		if (err || ps->min_clock == ~0ull)
 			break;
 		if (now_ns() - t0 > (__u64)c->timeout_ms * 1000000ull)
@@ -569,7 +573,7 @@ RINX_API int rinx_ps_finish(struct rinx_ps *ps, float *out)
 	}
 	if (!err) {
 		ps->dst = out;
-		err = ps_call(ps, RINX_PS_PULL, 0, ps->nb);
+		err = ps_call(ps, RINX_PS_PULL, ++ps->pulls, ps->nb);
 		ps->dst = NULL;
 	}
 	if (!err)

@@ -28,7 +28,8 @@ TOKEN = int(os.environ.get("RINX_TOKEN", "0"))
 
 
 def one(world, transport, job, n, steps, run):
-    w = torch.nn.Parameter(torch.zeros(n))
+    w = torch.nn.Parameter(torch.from_numpy(np.random.default_rng(
+        run).uniform(-0.1, 0.1, n).astype(np.float32)))
     g = torch.from_numpy(np.random.default_rng([RANK, run]).standard_normal(
         n).astype(np.float32) * np.float32(1e-3))
     kw = {"ps_job": job} if transport == "xdp" else {"port": 41000 + job % 6000}
