@@ -1326,7 +1326,7 @@ static struct pred host_model(const __u8 *b, int len)
 	type = b[H_TYPE];
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
-	    type != RINX_T_NACK && type != RINX_T_RNACK) {
+	    type != RINX_T_NACK && type != RINX_T_RNACK && type != RINX_T_PS) {
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
@@ -1349,6 +1349,11 @@ static struct pred host_model(const __u8 *b, int len)
 	}
 	if (type == RINX_T_HELLO)
 		return p;
+	/* the parameter server's frames: no job here serves a store */
+	if (type == RINX_T_PS) {
+		p.stat = RINX_STAT_DROP_NO_ROUTE;
+		return p;
+	}
 	epoch = get32(b + H_EPOCH);
 	block = get32(b + H_BLOCK);
 	nblocks = get32(b + H_NBLOCKS);
