@@ -903,6 +903,10 @@ class _PSMode:
     def server_stats(self):
         """The PS's state (a dict: clocks, held answers, waiting ranks,
         version, samples), over a connection of its own."""
+        if self.transport == "xdp":
+            raise ValueError("%s.server_stats: the TCP PS's only (with "
+                             "transport='xdp', stats()['store'] and "
+                             "rinxctl stats)" % self._op)
         s = socket.create_connection(self.ps_addr, timeout=(
             self.timeout_ms + CLIENT_SLACK_MS) / 1000.0)
         try:
