@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <endian.h>
@@ -189,6 +190,27 @@ static int ps_send(struct rinx_ps *ps, __u32 b, __u64 now)
 	return 0;
 }
 
+/* Nothing answered: sleep in the kernel until a frame comes (up to 1 ms,
+ * below the shortest resend timeout), or a short nap when the pacer holds
+ * a frame back. Polling with naps instead starves the other trainers of
+ * a busy host. */
+static void ps_wait(struct rinx_comm *c, int paced)
+{
+	struct pollfd fds[XQ_MAX];
+	int q;
+
+	if (paced) {
+		nap_ns(20000);
+		return;
+	}
+	for (q = 0; q < c->x->nq; q++) {
+		fds[q].fd = xsk_socket__fd(c->x->q[q].xsk);
+		fds[q].events = POLLIN;
+		fds[q].revents = 0;
+	}
+	poll(fds, c->x->nq, 1);
+}
+
 static __u64 ps_rto(const struct rinx_ps *ps)
 {
 	__u64 rto = 4 * ps->srtt;
@@ -251,7 +273,7 @@ static int ps_call(struct rinx_ps *ps, int op, __u32 seq, __u32 n)
 					 n, c->timeout_ms);
 				return ps_err(ps, -ETIMEDOUT, msg);
 			}
-			nap_ns(20000);
+			ps_wait(c, next < n && next - ps->ndone < win);
 			t = now_ns();
 		}
 		now = t;
