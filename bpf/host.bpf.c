@@ -13,6 +13,8 @@
  *  - NACK: answer with the stored result (loss repair); RNACK: send the
  *    reduce the asker missed again, from the partial sum kept at the add
  *    and forward hop (or the origin's share), so a loss costs one hop;
+ *  - parameter server (bpf/ps.bpf.h): pushes added into the job's store,
+ *    pulls answered from it, at the server; its answers to the trainer;
  *  - congestion feedback: every finished block stored here is counted per
  *    job, and so is every one that arrived marked CE; the recycle of a
  *    finished gather into the next own block obeys the job's pacer (both
@@ -515,6 +517,8 @@ static __always_inline void env_added(struct hop_env *x)
 
 #include "bpf/hop_kern_user.h"
 
+#include "bpf/ps.bpf.h"
+
 /* A data frame of a known job, whose token matched: nv, the frame's
  * values, is a constant in each of the two copies of this code
  * (parse.bpf.h). */
@@ -550,7 +554,7 @@ int rinx_host(struct xdp_md *ctx)
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
-	    type != RINX_T_NACK && type != RINX_T_RNACK)
+	    type != RINX_T_NACK && type != RINX_T_RNACK && type != RINX_T_PS)
 		return rinx_count(RINX_STAT_DROP_TYPE, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
@@ -583,6 +587,10 @@ int rinx_host(struct xdp_md *ctx)
 	/* other control frames of a known job are the trainer's business */
 	if (type == RINX_T_HELLO)
 		return slow_path(ctx, job, RINX_STAT_SLOW_HELLO);
+	if (type == RINX_T_PS)
+		return parsed == RINX_P_OK ?
+		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES) :
+		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES_MIN);
 	/* the data path, built for the frame's size */
 	if (parsed == RINX_P_OK)
 		return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES);

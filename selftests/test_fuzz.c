@@ -1300,7 +1300,7 @@ static struct pred host_model(const __u8 *b, int len)
 	type = b[H_TYPE];
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
-	    type != RINX_T_NACK && type != RINX_T_RNACK) {
+	    type != RINX_T_NACK && type != RINX_T_RNACK && type != RINX_T_PS) {
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
@@ -1323,6 +1323,11 @@ static struct pred host_model(const __u8 *b, int len)
 	}
 	if (type == RINX_T_HELLO)
 		return p;
+	/* the parameter server's frames: no job here serves a store */
+	if (type == RINX_T_PS) {
+		p.stat = RINX_STAT_DROP_NO_ROUTE;
+		return p;
+	}
 	epoch = get32(b + H_EPOCH);
 	block = get32(b + H_BLOCK);
 	nblocks = get32(b + H_NBLOCKS);
@@ -1468,9 +1473,11 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"HELLO_YES", "ECN_CE", "PACED", "SLOW_SELF", "POOL_PASS",
 	"POOL_FLUSH", "POOL_RESEND", "AGG_OVERLAP", "DROP_MEMBER",
 	"DROP_AHEAD", "DROP_SHAPE", "RREPAIR", "RNACK_MISS", "DROP_DUP",
+	"PS_PUSH", "PS_DUP", "PS_PULL", "PS_STALE", "PS_RANGE", "PS_LEAVE",
+	"SLOW_PS",
 };
 
-_Static_assert(RINX_STAT_DROP_DUP == 46 && RINX_STAT_MAX == 47,
+_Static_assert(RINX_STAT_SLOW_PS == 53 && RINX_STAT_MAX == 54,
 	       "host_stat_name follows enum rinx_stat");
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {

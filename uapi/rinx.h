@@ -72,6 +72,10 @@ enum rinx_type {
 				 * asker's reduce predecessor, from the partial
 				 * sum it keeps (or, at the class's origin, its
 				 * share), as the reduce frame it sent */
+	RINX_T_PS = 7,		/* parameter server: a worker's push or pull
+				 * to the job's server and the server's
+				 * answers (step = enum rinx_ps_op), handled
+				 * in XDP by bpf/ps.bpf.h */
 	RINX_T_MAX,
 };
 
@@ -102,6 +106,59 @@ enum rinx_hello {
 				 * `count` values); a block-sized frame */
 	RINX_HELLO_BLOCK = 9,	/* answer to FETCH from a rank that stores
 				 * the block: its values, exp and flags */
+};
+
+/* RINX_T_PS frames (docs/rinx.md, "Parameter server"). The store is the
+ * server's: `nblocks` blocks of block fixed point, each at an exponent
+ * fixed when the server opens it. A request names the block in `block`;
+ * a push carries the worker's push number in `epoch` (1, 2, ...: its
+ * iteration + 1), the same on every block of one push and on its resends.
+ * Every answer carries in `cover` the clock of the slowest worker that
+ * has not left (the pushes it completed; all ones: every worker left) and
+ * in `klass` that worker's node id. */
+enum rinx_ps_op {
+	RINX_PS_PUSH = 0,	/* worker -> server: add the payload (at the
+				 * block's exponent) into the block */
+	RINX_PS_PULL = 1,	/* worker -> server: send the block (the
+				 * answer keeps `epoch`: the pull's number) */
+	RINX_PS_LEAVE = 2,	/* worker -> server: done pushing, its
+				 * clock bounds nobody any more (epoch 0),
+				 * or done with the store, its last pull
+				 * made (epoch 1) */
+	RINX_PS_ACK = 3,	/* server -> worker: push `epoch` of block
+				 * `block` is in (now or before), or the
+				 * leave is noted */
+	RINX_PS_VALUE = 4,	/* server -> worker: the block, its values
+				 * and exponent */
+	RINX_PS_STALE = 5,	/* server -> worker: refused, the push is
+				 * past the staleness bound */
+	RINX_PS_RANGE = 6,	/* server -> worker: refused, a value of
+				 * the block would leave int32 */
+};
+
+/* rinx_ps_conf.staleness of an asynchronous (unbounded) store */
+#define RINX_PS_NO_BOUND	0xffffffffu
+
+/* Per job slot (the host program's psconf map): the parameter server of
+ * the job in that slot. Written by the trainer before any frame of the
+ * store is answered (job last); applied and left by the server's host
+ * program. On a worker only job, server and nblocks are read (answers
+ * from the server go to the trainer). The store itself is the slot's
+ * aggregator slots (value, exponent, lock); the push numbers each
+ * worker last added into block b are the first RINX_MAX_NODES values of
+ * its partial slot: a job that serves a store runs no allreduce. */
+struct rinx_ps_conf {
+	__u32 job;		/* job id the entry is for, 0: none */
+	__u32 nblocks;		/* blocks of the store, 1..window */
+	__u16 last_count;	/* values in its last block */
+	__u16 server;		/* node id of the server */
+	__u32 staleness;	/* SSP bound in iterations, or
+				 * RINX_PS_NO_BOUND */
+	__u64 left;		/* workers that left (bit = node id) */
+	__u64 done;		/* workers done with the store (their last
+				 * pull made): the server may close */
+	__u64 applied[RINX_MAX_NODES];	/* blocks pushed by each worker:
+					 * its clock is applied / nblocks */
 };
 
 /* What the payload encodes (rinx_hdr.dtype, rinx_job.dtype). */
@@ -530,6 +587,18 @@ enum rinx_stat {
 	RINX_STAT_DROP_DUP,	/* ring hop: a reduce or gather this node
 				 * passed on already this round (a network
 				 * duplicate, or a repair that came late) */
+	RINX_STAT_PS_PUSH,	/* parameter server: a push added */
+	RINX_STAT_PS_DUP,	/* ... a push added before (a resend or a
+				 * network duplicate): acknowledged again,
+				 * not added */
+	RINX_STAT_PS_PULL,	/* ... a pull answered from the store */
+	RINX_STAT_PS_STALE,	/* ... a push past the staleness bound:
+				 * refused */
+	RINX_STAT_PS_RANGE,	/* ... a push that would overflow a value:
+				 * refused */
+	RINX_STAT_PS_LEAVE,	/* ... a worker left */
+	RINX_STAT_SLOW_PS,	/* to AF_XDP: the server's answer to this
+				 * host's trainer */
 	RINX_STAT_MAX,
 };
 
@@ -557,6 +626,10 @@ _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns")
 _Static_assert(sizeof(struct rinx_hop) == 32, "hop");
 _Static_assert(__builtin_offsetof(struct rinx_hop, pool) == 12, "hop.pool");
 _Static_assert(__builtin_offsetof(struct rinx_hop, mask) == 16, "hop.mask");
+_Static_assert(sizeof(struct rinx_ps_conf) == 32 + 8 * RINX_MAX_NODES,
+	       "ps conf");
+_Static_assert(__builtin_offsetof(struct rinx_ps_conf, applied) == 32,
+	       "ps_conf.applied");
 _Static_assert(sizeof(struct rinx_agg) == 32 + RINX_BLOCK_BYTES, "agg");
 _Static_assert(__builtin_offsetof(struct rinx_agg, seen) == 8, "agg.seen");
 _Static_assert(__builtin_offsetof(struct rinx_agg, v) == 32, "agg.v");

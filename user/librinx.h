@@ -115,6 +115,51 @@ void rinx_cancel(struct rinx_req *req);
  * |input| of that element's block on any rank. */
 double rinx_f32_bound(int nranks, double amax);
 
+/* Parameter server on the data plane (docs/rinx.md, "Parameter server";
+ * 1.2). The communicator's job serves a store of `count` float32 values
+ * from rank `server`'s host program: a push adds into it, a pull reads
+ * it, both in XDP there. A communicator with a store runs no allreduce.
+ * Every rank opens it (the server first writes `init`); each rank's
+ * pushes are numbered, its i-th push is its iteration i - 1. */
+struct rinx_ps;
+
+struct rinx_ps_opts {
+	size_t sz;		/* sizeof(struct rinx_ps_opts) */
+	int server;		/* rank whose host holds the store */
+	size_t count;		/* values, at most window x block values */
+	const float *init;	/* server: the first values (NULL: zeros) */
+	int staleness;		/* SSP: a pull waits until no rank that has
+				   not finished is more than this many
+				   iterations behind; < 0: none (ASP) */
+	int headroom;		/* log2 of the range above the largest
+				   initial magnitude; 0: 6 */
+};
+
+struct rinx_ps_stats {
+	size_t sz;		/* sizeof(struct rinx_ps_stats) */
+	uint64_t pushes, pulls;	/* completed */
+	uint64_t frames;	/* requests sent (or run, at the server) */
+	uint64_t resent;	/* requests sent again (answer missing) */
+	uint64_t held;		/* pulls held for the staleness bound */
+	uint64_t clipped;	/* values beyond the store's range, clipped */
+	uint64_t clock;		/* this rank's pushes */
+	uint64_t min_clock;	/* the slowest rank's, last heard (all
+				   ones: every rank finished) */
+};
+
+int rinx_ps_open(struct rinx_comm *c, const struct rinx_ps_opts *o,
+		 struct rinx_ps **out);
+/* Adds delta (count values) into the store; -ESTALE past the staleness
+ * bound, -ERANGE when a value would leave the store's range. */
+int rinx_ps_push(struct rinx_ps *ps, const float *delta);
+/* The store's values into out (count), after waiting for the bound. */
+int rinx_ps_pull(struct rinx_ps *ps, float *out);
+/* Done: waits for every rank to finish and pulls the final values;
+ * the server waits until every rank has taken them. */
+int rinx_ps_finish(struct rinx_ps *ps, float *out);
+int rinx_ps_stats(const struct rinx_ps *ps, struct rinx_ps_stats *st);
+void rinx_ps_close(struct rinx_ps *ps);
+
 #ifdef __cplusplus
 }
 #endif

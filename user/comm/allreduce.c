@@ -592,6 +592,9 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 		return rinx_c_cerr(c, -EINVAL, "unsupported dtype %d", dtype);
 	if (count && (!send || !recv))
 		return rinx_c_cerr(c, -EINVAL, "NULL buffer");
+	if (c->ps)
+		return rinx_c_cerr(c, -EBUSY, "the communicator serves a "
+				   "parameter server's store (rinx_ps_open)");
 	if (c->active)
 		return rinx_c_cerr(c, -EBUSY, "an allreduce is already in flight on "
 				   "this communicator");

@@ -672,6 +672,7 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 		return;
 	if (c->active)
 		rinx_cancel(c->active);
+	rinx_c_ps_detach(c);
 	rinx_c_req_release(c->spare);
 	c->spare = NULL;
 	if (c->fd_jobs >= 0 && c->jobent.token == c->token && c->job) {

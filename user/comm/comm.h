@@ -11,6 +11,7 @@
  *   allreduce.c  rounds of an allreduce and the public allreduce calls
  *   cc.c         congestion control of the blocks a rank starts
  *   repair.c     loss repair
+ *   ps.c         the parameter server's pushes and pulls
  */
 #ifndef RINX_COMM_H
 #define RINX_COMM_H
@@ -210,6 +211,7 @@ struct rinx_comm {
 							   to answer */
 	__u32 ina_seq;		/* INA agreements joined: the next is + 1 */
 	struct rinx_req *active;
+	struct rinx_ps *ps;	/* the parameter server's store (ps.c) */
 	struct rinx_req *spare;	/* a finished one, its arrays kept */
 	__u64 srtt, rttvar;	/* own blocks: claim to finished here */
 	/* a round's start: from its opening here to the first block of it
@@ -377,6 +379,11 @@ void rinx_c_req_release(struct rinx_req *r);
  * that completed it (an INA ToR found gone, ina_agree); the next round
  * opened is e + 2. 1: go on, 2: the collective is complete, < 0: error. */
 int rinx_c_fetch_round(struct rinx_req *r, __u32 e);
+
+/* ps.c */
+/* An answer of the parameter server, for the store's call in progress. */
+int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len);
+void rinx_c_ps_detach(struct rinx_comm *c);
 
 /* cc.c */
 int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);

@@ -495,6 +495,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 								      RINX_SP_DROP;
 	if (be64toh(f.h->token) != c->token)
 		return RINX_SP_DROP;
+	if (f.h->type == RINX_T_PS)
+		return rinx_c_ps_frame(c, p, len);
 	if (f.h->type == RINX_T_HELLO)
 		return slow_hello(c, r, &f, len);
 	/* the values the host program reads of a frame this long (a frame

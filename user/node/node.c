@@ -30,7 +30,7 @@
 
 static const char *const pinned_maps[] = {
 	"jobs", "claims", "nodes", "hops", "share", "result", "partial", "xsks",
-	"rings", "stats", "aggs", "cursors",
+	"rings", "stats", "aggs", "cursors", "psconf",
 };
 
 static const char *const stat_names[RINX_STAT_MAX] = {
@@ -81,6 +81,13 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_RREPAIR] = "rrepair",
 	[RINX_STAT_RNACK_MISS] = "rnack_miss",
 	[RINX_STAT_DROP_DUP] = "drop_dup",
+	[RINX_STAT_PS_PUSH] = "ps_push",
+	[RINX_STAT_PS_DUP] = "ps_dup",
+	[RINX_STAT_PS_PULL] = "ps_pull",
+	[RINX_STAT_PS_STALE] = "ps_stale",
+	[RINX_STAT_PS_RANGE] = "ps_range",
+	[RINX_STAT_PS_LEAVE] = "ps_leave",
+	[RINX_STAT_SLOW_PS] = "slow_ps",
 };
 
 const char *rinx_stat_name(int stat)

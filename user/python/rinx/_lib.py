@@ -42,6 +42,26 @@ class CommStats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in STATS_FIELDS]
 
 
+class PsOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("server", ctypes.c_int),
+        ("count", ctypes.c_size_t),
+        ("init", ctypes.c_void_p),
+        ("staleness", ctypes.c_int),
+        ("headroom", ctypes.c_int),
+    ]
+
+
+PS_STATS_FIELDS = ("pushes", "pulls", "frames", "resent", "held", "clipped",
+                   "clock", "min_clock")
+
+
+class PsStats(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t)] + \
+        [(name, ctypes.c_uint64) for name in PS_STATS_FIELDS]
+
+
 # room for fields a newer library may add after the ones above
 STATS_BUF_BYTES = 4096
 
@@ -101,6 +121,14 @@ def load():
     lib.rinx_wait.restype = ctypes.c_int
     lib.rinx_cancel.argtypes = [P]
     lib.rinx_cancel.restype = None
+    lib.rinx_ps_open.argtypes = [P, ctypes.POINTER(PsOpts), ctypes.POINTER(P)]
+    lib.rinx_ps_open.restype = ctypes.c_int
+    for name in ("rinx_ps_push", "rinx_ps_pull", "rinx_ps_finish",
+                 "rinx_ps_stats"):
+        getattr(lib, name).argtypes = [P, P]
+        getattr(lib, name).restype = ctypes.c_int
+    lib.rinx_ps_close.argtypes = [P]
+    lib.rinx_ps_close.restype = None
     lib.rinx_f32_bound.argtypes = [ctypes.c_int, ctypes.c_double]
     lib.rinx_f32_bound.restype = ctypes.c_double
     return lib

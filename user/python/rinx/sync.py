@@ -40,6 +40,12 @@ InHAD  ranks form groups (the racks of the spec, or `group_size` ranks in
        group's report is held while it is more than `staleness` iterations
        ahead of the slowest group.
 
+With transport="xdp" (or RINX_PS=xdp) ASP and SSP run on rinx's data
+plane instead: the parameters are a store in rank ps_rank's host program
+(rinx.ps), pushes added and pulls answered there in XDP; each worker
+computes the update above with its own momentum buffer and pushes
+-lr f v. The TCP server stays as the reference (docs/python.md).
+
 A dead worker ends the waits of the others with rinx.TimeoutError naming
 it; a dead PS (connection lost) raises rinx.sync.PSError, one that does not
 answer rinx.TimeoutError within timeout_ms (+ 2 s); nothing waits for ever.
@@ -66,6 +72,9 @@ from . import Comm, Error, TimeoutError, MismatchError, BusyError, _raise
 __all__ = ["ASP", "SSP", "InHAD", "Server", "PSError", "MODES"]
 
 MODES = ("asp", "ssp", "inhad")
+# where the PS runs: a TCP server in rank ps_rank's process (the reference),
+# or a store in its host program, pushes and pulls in XDP (rinx.ps)
+TRANSPORTS = ("tcp", "xdp")
 
 HDR = struct.Struct("<4sBBHHHIIIII")
 MAGIC = b"RXPS"
@@ -636,7 +645,8 @@ class _PSMode:
 
     def __init__(self, comm, params, lr, momentum=0.0, staleness=None,
                  scale=None, ps_rank=0, port=None, timeout_ms=10000,
-                 total=None, groups=None, pull_every=1, listen=None):
+                 total=None, groups=None, pull_every=1, listen=None,
+                 transport=None, ps_job=None):
         import torch
         op = "rinx.sync.%s" % type(self).__name__
         self._op = op
@@ -684,6 +694,14 @@ class _PSMode:
         self.finished = False
         self.s_ps = 0.0         # seconds spent in exchanges with the PS
         self._sock = None
+        self.transport = transport or os.environ.get("RINX_PS", "tcp")
+        if self.transport not in TRANSPORTS:
+            raise ValueError("%s: transport %r is not one of %s" % (
+                op, self.transport, ", ".join(TRANSPORTS)))
+        self._store = None
+        if self.transport == "xdp":
+            self._xdp_open(comm, lr, momentum, scale, total, ps_job)
+            return
         if self.rank == ps_rank:
             try:
                 self.server = Server(self.mode, self.size, self._flat(), lr,
@@ -701,6 +719,65 @@ class _PSMode:
                                     self.rank, listen or ip, int(port),
                                     e.strerror or e)) from None
         self._connect(comm_token(comm))
+
+    # -- the store on rinx's data plane (transport "xdp") --
+
+    def _xdp_open(self, comm, lr, momentum, scale, total, ps_job):
+        """The PS as a store in rank ps_rank's host program (rinx.ps): a
+        communicator of its own (job ps_job, default the comm's + 5), the
+        parameters as the store's first values. The optimizer runs at
+        the workers: each pushes its update -lr f v, v its own momentum
+        buffer of its gradients in synchronous steps (as Server._apply,
+        f = 1 / size or scale), and pulls the parameters."""
+        from . import ps as _ps
+        if self.mode == "inhad":
+            raise ValueError("%s: InHAD runs on the TCP parameter server "
+                             "only (transport='tcp')" % self._op)
+        job = comm.job + 5 if ps_job is None else int(ps_job)
+        self.lr = float(lr)
+        self.mu = float(momentum)
+        self.f = 1.0 / self.size if scale is None else float(scale)
+        self.total = total
+        self._v = np.zeros(self.n, dtype=np.float32)
+        self._p = self._flat()
+        self._pscomm = Comm(comm.spec, comm.rank, job=job,
+                            token=comm_token(comm), plan="ps",
+                            timeout_ms=self.timeout_ms)
+        try:
+            self._store = _ps.Store(self._pscomm, self.n, self.ps_rank,
+                                    init=self._p, staleness=self.staleness)
+            self._store.pull(self._p)
+        except Exception:
+            self._pscomm.close()
+            raise
+        self._assign(self._p)
+
+    def _xdp_step(self):
+        g = self._flat_grad()
+        t0 = time.perf_counter()
+        if self.mu:
+            d = self.mu ** self.f
+            self._v *= np.float32(d)
+            self._v += g * np.float32((1.0 - d) / (1.0 - self.mu))
+        else:
+            self._v = g
+        delta = np.ascontiguousarray(self._v * np.float32(-self.lr * self.f))
+        self._store.push(delta)
+        self._store.pull(self._p)
+        self.s_ps += time.perf_counter() - t0
+        self._assign(self._p)
+        self.steps += 1
+        st = self._store.stats()
+        self.held = st["held"]
+        if st["min_clock"] != (1 << 64) - 1:
+            self.max_lead = max(self.max_lead, self.steps - 1 -
+                                st["min_clock"])
+        self.version = st["min_clock"]
+        self.samples = self.steps
+        # every rank does its share of `total` rank-iterations
+        if self.total is not None and self.steps * self.size >= self.total:
+            self.stopped = True
+        return not self.stopped
 
     # -- tensors --
 
@@ -826,6 +903,10 @@ class _PSMode:
     def server_stats(self):
         """The PS's state (a dict: clocks, held answers, waiting ranks,
         version, samples), over a connection of its own."""
+        if self.transport == "xdp":
+            raise ValueError("%s.server_stats: the TCP PS's only (with "
+                             "transport='xdp', stats()['store'] and "
+                             "rinxctl stats)" % self._op)
         s = socket.create_connection(self.ps_addr, timeout=(
             self.timeout_ms + CLIENT_SLACK_MS) / 1000.0)
         try:
@@ -842,6 +923,12 @@ class _PSMode:
         parameters: afterwards every rank holds the same ones."""
         if self.finished:
             return
+        if self._store is not None:
+            self._store.finish(self._p)
+            self._assign(self._p)
+            self.finished = True
+            self.close()
+            return
         h, payload = self._call(T_DONE, "to DONE (waiting for every rank "
                                 "to finish)")
         self._expect(h, T_PARAMS, "DONE")
@@ -852,6 +939,10 @@ class _PSMode:
         self.close()
 
     def close(self):
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+            self._pscomm.close()
         self._drop()
         if self.server is not None:
             self.server.close()
@@ -865,10 +956,13 @@ class _PSMode:
         return False
 
     def stats(self):
-        return {"mode": self.mode, "steps": self.steps, "held": self.held,
-                "max_lead": self.max_lead, "version": self.version,
-                "samples": self.samples, "staleness": self.staleness,
-                "s_ps": self.s_ps}
+        d = {"mode": self.mode, "steps": self.steps, "held": self.held,
+             "max_lead": self.max_lead, "version": self.version,
+             "samples": self.samples, "staleness": self.staleness,
+             "s_ps": self.s_ps, "transport": self.transport}
+        if self._store is not None:
+            d["store"] = self._store.stats()
+        return d
 
 
 def comm_token(comm):
@@ -897,6 +991,8 @@ class ASP(_PSMode):
     def step(self):
         """Pushes the gradient (p.grad), takes the PS's parameters. Returns
         False once the PS has the `total` rank-iterations asked for."""
+        if self._store is not None:
+            return self._xdp_step()
         g = self._flat_grad()
         h, payload = self._call(T_PUSH, "to the push of iteration %d"
                                 % self.steps, it=self.steps, payload=g)

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The parameter server's data plane (RINX_T_PS frames, docs/rinx.md
+ * "Parameter server"): at the job's server, a worker's push is added into
+ * the store and acknowledged, a pull is answered with the stored block,
+ * both by XDP_TX; at a worker, the server's answers go to the trainer.
+ *
+ * Part of the host program: included by bpf/host.bpf.c after its maps
+ * (partial, aggs, xsks), slow_path() and forward(), which it uses.
+ *
+ * The store of a job slot is its aggregator slots (one per block: values,
+ * exponent and the lock); the push number each worker last added into a
+ * block is kept in the block's partial slot, v[worker]. Both are written
+ * here only under the block's lock, so two workers pushing into one block
+ * on two CPUs are added one after the other, and a push (its number, the
+ * same on every resend) is added once whatever the network repeats.
+ * Every block's exponent is fixed when the server opens the store, so
+ * pushes add as integers without any agreement: a push must come at that
+ * exponent, and one that would overflow a value is refused whole.
+ */
+#ifndef RINX_PS_BPF_H
+#define RINX_PS_BPF_H
+
+/* job slot -> that job's parameter server: its server, the store's size,
+ * the staleness bound and the workers' clocks (rinx_ps_conf) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RINX_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct rinx_ps_conf);
+} psconf SEC(".maps");
+
+struct ps_min_ctx {
+	struct rinx_ps_conf *pc;
+	__u64 nb, min;
+	__u32 who;
+};
+
+static long ps_min_one(__u64 i, void *data)
+{
+	struct ps_min_ctx *m = data;
+	__u64 clk;
+
+	if (i >= RINX_MAX_NODES)
+		return 1;
+	if (m->pc->left & (1ULL << i))
+		return 0;
+	clk = m->pc->applied[i] / m->nb;
+	if (clk < m->min) {
+		m->min = clk;
+		m->who = i;
+	}
+	return 0;
+}
+
+/* The clock (pushes completed) of the slowest worker that has not left,
+ * and its node id in *who; all ones when every worker left. A worker's
+ * clock is the blocks it pushed over the blocks of a push: it pushes the
+ * whole store each time, each block once (resends are not counted). A
+ * bpf_loop: the verifier walks the body once, where an unrolled loop of
+ * 64 branches at every answer's call site exceeds its budget. */
+static __always_inline __u64 ps_min_clock(struct rinx_ps_conf *pc,
+					  __u32 nnodes, __u32 *who)
+{
+	struct ps_min_ctx m = {
+		.pc = pc, .nb = pc->nblocks ? pc->nblocks : 1,
+		.min = ~0ULL, .who = 0xffff,
+	};
+
+	bpf_loop(nnodes < RINX_MAX_NODES ? nnodes : RINX_MAX_NODES,
+		 ps_min_one, &m, 0);
+	*who = m.who;
+	return m.min;
+}
+
+/* Turns request f into answer `op` to node `to`, with the slowest clock. */
+static __always_inline int ps_answer(struct rinx_frame *f,
+				     struct rinx_job *job,
+				     struct rinx_ps_conf *pc, __u32 to,
+				     __u8 op, __u32 stat)
+{
+	__u32 who;
+	__u64 m = ps_min_clock(pc, job->nnodes, &who);
+	int ret;
+
+	f->h->step = op;
+	f->h->cover = bpf_cpu_to_be64(m);
+	f->h->klass = bpf_htons((__u16)who);
+	ret = forward(f, job, job->slot, to);
+	return ret == XDP_TX ? rinx_count(stat, ret) : ret;
+}
+
+/* Would dst + src overflow a value? Summed as unsigned (wrapping): a sum
+ * whose sign differs from both operands' overflowed. Read-only, so a
+ * refused push leaves the block untouched. */
+static __always_inline int ps_overflows(const __s32 *dst, const __s32 *src,
+					const int nv)
+{
+	__s32 o = 0, s;
+	int i;
+
+#pragma clang loop unroll_count(8)
+	for (i = 0; i < nv; i++) {
+		s = (__s32)((__u32)dst[i] + (__u32)src[i]);
+		o |= (dst[i] ^ s) & (src[i] ^ s);
+	}
+	return o < 0;
+}
+
+static __always_inline void ps_add(__s32 *dst, const __s32 *src, const int nv)
+{
+	int i;
+
+#pragma clang loop unroll_count(8)
+	for (i = 0; i < nv; i++)
+		dst[i] += src[i];
+}
+
+/* A push of worker `who` into block `block`: refused past the staleness
+ * bound (its iteration, epoch - 1, more than the bound ahead of the
+ * slowest clock) or when a value would overflow; a push number the block
+ * has from this worker already is acknowledged again, not added. */
+static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
+				   struct rinx_ps_conf *pc, __u32 who,
+				   __u32 idx, const int nv)
+{
+	__u32 seq = bpf_ntohl(f->h->epoch), slowest, last;
+	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
+	struct rinx_slot *sq = bpf_map_lookup_elem(&partial, &idx);
+	__u64 m;
+	int bad;
+
+	if (!a || !sq)
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+	if (!seq)
+		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
+	/* the block's exponent was fixed at open: set once, read unlocked */
+	if ((__s16)bpf_ntohs(f->h->exp) != a->exp)
+		return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
+	if (pc->staleness != RINX_PS_NO_BOUND) {
+		/* clocks only grow: a push that passed once passes again */
+		m = ps_min_clock(pc, job->nnodes, &slowest);
+		if (m != ~0ULL && seq - 1 > m + pc->staleness)
+			return ps_answer(f, job, pc, who, RINX_PS_STALE,
+					 RINX_STAT_PS_STALE);
+	}
+	bpf_spin_lock(&a->lock);
+	last = (__u32)sq->v[who & (RINX_MAX_NODES - 1)];
+	if ((__s32)(seq - last) <= 0) {
+		bpf_spin_unlock(&a->lock);
+		return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_DUP);
+	}
+	bad = ps_overflows(a->v, f->v, nv);
+	if (!bad) {
+		ps_add(a->v, f->v, nv);
+		sq->v[who & (RINX_MAX_NODES - 1)] = (__s32)seq;
+	}
+	bpf_spin_unlock(&a->lock);
+	if (bad)
+		return ps_answer(f, job, pc, who, RINX_PS_RANGE,
+				 RINX_STAT_PS_RANGE);
+	__sync_fetch_and_add(&pc->applied[who & (RINX_MAX_NODES - 1)], 1);
+	return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_PUSH);
+}
+
+/* A pull: the block as one push left it (copied under its lock). */
+static __always_inline int ps_pull(struct rinx_frame *f, struct rinx_job *job,
+				   struct rinx_ps_conf *pc, __u32 who,
+				   __u32 idx, const int nv)
+{
+	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
+	__s16 exp;
+
+	if (!a)
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+	bpf_spin_lock(&a->lock);
+	rinx_copy_vals(f->v, a->v, nv);
+	exp = a->exp;
+	bpf_spin_unlock(&a->lock);
+	f->h->exp = bpf_htons((__u16)exp);
+	return ps_answer(f, job, pc, who, RINX_PS_VALUE, RINX_STAT_PS_PULL);
+}
+
+/* A RINX_T_PS frame of job `job` (id and token checked), nv values. */
+static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
+				   struct rinx_job *job, __u32 jid,
+				   const int nv)
+{
+	__u32 slot = job->slot, who = bpf_ntohs(f->h->sender), k, block;
+	struct rinx_ps_conf *pc = bpf_map_lookup_elem(&psconf, &slot);
+	__u8 op = f->h->step;
+	struct rinx_node *from;
+
+	/* no store of this job here (not opened yet, or closed) */
+	if (!pc || pc->job != jid || !pc->nblocks)
+		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+	/* a node of the job, sending from its own address */
+	if (who >= RINX_MAX_NODES || who >= job->nnodes)
+		return rinx_count(RINX_STAT_DROP_MEMBER, XDP_DROP);
+	k = slot * RINX_MAX_NODES + who;
+	from = bpf_map_lookup_elem(&nodes, &k);
+	if (!from)
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+	if (f->ip->saddr != from->ip)
+		return rinx_count(RINX_STAT_DROP_MEMBER, XDP_DROP);
+	if (op >= RINX_PS_ACK && op <= RINX_PS_RANGE) {
+		/* an answer: only the server gives them, to a worker */
+		if (who != pc->server || job->self == pc->server)
+			return rinx_count(RINX_STAT_DROP_SENDER, XDP_DROP);
+		return slow_path(ctx, job, RINX_STAT_SLOW_PS);
+	}
+	if (op > RINX_PS_LEAVE || job->self != pc->server)
+		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
+	if (op == RINX_PS_LEAVE) {
+		if (f->h->epoch)
+			__sync_fetch_and_or(&pc->done, 1ULL << who);
+		else
+			__sync_fetch_and_or(&pc->left, 1ULL << who);
+		return ps_answer(f, job, pc, who, RINX_PS_ACK,
+				 RINX_STAT_PS_LEAVE);
+	}
+	block = bpf_ntohl(f->h->block);
+	if (job->bval != nv)
+		return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
+	if (block >= pc->nblocks || block >= rinx_window || slot >= RINX_MAX_JOBS ||
+	    bpf_ntohs(f->h->count) != (block == pc->nblocks - 1 ?
+				       pc->last_count : nv))
+		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
+	k = slot * rinx_window + block;
+	if (op == RINX_PS_PUSH)
+		return ps_push(f, job, pc, who, k, nv);
+	return ps_pull(f, job, pc, who, k, nv);
+}
+
+#endif

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""The parameter server's store on rinx's data plane (rinx_ps_*).
+
+    comm = rinx.Comm(spec, rank, job=J, token=T, plan="ps")
+    store = rinx.ps.Store(comm, n, server=0, init=p0, staleness=2)
+    store.push(delta)           # adds delta into the store (XDP, at the server)
+    store.pull(out)             # the store's values (SSP: after the bound)
+    store.finish(out)           # every rank done: the final values
+    store.close()
+
+The store lives in the server rank's host program: every push is added and
+every pull answered there in XDP (docs/rinx.md, "Parameter server"). The
+communicator serves the store only (no allreduce on it). Values are block
+fixed point at an exponent per block chosen from `init` (headroom: log2 of
+the range above the largest initial magnitude, default 6); a push that
+would leave the range raises rinx.Error (ERANGE). A rank's i-th push is its
+iteration i - 1; with `staleness`, pull waits while a rank that has not
+finished is more than that many iterations behind this one.
+"""
+import ctypes
+
+import numpy as np
+
+from . import Comm, _lib, _lib_handle, _raise, _text
+
+__all__ = ["Store"]
+
+
+class Store:
+    def __init__(self, comm, count, server=0, init=None, staleness=None,
+                 headroom=0):
+        if not isinstance(comm, Comm):
+            raise TypeError("rinx.ps.Store: comm must be a rinx.Comm")
+        if staleness is not None and (int(staleness) != staleness or
+                                      staleness < 0):
+            raise ValueError("rinx.ps.Store: staleness must be an integer "
+                             ">= 0 or None, not %r" % (staleness,))
+        self.comm = comm
+        self.count = int(count)
+        self._init = None
+        o = _lib.PsOpts()
+        o.sz = ctypes.sizeof(o)
+        o.server = int(server)
+        o.count = self.count
+        o.init = None
+        if init is not None and comm.rank == server:
+            self._init = np.ascontiguousarray(init, dtype=np.float32)
+            if self._init.size != self.count:
+                raise ValueError("rinx.ps.Store: init has %d values, not %d"
+                                 % (self._init.size, self.count))
+            o.init = self._init.ctypes.data
+        o.staleness = -1 if staleness is None else int(staleness)
+        o.headroom = int(headroom)
+        h = ctypes.c_void_p()
+        c = comm._handle("rinx.ps.Store")
+        ret = _lib_handle.rinx_ps_open(c, ctypes.byref(o), ctypes.byref(h))
+        if ret:
+            _raise("rinx_ps_open", ret, _text(c))
+        self._h = h
+        comm._on_close.append(self._forget)
+
+    def _forget(self):
+        self._h = None
+
+    def _buf(self, x, op):
+        if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and
+                x.flags.c_contiguous and x.size == self.count):
+            raise TypeError("%s: a C-contiguous float32 numpy array of %d "
+                            "values" % (op, self.count))
+        return x.ctypes.data
+
+    def _call(self, fn, x, op):
+        if self._h is None:
+            raise ValueError("%s: the store is closed" % op)
+        ret = getattr(_lib_handle, fn)(self._h, self._buf(x, op))
+        if ret:
+            _raise(fn, ret, _text(self.comm._c))
+        return x
+
+    def push(self, delta):
+        return self._call("rinx_ps_push", delta, "rinx.ps.Store.push")
+
+    def pull(self, out):
+        return self._call("rinx_ps_pull", out, "rinx.ps.Store.pull")
+
+    def finish(self, out):
+        return self._call("rinx_ps_finish", out, "rinx.ps.Store.finish")
+
+    def stats(self):
+        st = _lib.PsStats()
+        st.sz = ctypes.sizeof(st)
+        if self._h is None:
+            raise ValueError("rinx.ps.Store.stats: the store is closed")
+        ret = _lib_handle.rinx_ps_stats(self._h, ctypes.byref(st))
+        if ret:
+            _raise("rinx_ps_stats", ret, "")
+        return {n: getattr(st, n) for n in _lib.PS_STATS_FIELDS}
+
+    def close(self):
+        if self._h is not None and self.comm._c is not None:
+            _lib_handle.rinx_ps_close(self._h)
+        self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""One rank of the test of the parameter server on rinx's data plane
+(rinx.ps, and rinx.sync's ASP and SSP on it); selftests/test_ps.sh runs one
+per host namespace through tools/train/run.sh, with and without injected
+loss and duplication. Every check prints
+
+    check<TAB>name<TAB>1|0<TAB>detail
+
+Pushes are generated from (rank, iteration) as multiples of 1/16, so that
+the store's sums are exact in its fixed point and in float32 whatever the
+order: every rank computes the final store itself and compares it element
+by element.
+
+    ps_ranks.py --job J [--tag TAG] [--steps N]
+"""
+import argparse
+import hashlib
+import os
+import time
+
+import numpy as np
+import torch
+
+import rinx
+import rinx.ps
+import rinx.sync as rs
+from checks import check, phase, raises
+
+RANK = int(os.environ["RANK"])
+N = int(os.environ["WORLD_SIZE"])
+SPEC = os.environ["RINX_SPEC"]
+TOKEN = int(os.environ.get("RINX_TOKEN", "0"))
+NP = 2000               # three blocks of 768, the last one short
+
+
+def p0():
+    return (np.arange(NP, dtype=np.float32) % 97 - 48) / np.float32(8)
+
+
+def delta(r, t):
+    g = np.random.default_rng([5, r, t]).integers(-40, 41, NP)
+    return (g / 16.0).astype(np.float32)
+
+
+def digest(a):
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16]
+
+
+def barrier(world):
+    world.allreduce(np.zeros(1, dtype=np.float32))
+
+
+def store_phase(world, tag, job, steps, staleness):
+    """Every rank pushes `steps` deltas and pulls after each, as fast as
+    it can (rank N-1 slowest); the final store must be p0 plus every
+    push, exactly, on every rank."""
+    name = "%s %s" % (tag, "ssp" if staleness is not None else "asp")
+    comm = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, plan="ps",
+                     timeout_ms=20000)
+    st = rinx.ps.Store(comm, NP, server=0, init=p0(), staleness=staleness)
+    out = np.zeros(NP, dtype=np.float32)
+    st.pull(out)
+    barrier(world)      # no push before every rank's first pull
+    check("%s: the first pull is the server's initial values" % name,
+          np.array_equal(out, p0()), digest(out))
+    lead = 0
+    for t in range(steps):
+        st.push(delta(RANK, t))
+        st.pull(out)
+        s = st.stats()
+        if s["min_clock"] != (1 << 64) - 1:
+            lead = max(lead, t + 1 - s["min_clock"])
+        if RANK == N - 1:
+            time.sleep(0.01)    # the straggler
+    st.finish(out)
+    want = p0().astype(np.float64)
+    for r in range(N):
+        for t in range(steps):
+            want += delta(r, t)
+    bad = np.flatnonzero(out.astype(np.float64) != want)
+    check("%s: final store equals p0 + every push, element by element"
+          % name, bad.size == 0, "%d differ, first %s" % (
+              bad.size, bad[:3].tolist()))
+    s = st.stats()
+    check("%s: %d pushes and %d pulls made" % (name, steps, steps + 1),
+          s["pushes"] == steps and s["pulls"] == steps + 1, s)
+    if staleness is not None:
+        check("%s: no pull returned more than %d iterations ahead of the "
+              "slowest rank" % (name, staleness), lead <= staleness,
+              "lead %d" % lead)
+    print("psstats\t%s\t%d\t%d\t%d" % (name, s["frames"], s["resent"],
+                                       s["held"]), flush=True)
+    if RANK == 0:
+        raises("%s: an allreduce on the store's communicator is refused"
+               % name, rinx.BusyError,
+               lambda: comm.allreduce(np.zeros(4, dtype=np.float32)),
+               "parameter server")
+    st.close()
+    comm.close()
+
+
+def train_phase(tag, job, mode, steps):
+    """rinx.sync on the store: a small least-squares problem with real
+    gradients (torch autograd) must converge, every rank ending with the
+    same parameters."""
+    torch.manual_seed(0)
+    rng = np.random.default_rng(17)
+    w_true = rng.standard_normal(64).astype(np.float32)
+    x = torch.from_numpy(rng.standard_normal((256, 64)).astype(np.float32))
+    y = x @ torch.from_numpy(w_true)
+    mine = slice(RANK * 64, RANK * 64 + 64)
+    model = torch.nn.Linear(64, 1, bias=False)
+    world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
+    kw = {"staleness": 2} if mode == "ssp" else {}
+    sync = (rs.SSP if mode == "ssp" else rs.ASP)(
+        world, model.parameters(), lr=0.1, momentum=0.5, transport="xdp",
+        total=steps * N, **kw)
+
+    def loss():
+        with torch.no_grad():
+            return float(((model(x).squeeze(1) - y) ** 2).mean())
+    l0 = loss()
+    while True:
+        model.zero_grad()
+        ((model(x[mine]).squeeze(1) - y[mine]) ** 2).mean().backward()
+        if not sync.step():
+            break
+    sync.finish()
+    l1 = loss()
+    name = "%s %s training" % (tag, mode)
+    check("%s: the loss below 1%% of its start" % name, l1 < 0.01 * l0,
+          "%.4g -> %.4g" % (l0, l1))
+    print("digest\t%s\t%s" % (name, digest(
+        model.weight.detach().numpy())), flush=True)
+    check("%s: transport xdp, %d steps" % (name, sync.steps),
+          sync.stats()["transport"] == "xdp" and sync.steps == steps,
+          sync.stats())
+    world.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--job", type=lambda v: int(v, 0), required=True)
+    ap.add_argument("--tag", default="clean")
+    ap.add_argument("--steps", type=int, default=30)
+    a = ap.parse_args()
+    phase("start")
+    world = rinx.Comm(SPEC, RANK, job=a.job + 3, token=TOKEN,
+                      timeout_ms=20000)
+    store_phase(world, a.tag, a.job, a.steps, None)
+    phase("asp")
+    store_phase(world, a.tag, a.job + 1, a.steps, 1)
+    phase("ssp")
+    world.close()
+    train_phase(a.tag, a.job + 2, "asp", 120)
+    train_phase(a.tag, a.job + 8, "ssp", 120)
+    phase("done")
+
+
+if __name__ == "__main__":
+    main()
