@@ -817,9 +817,86 @@ static void test_cli(void)
 	unlink(path);
 }
 
+/* rinxctl sim ARGS with stdout and stderr into out: the exit code, or -1. */
+static int run_sim(const char *args, char *out, size_t len)
+{
+	const char *b = getenv("RINX_BUILD");
+	char cmd[1024];
+	size_t n = 0;
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/rinxctl sim %s 2>&1", b ? b : "build",
+		 args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The option table's names, ranges, defaults and errors: a bad value
+ * exits 2 naming the option; the values at the ends of a range get past
+ * the parser (the scenario then refuses the worker count, in its words). */
+static const struct {
+	const char *args;
+	int code;
+	const char *says;
+} sim_usage_cases[] = {
+	{ "--scenario grid-toy --workers 0", 2, "--workers must be 1..100000" },
+	{ "--scenario grid-toy --workers 100001", 2,
+	  "--workers must be 1..100000" },
+	{ "--scenario grid-toy --workers 1", 2, "cannot have 1 workers" },
+	{ "--scenario grid-toy --workers 100000", 2,
+	  "cannot have 100000 workers" },
+	{ "--scenario grid-toy --size 6", 2, "--size must be" },
+	{ "--scenario grid-toy --size 0", 2, "--size must be" },
+	{ "--scenario grid-toy --compute -0.5", 2, "--compute must be" },
+	{ "--scenario grid-toy --hop-us inf", 2, "--hop-us must be" },
+	{ "--scenario grid-toy --hop-us", 2, "--hop-us needs an argument" },
+	{ "--scenario grid-toy --bogus", 2, "unknown option --bogus" },
+	{ "--scenario grid-toy extra", 2, "unexpected argument extra" },
+	{ "--scheme ring", 2, "give one of --scenario, --topo, --gen" },
+	{ "--scenario grid-toy --gen grid-toy", 2, "give one of" },
+	{ "--scenario grid-toy --size 4K --compute 0 --hop-us 0 --scheme ring",
+	  0, "tensor 4096 bytes" },
+	{ "--scenario grid-toy --json --scheme ps", 0,
+	  "\"size_bytes\":104857600," },
+	{ "--list", 0, "  scale-leafspine " },
+	{ "--help", 0, "  --write-topo FILE write the topology" },
+};
+
+static void test_cli_usage(void)
+{
+	char out[8192], args[700];
+	size_t i;
+	int code;
+
+	for (i = 0; i < sizeof(sim_usage_cases) / sizeof(sim_usage_cases[0]);
+	     i++) {
+		code = run_sim(sim_usage_cases[i].args, out, sizeof(out));
+		tap_ok(code == sim_usage_cases[i].code &&
+		       strstr(out, sim_usage_cases[i].says),
+		       "rinxctl sim %s: exit %d, '%s' (exit %d)",
+		       sim_usage_cases[i].args, sim_usage_cases[i].code,
+		       sim_usage_cases[i].says, code);
+	}
+	/* a scheme list longer than the buffer is refused, not cut short */
+	snprintf(args, sizeof(args), "--scenario grid-toy --scheme ");
+	while (strlen(args) + 5 < sizeof(args))
+		strcat(args, "ring,");
+	code = run_sim(args, out, sizeof(out));
+	tap_ok(code == 2 && strstr(out, "--scheme: at most 511 characters"),
+	       "rinxctl sim --scheme with over 511 characters: exit 2 "
+	       "(exit %d)",
+	       code);
+}
+
 int main(void)
 {
-	tap_plan(8 + 4 + 14 + 9 + 1 + 3 + 5 + 3 + 4 + 1 + 2 + 1 + 2 + 5);
+	tap_plan(8 + 4 + 14 + 9 + 1 + 3 + 5 + 3 + 4 + 1 + 2 + 1 + 2 + 5 + 18);
 	test_toy();
 	test_ring();
 	test_parser();
@@ -832,6 +909,7 @@ int main(void)
 	test_all();
 	test_scale();
 	test_cli();
+	test_cli_usage();
 	test_fuzz();
 	test_fair();
 	return tap_done();

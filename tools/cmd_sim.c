@@ -5,7 +5,7 @@
  * root, no BPF: pure computation.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "tools/cmds.h"
 #include "tools/gen.h"
+#include "tools/opts.h"
 #include "tools/proc.h"
 #include "user/plan/sim.h"
 
@@ -111,44 +112,6 @@ static const struct scenario scenarios[] = {
 	  "switchml-rack", NULL, sc_scale_ls },
 	{ NULL, NULL, 0, NULL, NULL, NULL },
 };
-
-static const char sim_usage[] =
-"(--scenario NAME | --topo FILE | --gen SPEC) [options]\n"
-"Plan an allreduce with each scheme and run it in the fluid simulator: all\n"
-"transfers of a plan stream at once, classes in proportion to their shares;\n"
-"links (per direction) and aggregating switches (their capacity) limit the\n"
-"common rate. No root needed.\n"
-"  --scenario NAME   a built-in setup with the seed paper's figure beside\n"
-"                    ours: grid-toy, grid-fattree, rina-leafspine,\n"
-"                    forest-hetero, scale, scale-leafspine (--list shows\n"
-"                    them)\n"
-"  --topo FILE       a topology file (format in docs/sim.md)\n"
-"  --gen SPEC        a generated topology: grid-toy, fattree:k=8,...,\n"
-"                    leafspine:..., random:... (docs/sim.md)\n"
-"  --scheme LIST     comma-separated: ring,tree,dbtree,har,ps,ps-ina,\n"
-"                    switchml,rina,grid,forest,atp,switchml-rack (default:\n"
-"                    the scenario's, or all that apply)\n"
-"  --size BYTES      tensor size, a multiple of 4, suffixes K M G\n"
-"                    (default 100M)\n"
-"  --workers N       scenario size (default: the scenario's)\n"
-"  --compute MS      compute time of an iteration, added to the allreduce\n"
-"  --fair            also run the classes as independent flows sharing\n"
-"                    links max-min fairly, event by event (fair ms)\n"
-"  --hop-us US       latency of one step (alpha): time adds US for every\n"
-"                    step of the plan's longest chain (default 0)\n"
-"  --links           per-link loads (table: busiest 10; JSON: all)\n"
-"  --plan            with --json: each scheme's plan (classes, shares,\n"
-"                    aggregators and contributors, routes)\n"
-"  --json            one JSON object on stdout\n"
-"  --plot FILE.png   bar chart of the rate per scheme (gnuplot; Debian\n"
-"                    gnuplot-nox, tools/deps.sh plot installs it)\n"
-"  --write-topo FILE write the topology in the file format\n"
-"  --list            scenarios and schemes\n"
-"Columns: rate = every worker's gradient rate (min_rate_gbps), push = the\n"
-"same counting the reduce alone (the papers' sending rate), time = one\n"
-"allreduce (8 x size / rate + steps x hop), aggtput = workers x rate,\n"
-"bottleneck = the link direction or switch (agg) that limits it, cut = rate\n"
-"/ the allreduce cut bound (up to 256 workers).\n";
 
 struct row {
 	const char *scheme;
@@ -334,15 +297,13 @@ static void list_all(void)
 		printf("  %-15s %s\n", p->name, p->desc);
 }
 
-enum { O_SCEN = 256, O_TOPO, O_GEN, O_SCHEME, O_SIZE, O_WORKERS, O_COMPUTE,
-       O_LINKS, O_JSON, O_PLOT, O_WRITE, O_LIST, O_HELP, O_HOP, O_PLAN,
-       O_FAIR };
+#define SIM_SCHEMES_LEN	512
 
 /* What the command line asks for. */
 struct sim_args {
 	const char *scen, *topo_file, *gen, *plot, *wtopo;
-	char schemes[512];
-	int workers, links, json, dump;
+	char schemes[SIM_SCHEMES_LEN];
+	int workers, links, json, dump, list;
 	uint64_t size;
 	double compute_ms, hop_us;
 	struct sim_opts so;
@@ -358,93 +319,116 @@ struct sim_out {
 	double cut;			/* the cut bound; 0: none */
 };
 
-static int bad_num(const char *opt, const char *arg)
+static int sim_opt_size(const char *arg, void *field, char *why, size_t len)
 {
-	fprintf(stderr, "rinxctl sim: bad --%s %s\n", opt, arg);
-	return RINX_EXIT_USAGE;
-}
+	uint64_t v;
 
-static int parse_ms(const char *opt, const char *arg, double *out)
-{
-	char *end;
-
-	*out = strtod(arg, &end);
-	if (*end || !(*out >= 0) || !isfinite(*out))
-		return bad_num(opt, arg);
+	(void)why;
+	(void)len;
+	if (gen_parse_sizes(arg, &v, 1) != 1 || !v)
+		return -1;
+	*(uint64_t *)field = v;
 	return 0;
 }
+
+/* a longer list would be cut short, naming other schemes than asked */
+static int sim_opt_schemes(const char *arg, void *field, char *why,
+			   size_t len)
+{
+	if (strlen(arg) >= SIM_SCHEMES_LEN) {
+		snprintf(why, len, "at most %d characters",
+			 SIM_SCHEMES_LEN - 1);
+		return -1;
+	}
+	snprintf(field, SIM_SCHEMES_LEN, "%s", arg);
+	return 0;
+}
+
+#define S_AT(m) OPT_AT(struct sim_args, m)
+
+static const struct opt sim_opts_tab[] = {
+	{ OPT_TEXT, .help =
+"Plan an allreduce with each scheme and run it in the fluid simulator: all\n"
+"transfers of a plan stream at once, classes in proportion to their shares;\n"
+"links (per direction) and aggregating switches (their capacity) limit the\n"
+"common rate. No root needed.\n" },
+	{ OPT_STR, "scenario", 0, "NAME", S_AT(scen),
+	  .help = "a built-in setup with the seed paper's figure beside\n"
+		  "ours: grid-toy, grid-fattree, rina-leafspine,\n"
+		  "forest-hetero, scale, scale-leafspine (--list shows\n"
+		  "them)" },
+	{ OPT_STR, "topo", 0, "FILE", S_AT(topo_file),
+	  .help = "a topology file (format in docs/sim.md)" },
+	{ OPT_STR, "gen", 0, "SPEC", S_AT(gen),
+	  .help = "a generated topology: grid-toy, fattree:k=8,...,\n"
+		  "leafspine:..., random:... (docs/sim.md)" },
+	{ OPT_FN, "scheme", 0, "LIST", S_AT(schemes),
+	  .parse = sim_opt_schemes,
+	  .help = "comma-separated: ring,tree,dbtree,har,ps,ps-ina,\n"
+		  "switchml,rina,grid,forest,atp,switchml-rack (default:\n"
+		  "the scenario's, or all that apply)" },
+	{ OPT_FN, "size", 0, "BYTES", S_AT(size), .parse = sim_opt_size,
+	  .def = "100M",
+	  .range = "a nonzero multiple of 4 bytes (suffix K, M, G)",
+	  .help = "tensor size, a multiple of 4, suffixes K M G\n"
+		  "(default {})" },
+	{ OPT_INT, "workers", 0, "N", S_AT(workers), .min = 1,
+	  .max = 100000,
+	  .help = "scenario size (default: the scenario's)" },
+	{ OPT_DOUBLE, "compute", 0, "MS", S_AT(compute_ms), .dmin = 0,
+	  .dmax = DBL_MAX, .range = "a number of ms >= 0",
+	  .help = "compute time of an iteration, added to the allreduce" },
+	{ OPT_FLAG, "fair", 0, S_AT(so.fair),
+	  .help = "also run the classes as independent flows sharing\n"
+		  "links max-min fairly, event by event (fair ms)" },
+	{ OPT_DOUBLE, "hop-us", 0, "US", S_AT(hop_us), .dmin = 0,
+	  .dmax = DBL_MAX, .def = "0", .range = "a number of us >= 0",
+	  .help = "latency of one step (alpha): time adds US for every\n"
+		  "step of the plan's longest chain (default {})" },
+	{ OPT_FLAG, "links", 0, S_AT(links),
+	  .help = "per-link loads (table: busiest 10; JSON: all)" },
+	{ OPT_FLAG, "plan", 0, S_AT(dump),
+	  .help = "with --json: each scheme's plan (classes, shares,\n"
+		  "aggregators and contributors, routes)" },
+	{ OPT_FLAG, "json", 0, S_AT(json),
+	  .help = "one JSON object on stdout" },
+	{ OPT_STR, "plot", 0, "FILE.png", S_AT(plot),
+	  .help = "bar chart of the rate per scheme (gnuplot; Debian\n"
+		  "gnuplot-nox, tools/deps.sh plot installs it)" },
+	{ OPT_STR, "write-topo", 0, "FILE", S_AT(wtopo),
+	  .help = "write the topology in the file format" },
+	{ OPT_FLAG, "list", 0, S_AT(list),
+	  .help = "scenarios and schemes" },
+	{ OPT_TEXT, .help =
+"Columns: rate = every worker's gradient rate (min_rate_gbps), push = the\n"
+"same counting the reduce alone (the papers' sending rate), time = one\n"
+"allreduce (8 x size / rate + steps x hop), aggtput = workers x rate,\n"
+"bottleneck = the link direction or switch (agg) that limits it, cut = rate\n"
+"/ the allreduce cut bound (up to 256 workers).\n" },
+	{ OPT_END },
+};
+
+static const struct opts_cmd sim_cmd = {
+	.name = "sim",
+	.synopsis = "(--scenario NAME | --topo FILE | --gen SPEC) [options]",
+	.tab = sim_opts_tab, .col = 20,
+};
 
 /* -1: go on; else the exit code (0 after --help or --list). */
 static int sim_parse(int argc, char **argv, struct sim_args *a)
 {
-	static const struct option lo[] = {
-		{ "scenario", required_argument, NULL, O_SCEN },
-		{ "topo", required_argument, NULL, O_TOPO },
-		{ "gen", required_argument, NULL, O_GEN },
-		{ "scheme", required_argument, NULL, O_SCHEME },
-		{ "size", required_argument, NULL, O_SIZE },
-		{ "workers", required_argument, NULL, O_WORKERS },
-		{ "compute", required_argument, NULL, O_COMPUTE },
-		{ "hop-us", required_argument, NULL, O_HOP },
-		{ "links", no_argument, NULL, O_LINKS },
-		{ "plan", no_argument, NULL, O_PLAN },
-		{ "fair", no_argument, NULL, O_FAIR },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "plot", required_argument, NULL, O_PLOT },
-		{ "write-topo", required_argument, NULL, O_WRITE },
-		{ "list", no_argument, NULL, O_LIST },
-		{ "help", no_argument, NULL, O_HELP },
-		{ NULL, 0, NULL, 0 },
-	};
-	char *end;
-	int c;
+	int ret = opts_parse(&sim_cmd, argc, argv, a, NULL);
 
-	a->size = 100ull << 20;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case O_SCEN: a->scen = optarg; break;
-		case O_TOPO: a->topo_file = optarg; break;
-		case O_GEN: a->gen = optarg; break;
-		case O_SCHEME:
-			snprintf(a->schemes, sizeof(a->schemes), "%s", optarg);
-			break;
-		case O_SIZE:
-			if (gen_parse_sizes(optarg, &a->size, 1) != 1 ||
-			    !a->size)
-				return bad_num("size", optarg);
-			break;
-		case O_WORKERS:
-			a->workers = strtol(optarg, &end, 10);
-			if (*end || a->workers < 1 || a->workers > 100000)
-				return bad_num("workers", optarg);
-			break;
-		case O_COMPUTE:
-			if (parse_ms("compute", optarg, &a->compute_ms))
-				return RINX_EXIT_USAGE;
-			break;
-		case O_HOP:
-			if (parse_ms("hop-us", optarg, &a->hop_us))
-				return RINX_EXIT_USAGE;
-			break;
-		case O_LINKS: a->links = 1; break;
-		case O_PLAN: a->dump = 1; break;
-		case O_FAIR: a->so.fair = 1; break;
-		case O_JSON: a->json = 1; break;
-		case O_PLOT: a->plot = optarg; break;
-		case O_WRITE: a->wtopo = optarg; break;
-		case O_LIST: list_all(); return 0;
-		case 'h':
-		case O_HELP:
-			printf("usage: rinxctl sim %s", sim_usage);
-			return 0;
-		default:
-			fprintf(stderr, "usage: rinxctl sim %s", sim_usage);
-			return RINX_EXIT_USAGE;
-		}
+	if (ret)
+		return opts_exit(ret);
+	if (a->list) {
+		list_all();
+		return 0;
 	}
-	if (optind < argc || !!a->scen + !!a->topo_file + !!a->gen != 1) {
+	if (!!a->scen + !!a->topo_file + !!a->gen != 1) {
 		fprintf(stderr, "rinxctl sim: give one of --scenario, --topo, "
-			"--gen\nusage: rinxctl sim %s", sim_usage);
+			"--gen\n");
+		opts_help(stderr, &sim_cmd);
 		return RINX_EXIT_USAGE;
 	}
 	a->so.bytes = a->size;
