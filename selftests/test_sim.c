@@ -855,6 +855,7 @@ static const struct {
 	{ "--scenario grid-toy --size 0", 2, "--size must be" },
 	{ "--scenario grid-toy --compute -0.5", 2, "--compute must be" },
 	{ "--scenario grid-toy --hop-us inf", 2, "--hop-us must be" },
+	{ "--scenario grid-toy --hop-us -1", 2, "--hop-us must be" },
 	{ "--scenario grid-toy --hop-us", 2, "--hop-us needs an argument" },
 	{ "--scenario grid-toy --bogus", 2, "unknown option --bogus" },
 	{ "--scenario grid-toy extra", 2, "unexpected argument extra" },
@@ -896,7 +897,7 @@ static void test_cli_usage(void)
 
 int main(void)
 {
-	tap_plan(8 + 4 + 14 + 9 + 1 + 3 + 5 + 3 + 4 + 1 + 2 + 1 + 2 + 5 + 18);
+	tap_plan(8 + 4 + 14 + 9 + 1 + 3 + 5 + 3 + 4 + 1 + 2 + 1 + 2 + 5 + 19);
 	test_toy();
 	test_ring();
 	test_parser();
