@@ -93,14 +93,14 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
-	if (a->epoch != round) {
+	if (a->round != round) {
 		/* a slot never used (seen 0) takes any round; rounds wrap */
-		if (a->seen && (__s32)(round - a->epoch) < 0) {
+		if (a->seen && (__s32)(round - a->round) < 0) {
 			bpf_spin_unlock(&a->lock);
 			return RINX_AGG_STALE;
 		}
 		*reset = a->seen && !a->done;
-		a->epoch = round;
+		a->round = round;
 		a->seen = 0;
 		a->done = 0;
 		a->final = 0;
@@ -137,7 +137,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	 * two passes over the block fewer than adding twice into the slot
 	 * and copying it out (test_hopcost: agg last). */
 	fused = a->seen && ((a->seen | b) & mask) == mask && own &&
-		own->epoch == round && a->exp == fexp && own->exp == fexp;
+		own->round == round && a->exp == fexp && own->exp == fexp;
 	if (fused) {
 		rinx_add2_vals(f->v, a->v, own->v, nv);
 		rinx_copy_vals(a->v, f->v, nv);
@@ -150,7 +150,7 @@ static __always_inline int rinx_agg_add(struct rinx_agg *a,
 	a->seen |= b;
 	if ((a->seen & mask) == mask) {
 		ret = RINX_AGG_COMPLETE;
-		if (own && own->epoch == round) {
+		if (own && own->round == round) {
 			if (!fused) {
 				a->exp = rinx_block_add(a->v, a->exp, own->v,
 							own->exp, nv);
@@ -223,8 +223,8 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 
 	*reset = 0;
 	bpf_spin_lock(&a->lock);
-	if (a->seen && (a->epoch != round || a->block != block)) {
-		if ((__s32)(round - a->epoch) <= 0) {
+	if (a->seen && (a->round != round || a->block != block)) {
+		if ((__s32)(round - a->round) <= 0) {
 			bpf_spin_unlock(&a->lock);
 			return RINX_AGG_PASS;
 		}
@@ -251,7 +251,7 @@ static __always_inline int rinx_pool_add(struct rinx_agg *a,
 		return RINX_AGG_DUP;
 	}
 	if (!a->seen) {
-		a->epoch = round;
+		a->round = round;
 		a->block = block;
 		a->done = 0;
 		a->final = 0;
@@ -274,7 +274,7 @@ static __always_inline void rinx_agg_keep(struct rinx_agg *a,
 					  const int nv)
 {
 	bpf_spin_lock(&a->lock);
-	if (a->epoch == round) {
+	if (a->round == round) {
 		rinx_copy_vals(a->v, f->v, nv);
 		a->exp = (__s16)bpf_ntohs(f->h->exp);
 		a->flags = f->h->flags;
@@ -291,7 +291,7 @@ static __always_inline int rinx_agg_get_final(struct rinx_agg *a,
 	int ok = 0;
 
 	bpf_spin_lock(&a->lock);
-	if (a->epoch == round && a->final) {
+	if (a->round == round && a->final) {
 		rinx_copy_vals(f->v, a->v, nv);
 		f->h->exp = bpf_htons((__u16)a->exp);
 		f->h->flags = a->flags;

@@ -74,7 +74,7 @@ static __always_inline void hop_write(struct hop_env *x, struct rinx_slot *r,
 	r->exp = (__s16)bpf_ntohs(h->exp);
 	r->flags = h->flags;
 	r->count = bpf_ntohs(h->count);
-	env_store_round(&r->epoch, round);
+	env_store_round(&r->round, round);
 }
 
 /* A finished block into result slot r, counted in the job's cursor with
@@ -111,8 +111,8 @@ static __always_inline int hop_round(struct hop_env *x,
 	__u32 block = bpf_ntohl(h->block), nblocks = bpf_ntohl(h->nblocks);
 	__u32 bad;
 
-	if (round != job->epoch) {
-		if (round == job->epoch + 1 && rinx_is_agg(hop) &&
+	if (round != job->round) {
+		if (round == job->round + 1 && rinx_is_agg(hop) &&
 		    type != RINX_T_GATHER) {
 			/* that round is not installed here yet: the frame
 			 * says its size and dtype, which must fit a round
@@ -121,12 +121,12 @@ static __always_inline int hop_round(struct hop_env *x,
 			bad = rinx_hdr_shape(h, nv);
 			return bad ? env_drop(x, bad) : HOP_GO;
 		}
-		if (round == job->epoch + 1)
+		if (round == job->round + 1)
 			return env_slow(x, RINX_STAT_SLOW_FUTURE);
 		/* no rank runs more than one round ahead of another: a
 		 * round starts once the one before finished, which took
 		 * this node's share of it */
-		if ((__s32)(round - job->epoch) > 1)
+		if ((__s32)(round - job->round) > 1)
 			return env_drop(x, RINX_STAT_DROP_AHEAD);
 		return env_drop(x, RINX_STAT_DROP_STALE);
 	}
@@ -164,9 +164,9 @@ static __always_inline int hop_add(struct hop_env *x,
 	/* passed on already this round: a duplicate (a loss further on is
 	 * asked for by the node after it, hop by hop). `res &&`: for the
 	 * verifier, which does not tie res to keep */
-	if (keep && res && env_load_round(&res->epoch) == round)
+	if (keep && res && env_load_round(&res->round) == round)
 		return env_drop(x, RINX_STAT_DROP_DUP);
-	if (env_load_round(&sh->epoch) != round)
+	if (env_load_round(&sh->round) != round)
 		return env_slow(x, RINX_STAT_SLOW_NOT_READY);
 	h->exp = bpf_htons(env_add_vals(x->f->v, (__s16)bpf_ntohs(h->exp),
 					sh->v, sh->exp, nv));
@@ -200,7 +200,7 @@ static __always_inline int hop_store(struct hop_env *x,
 	if (!res)
 		return env_drop(x, RINX_STAT_ABORTED);
 	if ((x->job->flags & RINX_JOB_KEEP) &&
-	    env_load_round(&res->epoch) == round)
+	    env_load_round(&res->round) == round)
 		return env_drop(x, RINX_STAT_DROP_DUP);
 	cur = hop_finished(x, res, round, nv);
 	if (hop->action == RINX_A_STORE_END)
@@ -299,7 +299,7 @@ static __always_inline int hop_block(struct hop_env *x, __u32 type,
 {
 	const struct rinx_hdr *h = x->f->h;
 	const struct rinx_job *job = x->job;
-	__u32 round = bpf_ntohl(h->epoch), block = bpf_ntohl(h->block);
+	__u32 round = bpf_ntohl(h->round), block = bpf_ntohl(h->block);
 	__u32 klass = bpf_ntohs(h->klass), sender, idx, bad;
 	const struct rinx_hop *hop;
 	int ret;

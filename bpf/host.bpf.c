@@ -187,7 +187,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 
 	if (!nown || nown > RINX_CMAP_MAX || !plen || plen > RINX_CMAP_MAX)
 		return -1;
-	if (!cur || cur->epoch != round)
+	if (!cur || cur->round != round)
 		return -1;
 	/* The next own block, claimed only once its share is written: the
 	 * trainer converts a round's input while the first blocks travel
@@ -203,7 +203,7 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	idx = job->slot * rinx_window + b;
 	sh = bpf_map_lookup_elem(&share, &idx);
-	if (!sh || sh->epoch != round)
+	if (!sh || sh->round != round)
 		return -1;
 	if (cur->gap_ns && !pace_ok(cur)) {
 		rinx_count(RINX_STAT_PACED, 0);
@@ -257,7 +257,7 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 	res = bpf_map_lookup_elem(&result, &idx);
 	if (!res)
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-	if (res->epoch != round || res->count != bpf_ntohs(f->h->count))
+	if (res->round != round || res->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
 	slot_to_frame(f, res, nv);
 	f->h->type = RINX_T_GATHER;
@@ -286,14 +286,14 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
 								XDP_DROP);
-	if (round != job->epoch)
+	if (round != job->round)
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
 	idx = slot * rinx_window + block;
 	k = RINX_HOP_INDEX(slot, klass, RINX_T_REDUCE);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	if (hop && hop->action == RINX_A_ADD_FWD && hop->to == who) {
 		src = bpf_map_lookup_elem(&partial, &idx);
-		if (src && src->epoch == round)
+		if (src && src->round == round)
 			step = (__u8)src->step;
 		else
 			src = NULL;
@@ -302,8 +302,8 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 		   RINX_T_REDUCE) {
 		cur = bpf_map_lookup_elem(&cursors, &slot);
 		src = bpf_map_lookup_elem(&share, &idx);
-		if (!cur || cur->epoch != round || !src ||
-		    src->epoch != round ||
+		if (!cur || cur->round != round || !src ||
+		    src->round != round ||
 		    (block / job->plen) * job->nown >= cur->next)
 			src = NULL;
 	}

@@ -61,7 +61,7 @@ static __always_inline int ina_out(struct rinx_frame *f, struct rinx_job *job,
  * block. */
 static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 				    struct rinx_hop *hop, __u32 jid,
-				    __u32 epoch, __u32 block, __u32 sender,
+				    __u32 round, __u32 block, __u32 sender,
 				    const int nv)
 {
 	__u32 pool = hop->pool, idx, what;
@@ -79,7 +79,7 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	 * it (a flushed sum carries the slot's flags); a refused one is
 	 * dropped as it came */
 	resend = !!(f->h->flags & RINX_F_RESEND);
-	ret = rinx_pool_add(a, f, epoch, block, sender, hop->mask, resend,
+	ret = rinx_pool_add(a, f, round, block, sender, hop->mask, resend,
 			    &reset, nv);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
@@ -103,22 +103,22 @@ static __always_inline int ina_pool(struct rinx_frame *f, struct rinx_job *job,
 	return ret == RINX_INA_UNICAST ? rinx_count(what, ret) : ret;
 }
 
-/* Is round epoch (of a frame that passed every other check) within the
+/* Is round `round` (of a frame that passed every other check) within the
  * bound past the job's newest round (RINX_AGG_AHEAD, set by the control
- * plane in job->ahead)? If so the newest round becomes max(newest, epoch)
+ * plane in job->ahead)? If so the newest round becomes max(newest, round)
  * with a compare-and-swap: CPUs race, and the round must never go back
  * (a regressed round would refuse a legitimate frame). A failed swap means
- * another CPU moved it; a few tries settle it. Epochs wrap: compared as
+ * another CPU moved it; a few tries settle it. Rounds wrap: compared as
  * signed differences. */
-static __always_inline int ina_round_ok(struct rinx_job *job, __u32 epoch)
+static __always_inline int ina_round_ok(struct rinx_job *job, __u32 round)
 {
-	__u32 cur = job->epoch, old;
+	__u32 cur = job->round, old;
 	int i;
 
-	if (job->ahead && (__s32)(epoch - cur) > (__s32)job->ahead)
+	if (job->ahead && (__s32)(round - cur) > (__s32)job->ahead)
 		return 0;
-	for (i = 0; i < 4 && (__s32)(epoch - cur) > 0; i++) {
-		old = __sync_val_compare_and_swap(&job->epoch, cur, epoch);
+	for (i = 0; i < 4 && (__s32)(round - cur) > 0; i++) {
+		old = __sync_val_compare_and_swap(&job->round, cur, round);
 		if (old == cur)
 			break;
 		cur = old;
@@ -135,10 +135,10 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 	struct rinx_frame f = *fp;
 	struct rinx_hop *hop;
 	struct rinx_agg *a;
-	__u32 epoch, block, k, idx, sender, what, bad;
+	__u32 round, block, k, idx, sender, what, bad;
 	int ret, reset;
 
-	epoch = bpf_ntohl(f.h->epoch);
+	round = bpf_ntohl(f.h->round);
 	block = bpf_ntohl(f.h->block);
 	bad = rinx_check_bounds(&f, job, ina_window, nv);
 	if (bad)
@@ -153,7 +153,7 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 		a = bpf_map_lookup_elem(&aggs, &idx);
 		if (!a)
 			return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
-		if (!rinx_agg_get_final(a, &f, epoch, nv))
+		if (!rinx_agg_get_final(a, &f, round, nv))
 			return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
 		f.h->type = RINX_T_GATHER;
 		ret = ina_out(&f, job, sender);
@@ -172,10 +172,10 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
 				  RINX_INA_ABORTED : RINX_INA_DROP);
-	if (!ina_round_ok(job, epoch))
+	if (!ina_round_ok(job, round))
 		return rinx_count(RINX_STAT_DROP_AHEAD, RINX_INA_DROP);
 	if (hop->flags & RINX_HOP_POOL)
-		return ina_pool(&f, job, hop, jid, epoch, block, sender, nv);
+		return ina_pool(&f, job, hop, jid, round, block, sender, nv);
 	/* a slot per block needs no flush: a share sent again is a
 	 * duplicate like any other */
 	if (hop->flags & RINX_HOP_COVER)
@@ -188,11 +188,11 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 	if (hop->action == RINX_A_MCAST_FWD || hop->action == RINX_A_MCAST_END) {
 		/* The rack contributed to every block, so the slot holds the
 		 * finished round of this gather: anything else is stale. */
-		if (a->epoch != epoch || !a->done)
+		if (a->round != round || !a->done)
 			return rinx_count(RINX_STAT_DROP_STALE, RINX_INA_DROP);
 		if (!agg_same_shape(a, &f))
 			return rinx_count(RINX_STAT_DROP_SHAPE, RINX_INA_DROP);
-		rinx_agg_keep(a, &f, epoch, nv);
+		rinx_agg_keep(a, &f, round, nv);
 		f.h->step = hop->out_step;
 		ret = ina_out(&f, job, hop->action == RINX_A_MCAST_FWD ?
 				       hop->to : job->self);
@@ -204,7 +204,7 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 				 RINX_INA_GROUP_ALL : RINX_INA_GROUP_HOSTS);
 	}
 
-	ret = rinx_agg_add(a, &f, epoch, rinx_cover(&f, hop, sender), hop->mask,
+	ret = rinx_agg_add(a, &f, round, rinx_cover(&f, hop, sender), hop->mask,
 			   hop->action == RINX_A_AGG_FINISH, NULL, &reset, nv);
 	if (ret == RINX_AGG_OVERLAP)
 		return rinx_count(RINX_STAT_AGG_OVERLAP, RINX_INA_DROP);

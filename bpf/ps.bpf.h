@@ -117,14 +117,14 @@ static __always_inline void ps_add(__s32 *dst, const __s32 *src, const int nv)
 }
 
 /* A push of worker `who` into block `block`: refused past the staleness
- * bound (its iteration, epoch - 1, more than the bound ahead of the
+ * bound (its iteration, round - 1, more than the bound ahead of the
  * slowest clock) or when a value would overflow; a push number the block
  * has from this worker already is acknowledged again, not added. */
 static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 				   struct rinx_ps_conf *pc, __u32 who,
 				   __u32 idx, const int nv)
 {
-	__u32 seq = bpf_ntohl(f->h->epoch), slowest, last;
+	__u32 seq = bpf_ntohl(f->h->round), slowest, last;
 	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
 	struct rinx_slot *sq = bpf_map_lookup_elem(&partial, &idx);
 	__u64 m;
@@ -212,7 +212,7 @@ static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
 	if (op > RINX_PS_LEAVE || job->self != pc->server)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 	if (op == RINX_PS_LEAVE) {
-		if (f->h->epoch)
+		if (f->h->round)
 			__sync_fetch_and_or(&pc->done, 1ULL << who);
 		else
 			__sync_fetch_and_or(&pc->left, 1ULL << who);

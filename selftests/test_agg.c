@@ -189,15 +189,15 @@ static const char *stat_name(int i)
 
 /* The job of plan pl at slot; the aggregator starts no blocks of its own
  * here (recycling is test_host's), so every start_to is RINX_NO_SEND. */
-/* The job entry; `ahead`: the ToR's bound on rounds ahead of epoch (0:
+/* The job entry; `ahead`: the ToR's bound on rounds ahead of round (0:
  * none, as for a plan that routes some rounds around it). */
 static int put_job_ahead(const struct place *p, const struct rinx_plan *pl,
-			 __u32 id, __u32 slot, __u16 self, __u32 epoch,
+			 __u32 id, __u32 slot, __u16 self, __u32 round,
 			 __u32 ahead)
 {
 	struct rinx_job j = {
 		.ahead = ahead,
-		.token = JOB_TOKEN, .slot = slot, .epoch = epoch,
+		.token = JOB_TOKEN, .slot = slot, .round = round,
 		.nblocks = WINDOW, .last_count = RINX_BLOCK_VALUES,
 		.nclasses = (__u16)pl->nclasses,
 		.nnodes = (__u16)pl->nnodes, .self = self, .qbits = QBITS,
@@ -211,9 +211,9 @@ static int put_job_ahead(const struct place *p, const struct rinx_plan *pl,
 }
 
 static int put_job(const struct place *p, const struct rinx_plan *pl,
-		   __u32 id, __u32 slot, __u16 self, __u32 epoch)
+		   __u32 id, __u32 slot, __u16 self, __u32 round)
 {
-	return put_job_ahead(p, pl, id, slot, self, epoch, 0);
+	return put_job_ahead(p, pl, id, slot, self, round, 0);
 }
 
 static int put_plan(struct place *p, const struct rinx_plan *pl, __u32 slot,
@@ -381,7 +381,7 @@ static __s32 *vals(__u8 *f) { return (__s32 *)(f + OFF_V); }
  * block; payload left zero. */
 static void build(const struct place *p, const struct rinx_plan *pl, __u8 *f,
 		  __u32 job, __u8 type, __u8 step, __u16 from, __u16 sender,
-		  __u32 epoch, __u32 block, __s16 exp, __u8 flags)
+		  __u32 round, __u32 block, __s16 exp, __u8 flags)
 {
 	const struct rinx_node *src = &p->node[from];
 	const struct rinx_node *dst = &p->node[p->self];
@@ -392,7 +392,7 @@ static void build(const struct place *p, const struct rinx_plan *pl, __u8 *f,
 	h->step = step;
 	h->job = htonl(job);
 	h->token = htobe64(JOB_TOKEN);
-	h->epoch = htonl(epoch);
+	h->round = htonl(round);
 	h->block = htonl(block);
 	h->nblocks = htonl(WINDOW);
 	h->sender = htons(sender);
@@ -479,7 +479,7 @@ static __s64 align(__s64 x, __u32 d)
 }
 
 struct mslot {
-	__u32 epoch;
+	__u32 round;
 	__u64 seen;			/* node ids added */
 	__s16 exp;
 	__u8 flags, done;
@@ -493,7 +493,7 @@ struct mslot {
 
 /* What the agent's trainer wrote into the share map (the model's copy). */
 struct mshare {
-	__u32 epoch;
+	__u32 round;
 	__s16 exp;
 	__u8 flags;
 	__s32 v[RINX_BLOCK_VALUES];
@@ -526,11 +526,11 @@ static void model_own(struct mslot *m, const struct mshare *own, bool finish)
 	m->final = finish;
 }
 
-/* What the slot does with (epoch, node, exp, flags, x) under mask, with
+/* What the slot does with (round, node, exp, flags, x) under mask, with
  * the node's own share `own` (NULL: none, RINX_HOP_SELF not set). A slot
  * holds a round once a contributor was added (seen != 0); a round is older
  * than the one held if it is behind in serial-number order. */
-static int model_add(struct mslot *m, __u32 epoch, __u32 node, __u64 mask,
+static int model_add(struct mslot *m, __u32 round, __u32 node, __u64 mask,
 		     bool finish, const struct mshare *own, __s16 exp,
 		     __u8 flags, bool ce, const __s32 *x, bool *reset)
 {
@@ -538,11 +538,11 @@ static int model_add(struct mslot *m, __u32 epoch, __u32 node, __u64 mask,
 	int i;
 
 	*reset = false;
-	if (m->epoch != epoch) {
-		if (m->seen && (__s32)(epoch - m->epoch) < 0)
+	if (m->round != round) {
+		if (m->seen && (__s32)(round - m->round) < 0)
 			return M_STALE;
 		*reset = m->seen && !m->done;
-		m->epoch = epoch;
+		m->round = round;
 		m->seen = 0;
 		m->done = 0;
 		m->final = 0;
@@ -565,7 +565,7 @@ static int model_add(struct mslot *m, __u32 epoch, __u32 node, __u64 mask,
 	m->seen |= b;
 	if ((m->seen & mask) != mask)
 		return M_ADD;
-	if (own && own->epoch != epoch) {
+	if (own && own->round != round) {
 		m->pend = 1;
 		return M_SELF;
 	}
@@ -641,8 +641,8 @@ enum outcome {
 
 struct tstep {
 	int who;
-	int ep;		/* frame epoch - case base */
-	int jo;		/* agent's job epoch - case base */
+	int ep;		/* frame round - case base */
+	int jo;		/* agent's job round - case base */
 	__s16 exp;
 	__u8 flags;
 	int vk;		/* enum vkind */
@@ -871,16 +871,16 @@ static const struct tcase fixed_cases[] = {
 	{ "gather at the ToR of an older round: stale", 0, 0, TOR_ONLY, 4, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_DONE),
 		{ .who = G, .ep = -1, .exp = 3, .ex = O_JSTALE } } },
-	{ "epoch wrap: round 0 takes over a done round 0xffffffff", 5,
+	{ "round wrap: round 0 takes over a done round 0xffffffff", 5,
 	  0xffffffffu, AGENT_ONLY, 5, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
 		{ .who = W1, .ep = 1, .exp = 3, .ex = O_ADD } } },
-	{ "epoch wrap: a late 0xffffffff into a slot holding round 0", 2,
+	{ "round wrap: a late 0xffffffff into a slot holding round 0", 2,
 	  0xffffffffu, AGENT_ONLY, 6, {
 		C(W0, O_ADD), C(W1, O_ADD), C(W2, O_ADD), C(P, O_DONE),
 		{ .who = W2, .ep = 1, .exp = 3, .ex = O_ADD },
 		{ .who = W1, .ep = 0, .exp = 3, .ex = O_STALE } } },
-	{ "epoch 0 at the ToR (after the wrap): taken", 2, 0xffffffffu,
+	{ "round 0 at the ToR (after the wrap): taken", 2, 0xffffffffu,
 	  TOR_ONLY, 1, {
 		{ .who = W0, .ep = 1, .exp = 3, .ex = O_ADD } } },
 
@@ -1137,18 +1137,18 @@ static void diag_frame(const __u8 *got, const __u8 *want, int len)
 
 static void diag_slot(const struct rinx_agg *ag, const struct mslot *m)
 {
-	tap_diag("  slot: epoch %u seen %#llx done %u final %u pend %u exp %d "
-		 "flags %#x; want epoch %u seen %#llx done %u final %u pend "
-		 "%u exp %d flags %#x", ag->epoch,
+	tap_diag("  slot: round %u seen %#llx done %u final %u pend %u exp %d "
+		 "flags %#x; want round %u seen %#llx done %u final %u pend "
+		 "%u exp %d flags %#x", ag->round,
 		 (unsigned long long)ag->seen, ag->done, ag->final, ag->pend,
-		 ag->exp, ag->flags, m->epoch, (unsigned long long)m->seen,
+		 ag->exp, ag->flags, m->round, (unsigned long long)m->seen,
 		 m->done, m->final, m->pend, m->exp, m->flags);
 }
 
 /* The slot as read back (BPF_F_LOCK) against the model. */
 static bool slot_same(const struct rinx_agg *ag, const struct mslot *m)
 {
-	bool ok = ag->epoch == m->epoch && ag->seen == m->seen &&
+	bool ok = ag->round == m->round && ag->seen == m->seen &&
 		  ag->done == m->done && ag->final == m->final &&
 		  ag->pend == m->pend && (!m->seen || ag->ce == m->ce);
 
@@ -1163,9 +1163,9 @@ static bool slot_same(const struct rinx_agg *ag, const struct mslot *m)
 	return ok;
 }
 
-/* The agent's trainer writes its share of the block for round epoch (the
+/* The agent's trainer writes its share of the block for round `round` (the
  * model keeps what was written; rinx_agg_add must add exactly that). */
-static int write_share(struct stepctx *x, __u32 epoch, __s16 exp, __u8 flags,
+static int write_share(struct stepctx *x, __u32 round, __s16 exp, __u8 flags,
 		       int vk)
 {
 	struct rinx_slot *sh = calloc(1, sizeof(*sh));
@@ -1174,14 +1174,14 @@ static int write_share(struct stepctx *x, __u32 epoch, __s16 exp, __u8 flags,
 
 	if (!sh)
 		return -ENOMEM;
-	sh->epoch = epoch;
+	sh->round = round;
 	sh->exp = exp;
 	sh->flags = flags;
 	sh->count = RINX_BLOCK_VALUES;
 	gen_vals(sh->v, vk);
 	err = bpf_map_update_elem(x->p->share, &idx, sh, BPF_ANY) ? -errno : 0;
 	if (!err) {
-		x->own->epoch = epoch;
+		x->own->round = round;
 		x->own->exp = exp;
 		x->own->flags = flags;
 		memcpy(x->own->v, sh->v, sizeof(sh->v));
@@ -1206,7 +1206,7 @@ static void trainer_step(struct stepctx *x, const struct rinx_hop *hop)
 	err = bpf_map_lookup_elem_flags(p->aggs, &idx, &ag, BPF_F_LOCK) ?
 	      -errno : 0;
 	was = !err && ag.pend && m->pend && slot_same(&ag, m) &&
-	      x->own->epoch == m->epoch;
+	      x->own->round == m->round;
 	if (was) {
 		model_own(m, x->own, hop->action == RINX_A_AGG_FINISH);
 		memcpy(ag.v, m->v, sizeof(ag.v));
@@ -1242,7 +1242,7 @@ static void run_step(struct stepctx *x)
 	const struct tstep *s = &x->c->s[x->si];
 	struct mslot *m = x->m, before = *m;
 	__u32 block = x->c->block, klass = pl->cmap[block % pl->plen];
-	__u32 epoch = x->base + s->ep;
+	__u32 round = x->base + s->ep;
 	__u32 idx = x->slot * WINDOW + block, retval = 0, size = 0;
 	int ex = p->sw && s->ex_sw ? s->ex_sw : s->ex, type, w = s->who, i;
 	__u16 from = 0, sender;
@@ -1279,7 +1279,7 @@ static void run_step(struct stepctx *x)
 	}
 	if (w == W0 && !p->sw) {
 		/* (the step's outcome is the ToR's) */
-		err = write_share(x, epoch, s->exp, s->flags, s->vk);
+		err = write_share(x, round, s->exp, s->flags, s->vk);
 		if (err)
 			check(s->todo, 0, "%s: %s: step %d: the trainer writes "
 			      "its share: %s", p->name, x->c->name, x->si,
@@ -1325,7 +1325,7 @@ static void run_step(struct stepctx *x)
 		step = 1;
 	if (w == X_PSTEP)
 		step = hop->step + 1;
-	build(p, pl, fin, x->job, type, step, from, sender, epoch, block,
+	build(p, pl, fin, x->job, type, step, from, sender, round, block,
 	      s->exp, s->flags);
 	if (w == X_KLASS)
 		hdr(fin)->klass = htons((klass + 1) % pl->nclasses);
@@ -1357,7 +1357,7 @@ static void run_step(struct stepctx *x)
 		bool answer = hop->flags & RINX_HOP_ANSWER, resend, dropped;
 		int want_m;
 
-		mret = model_add(m, epoch, from, hop->mask,
+		mret = model_add(m, round, from, hop->mask,
 				 hop->action == RINX_A_AGG_FINISH, own, s->exp,
 				 s->flags, s->ce, x_v, &reset);
 		want_m = ex == O_ADD ? M_ADD : ex == O_DONE ? M_DONE :
@@ -1398,7 +1398,7 @@ static void run_step(struct stepctx *x)
 		      -errno : 0);
 	if (!p->sw && !err)
 		err = bpf_map_lookup_elem(p->result, &idx, &r1) ? -errno : 0;
-	snprintf(what, sizeof(what), "%s: %s: step %d: %s epoch %+d -> %s%s",
+	snprintf(what, sizeof(what), "%s: %s: step %d: %s round %+d -> %s%s",
 		 p->name, x->c->name, x->si, wname(w), s->ep, oname(ex),
 		 want_reset ? " +RESET" : "");
 	if (err) {
@@ -1508,7 +1508,7 @@ static void run_step(struct stepctx *x)
 		if (stores) {
 			const struct rinx_hdr *h = hdr(fwant);
 
-			rw.epoch = epoch;
+			rw.round = round;
 			rw.exp = (__s16)ntohs(h->exp);
 			rw.flags = h->flags;
 			rw.count = ntohs(h->count);
@@ -1564,14 +1564,14 @@ static void run_step(struct stepctx *x)
 		if (!slot_ok)
 			diag_slot(&ag, m);
 		if (!res_ok)
-			tap_diag("  result entry: epoch %u exp %d (want "
-				 "epoch %u exp %d)", r1.epoch, r1.exp,
-				 rw.epoch, rw.exp);
+			tap_diag("  result entry: round %u exp %d (want "
+				 "round %u exp %d)", r1.round, r1.exp,
+				 rw.round, rw.exp);
 	}
 	/* the program is the truth from here on: keep later steps
 	 * meaningful after a known bug */
 	if (!ok && s->todo) {
-		m->epoch = ag.epoch;
+		m->round = ag.round;
 		m->seen = ag.seen;
 		m->done = ag.done;
 		m->final = ag.final;
@@ -1725,18 +1725,18 @@ static void *cc_thread(void *arg)
 	CPU_SET(a->tid, &set);
 	cc->pinned[a->tid] = !sched_setaffinity(0, sizeof(set), &set);
 	for (r = 0; r < CC_ROUNDS; r++) {
-		__u32 epoch = CC_BASE + r;
+		__u32 round = CC_BASE + r;
 		__s16 exp = (__s16)(r % 7) - 3;
 
 		if (a->tid == 0 && !p->sw) {
 			if (put_job(p, &p->plan, JOB_ID, JOB_SLOT, p->self,
-				    epoch))
+				    round))
 				__atomic_fetch_add(&cc->errs, 1,
 						   __ATOMIC_RELAXED);
 			for (bi = 0; bi < CC_NB; bi++) {
 				__u32 idx = JOB_SLOT * WINDOW + cc_blocks[bi];
 
-				sh->epoch = epoch;
+				sh->round = round;
 				sh->exp = exp;
 				sh->count = RINX_BLOCK_VALUES;
 				for (i = 0; i < RINX_BLOCK_VALUES; i++)
@@ -1767,7 +1767,7 @@ static void *cc_thread(void *arg)
 				      w == P ? RINX_T_REDUCE :
 				      RINX_T_CONTRIB, w == P ? hop->step : 0,
 				      w == P ? hop->from : w,
-				      w == P ? hop->from : w, epoch, block,
+				      w == P ? hop->from : w, round, block,
 				      exp, 0);
 				for (i = 0; i < RINX_BLOCK_VALUES; i++)
 					vals(in)[i] = cc_val(w, r, b, i);
@@ -2012,12 +2012,12 @@ static void run_timing(struct place *p, int efd)
 	gen_vals(own->v, V_RAND);
 	read_counters(p, &c0);
 	for (i = 0; i < T_N; i++) {
-		__u32 epoch = T_BASE + i;
+		__u32 round = T_BASE + i;
 
 		/* the agent's share (untimed): worker 0 is no frame there */
 		if (!p->sw) {
-			put_job(p, &p->plan, JOB_ID, JOB_SLOT, p->self, epoch);
-			own->epoch = epoch;
+			put_job(p, &p->plan, JOB_ID, JOB_SLOT, p->self, round);
+			own->round = round;
 			bad += !!bpf_map_update_elem(p->share, &idx, own,
 						     BPF_ANY);
 		}
@@ -2026,7 +2026,7 @@ static void run_timing(struct place *p, int efd)
 			      RINX_T_REDUCE : RINX_T_CONTRIB,
 			      w == P ? hop->step : 0,
 			      w == P ? hop->from : w, w == P ? hop->from : w,
-			      epoch, block, 0, 0);
+			      round, block, 0, 0);
 			gen_vals(vals(fin), V_RAND);
 			bad += timed(p->prog, fin, w == (p->sw ? W0 : W1) ?
 				     first : w == P ? done : add, &ret) ||
@@ -2056,7 +2056,7 @@ static void run_timing(struct place *p, int efd)
 		rinx_plan_build(&q, &p->spec, 3);
 		fh = &q.hops[0][RINX_T_REDUCE - 1];
 		if (sh && fh->action == RINX_A_ADD_FWD) {
-			sh->epoch = 7;
+			sh->round = 7;
 			sh->count = RINX_BLOCK_VALUES;
 			gen_vals(sh->v, V_RAND);
 			bpf_map_update_elem(p->share, &sidx, sh, BPF_ANY);

@@ -54,7 +54,7 @@
 #define JOB_ID		0x00a7b001
 #define JOB_TOKEN	0xa7b1c3d5600d1deaULL
 #define SLOT		1
-#define EPOCH		7
+#define ROUND		7
 
 #define PS		3	/* rank of the parameter server */
 #define TOR		4	/* node id of the rack's aggregator */
@@ -138,7 +138,7 @@ static int put_tables(const struct prog *p, const struct rinx_plan *pl,
 		      __u16 self)
 {
 	struct rinx_job j = {
-		.token = JOB_TOKEN, .slot = SLOT, .epoch = EPOCH,
+		.token = JOB_TOKEN, .slot = SLOT, .round = ROUND,
 		.nblocks = WINDOW, .last_count = RINX_BLOCK_VALUES,
 		.nclasses = (__u16)pl->nclasses, .nnodes = (__u16)pl->nnodes,
 		.self = self, .qbits = 28, .dtype = RINX_W_INT32,
@@ -232,7 +232,7 @@ static int open_all(void)
 	err = err ?: put_tables(&ps, &plan_ps, PS);
 	/* the PS's own share of every block, written for the round */
 	for (b = 0; b < WINDOW && !err; b++) {
-		struct rinx_slot s = { .epoch = EPOCH, .count = RINX_BLOCK_VALUES };
+		struct rinx_slot s = { .round = ROUND, .count = RINX_BLOCK_VALUES };
 		__u32 k = SLOT * WINDOW + b;
 		int i;
 
@@ -249,7 +249,7 @@ static struct rinx_hdr *hdr(__u8 *f) { return (struct rinx_hdr *)(f + OFF_HDR); 
 static __s32 *vals(__u8 *f) { return (__s32 *)(f + OFF_V); }
 
 /* A frame from node `from` to node `to` of the plan. */
-static void build(__u8 *f, int from, int to, __u8 type, __u32 epoch,
+static void build(__u8 *f, int from, int to, __u8 type, __u32 round,
 		  __u32 block, __u8 flags, __u64 cover)
 {
 	const struct rinx_node *s = &plan_ps.nodes[from], *d = &plan_ps.nodes[to];
@@ -259,7 +259,7 @@ static void build(__u8 *f, int from, int to, __u8 type, __u32 epoch,
 	h->flags = flags;
 	h->job = htonl(JOB_ID);
 	h->token = htobe64(JOB_TOKEN);
-	h->epoch = htonl(epoch);
+	h->round = htonl(round);
 	h->block = htonl(block);
 	h->nblocks = htonl(WINDOW);
 	h->sender = htons(from);
@@ -270,11 +270,11 @@ static void build(__u8 *f, int from, int to, __u8 type, __u32 epoch,
 }
 
 /* Worker w's share of block b. */
-static void share(__u8 *f, int w, __u32 epoch, __u32 b, __u8 flags)
+static void share(__u8 *f, int w, __u32 round, __u32 b, __u8 flags)
 {
 	int i;
 
-	build(f, w, TOR, RINX_T_CONTRIB, epoch, b, flags, 0);
+	build(f, w, TOR, RINX_T_CONTRIB, round, b, flags, 0);
 	for (i = 0; i < RINX_BLOCK_VALUES; i++)
 		vals(f)[i] = val(w, b, i);
 }
@@ -304,7 +304,7 @@ struct step {
 	const char *desc;
 	const struct prog *at;	/* &tor or &ps */
 	int from;		/* worker (ToR steps), or the sender at the PS */
-	__u32 epoch, block;
+	__u32 round, block;
 	__u8 flags;		/* RINX_F_RESEND */
 	__u8 type;		/* 0: CONTRIB (or REDUCE from the ToR at the PS) */
 	__u64 cover;		/* PS steps from the ToR: declared coverage;
@@ -322,7 +322,7 @@ struct step {
 	int ps_stat;		/* deliver: the PS's outcome counter */
 	int ps_out;		/* deliver: the PS's output kind */
 	/* slot after the step: pool slot (ToR) or the block's slot (PS) */
-	__u32 slot_epoch, slot_block;
+	__u32 slot_round, slot_block;
 	__u64 slot_seen;
 };
 
@@ -438,7 +438,7 @@ static bool check_out(const char *desc, const __u8 *in, __u8 *out,
 }
 
 static bool check_slot(const char *desc, const struct prog *p, __u32 idx,
-		       __u32 epoch, __u32 block, __u64 seen, bool pool)
+		       __u32 round, __u32 block, __u64 seen, bool pool)
 {
 	static struct rinx_agg a;
 
@@ -446,11 +446,11 @@ static bool check_slot(const char *desc, const struct prog *p, __u32 idx,
 		tap_diag("%s: slot %u: %s", desc, idx, strerror(errno));
 		return false;
 	}
-	if (a.seen != seen || (seen && a.epoch != epoch) ||
+	if (a.seen != seen || (seen && a.round != round) ||
 	    (seen && pool && a.block != block)) {
-		tap_diag("%s: slot %u holds epoch %u block %u seen %#llx, want "
-			 "%u %u %#llx", desc, idx, a.epoch, a.block,
-			 (unsigned long long)a.seen, epoch, block,
+		tap_diag("%s: slot %u holds round %u block %u seen %#llx, want "
+			 "%u %u %#llx", desc, idx, a.round, a.block,
+			 (unsigned long long)a.seen, round, block,
 			 (unsigned long long)seen);
 		return false;
 	}
@@ -463,7 +463,7 @@ static bool check_result(const char *desc, __u32 b, __u64 who)
 	static __s32 want[RINX_BLOCK_VALUES];
 	__u32 k = SLOT * WINDOW + b;
 
-	if (bpf_map_lookup_elem(ps.result, &k, &r) || r.epoch != EPOCH) {
+	if (bpf_map_lookup_elem(ps.result, &k, &r) || r.round != ROUND) {
 		tap_diag("%s: no result of block %u stored", desc, b);
 		return false;
 	}
@@ -485,7 +485,7 @@ static void run_step_dt(const struct step *s, __u16 dtype)
 	__u32 len, ret, idx;
 
 	if (tor_step) {
-		share(in, s->from, s->epoch, s->block, s->flags);
+		share(in, s->from, s->round, s->block, s->flags);
 		hdr(in)->cover = htobe64(s->cover);
 		if (dtype)
 			hdr(in)->dtype = htons(dtype);
@@ -493,7 +493,7 @@ static void run_step_dt(const struct step *s, __u16 dtype)
 			hdr(in)->type = s->type;
 	} else {
 		build(in, s->from, PS, s->type ? s->type : RINX_T_REDUCE,
-		      s->epoch, s->block, s->flags, s->cover);
+		      s->round, s->block, s->flags, s->cover);
 		hdr(in)->step = s->step_no;
 		/* a partial sum of the workers it covers */
 		expect_sum(vals(in), s->from == TOR ? s->cover :
@@ -519,7 +519,7 @@ static void run_step_dt(const struct step *s, __u16 dtype)
 			s->out_sum, s->block);
 	idx = SLOT * WINDOW + (tor_step ?
 	      rinx_pool_index(JOB_ID, s->block, POOL) : s->block);
-	ok &= check_slot(s->desc, s->at, idx, s->slot_epoch, s->slot_block,
+	ok &= check_slot(s->desc, s->at, idx, s->slot_round, s->slot_block,
 			 s->slot_seen, tor_step);
 	if (s->out == O_RESULT)
 		ok &= check_result(s->desc, s->block, s->out_sum);
@@ -654,92 +654,92 @@ int main(void)
 	{
 		const struct step steps[] = {
 	/* ---- the ToR, and the PS behind it ---- */
-	{ "tor: a share takes a free pool slot", &tor, 0, EPOCH, bA, 0, 0, 0,
+	{ "tor: a share takes a free pool slot", &tor, 0, ROUND, bA, 0, 0, 0,
 	  0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE, 0, 0, false, 0, 0,
-	  EPOCH, bA, 0x1 },
+	  ROUND, bA, 0x1 },
 	{ "tor: collision: a share of another block in that slot passes on "
-	  "unaggregated, with its coverage; the PS takes it", &tor, 1, EPOCH,
+	  "unaggregated, with its coverage; the PS takes it", &tor, 1, ROUND,
 	  bB, 0, 0, 0, 0, XDP_REDIRECT, RINX_STAT_POOL_PASS, NO, O_TO_PS, 0x2,
-	  0x2, true, RINX_STAT_AGG_ADD, O_NONE, EPOCH, bA, 0x1 },
+	  0x2, true, RINX_STAT_AGG_ADD, O_NONE, ROUND, bA, 0x1 },
 	{ "tor: the same share again (a network duplicate) is dropped", &tor,
-	  0, EPOCH, bA, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_AGG_DUP, NO,
-	  O_NONE, 0, 0, false, 0, 0, EPOCH, bA, 0x1 },
+	  0, ROUND, bA, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_AGG_DUP, NO,
+	  O_NONE, 0, 0, false, 0, 0, ROUND, bA, 0x1 },
 	{ "tor: a worker's cover field is not its coverage (ignored)", &tor,
-	  1, EPOCH, bA, 0, 0, 0x7, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE,
-	  0, 0, false, 0, 0, EPOCH, bA, 0x3 },
+	  1, ROUND, bA, 0, 0, 0x7, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE,
+	  0, 0, false, 0, 0, ROUND, bA, 0x3 },
 	{ "tor: the full set: the sum leaves with coverage {0,1,2}, the slot "
 	  "is free; the PS finishes the block (own share added, to every "
-	  "host)", &tor, 2, EPOCH, bA, 0, 0, 0, 0, XDP_REDIRECT,
+	  "host)", &tor, 2, ROUND, bA, 0, 0, 0, 0, XDP_REDIRECT,
 	  RINX_STAT_AGG_DONE, NO, O_TO_PS, 0x7, 0x7, true, RINX_STAT_AGG_DONE,
 	  O_RESULT, 0, 0, 0 },
-	{ "tor: the freed slot takes the block that collided", &tor, 0, EPOCH,
+	{ "tor: the freed slot takes the block that collided", &tor, 0, ROUND,
 	  bB, 0, 0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE, 0, 0,
-	  false, 0, 0, EPOCH, bB, 0x1 },
+	  false, 0, 0, ROUND, bB, 0x1 },
 	{ "tor: stuck case: the slot waits for a share the PS already has",
-	  &tor, 2, EPOCH, bB, 0, 0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO,
-	  O_NONE, 0, 0, false, 0, 0, EPOCH, bB, 0x5 },
+	  &tor, 2, ROUND, bB, 0, 0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO,
+	  O_NONE, 0, 0, false, 0, 0, ROUND, bB, 0x5 },
 	{ "tor: a share sent again flushes the held partial with coverage "
 	  "{0,2}, the slot is free; the PS finishes the block exactly", &tor,
-	  2, EPOCH, bB, RINX_F_RESEND, 0, 0, 0, XDP_REDIRECT,
+	  2, ROUND, bB, RINX_F_RESEND, 0, 0, 0, XDP_REDIRECT,
 	  RINX_STAT_POOL_FLUSH, NO, O_TO_PS, 0x5, 0x5, true,
 	  RINX_STAT_AGG_DONE, O_RESULT, 0, 0, 0 },
 	{ "tor: a share sent again whose block holds no slot passes on; the "
-	  "PS, finished, sends the block again", &tor, 0, EPOCH, bB,
+	  "PS, finished, sends the block again", &tor, 0, ROUND, bB,
 	  RINX_F_RESEND, 0, 0, 0, XDP_REDIRECT, RINX_STAT_POOL_RESEND, NO,
 	  O_TO_PS, 0x1, 0x1, true, RINX_STAT_AGG_REEMIT, O_RESULT, 0, 0, 0 },
-	{ "tor: a share of block C takes its slot", &tor, 0, EPOCH, bC, 0, 0,
+	{ "tor: a share of block C takes its slot", &tor, 0, ROUND, bC, 0, 0,
 	  0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE, 0, 0, false, 0, 0,
-	  EPOCH, bC, 0x1 },
+	  ROUND, bC, 0x1 },
 	{ "tor: a share of the next round takes a slot of an older round",
-	  &tor, 1, EPOCH + 1, bC, 0, 0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD,
-	  RINX_STAT_AGG_RESET, O_NONE, 0, 0, false, 0, 0, EPOCH + 1, bC,
+	  &tor, 1, ROUND + 1, bC, 0, 0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD,
+	  RINX_STAT_AGG_RESET, O_NONE, 0, 0, false, 0, 0, ROUND + 1, bC,
 	  0x2 },
 	{ "tor: a share of an older round than its slot's passes on", &tor, 2,
-	  EPOCH, bC, 0, 0, 0, 0, XDP_REDIRECT, RINX_STAT_POOL_PASS, NO,
-	  O_TO_PS, 0x4, 0x4, false, 0, 0, EPOCH + 1, bC, 0x2 },
+	  ROUND, bC, 0, 0, 0, 0, XDP_REDIRECT, RINX_STAT_POOL_PASS, NO,
+	  O_TO_PS, 0x4, 0x4, false, 0, 0, ROUND + 1, bC, 0x2 },
 	{ "tor: a share of block D takes its slot",
-	  &tor, 0, EPOCH, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO,
-	  O_NONE, 0, 0, false, 0, 0, EPOCH, bD, 0x1 },
+	  &tor, 0, ROUND, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO,
+	  O_NONE, 0, 0, false, 0, 0, ROUND, bD, 0x1 },
 	{ "tor: a partial sum (reduce) is not a pool aggregation's", &tor, 1,
-	  EPOCH, bD, 0, RINX_T_REDUCE, 0, 0, XDP_DROP, RINX_STAT_DROP_NO_ROUTE,
-	  NO, O_NONE, 0, 0, false, 0, 0, EPOCH, bD, 0x1 },
+	  ROUND, bD, 0, RINX_T_REDUCE, 0, 0, XDP_DROP, RINX_STAT_DROP_NO_ROUTE,
+	  NO, O_NONE, 0, 0, false, 0, 0, ROUND, bD, 0x1 },
 	{ "tor: a share from the PS (not a contributor) is dropped", &tor, PS,
-	  EPOCH, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_MEMBER, NO, O_NONE,
-	  0, 0, false, 0, 0, EPOCH, bD, 0x1 },
-	{ "tor: block A takes the shared slot again", &tor, 0, EPOCH, bA, 0,
+	  ROUND, bD, 0, 0, 0, 0, XDP_DROP, RINX_STAT_DROP_MEMBER, NO, O_NONE,
+	  0, 0, false, 0, 0, ROUND, bD, 0x1 },
+	{ "tor: block A takes the shared slot again", &tor, 0, ROUND, bA, 0,
 	  0, 0, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE, 0, 0, false, 0, 0,
-	  EPOCH, bA, 0x1 },
+	  ROUND, bA, 0x1 },
 	{ "tor: a share sent again into a slot held by another block passes "
-	  "on unaggregated", &tor, 1, EPOCH, bB, RINX_F_RESEND, 0, 0, 0,
+	  "on unaggregated", &tor, 1, ROUND, bB, RINX_F_RESEND, 0, 0, 0,
 	  XDP_REDIRECT, RINX_STAT_POOL_RESEND, NO, O_TO_PS, 0x2, 0x2, false, 0,
-	  0, EPOCH, bA, 0x1 },
+	  0, ROUND, bA, 0x1 },
 	/* ---- the PS alone: coverages ---- */
-	{ "ps: a partial covering {0,1} from the ToR", &ps, TOR, EPOCH, bE, 0,
+	{ "ps: a partial covering {0,1} from the ToR", &ps, TOR, ROUND, bE, 0,
 	  0, 0x3, 0, XDP_DROP, RINX_STAT_AGG_ADD, NO, O_NONE, 0, 0, false, 0,
-	  0, EPOCH, bE, 0x3 },
+	  0, ROUND, bE, 0x3 },
 	{ "ps: a partial covering {1,2} overlaps in part: refused, counted, "
-	  "the slot unchanged", &ps, TOR, EPOCH, bE, 0, 0, 0x6, 0, XDP_DROP,
-	  RINX_STAT_AGG_OVERLAP, NO, O_NONE, 0, 0, false, 0, 0, EPOCH, bE,
+	  "the slot unchanged", &ps, TOR, ROUND, bE, 0, 0, 0x6, 0, XDP_DROP,
+	  RINX_STAT_AGG_OVERLAP, NO, O_NONE, 0, 0, false, 0, 0, ROUND, bE,
 	  0x3 },
-	{ "ps: a partial wholly in the slot is a duplicate", &ps, TOR, EPOCH,
+	{ "ps: a partial wholly in the slot is a duplicate", &ps, TOR, ROUND,
 	  bE, 0, 0, 0x1, 0, XDP_DROP, RINX_STAT_DROP_AGG_DUP, NO, O_NONE, 0, 0,
-	  false, 0, 0, EPOCH, bE, 0x3 },
-	{ "ps: coverage 0 is refused", &ps, TOR, EPOCH, bE, 0, 0, 0, 0,
+	  false, 0, 0, ROUND, bE, 0x3 },
+	{ "ps: coverage 0 is refused", &ps, TOR, ROUND, bE, 0, 0, 0, 0,
 	  XDP_DROP, RINX_STAT_DROP_SENDER, NO, O_NONE, 0, 0, false, 0, 0,
-	  EPOCH, bE, 0x3 },
-	{ "ps: coverage beyond the contributors is refused", &ps, TOR, EPOCH,
+	  ROUND, bE, 0x3 },
+	{ "ps: coverage beyond the contributors is refused", &ps, TOR, ROUND,
 	  bE, 0, 0, 0x8, 0, XDP_DROP, RINX_STAT_DROP_SENDER, NO, O_NONE, 0, 0,
-	  false, 0, 0, EPOCH, bE, 0x3 },
-	{ "ps: a partial with a step is refused", &ps, TOR, EPOCH, bE, 0, 0,
+	  false, 0, 0, ROUND, bE, 0x3 },
+	{ "ps: a partial with a step is refused", &ps, TOR, ROUND, bE, 0, 0,
 	  0x4, 1, XDP_DROP, RINX_STAT_DROP_SENDER, NO, O_NONE, 0, 0, false, 0,
-	  0, EPOCH, bE, 0x3 },
+	  0, ROUND, bE, 0x3 },
 	{ "ps: worker 2's own share, straight to the PS, completes the set: "
-	  "the exact sum of all four to every host", &ps, 2, EPOCH, bE, 0,
+	  "the exact sum of all four to every host", &ps, 2, ROUND, bE, 0,
 	  RINX_T_CONTRIB, 0x1, 0, XDP_TX, RINX_STAT_AGG_DONE, NO, O_RESULT, 0,
-	  0x7, false, 0, 0, EPOCH, bE, 0x7 },
+	  0x7, false, 0, 0, ROUND, bE, 0x7 },
 	{ "ps: a worker's cover field is its own bit, whatever it says", &ps,
-	  1, EPOCH, bD, 0, RINX_T_CONTRIB, 0x7, 0, XDP_DROP, RINX_STAT_AGG_ADD,
-	  NO, O_NONE, 0, 0, false, 0, 0, EPOCH, bD, 0x2 },
+	  1, ROUND, bD, 0, RINX_T_CONTRIB, 0x7, 0, XDP_DROP, RINX_STAT_AGG_ADD,
+	  NO, O_NONE, 0, 0, false, 0, 0, ROUND, bD, 0x2 },
 		};
 
 		/* the job's frames are int32: a fixed-point share of the
@@ -748,14 +748,14 @@ int main(void)
 		const struct step shape_steps[] = {
 	{ .desc = "tor: a share of block D as fixed point into its int32 "
 	  "slot is refused (drop_shape), the slot unchanged", .at = &tor,
-	  .from = 1, .epoch = EPOCH, .block = bD, .verdict = XDP_DROP,
+	  .from = 1, .round = ROUND, .block = bD, .verdict = XDP_DROP,
 	  .stat = RINX_STAT_DROP_SHAPE, .stat2 = NO, .out = O_NONE,
-	  .slot_epoch = EPOCH, .slot_block = bD, .slot_seen = 0x1 },
+	  .slot_round = ROUND, .slot_block = bD, .slot_seen = 0x1 },
 	{ .desc = "tor: the same share sent again (a resend) is refused too, "
-	  "the slot is not flushed", .at = &tor, .from = 1, .epoch = EPOCH,
+	  "the slot is not flushed", .at = &tor, .from = 1, .round = ROUND,
 	  .block = bD, .flags = RINX_F_RESEND, .verdict = XDP_DROP,
 	  .stat = RINX_STAT_DROP_SHAPE, .stat2 = NO, .out = O_NONE,
-	  .slot_epoch = EPOCH, .slot_block = bD, .slot_seen = 0x1 },
+	  .slot_round = ROUND, .slot_block = bD, .slot_seen = 0x1 },
 		};
 
 		tap_plan(7 + 1 + (int)ARRAY_SIZE(steps) +

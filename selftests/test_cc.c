@@ -35,7 +35,7 @@
 #define JOB		0x0c0ffee1
 #define TOKEN		0x51d3c0de7e57c0deULL
 #define SLOT		0
-#define EPOCH		7
+#define ROUND		7
 #define NBLOCKS		12
 #define SELF		1
 #define NNODES		4
@@ -78,7 +78,7 @@ static void build_gather(__u8 tos)
 	});
 	tl_hdr_put(h, &(struct tl_hdr){
 		.type = RINX_T_GATHER, .step = 2, .job = JOB, .token = TOKEN,
-		.epoch = EPOCH, .block = 3, .nblocks = NBLOCKS, .sender = 0,
+		.round = ROUND, .block = 3, .nblocks = NBLOCKS, .sender = 0,
 		.count = RINX_BLOCK_VALUES, .klass = 3, .dtype = RINX_W_FIXED,
 	});
 	for (i = 0; i < RINX_BLOCK_VALUES; i++)
@@ -88,7 +88,7 @@ static void build_gather(__u8 tos)
 static int setup(struct host_bpf *skel)
 {
 	struct rinx_job j = {
-		.token = TOKEN, .slot = SLOT, .epoch = EPOCH,
+		.token = TOKEN, .slot = SLOT, .round = ROUND,
 		.nblocks = NBLOCKS, .last_count = RINX_BLOCK_VALUES,
 		.nclasses = NNODES, .nnodes = NNODES, .self = SELF,
 		.qbits = 28, .dtype = RINX_W_FIXED, .window = WINDOW,
@@ -96,7 +96,7 @@ static int setup(struct host_bpf *skel)
 	};
 	struct rinx_hop end = { .action = RINX_A_STORE_END, .step = 2,
 				.from = 0 };
-	struct rinx_slot sh = { .epoch = EPOCH, .count = RINX_BLOCK_VALUES,
+	struct rinx_slot sh = { .round = ROUND, .count = RINX_BLOCK_VALUES,
 				.exp = 5 };
 	int i, err = 0;
 	__u32 k;
@@ -172,7 +172,7 @@ static int case_checks(const struct tcase *t)
 
 static void run_case(const struct tcase *t)
 {
-	struct rinx_cursor cur = { .epoch = EPOCH }, after;
+	struct rinx_cursor cur = { .round = ROUND }, after;
 	const struct rinx_hdr *h = (const struct rinx_hdr *)(fout + OFF_HDR);
 	__u64 c0[RINX_STAT_MAX], c1[RINX_STAT_MAX], t0, t1, lo, hi;
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = fin,
@@ -200,7 +200,7 @@ static void run_case(const struct tcase *t)
 		__u32 b = SELF;
 
 		if (bpf_map_lookup_elem(share_fd, &b, &sh) ||
-		    (sh.epoch = t->unwritten ? EPOCH - 1 : EPOCH,
+		    (sh.round = t->unwritten ? ROUND - 1 : ROUND,
 		     bpf_map_update_elem(share_fd, &b, &sh, 0)))
 			tap_diag("share %u: cannot set", b);
 	}
@@ -237,7 +237,7 @@ static void run_case(const struct tcase *t)
 	tap_ok(ok, "%s: counters", t->name);
 	tap_ok(after.stored == 101 && after.marked == 10u + ce &&
 	       after.next == (t->recycled ? 1u : 0u) &&
-	       after.epoch == EPOCH && after.gap_ns == t->gap_ns,
+	       after.round == ROUND && after.gap_ns == t->gap_ns,
 	       "%s: cursor stored %llu marked %llu next %u", t->name,
 	       (unsigned long long)after.stored,
 	       (unsigned long long)after.marked, after.next);

@@ -59,7 +59,7 @@ static void run(const struct ccase *k, double want_rate, double want_target)
 	}
 	c->cursors = cur;
 	c->slot = 3;
-	c->epoch = 7;
+	c->round = 7;
 	c->srtt = k->srtt;
 	r->c = c;
 	r->nb = k->nb;
@@ -71,7 +71,7 @@ static void run(const struct ccase *k, double want_rate, double want_target)
 	c->cc.stored = cur[3].stored - k->ds;
 	c->cc.marked = cur[3].marked - k->dm;
 	c->cc.claimed = k->next - k->sent;
-	c->cc.round = c->epoch;
+	c->cc.round = c->round;
 	c->cc.stored0 = 100000;
 	c->cc.rate = k->rate;
 	c->cc.target = k->target;

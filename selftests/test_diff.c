@@ -24,7 +24,7 @@
  * partial sums (flushed by a share sent again), each frame with its
  * coverage. A trial feeds them in a random order that keeps causality (a
  * block's gather after its reduce), with duplicates (some sent again after
- * the block's gather went by), stale and far epochs, wrong senders (node
+ * the block's gather went by), stale and far rounds, wrong senders (node
  * id, address, step), bad coverages (0, beyond the contributors, one that
  * overlaps another frame's) and malformed frames mixed in, to two loaded
  * instances of the host program with the same tables:
@@ -77,7 +77,7 @@
  *    handed up (and bad ones, which it must refuse);
  *  - rounds: XDP hands up the next round (it drops any later one, and
  *    aggregations take the next round's shares); the handler keeps any
- *    later round for when it opens (direct: "epoch two ahead");
+ *    later round for when it opens (direct: "round two ahead");
  *  - a frame whose size disagrees with the round is handed up by XDP, and
  *    the handler fails the call with -EMSGSIZE naming the sender (direct);
  *  - counters: the handler has none (the slow path counts what it
@@ -113,7 +113,7 @@
 #define SLOT		1
 #define JOB		0x00d1ff01
 #define TOKEN		0xdeadbeef5ca1ab1eULL
-#define EPOCH		0x1000	/* the round of every trial */
+#define ROUND		0x1000	/* the round of every trial */
 #define QBITS		27
 #define NHOSTS		8
 #define FLEN		RINX_FRAME_MAX
@@ -264,9 +264,9 @@ static void make_spec(struct rinx_spec *s, int kind, int nps)
 	rinx_plan_spec(s);
 }
 
-/* The job entry of rd's host at `epoch`, as the library writes it (its
+/* The job entry of rd's host at `round`, as the library writes it (its
  * plan part as comm.c's plan_job). Cursors stay closed: no recycling. */
-static void job_entry(const struct round *rd, __u32 epoch, struct rinx_job *j)
+static void job_entry(const struct round *rd, __u32 round, struct rinx_job *j)
 {
 	const struct rinx_plan *p = &rd->pl[rd->self];
 	int i, k;
@@ -274,7 +274,7 @@ static void job_entry(const struct round *rd, __u32 epoch, struct rinx_job *j)
 	memset(j, 0, sizeof(*j));
 	j->token = TOKEN;
 	j->slot = SLOT;
-	j->epoch = epoch;
+	j->round = round;
 	j->nblocks = rd->nb;
 	j->last_count = rd->last;
 	j->nclasses = p->nclasses;
@@ -298,7 +298,7 @@ static void job_entry(const struct round *rd, __u32 epoch, struct rinx_job *j)
 			j->own[j->nown++] = i;
 }
 
-static void write_shares(struct inst *in, const struct round *rd, __u32 epoch)
+static void write_shares(struct inst *in, const struct round *rd, __u32 round)
 {
 	__u32 b;
 
@@ -311,15 +311,15 @@ static void write_shares(struct inst *in, const struct round *rd, __u32 epoch)
 			s->flags = rd->share[b].flags;
 			s->count = rd->share[b].count;
 		}
-		__atomic_store_n(&s->epoch, b < rd->nb ? epoch : 0,
+		__atomic_store_n(&s->round, b < rd->nb ? round : 0,
 				 __ATOMIC_RELEASE);
 	}
 }
 
-/* Tables of rd's host into instance in: job entry at `epoch` (shares of
+/* Tables of rd's host into instance in: job entry at `round` (shares of
  * that round written), clean slots, results and cursor; its handler's
- * communicator with round EPOCH open. */
-static int install(struct inst *in, const struct round *rd, __u32 epoch)
+ * communicator with round ROUND open. */
+static int install(struct inst *in, const struct round *rd, __u32 round)
 {
 	const struct rinx_plan *p = &rd->pl[rd->self];
 	struct rinx_agg *zero = calloc(1, sizeof(*zero));
@@ -355,8 +355,8 @@ static int install(struct inst *in, const struct round *rd, __u32 epoch)
 	}
 	free(zero);
 	memset(&in->cur[SLOT], 0, sizeof(in->cur[SLOT]));
-	write_shares(in, rd, epoch);
-	job_entry(rd, epoch, &j);
+	write_shares(in, rd, round);
+	job_entry(rd, round, &j);
 	err |= bpf_map_update_elem(in->jobs, &jid, &j, BPF_ANY);
 
 	memset(c, 0, sizeof(*c));
@@ -377,8 +377,8 @@ static int install(struct inst *in, const struct round *rd, __u32 epoch)
 	c->partial = in->partial;
 	c->cursors = in->cur;
 	c->plan = *p;
-	job_entry(rd, EPOCH, &c->jobent);
-	c->epoch = EPOCH;
+	job_entry(rd, ROUND, &c->jobent);
+	c->round = ROUND;
 	memset(&in->req, 0, sizeof(in->req));
 	in->req.c = c;
 	in->req.nb = rd->nb;
@@ -388,14 +388,14 @@ static int install(struct inst *in, const struct round *rd, __u32 epoch)
 	return err ? -EIO : 0;
 }
 
-/* The trainer of B opens the round: job entry and shares of EPOCH. */
+/* The trainer of B opens the round: job entry and shares of ROUND. */
 static int open_round(struct inst *in, const struct round *rd)
 {
 	struct rinx_job j;
 	__u32 jid = JOB;
 
-	write_shares(in, rd, EPOCH);
-	job_entry(rd, EPOCH, &j);
+	write_shares(in, rd, ROUND);
+	job_entry(rd, ROUND, &j);
 	return bpf_map_update_elem(in->jobs, &jid, &j, BPF_ANY) ? -errno : 0;
 }
 
@@ -447,7 +447,7 @@ static void mark_ce(__u8 *ip)
 
 /* A frame from node `from` to node `to` of rd's cluster. */
 static void build(struct fr *f, const struct round *rd, int from, int to,
-		  int type, int step, __u32 epoch, __u32 block)
+		  int type, int step, __u32 round, __u32 block)
 {
 	const struct rinx_plan *p = &rd->pl[rd->self];
 	struct frame fp;
@@ -466,7 +466,7 @@ static void build(struct fr *f, const struct round *rd, int from, int to,
 	fp.h->step = step;
 	fp.h->job = htonl(JOB);
 	fp.h->token = htobe64(TOKEN);
-	fp.h->epoch = htonl(epoch);
+	fp.h->round = htonl(round);
 	fp.h->block = htonl(block);
 	fp.h->nblocks = htonl(rd->nb);
 	fp.h->count = htons(cnt);
@@ -603,7 +603,7 @@ static int plan_frames(const struct round *rd, struct fr *out, int max)
 				continue;
 			if (rd->pl[i].start_to[k] == s && n < max) {
 				build(&out[n], rd, i, s, rd->pl[i].start_type[k],
-				      0, EPOCH, b);
+				      0, ROUND, b);
 				n++;
 			}
 			for (t = 0; t < RINX_HOP_TYPES; t++) {
@@ -627,14 +627,14 @@ static int plan_frames(const struct round *rd, struct fr *out, int max)
 
 					for (j = 0; j < np && n < max; j++) {
 						build(&out[n], rd, i, s, type,
-						      step, EPOCH, b);
+						      step, ROUND, b);
 						out[n].part = np > 1;
 						hdr(&out[n++])->cover =
 							htobe64(part[j]);
 					}
 					continue;
 				}
-				build(&out[n], rd, i, s, type, step, EPOCH, b);
+				build(&out[n], rd, i, s, type, step, ROUND, b);
 				n++;
 			}
 		}
@@ -665,7 +665,7 @@ enum mut {
 };
 
 static const char *const mut_name[M_MAX] = {
-	"stale epoch", "epoch two ahead", "another node", "wrong address",
+	"stale round", "round two ahead", "another node", "wrong address",
 	"wrong step", "sender id 64+", "bad magic", "bad version",
 	"unknown type", "truncated", "count 0", "count 769", "block past end",
 	"wrong class", "wrong token", "unknown job", "int32 with exponent",
@@ -690,10 +690,10 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 	from = ntohs(h->sender);
 	switch (m) {
 	case M_STALE:
-		h->epoch = htonl(EPOCH - 3);
+		h->round = htonl(ROUND - 3);
 		break;
 	case M_FAR:
-		h->epoch = htonl(EPOCH + 2);
+		h->round = htonl(ROUND + 2);
 		break;
 	case M_FROM_OTHER:
 		/* the same frame from another node (its own address) */
@@ -791,7 +791,7 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 		}
 		break;
 	case M_NEXT:
-		h->epoch = htonl(EPOCH + 1);
+		h->round = htonl(ROUND + 1);
 		f->handed = !src->agg || h->type == RINX_T_GATHER;
 		break;
 	case M_NBLOCKS:
@@ -956,9 +956,9 @@ static void describe(const struct fr *f, int i, char *buf, size_t sz)
 	const struct rinx_hdr *h = (const struct rinx_hdr *)(f->b + OFF_HDR);
 
 	snprintf(buf, sz, "frame %d (%s): type %u step %u from %u block %u "
-		 "class %u epoch %#x", i, f->what, h->type, h->step,
+		 "class %u round %#x", i, f->what, h->type, h->step,
 		 ntohs(h->sender), ntohl(h->block), ntohs(h->klass),
-		 ntohl(h->epoch));
+		 ntohl(h->round));
 }
 
 /* Is a's outcome for frame f b's? */
@@ -1019,14 +1019,14 @@ static void compare_maps(const struct inst *a, const struct inst *b,
 		const struct rinx_slot *pb = &b->partial[SLOT * W + k];
 
 		if (memcmp(pa, pb, sizeof(*pa)))
-			mis("kept partial sum of block %u: epoch %#x/%#x "
-			    "step %u/%u%s", k, pa->epoch, pb->epoch, pa->step,
+			mis("kept partial sum of block %u: round %#x/%#x "
+			    "step %u/%u%s", k, pa->round, pb->round, pa->step,
 			    pb->step, memcmp(pa->v, pb->v, sizeof(pa->v)) ?
 			    ", values differ" : "");
 		if (memcmp(ra, rb, sizeof(*ra)))
-			mis("result of block %u: epoch %#x/%#x exp %d/%d "
-			    "flags %#x/%#x count %u/%u%s", k, ra->epoch,
-			    rb->epoch, ra->exp, rb->exp, ra->flags, rb->flags,
+			mis("result of block %u: round %#x/%#x exp %d/%d "
+			    "flags %#x/%#x count %u/%u%s", k, ra->round,
+			    rb->round, ra->exp, rb->exp, ra->flags, rb->flags,
 			    ra->count, rb->count,
 			    memcmp(ra->v, rb->v, sizeof(ra->v)) ?
 			    ", values differ" : "");
@@ -1039,9 +1039,9 @@ static void compare_maps(const struct inst *a, const struct inst *b,
 		memset(&ga.lock, 0, sizeof(ga.lock));
 		memset(&gb.lock, 0, sizeof(gb.lock));
 		if (memcmp(&ga, &gb, sizeof(ga)))
-			mis("slot of block %u: epoch %#x/%#x seen %#llx/%#llx "
+			mis("slot of block %u: round %#x/%#x seen %#llx/%#llx "
 			    "done %u/%u final %u/%u pend %u/%u ce %u/%u exp "
-			    "%d/%d flags %#x/%#x%s", k, ga.epoch, gb.epoch,
+			    "%d/%d flags %#x/%#x%s", k, ga.round, gb.round,
 			    (unsigned long long)ga.seen,
 			    (unsigned long long)gb.seen, ga.done, gb.done,
 			    ga.final, gb.final, ga.pend, gb.pend, ga.ce, gb.ce,
@@ -1288,15 +1288,15 @@ static int handoff(struct round *rd, int trial, int np, bool share_late)
 			insert(seq, &n, last + 1, again(&pf[i], &x, "late dup"));
 	}
 
-	err = install(&ia, rd, EPOCH);
+	err = install(&ia, rd, ROUND);
 	if (share_late) {
 		/* the round is in the job entry, the shares are not written
 		 * yet (the trainer writes the entry first) */
-		err = err ?: install(&ib, rd, EPOCH);
+		err = err ?: install(&ib, rd, ROUND);
 		if (!err)
-			write_shares(&ib, rd, EPOCH - 1);
+			write_shares(&ib, rd, ROUND - 1);
 	} else {
-		err = err ?: install(&ib, rd, EPOCH - 1);
+		err = err ?: install(&ib, rd, ROUND - 1);
 	}
 	if (err)
 		return err;
@@ -1394,8 +1394,8 @@ static int direct(struct round *rd, int np)
 				seq[n++] = x;
 	}
 	shuffle(seq, n);
-	err = install(&ia, rd, EPOCH);
-	err = err ?: install(&ic, rd, EPOCH);
+	err = install(&ia, rd, ROUND);
+	err = err ?: install(&ic, rd, ROUND);
 	if (err)
 		return err;
 	nmis = 0;
@@ -1421,7 +1421,7 @@ static int direct(struct round *rd, int np)
 		if (seq[i].handed) {
 			/* XDP hands it up by design: the handler decides */
 			char d[160];
-			bool next = ntohl(hdr(&seq[i])->epoch) == EPOCH + 1;
+			bool next = ntohl(hdr(&seq[i])->round) == ROUND + 1;
 
 			if (oa[i].kind != K_UP ||
 			    (next ? ob[i].kind != K_KEEP :
@@ -1508,11 +1508,11 @@ static int direct_agg(struct round *rd, int np)
 		       aggs);
 		return 0;
 	}
-	err = install(&ia, rd, EPOCH);
-	err = err ?: install(&ic, rd, EPOCH);
+	err = install(&ia, rd, ROUND);
+	err = err ?: install(&ic, rd, ROUND);
 	if (err)
 		return err;
-	write_shares(&ic, rd, EPOCH - 1);
+	write_shares(&ic, rd, ROUND - 1);
 	nmis = 0;
 	for (i = 0; i < n; i++) {
 		err = xdp_run(&ia, &seq[i], &oa[i]);
@@ -1521,7 +1521,7 @@ static int direct_agg(struct round *rd, int np)
 			return err;
 		waiting += ob[i].kind == K_UP;
 	}
-	write_shares(&ic, rd, EPOCH);
+	write_shares(&ic, rd, ROUND);
 	for (b = 0; b < rd->nb; b++) {
 		key = SLOT * W + b;
 		if (bpf_map_lookup_elem_flags(ic.aggs, &key, &snap[b],
@@ -1677,7 +1677,7 @@ static int run_plan(int pi)
 			for (b = 0; b < rd.nb; b++) {
 				struct fr t;
 
-				build(&t, &rd, self, self, 1, 0, EPOCH, b);
+				build(&t, &rd, self, self, 1, 0, ROUND, b);
 				memcpy(rd.share[b].v, t.b + RINX_FRAME_HDR_LEN,
 				       RINX_BLOCK_BYTES);
 				rd.share[b].exp = (__s16)ntohs(hdr(&t)->exp);

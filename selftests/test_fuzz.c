@@ -124,9 +124,9 @@ static void frame_seed(int prog, __u64 i)
 struct jobcfg {
 	__u32 id;
 	__u64 token;
-	__u32 slot, epoch, nblocks;
+	__u32 slot, round, nblocks;
 	__u16 last_count, nclasses, nnodes, self, qbits, dtype;
-	__u32 ready;	/* bit b: share of block b written for epoch */
+	__u32 ready;	/* bit b: share of block b written for round */
 	/* NULL: the ring below, block b in class b % nclasses; else block b
 	 * in class cmap[b % plen] and the hops tab[class][type - 1] */
 	const __u8 *cmap;
@@ -213,7 +213,7 @@ static const struct jobcfg jobs[] = {
 	/* 4-node ring seen from node 1, fixed point */
 	{ 0x00c0ffee, 0x1dea5eed1234ULL, 2, 1000, 11, 100, 4, 4, 1, 28,
 	  RINX_W_FIXED, 0x0000054d, NULL, 0, NULL, true },
-	/* int32 sums, node 2 of 4, epoch about to wrap */
+	/* int32 sums, node 2 of 4, round about to wrap */
 	{ 0x00000007, 0xf00d00000badf00dULL, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
 	  RINX_W_INT32, 0x00000009, NULL, 0, NULL, false },
 	/* the aggregating host above: 13 blocks, shares of some written */
@@ -297,7 +297,7 @@ static __u32 job_class(const struct jobcfg *j, __u32 block)
 static struct rinx_job job_entry(const struct jobcfg *j)
 {
 	struct rinx_job job = {
-		.token = j->token, .slot = j->slot, .epoch = j->epoch,
+		.token = j->token, .slot = j->slot, .round = j->round,
 		.nblocks = j->nblocks, .last_count = j->last_count,
 		.nclasses = j->nclasses, .nnodes = j->nnodes,
 		.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
@@ -379,7 +379,7 @@ static void rand_bytes(__u8 *p, int n)
 enum {
 	H_MAGIC = OFF_HDR + 0, H_VERSION = OFF_HDR + 4, H_TYPE = OFF_HDR + 5,
 	H_FLAGS = OFF_HDR + 6, H_STEP = OFF_HDR + 7, H_JOB = OFF_HDR + 8,
-	H_TOKEN = OFF_HDR + 12, H_EPOCH = OFF_HDR + 20,
+	H_TOKEN = OFF_HDR + 12, H_ROUND = OFF_HDR + 20,
 	H_BLOCK = OFF_HDR + 24, H_NBLOCKS = OFF_HDR + 28,
 	H_SENDER = OFF_HDR + 32, H_COUNT = OFF_HDR + 34,
 	H_KLASS = OFF_HDR + 36, H_EXP = OFF_HDR + 38, H_DTYPE = OFF_HDR + 40,
@@ -429,7 +429,7 @@ static __u16 mask_node(__u64 mask)
 static int build_frame(__u8 *buf, const struct jobcfg *j)
 {
 	struct rinx_hop h;
-	__u32 block, cnt, i, epoch = j->epoch;
+	__u32 block, cnt, i, round = j->round;
 	__u16 from;
 	__s32 lim;
 	int type;
@@ -460,9 +460,9 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 		/* a ToR or an aggregating host takes the next round early;
 		 * congestion marks travel with the sums */
 		if (!below(32))
-			epoch++;
+			round++;
 		else if (!below(64))
-			epoch--;
+			round--;
 		tos = below(8) ? RINX_ECN_ECT0 : RINX_ECN_CE;
 		if (!below(24)) {
 			type = RINX_T_NACK;
@@ -475,7 +475,7 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 		type = RINX_T_RNACK;
 		from = below(8) ? h.to : (__u16)below(RINX_MAX_NODES);
 		if (below(8))
-			epoch = j->epoch;
+			round = j->round;
 	}
 	cnt = block == j->nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES;
 
@@ -505,7 +505,7 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 	buf[H_STEP] = step;
 	put32(buf + H_JOB, j->id);
 	put64(buf + H_TOKEN, j->token);
-	put32(buf + H_EPOCH, epoch);
+	put32(buf + H_ROUND, round);
 	put32(buf + H_BLOCK, block);
 	put32(buf + H_NBLOCKS, j->nblocks);
 	put16(buf + H_SENDER, from);
@@ -540,7 +540,7 @@ static int build_valid(__u8 *buf, const struct jobcfg **jp)
 	return build_frame(buf, *jp);
 }
 
-static const __u32 epoch_deltas[] = { 1, 2, -1u, -2u, 0x80000000u, 1000 };
+static const __u32 round_deltas[] = { 1, 2, -1u, -2u, 0x80000000u, 1000 };
 
 /* Set one header field to a chosen or random value. */
 static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
@@ -575,8 +575,8 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 		break;
 	case 5:
 	case 6:
-		put32(b + H_EPOCH, below(6) == 0 ? v : below(5) == 0 ?
-			  o->epoch : j->epoch + epoch_deltas[below(6)]);
+		put32(b + H_ROUND, below(6) == 0 ? v : below(5) == 0 ?
+			  o->round : j->round + round_deltas[below(6)]);
 		break;
 	case 7:
 		put32(b + H_BLOCK, below(4) == 0 ? v : below(WINDOW + 4));
@@ -771,7 +771,7 @@ struct pred {
 	bool want;	/* the whole output frame is known: wantf */
 	bool mine;	/* ToR: the frame was for the aggregator */
 	int aidx;	/* aggregator slot touched (its model is checked), -1 */
-	__u32 idx, epoch;
+	__u32 idx, round;
 	__u8 tos;	/* TOS byte of the stored frame */
 	bool keep;	/* the job's hops keep partial sums */
 };
@@ -822,7 +822,7 @@ static int stat_action(int stat)
  * more of shift leave nothing of it), add in 32 bits.
  */
 struct mslot {
-	__u32 epoch;
+	__u32 round;
 	__u32 block;	/* pool slot: the block it holds */
 	__u32 shape;	/* RINX_SHAPE of its round (set with seen) */
 	__u64 seen;
@@ -890,9 +890,9 @@ static void m_slot_to_frame(const struct mslot *a, __u8 *f)
 	f[H_FLAGS] = a->flags;
 }
 
-/* Frame f (round epoch, contributor node) into slot a; f becomes the
+/* Frame f (round `round`, contributor node) into slot a; f becomes the
  * frame as the program leaves it. own: the node's share (RINX_HOP_SELF). */
-static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
+static int m_agg_add(struct mslot *a, __u8 *f, __u32 round, __u64 b,
 		     __u64 mask, bool finish, const struct rinx_slot *own,
 		     bool *reset)
 {
@@ -901,11 +901,11 @@ static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
 	int ret = M_COMPLETE;
 
 	*reset = false;
-	if (a->epoch != epoch) {
-		if (a->seen && (__s32)(epoch - a->epoch) < 0)
+	if (a->round != round) {
+		if (a->seen && (__s32)(round - a->round) < 0)
 			return M_STALE;
 		*reset = a->seen && !a->done;
-		a->epoch = epoch;
+		a->round = round;
 		a->seen = 0;
 		a->done = a->final = a->pend = 0;
 	}
@@ -935,7 +935,7 @@ static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
 	a->seen |= b;
 	if ((a->seen & mask) != mask)
 		return M_CONSUMED;
-	if (own && own->epoch == epoch) {
+	if (own && own->round == round) {
 		a->exp = m_block_add(a->v, a->exp, own->v, own->exp);
 		a->flags |= own->flags;
 	} else if (own) {
@@ -953,9 +953,9 @@ static int m_agg_add(struct mslot *a, __u8 *f, __u32 epoch, __u64 b,
 }
 
 /* A gather passing the member keeps the finished block (for NACKs). */
-static void m_agg_keep(struct mslot *a, const __u8 *f, __u32 epoch)
+static void m_agg_keep(struct mslot *a, const __u8 *f, __u32 round)
 {
-	if (a->epoch != epoch)
+	if (a->round != round)
 		return;
 	memcpy(a->v, f + OFF_V, RINX_BLOCK_BYTES);
 	a->exp = (__s16)get16(f + H_EXP);
@@ -1201,7 +1201,7 @@ static void host_agg(struct pred *p, const struct jobcfg *j,
 
 		p->store = true;
 		p->tos = wantf[OFF_IP + 1];
-		m_agg_keep(a, wantf, p->epoch);
+		m_agg_keep(a, wantf, p->round);
 		wantf[H_STEP] = h->out_step;
 		m_readdress(wantf, j->slot, j->self, to);
 		m_group(wantf, h->rack, to != j->self);
@@ -1211,8 +1211,8 @@ static void host_agg(struct pred *p, const struct jobcfg *j,
 						    C_MCAST_END]++;
 		return;
 	}
-	pend = a->pend && a->epoch == p->epoch;
-	r = m_agg_add(a, wantf, p->epoch, m_cover(wantf, h, sender), h->mask,
+	pend = a->pend && a->round == p->round;
+	r = m_agg_add(a, wantf, p->round, m_cover(wantf, h, sender), h->mask,
 		      finish,
 		      h->flags & RINX_HOP_SELF ? &share_model[p->idx] : NULL,
 		      &p->reset);
@@ -1281,7 +1281,7 @@ static struct pred host_model(const __u8 *b, int len)
 	struct pred p = { .stat = RINX_STAT_DROP_NO_XSK, .aidx = -1 };
 	const struct jobcfg *j;
 	struct rinx_hop h;
-	__u32 epoch, block, nblocks, cnt, type, sender;
+	__u32 round, block, nblocks, cnt, type, sender;
 	bool agg;
 	int bad;
 
@@ -1328,7 +1328,7 @@ static struct pred host_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_NO_ROUTE;
 		return p;
 	}
-	epoch = get32(b + H_EPOCH);
+	round = get32(b + H_ROUND);
 	block = get32(b + H_BLOCK);
 	nblocks = get32(b + H_NBLOCKS);
 	cnt = get16(b + H_COUNT);
@@ -1345,7 +1345,7 @@ static struct pred host_model(const __u8 *b, int len)
 		if (!asker_ok(b, j))
 			p.stat = RINX_STAT_DROP_SENDER;
 		else
-			p.stat = r->epoch == epoch && r->count == cnt ?
+			p.stat = r->round == round && r->count == cnt ?
 				 RINX_STAT_REPAIR : RINX_STAT_NACK_MISS;
 		return p;
 	}
@@ -1359,8 +1359,8 @@ static struct pred host_model(const __u8 *b, int len)
 		k = &part_model[j->slot * WINDOW + block];
 		if (!asker_ok(b, j)) {
 			p.stat = RINX_STAT_DROP_SENDER;
-		} else if (epoch != j->epoch || h.action != RINX_A_ADD_FWD ||
-			   h.to != get16(b + H_SENDER) || k->epoch != epoch ||
+		} else if (round != j->round || h.action != RINX_A_ADD_FWD ||
+			   h.to != get16(b + H_SENDER) || k->round != round ||
 			   k->count != cnt) {
 			p.stat = RINX_STAT_RNACK_MISS;
 		} else {
@@ -1392,11 +1392,11 @@ static struct pred host_model(const __u8 *b, int len)
 		return p;
 	}
 	agg = h.action >= RINX_A_AGG_FWD;
-	if (epoch != j->epoch) {
+	if (round != j->round) {
 		/* an aggregator takes the next round's contributions; the
 		 * rest of the next round goes to the slow path (dropped
 		 * here, no socket) */
-		if (epoch == j->epoch + 1 && agg && type != RINX_T_GATHER) {
+		if (round == j->round + 1 && agg && type != RINX_T_GATHER) {
 			/* its round is not installed: the frame's size
 			 * and dtype must fit a round */
 			bad = shape_model(b);
@@ -1406,10 +1406,10 @@ static struct pred host_model(const __u8 *b, int len)
 			}
 			goto sized;
 		}
-		if (epoch != j->epoch + 1 && (__s32)(epoch - j->epoch) > 1)
+		if (round != j->round + 1 && (__s32)(round - j->round) > 1)
 			cov[C_AHEAD]++;
-		p.stat = epoch == j->epoch + 1 ? RINX_STAT_DROP_NO_XSK :
-			 (__s32)(epoch - j->epoch) > 1 ? RINX_STAT_DROP_AHEAD :
+		p.stat = round == j->round + 1 ? RINX_STAT_DROP_NO_XSK :
+			 (__s32)(round - j->round) > 1 ? RINX_STAT_DROP_AHEAD :
 							 RINX_STAT_DROP_STALE;
 		return p;
 	}
@@ -1422,15 +1422,15 @@ static struct pred host_model(const __u8 *b, int len)
 		return p;	/* size mismatch: slow path */
 sized:
 	p.idx = j->slot * WINDOW + block;
-	p.epoch = epoch;
+	p.round = round;
 	p.keep = j->keep;
 	switch (h.action) {
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:
 		/* passed on already this round: a duplicate */
 		if (j->keep && (h.action == RINX_A_ADD_FWD ? part_model :
-						  res_model)[p.idx].epoch ==
-		    epoch) {
+						  res_model)[p.idx].round ==
+		    round) {
 			p.stat = RINX_STAT_DROP_DUP;
 			return p;
 		}
@@ -1445,7 +1445,7 @@ sized:
 		break;
 	case RINX_A_STORE_FWD:
 	case RINX_A_STORE_END:
-		if (j->keep && res_model[p.idx].epoch == epoch) {
+		if (j->keep && res_model[p.idx].round == round) {
 			p.stat = RINX_STAT_DROP_DUP;
 			return p;
 		}
@@ -1623,17 +1623,17 @@ static int slot_check(int fd, const struct mslot *m, __u32 idx, __u64 mask,
 			 m->block);
 		return -1;
 	}
-	if (a.epoch != m->epoch || a.seen != m->seen || a.exp != m->exp ||
+	if (a.round != m->round || a.seen != m->seen || a.exp != m->exp ||
 	    a.flags != m->flags || a.done != m->done || a.final != m->final ||
 	    a.ce != m->ce || a.pend != m->pend ||
 	    (m->seen && (a.shape != m->shape || a.dtype != m->dtype)) ||
 	    memcmp(a.v, m->v, sizeof(a.v))) {
-		snprintf(why, n, "slot %u: epoch %u seen %#llx exp %d flags "
-			 "%#x done %u final %u ce %u pend %u, model epoch %u "
+		snprintf(why, n, "slot %u: round %u seen %#llx exp %d flags "
+			 "%#x done %u final %u ce %u pend %u, model round %u "
 			 "seen %#llx exp %d flags %#x done %u final %u ce %u "
 			 "pend %u%s",
-			 idx, a.epoch, (unsigned long long)a.seen, a.exp,
-			 a.flags, a.done, a.final, a.ce, a.pend, m->epoch,
+			 idx, a.round, (unsigned long long)a.seen, a.exp,
+			 a.flags, a.done, a.final, a.ce, a.pend, m->round,
 			 (unsigned long long)m->seen, m->exp, m->flags, m->done,
 			 m->final, m->ce, m->pend,
 			 memcmp(a.v, m->v, sizeof(a.v)) ? ", sums differ" : "");
@@ -1662,7 +1662,7 @@ static void slot_read(int fd, struct mslot *m, __u32 idx)
 
 	if (bpf_map_lookup_elem_flags(fd, &idx, &a, BPF_F_LOCK))
 		return;
-	m->epoch = a.epoch;
+	m->round = a.round;
 	m->block = a.block;
 	m->seen = a.seen;
 	m->exp = a.exp;
@@ -1696,7 +1696,7 @@ static int first_diff(const __u8 *a, const __u8 *b, int len)
 static int slot_write(int fd, const struct mslot *m, __u32 idx)
 {
 	struct rinx_agg a = {
-		.epoch = m->epoch, .block = m->block, .seen = m->seen,
+		.round = m->round, .block = m->block, .seen = m->seen,
 		.exp = m->exp,
 		.flags = m->flags, .done = m->done, .final = m->final,
 		.ce = m->ce, .pend = m->pend, .shape = m->shape,
@@ -1726,7 +1726,7 @@ static int slot_maint(int fd, struct mslot *ms, const struct jobcfg *j,
 
 	/* a slot done, or taken by the next round, is emptied sooner:
 	 * otherwise it refuses most frames of the round for long */
-	if (r < 6 || (r < 160 && (m->done || m->epoch != j->epoch))) {
+	if (r < 6 || (r < 160 && (m->done || m->round != j->round))) {
 		memset(m, 0, sizeof(*m));
 	} else if (share && r < 64 && m->pend) {
 		h = job_hop(j, job_class(j, block), RINX_T_REDUCE);
@@ -1766,11 +1766,11 @@ static int ring_maint(struct host_env *e)
 	if (below(2))
 		return 0;
 	if (below(2)) {
-		e->shadow[idx].epoch = 0;
+		e->shadow[idx].round = 0;
 		return bpf_map_update_elem(e->result, &idx, &e->shadow[idx],
 					   BPF_ANY) ? -1 : 1;
 	}
-	part_model[idx].epoch = 0;
+	part_model[idx].round = 0;
 	return bpf_map_update_elem(e->partial, &idx, &part_model[idx],
 				   BPF_ANY) ? -1 : 1;
 }
@@ -1805,14 +1805,14 @@ static int host_setup(struct host_env *e)
 							   BPF_ANY);
 			}
 		}
-		/* shares: ready blocks carry the round's epoch, the others
+		/* shares: ready blocks carry the job's round, the others
 		 * the previous one; values random, exponent small */
 		for (k = 0; k < WINDOW; k++) {
 			__u32 idx = j->slot * WINDOW + k, v;
 			__s32 lim = (1 << j->qbits) - 1;
 
 			s = &e->share_want[idx];
-			s->epoch = j->ready >> k & 1 ? j->epoch : j->epoch - 1;
+			s->round = j->ready >> k & 1 ? j->round : j->round - 1;
 			s->exp = j->dtype == RINX_W_INT32 ? 0 :
 				 (__s16)(below(64) - 32);
 			s->flags = below(8) ? 0 : RINX_F_NAN;
@@ -1827,7 +1827,7 @@ static int host_setup(struct host_env *e)
 	/* result: a marker in every slot, so any write shows */
 	for (k = 0; k < NRES; k++) {
 		s = &e->shadow[k];
-		s->epoch = 0xdead0000 | k;
+		s->round = 0xdead0000 | k;
 		s->exp = 0x5a5a;
 		s->flags = 0xa5;
 		s->resv = 0x3c;
@@ -2075,7 +2075,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 					  r.ret == XDP_TX ? out : in;
 			struct rinx_slot *w = &e.shadow[p.idx];
 
-			w->epoch = p.epoch;
+			w->round = p.round;
 			w->exp = (__s16)get16(src + H_EXP);
 			w->flags = src[H_FLAGS];
 			w->count = get16(src + H_COUNT);
@@ -2096,7 +2096,7 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			/* the sum that left is kept, with its step */
 			struct rinx_slot *w = &part_model[p.idx];
 
-			w->epoch = p.epoch;
+			w->round = p.round;
 			w->exp = (__s16)get16(out + H_EXP);
 			w->flags = out[H_FLAGS];
 			w->count = get16(out + H_COUNT);
@@ -2495,9 +2495,9 @@ out:
  */
 static struct sw_mac ina_tab[8];
 static __u8 ina_mac[6], ina_node_mac[4][6];
-/* The ToR's job->epoch as the model has it: the newest round it took a
+/* The ToR's job->round as the model has it: the newest round it took a
  * member's frame of (the one field of its tables the ToR writes). */
-static __u32 tor_epoch;
+static __u32 tor_round;
 
 /* What rinx_ina_frame returns (bpf/ina.bpf.h). */
 enum { V_NOT_MINE, V_DROP, V_ABORTED, V_UNICAST, V_GROUP_HOSTS,
@@ -2509,7 +2509,7 @@ static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
 			      const struct rinx_hop *h, __u32 sender,
 			      struct pred p)
 {
-	__u32 epoch = get32(b + H_EPOCH), block = get32(b + H_BLOCK), idx;
+	__u32 round = get32(b + H_ROUND), block = get32(b + H_BLOCK), idx;
 	__u64 bit = 1ULL << (sender & 63);
 	__s32 x[RINX_BLOCK_VALUES];
 	enum { P_ADD, P_DONE, P_DUP, P_PASS, P_FLUSH } r = P_ADD;
@@ -2525,8 +2525,8 @@ static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
 	a = &tor_slots[idx];
 	p.aidx = (int)idx;
 	resend = wantf[H_FLAGS] & RINX_F_RESEND;
-	if (a->seen && (a->epoch != epoch || a->block != block)) {
-		if ((__s32)(epoch - a->epoch) <= 0) {
+	if (a->seen && (a->round != round || a->block != block)) {
+		if ((__s32)(round - a->round) <= 0) {
 			r = P_PASS;
 			goto out;
 		}
@@ -2548,7 +2548,7 @@ static struct pred pool_model(const __u8 *b, const struct jobcfg *j,
 	}
 	memcpy(x, wantf + OFF_V, sizeof(x));
 	if (!a->seen) {
-		a->epoch = epoch;
+		a->round = round;
 		a->block = block;
 		memcpy(a->v, x, sizeof(x));
 		a->exp = (__s16)get16(wantf + H_EXP);
@@ -2603,7 +2603,7 @@ static struct pred tor_model(const __u8 *b, int len)
 	struct pred p = { .act = V_DROP, .aidx = -1 };
 	struct mslot *a;
 	struct rinx_hop h;
-	__u32 type, epoch, block, sender;
+	__u32 type, round, block, sender;
 	bool finish;
 	int bad, r;
 
@@ -2639,7 +2639,7 @@ static struct pred tor_model(const __u8 *b, int len)
 		p.stat = bad;
 		return p;
 	}
-	epoch = get32(b + H_EPOCH);
+	round = get32(b + H_ROUND);
 	block = get32(b + H_BLOCK);
 	p.idx = j->slot * WINDOW + block;
 	a = &tor_slots[p.idx];
@@ -2647,7 +2647,7 @@ static struct pred tor_model(const __u8 *b, int len)
 		/* answered with the finished block if the slot keeps it */
 		if (!asker_ok(b, j)) {
 			p.stat = RINX_STAT_DROP_SENDER;
-		} else if (a->epoch == epoch && a->final) {
+		} else if (a->round == round && a->final) {
 			m_slot_to_frame(a, wantf);
 			wantf[H_TYPE] = RINX_T_GATHER;
 			m_readdress(wantf, j->slot, j->self,
@@ -2676,20 +2676,20 @@ static struct pred tor_model(const __u8 *b, int len)
 	}
 	/* the newest round a member's frame reached it, RINX_AGG_AHEAD at
 	 * most behind any frame it takes */
-	if ((__s32)(epoch - tor_epoch) > RINX_AGG_AHEAD) {
+	if ((__s32)(round - tor_round) > RINX_AGG_AHEAD) {
 		cov[C_AHEAD]++;
 		p.stat = RINX_STAT_DROP_AHEAD;
 		return p;
 	}
-	if ((__s32)(epoch - tor_epoch) > 0)
-		tor_epoch = epoch;
+	if ((__s32)(round - tor_round) > 0)
+		tor_round = round;
 	if (h.flags & RINX_HOP_POOL)
 		return pool_model(b, j, &h, sender, p);
 	p.aidx = (int)p.idx;
 	if (h.action == RINX_A_MCAST_FWD || h.action == RINX_A_MCAST_END) {
 		/* the rack contributed to the block: its slot holds the
 		 * finished round, or the gather is stale */
-		if (a->epoch != epoch || !a->done) {
+		if (a->round != round || !a->done) {
 			p.stat = RINX_STAT_DROP_STALE;
 			cov[C_MCAST_STALE]++;
 			return p;
@@ -2699,7 +2699,7 @@ static struct pred tor_model(const __u8 *b, int len)
 			return p;
 		}
 		cov[h.action == RINX_A_MCAST_FWD ? C_MCAST_FWD : C_MCAST_END]++;
-		m_agg_keep(a, wantf, epoch);
+		m_agg_keep(a, wantf, round);
 		wantf[H_STEP] = h.out_step;
 		m_readdress(wantf, j->slot, j->self,
 			    h.action == RINX_A_MCAST_FWD ? h.to : j->self);
@@ -2711,7 +2711,7 @@ static struct pred tor_model(const __u8 *b, int len)
 	}
 	finish = h.action == RINX_A_AGG_FINISH;
 	/* a ToR has no share: RINX_HOP_SELF is not its business */
-	r = m_agg_add(a, wantf, epoch, m_cover(b, &h, sender), h.mask, finish,
+	r = m_agg_add(a, wantf, round, m_cover(b, &h, sender), h.mask, finish,
 		      NULL, &p.reset);
 	if (r == M_OVERLAP) {
 		cov[C_OVERLAP]++;
@@ -2813,7 +2813,7 @@ static int tor_tables_same(struct switch_bpf *skel)
 	int t, bad = 0;
 
 	wj.ahead = RINX_AGG_AHEAD;
-	wj.epoch = tor_epoch;
+	wj.round = tor_round;
 	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.jobs), &j->id, &job) ||
 	    memcmp(&job, &wj, sizeof(job)))
 		bad++;
@@ -2847,7 +2847,7 @@ static int tor_setup(struct switch_bpf *skel)
 	int err = 0, t;
 
 	job.ahead = RINX_AGG_AHEAD;
-	tor_epoch = job.epoch;
+	tor_round = job.round;
 	__u32 k, id, c;
 	size_t n;
 

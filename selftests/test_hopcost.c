@@ -78,7 +78,7 @@
 #define SELF		1
 #define NNODES		4
 #define QBITS		28
-#define EPOCH0		500
+#define ROUND0		500
 #define RACK		3
 
 static int nv = RINX_BLOCK_VALUES;	/* values per frame (--small: MIN) */
@@ -168,13 +168,13 @@ static void node_of(__u32 id, struct rinx_node *n)
 	n->rack = RACK;
 }
 
-/* The job with every block of the round in class k, at round epoch. */
-static int put_job(__u32 epoch, __u8 k, __u16 dtype, __u32 flags)
+/* The job with every block of the round in class k, at round `round`. */
+static int put_job(__u32 round, __u8 k, __u16 dtype, __u32 flags)
 {
 	struct rinx_job job = {
 		.token = TOKEN,
 		.slot = SLOT,
-		.epoch = epoch,
+		.round = round,
 		.nblocks = window,
 		.last_count = (__u16)nv,
 		.nclasses = NNODES,
@@ -251,9 +251,9 @@ static int setup_tables(void)
 	return err ? -EIO : 0;
 }
 
-static int put_share(__u32 b, __u32 epoch, __s16 exp, const __s32 *v)
+static int put_share(__u32 b, __u32 round, __s16 exp, const __s32 *v)
 {
-	struct rinx_slot s = { .epoch = epoch, .exp = exp,
+	struct rinx_slot s = { .round = round, .exp = exp,
 			       .count = (__u16)nv };
 	__u32 k = SLOT * window + b;
 
@@ -285,7 +285,7 @@ static int read_stat(__u32 what, __u64 *sum)
 
 /* ---- frames -------------------------------------------------------------- */
 
-static void build(__u8 *f, __u8 type, __u8 step, __u32 from, __u32 epoch,
+static void build(__u8 *f, __u8 type, __u8 step, __u32 from, __u32 round,
 		  __u32 block, __u8 k, __s16 exp, __u16 dtype, const __s32 *v)
 {
 	struct rinx_node src, dst;
@@ -301,7 +301,7 @@ static void build(__u8 *f, __u8 type, __u8 step, __u32 from, __u32 epoch,
 	h->step = step;
 	h->job = htonl(JOB_ID);
 	h->token = htobe64(TOKEN);
-	h->epoch = htonl(epoch);
+	h->round = htonl(round);
 	h->block = htonl(block);
 	h->nblocks = htonl(window);
 	h->sender = htons((__u16)from);
@@ -427,7 +427,7 @@ static void expect_vals(struct fails *fl, const char *what, const __s32 *got,
 }
 
 static void expect_slot(struct fails *fl, int fd, const char *what, __u32 b,
-			__u32 epoch, const __s32 *v, __s16 e)
+			__u32 round, const __s32 *v, __s16 e)
 {
 	struct rinx_slot s;
 	__u32 k = SLOT * window + b;
@@ -436,9 +436,9 @@ static void expect_slot(struct fails *fl, int fd, const char *what, __u32 b,
 		fail(fl, "%s: read: %s", what, strerror(errno));
 		return;
 	}
-	if (s.epoch != epoch || s.count != nv) {
-		fail(fl, "%s: epoch %u count %u, want %u %d", what, s.epoch,
-		     s.count, epoch, nv);
+	if (s.round != round || s.count != nv) {
+		fail(fl, "%s: round %u count %u, want %u %d", what, s.round,
+		     s.count, round, nv);
 		return;
 	}
 	expect_vals(fl, what, s.v, s.exp, v, e);
@@ -462,7 +462,7 @@ struct tsum {
 	__u64 ns, cnt;
 };
 
-static __u32 round_epoch = EPOCH0;
+static __u32 cur_round = ROUND0;
 
 /* Runs `runs` frames of kind k, case c, each checked; adds the kernel's
  * run time of the runs to *t. */
@@ -480,12 +480,12 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 	int agg = k >= K_AGG_FIRST;
 	int ci = k == K_AGG_DONE ? 2 : k - K_AGG_FIRST;
 	__u64 ns0, cnt0, ns1, cnt1, st0, st1;
-	__u32 epoch = round_epoch, b, d, ret = 0, want_ret;
+	__u32 round = cur_round, b, d, ret = 0, want_ret;
 	const __s32 *fv;
 	__s16 fe, we;
 	long i;
 
-	if (put_job(epoch, kclass[k], c->dtype,
+	if (put_job(round, kclass[k], c->dtype,
 		    k == K_ADD_KEEP ? RINX_JOB_KEEP : 0)) {
 		fail(fl, "job: %s", strerror(errno));
 		return;
@@ -495,7 +495,7 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 	 * than the caches, the hops read them from memory */
 	for (b = 0; b < window && k != K_STORE &&
 	     (!agg || k == K_AGG_FIRST); b++)
-		put_share(b, k == K_FIXED ? epoch - 1 : epoch,
+		put_share(b, k == K_FIXED ? round - 1 : round,
 			  agg ? c->oe : c->se, dat->sv[b % DBLOCKS]);
 	read_stat(kstat[k], &st0);
 	for (i = 0; i < runs; i++) {
@@ -506,7 +506,7 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 		if (k == K_ADD_KEEP)
 			zero_entry(partial_fd, b, sizeof(struct rinx_slot));
 		if (k == K_STORE_REC) {
-			struct rinx_cursor cur = { .epoch = epoch, .next = b };
+			struct rinx_cursor cur = { .round = round, .next = b };
 			__u32 s = SLOT;
 
 			bpf_map_update_elem(cursors_fd, &s, &cur, BPF_ANY);
@@ -514,13 +514,13 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 		if (agg) {
 			fv = dat->cv[ci][d];
 			fe = c->ce[ci];
-			build(in, RINX_T_CONTRIB, 0, ci ? ci + 1 : 0, epoch, b,
+			build(in, RINX_T_CONTRIB, 0, ci ? ci + 1 : 0, round, b,
 			      0, fe, c->dtype, fv);
 		} else {
 			fv = dat->fv[d];
 			fe = c->fe;
 			build(in, k >= K_STORE && k <= K_STORE_REC ?
-			      RINX_T_GATHER : RINX_T_REDUCE, kstep[k], 0, epoch,
+			      RINX_T_GATHER : RINX_T_REDUCE, kstep[k], 0, round,
 			      b, kclass[k], fe, c->dtype, fv);
 		}
 		if (prog_time(&ns0, &cnt0)) {
@@ -553,18 +553,18 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 			expect_vals(fl, "frame", out_vals(), out_exp(), want,
 				    we);
 			if (k == K_ADD_KEEP)
-				expect_slot(fl, partial_fd, "kept", b, epoch,
+				expect_slot(fl, partial_fd, "kept", b, round,
 					    want, we);
 			if (k == K_FINISH)
-				expect_slot(fl, result_fd, "result", b, epoch,
+				expect_slot(fl, result_fd, "result", b, round,
 					    want, we);
 			break;
 		case K_STORE:
-			expect_slot(fl, result_fd, "result", b, epoch, fv, fe);
+			expect_slot(fl, result_fd, "result", b, round, fv, fe);
 			expect_vals(fl, "frame", out_vals(), out_exp(), fv, fe);
 			break;
 		case K_STORE_REC:
-			expect_slot(fl, result_fd, "result", b, epoch, fv, fe);
+			expect_slot(fl, result_fd, "result", b, round, fv, fe);
 			/* the next own block, block b, from its share */
 			expect_vals(fl, "recycled", out_vals(), out_exp(),
 				    dat->sv[d], c->se);
@@ -576,7 +576,7 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 			ref_add(want, &we, dat->cv[2][d], c->ce[2]);
 			ref_add(want, &we, dat->sv[d], c->oe);
 			expect_vals(fl, "sum", out_vals(), out_exp(), want, we);
-			expect_slot(fl, result_fd, "result", b, epoch, want,
+			expect_slot(fl, result_fd, "result", b, round, want,
 				    we);
 			break;
 		case K_AGG_DONE:
@@ -585,7 +585,7 @@ static void run_kind(enum kind k, const struct exps *c, long runs,
 			ref_add(want, &we, dat->cv[1][d], c->ce[1]);
 			ref_add(want, &we, dat->cv[2][d], c->ce[2]);
 			expect_vals(fl, "sum", out_vals(), out_exp(), want, we);
-			expect_slot(fl, result_fd, "result", b, epoch, want,
+			expect_slot(fl, result_fd, "result", b, round, want,
 				    we);
 			break;
 		default:
@@ -629,7 +629,7 @@ static void run_agg(const struct exps *c, long runs, struct tsum *t,
 					 !own ? K_AGG_DONE : k],
 					 &fl[k == K_AGG_LAST && !own ?
 					 K_AGG_DONE : k]);
-			round_epoch++;
+			cur_round++;
 		}
 	}
 }
@@ -752,7 +752,7 @@ int main(int argc, char **argv)
 				if (!kind_of(c, k))
 					continue;
 				run_kind(k, c, runs, &t[k], &fl[k]);
-				round_epoch++;
+				cur_round++;
 			}
 			if (kind_of(c, K_AGG_FIRST))
 				run_agg(c, runs, t, fl);

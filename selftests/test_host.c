@@ -48,7 +48,7 @@
 struct jobcfg {
 	__u32 id;
 	__u64 token;
-	__u32 slot, epoch, nblocks;
+	__u32 slot, round, nblocks;
 	__u16 last_count, nclasses, nnodes, self, qbits, dtype;
 	__u16 bval;		/* values per frame; 0: RINX_BLOCK_VALUES */
 };
@@ -60,7 +60,7 @@ static struct jobcfg jobcfg[J_MAX] = {
 	 * class 2 ADD_FINISH/-, class 3 ADD_FWD/STORE_END. */
 	[J_MAIN] = { 0x00c0ffee, 0x1dea5eed1234ULL, 2, 1000, 11, 100, 4, 4, 1, 28,
 		     RINX_W_FIXED },
-	/* slot 0, node 2 of 4, int32 sums, epoch about to wrap. */
+	/* slot 0, node 2 of 4, int32 sums, round about to wrap. */
 	[J_I32] = { 0x00000007, 0x0badf00d, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
 		    RINX_W_INT32 },
 	[J_BADSLOT] = { 0x00000009, 0x11111111, RINX_MAX_JOBS, 1, 4, 768,
@@ -138,7 +138,7 @@ enum tweak {
 	TW_SENDER,
 	TW_JOB,
 	TW_TOKEN,
-	TW_EPOCH,	/* job epoch + tv */
+	TW_ROUND,	/* job round + tv */
 	TW_NBLOCKS,
 	TW_COUNT,
 	TW_KLASS,
@@ -232,7 +232,7 @@ struct built {
 	int len;
 	struct rinx_hop hop;	/* planned entry of (klass, type) */
 	__u16 klass, count;
-	__u32 epoch, nblocks;
+	__u32 round, nblocks;
 	int dshift_in, dshift_sh;
 };
 
@@ -262,7 +262,7 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	b->nblocks = c->nblocks ? c->nblocks : j->nblocks;
 	b->klass = j->nclasses ? c->block % j->nclasses : 0;
 	b->count = planned_count(j, b->nblocks, c->block);
-	b->epoch = j->epoch;
+	b->round = j->round;
 	b->hop = ring_hop(self, j->nnodes, b->klass, plan_type);
 	b->len = jlen(j);
 	b->dshift_in = e - c->exp;
@@ -276,7 +276,7 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	tl_frame(buf, jlen(j), &a);
 	tl_hdr_put(h, &(struct tl_hdr){
 		.type = c->type, .flags = c->flags, .step = b->hop.step,
-		.job = j->id, .token = j->token, .epoch = b->epoch,
+		.job = j->id, .token = j->token, .round = b->round,
 		.block = c->block, .nblocks = b->nblocks,
 		.sender = b->hop.from, .count = b->count, .klass = b->klass,
 		.exp = (__s16)c->exp, .dtype = j->dtype,
@@ -330,9 +330,9 @@ static void build(const struct tcase *c, __u8 *buf, struct built *b)
 	case TW_TOKEN:
 		h->token = htobe64((__u64)c->tv);
 		break;
-	case TW_EPOCH:
-		b->epoch = j->epoch + (__u32)c->tv;
-		h->epoch = htonl(b->epoch);
+	case TW_ROUND:
+		b->round = j->round + (__u32)c->tv;
+		h->round = htonl(b->round);
 		break;
 	case TW_NBLOCKS:
 		h->nblocks = htonl((__u32)c->tv);
@@ -415,7 +415,7 @@ static int put_job(const struct jobcfg *j, __u32 nblocks)
 	struct rinx_job job = {
 		.token = j->token,
 		.slot = j->slot,
-		.epoch = j->epoch,
+		.round = j->round,
 		.nblocks = nblocks,
 		.last_count = j->last_count,
 		.nclasses = j->nclasses,
@@ -496,7 +496,7 @@ static int setup_maps(void)
 	if (!s)
 		return -ENOMEM;
 	for (k = 0; k < NRES; k++) {
-		s->epoch = 0xdead0000 | k;
+		s->round = 0xdead0000 | k;
 		s->exp = 0x1234;
 		s->flags = 0x80;
 		s->resv = 0x5a;
@@ -694,7 +694,7 @@ static const struct tcase cases[] = {
 	  .job = J_SMALL, .type = R, .block = 0, .tw = TW_COUNT,
 	  .tv = RINX_BLOCK_VALUES_MIN - 1, .ret = XDP_DROP, .ex = EX_SAME,
 	  .st = RX_NO_XSK },
-	/* int32 job: wrapping sums, epoch wrap */
+	/* int32 job: wrapping sums, round wrap */
 	{ "int32 job: ADD_FWD wraps", .job = J_I32, .type = R, .block = 0,
 	  .vals = V_BIG, .sh_vals = V_BIG, .ret = XDP_TX, .ex = EX_ADD_FWD,
 	  .st = RXD(REDUCE_FWD) },
@@ -707,24 +707,24 @@ static const struct tcase cases[] = {
 	{ "int32 job: gather STORE_FWD class 1 (step 1)", .job = J_I32,
 	  .type = G, .block = 1, .vals = V_BIG, .ret = XDP_TX,
 	  .ex = EX_STORE_FWD, .st = RXD(GATHER_FWD) },
-	{ "int32 job: next epoch across the wrap -> slow path",
-	  .job = J_I32, .type = R, .block = 0, .tw = TW_EPOCH, .tv = 1,
+	{ "int32 job: next round across the wrap -> slow path",
+	  .job = J_I32, .type = R, .block = 0, .tw = TW_ROUND, .tv = 1,
 	  .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
-	{ "int32 job: previous epoch -> stale", .job = J_I32, .type = R,
-	  .block = 0, .tw = TW_EPOCH, .tv = -1, .ret = XDP_DROP,
+	{ "int32 job: previous round -> stale", .job = J_I32, .type = R,
+	  .block = 0, .tw = TW_ROUND, .tv = -1, .ret = XDP_DROP,
 	  .ex = EX_ANY, .st = RXD(DROP_STALE) },
 	/* slow path (no AF_XDP socket bound: dropped and counted) */
-	{ "share not ready (older epoch) at ADD_FWD", .type = R,
+	{ "share not ready (older round) at ADD_FWD", .type = R,
 	  .block = 0, .sh = SH_OLD, .ret = XDP_DROP, .ex = EX_SAME,
 	  .st = RX_NO_XSK },
-	{ "share not ready (newer epoch) at ADD_FWD", .type = R,
+	{ "share not ready (newer round) at ADD_FWD", .type = R,
 	  .block = 3, .sh = SH_NEW, .ret = XDP_DROP, .ex = EX_SAME,
 	  .st = RX_NO_XSK },
 	{ "share not ready at ADD_FINISH", .type = R, .block = 2,
 	  .sh = SH_OLD, .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
-	{ "next-epoch reduce frame", .type = R, .block = 0, .tw = TW_EPOCH,
+	{ "next-round reduce frame", .type = R, .block = 0, .tw = TW_ROUND,
 	  .tv = 1, .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
-	{ "next-epoch gather frame", .type = G, .block = 1, .tw = TW_EPOCH,
+	{ "next-round gather frame", .type = G, .block = 1, .tw = TW_ROUND,
 	  .tv = 1, .ret = XDP_DROP, .ex = EX_SAME, .st = RX_NO_XSK },
 	{ "size mismatch: nblocks differs from the job's", .type = R,
 	  .block = 0, .tw = TW_NBLOCKS, .tv = 12, .ret = XDP_DROP,
@@ -880,15 +880,15 @@ static const struct tcase cases[] = {
 	{ "wrong source IP (same node id, other slot)", .type = R,
 	  .block = 0, .tw = TW_SADDR, .tv = 0x0a000001, .ret = XDP_DROP,
 	  .ex = EX_ANY, .st = RXD(DROP_MEMBER) },
-	{ "stale epoch (previous)", .type = R, .block = 0, .tw = TW_EPOCH,
+	{ "stale round (previous)", .type = R, .block = 0, .tw = TW_ROUND,
 	  .tv = -1, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
-	{ "stale epoch (long ago)", .type = G, .block = 1, .tw = TW_EPOCH,
+	{ "stale round (long ago)", .type = G, .block = 1, .tw = TW_ROUND,
 	  .tv = -1000, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_STALE) },
-	{ "far-future epoch (+2)", .type = R, .block = 0, .tw = TW_EPOCH,
+	{ "far-future round (+2)", .type = R, .block = 0, .tw = TW_ROUND,
 	  .tv = 2, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_AHEAD) },
-	{ "far-future epoch (+1000)", .type = G, .block = 1, .tw = TW_EPOCH,
+	{ "far-future round (+1000)", .type = G, .block = 1, .tw = TW_ROUND,
 	  .tv = 1000, .ret = XDP_DROP, .ex = EX_ANY, .st = RXD(DROP_AHEAD) },
-	{ "far-future epoch (+2^31)", .type = G, .block = 1, .tw = TW_EPOCH,
+	{ "far-future round (+2^31)", .type = G, .block = 1, .tw = TW_ROUND,
 	  .tv = 0x80000000LL, .ret = XDP_DROP, .ex = EX_ANY,
 	  .st = RXD(DROP_STALE) },
 	/* broken plan entries */
@@ -932,8 +932,8 @@ static int fresh_block(__u32 idx)
 		return -ENOMEM;
 	err = bpf_map_update_elem(partial_fd, &idx, z, BPF_ANY);
 	if (!err && !bpf_map_lookup_elem(result_fd, &idx, z) &&
-	    (z->epoch >> 16) != 0xdead) {
-		z->epoch = 0xdead0000 | idx;
+	    (z->round >> 16) != 0xdead) {
+		z->round = 0xdead0000 | idx;
 		err = bpf_map_update_elem(result_fd, &idx, z, BPF_ANY);
 	}
 	free(z);
@@ -992,7 +992,7 @@ static void run_case(int ci)
 		sh = calloc(1, sizeof(*sh));
 		if (!sh)
 			exit(1);
-		sh->epoch = j->epoch + (c->sh == SH_OLD ? -1 :
+		sh->round = j->round + (c->sh == SH_OLD ? -1 :
 					c->sh == SH_NEW ? 1 : 0);
 		sh->exp = c->sh_exp;
 		sh->flags = c->sh_flags;
@@ -1133,7 +1133,7 @@ static void run_case(int ci)
 
 				ih = (const struct rinx_hdr *)
 				     (fwd ? want + OFF_HDR : in + OFF_HDR);
-				w.epoch = b.epoch;
+				w.round = b.round;
 				w.exp = (__s16)ntohs(ih->exp);
 				w.flags = ih->flags;
 				w.count = ntohs(ih->count);
@@ -1148,8 +1148,8 @@ static void run_case(int ci)
 		}
 		if (!check(c, bad < 0, "%s: result map %s", c->name,
 			   stores ? "slot stored" : "unchanged"))
-			tap_diag("  result slot %d differs (epoch %u, exp %d, "
-				 "count %u)", bad, res_after[bad].epoch,
+			tap_diag("  result slot %d differs (round %u, exp %d, "
+				 "count %u)", bad, res_after[bad].round,
 				 res_after[bad].exp, res_after[bad].count);
 	}
 
@@ -1199,7 +1199,7 @@ static int run_frame(const __u8 *f, int len, __u64 *d)
 	return (int)r.ret;
 }
 
-/* Frame f as an RNACK from node `who` of job j (epoch + de). */
+/* Frame f as an RNACK from node `who` of job j (round + de). */
 static void as_rnack(__u8 *f, const struct jobcfg *j, __u16 who, __u32 de)
 {
 	struct rinx_hdr *h = (struct rinx_hdr *)(f + OFF_HDR);
@@ -1207,14 +1207,14 @@ static void as_rnack(__u8 *f, const struct jobcfg *j, __u16 who, __u32 de)
 	h->type = RINX_T_RNACK;
 	h->flags = 0;
 	h->sender = htons(who);
-	h->epoch = htonl(j->epoch + de);
+	h->round = htonl(j->round + de);
 	node_mac(j->slot, who, f + 6);
 	memcpy(f + OFF_IP + 12, &(__be32){ node_ip(j->slot, who) }, 4);
 	memset(f + OFF_V, 0, RINX_BLOCK_BYTES);
 	ip_fix_csum(f + OFF_IP);
 }
 
-/* Frame `first` as an RNACK from `who` (round epoch + de), run once. */
+/* Frame `first` as an RNACK from `who` (round `round` + de), run once. */
 static int run_rnack(const __u8 *first, const struct jobcfg *j, __u16 who,
 		     __u32 de, __u64 *d)
 {
@@ -1236,9 +1236,9 @@ static void run_ring_repair(void)
 	const struct tcase gat = { "ring repair", J_MAIN, RINX_T_GATHER, 0,
 				   .vals = V_RAND };
 	__u32 idx = j->slot * WINDOW, idx1 = idx + 1, slot = j->slot;
-	struct rinx_slot sh = { .epoch = j->epoch, .count = RINX_BLOCK_VALUES };
+	struct rinx_slot sh = { .round = j->round, .count = RINX_BLOCK_VALUES };
 	struct rinx_slot kept, res;
-	struct rinx_cursor cur = { .epoch = j->epoch };
+	struct rinx_cursor cur = { .round = j->round };
 	struct rinx_job job;
 	struct rinx_hdr *oh = (struct rinx_hdr *)(out + OFF_HDR);
 	__u8 first[FULL_LEN];
@@ -1262,7 +1262,7 @@ static void run_ring_repair(void)
 	      "ring repair: reduce added and sent on (%s)", act_name(ret));
 	memset(&kept, 0, sizeof(kept));
 	bpf_map_lookup_elem(partial_fd, &idx, &kept);
-	check(NULL, kept.epoch == j->epoch && kept.step == first[OFF_HDR +
+	check(NULL, kept.round == j->round && kept.step == first[OFF_HDR +
 		    offsetof(struct rinx_hdr, step)] && kept.step == 1 &&
 		    kept.count == b.count &&
 		    !memcmp(kept.v, first + OFF_V, RINX_BLOCK_BYTES),
@@ -1332,7 +1332,7 @@ static void run_ring_repair(void)
 	ret = run_frame(in, b.len, d);
 	check(NULL, ret == XDP_TX && d[RINX_STAT_GATHER_FWD] == 1 &&
 		    !bpf_map_lookup_elem(result_fd, &idx, &res) &&
-		    res.epoch == j->epoch,
+		    res.round == j->round,
 	      "ring repair: gather stored and sent on (%s)", act_name(ret));
 	ret = run_frame(in, b.len, d);
 	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_DUP] == 1,
@@ -1352,7 +1352,7 @@ static void run_ring_repair(void)
 	memset(&kept, 0, sizeof(kept));
 	bpf_map_lookup_elem(partial_fd, &idx, &kept);
 	check(NULL, ret == XDP_TX && i == XDP_TX &&
-		    d[RINX_STAT_REDUCE_FWD] == 1 && kept.epoch == 0,
+		    d[RINX_STAT_REDUCE_FWD] == 1 && kept.round == 0,
 	      "ring repair: without it the same reduce is sent on twice, "
 	      "nothing kept (%s, %s)", act_name(ret), act_name(i));
 	put_job(j, j->nblocks);

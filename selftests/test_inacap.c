@@ -142,7 +142,7 @@ static int put(int fd, const void *k, const void *v)
 static int tables(struct switch_bpf *skel, __u32 out)
 {
 	struct rinx_job job = {
-		.token = TOKEN, .slot = 0, .epoch = 1, .nblocks = 1,
+		.token = TOKEN, .slot = 0, .round = 1, .nblocks = 1,
 		.nclasses = 1, .nnodes = 3, .self = 2,
 		.dtype = RINX_W_INT32, .window = WINDOW, .plen = 1,
 		.bval = RINX_BLOCK_VALUES,
@@ -171,8 +171,8 @@ static int tables(struct switch_bpf *skel, __u32 out)
 	return err ?: put(bpf_map__fd(skel->maps.macs), &mk, &p);
 }
 
-/* A frame of node 0, block 0 of round epoch, int32 values. */
-static void frame(__u8 *b, const struct cap_case *c, __u32 epoch)
+/* A frame of node 0, block 0 of round `round`, int32 values. */
+static void frame(__u8 *b, const struct cap_case *c, __u32 round)
 {
 	__u64 token = c->bad_token ? TOKEN ^ 1 : TOKEN;
 	__u32 ip, i;
@@ -200,7 +200,7 @@ static void frame(__u8 *b, const struct cap_case *c, __u32 epoch)
 	for (i = 0; i < 8; i++)
 		b[54 + i] = (__u8)(token >> (56 - 8 * i));
 	for (i = 0; i < 4; i++)
-		b[62 + i] = (__u8)(epoch >> (24 - 8 * i));
+		b[62 + i] = (__u8)(round >> (24 - 8 * i));
 	b[73] = 1;				/* nblocks */
 	b[76] = RINX_BLOCK_VALUES >> 8;		/* count */
 	b[77] = RINX_BLOCK_VALUES & 0xff;
@@ -224,7 +224,7 @@ static int set_cap(struct switch_bpf *skel, const struct cap_case *c)
 }
 
 static int run(struct switch_bpf *skel, const struct cap_case *c,
-	       __u32 epoch, int ncpu)
+	       __u32 round, int ncpu)
 {
 	__u8 in[LEN], out[LEN + 64];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
@@ -237,7 +237,7 @@ static int run(struct switch_bpf *skel, const struct cap_case *c,
 		    .data_out = out, .data_size_out = sizeof(out),
 		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
 
-	frame(in, c, epoch);
+	frame(in, c, round);
 	if (set_cap(skel, c) || read_stats(fd, ncpu, before) ||
 	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				   &o) ||

@@ -113,7 +113,7 @@ static struct rinx_hdr *ps_frame(__u8 *f, int j, __u16 from, __u16 to,
 	h->sender = htons(from);
 	h->block = htonl(block);
 	h->nblocks = htonl(NB);
-	h->epoch = htonl(seq);
+	h->round = htonl(seq);
 	h->count = htons(block < NB ? count_of(block) : NV);
 	h->exp = htons((__u16)(block < NB ? EXP(block) : 0));
 	h->dtype = htons(RINX_W_FIXED);
@@ -232,7 +232,7 @@ static int setup(void)
 	for (j = 0; j < J_MAX; j++) {
 		struct rinx_job job = {
 			.token = jobs[j].token, .slot = jobs[j].slot,
-			.epoch = 1, .nblocks = NB, .last_count = LAST,
+			.round = 1, .nblocks = NB, .last_count = LAST,
 			.nclasses = 1, .nnodes = 4, .self = jobs[j].self,
 			.qbits = 28, .dtype = RINX_W_FIXED, .window = WINDOW,
 			.plen = 1, .nown = 0, .bval = NV,

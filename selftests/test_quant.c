@@ -6,7 +6,7 @@
  * same bits as the portable path and as a reference computed here in double:
  *   quantize:   exp = frexp exponent of the block's largest finite |x|,
  *               v = nearest-even(x * 2^(qbits - exp)) (0 for NaN/Inf), flags
- *               for NaN/+Inf/-Inf, count, the tail of v zeroed, epoch kept;
+ *               for NaN/+Inf/-Inf, count, the tail of v zeroed, round kept;
  *               RINX_EXP_ZERO and all zero when no finite value is nonzero;
  *   dequantize: the float nearest (ties to even) to v * 2^(exp - qbits), or
  *               the whole block NaN/+Inf/-Inf when flags say so.
@@ -51,7 +51,7 @@
 #include "selftests/lib/testlib.h"
 
 #define BV		RINX_BLOCK_VALUES
-#define EPOCH_MARK	0xdeadbeefu
+#define ROUND_MARK	0xdeadbeefu
 
 static uint64_t rng_state;
 
@@ -473,7 +473,7 @@ static bool slot_eq(const struct rinx_slot *a, const struct rinx_slot *b)
 static void slot_poison(struct rinx_slot *s)
 {
 	memset(s, 0xa5, sizeof(*s));
-	s->epoch = EPOCH_MARK;
+	s->round = ROUND_MARK;
 }
 
 static const char *first_diff(const struct rinx_slot *got,
@@ -482,9 +482,9 @@ static const char *first_diff(const struct rinx_slot *got,
 {
 	int i;
 
-	if (got->epoch != want->epoch)
-		snprintf(buf, len, "epoch %#x, want %#x", got->epoch,
-			 want->epoch);
+	if (got->round != want->round)
+		snprintf(buf, len, "round %#x, want %#x", got->round,
+			 want->round);
 	else if (got->exp != want->exp || got->flags != want->flags ||
 		 got->count != want->count)
 		snprintf(buf, len, "exp/flags/count %d/%#x/%u, want %d/%#x/%u",
@@ -640,7 +640,7 @@ static void test_range(enum rinx_quant_path p)
 	slot_poison(&a[0]);
 	rinx_quant_block(&a[0], x, 0, 29);
 	memset(&b[0], 0, sizeof(b[0]));
-	b[0].epoch = EPOCH_MARK;
+	b[0].round = ROUND_MARK;
 	b[0].exp = RINX_EXP_ZERO;
 	if (!slot_eq(&a[0], &b[0]))
 		bad++;

@@ -352,7 +352,7 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 	for (i = 0; i < 2; i++) {
 		__u32 jid = i ? JOB_FIN : JOB_FWD, n;
 		struct rinx_job job = {
-			.token = TOKEN, .slot = i, .epoch = 1, .nblocks = 1,
+			.token = TOKEN, .slot = i, .round = 1, .nblocks = 1,
 			.nclasses = 1, .nnodes = 3, .self = 2,
 			.dtype = RINX_W_INT32, .window = TOR_WINDOW,
 			.plen = 1, .bval = RINX_BLOCK_VALUES,
@@ -403,7 +403,7 @@ static int contrib(__u8 *b, __u32 jid, __u64 token)
 	memcpy(b + 30, &ip, 4);
 	for (i = 0; i < 8; i++)		/* token, big-endian */
 		b[54 + i] = (__u8)(token >> (56 - 8 * i));
-	b[65] = 1;			/* epoch */
+	b[65] = 1;			/* round */
 	b[73] = 1;			/* nblocks */
 	b[76] = RINX_BLOCK_VALUES >> 8;	/* count */
 	b[77] = RINX_BLOCK_VALUES & 0xff;
@@ -1476,7 +1476,7 @@ static struct switch_bpf *topo_ina_open(const __u32 *ifx)
 {
 	struct switch_bpf *skel = switch_bpf__open();
 	struct rinx_job job = {
-		.token = TOKEN, .slot = 0, .epoch = 1, .nblocks = 1,
+		.token = TOKEN, .slot = 0, .round = 1, .nblocks = 1,
 		.nclasses = 2, .nnodes = 3, .self = 2,
 		.dtype = RINX_W_INT32, .window = TOR_WINDOW, .plen = 2,
 		.cmap = { 0, 1 }, .bval = RINX_BLOCK_VALUES,

@@ -130,7 +130,7 @@ int main(void)
 	}
 	/* a stale aggregator slot the install must clear */
 	memset(&agg, 0, sizeof(agg));
-	agg.epoch = 99;
+	agg.round = 99;
 	k = 3;
 	bpf_map_update_elem(faggs, &k, &agg, 0);
 
@@ -173,7 +173,7 @@ int main(void)
 		tap_ok(same, "hop table of slot 0 as sent");
 	}
 	k = 3;
-	tap_ok(!bpf_map_lookup_elem(faggs, &k, &agg) && agg.epoch == 0,
+	tap_ok(!bpf_map_lookup_elem(faggs, &k, &agg) && agg.round == 0,
 	       "aggregator slots of slot 0 cleared");
 	{
 		struct rinx_claim cl;

@@ -122,7 +122,7 @@ static int one_size(const struct bench_opts *o, uint64_t bytes, FILE *out,
 		r->q = median(tq, o->iters);
 		r->d = median(td, o->iters);
 		r->m = median(tm, o->iters);
-		/* the slots' values, exponents and counts (not the epoch and
+		/* the slots' values, exponents and counts (not the round and
 		 * stamps, which conversion leaves alone) */
 		r->ok = !off_bound(x, y, n);
 		for (i = 0; i < nb && r->ok; i++)

@@ -248,7 +248,7 @@ static void print_stats_json(const struct rinx_spec *s,
 		printf("%s{\"job\":%u,\"slot\":%u,\"round\":%u,"
 		       "\"pace_gap_ns\":%u,\"pace_rate\":%.0f,"
 		       "\"stored\":%llu,\"marked\":%llu}",
-		       k ? "," : "", j->id, j->job.slot, j->cursor.epoch,
+		       k ? "," : "", j->id, j->job.slot, j->cursor.round,
 		       j->cursor.gap_ns, pace_rate(&j->cursor),
 		       (unsigned long long)j->cursor.stored,
 		       (unsigned long long)j->cursor.marked);
@@ -279,7 +279,7 @@ static void print_stats_text(const struct rinx_spec *s,
 		const struct rinx_cursor *cu = &r->jobs[k].cursor;
 
 		printf("  job %u (slot %u): round %u, ", r->jobs[k].id,
-		       r->jobs[k].job.slot, cu->epoch);
+		       r->jobs[k].job.slot, cu->round);
 		if (cu->gap_ns)
 			printf("paced at %.0f blocks/s (%.1f Mbit/s)",
 			       pace_rate(cu),

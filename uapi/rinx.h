@@ -85,13 +85,13 @@ enum rinx_hello {
 				 * the job is installed there */
 	RINX_HELLO_PROBE = 1,	/* are you there? (answered with ALIVE) */
 	RINX_HELLO_ALIVE = 2,
-	RINX_HELLO_STATUS = 3,	/* INA agreement number `epoch`; block: the
+	RINX_HELLO_STATUS = 3,	/* INA agreement number `round`; block: the
 				 * INA racks (bit = rack index) the sender
 				 * found gone; nblocks: where it stands (2e
 				 * in round e, 2e + 1 done with it); count:
 				 * 1 when it has every status */
 	RINX_HELLO_READY = 4,	/* new plan installed after agreement
-				 * `epoch` */
+				 * `round` */
 	RINX_HELLO_OPEN_YES = 5,
 	RINX_HELLO_OPEN_OTHER = 6,	/* answer to OPEN: the job is known
 					 * here but runs another plan (block:
@@ -101,7 +101,7 @@ enum rinx_hello {
 					 * here with blocks of `count` values,
 					 * another size (another MTU) */
 	RINX_HELLO_FETCH = 8,	/* after an INA ToR was found gone in round
-				 * `epoch` that some ranks had completed: the
+				 * `round` that some ranks had completed: the
 				 * asker lacks finished block `block` (of
 				 * `count` values); a block-sized frame */
 	RINX_HELLO_BLOCK = 9,	/* answer to FETCH from a rank that stores
@@ -111,7 +111,7 @@ enum rinx_hello {
 /* RINX_T_PS frames (docs/rinx.md, "Parameter server"). The store is the
  * server's: `nblocks` blocks of block fixed point, each at an exponent
  * fixed when the server opens it. A request names the block in `block`;
- * a push carries the worker's push number in `epoch` (1, 2, ...: its
+ * a push carries the worker's push number in `round` (1, 2, ...: its
  * iteration + 1), the same on every block of one push and on its resends.
  * Every answer carries in `cover` the clock of the slowest worker that
  * has not left (the pushes it completed; all ones: every worker left) and
@@ -120,12 +120,12 @@ enum rinx_ps_op {
 	RINX_PS_PUSH = 0,	/* worker -> server: add the payload (at the
 				 * block's exponent) into the block */
 	RINX_PS_PULL = 1,	/* worker -> server: send the block (the
-				 * answer keeps `epoch`: the pull's number) */
+				 * answer keeps `round`: the pull's number) */
 	RINX_PS_LEAVE = 2,	/* worker -> server: done pushing, its
-				 * clock bounds nobody any more (epoch 0),
+				 * clock bounds nobody any more (round 0),
 				 * or done with the store, its last pull
-				 * made (epoch 1) */
-	RINX_PS_ACK = 3,	/* server -> worker: push `epoch` of block
+				 * made (round 1) */
+	RINX_PS_ACK = 3,	/* server -> worker: push `round` of block
 				 * `block` is in (now or before), or the
 				 * leave is noted */
 	RINX_PS_VALUE = 4,	/* server -> worker: the block, its values
@@ -193,7 +193,7 @@ struct rinx_hdr {
 	 * every node: a guard against misconfigured and stray jobs, not
 	 * against an attacker on the path (docs/security.md). */
 	__be64 token;
-	__be32 epoch;	/* collective sequence number (one per round) */
+	__be32 round;	/* the round's sequence number in its job */
 	__be32 block;	/* block index within the round */
 	__be32 nblocks;	/* blocks in the round */
 	__be16 sender;	/* node id of the node that sent this frame */
@@ -227,11 +227,11 @@ struct rinx_hdr {
 /*
  * One block of one job in the share map (this host's contribution, written by
  * the trainer) or the result map (the finished sum, written by XDP). The
- * writer stores values first and epoch last; a reader that sees the epoch it
+ * writer stores values first and round last; a reader that sees the round it
  * waits for sees the values.
  */
 struct rinx_slot {
-	__u32 epoch;
+	__u32 round;
 	__s16 exp;
 	__u8 flags;	/* RINX_F_* */
 	__u8 resv;
@@ -288,7 +288,7 @@ struct rinx_ring_frame {
 struct rinx_job {
 	__u64 token;		/* rinx_hdr.token, all 64 bits compared */
 	__u32 slot;		/* job slot: base of its share/result/hop entries */
-	__u32 epoch;		/* round in progress on this node (an INA ToR:
+	__u32 round;		/* round in progress on this node (an INA ToR:
 				 * the newest round it has taken a frame of,
 				 * advanced by the ToR itself) */
 	__u32 nblocks;		/* blocks of that round */
@@ -315,7 +315,7 @@ struct rinx_job {
 	 * hello carries the asker's in `block`; another one is answered with
 	 * OPEN_OTHER, so ranks that disagree fail at open. */
 	__u32 plan_id;
-	/* Aggregator (INA ToR): how many rounds past `epoch` a frame may
+	/* Aggregator (INA ToR): how many rounds past `round` a frame may
 	 * be (RINX_AGG_AHEAD when every round passes this node), 0: no
 	 * bound (the plan routes some rounds around it). */
 	__u32 ahead;
@@ -352,9 +352,9 @@ struct rinx_job {
  * compare-and-swap and only a block whose share of the round is written: a
  * gather that ends at this host is turned into its next block in XDP (no
  * copy through AF_XDP); the trainer sends the first ones and fills gaps.
- * epoch 0: closed (a round's first shares are being written). */
+ * round 0: closed (a round's first shares are being written). */
 struct rinx_cursor {
-	__u32 epoch;	/* round the cursor counts; written last */
+	__u32 round;	/* round the cursor counts; written last */
 	__u32 next;	/* next own block to claim */
 	/* Congestion control (docs/rinx.md), set by the trainer: own blocks
 	 * leave at most one per gap_ns (0: unpaced); next_ns is the earliest
@@ -454,12 +454,12 @@ struct rinx_hop {
 
 /* Aggregator slot: one block of one job at an INA ToR or agent host.
  * Index: slot * window + block, or, with RINX_HOP_POOL, slot * window +
- * rinx_pool_index(): then (epoch, block) is the key of the block the slot
+ * rinx_pool_index(): then (round, block) is the key of the block the slot
  * holds, seen == 0 marks it free. The lock serializes contributors that
  * arrive on several CPUs at once. */
 struct rinx_agg {
 	struct bpf_spin_lock lock;
-	__u32 epoch;	/* round the slot holds */
+	__u32 round;	/* round the slot holds */
 	__u64 seen;	/* contributor nodes added so far */
 	__s16 exp;
 	__u8 flags;
@@ -528,7 +528,7 @@ enum rinx_stat {
 	RINX_STAT_DROP_TOKEN,	/* wrong token */
 	RINX_STAT_DROP_SENDER,	/* sender/step/source not the planned one */
 	RINX_STAT_DROP_BOUNDS,	/* count or block out of range */
-	RINX_STAT_DROP_STALE,	/* epoch of a finished round */
+	RINX_STAT_DROP_STALE,	/* a frame of a finished round */
 	RINX_STAT_DROP_NO_ROUTE,/* no hop entry for (class, type) */
 	RINX_STAT_DROP_NO_XSK,	/* slow path wanted but no socket bound */
 	RINX_STAT_ABORTED,	/* internal error (map lookup failed) */
@@ -605,7 +605,7 @@ enum rinx_stat {
 _Static_assert(sizeof(struct rinx_hdr) == 54, "rinx_hdr size");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, job) == 8, "job offset");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, token) == 12, "token");
-_Static_assert(__builtin_offsetof(struct rinx_hdr, epoch) == 20, "epoch");
+_Static_assert(__builtin_offsetof(struct rinx_hdr, round) == 20, "round");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, sender) == 32, "sender");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, exp) == 38, "exp");
 _Static_assert(__builtin_offsetof(struct rinx_hdr, cover) == 46, "cover");

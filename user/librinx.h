@@ -49,7 +49,7 @@ struct rinx_comm_opts {
 
 struct rinx_comm_stats {
 	uint64_t ops;		/* allreduce calls completed */
-	uint64_t rounds;	/* rounds (epochs) completed */
+	uint64_t rounds;	/* rounds completed */
 	uint64_t bytes;		/* payload bytes reduced (count * 4) */
 	uint64_t blocks_sent;	/* blocks this rank originated */
 	uint64_t slow_path;	/* frames finished in user space */

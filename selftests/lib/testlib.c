@@ -450,7 +450,7 @@ void tl_hdr_put(struct rinx_hdr *h, const struct tl_hdr *v)
 	h->step = v->step;
 	h->job = htonl(v->job);
 	h->token = htobe64(v->token);
-	h->epoch = htonl(v->epoch);
+	h->round = htonl(v->round);
 	h->block = htonl(v->block);
 	h->nblocks = htonl(v->nblocks);
 	h->sender = htons(v->sender);

@@ -194,7 +194,7 @@ struct tl_hdr {
 	__u8 type, flags, step;
 	__u32 job;
 	__u64 token;
-	__u32 epoch, block, nblocks;
+	__u32 round, block, nblocks;
 	__u16 sender, count, klass;
 	__s16 exp;
 	__u16 dtype;

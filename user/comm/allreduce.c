@@ -2,7 +2,7 @@
 /*
  * Allreduce: the trainer's side of the data path, and the public calls.
  *
- * Per round (epoch) of an allreduce a rank: publishes the round in its job
+ * Per round of an allreduce a rank: publishes the round in its job
  * entry, converts its input into the share map (mmapped), claims the blocks
  * it starts from a cursor it shares with the host program and sends the
  * first ones through its AF_XDP socket (at most `inflight` unfinished; XDP
@@ -36,7 +36,7 @@
 #define CONV_CHUNK	128
 
 /* Writes the shares of blocks [r->conv, upto) of the round; the host
- * program and the slow path add a share only once its epoch is the
+ * program and the slow path add a share only once its round is the
  * round's, and no own block is claimed before its share is written. */
 static void convert(struct rinx_req *r, __u32 upto)
 {
@@ -64,7 +64,7 @@ static void convert(struct rinx_req *r, __u32 upto)
 		}
 		if (c->lossy_left)
 			s->flags |= RINX_F_LOSSY;
-		__atomic_store_n(&s->epoch, c->epoch, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->round, c->round, __ATOMIC_RELEASE);
 	}
 	if (upto > r->conv)
 		r->conv = upto;
@@ -88,11 +88,11 @@ static int round_open(struct rinx_req *r)
 	 * of the round before is not recycled into this one's blocks). Once
 	 * open, it and the trainer claim only blocks whose share is
 	 * written. */
-	__atomic_store_n(&cur->epoch, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&cur->round, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&cur->next, 0, __ATOMIC_RELEASE);
-	c->epoch++;
+	c->round++;
 	rinx_c_keep_round(c);
-	c->jobent.epoch = c->epoch;
+	c->jobent.round = c->round;
 	c->jobent.nblocks = r->nb;
 	c->jobent.last_count = r->last_count;
 	c->jobent.dtype = r->dtype == RINX_FLOAT32 ? RINX_W_FIXED :
@@ -117,8 +117,8 @@ static int round_open(struct rinx_req *r)
 		__u32 n = r->reuse < r->nb ? r->reuse : r->nb;
 
 		for (b = 0; b < n; b++)
-			__atomic_store_n(&c->share[c->slot * c->window + b].epoch,
-					 c->epoch, __ATOMIC_RELEASE);
+			__atomic_store_n(&c->share[c->slot * c->window + b].round,
+					 c->round, __ATOMIC_RELEASE);
 		r->conv = n;
 		r->reuse = 0;
 	}
@@ -134,7 +134,7 @@ static int round_open(struct rinx_req *r)
 	 * to 0.11 GB/s; there a round is converted before it opens. */
 	t = now_ns();
 	convert(r, c->rated ? first : r->nb);
-	__atomic_store_n(&cur->epoch, c->epoch, __ATOMIC_RELEASE);
+	__atomic_store_n(&cur->round, c->round, __ATOMIC_RELEASE);
 	/* Peers convert their input too before anything can finish: a round
 	 * that has not started moving is not a loss. Wait a few times this
 	 * rank's conversion before the first repair. */
@@ -186,7 +186,7 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 	f.h->step = 0;
 	f.h->job = htonl(c->job);
 	f.h->token = htobe64(c->token);
-	f.h->epoch = htonl(c->epoch);
+	f.h->round = htonl(c->round);
 	f.h->block = htonl(b);
 	f.h->nblocks = htonl(r->nb);
 	f.h->count = htons(block_count(r, b));
@@ -249,8 +249,8 @@ static int collect(struct rinx_req *r)
 			claimed = r->nown;
 		while (r->head < claimed &&
 		       __atomic_load_n(&c->result[c->slot * c->window +
-						  r->own[r->head]].epoch,
-				       __ATOMIC_ACQUIRE) == c->epoch)
+						  r->own[r->head]].round,
+				       __ATOMIC_ACQUIRE) == c->round)
 			r->head++;
 	}
 	while (r->cursor < r->nb) {
@@ -260,7 +260,7 @@ static int collect(struct rinx_req *r)
 			     (size_t)r->cursor * c->bval;
 		int cnt = block_count(r, r->cursor);
 
-		if (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) != c->epoch)
+		if (__atomic_load_n(&s->round, __ATOMIC_ACQUIRE) != c->round)
 			break;
 		if (!t)
 			t = thread_ns();
@@ -311,8 +311,8 @@ int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
 	 * old plan) and claims no own block: frames of e + 2, the next round
 	 * of every rank, wait in the slow path. */
 	pthread_mutex_lock(&x->lock);
-	__atomic_store_n(&c->cursors[c->slot].epoch, 0, __ATOMIC_RELEASE);
-	c->jobent.epoch = e + 2;
+	__atomic_store_n(&c->cursors[c->slot].round, 0, __ATOMIC_RELEASE);
+	c->jobent.round = e + 2;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
 		err = rinx_c_cerr(c, -errno, "cannot update job entry: %s",
 				  strerror(errno));
@@ -334,7 +334,7 @@ int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
 			missing = sent = 0;
 			for (b = r->cursor; b < r->nb; b++) {
 				if (__atomic_load_n(&c->result[c->slot * c->window +
-							       b].epoch,
+							       b].round,
 						    __ATOMIC_ACQUIRE) == e)
 					continue;
 				missing++;
@@ -368,7 +368,7 @@ int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
 		return err;
 	}
 	/* round e is complete here too; e + 1 is skipped by every rank */
-	c->epoch = e + 1;
+	c->round = e + 1;
 	return round_close(r) ? 2 : 1;
 }
 
@@ -400,7 +400,7 @@ static int timeout_error(struct rinx_req *r)
 	__u32 b;
 
 	for (b = r->cursor; b < r->nb; b++) {
-		if (c->result[c->slot * c->window + b].epoch == c->epoch)
+		if (c->result[c->slot * c->window + b].round == c->round)
 			continue;
 		if (first < 0) {
 			first = b;
@@ -422,7 +422,7 @@ static int timeout_error(struct rinx_req *r)
 					   "blocks of round %u missing; no answer "
 					   "from %s (dead or cut off)", c->rank,
 					   c->timeout_ms,
-					   missing, r->nb, c->epoch, who);
+					   missing, r->nb, c->round, who);
 		}
 	}
 	if (one_origin && origin >= 0)
@@ -430,14 +430,14 @@ static int timeout_error(struct rinx_req *r)
 				   "ms without progress): %d of %u blocks of round "
 				   "%u missing, all of classes finishing at %s: is "
 				   "its %s running?", c->rank,
-				   c->timeout_ms, missing, r->nb, c->epoch,
+				   c->timeout_ms, missing, r->nb, c->round,
 				   node_label(c, origin), origin < c->n ?
 				   "trainer" : "INA ToR (or a worker of its rack)");
 	return rinx_c_cerr(c, -ETIMEDOUT, "rank %d: allreduce timed out (%d ms "
 			   "without progress): %d of %u blocks of round %u missing "
 			   "(first: block %d, finishing at %s); a peer is dead, "
 			   "unreachable or not started",
-			   c->rank, c->timeout_ms, missing, r->nb, c->epoch, first,
+			   c->rank, c->timeout_ms, missing, r->nb, c->round, first,
 			   first >= 0 ? node_label(c, origin) : "?");
 }
 

@@ -141,9 +141,9 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	double dt = (double)(now - cc->t) * 1e-9, f;
 	int behind, again;
 
-	if (cc->round != c->epoch) {
+	if (cc->round != c->round) {
 		/* a new round: the blocks stored here count from now */
-		cc->round = c->epoch;
+		cc->round = c->round;
 		cc->stored0 = stored;
 	}
 	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {

@@ -163,7 +163,7 @@ static int tor_job(struct rinx_comm *c, int ri, struct rinx_plan *p,
 	/* The ToR refuses rounds far ahead of the newest it took a frame
 	 * of (RINX_AGG_AHEAD), which it can only know if every round
 	 * passes it: block 0 of every round is in class cmap[0]. */
-	j->epoch = c->epoch;
+	j->round = c->round;
 	for (k = RINX_T_REDUCE; k <= RINX_T_CONTRIB; k++)
 		if (p->hops[p->cmap[0]][k - 1].action == RINX_A_AGG_FWD ||
 		    p->hops[p->cmap[0]][k - 1].action == RINX_A_AGG_FINISH)
@@ -467,20 +467,20 @@ static int install(struct rinx_comm *c)
 	plan_job(c);
 	memset(&c->cursors[c->slot], 0, sizeof(c->cursors[c->slot]));
 	rinx_c_cc_init(c);
-	/* Every rank starts at epoch 0 of a clean slot: results and shares
-	 * are recognised by epoch, so whatever an earlier job left is wiped. */
-	c->epoch = 0;
+	/* Every rank starts at round 0 of a clean slot: results and shares
+	 * are recognised by round, so whatever an earlier job left is wiped. */
+	c->round = 0;
 	for (i = 0; i < (int)c->window; i++) {
-		c->result[c->slot * c->window + i].epoch = 0;
-		c->share[c->slot * c->window + i].epoch = 0;
-		c->partial[c->slot * c->window + i].epoch = 0;
+		c->result[c->slot * c->window + i].round = 0;
+		c->share[c->slot * c->window + i].round = 0;
+		c->partial[c->slot * c->window + i].round = 0;
 	}
 	if (c->fd_aggs >= 0) {
 		err = clear_aggs_at(c, c->slot, c->fd_aggs);
 		if (err)
 			return err;
 	}
-	c->jobent.epoch = c->epoch;
+	c->jobent.round = c->round;
 	/* The ToR first: once this host's job entry exists, its program tells
 	 * the peers the job is known here, and they start sending. */
 	ri = rinx_plan_agent_of(&c->spec, c->rank);

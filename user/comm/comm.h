@@ -183,7 +183,7 @@ struct rinx_comm {
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */
-	__u32 epoch;
+	__u32 round;
 	__u64 heard;		/* ranks whose OPEN hello arrived */
 	int clash;		/* 1 + a rank that runs another plan */
 	__u32 clash_id;		/* ... its plan id */
@@ -228,7 +228,7 @@ struct rinx_comm {
 		double ai;		/* additive increase per update */
 		__u64 cut;		/* time of the last cut */
 		int calm;		/* updates in a row without a mark */
-		__u32 round;		/* the epoch of stored0 */
+		__u32 round;		/* the round of stored0 */
 		__u64 stored0;		/* cursor stored when it opened */
 		/* the highest rate: CC_CEIL_UTIL of the one at which the
 		 * plan fills the spec's busiest link; 0: none known */
@@ -362,7 +362,7 @@ int rinx_c_slow_path(struct rinx_comm *c);
 
 /* ctlmsg.c */
 int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
-		    __u32 epoch, __u32 block, __u32 nblocks, __u16 count);
+		    __u32 round, __u32 block, __u32 nblocks, __u16 count);
 __u64 rinx_c_peers_mask(const struct rinx_comm *c);
 void rinx_c_list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
 		       size_t len);

@@ -17,7 +17,7 @@
 /* A control frame (hello, NACK) of the job to node `to`: header only, the
  * payload zero. 0 or -EAGAIN. */
 int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
-		    __u32 epoch, __u32 block, __u32 nblocks, __u16 count)
+		    __u32 round, __u32 block, __u32 nblocks, __u16 count)
 {
 	struct xctx *x = c->x;
 	struct frame f;
@@ -41,7 +41,7 @@ int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
 	f.h->step = step;
 	f.h->job = htonl(c->job);
 	f.h->token = htobe64(c->token);
-	f.h->epoch = htonl(epoch);
+	f.h->round = htonl(round);
 	f.h->block = htonl(block);
 	f.h->nblocks = htonl(nblocks);
 	f.h->count = htons(count);
@@ -253,14 +253,14 @@ static __u32 ina_health(struct rinx_comm *c)
  *    (round_open): blocks that finished in the first run are summed again
  *    from the same inputs and stored over their first result;
  *  - some ranks completed X: those still in it fetch the blocks they lack
- *    from them (rinx_c_fetch_round), and every rank goes on with round
- *    X + 1, from its own shares where it had started it, at epoch X + 2
- *    (the frames of X + 1 sent under the old plan are stale).
+ *    from them (rinx_c_fetch_round), and every rank goes on with the
+ *    next collective, from its own shares where it had started it, as
+ *    round X + 2 (its frames sent as X + 1 under the old plan are stale).
  * 1: the round (re)starts, 2: the collective is complete, < 0: error. */
 static int ina_agree(struct rinx_req *r, __u32 k, __u32 word)
 {
 	struct rinx_comm *c = r->c;
-	__u32 pos = 2 * c->epoch + !r->round_open, down, x;
+	__u32 pos = 2 * c->round + !r->round_open, down, x;
 	struct ctlbar all, ready;
 	int err;
 	char who[64];
@@ -294,17 +294,17 @@ static int ina_agree(struct rinx_req *r, __u32 k, __u32 word)
 	x = (all.lo + 1) / 2;
 	if (!(all.lo & 1) && all.hi > all.lo) {
 		/* some ranks completed round x */
-		if (r->round_open && c->epoch == x)
+		if (r->round_open && c->round == x)
 			return rinx_c_fetch_round(r, x);
-		r->reuse = r->round_open && c->epoch == x + 1 ? r->conv : 0;
+		r->reuse = r->round_open && c->round == x + 1 ? r->conv : 0;
 		r->round_open = 0;
-		c->epoch = x + 1;
+		c->round = x + 1;
 		return 1;
 	}
 	/* nobody completed round x: it runs again, as x + 1 */
-	r->reuse = r->round_open && c->epoch == x ? r->conv : 0;
+	r->reuse = r->round_open && c->round == x ? r->conv : 0;
 	r->round_open = 0;
-	c->epoch = x;
+	c->round = x;
 	return 1;
 }
 

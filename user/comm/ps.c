@@ -41,7 +41,7 @@ struct rinx_ps {
 	__u64 *sent_at;
 	__u32 ndone;
 	int op;			/* RINX_PS_* being made */
-	__u32 op_seq;		/* its push number (epoch) */
+	__u32 op_seq;		/* its push number (the header's `round`) */
 	int refused;		/* RINX_PS_STALE/_RANGE answer to it */
 	__u32 seq;		/* pushes completed */
 	__u32 pulls;		/* pulls started: each pull's number */
@@ -79,7 +79,7 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	rinx_c_frame_at(p, &f);
 	memcpy(&saddr, f.ip + 12, 4);
 	b = ntohl(f.h->block);
-	seq = ntohl(f.h->epoch);
+	seq = ntohl(f.h->round);
 	if (ntohs(f.h->sender) != ps->server ||
 	    saddr != c->plan.nodes[ps->server].ip || b >= ps->nb)
 		return RINX_SP_DROP;
@@ -141,7 +141,7 @@ static void ps_fill(struct rinx_ps *ps, __u8 *p, __u32 b)
 	f.h->step = ps->op;
 	f.h->job = htonl(c->job);
 	f.h->token = htobe64(c->token);
-	f.h->epoch = htonl(ps->op_seq);
+	f.h->round = htonl(ps->op_seq);
 	f.h->block = htonl(b);
 	f.h->nblocks = htonl(ps->nb);
 	f.h->count = htons(block_vals(ps, b));

@@ -107,8 +107,8 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	memset(hik, 0, sizeof(hik));
 	for (j = r->head; j < r->stamped && j < r->head + OWN_SCAN; j++)
 		if (__atomic_load_n(&c->result[c->slot * c->window +
-					       r->own[j]].epoch,
-				    __ATOMIC_ACQUIRE) == c->epoch) {
+					       r->own[j]].round,
+				    __ATOMIC_ACQUIRE) == c->round) {
 			hi = j + 1;
 			hik[class_of(c, r->own[j])] = j + 1;
 			r->fin_ahead++;
@@ -141,8 +141,8 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			   r->first_fin) < rto << (r->resent[j] < 6 ?
 						   r->resent[j] : 6))
 			continue;
-		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
-				    __ATOMIC_ACQUIRE) == c->epoch)
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].round,
+				    __ATOMIC_ACQUIRE) == c->round)
 			continue;
 		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0)
 			break;
@@ -176,7 +176,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
 {
-	return rinx_c_send_ctl(r->c, to, RINX_T_NACK, step, r->c->epoch, b, r->nb,
+	return rinx_c_send_ctl(r->c, to, RINX_T_NACK, step, r->c->round, b, r->nb,
 			       block_count(r, b));
 }
 
@@ -193,8 +193,8 @@ static void class_ends(const struct rinx_req *r, __u32 *hi)
 	for (b = r->nb; b > r->cursor && left; b--) {
 		k = (__u32)class_of(c, b - 1);
 		if (!hi[k] && __atomic_load_n(&c->result[c->slot * c->window +
-							 b - 1].epoch,
-					      __ATOMIC_ACQUIRE) == c->epoch) {
+							 b - 1].round,
+					      __ATOMIC_ACQUIRE) == c->round) {
 			hi[k] = b;
 			left--;
 		}
@@ -209,8 +209,8 @@ int rinx_c_cursor_hole(const struct rinx_req *r)
 
 	/* the same position of the class pattern: the same class */
 	for (b = r->cursor + c->plan.plen; b < r->nb; b += c->plan.plen)
-		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
-				    __ATOMIC_ACQUIRE) == c->epoch)
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].round,
+				    __ATOMIC_ACQUIRE) == c->round)
 			return 1;
 	return 0;
 }
@@ -268,8 +268,8 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 
 		if (b >= last && !stall)
 			continue;
-		if (__atomic_load_n(&c->result[c->slot * c->window + b].epoch,
-				    __ATOMIC_ACQUIRE) == c->epoch)
+		if (__atomic_load_n(&c->result[c->slot * c->window + b].round,
+				    __ATOMIC_ACQUIRE) == c->round)
 			continue;
 		/* REPAIR_AHEAD blocks of the class, not of the pattern: a
 		 * class that holds most of a long pattern (ATP's 12 of 13)
@@ -326,7 +326,7 @@ static int reduce_passed(const struct rinx_comm *c, const struct rinx_req *r,
 				    &c->result[c->slot * c->window + b] :
 				    &c->partial[c->slot * c->window + b];
 
-	return __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) == c->epoch;
+	return __atomic_load_n(&s->round, __ATOMIC_ACQUIRE) == c->round;
 }
 
 /* Which classes' reduce predecessors can answer an RNACK (c->rnack_ok): a
@@ -502,7 +502,7 @@ static int rnack_due(struct rinx_req *r, __u32 b, __u32 k, __u64 since,
 	wait += (h->step > 1 ? h->step - 1 : 0) * hole / 2;
 	if (now - since < wait << (r->rasked[b] < 6 ? r->rasked[b] : 6))
 		return 0;
-	if (rinx_c_send_ctl(c, h->from, RINX_T_RNACK, h->step, c->epoch, b,
+	if (rinx_c_send_ctl(c, h->from, RINX_T_RNACK, h->step, c->round, b,
 			    r->nb, block_count(r, b)))
 		return -1;
 	c->st.nacks++;

@@ -75,14 +75,14 @@ void rinx_c_frame_addr(struct rinx_comm *c, struct frame *f, int to,
 
 /* ---- slow path: what XDP could not finish, done the same way here ---- */
 
-/* A STATUS or READY hello of agreement `coll` (the header's epoch field)
+/* A STATUS or READY hello of agreement `coll` (the header's round field)
  * from rank `from` (its word in `block`, its position in `nblocks`): noted
  * in the barrier it belongs to. Returns 1 when the frame was turned into
  * our answer (the peer lacks our word for a barrier we completed). */
 static int ctl_hello(struct rinx_comm *c, struct frame *f, int from)
 {
 	int kind = f->h->step == RINX_HELLO_STATUS ? 0 : 1, i;
-	__u32 coll = ntohl(f->h->epoch), pos = ntohl(f->h->nblocks);
+	__u32 coll = ntohl(f->h->round), pos = ntohl(f->h->nblocks);
 
 	for (i = 0; i < 2; i++) {
 		struct ctlbar *b = &c->bar[kind][i];
@@ -144,7 +144,7 @@ static int self_complete(struct rinx_comm *c, const struct rinx_hop *hop,
 	if (c->fd_aggs < 0 ||
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK))
 		return RINX_AGG_NEED_SELF;
-	if (a.epoch != round || (!a.pend && !a.done) || (a.seen & cov) != cov)
+	if (a.round != round || (!a.pend && !a.done) || (a.seen & cov) != cov)
 		return RINX_AGG_STALE;
 	if (a.pend) {
 		a.exp = rinx_payload_add_n(a.v, a.exp, sh->v, sh->exp,
@@ -183,7 +183,7 @@ static void agg_keep(struct rinx_comm *c, __u32 idx, __u32 round,
 
 	if (c->fd_aggs < 0 ||
 	    bpf_map_lookup_elem_flags(c->fd_aggs, &idx, &a, BPF_F_LOCK) ||
-	    a.epoch != round)
+	    a.round != round)
 		return;
 	memcpy(a.v, f->v, (size_t)c->bval * 4);
 	a.exp = (__s16)ntohs(f->h->exp);
@@ -337,7 +337,7 @@ static inline int env_other_tensor(struct hop_env *x)
 				"rank %d: rank %u sends a different tensor "
 				"(round %u: %u blocks, block %u has %u values, "
 				"dtype %u) than this rank (%u blocks, dtype %u)",
-				c->rank, ntohs(h->sender), ntohl(h->epoch),
+				c->rank, ntohs(h->sender), ntohl(h->round),
 				ntohl(h->nblocks), ntohl(h->block),
 				ntohs(h->count), ntohs(h->dtype), x->r->nb,
 				c->jobent.dtype);
@@ -361,7 +361,7 @@ static inline int env_agg_slot(struct hop_env *x, const struct rinx_hop *hop,
 
 	if (!(hop->flags & RINX_HOP_SELF))
 		return RINX_AGG_STALE;
-	if (env_load_round(&sh->epoch) != round)
+	if (env_load_round(&sh->round) != round)
 		return RINX_AGG_NEED_SELF;
 	return self_complete(x->c, hop, idx, round, sh, cov, x->f);
 }
@@ -395,7 +395,7 @@ static inline void env_added(struct hop_env *x)
 static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		       struct frame *f, __u32 len, int from)
 {
-	__u32 round = ntohl(f->h->epoch), b = ntohl(f->h->block);
+	__u32 round = ntohl(f->h->round), b = ntohl(f->h->block);
 	__u32 cnt = ntohs(f->h->count);
 	struct rinx_slot *res;
 
@@ -404,7 +404,7 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		return RINX_SP_DROP;
 	res = &c->result[c->slot * c->window + b];
 	if (f->h->step == RINX_HELLO_FETCH) {
-		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != round ||
+		if (__atomic_load_n(&res->round, __ATOMIC_ACQUIRE) != round ||
 		    res->count != cnt)
 			return RINX_SP_FREE;	/* not here: another has it */
 		memcpy(f->v, res->v, (size_t)c->bval * 4);
@@ -412,17 +412,17 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		f->h->flags = res->flags;
 		/* a block of the next round cannot finish here before the
 		 * asker has this one; should it have, send nothing */
-		if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != round)
+		if (__atomic_load_n(&res->round, __ATOMIC_ACQUIRE) != round)
 			return RINX_SP_FREE;
 		f->h->step = RINX_HELLO_BLOCK;
 		rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
 		return RINX_SP_SEND;
 	}
-	if (!r || !r->fetch || round != c->epoch || b >= r->nb ||
+	if (!r || !r->fetch || round != c->round || b >= r->nb ||
 	    cnt != (__u32)block_count(r, b) ||
 	    (c->jobent.dtype == RINX_W_INT32 && f->h->exp))
 		return RINX_SP_DROP;
-	if (__atomic_load_n(&res->epoch, __ATOMIC_ACQUIRE) != round) {
+	if (__atomic_load_n(&res->round, __ATOMIC_ACQUIRE) != round) {
 		struct hop_env x = { .c = c, .f = f };
 
 		/* counted as finished here, without the answer's mark */
@@ -510,12 +510,12 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	 * the round being fetched takes no frame of its old or new plan,
 	 * and a later one waits until it is open here (the job entry is
 	 * then that round's). */
-	round = ntohl(f.h->epoch);
-	if ((__s32)(round - c->epoch) < 0)
+	round = ntohl(f.h->round);
+	if ((__s32)(round - c->round) < 0)
 		return RINX_SP_DROP;
-	if (r && r->fetch && round == c->epoch)
+	if (r && r->fetch && round == c->round)
 		return RINX_SP_DROP;
-	if (round != c->epoch || !r || !r->round_open)
+	if (round != c->round || !r || !r->round_open)
 		return RINX_SP_KEEP;
 	env.c = c;
 	env.r = r;

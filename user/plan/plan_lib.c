@@ -360,15 +360,15 @@ int pp_racks(const struct topo *t, int *rack_of, int *racks, int *nracks)
 /*
  * Planners run thousands of tiny max-flows on one big network (GRID adds
  * one switch and pushes one unit at a time), so no step may cost O(nodes)
- * when the flow is small: levels and positions carry an epoch stamp
+ * when the flow is small: levels and positions carry a generation stamp
  * instead of being cleared, a node's edge iterator starts when it is
  * labelled, and the BFS stops at the level of the sink.
  */
 struct pp_mf {
 	int n, m, maxm;
 	int *head, *nxt, *to, *level, *it, *q;
-	unsigned *seen;		/* level[v] is valid iff seen[v] == epoch */
-	unsigned epoch;
+	unsigned *seen;		/* level[v] is valid iff seen[v] == gen */
+	unsigned gen;
 	long long *cap, *orig;
 };
 
@@ -440,20 +440,20 @@ int pp_mf_edge(struct pp_mf *m, int u, int v, long long cap)
 
 static void mf_stamp(struct pp_mf *m)
 {
-	if (++m->epoch == 0) {	/* wrapped: stale stamps could match */
+	if (++m->gen == 0) {	/* wrapped: stale stamps could match */
 		memset(m->seen, 0, m->n * sizeof(unsigned));
-		m->epoch = 1;
+		m->gen = 1;
 	}
 }
 
 static int mf_level(const struct pp_mf *m, int v)
 {
-	return m->seen[v] == m->epoch ? m->level[v] : -1;
+	return m->seen[v] == m->gen ? m->level[v] : -1;
 }
 
 static void mf_label(struct pp_mf *m, int v, int lv)
 {
-	m->seen[v] = m->epoch;
+	m->seen[v] = m->gen;
 	m->level[v] = lv;
 	m->it[v] = m->head[v];
 }
@@ -543,9 +543,9 @@ int pp_mf_take_path(struct pp_mf *m, int u, int t, int *edges, int max)
 	int n = 0, *pos = m->it, i, guard = 0;
 
 	/* it[] doubles as "position of this node on the walk", valid where
-	 * stamped in this epoch */
+	 * stamped in this generation */
 	mf_stamp(m);
-	m->seen[u] = m->epoch;
+	m->seen[u] = m->gen;
 	pos[u] = 0;
 	while (u != t) {
 		int e;
@@ -558,7 +558,7 @@ int pp_mf_take_path(struct pp_mf *m, int u, int t, int *edges, int max)
 		m->cap[e] += 1;
 		m->cap[e ^ 1] -= 1;
 		u = m->to[e];
-		if (m->seen[u] == m->epoch && pos[u] >= 0) {
+		if (m->seen[u] == m->gen && pos[u] >= 0) {
 			/* a cycle of flow: it carries nothing anywhere, drop
 			 * it from the path (its unit is already removed) */
 			for (i = pos[u]; i < n; i++)
@@ -570,7 +570,7 @@ int pp_mf_take_path(struct pp_mf *m, int u, int t, int *edges, int max)
 		if (n == max)
 			return -1;
 		edges[n++] = e;
-		m->seen[u] = m->epoch;
+		m->seen[u] = m->gen;
 		pos[u] = n;
 	}
 	return n;

@@ -11,7 +11,7 @@
  * values bounded by 2^qbits stays within int32. */
 int rinx_qbits(int nranks);
 /* Fills slot (values, count, exp, flags; tail zeroed) from x[0..count),
- * count <= RINX_BLOCK_VALUES. Leaves epoch alone. */
+ * count <= RINX_BLOCK_VALUES. Leaves round alone. */
 void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
 		      int qbits);
 /* The same for blocks of bval values (RINX_BLOCK_VALUES or
@@ -25,7 +25,7 @@ void rinx_dequant_block(const struct rinx_slot *s, float *x, int count,
  * s[0], s[1], ... (every block full but the last), one dispatch and one
  * floating-point environment switch for the whole range. Lets a caller
  * convert a window in chunks and send each chunk before converting the next.
- * Leaves epoch alone. */
+ * Leaves round alone. */
 void rinx_quant_blocks(struct rinx_slot *s, const float *x, size_t nvals,
 		       int qbits);
 void rinx_dequant_blocks(const struct rinx_slot *s, float *x, size_t nvals,
