@@ -18,13 +18,10 @@
  * must, as a contribution does.
  */
 #include <errno.h>
-#include <sched.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <net/if.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -108,30 +105,6 @@ static const struct cap_case cases[] = {
 
 #define NCASES	((int)(sizeof(cases) / sizeof(cases[0])))
 
-static __u64 mac_key(const __u8 mac[6])
-{
-	__u64 k = 0;
-
-	memcpy(&k, mac, 6);
-	return k;
-}
-
-static int read_stats(int fd, int ncpu, __u64 out[RINX_SW_STAT_MAX])
-{
-	__u64 v[ncpu];
-	__u32 i;
-	int c;
-
-	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
-		if (bpf_map_lookup_elem(fd, &i, v))
-			return -errno;
-		out[i] = 0;
-		for (c = 0; c < ncpu; c++)
-			out[i] += v[c];
-	}
-	return 0;
-}
-
 static int put(int fd, const void *k, const void *v)
 {
 	return bpf_map_update_elem(fd, k, v, BPF_ANY) ? -errno : 0;
@@ -155,7 +128,7 @@ static int tables(struct switch_bpf *skel, __u32 out)
 	struct rinx_sw_port p = { .port = out };
 	__u32 jid = JOB, k = RINX_HOP_INDEX(0, 0, RINX_T_CONTRIB), n;
 	const __u8 *macs[3] = { M_W0, M_NEXT, M_AGG };
-	__u64 mk = mac_key(M_NEXT);
+	__u64 mk = tl_mac_key(M_NEXT);
 	int err;
 
 	err = put(bpf_map__fd(skel->maps.jobs), &jid, &job);
@@ -224,7 +197,7 @@ static int set_cap(struct switch_bpf *skel, const struct cap_case *c)
 }
 
 static int run(struct switch_bpf *skel, const struct cap_case *c,
-	       __u32 round, int ncpu)
+	       __u32 round)
 {
 	__u8 in[LEN], out[LEN + 64];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
@@ -238,10 +211,10 @@ static int run(struct switch_bpf *skel, const struct cap_case *c,
 		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
 
 	frame(in, c, round);
-	if (set_cap(skel, c) || read_stats(fd, ncpu, before) ||
+	if (set_cap(skel, c) || tl_percpu_sum(fd, RINX_SW_STAT_MAX, before) ||
 	    bpf_prog_test_run_opts(bpf_program__fd(skel->progs.rinx_switch),
 				   &o) ||
-	    read_stats(fd, ncpu, after) ||
+	    tl_percpu_sum(fd, RINX_SW_STAT_MAX, after) ||
 	    bpf_map_lookup_elem(bpf_map__fd(skel->maps.ina_cap), &k, &q))
 		return tap_ok(0, "%s: test run: %s", c->desc, strerror(errno));
 	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
@@ -274,34 +247,17 @@ static int run(struct switch_bpf *skel, const struct cap_case *c,
 	return tap_ok(ok, "%s", c->desc);
 }
 
-static int run_ip(char *const argv[])
-{
-	pid_t pid;
-	int st;
-
-	if (posix_spawnp(&pid, "ip", NULL, NULL, argv, environ))
-		return -1;
-	if (waitpid(pid, &st, 0) < 0)
-		return -1;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	char *add[] = { "ip", "link", "add", "hx0", "type", "veth", "peer",
 			"name", "hx1", NULL };
 	struct switch_bpf *skel;
-	int ncpu = libbpf_num_possible_cpus(), i;
+	int i;
 	__u32 out;
 
-	if (geteuid() != 0)
-		tap_skip_all("needs root (BPF_PROG_TEST_RUN, network namespace)");
-	if (unshare(CLONE_NEWNET))
-		tap_skip_all("cannot create a network namespace: %s",
-			     strerror(errno));
-	if (ncpu <= 0)
-		tap_skip_all("CPU count not found");
-	if (run_ip(add) || !(out = if_nametoindex("hx0")))
+	tl_needs_root("BPF_PROG_TEST_RUN, network namespace");
+	tl_unshare_net();
+	if (tl_ip(add) || !(out = if_nametoindex("hx0")))
 		tap_skip_all("cannot create a veth pair (ip link add)");
 	tap_plan(2 + NCASES);
 	skel = switch_bpf__open();
@@ -322,7 +278,7 @@ int main(void)
 	tap_ok(!tables(skel, out), "job, nodes, ports and MAC table written");
 	/* a round per case: each admitted share completes a fresh slot */
 	for (i = 0; i < NCASES; i++)
-		run(skel, &cases[i], 2 + i, ncpu);
+		run(skel, &cases[i], 2 + i);
 	switch_bpf__destroy(skel);
 	return tap_done();
 }
