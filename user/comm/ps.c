@@ -27,6 +27,11 @@
 #define PS_RTO_MIN	2000000ull	/* resend after 2..50 ms */
 #define PS_RTO_MAX	50000000ull
 #define PS_WAIT_NS	200000		/* SSP: polls of the slowest clock */
+/* The server keeps the store this long after the last worker's final
+ * leave arrived: the acknowledgment of that leave may be lost, and the
+ * worker's resend (2..50 ms, doubling) must still find the store to be
+ * answered (a closed store answers nothing: the worker would time out). */
+#define PS_LINGER_NS	900000000	/* under a second: one nap */
 
 struct rinx_ps {
 	struct rinx_comm *c;
@@ -605,8 +610,10 @@ RINX_API int rinx_ps_finish(struct rinx_ps *ps, float *out)
 	while (!err && ps->is_server) {
 		if (bpf_map_lookup_elem(ps->fd_conf, &key, &pc))
 			return ps_err(ps, -errno, "cannot read the store's entry");
-		if ((pc.done & all) == all)
+		if ((pc.done & all) == all) {
+			nap_ns(PS_LINGER_NS);
 			break;
+		}
 		if (now_ns() - t0 > (__u64)c->timeout_ms * 1000000ull)
 			return ps_err(ps, -ETIMEDOUT, "not every rank took the "
 				      "final values");
