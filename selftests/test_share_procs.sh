@@ -27,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 build=${1:-${RINX_BUILD:-$here/../build}}
 rinxctl=$build/rinxctl
-P=rxP$$
+P=${RINX_TEST_NS:-}rxP$$
 spec=/run/rinx-testbed/$P.spec
 tmp=$(mktemp -d)
 n=0

@@ -62,8 +62,10 @@ int rinx_c_xctx_has_job(const struct xctx *x, __u32 job)
 static struct xctx *xctx_list;
 static pthread_mutex_t xctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Every socket before the umem: libxdp refuses to free a umem in use. */
-static void x_close(struct xctx *x)
+/* Sockets and umem (every socket before the umem: libxdp refuses to free
+ * a umem in use): at close, or of a failed x_sockets, so that the context
+ * can run ringed instead. */
+static void x_unsocket(struct xctx *x)
 {
 	int q;
 
@@ -74,6 +76,19 @@ static void x_close(struct xctx *x)
 		xsk_socket__delete(x->xsk);
 	if (x->umem)
 		xsk_umem__delete(x->umem);
+	memset(x->q, 0, sizeof(x->q));
+	memset(&x->fq, 0, sizeof(x->fq));
+	memset(&x->tx, 0, sizeof(x->tx));
+	memset(&x->cq, 0, sizeof(x->cq));
+	memset(&x->rx, 0, sizeof(x->rx));
+	x->xsk = NULL;
+	x->umem = NULL;
+	x->nq = 0;
+}
+
+static void x_close(struct xctx *x)
+{
+	x_unsocket(x);
 	if (x->pkt_fd >= 0)
 		close(x->pkt_fd);
 	if (x->area)
@@ -270,29 +285,6 @@ static int x_sockets(struct rinx_comm *c, struct xctx *x, const char *ifname,
 		}
 	}
 	return 0;
-}
-
-/* Sockets and umem of a failed x_sockets, so that the context can run
- * ringed instead. */
-static void x_unsocket(struct xctx *x)
-{
-	int q;
-
-	for (q = 1; q < x->nq; q++)
-		if (x->q[q].xsk)
-			xsk_socket__delete(x->q[q].xsk);
-	if (x->xsk)
-		xsk_socket__delete(x->xsk);
-	if (x->umem)
-		xsk_umem__delete(x->umem);
-	memset(x->q, 0, sizeof(x->q));
-	memset(&x->fq, 0, sizeof(x->fq));
-	memset(&x->tx, 0, sizeof(x->tx));
-	memset(&x->cq, 0, sizeof(x->cq));
-	memset(&x->rx, 0, sizeof(x->rx));
-	x->xsk = NULL;
-	x->umem = NULL;
-	x->nq = 0;
 }
 
 int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
