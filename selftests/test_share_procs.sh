@@ -64,8 +64,11 @@ run_procs() {
 	pids=()
 	set -m
 	for id in "$@"; do
+		# --iters 8: each process runs for seconds, so that they are
+		# open together however fast the machine (with 3 a quiet
+		# machine saw only 3 of 4 at once in one run of two)
 		timeout 180 "$rinxctl" -v bench --spec "$spec" --sizes 4K,1M,16M \
-			--iters 3 --job "$id" --dtype int32 --verify \
+			--iters 8 --job "$id" --dtype int32 --verify \
 			>"$tmp/$id.out" 2>&1 &
 		pids+=($!)
 	done
