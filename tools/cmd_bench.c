@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,9 @@ struct reply_msg {
 	/* loss repair and congestion control during this op */
 	uint64_t sent, retx, nacks, repairs, marked, cuts, rate, ceil;
 	uint64_t slow;		/* frames the trainer took from AF_XDP */
+	uint64_t wakeups, tcpu_ns;	/* the trainer process: context
+					 * switches and CPU time (user and
+					 * system) during the op */
 	int bv;			/* the communicator's values per block */
 	uint64_t job_ns[BENCH_MAX_JOBS];	/* --jobs: each job's time */
 	char msg[240];
@@ -61,6 +65,11 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t tv_ns(const struct timeval *tv)
+{
+	return tv->tv_sec * 1000000000ull + tv->tv_usec * 1000ull;
 }
 
 static int xread(int fd, void *buf, size_t len)
@@ -296,10 +305,12 @@ static void child_go(struct child *ch, const struct cmd_msg *cmd,
 {
 	struct rinx_comm *c = ch->cs[0];
 	struct rinx_comm_stats a, b;
+	struct rusage ua, ub;
 	uint64_t t;
 	int j;
 
 	rinx_comm_stats(c, &a);
+	getrusage(RUSAGE_SELF, &ua);
 	t = now_ns();
 	if (ch->nj == 1)
 		rep->err = rinx_allreduce(c, ch->sendb, ch->recvb, cmd->count,
@@ -308,6 +319,11 @@ static void child_go(struct child *ch, const struct cmd_msg *cmd,
 		rep->err = run_jobs(ch->o, ch->cs, ch->nj, ch->sendb, ch->recvb,
 				    cmd->count, t, rep->job_ns);
 	rep->ns = now_ns() - t;
+	getrusage(RUSAGE_SELF, &ub);
+	rep->wakeups = (ub.ru_nvcsw + ub.ru_nivcsw) -
+		       (ua.ru_nvcsw + ua.ru_nivcsw);
+	rep->tcpu_ns = tv_ns(&ub.ru_utime) + tv_ns(&ub.ru_stime) -
+		       tv_ns(&ua.ru_utime) - tv_ns(&ua.ru_stime);
 	rinx_comm_stats(c, &b);
 	rep->ns_quant = b.ns_quant - a.ns_quant;
 	rep->ns_dequant = b.ns_dequant - a.ns_dequant;
@@ -678,6 +694,7 @@ struct size_run {
 	/* --profile, summed over the timed runs (and ranks) */
 	uint64_t hns, hcnt, sns, scnt, qns, dns;
 	uint64_t retx, nacks, repairs, marked, cuts, slow;
+	uint64_t wakeups, tcpu_ns;
 	uint64_t rates[RINX_MAX_NODES], ceils[RINX_MAX_NODES];
 	uint64_t cpu[8];
 	double algbw, busbw;
@@ -736,6 +753,8 @@ static void profile_add(const struct run *ru, struct size_run *sr,
 		sr->nacks += reps[r].nacks;
 		sr->repairs += reps[r].repairs;
 		sr->slow += reps[r].slow;
+		sr->wakeups += reps[r].wakeups;
+		sr->tcpu_ns += reps[r].tcpu_ns;
 		sr->marked += reps[r].marked;
 		sr->cuts += reps[r].cuts;
 		sr->rates[r] = reps[r].rate;
@@ -958,6 +977,13 @@ static void print_profile(const struct run *ru, struct size_run *sr,
 		"trainers, %.3f%% of the frames the host "
 		"programs saw\n", (double)sr->slow / o->iters,
 		sr->hcnt ? 100.0 * sr->slow / sr->hcnt : 0.0);
+	/* the trainers' own share: what they spent and how often they
+	 * slept and woke (each wakeup a context switch on the cores the
+	 * softirqs need) */
+	fprintf(out, "#   trainers: %.1f cpu-ms and %.0f context switches "
+		"per op and rank (the process, user and system)\n",
+		sr->tcpu_ns / 1e6 / n / o->iters,
+		(double)sr->wakeups / n / o->iters);
 }
 
 static void print_footer(const struct run *ru, int err, FILE *out)
@@ -1146,7 +1172,8 @@ const struct opt bench_opt_table[] = {
 	{ OPT_FLAG, "profile", 'P', B_AT(profile),
 	  .help = "after each size: XDP runs per block and ns per run (kernel\n"
 		  "BPF statistics), conversion ns per element, CPU use,\n"
-		  "congestion control and repairs, the slow path's share" },
+		  "congestion control and repairs, the slow path's share,\n"
+		  "the trainers' CPU time and context switches" },
 	{ OPT_INT, "timeout", 't', "MS", B_AT(timeout_ms), .min = 1,
 	  .max = INT_MAX, .def = "10000",
 	  .help = "an allreduce fails after this long without progress\n"

@@ -286,6 +286,14 @@ static int collect(struct rinx_req *r)
  * it. Returns 1 when that was its last round. */
 static int round_close(struct rinx_req *r)
 {
+	struct rinx_comm *c = r->c;
+	__u64 t = now_ns();
+
+	if (r->nb && t > r->opened_at) {
+		__u64 per = (t - r->opened_at) / r->nb;
+
+		c->blk_ns = c->blk_ns ? (7 * c->blk_ns + per) / 8 : per;
+	}
 	r->done_vals += (size_t)r->nb * r->c->bval;
 	if (r->done_vals > r->count)
 		r->done_vals = r->count;
@@ -678,6 +686,32 @@ RINX_API int rinx_test(struct rinx_req *r)
 	return ret ? ret : 1;
 }
 
+/* How long an idle trainer of an unpaced round sleeps (a frame for its
+ * slow path wakes it sooner): a quarter of what the round still needs at
+ * the pace it has moved at here (the rounds before, until its first block
+ * is in), 20 to 400 us. On unlimited links the cores are the bottleneck and
+ * every wakeup is a context switch taken from the softirqs that move the
+ * frames: a fixed 20 us nap woke each trainer thousands of times per
+ * collective to find a block or two. Near the end of a round the naps
+ * shorten, and the last IDLE_NAP_TAIL blocks of a round (all of a small
+ * collective's, which are latency, not rate) are waited for as before, so
+ * the next round still opens promptly; the repair timers (2 ms and more)
+ * are not delayed beyond their own slack. */
+#define IDLE_NAP_TAIL	64
+static long idle_nap(const struct rinx_req *r)
+{
+	const struct rinx_comm *c = r->c;
+	__u64 t = now_ns(), per = c->blk_ns;
+	long nap;
+
+	if (r->nb - r->cursor < IDLE_NAP_TAIL)
+		return 20000;
+	if (r->cursor && t > r->opened_at)
+		per = (t - r->opened_at) / r->cursor;
+	nap = (long)(per * (r->nb - r->cursor) / 4);
+	return nap < 20000 ? 20000 : nap > 400000 ? 400000 : nap;
+}
+
 RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 {
 	struct rinx_comm *c;
@@ -725,10 +759,13 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 						    __ATOMIC_RELAXED);
 			__u32 burst = __atomic_load_n(&c->cursors[c->slot].burst,
 						      __ATOMIC_RELAXED);
-			long nap = gap ? (long)gap * (burst > 2 ? burst : 2) :
-					 20000;
+			long nap = (long)gap * (burst > 2 ? burst : 2);
 
-			nap_ns(nap < 20000 ? 20000 : nap > 200000 ? 200000 : nap);
+			if (gap)
+				nap_ns(nap < 20000 ? 20000 :
+				       nap > 200000 ? 200000 : nap);
+			else
+				rinx_c_x_sleep(c, idle_nap(r));
 		}
 		t = now_ns();
 		/* the communicator's timeout counts time without progress:

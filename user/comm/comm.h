@@ -218,6 +218,8 @@ struct rinx_comm {
 	 * finished here (the peers' conversion and scheduling), smoothed
 	 * over rounds; the first repair of a round waits longer than that */
 	__u64 open_lag;
+	__u64 blk_ns;		/* smoothed time per block of the rounds before:
+				 * how long an idle trainer may sleep (rinx_wait) */
 	struct cc {
 		__u64 t;		/* last update */
 		__u64 stored, marked;	/* cursor counts at t */
@@ -342,6 +344,7 @@ int rinx_c_xctx_has_job(const struct xctx *x, __u32 job);
 void rinx_c_x_reclaim(struct xctx *x);
 void rinx_c_x_refill(struct xctx *x);
 void rinx_c_x_kick(struct xctx *x);
+void rinx_c_x_sleep(struct rinx_comm *c, long ns);
 int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len);
 
 /* slow.c */

@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <endian.h>
@@ -201,19 +200,10 @@ static int ps_send(struct rinx_ps *ps, __u32 b, __u64 now)
  * a busy host. */
 static void ps_wait(struct rinx_comm *c, int paced)
 {
-	struct pollfd fds[XQ_MAX];
-	int q;
-
-	if (paced) {
+	if (paced)
 		nap_ns(20000);
-		return;
-	}
-	for (q = 0; q < c->x->nq; q++) {
-		fds[q].fd = xsk_socket__fd(c->x->q[q].xsk);
-		fds[q].events = POLLIN;
-		fds[q].revents = 0;
-	}
-	poll(fds, c->x->nq, 1);
+	else
+		rinx_c_x_sleep(c, 1000000);
 }
 
 static __u64 ps_rto(const struct rinx_ps *ps)

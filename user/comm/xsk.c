@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,6 +433,29 @@ void rinx_c_x_kick(struct xctx *x)
 		    errno != ENOBUFS)
 			return;
 	}
+}
+
+/* Sleeps up to `ns`, or until a frame reaches one of the communicator's
+ * sockets: the trainer's work then is a slow-path frame. A ringed
+ * communicator (its frames come through a BPF ring, submitted without a
+ * wakeup) naps 20 us at most, as every trainer did before. */
+void rinx_c_x_sleep(struct rinx_comm *c, long ns)
+{
+	struct timespec ts = { ns / 1000000000l, ns % 1000000000l };
+	struct pollfd fds[XQ_MAX];
+	struct xctx *x = c->x;
+	int q;
+
+	if (!x || x->ringed || !x->xsk) {
+		nap_ns(ns < 20000 ? ns : 20000);
+		return;
+	}
+	for (q = 0; q < x->nq; q++) {
+		fds[q].fd = xsk_socket__fd(x->q[q].xsk);
+		fds[q].events = POLLIN;
+		fds[q].revents = 0;
+	}
+	ppoll(fds, x->nq, &ts, NULL);
 }
 
 /* Queues frame `addr` of `len` bytes for transmit; 0 or -EAGAIN. */
