@@ -85,8 +85,11 @@ def parse_args():
                         "or every epoch")
     p.add_argument("--timeout-ms", type=int, default=20000,
                    help="rinx: bound of one allreduce")
-    p.add_argument("--osp-split", type=float, default=0.5,
-                   help="osp: share of the parameters in stage 1")
+    p.add_argument("--osp-split", type=split_arg, default=0.5,
+                   help="osp: share of the parameters in stage 1, or auto "
+                        "(stage 2 as large as the compute hides)")
+    p.add_argument("--osp-adapt-every", type=int, default=4,
+                   help="osp, split auto: steps between two choices")
     p.add_argument("--slow-rank", type=int, default=-1,
                    help="a straggler: this rank sleeps --slow-ms every "
                         "step between forward and backward pass")
@@ -249,7 +252,8 @@ def train(a, backend, comm, data, rank, world, pg=None):
             dist.broadcast(p.data, 0)
         model = net
         osp = rinx.osp.OSP(comm, net.parameters(), lr=a.lr, momentum=0.9,
-                           split=a.osp_split)
+                           split=a.osp_split,
+                           adapt_every=a.osp_adapt_every)
         opt = None
     else:
         model = DDP(net, bucket_cap_mb=a.bucket_mb,
@@ -356,6 +360,7 @@ def train(a, backend, comm, data, rank, world, pg=None):
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
                          "stage2_elements": osp.n2, "steps": osp.steps,
                          "corrections": osp.corrections,
+                         "splits": osp.splits,
                          "max_inflight": osp.max_inflight,
                          "grads_in_place": osp.grads_in_place}
     if comm is not None:
@@ -410,7 +415,8 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     osp = None
     if backend == "osp":
         osp = rinx.osp.OSP(comm, params, lr=a.lr, momentum=0.9,
-                           split=a.osp_split)
+                           split=a.osp_split,
+                           adapt_every=a.osp_adapt_every)
         # OSP keeps the gradients in a buffer of its own (the parameters'
         # .grad are its views): the device's gradient is copied into that
         flat_g = osp.flat_g
@@ -427,11 +433,10 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
         flat_g.copy_(base)               # the gradient out of the device
         t2 = time.perf_counter()
         if osp is not None:
-            if osp.fut is not None:
-                osp.fut.wait()           # stage 2 not hidden by compute
-            t3 = time.perf_counter()
             osp.step()
             t4 = t5 = time.perf_counter()
+            # the wait for stage 2 not hidden by compute, inside step()
+            t3 = t2 + osp.wait_s
         else:
             t3 = t2
             if backend == "gloo":
@@ -480,7 +485,8 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     if osp is not None:
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
                          "stage2_elements": osp.n2, "steps": osp.steps,
-                         "corrections": osp.corrections}
+                         "corrections": osp.corrections,
+                         "splits": osp.splits}
     if comm is not None and backend != "gloo":
         st = comm.stats()
         d = {k: st[k] - st0[k] for k in ("ops", "bytes", "timeouts",
@@ -582,6 +588,17 @@ def train_ps(a, backend, comm, data, rank, world):
         "straggler": a.straggler, "straggle_s": a.straggle_s,
         "seconds": wall, "sync": st,
     }
+
+
+def split_arg(v):
+    """--osp-split: a number or "auto"."""
+    if v == "auto":
+        return v
+    try:
+        return float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError("a number in (0, 1] or auto, "
+                                         "got %r" % v)
 
 
 def main():

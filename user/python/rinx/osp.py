@@ -33,6 +33,17 @@ leaving stage 2 nothing to overlap. Each step:
    with the next forward and backward pass) and meanwhile moves the stage-2
    parameters with this rank's local gradient (LGP).
 
+How much goes to stage 2 is the split. `split="auto"` lets OSP choose it:
+stage 2 as large as the next step's compute hides. Every `adapt_every`
+steps (after the first stage 2 is in) each rank proposes a size from what
+it measured (the time its caller spent outside `step()`, i.e. the forward
+and backward pass, against the time its last stage-2 sum took per
+element; a sum that was not done when the step began shrinks stage 2 by
+a third instead) and the ranks take the mean of the proposals (one small
+allreduce), so all split alike. Stage 1 keeps at least `min_split` of the
+elements; at most a doubling per adaptation. `resplit(n1)` sets it by
+hand (every rank, the same n1; checked).
+
 Consistency, given the gradients each rank computed: stage-1 parameters
 get the synchronous (BSP) update and are identical on every rank after every
 step; stage 2's agreed value (`synced()`) is identical on every rank and
@@ -40,20 +51,33 @@ trails the synchronous update by one step; the stage-2 parameters the next
 forward pass sees are one local-gradient step from it (staleness bound 1:
 at most one stage-2 sum in flight). After `finish()` everything is agreed.
 """
+import time
+
 import torch
 
-from . import Comm
+from . import Comm, _buffer
 from . import torch as rtorch
 
 __all__ = ["OSP"]
 
 
 class OSP:
-    def __init__(self, comm, params, lr, momentum=0.0, split=0.5):
+    def __init__(self, comm, params, lr, momentum=0.0, split=0.5,
+                 min_split=0.1, adapt_every=4):
         if not isinstance(comm, Comm):
             raise TypeError("rinx.osp: comm must be a rinx.Comm")
-        if not 0.0 < split <= 1.0:
-            raise ValueError("rinx.osp: split must be in (0, 1]")
+        self.auto = split == "auto"
+        if self.auto:
+            split = 0.5
+        elif isinstance(split, str) or not 0.0 < split <= 1.0:
+            raise ValueError("rinx.osp: split must be in (0, 1] or "
+                             "\"auto\", got %r" % (split,))
+        if not 0.0 < min_split <= 1.0:
+            raise ValueError("rinx.osp: min_split must be in (0, 1]")
+        if int(adapt_every) < 1:
+            raise ValueError("rinx.osp: adapt_every must be at least 1")
+        self.min_split = float(min_split)
+        self.adapt_every = int(adapt_every)
         self.comm = comm
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
@@ -68,8 +92,7 @@ class OSP:
         self.mu = float(momentum)
         total = sum(p.numel() for p in self.params)
         self.n = total
-        self.n1 = min(total, max(1, int(round(split * total))))
-        self.n2 = total - self.n1
+        self.n1min = min(total, max(1, int(round(self.min_split * total))))
         # One flat buffer each for the parameters and the gradients, the
         # parameters' and gradients' storage from now on (views into
         # them), so that a step works on them in place: flattening and
@@ -80,11 +103,19 @@ class OSP:
         # steps whose gradients were the buffer's views already (no copy)
         self.grads_in_place = 0
         self._gather_grads()    # gradients computed before keep their values
-        self.v1 = torch.zeros(self.n1)
-        self.v2 = torch.zeros(self.n2)
-        self.s2 = torch.empty(self.n2)      # stage-2 sum, in flight
-        self.base2 = torch.empty(self.n2)   # stage 2 before the local step
+        # velocity, stage-2 sum in flight and stage 2 before the local
+        # step: whole-size buffers, each stage a view (the split may move)
+        self.v = torch.zeros(total)
+        self._s2 = torch.empty(total)
+        self._base2 = torch.empty(total)
+        self._split_at(min(total, max(1, int(round(split * total)))))
         self.fut = None         # stage-2 gradient sum in flight
+        self.fut_n1 = 0         # the split it was started with
+        self.splits = []        # n1 of every step (auto: what was agreed)
+        self.wait_s = 0.0       # time the last step waited for stage 2
+        self._t_end = None      # when the last step() returned
+        self._s2_span = None    # (start, end) of the last stage-2 sum
+        self._t1 = 0.0          # the last stage-1 sum's time
         self.steps = 0
         self.started = 0        # stage-2 sums started
         self.corrections = 0    # stage-2 sums waited for and applied
@@ -156,20 +187,102 @@ class OSP:
         self.flat_g.zero_()
         self._grads_to_views()
 
+    def _split_at(self, n1):
+        self.n1 = n1
+        self.n2 = self.n - n1
+        self.v1 = self.v[:n1]
+        self.v2 = self.v[n1:]
+        self.s2 = self._s2[:self.n2]
+        self.base2 = self._base2[:self.n2]
+
     def _correct(self):
         """Stage 2 of the previous step: wait for the sum and apply it
-        from the state before the local step."""
+        from the state before the local step (at the split it was started
+        with)."""
+        self.wait_s = 0.0
         if self.fut is None:
             return
+        t = time.perf_counter()
         g = self.fut.wait()     # raises the rinx.Error that ended it
+        self.wait_s = time.perf_counter() - t
         self.fut = None
-        self.v2.mul_(self.mu).add_(g, alpha=1.0 / self.comm.size)
-        torch.add(self.base2, self.v2, alpha=-self.lr,
-                  out=self.flat_p[self.n1:])
+        n1 = self.fut_n1
+        v2 = self.v[n1:]
+        v2.mul_(self.mu).add_(g, alpha=1.0 / self.comm.size)
+        torch.add(self._base2[:self.n - n1], v2, alpha=-self.lr,
+                  out=self.flat_p[n1:])
         self.corrections += 1
 
+    def resplit(self, n1):
+        """Stage 1 holds the leading n1 elements from the next step on.
+        Collective: every rank calls it with the same n1 (checked: a
+        rinx.osp ValueError on every rank otherwise). Waits for the
+        stage-2 sum in flight and applies it first."""
+        n1 = int(n1)
+        if not 1 <= n1 <= self.n:
+            raise ValueError("rinx.osp: resplit: n1 must be in 1..%d, got %d"
+                             % (self.n, n1))
+        with torch.no_grad():
+            self._correct()
+        # equal on every rank iff, for each 10-bit digit x of n1,
+        # sum(x) = N x and sum(x^2) = N x^2 (then sum((x' - x)^2) = 0);
+        # digits keep every sum exact in int32 up to 2,048 ranks
+        digits = [(n1 >> s) & 1023 for s in (0, 10, 20)]
+        mine = digits + [d * d for d in digits]
+        t = torch.tensor(mine, dtype=torch.int32)
+        self.comm.allreduce(t)
+        k = self.comm.size
+        if t.tolist() != [k * x for x in mine]:
+            raise ValueError("rinx.osp: resplit: the ranks asked for "
+                             "different splits (this rank %d)" % n1)
+        self._split_at(n1)
+
+    @staticmethod
+    def auto_n2(n, n2, n1min, window_s, sum_s, sum_elems, hidden):
+        """The stage-2 size one rank proposes: as much as `window_s` (the
+        compute its caller did between two steps) hides at `sum_s` per
+        `sum_elems` elements (the last stage-2 sum, else stage 1), at
+        most double the current one; a third less when the last stage 2
+        was not done when the step began (hidden False). Between 0 and
+        n - n1min."""
+        top = n - n1min
+        if not hidden:
+            want = (2 * n2) // 3
+        elif sum_s <= 0 or sum_elems <= 0:
+            want = n2
+        else:
+            fit = int(0.85 * window_s * sum_elems / sum_s)
+            want = min(fit, max(2 * n2, n // 64))
+        return max(0, min(top, want))
+
+    def _adapt(self, t_start):
+        """split="auto": every adapt_every steps, the ranks agree on the
+        mean of their proposals."""
+        if not self.auto or self._t_end is None or \
+                self.steps % self.adapt_every:
+            return
+        window = t_start - self._t_end - self.wait_s
+        if self._s2_span is not None and self.n2:
+            s0, s1 = self._s2_span
+            hidden = self.wait_s < 0.001 and s1 <= t_start
+            prop = self.auto_n2(self.n, self.n2, self.n1min, window,
+                                s1 - s0, self.n2, hidden)
+        else:
+            prop = self.auto_n2(self.n, self.n2, self.n1min, window,
+                                self._t1, self.n1, True)
+        t = torch.tensor([prop // (1 << 15), prop % (1 << 15)],
+                         dtype=torch.int32)
+        self.comm.allreduce(t)
+        k = self.comm.size
+        n2 = (int(t[0]) * (1 << 15) + int(t[1])) // k
+        self._split_at(self.n - max(0, min(self.n - self.n1min, n2)))
+
     def step(self):
-        self._correct()
+        t_start = time.perf_counter()
+        with torch.no_grad():
+            self._correct()
+        self._adapt(t_start)
+        self.splits.append(self.n1)
         self.steps += 1
         g = self._gather_grads()
         p = self.flat_p
@@ -177,10 +290,14 @@ class OSP:
             # stage 1: what the next forward needs first, synchronously,
             # summed in place in the gradient buffer
             g1 = g[:self.n1]
+            t = time.perf_counter()
             self.comm.allreduce(g1)
+            self._t1 = time.perf_counter() - t
             self.v1.mul_(self.mu).add_(g1, alpha=1.0 / self.comm.size)
             p[:self.n1].add_(self.v1, alpha=-self.lr)
             if not self.n2:
+                self._s2_span = None
+                self._t_end = time.perf_counter()
                 return
             # stage 2: its sum in the background (own buffer: the next
             # backward pass writes the gradients); meanwhile the local
@@ -188,14 +305,27 @@ class OSP:
             g2 = g[self.n1:]
             self.s2.copy_(g2)
             self.base2.copy_(p[self.n1:])
-            self.fut = rtorch.allreduce_future(self.comm, self.s2,
-                                               average=False)
+            self.fut = self._start_s2(self.s2)
+            self.fut_n1 = self.n1
             self.started += 1
             self.max_inflight = max(self.max_inflight,
                                     self.started - self.corrections)
             p2 = p[self.n1:]
             p2.add_(self.v2, alpha=-self.lr * self.mu)
             p2.add_(g2, alpha=-self.lr)
+        self._t_end = time.perf_counter()
+
+    def _start_s2(self, buf):
+        """The stage-2 sum in the communicator's worker thread, timed
+        (when it ran, not when it was queued)."""
+        _buffer(buf, "rinx.osp")
+
+        def run():
+            t0 = time.perf_counter()
+            self.comm.allreduce(buf)
+            self._s2_span = (t0, time.perf_counter())
+            return buf
+        return rtorch._pipe(self.comm).submit_fn(run)
 
     def finish(self):
         """Waits for the last stage 2 and corrects: afterwards every

@@ -383,13 +383,36 @@ def phase_osp(comm):
         return np.random.default_rng([seed, r, 7]).standard_normal(
             n).astype(np.float32)
 
-    for split, n1 in ((0.75, 300), (0.5, 200)):
+    # the auto split's proposal (n, n2, n1min, window, sum time, its
+    # elements, hidden) -> n2: fits, capped at double, clamped, shrinks
+    for args, want in (((10000, 1000, 1000, 1.0, 0.5, 1000, True), 1700),
+                       ((10000, 1000, 1000, 10.0, 0.5, 1000, True), 2000),
+                       ((10000, 8000, 1000, 10.0, 0.5, 1000, True), 9000),
+                       ((10000, 900, 1000, 1.0, 0.5, 1000, False), 600),
+                       ((10000, 0, 1000, 0.5, 0.1, 10000, True), 156),
+                       ((10000, 1000, 1000, 0.0, 0.5, 1000, True), 0)):
+        got = rinx.osp.OSP.auto_n2(*args)
+        check("osp auto_n2%r = %d" % (args, want), got == want,
+              "got %d" % got)
+    # (split, stage-1 size per step: resplit before the step where it
+    # differs; auto: whatever the ranks agree on)
+    for split, n1s in ((0.75, (300, 300, 300)), (0.5, (200, 200, 200)),
+                       (0.5, (200, 300, 100)), ("auto", None)):
         a = torch.nn.Parameter(torch.from_numpy(nrm(60, 0, 300)))
         b = torch.nn.Parameter(torch.from_numpy(nrm(61, 0, 100)))
-        osp = rinx.osp.OSP(comm, [a, b], lr=lr, momentum=mu, split=split)
-        check("osp split %.2f: the leading %d of 400 elements in stage 1"
-              % (split, n1), osp.n1 == n1 and osp.n2 == 400 - n1,
-              "%d + %d" % (osp.n1, osp.n2))
+        osp = rinx.osp.OSP(comm, [a, b], lr=lr, momentum=mu, split=split,
+                           adapt_every=1)
+        n1 = osp.n1
+        if n1s is None:
+            split = "auto"
+        else:
+            if n1s[0] == n1s[-1]:
+                split = "%.2f" % split
+            else:
+                split = "%.2f, moved to %s" % (split, n1s[1:])
+            check("osp split %s: the leading %d of 400 elements in stage 1"
+                  % (split, n1s[0]), osp.n1 == n1s[0] and
+                  osp.n2 == 400 - n1s[0], "%d + %d" % (osp.n1, osp.n2))
         ref = np.concatenate([a.detach().numpy(),
                               b.detach().numpy()]).astype(np.float64)
         vel = np.zeros(400)
@@ -417,7 +440,10 @@ def phase_osp(comm):
                 a.grad = torch.from_numpy(g32[:300].copy())
                 b.grad = torch.from_numpy(g32[300:].copy())
             prev = ref.copy()
+            if n1s is not None and n1s[t] != osp.n1:
+                osp.resplit(n1s[t])
             osp.step()
+            n1 = osp.splits[-1]
             vel = mu * vel + np.mean(gs, axis=0)
             ref = ref - lr * vel
             # after step t: stage 1 as BSP; stage 2's agreed value is BSP
@@ -435,32 +461,61 @@ def phase_osp(comm):
             worst = max(worst, e0, e1, e2, e3)
             ok_sync = ok_sync and e0 <= tol and e1 <= tol and e2 <= tol
             ok_lgp = ok_lgp and e3 <= tol
-        check("osp split %.2f: stage 1 and the agreed stage 2 equal BSP "
+        check("osp split %s: stage 1 and the agreed stage 2 equal BSP "
               "after every step" % split, ok_sync,
               "worst %.3g, tolerance %.3g" % (worst, tol))
-        check("osp split %.2f: stage 2 runs one local-gradient step ahead "
+        check("osp split %s: stage 2 runs one local-gradient step ahead "
               "(LGP)" % split, ok_lgp,
               "worst %.3g, tolerance %.3g" % (worst, tol))
-        check("osp split %.2f: staleness bound: each step started a "
+        staged = sum(x < 400 for x in osp.splits)   # steps with stage 2
+        if n1s is not None:
+            staged = steps if staged == steps else -1
+        check("osp split %s: staleness bound: each step started a "
               "stage-2 sum after applying the one before, one in flight "
-              "at most" % split, osp.started == steps and
-              osp.corrections == steps - 1 and osp.max_inflight == 1 and
-              osp.fut is not None, "%d started, %d applied, at most %d in "
-              "flight" % (osp.started, osp.corrections, osp.max_inflight))
-        check("osp split %.2f: the step of in-place gradients copied "
+              "at most" % split, osp.started == staged and
+              osp.corrections == staged - (osp.splits[-1] < 400) and
+              osp.max_inflight == (staged > 0) and
+              (osp.fut is not None) == (osp.splits[-1] < 400),
+              "%d started of %d, %d applied, at most %d in flight" % (
+                  osp.started, staged, osp.corrections, osp.max_inflight))
+        check("osp split %s: the step of in-place gradients copied "
               "none, the assigned ones were copied" % split,
               osp.grads_in_place == 1, "%d steps in place of %d"
               % (osp.grads_in_place, steps))
         osp.finish()
         now = np.concatenate([a.detach().numpy(), b.detach().numpy()])
         e = np.max(np.abs(now - ref))
-        check("osp split %.2f: after finish() every parameter equals BSP"
+        check("osp split %s: after finish() every parameter equals BSP"
               % split, e <= tol and osp.fut is None and
-              osp.corrections == steps,
+              osp.corrections == staged,
               "worst %.3g, tolerance %.3g, %d corrections" % (
                   e, tol, osp.corrections))
+        if n1s is None:
+            # the ranks agreed on every split (resplit checks it) and
+            # the steps used it
+            try:
+                osp.resplit(osp.n1)
+                agreed = True
+            except ValueError as e:
+                agreed = str(e)
+            check("osp split auto: every rank took the same split, %s"
+                  % osp.splits, agreed is True and len(osp.splits) == steps,
+                  agreed)
+            continue
+        if n1s[0] != n1s[-1]:
+            continue
         print("digest\tosp%d\t%s" % (n1, digest(osp.synced().numpy())),
               flush=True)
+    # a resplit the ranks disagree on fails on every rank
+    a = torch.nn.Parameter(torch.from_numpy(nrm(60, 0, 300)))
+    osp = rinx.osp.OSP(comm, [a], lr=lr, momentum=mu)
+    try:
+        osp.resplit(100 + RANK)
+        err = "no error"
+    except ValueError as e:
+        err = str(e)
+    check("osp resplit to different splits fails on every rank",
+          "different splits" in err, err)
 
 
 def phase_closed(comm, spec, job):
