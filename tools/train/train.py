@@ -41,7 +41,12 @@ a synthetic gradient of --grad-params values (a ResNet-18's 11.7 M by
 default), so the host CPU does only what it does beside a GPU (the
 synchronization and the update). Every output of such a run says that its
 compute is emulated, and it has no accuracy (backends rinx, rinx-backend,
-osp, gloo; --steps steps, 10 by default).
+osp, gloo; --steps steps, 10 by default). With --device-gbps B the
+optimizer's passes over the parameters (BSP's momentum update; OSP's
+updates, correction, stage-2 copies and local step) and the gradient's
+copy out of the device (--pcie-gbps) are the accelerator's too: each
+sleeps its bytes at that bandwidth, the parameters stay where they are,
+and the ranks' last sums are compared instead.
 
 Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
 every epoch, final loss, steps, seconds per step, parameter digest, and for
@@ -120,6 +125,13 @@ def parse_args():
                         "twice that) and takes a synthetic gradient of "
                         "--grad-params values; backends rinx, osp, gloo "
                         "and rinx-backend; no accuracy (0: real compute)")
+    p.add_argument("--device-gbps", type=float, default=0.0,
+                   help="with --compute-ms: the optimizer's passes run on "
+                        "the emulated accelerator at this memory "
+                        "bandwidth in GB/s, slept (0: on the host)")
+    p.add_argument("--pcie-gbps", type=float, default=25.0,
+                   help="with --device-gbps: the gradient's copy out of "
+                        "the device at this rate in GB/s, slept")
     p.add_argument("--grad-params", type=int, default=11689512,
                    help="with --compute-ms: parameters of the emulated "
                         "model (default: a ResNet-18's 11,689,512)")
@@ -360,7 +372,7 @@ def train(a, backend, comm, data, rank, world, pg=None):
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
                          "stage2_elements": osp.n2, "steps": osp.steps,
                          "corrections": osp.corrections,
-                         "splits": osp.splits,
+                         "splits": osp.splits if osp.auto else None,
                          "max_inflight": osp.max_inflight,
                          "grads_in_place": osp.grads_in_place}
     if comm is not None:
@@ -373,9 +385,45 @@ def train(a, backend, comm, data, rank, world, pg=None):
 
 
 def emulated_note(a):
-    return ("compute emulated: %g ms per step slept (no model on the "
+    note = ("compute emulated: %g ms per step slept (no model on the "
             "host), %d-parameter synthetic gradient" % (a.compute_ms,
                                                          a.grad_params))
+    if a.device_gbps > 0:
+        note += ("; optimizer passes on the emulated device at %g GB/s "
+                 "and the gradient's copy out at %g GB/s, slept"
+                 % (a.device_gbps, a.pcie_gbps))
+    return note
+
+
+def device_sleep(elems, accesses, gbps):
+    """An emulated accelerator's memory pass: `accesses` reads or writes
+    of `elems` float32 values at `gbps` GB/s."""
+    time.sleep(elems * 4 * accesses / (gbps * 1e9))
+
+
+def device_osp(gbps):
+    """rinx.osp.OSP whose tensor work besides the sums runs on the emulated
+    accelerator: every pass sleeps (reads and writes of the elements at
+    gbps); the parameters do not move. The buffer stage 2 travels in gets
+    the gradient once, then carries its own sums again."""
+    import rinx.osp
+
+    class DeviceOSP(rinx.osp.OSP):
+        def _apply1(self, g1):              # v = mu v + g / N; p -= lr v
+            device_sleep(self.n1, 8, gbps)
+
+        def _apply2(self, g, n1):           # v and p from base2
+            device_sleep(self.n - n1, 8, gbps)
+
+        def _stage2_copy(self, g2):         # s2 and base2
+            if not getattr(self, "_s2_filled", False):
+                self._s2.copy_(self.flat_g)
+                self._s2_filled = True
+            device_sleep(self.n2, 4, gbps)
+
+        def _local_step(self, g2):          # p -= lr (mu v + g)
+            device_sleep(self.n2, 6, gbps)
+    return DeviceOSP
 
 
 def train_emulated(a, backend, comm, rank, world, pg=None):
@@ -413,8 +461,10 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     compute_s = a.compute_ms / 1000 + straggle
     a.straggle_s = a.compute_ms / 1000 if a.straggler >= 0 else 0.0
     osp = None
+    dev = a.device_gbps > 0
     if backend == "osp":
-        osp = rinx.osp.OSP(comm, params, lr=a.lr, momentum=0.9,
+        cls = device_osp(a.device_gbps) if dev else rinx.osp.OSP
+        osp = cls(comm, params, lr=a.lr, momentum=0.9,
                            split=a.osp_split,
                            adapt_every=a.osp_adapt_every)
         # OSP keeps the gradients in a buffer of its own (the parameters'
@@ -430,7 +480,10 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
         t = time.perf_counter()
         time.sleep(compute_s)            # the accelerator's fwd + bwd
         t1 = time.perf_counter()
-        flat_g.copy_(base)               # the gradient out of the device
+        if dev and step:                 # the gradient out of the device
+            device_sleep(n, 1, a.pcie_gbps)
+        else:
+            flat_g.copy_(base)
         t2 = time.perf_counter()
         if osp is not None:
             osp.step()
@@ -446,9 +499,12 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
             else:
                 comm.allreduce(flat_g)
             t4 = time.perf_counter()
-            with torch.no_grad():
-                vel.mul_(0.9).add_(flat_g, alpha=1.0 / world)
-                flat_p.sub_(vel, alpha=a.lr)
+            if dev:
+                device_sleep(n, 8, a.device_gbps)
+            else:
+                with torch.no_grad():
+                    vel.mul_(0.9).add_(flat_g, alpha=1.0 / world)
+                    flat_p.sub_(vel, alpha=a.lr)
             t5 = time.perf_counter()
         t_sleep += t1 - t
         t_copy += t2 - t1
@@ -458,10 +514,18 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     wall = time.perf_counter() - t0
     if osp is not None:
         osp.finish()
-    same, digs = same_everywhere(params, world)
+    if dev:
+        # the parameters did not move: the last sums must agree (OSP:
+        # stage 1's in the gradient buffer, stage 2's in its own)
+        last = [flat_g] if osp is None else \
+            [flat_g[:osp.n1], osp._s2[:osp.n2]]
+        same, digs = same_everywhere(last, world)
+    else:
+        same, digs = same_everywhere(params, world)
     if not same:
-        print("train: %s: rank %d: parameters differ between ranks after "
-              "%d emulated steps: %s" % (backend, rank, steps, digs),
+        print("train: %s: rank %d: %s differ between ranks after "
+              "%d emulated steps: %s" % (backend, rank, "the last sums" if
+                                         dev else "parameters", steps, digs),
               file=sys.stderr)
         sys.exit(3)
     ms = lambda x: x * 1000 / steps  # noqa: E731
@@ -486,7 +550,7 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
                          "stage2_elements": osp.n2, "steps": osp.steps,
                          "corrections": osp.corrections,
-                         "splits": osp.splits}
+                         "splits": osp.splits if osp.auto else None}
     if comm is not None and backend != "gloo":
         st = comm.stats()
         d = {k: st[k] - st0[k] for k in ("ops", "bytes", "timeouts",

@@ -36,12 +36,12 @@ leaving stage 2 nothing to overlap. Each step:
 How much goes to stage 2 is the split. `split="auto"` lets OSP choose it:
 stage 2 as large as the next step's compute hides. Every `adapt_every`
 steps (after the first stage 2 is in) each rank proposes a size from what
-it measured (the time its caller spent outside `step()`, i.e. the forward
-and backward pass, against the time its last stage-2 sum took per
-element; a sum that was not done when the step began shrinks stage 2 by
-a third instead) and the ranks take the mean of the proposals (one small
-allreduce), so all split alike. Stage 1 keeps at least `min_split` of the
-elements; at most a doubling per adaptation. `resplit(n1)` sets it by
+it measured (85% of what the time its caller spent outside `step()`,
+i.e. the forward and backward pass, hides at the time its last stage-2
+sum took per element; no growth after a sum that was not done when the
+step began; at most a doubling; half the way there) and the ranks take
+the mean of the proposals (one small allreduce), so all split alike.
+Stage 1 keeps at least `min_split` of the elements. `resplit(n1)` sets it by
 hand (every rank, the same n1; checked).
 
 Consistency, given the gradients each rank computed: stage-1 parameters
@@ -203,14 +203,12 @@ class OSP:
         if self.fut is None:
             return
         t = time.perf_counter()
-        g = self.fut.wait()     # raises the rinx.Error that ended it
+        # raises the rinx.Error that ended it
+        g, s0, s1 = self.fut.wait()
         self.wait_s = time.perf_counter() - t
+        self._s2_span = (s0, s1)
         self.fut = None
-        n1 = self.fut_n1
-        v2 = self.v[n1:]
-        v2.mul_(self.mu).add_(g, alpha=1.0 / self.comm.size)
-        torch.add(self._base2[:self.n - n1], v2, alpha=-self.lr,
-                  out=self.flat_p[n1:])
+        self._apply2(g, self.fut_n1)
         self.corrections += 1
 
     def resplit(self, n1):
@@ -239,21 +237,22 @@ class OSP:
 
     @staticmethod
     def auto_n2(n, n2, n1min, window_s, sum_s, sum_elems, hidden):
-        """The stage-2 size one rank proposes: as much as `window_s` (the
+        """The stage-2 size one rank proposes: 85% of what `window_s` (the
         compute its caller did between two steps) hides at `sum_s` per
-        `sum_elems` elements (the last stage-2 sum, else stage 1), at
-        most double the current one; a third less when the last stage 2
-        was not done when the step began (hidden False). Between 0 and
-        n - n1min."""
-        top = n - n1min
-        if not hidden:
-            want = (2 * n2) // 3
-        elif sum_s <= 0 or sum_elems <= 0:
+        `sum_elems` elements (the last stage-2 sum, else stage 1's), at
+        most double the current size (n/64 from none), never more when
+        the last stage 2 was not done as the step began (hidden False);
+        half the way from the current size there (the times are noisy).
+        Between 0 and n - n1min."""
+        if sum_s <= 0 or sum_elems <= 0:
             want = n2
         else:
             fit = int(0.85 * window_s * sum_elems / sum_s)
             want = min(fit, max(2 * n2, n // 64))
-        return max(0, min(top, want))
+            if not hidden:
+                want = min(want, n2)
+        want = n2 + (want - n2) // 2
+        return max(0, min(n - n1min, want))
 
     def _adapt(self, t_start):
         """split="auto": every adapt_every steps, the ranks agree on the
@@ -285,7 +284,6 @@ class OSP:
         self.splits.append(self.n1)
         self.steps += 1
         g = self._gather_grads()
-        p = self.flat_p
         with torch.no_grad():
             # stage 1: what the next forward needs first, synchronously,
             # summed in place in the gradient buffer
@@ -293,8 +291,7 @@ class OSP:
             t = time.perf_counter()
             self.comm.allreduce(g1)
             self._t1 = time.perf_counter() - t
-            self.v1.mul_(self.mu).add_(g1, alpha=1.0 / self.comm.size)
-            p[:self.n1].add_(self.v1, alpha=-self.lr)
+            self._apply1(g1)
             if not self.n2:
                 self._s2_span = None
                 self._t_end = time.perf_counter()
@@ -303,29 +300,60 @@ class OSP:
             # backward pass writes the gradients); meanwhile the local
             # gradient (LGP) from the agreed velocity
             g2 = g[self.n1:]
-            self.s2.copy_(g2)
-            self.base2.copy_(p[self.n1:])
+            self._stage2_copy(g2)
             self.fut = self._start_s2(self.s2)
             self.fut_n1 = self.n1
             self.started += 1
             self.max_inflight = max(self.max_inflight,
                                     self.started - self.corrections)
-            p2 = p[self.n1:]
-            p2.add_(self.v2, alpha=-self.lr * self.mu)
-            p2.add_(g2, alpha=-self.lr)
+            self._local_step(g2)
         self._t_end = time.perf_counter()
+
+    # The tensor work of a step, apart from the sums: on the host here;
+    # a subclass may run it elsewhere (the example's emulated accelerator
+    # models it as device time).
+
+    def _apply1(self, g1):
+        """Stage 1's synchronous update from its sum."""
+        self.v1.mul_(self.mu).add_(g1, alpha=1.0 / self.comm.size)
+        self.flat_p[:self.n1].add_(self.v1, alpha=-self.lr)
+
+    def _apply2(self, g, n1):
+        """The correction: stage 2 (from n1 on) from its state before the
+        local step, with its sum g."""
+        v2 = self.v[n1:]
+        v2.mul_(self.mu).add_(g, alpha=1.0 / self.comm.size)
+        torch.add(self._base2[:self.n - n1], v2, alpha=-self.lr,
+                  out=self.flat_p[n1:])
+
+    def _stage2_copy(self, g2):
+        """Stage 2's gradient into the buffer that travels, its
+        parameters into the state the correction starts from."""
+        self.s2.copy_(g2)
+        self.base2.copy_(self.flat_p[self.n1:])
+
+    def _local_step(self, g2):
+        """LGP: stage 2 moves by this rank's own gradient, with the
+        agreed velocity."""
+        p2 = self.flat_p[self.n1:]
+        p2.add_(self.v2, alpha=-self.lr * self.mu)
+        p2.add_(g2, alpha=-self.lr)
 
     def _start_s2(self, buf):
         """The stage-2 sum in the communicator's worker thread, timed
-        (when it ran, not when it was queued)."""
+        (when it ran, not when it was queued); the future's value is
+        (buf, start, end). The closure holds the communicator and the
+        buffer only: one that held the OSP object (its parameters) kept
+        them alive in the worker thread until the interpreter's exit,
+        where freeing them aborted the process."""
         _buffer(buf, "rinx.osp")
+        comm = self.comm
 
         def run():
             t0 = time.perf_counter()
-            self.comm.allreduce(buf)
-            self._s2_span = (t0, time.perf_counter())
-            return buf
-        return rtorch._pipe(self.comm).submit_fn(run)
+            comm.allreduce(buf)
+            return buf, t0, time.perf_counter()
+        return rtorch._pipe(comm).submit_fn(run)
 
     def finish(self):
         """Waits for the last stage 2 and corrects: afterwards every

@@ -69,8 +69,13 @@ class _Pipe:
                 res = fn()
             except BaseException as e:  # handed to the waiter, not lost
                 fut.set_exception(e)
+                del item, fn, fut, e
                 continue
             fut.set_result(res)
+            # nothing of the last job stays referenced by this thread's
+            # frame until the interpreter exits (where freeing tensors
+            # of a model aborted the process)
+            del item, fn, fut, res
 
 
 _pipes = {}

@@ -384,13 +384,15 @@ def phase_osp(comm):
             n).astype(np.float32)
 
     # the auto split's proposal (n, n2, n1min, window, sum time, its
-    # elements, hidden) -> n2: fits, capped at double, clamped, shrinks
-    for args, want in (((10000, 1000, 1000, 1.0, 0.5, 1000, True), 1700),
-                       ((10000, 1000, 1000, 10.0, 0.5, 1000, True), 2000),
+    # elements, hidden) -> n2: half the way to what fits, growth capped
+    # at double, clamped, no growth after an overrun
+    for args, want in (((10000, 1000, 1000, 1.0, 0.5, 1000, True), 1350),
+                       ((10000, 1000, 1000, 10.0, 0.5, 1000, True), 1500),
                        ((10000, 8000, 1000, 10.0, 0.5, 1000, True), 9000),
-                       ((10000, 900, 1000, 1.0, 0.5, 1000, False), 600),
-                       ((10000, 0, 1000, 0.5, 0.1, 10000, True), 156),
-                       ((10000, 1000, 1000, 0.0, 0.5, 1000, True), 0)):
+                       ((10000, 900, 1000, 0.3, 0.5, 1000, False), 705),
+                       ((10000, 900, 1000, 1.0, 0.5, 1000, False), 900),
+                       ((10000, 0, 1000, 0.5, 0.1, 10000, True), 78),
+                       ((10000, 1000, 1000, 0.0, 0.5, 1000, True), 500)):
         got = rinx.osp.OSP.auto_n2(*args)
         check("osp auto_n2%r = %d" % (args, want), got == want,
               "got %d" % got)
