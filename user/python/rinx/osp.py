@@ -40,7 +40,8 @@ it measured (85% of what the time its caller spent outside `step()`,
 i.e. the forward and backward pass, hides at the time its last stage-2
 sum took per element; no growth after a sum that was not done when the
 step began; at most a doubling; half the way there) and the ranks take
-the mean of the proposals (one small allreduce), so all split alike.
+the largest proposal (in 256ths of the elements: one allreduce of a
+histogram), so all split alike, and a straggler's long compute counts.
 Stage 1 keeps at least `min_split` of the elements. `resplit(n1)` sets it by
 hand (every rank, the same n1; checked).
 
@@ -59,6 +60,8 @@ from . import Comm, _buffer
 from . import torch as rtorch
 
 __all__ = ["OSP"]
+
+AUTO_LEVELS = 256       # split="auto": proposals in 256ths of the elements
 
 
 class OSP:
@@ -256,7 +259,10 @@ class OSP:
 
     def _adapt(self, t_start):
         """split="auto": every adapt_every steps, the ranks agree on the
-        mean of their proposals."""
+        largest of their proposals, in 256ths of the elements (one
+        allreduce of a histogram): a straggler's long compute hides a
+        stage 2 the other ranks' shorter one does not, and they wait for
+        the straggler in stage 1 anyway."""
         if not self.auto or self._t_end is None or \
                 self.steps % self.adapt_every:
             return
@@ -269,11 +275,15 @@ class OSP:
         else:
             prop = self.auto_n2(self.n, self.n2, self.n1min, window,
                                 self._t1, self.n1, True)
-        t = torch.tensor([prop // (1 << 15), prop % (1 << 15)],
-                         dtype=torch.int32)
-        self.comm.allreduce(t)
-        k = self.comm.size
-        n2 = (int(t[0]) * (1 << 15) + int(t[1])) // k
+        hist = torch.zeros(AUTO_LEVELS + 1, dtype=torch.int32)
+        hist[prop * AUTO_LEVELS // self.n] = 1
+        self.comm.allreduce(hist)
+        if int(hist.sum()) != self.comm.size:
+            raise RuntimeError("rinx.osp: split proposals of %d ranks "
+                               "summed to %d" % (self.comm.size,
+                                                 int(hist.sum())))
+        level = int(torch.nonzero(hist)[-1])
+        n2 = level * self.n // AUTO_LEVELS
         self._split_at(self.n - max(0, min(self.n - self.n1min, n2)))
 
     def step(self):
