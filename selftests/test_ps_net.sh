@@ -22,7 +22,12 @@
 # (ps_push), pulls (ps_pull) and, with faults, the duplicates it refused to
 # add (ps_dup). Training: least squares with real gradients, ASP and SSP
 # on the store: the loss below 1% of its start, every rank's final
-# parameters identical.
+# parameters identical. Refusals: a push past the bound (ps_stale) and a
+# push of a worker of another job (drop_token) counted by the server and
+# leaving the store as it was. InHAD on the store (the racks as groups,
+# their agents 0 and 2 the store's workers): converges, members
+# bit-identical after every step, the store never k or more iterations
+# behind a group, no pull answered past the bound.
 #
 #   selftests/test_ps_net.sh [builddir]
 #

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """One rank of the test of the parameter server on rinx's data plane
-(rinx.ps, and rinx.sync's ASP and SSP on it); selftests/test_ps.sh runs one
+(rinx.ps, and rinx.sync's ASP, SSP and InHAD on it; a push past the bound
+and one of another job's worker refused); selftests/test_ps_net.sh runs one
 per host namespace through tools/train/run.sh, with and without injected
 loss and duplication. Every check prints
 
