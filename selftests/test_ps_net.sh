@@ -103,8 +103,8 @@ sitting() {
 			}
 		}' "$out")
 	tap_checks "" "$checks"
-	[ "$nchecks" -eq 21 ]
-	ok $? "$tag: every check reported ($nchecks of 21)"
+	[ "$nchecks" -eq 22 ]
+	ok $? "$tag: every check reported ($nchecks of 22)"
 	ndig=$(grep -E $'^\\[rank [0-3]\\] digest\t' "$out" |
 		awk -F'\t' '{ n[$2]++; d[$2 "\t" $3] = 1 }
 			END { k = 0; for (y in d) k++; m = 0

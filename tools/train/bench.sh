@@ -11,6 +11,7 @@
 #                        [--racks R] [--ina KIND] [--rate MBIT]
 #                        [--window N] [--jobs N]
 #                        [--backends LIST] [--no-straggler]
+#                        [--only-straggler]
 #                        [-- train.py options]
 #
 #   --hosts N       ranks, one per host of a fresh testbed (default 4)
@@ -25,6 +26,7 @@
 #                   also asp-xdp, ssp-xdp, inhad-xdp: the PS on rinx's
 #                   data plane)
 #   --no-straggler  only the case without a straggler
+#   --only-straggler  only the case with the straggler
 #   --epochs E      epochs of every run (default 10)
 #   --repeat K      sittings per case; the table takes the median (default 1)
 #   --straggler R   the slow rank of the straggler case (default: the last)
@@ -79,6 +81,7 @@ while [ $# -gt 0 ]; do
 	--jobs) tb+=(--jobs "${2:?}"); shift 2 ;;
 	--backends) backends=${2:?}; shift 2 ;;
 	--no-straggler) cases=none; shift ;;
+	--only-straggler) cases=slow; shift ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
 	*) echo "bench.sh: unknown option $1" >&2; usage ;;
@@ -100,6 +103,7 @@ spec=/run/rinx-testbed/$prefix.spec
 for ((k = 1; k <= repeat; k++)); do
 	ss=(-1 "$slow")
 	[ $cases = none ] && ss=(-1)
+	[ $cases = slow ] && ss=("$slow")
 	for s in "${ss[@]}"; do
 		echo "# sitting $k, straggler $s" >&2
 		log=$(mktemp)

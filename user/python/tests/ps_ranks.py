@@ -224,6 +224,11 @@ def inhad_phase(tag, job, steps, k=2, s=1):
     mine = slice(RANK * 64, RANK * 64 + 64)
     model = torch.nn.Linear(64, 1, bias=False)
     world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
+    raises("%s inhad: a bound below pull_every - 1 raises ValueError" % tag,
+           ValueError, lambda: rs.InHAD(
+               world, model.parameters(), lr=0.1, staleness=1,
+               pull_every=3, transport="xdp", group_job=job + 2,
+               ps_job=job + 6), "pull_every")
     sync = rs.InHAD(world, model.parameters(), lr=0.1, momentum=0.5,
                     staleness=s, pull_every=k, transport="xdp",
                     total=steps * N, group_job=job + 1, ps_job=job + 5)
