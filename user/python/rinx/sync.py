@@ -1065,6 +1065,15 @@ class InHAD(_PSMode):
             raise ValueError("%s: pull_every must be an integer >= 1" % op)
         if not isinstance(comm, Comm):
             raise TypeError("%s: comm must be a rinx.Comm" % op)
+        # before any communicator opens: a rank that raises after its
+        # open may leave the others waiting for its part of the open
+        if (kw.get("transport") or os.environ.get("RINX_PS", "tcp")) == \
+                "xdp" and staleness < pull_every - 1:
+            raise ValueError("%s: with transport='xdp' staleness (%s) must "
+                             "be >= pull_every - 1 (%d): the store counts a "
+                             "group's iterations by its pushes, %d at a "
+                             "time" % (op, staleness, pull_every - 1,
+                                       pull_every))
         size = comm.size
         if groups is None:
             if group_size:
@@ -1183,11 +1192,6 @@ class InHAD(_PSMode):
         from . import ps as _ps
         k = self.pull_every
         s = self.staleness
-        if s < k - 1:
-            raise ValueError("%s: with transport='xdp' staleness (%d) must "
-                             "be >= pull_every - 1 (%d): the store counts a "
-                             "group's iterations by its pushes, %d at a "
-                             "time" % (self._op, s, k - 1, k))
         self.lr = float(lr)
         self.scale = None if scale is None else float(scale)
         self.total = total
