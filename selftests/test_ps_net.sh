@@ -22,7 +22,12 @@
 # (ps_push), pulls (ps_pull) and, with faults, the duplicates it refused to
 # add (ps_dup). Training: least squares with real gradients, ASP and SSP
 # on the store: the loss below 1% of its start, every rank's final
-# parameters identical.
+# parameters identical. Refusals: a push past the bound (ps_stale) and a
+# push of a worker of another job (drop_token) counted by the server and
+# leaving the store as it was. InHAD on the store (the racks as groups,
+# their agents 0 and 2 the store's workers): converges, members
+# bit-identical after every step, the store never k or more iterations
+# behind a group, no pull answered past the bound.
 #
 #   selftests/test_ps_net.sh [builddir]
 #
@@ -41,6 +46,7 @@ run=$root/tools/train/run.sh
 P=${RINX_TEST_NS:-}${RINX_NS_PREFIX:-hp}$$	# unique: runs can overlap
 STEPS=30
 NB=3			# blocks of the test's stores (2,000 values)
+INHAD_STEPS=120		# steps of each rank in InHAD's training (k = 2)
 n=0
 fail=0
 logs=
@@ -67,15 +73,16 @@ print(c.get(sys.argv[1], 0))' "$1"
 
 # one sitting: TAG, then the ranks' checks and the server's counters
 sitting() {
-	local tag=$1 j=$2 push0 pull0 dup0 out rc checks ndig
+	local tag=$1 j=$2 push0 pull0 dup0 stale0 tok0 out rc checks ndig
 	push0=$(counter ps_push) pull0=$(counter ps_pull) dup0=$(counter ps_dup)
+	stale0=$(counter ps_stale) tok0=$(counter drop_token)
 	out=$logs/$tag.out
 	RINX_JOB=$j timeout -k 5 240 "$run" --spec "$spec" --build "$build" \
 		--time 220 --logs "$logs/$tag" \
 		--script "$root/user/python/tests/ps_ranks.py" \
 		-- --job "$j" --tag "$tag" --steps $STEPS >"$out" 2>&1
 	rc=$?
-	grep -vE $'^\\[rank [0-9]\\] (check\t[^\t]*\t1\t|digest\t)' "$out" |
+	grep -vE $'^\\[rank [0-9]\\] (check\t[^\t]*\t1\t|g?digest\t)' "$out" |
 		cut -c1-300 | diag
 	ok $rc "$tag: every rank exits 0"
 	checks=$(awk -F'\t' '
@@ -89,33 +96,54 @@ sitting() {
 		END {
 			for (i = 1; i <= k; i++) {
 				nm = order[i]
-				if (cnt[nm] < 4 && nm !~ /refused$/)
+				if (cnt[nm] < 4 && nm !~ /refused$/ &&
+				    nm !~ /agent/)
 					bad[nm] = bad[nm] " only " cnt[nm] " ranks"
 				print (nm in bad ? "1" : "0") "\t" nm "\t" bad[nm]
 			}
 		}' "$out")
 	tap_checks "" "$checks"
-	[ "$nchecks" -eq 13 ]
-	ok $? "$tag: every check reported ($nchecks of 13)"
+	[ "$nchecks" -eq 22 ]
+	ok $? "$tag: every check reported ($nchecks of 22)"
 	ndig=$(grep -E $'^\\[rank [0-3]\\] digest\t' "$out" |
 		awk -F'\t' '{ n[$2]++; d[$2 "\t" $3] = 1 }
 			END { k = 0; for (y in d) k++; m = 0
 			      for (x in n) if (n[x] == 4) m++; print k, m }')
 	set -- $ndig
-	[ "${1:-0}" -eq 2 ] && [ "${2:-0}" -eq 2 ]
-	ok $? "$tag: training's final parameters identical on every rank (${1:-0} digests for 2 runs)"
+	[ "${1:-0}" -eq 3 ] && [ "${2:-0}" -eq 3 ]
+	ok $? "$tag: training's final parameters identical on every rank (${1:-0} digests for 3 runs)"
+	# InHAD: after every step, one digest per group, from both members
+	ndig=$(grep -E $'^\\[rank [0-3]\\] gdigest\t' "$out" |
+		awk -F'\t' '{ k = $2 "\t" $3; n[k]++; d[k "\t" $4] = 1 }
+			END { bad = 0; m = 0
+			      for (x in n) { m++; c = 0
+				for (y in d) if (index(y, x "\t") == 1) c++
+				if (c != 1 || n[x] != 2) bad++ }
+			      print m, bad }')
+	set -- $ndig
+	[ "${1:-0}" -eq $((2 * INHAD_STEPS)) ] && [ "${2:-1}" -eq 0 ]
+	ok $? "$tag: InHAD's members bit-identical after every step (${1:-0} group steps of $((2 * INHAD_STEPS)), ${2:-?} differ)"
 	# two stores of STEPS pushes of NB blocks by 4 ranks, each block
 	# added once; the training's pushes on top (its own stores)
 	local push=$(( $(counter ps_push) - push0 ))
 	local pull=$(( $(counter ps_pull) - pull0 ))
 	local dup=$(( $(counter ps_dup) - dup0 ))
-	local want=$((2 * STEPS * NB * 4 + 2 * 120 * 4))
-	echo "# $tag: server counted ps_push $push (want $want), ps_pull $pull, ps_dup $dup"
+	local stale=$(( $(counter ps_stale) - stale0 ))
+	local tok=$(( $(counter drop_token) - tok0 ))
+	# InHAD: each of the 2 agents pushes its group's k = 2 iterations
+	# (one block); the refusals' store: 4 first pushes, rank 3's second
+	local want=$((2 * STEPS * NB * 4 + 2 * 120 * 4 + 5 * NB + \
+		2 * INHAD_STEPS / 2))
+	echo "# $tag: server counted ps_push $push (want $want), ps_pull $pull, ps_dup $dup, ps_stale $stale, drop_token $tok"
 	grep -E $'psstats\t' "$out" | diag
 	[ "$push" -eq "$want" ]
 	ok $? "$tag: the server's host program added every push once (ps_push $push = $want)"
 	[ "$pull" -ge $((2 * (STEPS + 1) * NB * 4)) ]
 	ok $? "$tag: pulls answered in XDP (ps_pull $pull)"
+	[ "$stale" -ge 1 ]
+	ok $? "$tag: the push past the bound refused and counted by the server (ps_stale $stale)"
+	[ "$tok" -ge 1 ]
+	ok $? "$tag: the push of a worker of another job dropped and counted by the server (drop_token $tok)"
 	if [ "$tag" = faults ]; then
 		[ "$dup" -gt 0 ]
 		ok $? "$tag: duplicated or resent pushes acknowledged, not added (ps_dup $dup)"
@@ -124,6 +152,6 @@ sitting() {
 
 sitting clean $job
 "$rinxctl" testbed fault "$P" --drop 30000 --dup 30000 2>&1 | diag
-sitting faults $((job + 16))
+sitting faults $((job + 32))
 
 testbed_down_end

@@ -28,9 +28,11 @@
 # rinx.TimeoutError after the timeout, a dead worker rinx.TimeoutError
 # naming it at once.
 #
-# Training: digits (or synthetic), 4 ranks, ASP, SSP and InHAD in the same
-# processes: every rank exits 0 with the PS's final parameters identical on
-# every rank, each mode above MIN_ACC.
+# Training: digits (or synthetic), 4 ranks, ASP, SSP, InHAD and InHAD on
+# rinx's data plane (inhad-xdp: the racks' agents push into a store in rank
+# 0's host program) in the same processes: every rank exits 0 with the PS's
+# final parameters identical on every rank, each mode above MIN_ACC, no
+# answer past its bound.
 #
 #   selftests/test_sync.sh [builddir]
 #
@@ -59,7 +61,8 @@ trap cleanup_logs EXIT
 trap 'exit 1' INT TERM
 logs=$(mktemp -d)
 
-# the modes' test: world job J, its groups' J+1; training J+2 (groups J+3)
+# the modes' test: world job J, its groups' J+1; training J+2 (the i-th
+# backend's group J+3+8i, its store J+7+8i)
 job=$((0x180001 + (RANDOM % 4096) * 64))
 
 testbed_up "2 racks x 2 hosts" --hosts 4 --racks 2 --window 2048 --jobs 4
@@ -115,9 +118,9 @@ ok $? "modes: ASP's and InHAD's final parameters bit-identical on every rank, In
 
 # ---- training ----
 t0=$SECONDS
-RINX_JOB=$((job + 2)) timeout -k 5 200 "$run" --spec "$spec" --build "$build" \
-	--time 170 --logs "$logs/train" \
-	-- --backend asp,ssp,inhad --epochs $EPOCHS --check epoch \
+RINX_JOB=$((job + 2)) timeout -k 5 290 "$run" --spec "$spec" --build "$build" \
+	--time 260 --logs "$logs/train" \
+	-- --backend asp,ssp,inhad,inhad-xdp --epochs $EPOCHS --check epoch \
 	--inhad-group 0 >"$logs/train.out" 2>&1
 rc=$?
 grep -vE '^\[rank [1-9]\]' "$logs/train.out" | cut -c1-300 | diag
@@ -132,7 +135,7 @@ for line in sys.stdin:
     d = json.loads(line)
     r[d["backend"]] = d
 lo = float(os.environ["MIN_ACC"])
-for m, bound in (("asp", None), ("ssp", 2), ("inhad", 2)):
+for m, bound in (("asp", None), ("ssp", 2), ("inhad", 2), ("inhad-xdp", 2)):
     d = r.get(m)
     if not d:
         print("1\t%s: no result" % m)
@@ -149,7 +152,7 @@ for m, bound in (("asp", None), ("ssp", 2), ("inhad", 2)):
 ' 2>&1)
 tap_checks "training: " "$verdict"
 nv=$nchecks
-[ $nv -eq 3 ]
-ok $? "training: results parsed ($nv of 3 verdicts)"
+[ $nv -eq 4 ]
+ok $? "training: results parsed ($nv of 4 verdicts)"
 
 testbed_down_end

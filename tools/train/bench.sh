@@ -9,15 +9,24 @@
 #   tools/train/bench.sh [--hosts N] [--epochs E] [--repeat K] [--out DIR]
 #                        [--straggler R] [--slow-ms X] [--prefix P]
 #                        [--racks R] [--ina KIND] [--rate MBIT]
+#                        [--window N] [--jobs N]
 #                        [--backends LIST] [--no-straggler]
+#                        [--only-straggler]
 #                        [-- train.py options]
 #
 #   --hosts N       ranks, one per host of a fresh testbed (default 4)
 #   --racks R       racks of the testbed (default 1)
 #   --ina KIND      INA kind of every rack: none, switch or agent
 #   --rate MBIT     every link's rate in Mbit/s (default: unlimited)
-#   --backends L    train.py --backend (default gloo,rinx,osp,asp,ssp,inhad)
+#   --window N      blocks per job slot (testbed default 640): a PS store
+#                   on rinx's data plane (asp-xdp, ssp-xdp, inhad-xdp)
+#                   needs parameters / 768 of them
+#   --jobs N        job slots per node (testbed default 16)
+#   --backends L    train.py --backend (default gloo,rinx,osp,asp,ssp,inhad;
+#                   also asp-xdp, ssp-xdp, inhad-xdp: the PS on rinx's
+#                   data plane)
 #   --no-straggler  only the case without a straggler
+#   --only-straggler  only the case with the straggler
 #   --epochs E      epochs of every run (default 10)
 #   --repeat K      sittings per case; the table takes the median (default 1)
 #   --straggler R   the slow rank of the straggler case (default: the last)
@@ -68,8 +77,11 @@ while [ $# -gt 0 ]; do
 	--racks) tb+=(--racks "${2:?}"); shift 2 ;;
 	--ina) tb+=(--ina "${2:?}"); shift 2 ;;
 	--rate) tb+=(--rate "${2:?}"); shift 2 ;;
+	--window) tb+=(--window "${2:?}"); shift 2 ;;
+	--jobs) tb+=(--jobs "${2:?}"); shift 2 ;;
 	--backends) backends=${2:?}; shift 2 ;;
 	--no-straggler) cases=none; shift ;;
+	--only-straggler) cases=slow; shift ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
 	*) echo "bench.sh: unknown option $1" >&2; usage ;;
@@ -91,6 +103,7 @@ spec=/run/rinx-testbed/$prefix.spec
 for ((k = 1; k <= repeat; k++)); do
 	ss=(-1 "$slow")
 	[ $cases = none ] && ss=(-1)
+	[ $cases = slow ] && ss=("$slow")
 	for s in "${ss[@]}"; do
 		echo "# sitting $k, straggler $s" >&2
 		log=$(mktemp)
@@ -129,10 +142,13 @@ OUT=$out /usr/bin/python3 - "$res" <<'EOF'
 import json, os, statistics, sys
 out = os.environ["OUT"]
 rows = [json.loads(l) for l in open(sys.argv[1])]
-order = ["gloo", "rinx", "rinx-backend", "osp", "asp", "ssp", "inhad"]
+order = ["gloo", "rinx", "rinx-backend", "osp", "asp", "ssp", "inhad",
+         "asp-xdp", "ssp-xdp", "inhad-xdp"]
 name = {"gloo": "Gloo DDP", "rinx": "rinx hook (BSP)", "osp": "rinx OSP",
         "rinx-backend": "rinx backend (BSP)",
-        "asp": "ASP", "ssp": "SSP", "inhad": "InHAD"}
+        "asp": "ASP", "ssp": "SSP", "inhad": "InHAD",
+        "asp-xdp": "ASP (xdp PS)", "ssp-xdp": "SSP (xdp PS)",
+        "inhad-xdp": "InHAD (xdp PS)"}
 emu = [r for r in rows if r.get("emulated")]
 if emu:
     name.update({"gloo": "Gloo (BSP)", "rinx": "rinx (BSP)"})
@@ -183,8 +199,7 @@ open(os.path.join(out, "table.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 if emu:
     sys.exit(0)     # nothing learned: no accuracy to plot
-short = {"gloo": "Gloo DDP", "rinx": "rinx BSP", "osp": "rinx OSP",
-         "asp": "ASP", "ssp": "SSP", "inhad": "InHAD"}
+short = dict(name, gloo="Gloo DDP", rinx="rinx BSP")
 plots = []
 for strag in (False, True):
     dat = os.path.join(out, "curve-%d.dat" % strag)

@@ -3,8 +3,9 @@
 reduced by rinx (--backend rinx, the default) or by Gloo (--backend gloo),
 or with rinx's OSP in place of DDP and the optimizer (--backend osp), or on
 a parameter server with rinx.sync's ASP, SSP or InHAD (--backend
-asp|ssp|inhad); a comma-separated list runs them one after the other in the
-same processes.
+asp|ssp|inhad on the Python TCP PS, asp-xdp|ssp-xdp|inhad-xdp on rinx's data
+plane); a comma-separated list runs them one after the other in the same
+processes.
 
 One process per rank, started as torchrun starts them: RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT in the environment (tools/train/run.sh does that on
@@ -40,13 +41,14 @@ the host; each step sleeps X ms as its forward and backward pass and takes
 a synthetic gradient of --grad-params values (a ResNet-18's 11.7 M by
 default), so the host CPU does only what it does beside a GPU (the
 synchronization and the update). Every output of such a run says that its
-compute is emulated, and it has no accuracy (backends rinx, rinx-backend,
-osp, gloo; --steps steps, 10 by default). With --device-gbps B the
-optimizer's passes over the parameters (BSP's momentum update; OSP's
-updates, correction, stage-2 copies and local step) and the gradient's
-copy out of the device (--pcie-gbps) are the accelerator's too: each
-sleeps its bytes at that bandwidth, the parameters stay where they are,
-and the ranks' last sums are compared instead.
+compute is emulated, and it has no accuracy (every backend; --steps steps,
+10 by default; for the PS backends samples/s counts the PS's
+rank-iterations). With --device-gbps B the optimizer's passes over the
+parameters (BSP's momentum update; OSP's updates, correction, stage-2
+copies and local step) and the gradient's copy out of the device
+(--pcie-gbps) are the accelerator's too: each sleeps its bytes at that
+bandwidth, the parameters stay where they are, and the ranks' last sums
+are compared instead.
 
 Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
 every epoch, final loss, steps, seconds per step, parameter digest, and for
@@ -72,7 +74,9 @@ def parse_args():
     p.add_argument("--backend", default="rinx",
                    help="rinx (DDP with the rinx hook), rinx-backend "
                         "(DDP on the backend \"rinx\"), gloo, osp, asp, "
-                        "ssp, inhad, or a comma-separated list run one "
+                        "ssp, inhad (on the TCP parameter server), "
+                        "asp-xdp, ssp-xdp, inhad-xdp (on rinx's data "
+                        "plane), or a comma-separated list run one "
                         "after the other in the same processes")
     p.add_argument("--data", choices=("auto", "digits", "synthetic"),
                    default="auto")
@@ -123,8 +127,8 @@ def parse_args():
                         "on the host; every step sleeps this many ms as "
                         "its forward and backward pass (the straggler "
                         "twice that) and takes a synthetic gradient of "
-                        "--grad-params values; backends rinx, osp, gloo "
-                        "and rinx-backend; no accuracy (0: real compute)")
+                        "--grad-params values; every backend; no accuracy "
+                        "(0: real compute)")
     p.add_argument("--device-gbps", type=float, default=0.0,
                    help="with --compute-ms: the optimizer's passes run on "
                         "the emulated accelerator at this memory "
@@ -247,7 +251,7 @@ def train(a, backend, comm, data, rank, world, pg=None):
     "rinx" (no hook)."""
     if backend == "rinx-backend":
         comm = pg.comm      # its counters are the ones to report
-    if backend in ("asp", "ssp", "inhad"):
+    if ps_mode(backend):
         return train_ps(a, backend, comm, data, rank, world)
     xtr, ytr, xte, yte, name = data
     net = make_net(a, xtr, rank)
@@ -562,11 +566,112 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     return result
 
 
+def ps_mode(backend):
+    """(mode, transport) of a parameter-server backend (asp, ssp, inhad on
+    the TCP PS; asp-xdp, ssp-xdp, inhad-xdp on rinx's data plane), or
+    None."""
+    mode, _, tr = backend.partition("-")
+    if mode in ("asp", "ssp", "inhad") and tr in ("", "xdp"):
+        return mode, tr or "tcp"
+    return None
+
+
+def make_sync(a, backend, comm, params, total):
+    """The rinx.sync object of a PS backend. Each backend of the list has
+    job ids of its own for the communicators it opens beside comm (InHAD's
+    group, the store): ones that follow each other must differ."""
+    import rinx.sync as rs
+    mode, transport = ps_mode(backend)
+    i = a.backend.split(",").index(backend)
+    kw = dict(lr=a.lr, momentum=a.ps_momentum, total=total, ps_rank=a.ps_rank,
+              timeout_ms=a.timeout_ms, transport=transport,
+              ps_job=comm.job + 5 + 8 * i)
+    if mode == "asp":
+        return rs.ASP(comm, params, **kw)
+    if mode == "ssp":
+        return rs.SSP(comm, params, staleness=a.ssp_staleness, **kw)
+    return rs.InHAD(comm, params, staleness=a.inhad_staleness,
+                    group_size=a.inhad_group or None,
+                    pull_every=a.inhad_pull, group_job=comm.job + 1 + 8 * i,
+                    **kw)
+
+
+def train_ps_emulated(a, backend, comm, rank, world):
+    """A timing run of a PS backend with an emulated accelerator (as
+    train_emulated): every rank sleeps --compute-ms, copies its synthetic
+    gradient and calls the sync's step() for --steps steps; then finish()
+    and the parameters compared across ranks. samples/s counts the PS's
+    rank-iterations (TCP: the PS's count; xdp: steps x ranks, every rank
+    doing its share) over the wall time, finish() included."""
+    n = a.grad_params
+    flat_p = torch.zeros(n)
+    params = []
+    o = 0
+    for k in [len(c) for c in np.array_split(np.arange(n), 8)]:
+        t = flat_p[o:o + k]
+        t.requires_grad_(True)
+        t.grad = torch.zeros(k)
+        params.append(t)
+        o += k
+    g = torch.Generator().manual_seed(a.seed * 100 + rank)
+    base = torch.randn(n, generator=g).mul_(1e-3)
+    straggle = a.compute_ms / 1000 if rank == a.straggler else 0.0
+    compute_s = a.compute_ms / 1000 + straggle
+    a.straggle_s = a.compute_ms / 1000 if a.straggler >= 0 else 0.0
+    steps = a.steps or 10
+    sync = make_sync(a, backend, comm, params, steps * world)
+    dist.barrier()
+    t_sleep = t_copy = t_sync = 0.0
+    done = 0
+    t0 = time.perf_counter()
+    more = True
+    while more and done < steps:
+        t = time.perf_counter()
+        time.sleep(compute_s)            # the accelerator's fwd + bwd
+        t1 = time.perf_counter()
+        o = 0
+        for p in params:                 # the gradient out of the device
+            p.grad.copy_(base[o:o + p.numel()])
+            o += p.numel()
+        t2 = time.perf_counter()
+        more = sync.step()
+        t3 = time.perf_counter()
+        t_sleep += t1 - t
+        t_copy += t2 - t1
+        t_sync += t3 - t2
+        done += 1
+    sync.finish()
+    wall = time.perf_counter() - t0
+    same, digs = same_everywhere(params, world)
+    if not same:
+        print("train: %s: rank %d: parameters differ between ranks after "
+              "%d emulated steps: %s" % (backend, rank, done, digs),
+              file=sys.stderr)
+        sys.exit(3)
+    st = sync.stats()
+    samples = sync.samples if ps_mode(backend)[1] == "tcp" else \
+        done * world
+    ms = lambda x: x * 1000 / max(done, 1)  # noqa: E731
+    return {
+        "backend": backend, "ranks": world, "emulated": True,
+        "compute": emulated_note(a), "compute_ms": a.compute_ms,
+        "grad_params": n, "grad_mb": n * 4 / 1e6, "steps": done,
+        "batch_per_rank": a.batch, "accuracy": None, "seed": a.seed,
+        "straggler": a.straggler, "straggle_s": a.straggle_s,
+        "slow_rank": -1, "slow_ms": 0,
+        # one synchronous step's worth of samples per "step"
+        "wall_per_step": wall / max(samples / world, 1), "seconds": wall,
+        "samples_per_s": samples * a.batch / wall,
+        "ms": {"compute": ms(t_sleep), "grad_copy": ms(t_copy),
+               "sync": ms(t_sync)},
+        "digest": param_digest(params).hex(), "sync": st,
+    }
+
+
 def train_ps(a, backend, comm, data, rank, world):
     """ASP, SSP or InHAD on rinx.sync's parameter server (rank a.ps_rank).
     Every rank steps until the PS has the synchronous runs' number of
     rank-iterations, then all take its final parameters."""
-    import rinx.sync as rs
     xtr, ytr, xte, yte, name = data
     net = make_net(a, xtr, rank)
     straggle = straggler_sleep(a, net, xtr, ytr, rank)
@@ -574,16 +679,7 @@ def train_ps(a, backend, comm, data, rank, world):
     steps_per_epoch = per_rank // a.batch
     epoch_samples = steps_per_epoch * world
     total = (a.steps * world if a.steps else a.epochs * epoch_samples)
-    kw = dict(lr=a.lr, momentum=a.ps_momentum, total=total, ps_rank=a.ps_rank,
-              timeout_ms=a.timeout_ms)
-    if backend == "asp":
-        sync = rs.ASP(comm, net.parameters(), **kw)
-    elif backend == "ssp":
-        sync = rs.SSP(comm, net.parameters(), staleness=a.ssp_staleness, **kw)
-    else:
-        sync = rs.InHAD(comm, net.parameters(), staleness=a.inhad_staleness,
-                        group_size=a.inhad_group or None,
-                        pull_every=a.inhad_pull, **kw)
+    sync = make_sync(a, backend, comm, net.parameters(), total)
     # every rank starts from the PS's parameters (rank 0's)
     check_ok = check_the_check(net, rank, world)
     same, digs = same_everywhere(net, world)
@@ -670,14 +766,12 @@ def main():
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     backends = a.backend.split(",")
-    known = ("rinx", "rinx-backend", "gloo", "osp", "asp", "ssp", "inhad")
+    known = ("rinx", "rinx-backend", "gloo", "osp", "asp", "ssp", "inhad",
+             "asp-xdp", "ssp-xdp", "inhad-xdp")
     for b in backends:
         if b not in known:
             sys.exit("train: --backend: %s or a list of them, not %r"
                      % (", ".join(known), b))
-        if a.compute_ms > 0 and b in ("asp", "ssp", "inhad"):
-            sys.exit("train: --compute-ms: emulated compute runs rinx, "
-                     "rinx-backend, osp and gloo, not %s" % b)
     torch.set_num_threads(1)    # one core per rank at most, no oversubscription
     if a.compute_ms > 0 and rank == 0:
         # every output of an emulated run says so
@@ -697,7 +791,9 @@ def main():
         pg = dist.new_group(backend="rinx")
     data = load_data(a.data, a.seed) if a.compute_ms <= 0 else None
     for b in backends:
-        if a.compute_ms > 0:
+        if a.compute_ms > 0 and ps_mode(b):
+            result = train_ps_emulated(a, b, comm, rank, world)
+        elif a.compute_ms > 0:
             result = train_emulated(a, b, comm, rank, world, pg)
         else:
             result = train(a, b, comm, data, rank, world, pg)

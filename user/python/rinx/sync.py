@@ -40,11 +40,18 @@ InHAD  ranks form groups (the racks of the spec, or `group_size` ranks in
        group's report is held while it is more than `staleness` iterations
        ahead of the slowest group.
 
-With transport="xdp" (or RINX_PS=xdp) ASP and SSP run on rinx's data
+With transport="xdp" (or RINX_PS=xdp) the modes run on rinx's data
 plane instead: the parameters are a store in rank ps_rank's host program
 (rinx.ps), pushes added and pulls answered there in XDP; each worker
 computes the update above with its own momentum buffer and pushes
--lr f v. The TCP server stays as the reference (docs/python.md).
+-lr f v. InHAD's workers of the store are the groups' agents (a
+communicator of their hosts; the store at the agent of ps_rank's group):
+an agent pushes its group's update every pull_every = k iterations, so
+the store's clock of an agent counts its group's iterations k at a time,
+and the bound s is the store's bound (s + 1) // k - 1 in pushes, refused
+and counted in XDP; the agent's pull (after the bound) goes to its
+members by an int32 allreduce of its bits in the group (s >= k - 1 is
+required). The TCP server stays as the reference (docs/python.md).
 
 A dead worker ends the waits of the others with rinx.TimeoutError naming
 it; a dead PS (connection lost) raises rinx.sync.PSError, one that does not
@@ -638,6 +645,31 @@ def _group_spec(path, ranks):
     return name
 
 
+def _agents_spec(path, ranks):
+    """A spec of the hosts `ranks` only, ranked 0.. in that order, each in
+    its own rack as in `path` (those racks' lines kept): the communicator
+    of InHAD's store on rinx's data plane, whose workers are the groups'
+    agents. Returns the path of a temporary file."""
+    hosts, cluster = _spec_hosts(path)
+    racks = sorted({hosts[r]["rack"] for r in ranks})
+    out = ["# rinx.sync: the agents %s of %s" % (ranks, path)]
+    out.append(" ".join(w for w in cluster
+                        if not w.startswith(("plan=", "topo="))))
+    with open(path) as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if words and words[0] == "rack" and any(
+                    w == "id=%d" % k for w in words for k in racks):
+                out.append(" ".join(words))
+    for i, r in enumerate(ranks):
+        out.append(" ".join("rank=%d" % i if w.startswith("rank=") else w
+                            for w in hosts[r]["words"]))
+    fd, name = tempfile.mkstemp(prefix="rinx-agents-", suffix=".spec")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return name
+
+
 # ---- the workers' side ----
 
 class _PSMode:
@@ -684,6 +716,7 @@ class _PSMode:
                 PORT_SPAN
         self.ps_addr = (ip, int(port))
         self.groups = groups
+        self.pull_every = int(pull_every)
         self.server = None
         self.steps = 0          # this rank's iterations
         self.held = 0           # answers the PS held for the bound
@@ -731,8 +764,8 @@ class _PSMode:
         f = 1 / size or scale), and pulls the parameters."""
         from . import ps as _ps
         if self.mode == "inhad":
-            raise ValueError("%s: InHAD runs on the TCP parameter server "
-                             "only (transport='tcp')" % self._op)
+            return self._xdp_open_groups(comm, lr, momentum, scale, total,
+                                         ps_job)
         job = comm.job + 5 if ps_job is None else int(ps_job)
         self.lr = float(lr)
         self.mu = float(momentum)
@@ -1032,6 +1065,15 @@ class InHAD(_PSMode):
             raise ValueError("%s: pull_every must be an integer >= 1" % op)
         if not isinstance(comm, Comm):
             raise TypeError("%s: comm must be a rinx.Comm" % op)
+        # before any communicator opens: a rank that raises after its
+        # open may leave the others waiting for its part of the open
+        if (kw.get("transport") or os.environ.get("RINX_PS", "tcp")) == \
+                "xdp" and staleness < pull_every - 1:
+            raise ValueError("%s: with transport='xdp' staleness (%s) must "
+                             "be >= pull_every - 1 (%d): the store counts a "
+                             "group's iterations by its pushes, %d at a "
+                             "time" % (op, staleness, pull_every - 1,
+                                       pull_every))
         size = comm.size
         if groups is None:
             if group_size:
@@ -1080,6 +1122,12 @@ class InHAD(_PSMode):
         self.k = 0
         self.vloc = np.zeros(self.n, dtype=np.float32)
         self.pulls = 0
+        if self.transport == "xdp":
+            try:
+                self._xdp_start()
+            except Exception:
+                self.close()
+                raise
 
     def step(self):
         """Sums the gradient in the group (rinx), takes a local step with
@@ -1094,6 +1142,8 @@ class InHAD(_PSMode):
             g /= np.float32(len(self.members))
         self.acc += g
         self.k += 1
+        if self.transport == "xdp":
+            return self._xdp_group_step(g)
         t = self.steps
         agent = self.members[0] == self.rank
         h, payload = self._call(T_REPORT, "to the report of iteration %d"
@@ -1125,7 +1175,149 @@ class InHAD(_PSMode):
         self._note(h)
         return not self.stopped
 
+    # -- on rinx's data plane (transport "xdp") --
+
+    def _xdp_open_groups(self, comm, lr, momentum, scale, total, ps_job):
+        """The store (rinx.ps) in the host program of the agent of rank
+        ps_rank's group, on a communicator of the groups' agents only (job
+        comm.job + 5, or ps_job; a spec of their hosts): each agent is one
+        worker of the store and pushes its group's update every k =
+        pull_every group iterations, so the store's clock of a worker (its
+        pushes, counted and bounded in XDP) is its group's iterations / k.
+        The bound s in iterations is the store's bound S = (s + 1) // k - 1
+        in pushes: a push of iteration t is refused past it, and a pull
+        waits until the group is at most S k <= s iterations ahead of the
+        slowest group's pushed iterations. Needs s >= k - 1 (else the
+        slowest group's own next push would be past the bound)."""
+        from . import ps as _ps
+        k = self.pull_every
+        s = self.staleness
+        self.lr = float(lr)
+        self.scale = None if scale is None else float(scale)
+        self.total = total
+        self.agents = [grp[0] for grp in self.groups]
+        self.agent = self.rank == self.members[0]
+        self.store_staleness = (s + 1) // k - 1
+        self.pushed = 0         # group iterations the store has
+        self._p = self._flat()
+        self._pscomm = None
+        self._aspec = None
+        if not self.agent:
+            return
+        server = next(i for i, grp in enumerate(self.groups)
+                      if self.ps_rank in grp)
+        job = comm.job + 5 if ps_job is None else int(ps_job)
+        self._v = np.zeros(self.n, dtype=np.float32)
+        self._aspec = _agents_spec(comm.spec, self.agents)
+        try:
+            self._pscomm = Comm(self._aspec, self.group, job=job,
+                                token=comm_token(comm), plan="ps",
+                                timeout_ms=self.timeout_ms)
+            try:
+                self._store = _ps.Store(self._pscomm, self.n, server,
+                                        init=self._p,
+                                        staleness=self.store_staleness)
+                self._store.pull(self._p)
+            except Exception:
+                self._pscomm.close()
+                self._pscomm = None
+                raise
+        except Exception:
+            os.unlink(self._aspec)
+            self._aspec = None
+            raise
+
+    def _xdp_start(self):
+        """Every member starts from the agent's first pull."""
+        self._group_bcast()
+        self._assign(self._p)
+
+    def _group_bcast(self):
+        """The agent's self._p to every member, bit for bit: a rinx
+        allreduce of its bits as int32 (exact, wrapping) against zeros."""
+        if self.gcomm is None:
+            return
+        if self.agent:
+            self.gcomm.allreduce(self._p.view(np.int32))
+            return
+        b = self._p.view(np.int32)
+        b.fill(0)
+        self.gcomm.allreduce(b)
+
+    def _xdp_push(self):
+        """The agent: the update of the group's k iterations since its
+        last push (as Server._apply, with this agent's momentum buffer,
+        f = k x members / size or scale x k) into the store."""
+        k = self.k
+        f = (k * len(self.members) / self.size if self.scale is None
+             else self.scale * k)
+        g = self.acc / np.float32(k)
+        if self.mu:
+            d = self.mu ** f
+            self._v *= np.float32(d)
+            self._v += g * np.float32((1.0 - d) / (1.0 - self.mu))
+        else:
+            self._v = g
+        self._store.push(np.ascontiguousarray(
+            self._v * np.float32(-self.lr * f)))
+        self.pushed += k
+
+    def _xdp_group_step(self, g):
+        """k new iterations in: the agent pushes them and pulls (the pull
+        waits for the bound), every member takes its parameters; else the
+        group's local momentum step."""
+        if self.k >= self.pull_every:
+            t0 = time.perf_counter()
+            if self.agent:
+                self._xdp_push()
+                self._store.pull(self._p)
+                st = self._store.stats()
+                self.held = st["held"]
+                if st["min_clock"] != (1 << 64) - 1:
+                    self.version = st["min_clock"]
+                    self.max_lead = max(self.max_lead, (
+                        st["clock"] - st["min_clock"]) * self.pull_every)
+            self._group_bcast()
+            self.s_ps += time.perf_counter() - t0
+            self._assign(self._p)
+            self.vloc[:] = 0
+            self.acc[:] = 0
+            self.k = 0
+            self.pulls += 1
+        else:
+            self.vloc *= np.float32(self.mu)
+            self.vloc += g
+            flat = self._flat()
+            flat -= np.float32(self.lr_local) * self.vloc
+            self._assign(flat)
+        self.steps += 1
+        # every rank does its share of `total` rank-iterations
+        self.samples = self.steps * self.size
+        if self.total is not None and self.samples >= self.total:
+            self.stopped = True
+        return not self.stopped
+
+    def _xdp_finish(self):
+        """The agent pushes what the store has not got yet and takes the
+        final store (once every agent left); its members take it from it."""
+        if self.agent:
+            if self.k:
+                self._xdp_push()
+            self._store.finish(self._p)
+        self.acc[:] = 0
+        self.k = 0
+        self._group_bcast()
+        self._assign(self._p)
+        self.finished = True
+        self.close()
+
     def _close_group(self):
+        if getattr(self, "_aspec", None) is not None:
+            try:
+                os.unlink(self._aspec)
+            except OSError:
+                pass
+            self._aspec = None
         if self.gcomm is not None:
             self.gcomm.close()
             self.gcomm = None
@@ -1139,7 +1331,11 @@ class InHAD(_PSMode):
     def finish(self):
         """Hands the PS the group's gradients it has not pulled yet (the
         agent), then as ASP.finish."""
-        if not self.finished and self.members[0] == self.rank:
+        if self.finished:
+            return
+        if self.transport == "xdp":
+            return self._xdp_finish()
+        if self.members[0] == self.rank:
             h, _ = self._call(T_GRAD, "to the group's last gradient",
                               group=self.group, it=self.steps, aux=self.k,
                               payload=self.acc)
@@ -1156,6 +1352,9 @@ class InHAD(_PSMode):
         d = super().stats()
         d.update(group=self.group, members=self.members, pulls=self.pulls,
                  s_group=self.s_group)
+        if self.transport == "xdp":
+            d.update(pushed=self.pushed, agent=self.agent,
+                     store_staleness=self.store_staleness)
         return d
 
 

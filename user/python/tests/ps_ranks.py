@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """One rank of the test of the parameter server on rinx's data plane
-(rinx.ps, and rinx.sync's ASP and SSP on it); selftests/test_ps.sh runs one
+(rinx.ps, and rinx.sync's ASP, SSP and InHAD on it; a push past the bound
+and one of another job's worker refused); selftests/test_ps_net.sh runs one
 per host namespace through tools/train/run.sh, with and without injected
 loss and duplication. Every check prints
 
@@ -138,6 +139,144 @@ def train_phase(tag, job, mode, steps):
     world.close()
 
 
+def foreign_push(job, block, nblocks, count):
+    """A push into job `job`'s store at rank 0 from a worker of another job
+    (the same job id, another token), sent as a plain UDP datagram: the
+    server's host program must drop it (drop_token) and leave the store."""
+    import socket
+    import struct
+    port = ip0 = None
+    with open(SPEC) as f:
+        for line in f:
+            w = line.split()
+            kv = dict(x.split("=", 1) for x in w[1:] if "=" in x)
+            if w and w[0] == "cluster":
+                port = int(kv.get("port", 47000))
+            if w and w[0] == "host" and kv.get("rank") == "0":
+                ip0 = kv["ip"]
+    hdr = struct.pack(">IBBBBIQIIIHHHhHIQ", 0x52494e58, 2, 7, 0, 0, job,
+                      (TOKEN ^ 0x5a5a) & ((1 << 64) - 1), 1, block, nblocks,
+                      RANK, count, 0, 0, 2, 0, 0)
+    vals = np.full(768, 1 << 20, dtype="<i4").tobytes()
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for _ in range(5):
+            s.sendto(hdr + vals, (ip0, port))
+    finally:
+        s.close()
+
+
+def refusal_phase(world, tag, job):
+    """A store with bound 0: rank 3 pushes iteration 0 (added), then
+    iteration 1 while the others are at clock 0 (refused: ESTALE, counted
+    by the server as ps_stale), and a worker of another job pushes into
+    block 0 (dropped: drop_token); after the others' first push rank 3's
+    iteration 1 passes. The final store must be p0 plus the added pushes
+    exactly: the refused ones left nothing."""
+    import errno
+    name = "%s refusals" % tag
+    comm = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, plan="ps",
+                     timeout_ms=20000)
+    st = rinx.ps.Store(comm, NP, server=0, init=p0(), staleness=0)
+    out = np.zeros(NP, dtype=np.float32)
+    st.pull(out)
+    barrier(world)
+    if RANK == 3:
+        st.push(delta(3, 0))
+        e = raises("%s: a push of iteration 1 with the others at clock 0, "
+                   "bound 0: refused" % name, rinx.Error,
+                   lambda: st.push(delta(3, 1)), "staleness")
+        check("%s: its errno ESTALE, the push refused" % name,
+              getattr(e, "errno", None) == errno.ESTALE, repr(e))
+        foreign_push(job, 0, (NP + 767) // 768, 768)
+    barrier(world)
+    if RANK != 3:
+        st.push(delta(RANK, 0))
+    barrier(world)
+    if RANK == 3:
+        st.push(delta(3, 1))
+    st.finish(out)
+    want = p0().astype(np.float64) + delta(3, 1)
+    for r in range(N):
+        want += delta(r, 0)
+    bad = np.flatnonzero(out.astype(np.float64) != want)
+    check("%s: final store equals p0 plus the added pushes only" % name,
+          bad.size == 0, "%d differ, first %s" % (bad.size,
+                                                  bad[:3].tolist()))
+    st.close()
+    comm.close()
+
+
+def inhad_phase(tag, job, steps, k=2, s=1):
+    """rinx.sync.InHAD on the store (groups: the racks {0,1} and {2,3}),
+    least squares with real gradients, rank 3 slow (its group behind):
+    the loss below 1% of its start; the members of a group bit-identical
+    after every step (digests for the shell); at every step of an agent
+    its store holds the group's iterations but fewer than k; no pull
+    answered while the group was more than s iterations ahead of the
+    slowest group's pushed ones (the lead from the server's clocks); the
+    faster group's agent held at least once (the bound bites)."""
+    torch.manual_seed(0)
+    rng = np.random.default_rng(17)
+    w_true = rng.standard_normal(64).astype(np.float32)
+    x = torch.from_numpy(rng.standard_normal((256, 64)).astype(np.float32))
+    y = x @ torch.from_numpy(w_true)
+    mine = slice(RANK * 64, RANK * 64 + 64)
+    model = torch.nn.Linear(64, 1, bias=False)
+    world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
+    raises("%s inhad: a bound below pull_every - 1 raises ValueError" % tag,
+           ValueError, lambda: rs.InHAD(
+               world, model.parameters(), lr=0.1, staleness=1,
+               pull_every=3, transport="xdp", group_job=job + 2,
+               ps_job=job + 6), "pull_every")
+    sync = rs.InHAD(world, model.parameters(), lr=0.1, momentum=0.5,
+                    staleness=s, pull_every=k, transport="xdp",
+                    total=steps * N, group_job=job + 1, ps_job=job + 5)
+    name = "%s inhad training" % tag
+    barrier(world)
+
+    def loss():
+        with torch.no_grad():
+            return float(((model(x).squeeze(1) - y) ** 2).mean())
+    l0 = loss()
+    behind = 0
+    while True:
+        model.zero_grad()
+        ((model(x[mine]).squeeze(1) - y[mine]) ** 2).mean().backward()
+        if RANK == 3:
+            time.sleep(0.004)   # its group is the slow one
+        more = sync.step()
+        print("gdigest\t%s %d\t%d\t%s" % (name, sync.steps, sync.group,
+                                           digest(model.weight.detach()
+                                                  .numpy())), flush=True)
+        if sync.agent:
+            behind = max(behind, sync.steps - sync.pushed)
+        if not more:
+            break
+    st = sync.stats()
+    sync.finish()
+    l1 = loss()
+    check("%s: the loss below 1%% of its start" % name, l1 < 0.01 * l0,
+          "%.4g -> %.4g" % (l0, l1))
+    print("digest\t%s\t%s" % (name, digest(
+        model.weight.detach().numpy())), flush=True)
+    check("%s: transport xdp, %d steps, %d pulls" % (name, steps,
+                                                     steps // k),
+          st["transport"] == "xdp" and sync.steps == steps and
+          st["pulls"] == steps // k, st)
+    if sync.agent:
+        check("%s: an agent's store has its group's iterations but fewer "
+              "than %d" % (name, k), behind < k, "at most %d behind" % behind)
+        check("%s: no agent's pull answered more than %d iterations ahead "
+              "of the slowest group" % (name, s), st["max_lead"] <= s,
+              "lead %d" % st["max_lead"])
+        print("inhadstats\t%d\t%s" % (sync.group, st["store"]), flush=True)
+        if sync.group == 0:
+            check("%s: the faster group's agent was held for the bound"
+                  % name, st["held"] > 0, st["store"])
+    world.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--job", type=lambda v: int(v, 0), required=True)
@@ -154,6 +293,13 @@ def main():
     world.close()
     train_phase(a.tag, a.job + 2, "asp", 120)
     train_phase(a.tag, a.job + 8, "ssp", 120)
+    phase("training")
+    world = rinx.Comm(SPEC, RANK, job=a.job + 3, token=TOKEN,
+                      timeout_ms=20000)
+    refusal_phase(world, a.tag, a.job + 14)
+    world.close()
+    phase("refusals")
+    inhad_phase(a.tag, a.job + 16, 120)
     phase("done")
 
 
