@@ -13,8 +13,11 @@
  * trip; never on a rank that fell behind the others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
  * then a growing additive step; a cut with no clean interval since the
- * last one lowers that target too), so the rate finds a link's share
- * quickly and jobs sharing links converge to equal shares.
+ * last one lowers that target too, and a calm spell takes it back toward
+ * where such a run of cuts began), so the rate finds a link's share
+ * quickly and jobs sharing links converge to equal shares. A clean
+ * interval raises the rate only if the rank used it, or the pacer held
+ * one of its blocks back (a rank that stalls is still limited by it).
  * Where the spec gives link rates, the plan says how fast its busiest link
  * lets every origin go (rinx_plan_ceiling): a rank starts paced at
  * CC_CEIL_UTIL of that ceiling and never goes above it, so a job alone on
