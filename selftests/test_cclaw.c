@@ -34,6 +34,18 @@ struct ccase {
 	int cut;		/* 1: a cut, 0: none */
 	double rate_out;	/* < 0: unchanged */
 	double target_out;	/* < 0: unchanged */
+	double top;		/* the target before cuts in a row */
+	int held;		/* looks that found the pacer holding a block */
+	int ready;		/* the next own block at the interval's end */
+};
+
+/* The next own block when the interval ends (struct ccase.ready). */
+enum {
+	NOT_SET,	/* no blocks known (own NULL) */
+	HELD,		/* ready, the pacer holds it: counted */
+	WINDOW_FULL,	/* its share written, the window full */
+	NOT_WRITTEN,	/* its share not written yet (a slow trainer) */
+	DUE,		/* ready and due: the pacer holds nothing */
 };
 
 static const double G = 1.0 / 16;
@@ -45,15 +57,17 @@ static double alpha_after(const struct ccase *k)
 	return (1 - G) * k->alpha + G * f;
 }
 
-static void run(const struct ccase *k, double want_rate, double want_target)
+static void run(const struct ccase *k, double want_rate, double want_target,
+		double want_top)
 {
 	struct rinx_comm *c = calloc(1, sizeof(*c));
 	struct rinx_req *r = calloc(1, sizeof(*r));
 	struct rinx_cursor *cur = calloc(RINX_MAX_JOBS, sizeof(*cur));
+	__u32 *own = calloc(k->nown + 1, sizeof(*own));
 	__u64 now = T0 + k->dt;
 	__u32 gap, want_gap;
 
-	if (!c || !r || !cur) {
+	if (!c || !r || !cur || !own) {
 		tap_ok(0, "%s: out of memory", k->name);
 		return;
 	}
@@ -64,6 +78,16 @@ static void run(const struct ccase *k, double want_rate, double want_target)
 	r->c = c;
 	r->nb = k->nb;
 	r->nown = k->nown;
+	if (k->ready != NOT_SET) {
+		/* own block j is block j; the window of 8 starts at head */
+		for (gap = 0; gap < k->nown; gap++)
+			own[gap] = gap;
+		r->own = own;
+		c->inflight = 8;
+		r->head = k->ready == WINDOW_FULL ? k->next - 8 : k->next - 1;
+		r->conv = k->ready == NOT_WRITTEN ? k->next : k->next + 1;
+		cur[3].next_ns = k->ready == DUE ? now - 1000 : now + 1000;
+	}
 	cur[3].stored = 100000 + k->stored_round;
 	cur[3].marked = 500 + k->dm;
 	cur[3].next = k->next;
@@ -75,6 +99,8 @@ static void run(const struct ccase *k, double want_rate, double want_target)
 	c->cc.stored0 = 100000;
 	c->cc.rate = k->rate;
 	c->cc.target = k->target;
+	c->cc.top = k->top;
+	c->cc.held = k->held;
 	c->cc.ceiling = k->ceiling;
 	c->cc.alpha = k->alpha;
 	c->cc.ai = 50;
@@ -93,6 +119,9 @@ static void run(const struct ccase *k, double want_rate, double want_target)
 	want_gap = k->dt < MS ? 0 : (__u32)(1e9 / want_rate);
 	tap_ok(gap == want_gap, "%s: pacer gap %u ns (want %u)", k->name, gap,
 	       want_gap);
+	tap_ok(fabs(c->cc.top - want_top) <= 1e-6 * want_top,
+	       "%s: top %.3f (want %.3f)", k->name, c->cc.top, want_top);
+	free(own);
 	free(c);
 	free(r);
 	free(cur);
@@ -106,39 +135,77 @@ int main(void)
 	 * round sent 10 or fewer. */
 	static const struct ccase cases[] = {
 		{ "marks cut by alpha/2", 1000, 1000, 2000, 0.5, 0, 0,
-		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0 },
+		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0, 0, 0, NOT_SET },
 		{ "a rank behind its job does not cut", 1000, 1000, 2000, 0.5,
-		  0, 0, 1500000, 100, 50, 2, 800, 100, 100, 10, 0, 0, -1, -1 },
+		  0, 0, 1500000, 100, 50, 2, 800, 100, 100, 10, 0, 0, -1, -1, 0, 0, NOT_SET },
 		{ "1.9% behind still cuts", 1000, 1000, 2000, 0.5, 0, 0,
-		  1500000, 100, 50, 2, 800, 1000, 100, 106, 0, 1, 0, 0 },
+		  1500000, 100, 50, 2, 800, 1000, 100, 106, 0, 1, 0, 0, 0, 0, NOT_SET },
 		{ "no second cut within 4 ms", 800, 1000, 2000, 0.5, 0,
 		  3 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 0, 0, -1,
-		  -1 },
+		  -1, 0, 0, NOT_SET },
 		{ "a cut after 4 ms, none clean since the last", 800, 1000,
 		  2000, 0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100,
-		  12, 0, 1, 0, 0 },
+		  12, 0, 1, 0, 0, 0, 0, NOT_SET },
 		{ "a cut after 4 ms and a clean interval", 800, 1000, 2000,
 		  0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 1,
-		  1, 0, 0 },
+		  1, 0, 0, 0, 0, NOT_SET },
 		{ "a cut 9 ms after the last", 800, 1000, 2000, 0.5, 0, 9 * MS,
-		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0 },
+		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0, 0, 0, NOT_SET },
 		{ "a round trip longer than 4 ms holds longer", 800, 1000,
 		  2000, 0.5, 10 * MS, 5 * MS, 1500000, 100, 50, 2, 800, 100,
-		  100, 12, 0, 0, -1, -1 },
+		  100, 12, 0, 0, -1, -1, 0, 0, NOT_SET },
 		{ "clean: halfway back to the target", 500, 1000, 2000, 0.2, 0,
-		  0, 1500000, 100, 0, 2, 800, 100, 100, 12, 0, 0, 750, -1 },
+		  0, 1500000, 100, 0, 2, 800, 100, 100, 12, 0, 0, 750, -1, 0, 0, NOT_SET },
 		{ "at the ceiling a few marks are its own", 2000, 2000, 2000,
 		  0.0, 0, 0, 1500000, 100, 1, 3, 800, 100, 100, 12, 0, 0, -1,
-		  -1 },
+		  -1, 0, 0, NOT_SET },
 		{ "shorter than 1 ms: no update", 1000, 1000, 2000, 0.5, 0, 0,
-		  800000, 100, 50, 1, 800, 100, 100, 12, 0, 0, -1, -1 },
+		  800000, 100, 50, 1, 800, 100, 100, 12, 0, 0, -1, -1, 0, 0, NOT_SET },
+		/* cuts in a row lower the target; top keeps where the run of
+		 * cuts started, and a calm spell returns to it */
+		{ "cuts in a row keep top", 800, 800, 2000, 0.5, 0, 5 * MS,
+		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0,
+		  .top = 1000 },
+		{ "a cut after a clean interval moves top", 800, 800, 2000,
+		  0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 1,
+		  1, 0, 0, .top = 1000 },
+		{ "calm, within fast recovery: toward the target only", 600,
+		  800, 2000, 0.1, 0, 0, 1500000, 100, 0, 2, 800, 100, 100, 12,
+		  2, 0, 700, 800, .top = 1600 },
+		{ "calm past fast recovery: the target halfway to top", 600,
+		  800, 2000, 0.1, 0, 0, 1500000, 100, 0, 2, 800, 100, 100, 12,
+		  5, 0, 900, 1200, .top = 1600 },
+		{ "calm past fast recovery at top: the additive step", 600,
+		  800, 2000, 0.1, 0, 0, 1500000, 100, 0, 2, 800, 100, 100, 12,
+		  5, 0, 725, 850, .top = 800 },
+		/* a clean interval in which the rank sent under CC_USED (0.8)
+		 * of its rate: 1 block in 1.5 ms at 1000/s is 667/s */
+		{ "sent under 80%: no growth", 1000, 2000, 4000, 0.1, 0, 0,
+		  1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0, -1, -1, 0, 0,
+		  NOT_SET },
+		{ "sent under 80%, the pacer held a block: grows", 1000, 2000,
+		  4000, 0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0,
+		  1500, -1, .held = 1 },
+		{ "sent under 80%, held at the last look: grows", 1000, 2000,
+		  4000, 0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0,
+		  1500, -1, .ready = HELD },
+		{ "sent under 80%, the window full: no growth", 1000, 2000,
+		  4000, 0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0,
+		  -1, -1, .ready = WINDOW_FULL },
+		{ "sent under 80%, the share not written: no growth", 1000,
+		  2000, 4000, 0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12,
+		  0, 0, -1, -1, .ready = NOT_WRITTEN },
+		{ "sent under 80%, the block due: no growth", 1000, 2000, 4000,
+		  0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0, -1,
+		  -1, .ready = DUE },
 	};
 	size_t i;
 
-	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 4);
+	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 5);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct ccase *k = &cases[i];
 		double rate = k->rate_out, target = k->target_out;
+		double top = k->top;
 
 		if (k->cut) {
 			/* marked again with no clean interval since a cut
@@ -149,12 +216,14 @@ int main(void)
 
 			rate = k->rate * (1 - alpha_after(k) / 2);
 			target = again ? rate : k->rate;
+			if (!again)
+				top = k->rate;
 		}
 		if (rate < 0)
 			rate = k->rate;
 		if (target < 0)
 			target = k->target;
-		run(k, rate, target);
+		run(k, rate, target, top);
 	}
 	return tap_done();
 }

@@ -34,7 +34,7 @@
 # --verify`), Gloo every element of its own.
 #
 #   tools/share-bench.sh [-m MODE] [-l RATE] [-s SIZE] [-n ITERS] [-c CC]
-#                        [-p PLAN] [-k K] [-i INA] [BUILDDIR]
+#                        [-p PLAN] [-k K] [-i INA] [-P PREFIX] [BUILDDIR]
 #
 #   -m   tcp (default), rina, gloo or jobs
 #   -l   port rate in Mbit/s (default 1000)
@@ -45,13 +45,15 @@
 #   -p   the rinx plan (default ring)
 #   -k   jobs: how many (default 2)
 #   -i   jobs: the racks' INA kind, switch (default) or agent
+#   -P   the testbed's prefix (default rxM and 4 random hex digits)
 #
 # The testbed is brought up with a fresh prefix and taken down at the end,
 # also on failure or interrupt. Prints one line per run and the shares.
 
 set -u
 rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
-while getopts m:l:s:n:c:p:k:i: o; do
+p=rxM$(printf %04x $((RANDOM % 65536)))
+while getopts m:l:s:n:c:p:k:i:P: o; do
 	case $o in
 	m) mode=$OPTARG ;;
 	k) k=$OPTARG ;;
@@ -61,13 +63,13 @@ while getopts m:l:s:n:c:p:k:i: o; do
 	n) iters=$OPTARG ;;
 	c) cc=$OPTARG ;;
 	p) plan=$OPTARG ;;
-	*) sed -n '37,52p' "$0"; exit 2 ;;
+	P) p=$OPTARG ;;
+	*) sed -n '36,53p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 build=${1:-$(dirname "$0")/../build}
 rinxctl=$build/rinxctl
-p=rxM$(printf %04x $((RANDOM % 65536)))
 spec=/run/rinx-testbed/$p.spec
 port=5201
 tmp=$(mktemp -d)
@@ -143,9 +145,21 @@ else:
 	sleep 0.5
 	ip netns exec "${p}h0" python3 -c '
 import socket, sys, time
-c = socket.socket()
-c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[4].encode())
-c.settimeout(30); c.connect((sys.argv[1], int(sys.argv[2])))
+# the receiver may take longer than the half second to listen on a busy
+# machine: try again for 20 s
+for _ in range(200):
+    c = socket.socket()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                 sys.argv[4].encode())
+    c.settimeout(30)
+    try:
+        c.connect((sys.argv[1], int(sys.argv[2])))
+        break
+    except ConnectionRefusedError:
+        c.close()
+        time.sleep(0.1)
+else:
+    sys.exit("no receiver")
 buf = bytes(1 << 20); end = time.monotonic() + float(sys.argv[3])
 while time.monotonic() < end: c.sendall(buf)
 c.close()

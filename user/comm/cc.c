@@ -13,8 +13,11 @@
  * trip; never on a rank that fell behind the others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
  * then a growing additive step; a cut with no clean interval since the
- * last one lowers that target too), so the rate finds a link's share
- * quickly and jobs sharing links converge to equal shares.
+ * last one lowers that target too, and a calm spell takes it back toward
+ * where such a run of cuts began), so the rate finds a link's share
+ * quickly and jobs sharing links converge to equal shares. A clean
+ * interval raises the rate only if the rank used it, or the pacer held
+ * one of its blocks back (a rank that stalls is still limited by it).
  * Where the spec gives link rates, the plan says how fast its busiest link
  * lets every origin go (rinx_plan_ceiling): a rank starts paced at
  * CC_CEIL_UTIL of that ceiling and never goes above it, so a job alone on
@@ -117,12 +120,49 @@ void rinx_c_cc_init(struct rinx_comm *c)
 	memset(cc, 0, sizeof(*cc));
 	if (ceil <= 0)
 		return;
-	cc->ceiling = cc->rate = cc->target = CC_CEIL_UTIL * ceil;
+	cc->ceiling = cc->rate = cc->target = cc->top = CC_CEIL_UTIL * ceil;
 	if (cc->rate < CC_MIN_RATE)
-		cc->ceiling = cc->rate = cc->target = CC_MIN_RATE;
+		cc->ceiling = cc->rate = cc->target = cc->top = CC_MIN_RATE;
 	set_pace(c, cc->rate);
 	c->st.pace_rate = (uint64_t)cc->rate;
 	c->st.pace_ceiling = (uint64_t)cc->ceiling;
+}
+
+/* An own block is ready to leave (claimed next, its share written, room
+ * in the window) and the pacer holds it back: the rate, not the trainer,
+ * the round's tail or the window (a stall, a repair), is what limits this
+ * rank now. */
+static int pacer_holds(const struct rinx_req *r, __u32 next, __u64 now)
+{
+	const struct rinx_comm *c = r->c;
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+
+	return r->own && next < r->nown && r->own[next] < r->conv &&
+	       next - r->head - r->fin_ahead < (__u32)c->inflight &&
+	       now < __atomic_load_n(&cur->next_ns, __ATOMIC_RELAXED);
+}
+
+/* DCQCN's recovery on a clean interval: halfway back to the target for
+ * CC_FR clean intervals, then the target grows by a step that doubles
+ * every CC_CALM clean intervals. A target that cuts in a row lowered
+ * (below top) goes halfway back to top instead while that is the larger
+ * step: a spell of CC_FR clean intervals says the marks that lowered it
+ * have gone (a job alone whose own bursts, or the machine's, marked a few
+ * intervals in a row), where a competitor that keeps the queue standing
+ * leaves few such spells. */
+static void cc_recover(struct cc *cc)
+{
+	if (++cc->calm > CC_FR) {
+		double half = (cc->target + cc->top) / 2;
+
+		cc->target += cc->ai;
+		if (half > cc->target)
+			cc->target = half;
+		if ((cc->calm - CC_FR) % CC_CALM == 0 &&
+		    cc->ai < cc->target / CC_AI_DIV)
+			cc->ai *= 2;
+	}
+	cc->rate = (cc->rate + cc->target) / 2;
 }
 
 void rinx_c_cc_update(struct rinx_req *r, __u64 now)
@@ -146,8 +186,11 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		cc->round = c->round;
 		cc->stored0 = stored;
 	}
+	if (pacer_holds(r, next, now))
+		cc->held++;
 	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
 		/* first call, or after an idle spell: a fresh interval */
+		cc->held = 0;
 		cc->t = now;
 		cc->stored = stored;
 		cc->marked = marked;
@@ -185,7 +228,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		 * the target goes down with the rate, as DCTCP's window. */
 		again = cc->cut && !cc->calm && now - cc->cut < 2 * hold;
 		if (!again)
-			cc->target = cc->rate;
+			cc->target = cc->top = cc->rate;
 		cc->rate *= 1 - cc->alpha / 2;
 		if (again)
 			cc->target = cc->rate;
@@ -193,22 +236,16 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		cc->calm = 0;
 		cc->cut = now;
 		c->st.cc_cuts++;
-	} else if (!dm && cc->rate &&
+	} else if (!dm && cc->rate && !cc->held &&
 		   (double)sent / dt < CC_USED * cc->rate) {
-		/* the rank did not send at its rate (the round's tail, a
-		 * slow trainer): a clean interval proves nothing about a
-		 * higher one (as TCP validates its window, RFC 7661) */
+		/* the rank did not send at its rate and the pacer never held
+		 * it back (the round's tail, a slow trainer): a clean
+		 * interval proves nothing about a higher one (as TCP
+		 * validates its window, RFC 7661). A rank the pacer held
+		 * while stalls and repairs kept it below its rate on
+		 * average does grow: at the floor it would stay there. */
 	} else if (!dm && cc->rate) {
-		/* DCQCN's recovery: halfway back to the rate before the cut
-		 * for CC_FR clean intervals, then the target grows by a step
-		 * that doubles every CC_CALM clean intervals */
-		if (++cc->calm > CC_FR) {
-			cc->target += cc->ai;
-			if ((cc->calm - CC_FR) % CC_CALM == 0 &&
-			    cc->ai < cc->target / CC_AI_DIV)
-				cc->ai *= 2;
-		}
-		cc->rate = (cc->rate + cc->target) / 2;
+		cc_recover(cc);
 	}
 	if (cc->ceiling > 0 && cc->target > cc->ceiling)
 		cc->target = cc->ceiling;
@@ -219,6 +256,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	set_pace(c, cc->rate);
 	c->st.ecn_marked += dm;
 	c->st.pace_rate = (uint64_t)cc->rate;
+	cc->held = 0;
 	cc->t = now;
 	cc->stored = stored;
 	cc->marked = marked;

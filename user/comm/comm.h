@@ -227,9 +227,15 @@ struct rinx_comm {
 		double rate;		/* own blocks per second; 0: unpaced */
 		double alpha;		/* smoothed fraction of marked blocks */
 		double target;		/* rate before the last cut */
+		/* the target before a run of cuts without a clean interval
+		 * between them lowered it: where a calm spell returns to */
+		double top;
 		double ai;		/* additive increase per update */
 		__u64 cut;		/* time of the last cut */
 		int calm;		/* updates in a row without a mark */
+		int held;		/* looks in the interval that found an
+					 * own block ready and the pacer
+					 * holding it back */
 		__u32 round;		/* the round of stored0 */
 		__u64 stored0;		/* cursor stored when it opened */
 		/* the highest rate: CC_CEIL_UTIL of the one at which the
