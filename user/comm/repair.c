@@ -218,12 +218,18 @@ int rinx_c_cursor_hole(const struct rinx_req *r)
 /* How long the next block in order may be missing while later ones of
  * its class finish before it is taken for lost. The blocks of a class
  * follow one path in order, so a later one finished here is the evidence,
- * as in RACK (RFC 8985): the wait is a reorder window, a quarter of the
- * round trip, at least HOLE_MIN_NS (the testbed reorders by a frame; a
- * busy core delays a class's blocks alike), never more than twice the own
- * block timer. Twice that timer was the wait before: 7 to 100 ms on 8
- * ranks sharing 2 cores, longer than the stall timer, so that nearly every
- * hole waited for a stall (docs/benchmark.md, loss on unlimited links). */
+ * as in RACK (RFC 8985): past the round's first window the wait is a
+ * reorder window, a quarter of the round trip, at least HOLE_MIN_NS (the
+ * testbed reorders by a frame; a busy core delays a class's blocks
+ * alike), never more than twice the own block timer, the wait before.
+ * That was 7 to 100 ms on 8 ranks sharing 2 cores, longer than the stall
+ * timer: nearly every hole waited for a stall (docs/benchmark.md, loss on
+ * unlimited links). The blocks of the first window keep it: sent before
+ * every peer on their path had opened the round, some waited in a peer's
+ * slow path while later ones passed (with the short wait, a fault-free
+ * ring on 8 ranks NACKed and resent several times more). A block past it
+ * left its origin only after an earlier one of the origin's had come
+ * around the whole path, the round open everywhere. */
 #define HOLE_MIN_NS	1000000ull
 
 __u64 rinx_c_hole_wait(const struct rinx_req *r)
@@ -236,7 +242,8 @@ __u64 rinx_c_hole_wait(const struct rinx_req *r)
 
 	if (t < HOLE_MIN_NS)
 		t = HOLE_MIN_NS;
-	if (t > most)
+	if (t > most ||
+	    (__u64)r->cursor < (__u64)c->inflight * (__u64)c->plan.plen)
 		t = most;
 	/* a gather lost upstream leaves every rank after it a hole: the
 	 * later in the gather, the longer a rank waits (the first one's
