@@ -227,9 +227,9 @@ int rinx_c_cursor_hole(const struct rinx_req *r)
  * unlimited links). The blocks of the first window keep it: sent before
  * every peer on their path had opened the round, some waited in a peer's
  * slow path while later ones passed (with the short wait, a fault-free
- * ring on 8 ranks NACKed and resent several times more). A block past it
- * left its origin only after an earlier one of the origin's had come
- * around the whole path, the round open everywhere. */
+ * ring on 8 ranks NACKed about twice and resent 3-5 times as much). A
+ * block past it left its origin only after an earlier one of the
+ * origin's had come around the whole path, the round open everywhere. */
 #define HOLE_MIN_NS	1000000ull
 
 __u64 rinx_c_hole_wait(const struct rinx_req *r)
