@@ -14,6 +14,11 @@
 #      an INA ToR, rack 1 an agent    dbtree, ring; then every plan again
 #                                     under 1% drop + 1% dup + 1% reorder
 #                                     on every switch port
+#   e: 8 hosts, 2 racks x 4, both     rina; then under the same faults at
+#      INA ToRs                       4 and 16 MiB (12 rounds: a worker
+#                                     that missed a ToR's gather at the
+#                                     end of a round, its rack gone on,
+#                                     fetches it from a peer)
 #
 # sizes from one element to 16 MiB (64 MiB for ps-ina and tree on d). After
 # the fault-free runs of a testbed no host program and no switch may have
@@ -84,6 +89,7 @@ no_abort() {
 # run_case LETTER RACKS PER-RACK INA "PLANS" SIZES [faults]
 run_case() {
 	local p=$P$1 racks=$2 per=$3 ina=$4 plans=$5 sizes=$6 faults=${7:-}
+	local fsizes=${8:-3076,1048576}
 	local hosts=$(($2 * $3)) spec out rc pl sz msg
 	local name="$hosts hosts ($racks x $per, ina $ina)"
 
@@ -120,7 +126,7 @@ run_case() {
 			--dup 10000 --reorder 10000 2>&1)
 		ok $? "$name: 1% drop + 1% dup + 1% reorder on every port"
 		for pl in $plans; do
-			bench "$name, faults" "$spec" "$pl" float32 3076,1048576
+			bench "$name, faults" "$spec" "$pl" float32 "$fsizes"
 		done
 	fi
 	"$rinxctl" testbed down "$p" 2>&1 | diag
@@ -137,11 +143,13 @@ SMALL=4,28,3072,3076,1048576
 BIG="d:ps-ina d:tree"
 PLANS_D="rina ps-ina ps-ina:2 har tree ps dbtree ring"
 # per plan: 1 plan line + 2 x 2 bench lines; per case: up, no abort, down
-echo "1..$(( 3 + 4 * 5 + 3 + 6 * 5 + 3 + 6 * 5 + 3 + 8 * 5 + 1 + 8 * 2 ))"
+echo "1..$(( 3 + 4 * 5 + 3 + 6 * 5 + 3 + 6 * 5 + 3 + 8 * 5 + 1 + 8 * 2 +
+	     3 + 1 * 5 + 1 + 1 * 2 ))"
 run_case a 1 2 none "ps tree dbtree har" "$SMALL"
 run_case b 1 3 none "ring ps ps:2 tree dbtree har" "$SMALL"
 run_case c 2 2 switch,none "rina ps-ina ps:2 har tree dbtree" "$SMALL"
 run_case d 2 4 switch,agent "$PLANS_D" "$SMALL,16777216" faults
+run_case e 2 4 switch rina "$SMALL" faults 4194304,16777216
 
 if [ $fail -ne 0 ]; then
 	echo "# $fail of $n failed"

@@ -112,7 +112,10 @@ struct rinx_req {
 				   first run, not converted again */
 	int fetch;		/* the round's missing blocks are fetched
 				   from ranks that completed it
-				   (rinx_c_fetch_round) */
+				   (rinx_c_fetch_round), or some of them
+				   after a repair that brought nothing
+				   (repair.c, fetch_block) */
+	__u32 fetches;		/* repairs that fetched: the peer asked */
 	__u64 rto;		/* repair after this long without one */
 	/* per-hop repair of the reduce (repair.c): the classes whose
 	 * reduce adds here and those that finish here; per block, when its

@@ -215,22 +215,67 @@ int rinx_c_cursor_hole(const struct rinx_req *r)
 	return 0;
 }
 
-/* How long the next block in order may be missing while later ones
- * finish before it is taken for lost. */
+/* How long the next block in order may be missing while later ones of
+ * its class finish before it is taken for lost. The blocks of a class
+ * follow one path in order, so a later one finished here is the evidence,
+ * as in RACK (RFC 8985): past the round's first window the wait is a
+ * reorder window, a quarter of the round trip, at least HOLE_MIN_NS (the
+ * testbed reorders by a frame; a busy core delays a class's blocks
+ * alike), never more than twice the own block timer, the wait before.
+ * That was 7 to 100 ms on 8 ranks sharing 2 cores, longer than the stall
+ * timer: nearly every hole waited for a stall (docs/benchmark.md, loss on
+ * unlimited links). The blocks of the first window keep it: sent before
+ * every peer on their path had opened the round, some waited in a peer's
+ * slow path while later ones passed (with the short wait, a fault-free
+ * ring on 8 ranks NACKed about twice and resent 3-5 times as much). A
+ * block past it left its origin only after an earlier one of the
+ * origin's had come around the whole path, the round open everywhere. */
+#define HOLE_MIN_NS	1000000ull
+
 __u64 rinx_c_hole_wait(const struct rinx_req *r)
 {
 	const struct rinx_comm *c = r->c;
-	__u64 t = 2 * rto_blk(c);
+	__u64 t = c->srtt / 4, most = 2 * rto_blk(c);
 	__u8 step = r->cursor < r->nb ?
 		    c->plan.hops[class_of(c, r->cursor)][RINX_T_GATHER - 1].step :
 		    0;
 
-	if (t < RTO_BLK_MIN_NS)
-		t = RTO_BLK_MIN_NS;
+	if (t < HOLE_MIN_NS)
+		t = HOLE_MIN_NS;
+	if (t > most ||
+	    (__u64)r->cursor < (__u64)c->inflight * (__u64)c->plan.plen)
+		t = most;
 	/* a gather lost upstream leaves every rank after it a hole: the
 	 * later in the gather, the longer a rank waits (the first one's
 	 * repair is passed on to the others meanwhile) */
 	return t + step * (t / 4);
+}
+
+/* A gather from a node without a host (an INA ToR) is kept there in the
+ * block's aggregator slot only until the rack's next round takes the
+ * slot, and the rack's other workers start that round as soon as they
+ * have finished this one: a block this rank missed at the end of a round
+ * then stayed lost (Rina with INA ToRs under 1% loss on unlimited links:
+ * collectives timed out). Every rank that finished the round holds the
+ * block in its result map until this one has finished it too (its next
+ * round needs this rank's share), so after a repair that brought nothing
+ * the block is fetched from one of them, a peer in turn per block and
+ * repair (answered by its trainer: the FETCH of rinx_c_fetch_round,
+ * stored while r->fetch is set, until the round closes here). */
+static void fetch_block(struct rinx_req *r, __u32 b)
+{
+	struct rinx_comm *c = r->c;
+	int to;
+
+	if (c->n < 2)
+		return;
+	to = (int)((c->rank + 1 + (b + r->fetches) % (__u32)(c->n - 1)) %
+		   (__u32)c->n);
+	if (rinx_c_send_ctl(c, to, RINX_T_HELLO, RINX_HELLO_FETCH, c->round,
+			    b, r->nb, block_count(r, b)))
+		return;
+	r->fetch = 1;
+	c->st.nacks++;
 }
 
 /* A frame was lost (or a peer is slow): ask the node this one gets the
@@ -280,6 +325,8 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		n++;
 		if (nackable && !send_nack(r, b, g->from, g->step))
 			c->st.nacks++;
+		if (stall && !first && g->from >= c->n)
+			fetch_block(r, b);
 		/* own blocks: only those already claimed (sent once). Where a
 		 * NACK can bring the block, it is sent again only when the
 		 * last repair brought nothing (it was lost before finishing,
@@ -291,6 +338,7 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		    c->x->nfree > 0 && !rinx_c_send_block(r, b, 1))
 			c->st.retransmits++;
 	}
+	r->fetches++;
 	rinx_c_x_kick(c->x);
 }
 
@@ -474,6 +522,7 @@ void rinx_c_reduce_init(struct rinx_req *r)
 	}
 	r->rfirst = 0;
 	r->rscan_t = 0;
+	r->fetch = 0;	/* fetch_block's, for the round before */
 	if (r->rmine)
 		memset(r->rhole_at, 0, r->nb * sizeof(*r->rhole_at));
 }
