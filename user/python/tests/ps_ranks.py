@@ -100,17 +100,23 @@ def store_phase(world, tag, job, steps, staleness):
     comm.close()
 
 
-def train_phase(tag, job, mode, steps):
-    """rinx.sync on the store: a small least-squares problem with real
-    gradients (torch autograd) must converge, every rank ending with the
-    same parameters."""
+def lsq_problem():
+    """The least-squares problem both training phases learn: the true
+    weights, every rank's data, this rank's rows, a fresh model."""
     torch.manual_seed(0)
     rng = np.random.default_rng(17)
     w_true = rng.standard_normal(64).astype(np.float32)
     x = torch.from_numpy(rng.standard_normal((256, 64)).astype(np.float32))
     y = x @ torch.from_numpy(w_true)
     mine = slice(RANK * 64, RANK * 64 + 64)
-    model = torch.nn.Linear(64, 1, bias=False)
+    return w_true, x, y, mine, torch.nn.Linear(64, 1, bias=False)
+
+
+def train_phase(tag, job, mode, steps):
+    """rinx.sync on the store: a small least-squares problem with real
+    gradients (torch autograd) must converge, every rank ending with the
+    same parameters."""
+    w_true, x, y, mine, model = lsq_problem()
     world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
     kw = {"staleness": 2} if mode == "ssp" else {}
     sync = (rs.SSP if mode == "ssp" else rs.ASP)(
@@ -216,13 +222,7 @@ def inhad_phase(tag, job, steps, k=2, s=1):
     answered while the group was more than s iterations ahead of the
     slowest group's pushed ones (the lead from the server's clocks); the
     faster group's agent held at least once (the bound bites)."""
-    torch.manual_seed(0)
-    rng = np.random.default_rng(17)
-    w_true = rng.standard_normal(64).astype(np.float32)
-    x = torch.from_numpy(rng.standard_normal((256, 64)).astype(np.float32))
-    y = x @ torch.from_numpy(w_true)
-    mine = slice(RANK * 64, RANK * 64 + 64)
-    model = torch.nn.Linear(64, 1, bias=False)
+    w_true, x, y, mine, model = lsq_problem()
     world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
     raises("%s inhad: a bound below pull_every - 1 raises ValueError" % tag,
            ValueError, lambda: rs.InHAD(
