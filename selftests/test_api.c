@@ -842,12 +842,47 @@ static void sc_stagger(struct ctx *x)
 	rinx_comm_close(c);
 }
 
+/* Lossy links (the scenario's drop_ppm on every port), and ranks that
+ * close their communicator as soon as their allreduce returns, CLOSE_ITERS
+ * times (a new job each time, no barrier): a rank whose last frames were
+ * lost asks peers that are closing for them. */
+#define CLOSE_ITERS	16
+#define CLOSE_TIMEOUT	8000	/* ms: a peer that never answers fails */
+
+static void sc_close_lossy(struct ctx *x)
+{
+	size_t count = 3 * BV + 5;
+	struct rinx_comm_stats st;
+	uint64_t repaired = 0;
+	struct rinx_comm *c;
+	int i, wrong;
+
+	for (i = 0; i < CLOSE_ITERS; i++) {
+		if (open_comm(x, x->job + ((uint32_t)(i + 1) << 27),
+			      CLOSE_TIMEOUT, &c, 0, -1))
+			return;
+		wrong = reduce_check(x, c, 0, RINX_FLOAT32, 200 + i, count, 0,
+				     "float32 then close");
+		if (!rinx_comm_stats(c, &st))
+			repaired += st.repairs + st.nacks + st.retransmits;
+		rinx_comm_close(c);
+		if (wrong)
+			return;
+	}
+	/* the loss was real: some rank repaired something */
+	if (repaired)
+		check(x, 1, 1, "repairs");
+	else
+		na(x, 1);
+}
+
 struct scenario {
 	const char *name;
 	void (*fn)(struct ctx *x);
 	int nprocs;
 	int nchecks;
 	const char *checks[MAXCHK];
+	__u32 drop_ppm;		/* on every port while it runs */
 };
 
 static const struct scenario scenarios[] = {
@@ -857,56 +892,60 @@ static const struct scenario scenarios[] = {
 		"rinx_comm_open with a rank not in the spec (4, -1): -errno, message names the rank",
 		"rinx_comm_open with an unknown node / short opts.sz: -errno and a message",
 		"valid options with the peers absent: the open barrier ends in -ETIMEDOUT naming the missing ranks",
-	} },
+	}, 0 },
 	{ "blocking", sc_blocking, NR, 5, {
 		"blocking float32, 5000 elements (6 blocks + 392): within rinx_f32_bound",
 		"blocking int32, 5000 elements: bit-exact wrapping sum",
 		"in-place float32 (send == recv): within the bound",
 		"in-place int32 (send == recv): exact",
 		"start with a bad dtype or a NULL buffer: -EINVAL with a message",
-	} },
+	}, 0 },
 	{ "async", sc_async, NR, 4, {
 		"rinx_allreduce_start + rinx_wait: float32 correct",
 		"rinx_allreduce_start while one is in flight: -EBUSY with a message; the first completes correctly",
 		"rinx_test polled to completion: int32 correct",
 		"rinx_wait(req, 0): 0 or -ETIMEDOUT with req valid; waiting again completes correctly",
-	} },
+	}, 0 },
 	{ "two communicators", sc_two, NR, 3, {
 		"two communicators (jobs J, J+1: slots 1, 2) open in one process",
 		"used alternately (float32, int32, int32, float32): every sum correct",
 		"both in flight at once, polled alternately with rinx_test: both correct",
-	} },
+	}, 0 },
 	{ "rounds", sc_rounds, NR, 3, {
 		"1 MiB float32 with a 64-block window (6 rounds): within the bound",
 		"1 MiB int32 with a 64-block window (6 rounds): exact",
 		"rinx_comm_stats: 2 ops, 12 rounds, 2 MiB, no timeout",
-	} },
+	}, 0 },
 	{ "non-finite", sc_nonfinite, NR, 4, {
 		"NaN on rank 1 in block 0: the whole block is NaN",
 		"+Inf (block 1) / -Inf (block 3) on rank 1: the whole block is that infinity",
 		"+Inf and -Inf on rank 1 in block 2: the whole block is NaN",
 		"the finite blocks 4..6 stay within the bound; stats count 4 non-finite blocks",
-	} },
+	}, 0 },
 	{ "mismatch", sc_mismatch, NR, 2, {
 		"mismatched sizes (1000 vs 1768 int32 on rank 3): every rank gets -EMSGSIZE or -ETIMEDOUT, bounded",
 		"mismatched sizes: rinx_comm_error() explains",
-	} },
+	}, 0 },
 	{ "dead peer", sc_dead, NR, 2, {
 		"dead peer (rank 3 exits without allreduce): the others get -ETIMEDOUT after the 1500 ms timeout, bounded",
 		"dead peer: the error message names the missing rank (rank 3 and its host)",
-	} },
+	}, 0 },
 	{ "after dead peer", sc_after_dead, NR, 1, {
 		"new communicators in the failed job's slot, all 4 ranks: allreduce correct",
-	} },
+	}, 0 },
 	{ "plans", sc_plans, NR, 4, {
 		"plan tree per communicator (rinx_comm_opts.plan): float32 correct",
 		"plan ps:2 per communicator: float32 correct",
 		"ranks naming different plans (ring, ps): every open fails with -EINVAL naming both",
 		"plan names ring:2 and mesh: -EINVAL naming them",
-	} },
+	}, 0 },
 	{ "staggered open", sc_stagger, NR, 1, {
 		"no init barrier, ranks open 0.3 s apart and call allreduce at once: correct",
-	} },
+	}, 0 },
+	{ "close under loss", sc_close_lossy, NR, 2, {
+		"10% loss on every port, each rank closes as soon as its allreduce returns (16 jobs in a row): every sum correct, none times out",
+		"... and the loss was met: some rank repaired, NACKed or resent blocks",
+	}, 100000 },
 };
 
 #define NSCEN (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -982,6 +1021,18 @@ static void drops_diag(__u64 a[NR][RINX_STAT_MAX], __u64 b[NR][RINX_STAT_MAX])
 	}
 }
 
+/* Every switch port drops ppm of its frames (0: none). */
+static void scenario_drop(__u32 ppm)
+{
+	struct rinx_sw_link_set f = { .drop_ppm = ppm };
+	int n = 0, err;
+
+	err = rinx_testbed_fault_set(prefix, NULL, &f, RINX_TB_F_DROP, &n);
+	if (err || n != NR)
+		tap_diag("drop %u ppm on every port: %d (%d ports)", ppm, err,
+			 n);
+}
+
 static void run_scenario(int idx)
 {
 	const struct scenario *s = &scenarios[idx];
@@ -995,6 +1046,8 @@ static void run_scenario(int idx)
 
 	memset(rep, 0, sizeof(rep));
 	memset(shm, 0, sizeof(*shm));
+	if (s->drop_ppm)
+		scenario_drop(s->drop_ppm);
 	node_stats(before);
 	fflush(stdout);
 	fflush(stderr);
@@ -1065,6 +1118,8 @@ static void run_scenario(int idx)
 			memset(&rep[r], 0, sizeof(rep[r]));
 		}
 	kill_kids();
+	if (s->drop_ppm)
+		scenario_drop(0);
 	tap_diag("scenario %s: %.1f s", s->name, (now_ms() - t0) / 1e3);
 	node_stats(after);
 	drops_diag(before, after);

@@ -106,6 +106,12 @@ enum rinx_hello {
 				 * `count` values); a block-sized frame */
 	RINX_HELLO_BLOCK = 9,	/* answer to FETCH from a rank that stores
 				 * the block: its values, exp and flags */
+	RINX_HELLO_BYE = 10,	/* the sender closes its communicator with
+				 * its last collective complete (it needs
+				 * nothing more of the receiver); block 0:
+				 * it has not heard the receiver's BYE, 1: it
+				 * has (answer with 2), 2: it has, the last
+				 * word */
 };
 
 /* RINX_T_PS frames (docs/rinx.md, "Parameter server"). The store is the

@@ -654,6 +654,7 @@ static int finish(struct rinx_req *r, int ret)
 {
 	struct rinx_comm *c = r->c;
 
+	c->clean = ret == 1;
 	if (ret == 1) {
 		c->st.ops++;
 		c->st.bytes += r->count * 4;

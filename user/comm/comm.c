@@ -670,8 +670,13 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 
 	if (!c)
 		return;
-	if (c->active)
+	if (c->active) {
 		rinx_cancel(c->active);
+		c->clean = 0;
+	}
+	/* peers may still need this rank's part of the last collective */
+	if (c->x && c->n > 1 && c->clean && c->st.ops && !c->ps && !c->broken)
+		rinx_c_close_linger(c);
 	rinx_c_ps_detach(c);
 	rinx_c_req_release(c->spare);
 	c->spare = NULL;

@@ -193,6 +193,10 @@ struct rinx_comm {
 	int clash_bval;		/* 1 + a rank whose blocks have another size */
 	int clash_bval_n;	/* ... their values */
 	__u64 alive;		/* ranks that answered a PROBE */
+	__u64 bye;		/* ranks whose BYE arrived: they close */
+	__u64 bye_heard;	/* ranks that said they heard our BYE */
+	int closing;		/* in rinx_comm_close: answer BYEs */
+	int clean;		/* the last collective completed here */
 	/* INA health, agreed when an agent finds its ToR gone (Rina racks
 	 * whose aggregator is gone run as plain ring members) */
 	__u32 down;		/* racks (bit = index) that fell back */
@@ -379,6 +383,7 @@ __u64 rinx_c_peers_mask(const struct rinx_comm *c);
 void rinx_c_list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
 		       size_t len);
 int rinx_c_open_barrier(struct rinx_comm *c);
+void rinx_c_close_linger(struct rinx_comm *c);
 int rinx_c_ina_watch(struct rinx_req *r, __u64 t);
 __u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
 

@@ -155,6 +155,60 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 	}
 }
 
+/* Closing: a peer whose last frames of the job's last collective were lost
+ * asks this rank for them (NACKs the host program answers while the job is
+ * installed here, fetches this trainer answers). Leaving at once left such
+ * a peer without an answer, until its timeout. So a rank that completed
+ * its last collective stays, answering, until every peer said BYE (it
+ * closes, its last collective complete, so it needs nothing more of us),
+ * at most CLOSE_LINGER_MS. Every rank says BYE to the peers that have not
+ * said they heard it, every CLOSE_BYE_NS; once every peer's BYE is in, it
+ * stays CLOSE_GRACE_NS more for a peer whose copy of ours was lost (such a
+ * peer's repeated BYE is answered). A peer that never says BYE (dead,
+ * gone, or closing much later) costs the linger's bound, no error. */
+#define CLOSE_LINGER_MS	2000
+#define CLOSE_BYE_NS	5000000ull
+#define CLOSE_GRACE_NS	10000000ull
+
+void rinx_c_close_linger(struct rinx_comm *c)
+{
+	__u64 want = rinx_c_peers_mask(c), next = 0, all_t = 0, t, end;
+	int ms = c->timeout_ms < CLOSE_LINGER_MS ? c->timeout_ms :
+						   CLOSE_LINGER_MS;
+	int r;
+
+	end = now_ns() + (__u64)ms * 1000000ull;
+	c->closing = 1;
+	for (;;) {
+		t = now_ns();
+		pthread_mutex_lock(&c->x->lock);
+		rinx_c_x_reclaim(c->x);
+		rinx_c_slow_path(c);
+		rinx_c_x_kick(c->x);	/* its answers go before we leave */
+		if ((c->bye & want) == want && !all_t)
+			all_t = t;
+		if (all_t && ((c->bye_heard & want) == want ||
+			      t - all_t >= CLOSE_GRACE_NS)) {
+			pthread_mutex_unlock(&c->x->lock);
+			break;
+		}
+		if (t >= next) {
+			for (r = 0; r < c->n; r++)
+				if (want & ~c->bye_heard & (1ull << r))
+					rinx_c_send_ctl(c, r, RINX_T_HELLO,
+							RINX_HELLO_BYE, 0,
+							!!(c->bye & (1ull << r)),
+							1, 1);
+			next = t + CLOSE_BYE_NS;
+		}
+		rinx_c_x_kick(c->x);
+		pthread_mutex_unlock(&c->x->lock);
+		if (t >= end)
+			break;
+		rinx_c_x_sleep(c, 200000);
+	}
+}
+
 /* A barrier of agreement `coll` (kind 0: STATUS, 1: READY) that waits for
  * the ranks in `want` and ORs their words (and takes the least and most of
  * their positions, with this rank's `pos`), sending this rank's to the

@@ -463,6 +463,21 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 		return ctl_hello(c, f, from) ? RINX_SP_SEND : RINX_SP_FREE;
 	if (f->h->step == RINX_HELLO_FETCH || f->h->step == RINX_HELLO_BLOCK)
 		return fetch_hello(c, r, f, len, from);
+	if (f->h->step == RINX_HELLO_BYE) {
+		__u32 k = ntohl(f->h->block);
+
+		c->bye |= 1ull << from;
+		if (k)
+			c->bye_heard |= 1ull << from;
+		/* closing here too: answer (0: I heard yours; 1: so did I,
+		 * the last word). A rank still in its collective says its
+		 * BYE when it closes. */
+		if (!c->closing || k >= 2)
+			return RINX_SP_FREE;
+		f->h->block = htonl(k + 1);
+		rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
+		return RINX_SP_SEND;
+	}
 	if (f->h->step != RINX_HELLO_PROBE)
 		return RINX_SP_FREE;
 	f->h->step = RINX_HELLO_ALIVE;

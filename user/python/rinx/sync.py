@@ -76,7 +76,6 @@ import numpy as np
 
 from . import Comm, Error, TimeoutError, MismatchError, BusyError, _raise
 
-GROUP_LINGER_S = 0.9    # InHAD on the store: a group's last sum, then close
 
 __all__ = ["ASP", "SSP", "InHAD", "Server", "PSError", "MODES"]
 
@@ -1312,12 +1311,8 @@ class InHAD(_PSMode):
         self._assign(self._p)
         self.finished = True
         # A member whose result of that last group allreduce was lost
-        # asks the others for it (a NACK, answered by their host programs
-        # while the job is installed): closing at once left it without an
-        # answer under loss (test_ps_net's lossy sitting timed out once in
-        # four runs). Linger as the store's server does.
-        if self.gcomm is not None and self.gcomm.size > 1:
-            time.sleep(GROUP_LINGER_S)
+        # asks the others for it: the group communicator's close stays
+        # until every member closed (rinx_comm_close)
         self.close()
 
     def _close_group(self):
