@@ -112,9 +112,12 @@ struct rinx_req {
 				   first run, not converted again */
 	int fetch;		/* the round's missing blocks are fetched
 				   from ranks that completed it
-				   (rinx_c_fetch_round), or some of them
-				   after a repair that brought nothing
-				   (repair.c, fetch_block) */
+				   (rinx_c_fetch_round): the round's other
+				   frames are dropped meanwhile */
+	int fetch_some;		/* some blocks were asked of peers after a
+				   repair that brought nothing (repair.c,
+				   fetch_block): their answers are taken,
+				   the round's frames still flow */
 	__u32 fetches;		/* repairs that fetched: the peer asked */
 	__u64 rto;		/* repair after this long without one */
 	/* per-hop repair of the reduce (repair.c): the classes whose

@@ -260,8 +260,9 @@ __u64 rinx_c_hole_wait(const struct rinx_req *r)
  * block in its result map until this one has finished it too (its next
  * round needs this rank's share), so after a repair that brought nothing
  * the block is fetched from one of them, a peer in turn per block and
- * repair (answered by its trainer: the FETCH of rinx_c_fetch_round,
- * stored while r->fetch is set, until the round closes here). */
+ * repair (answered by its trainer: the FETCH of rinx_c_fetch_round;
+ * an answer is stored while r->fetch_some is set, until the round closes
+ * here, and the round's other frames keep flowing meanwhile). */
 static void fetch_block(struct rinx_req *r, __u32 b)
 {
 	struct rinx_comm *c = r->c;
@@ -274,7 +275,7 @@ static void fetch_block(struct rinx_req *r, __u32 b)
 	if (rinx_c_send_ctl(c, to, RINX_T_HELLO, RINX_HELLO_FETCH, c->round,
 			    b, r->nb, block_count(r, b)))
 		return;
-	r->fetch = 1;
+	r->fetch_some = 1;
 	c->st.nacks++;
 }
 
@@ -522,7 +523,7 @@ void rinx_c_reduce_init(struct rinx_req *r)
 	}
 	r->rfirst = 0;
 	r->rscan_t = 0;
-	r->fetch = 0;	/* fetch_block's, for the round before */
+	r->fetch_some = 0;	/* fetch_block's, for the round before */
 	if (r->rmine)
 		memset(r->rhole_at, 0, r->nb * sizeof(*r->rhole_at));
 }

@@ -418,7 +418,8 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
 		return RINX_SP_SEND;
 	}
-	if (!r || !r->fetch || round != c->round || b >= r->nb ||
+	if (!r || !(r->fetch || r->fetch_some) || round != c->round ||
+	    b >= r->nb ||
 	    cnt != (__u32)block_count(r, b) ||
 	    (c->jobent.dtype == RINX_W_INT32 && f->h->exp))
 		return RINX_SP_DROP;
