@@ -24,7 +24,10 @@
 #       (a ring over TCP, the same hosts in the same order). Each side
 #       alone, then each measured while the other runs over and over in
 #       the background (so every run of it is shared); the share of a
-#       side is its busbw over RATE (every link of a ring carries busbw).
+#       side is what it puts on the port over RATE: a ring's busbw (every
+#       link of a ring carries busbw), a Rina job's algbw (its ToRs sum:
+#       every link carries the data once each way, busbw x n / (2 (n -
+#       1)), 2/3 on the four hosts).
 # jobs  K jobs of PLAN (-k, ids 1, 5, 9, ...) in K separate processes on
 #       2 racks of 4 hosts (-i: the racks' INA, switch or agent), one job
 #       alone first; every job's busbw, its ratio to 1/K of the job alone,
@@ -64,7 +67,7 @@ while getopts m:l:s:n:c:p:k:i:P: o; do
 	c) cc=$OPTARG ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '36,53p' "$0"; exit 2 ;;
+	*) sed -n '39,54p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -81,6 +84,9 @@ down() {
 	for x in "${pids[@]}"; do
 		kill "$x" 2>/dev/null
 	done
+	# Gloo's ranks (their timeout forwards the signal)
+	# shellcheck disable=SC2046	# one pid a line
+	[ -f "$tmp/gloo.pids" ] && kill $(cat "$tmp/gloo.pids") 2>/dev/null
 	"$rinxctl" testbed down "$p" >/dev/null 2>&1
 	rm -rf "$tmp"
 }
@@ -196,6 +202,8 @@ gloo() {
 			timeout 600 /usr/bin/python3 \
 			"$(dirname "$0")/peers/gloo_bench.py" --sizes "$size" \
 			--iters "$iters" --warmup 1 >"$tmp/gloo$i" 2>&1 &
+		# a subshell's: down() ends them on an interrupt
+		echo $! >>"$tmp/gloo.pids"
 	done
 	wait
 	out=$(grep '"busbw_gbs"' "$tmp/gloo0")
@@ -225,8 +233,10 @@ stop() {	# bg: how many runs the background made and how many failed
 		END { printf "(background: %d runs, %d failed)", n, f }' "$tmp/loop")
 }
 
-share() {	# share NAME MBIT
+share() {	# share NAME MBIT: NAME's load on the port (MBIT: its busbw)
 	awk -v n="$1" -v r="$2" -v l="$rate" 'BEGIN {
+		if (n == "rina")	# algbw: busbw x 4 / (2 x 3)
+			r = r * 2 / 3
 		printf "  %s: %.2f of the %d Mbit/s port\n", n, r / l, l }'
 }
 
