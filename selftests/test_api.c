@@ -520,6 +520,48 @@ out:
 	free(recv);
 }
 
+/* Both in flight at once, driven by rinx_wait_any to the end: each index
+ * comes back once, with 0 and its request set to NULL, and both sums are
+ * right; bad arguments are refused (check 3). */
+static void wait_any_two(struct ctx *x, struct rinx_comm *a,
+			 struct rinx_comm *b, void *sa, void *qa, void *sb,
+			 void *qb, size_t count)
+{
+	struct rinx_req *rq[3] = { NULL };
+	int err, idx, seen = 0, k, wrong;
+	char msg[160] = "";
+
+	check(x, 3, rinx_wait_any(rq, 3, 0, &idx) == -EINVAL &&
+	      rinx_wait_any(NULL, 1, 0, &idx) == -EINVAL,
+	      "rinx_wait_any without a request: not -EINVAL");
+	fill(sa, RINX_INT32, 43, x->rank, count);
+	fill(sb, RINX_FLOAT32, 44, x->rank, count);
+	memset(qa, 0xa5, count * 4);
+	memset(qb, 0xa5, count * 4);
+	/* a hole at [1]: requests may sit anywhere in the array */
+	if (!check(x, 3, !rinx_allreduce_start(a, sa, qa, count, RINX_INT32,
+					       &rq[0]) &&
+		   !rinx_allreduce_start(b, sb, qb, count, RINX_FLOAT32,
+					 &rq[2]), "start A and B"))
+		goto out;
+	for (k = 0; k < 2; k++) {
+		err = rinx_wait_any(rq, 3, OP_TIMEOUT, &idx);
+		if (!check(x, 3, !err && (idx == 0 || idx == 2) &&
+			   !rq[idx] && !(seen & (1 << idx)),
+			   "rinx_wait_any #%d: %d, index %d (%s)", k, err, idx,
+			   rinx_comm_error(idx == 2 ? b : a)))
+			goto out;
+		seen |= 1 << idx;
+	}
+	wrong = check_all(qa, RINX_INT32, 43, x->n, count, msg, sizeof(msg));
+	check(x, 3, !wrong, "wait_any A: %d wrong, first %s", wrong, msg);
+	wrong = check_all(qb, RINX_FLOAT32, 44, x->n, count, msg, sizeof(msg));
+	check(x, 3, !wrong, "wait_any B: %d wrong, first %s", wrong, msg);
+out:
+	for (k = 0; k < 3; k++)
+		rinx_cancel(rq[k]);
+}
+
 static void sc_two(struct ctx *x)
 {
 	struct rinx_comm *a, *b = NULL;
@@ -587,6 +629,7 @@ static void sc_two(struct ctx *x)
 				  sizeof(msg));
 		check(x, 2, !wrong, "B: %d wrong, first %s", wrong, msg);
 	}
+	wait_any_two(x, a, b, sa, qa, sb, qb, count);
 close:
 	rinx_comm_close(b);
 	rinx_comm_close(a);
@@ -906,10 +949,11 @@ static const struct scenario scenarios[] = {
 		"rinx_test polled to completion: int32 correct",
 		"rinx_wait(req, 0): 0 or -ETIMEDOUT with req valid; waiting again completes correctly",
 	}, 0 },
-	{ "two communicators", sc_two, NR, 3, {
+	{ "two communicators", sc_two, NR, 4, {
 		"two communicators (jobs J, J+1: slots 1, 2) open in one process",
 		"used alternately (float32, int32, int32, float32): every sum correct",
 		"both in flight at once, polled alternately with rinx_test: both correct",
+		"both in flight, rinx_wait_any to the end: each index once, both correct; no request: -EINVAL",
 	}, 0 },
 	{ "rounds", sc_rounds, NR, 3, {
 		"1 MiB float32 with a 64-block window (6 rounds): within the bound",

@@ -112,6 +112,15 @@ int rinx_test(struct rinx_req *req);
  * (req freed), -ETIMEDOUT (req still valid: wait again or cancel), or
  * another -errno (req freed). */
 int rinx_wait(struct rinx_req *req, int timeout_ms);
+/* Drives the non-NULL requests of reqs[0..n) (of one or more
+ * communicators) until one ends, napping between polls as rinx_wait does
+ * (the shortest nap any of them wants). Returns that request's result: 0
+ * (done, freed, reqs[*index] set to NULL) or -errno (freed, NULL too),
+ * or -ETIMEDOUT with *index >= 0 when that request went without progress
+ * for its communicator's timeout (timeout_ms < 0; the request is still
+ * valid: wait again or cancel), or -ETIMEDOUT with *index -1 when
+ * timeout_ms (>= 0) passed. -EINVAL if no request is given. (1.3) */
+int rinx_wait_any(struct rinx_req **reqs, int n, int timeout_ms, int *index);
 void rinx_cancel(struct rinx_req *req);
 
 /* Error bound of RINX_FLOAT32 results, see docs/rinx.md: for every element,

@@ -713,11 +713,69 @@ static long idle_nap(const struct rinx_req *r)
 	return nap < 20000 ? 20000 : nap > 400000 ? 400000 : nap;
 }
 
+/* How long an idle trainer naps before it polls request r again (*poll:
+ * the nap may end early on a frame for its slow path). Paced: a recycle
+ * the pacer held back in XDP is the trainer's to send, one per gap.
+ * Waking for each of them (8 trainers on 2 cores, every 20 us) cost Rina
+ * at 1 Gbit/s 5x the CPU of its collective. The pacer lets a burst of due
+ * blocks go at once (user/comm/cc.c), so a nap of a burst's time (two gaps
+ * at least) loses no rate: Rina at 1 Gbit/s (gap 26 us) went 0.158-0.169
+ * GB/s napping two gaps, 0.172-0.182 napping the burst's 150 us, with less
+ * CPU. Unpaced: idle_nap. */
+static long wait_nap(const struct rinx_req *r, int *poll)
+{
+	const struct rinx_comm *c = r->c;
+	__u32 gap = __atomic_load_n(&c->cursors[c->slot].gap_ns,
+				    __ATOMIC_RELAXED);
+	__u32 burst = __atomic_load_n(&c->cursors[c->slot].burst,
+				      __ATOMIC_RELAXED);
+	long nap = (long)gap * (burst > 2 ? burst : 2);
+
+	*poll = !gap;
+	if (!gap)
+		return idle_nap(r);
+	return nap < 20000 ? 20000 : nap > 200000 ? 200000 : nap;
+}
+
+/* Naps for `nap` ns, on the sockets of c when `poll`. */
+static void wait_idle(struct rinx_comm *c, long nap, int poll)
+{
+	if (poll)
+		rinx_c_x_sleep(c, nap);
+	else
+		nap_ns(nap);
+}
+
+/* The naps pace own blocks: the default timer slack (50 us) would stretch
+ * each of them. Returns the slack to give back (rinx_wait_end). */
+static int wait_begin(void)
+{
+	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
+	return slack;
+}
+
+static void wait_end(int slack)
+{
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+}
+
+/* Has request r gone without progress for its communicator's timeout?
+ * (A large collective on slow links is not a dead peer.) */
+static int idle_too_long(const struct rinx_req *r, __u64 t)
+{
+	return t > r->moved_at + (__u64)r->c->timeout_ms * 1000000ull;
+}
+
 RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 {
 	struct rinx_comm *c;
 	__u64 deadline, t, tmo;
-	int moved, ret, idle = 0, slack, idle_timeout;
+	int moved, ret, idle = 0, slack, idle_timeout, poll;
+	long nap;
 
 	if (!r)
 		return -EINVAL;
@@ -729,11 +787,7 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 		timeout_ms = c->timeout_ms;
 	tmo = (__u64)timeout_ms * 1000000ull;
 	deadline = now_ns() + tmo;
-	/* the naps below pace own blocks: the default timer slack (50 us)
-	 * would stretch each of them */
-	slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	if (slack > 0)
-		prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
+	slack = wait_begin();
 	for (;;) {
 		ret = progress(r, &moved);
 		if (ret)
@@ -746,43 +800,94 @@ RINX_API int rinx_wait(struct rinx_req *r, int timeout_ms)
 		 * in softirq context on the same cores, so yield instead of
 		 * spinning once a few polls came back empty. */
 		if (++idle > 8) {
-			/* Paced: a recycle the pacer held back in XDP is
-			 * the trainer's to send, one per gap. Waking for
-			 * each of them (8 trainers on 2 cores, every 20 us)
-			 * cost Rina at 1 Gbit/s 5x the CPU of its
-			 * collective. The pacer lets a burst of due blocks
-			 * go at once (user/comm/cc.c), so a nap of a burst's
-			 * time (two gaps at least) loses no rate: Rina at
-			 * 1 Gbit/s (gap 26 us) went 0.158-0.169 GB/s
-			 * napping two gaps, 0.172-0.182 napping the burst's
-			 * 150 us, with less CPU. */
-			__u32 gap = __atomic_load_n(&c->cursors[c->slot].gap_ns,
-						    __ATOMIC_RELAXED);
-			__u32 burst = __atomic_load_n(&c->cursors[c->slot].burst,
-						      __ATOMIC_RELAXED);
-			long nap = (long)gap * (burst > 2 ? burst : 2);
-
-			if (gap)
-				nap_ns(nap < 20000 ? 20000 :
-				       nap > 200000 ? 200000 : nap);
-			else
-				rinx_c_x_sleep(c, idle_nap(r));
+			nap = wait_nap(r, &poll);
+			wait_idle(c, nap, poll);
 		}
 		t = now_ns();
-		/* the communicator's timeout counts time without progress:
-		 * a large collective on slow links is not a dead peer */
+		/* the communicator's timeout counts time without progress */
 		if (idle_timeout && r->moved_at + tmo > deadline)
 			deadline = r->moved_at + tmo;
 		if (t > deadline) {
 			ret = timeout_error(r);	/* request still valid */
-			if (slack > 0)
-				prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+			wait_end(slack);
 			return ret;
 		}
 	}
-	if (slack > 0)
-		prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+	wait_end(slack);
 	return finish(r, ret);
+}
+
+RINX_API int rinx_wait_any(struct rinx_req **reqs, int n, int timeout_ms,
+			   int *index)
+{
+	__u64 deadline, t;
+	int i, moved, ret, idle = 0, slack, any = 0, poll, p;
+	struct rinx_comm *pc = NULL;
+	long nap, mn;
+
+	if (!reqs || n <= 0 || !index)
+		return -EINVAL;
+	*index = -1;
+	for (i = 0; i < n; i++)
+		any |= reqs[i] != NULL;
+	if (!any)
+		return -EINVAL;
+	deadline = timeout_ms < 0 ? ~0ull :
+		   now_ns() + (__u64)timeout_ms * 1000000ull;
+	slack = wait_begin();
+	for (;;) {
+		int still = 0;
+
+		for (i = 0; i < n; i++) {
+			struct rinx_req *r = reqs[i];
+
+			if (!r)
+				continue;
+			if (r->count == 0 || r->c->n == 1)
+				ret = trivial(r);
+			else
+				ret = progress(r, &moved);
+			if (ret) {
+				*index = i;
+				reqs[i] = NULL;
+				wait_end(slack);
+				return finish(r, ret);
+			}
+			still |= moved;
+		}
+		t = now_ns();
+		for (i = 0; timeout_ms < 0 && i < n; i++)
+			if (reqs[i] && idle_too_long(reqs[i], t)) {
+				*index = i;	/* request still valid */
+				wait_end(slack);
+				return timeout_error(reqs[i]);
+			}
+		if (t > deadline) {
+			wait_end(slack);
+			return -ETIMEDOUT;
+		}
+		if (still) {
+			idle = 0;
+			continue;
+		}
+		if (++idle <= 8)
+			continue;
+		/* the shortest nap any of them wants; polling the sockets
+		 * only when all nap unpaced on one context */
+		mn = 0;
+		poll = 1;
+		for (i = 0; i < n; i++) {
+			if (!reqs[i])
+				continue;
+			nap = wait_nap(reqs[i], &p);
+			if (!mn || nap < mn)
+				mn = nap;
+			if (!pc)
+				pc = reqs[i]->c;
+			poll &= p && reqs[i]->c->x == pc->x;
+		}
+		wait_idle(pc, mn, poll);
+	}
 }
 
 RINX_API void rinx_cancel(struct rinx_req *r)
