@@ -18,9 +18,9 @@
 #   --racks R       racks of the testbed (default 1)
 #   --ina KIND      INA kind of every rack: none, switch or agent
 #   --rate MBIT     every link's rate in Mbit/s (default: unlimited)
-#   --window N      blocks per job slot (testbed default 640): a PS store
-#                   on rinx's data plane (asp-xdp, ssp-xdp, inhad-xdp)
-#                   needs parameters / 768 of them
+#   --window N      blocks per job slot (testbed default 640; a PS store
+#                   on rinx's data plane does not need it: its blocks
+#                   are entries of their own, on the server's host)
 #   --jobs N        job slots per node (testbed default 16)
 #   --backends L    train.py --backend (default gloo,rinx,osp,asp,ssp,inhad;
 #                   also asp-xdp, ssp-xdp, inhad-xdp: the PS on rinx's
