@@ -5,13 +5,14 @@
  * the store and acknowledged, a pull is answered with the stored block,
  * both by XDP_TX; at a worker, the server's answers go to the trainer.
  *
- * Part of the host program: included by bpf/host.bpf.c after its maps
- * (partial, aggs, xsks), slow_path() and forward(), which it uses.
+ * Part of the host program: included by bpf/host.bpf.c after its maps,
+ * slow_path() and forward(), which it uses.
  *
- * The store of a job slot is its aggregator slots (one per block: values,
- * exponent and the lock); the push number each worker last added into a
- * block is kept in the block's partial slot, v[worker]. Both are written
- * here only under the block's lock, so two workers pushing into one block
+ * The store of a job slot is the store map's entries RINX_PS_KEY(slot, b)
+ * (one per block: values, exponent, lock, and the push number each worker
+ * last added into it), made by the server's trainer at open: the store's
+ * memory follows its size, not the slot's window. Values and push numbers
+ * are written here only under the block's lock, so two workers pushing into one block
  * on two CPUs are added one after the other, and a push (its number, the
  * same on every resend) is added once whatever the network repeats.
  * Every block's exponent is fixed when the server opens the store, so
@@ -29,6 +30,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rinx_ps_conf);
 } psconf SEC(".maps");
+
+/* RINX_PS_KEY(slot, block) -> a block of that slot's store; entries made
+ * and deleted by the server's trainer (user/comm/ps.c), so the kernel
+ * memory is what the open stores hold (uapi/rinx.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, RINX_PS_MAX_BLOCKS);
+	__type(key, __u32);
+	__type(value, struct rinx_ps_block);
+} store SEC(".maps");
 
 struct ps_min_ctx {
 	struct rinx_ps_conf *pc;
@@ -125,13 +137,14 @@ static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 				   __u32 idx, const int nv)
 {
 	__u32 seq = bpf_ntohl(f->h->round), slowest, last;
-	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
-	struct rinx_slot *sq = bpf_map_lookup_elem(&partial, &idx);
+	struct rinx_ps_block *a = bpf_map_lookup_elem(&store, &idx);
 	__u64 m;
 	int bad;
 
-	if (!a || !sq)
-		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+	/* the entry is made before the conf lets frames in: none, the
+	 * store is being closed */
+	if (!a)
+		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 	if (!seq)
 		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
 	/* the block's exponent was fixed at open: set once, read unlocked */
@@ -145,7 +158,7 @@ static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 					 RINX_STAT_PS_STALE);
 	}
 	bpf_spin_lock(&a->lock);
-	last = (__u32)sq->v[who & (RINX_MAX_NODES - 1)];
+	last = (__u32)a->seq[who & (RINX_MAX_NODES - 1)];
 	if ((__s32)(seq - last) <= 0) {
 		bpf_spin_unlock(&a->lock);
 		return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_DUP);
@@ -153,7 +166,7 @@ static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 	bad = ps_overflows(a->v, f->v, nv);
 	if (!bad) {
 		ps_add(a->v, f->v, nv);
-		sq->v[who & (RINX_MAX_NODES - 1)] = (__s32)seq;
+		a->seq[who & (RINX_MAX_NODES - 1)] = (__s32)seq;
 	}
 	bpf_spin_unlock(&a->lock);
 	if (bad)
@@ -168,11 +181,11 @@ static __always_inline int ps_pull(struct rinx_frame *f, struct rinx_job *job,
 				   struct rinx_ps_conf *pc, __u32 who,
 				   __u32 idx, const int nv)
 {
-	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
+	struct rinx_ps_block *a = bpf_map_lookup_elem(&store, &idx);
 	__s16 exp;
 
 	if (!a)
-		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 	bpf_spin_lock(&a->lock);
 	rinx_copy_vals(f->v, a->v, nv);
 	exp = a->exp;
@@ -222,11 +235,12 @@ static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
 	block = bpf_ntohl(f->h->block);
 	if (job->bval != nv)
 		return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
-	if (block >= pc->nblocks || block >= rinx_window || slot >= RINX_MAX_JOBS ||
+	if (block >= pc->nblocks || block >= RINX_PS_MAX_BLOCKS ||
+	    slot >= RINX_MAX_JOBS ||
 	    bpf_ntohs(f->h->count) != (block == pc->nblocks - 1 ?
 				       pc->last_count : nv))
 		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
-	k = slot * rinx_window + block;
+	k = RINX_PS_KEY(slot, block);
 	if (op == RINX_PS_PUSH)
 		return ps_push(f, job, pc, who, k, nv);
 	return ps_pull(f, job, pc, who, k, nv);

@@ -8,9 +8,11 @@
  * as node 0 and sends it the frames of workers 1..3. Job B (slot 5) is the
  * same job seen from worker 1, to check that answers go to the trainer.
  * Job C (slot 7) is an asynchronous store that two threads push into at
- * once. Every check compares the store with a model kept here (64-bit
- * sums of what was pushed and accepted), the answer frame field by field,
- * and the exact counter deltas.
+ * once. Job D (slot 9) is a store of more blocks than a job slot's window
+ * (the store map is not sized by it): three workers push into every block
+ * and pull those past the window. Every check compares the store with a
+ * model kept here (64-bit sums of what was pushed and accepted), the
+ * answer frame field by field, and the exact counter deltas.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,8 +38,15 @@
 #define EXP0		5		/* the stores' exponents: block b, */
 #define EXP(b)		(EXP0 + (int)(b))	/* all different */
 #define THREAD_PUSHES	2000
+#define NB_D		(2 * WINDOW + 5)	/* job D's blocks, all full */
+#define EXP_D		3
 
 enum { J_A, J_B, J_C, J_MAX };
+
+static const struct {
+	__u32 id, slot;
+	__u64 token;
+} job_d = { 0x00ba5e04, 9, 0x4444ULL };
 
 static const struct {
 	__u32 id, slot;
@@ -51,12 +60,13 @@ static const struct {
 };
 
 static struct host_bpf *skel;
-static int prog_fd, stats_fd, aggs_fd, conf_fd, ncpus;
+static int prog_fd, stats_fd, store_fd, conf_fd, ncpus;
 static __s64 model[J_MAX][NB][NV];	/* what each store must hold */
+static __s64 model_d[NB_D][NV];
 
 static __u32 idx_of(int j, __u32 b)
 {
-	return jobs[j].slot * WINDOW + b;
+	return RINX_PS_KEY(jobs[j].slot, b);
 }
 
 static int count_of(__u32 b)
@@ -161,13 +171,13 @@ static int only(const __u64 *d, int stat, int also)
 /* Does job j's store equal the model, value by value? */
 static int store_ok(int j)
 {
-	struct rinx_agg a;
+	struct rinx_ps_block a;
 	__u32 b, k;
 	int i;
 
 	for (b = 0; b < NB; b++) {
 		k = idx_of(j, b);
-		if (bpf_map_lookup_elem(aggs_fd, &k, &a) || a.exp != EXP(b))
+		if (bpf_map_lookup_elem(store_fd, &k, &a) || a.exp != EXP(b))
 			return 0;
 		for (i = 0; i < count_of(b); i++)
 			if (a.v[i] != model[j][b][i]) {
@@ -220,14 +230,52 @@ static void model_add(int j, __u32 b, const __u8 *f)
 		model[j][b][i] += vals((__u8 *)f)[i];
 }
 
+/* Job D: server node 0 of 4, an asynchronous store of NB_D blocks. */
+static int setup_d(struct rinx_ps_block *a)
+{
+	struct rinx_job job = {
+		.token = job_d.token, .slot = job_d.slot, .round = 1,
+		.nblocks = 1, .last_count = NV, .nclasses = 1, .nnodes = 4,
+		.self = 0, .qbits = 28, .dtype = RINX_W_FIXED,
+		.window = WINDOW, .plen = 1, .nown = 0, .bval = NV,
+	};
+	struct rinx_ps_conf pc = {
+		.job = job_d.id, .nblocks = NB_D, .last_count = NV,
+		.server = 0, .staleness = RINX_PS_NO_BOUND,
+	};
+	__u32 k, id, b;
+	int i, err = 0;
+
+	memset(job.start_to, 0xff, sizeof(job.start_to));
+	err |= bpf_map_update_elem(bpf_map__fd(skel->maps.jobs), &job_d.id,
+				   &job, BPF_ANY);
+	for (id = 0; id < RINX_MAX_NODES; id++) {
+		struct rinx_node n = node_of(job_d.slot, id);
+
+		k = job_d.slot * RINX_MAX_NODES + id;
+		err |= bpf_map_update_elem(bpf_map__fd(skel->maps.nodes), &k,
+					   &n, BPF_ANY);
+	}
+	for (b = 0; b < NB_D; b++) {
+		memset(a, 0, sizeof(*a));
+		a->exp = EXP_D;
+		for (i = 0; i < NV; i++)
+			model_d[b][i] = a->v[i] = 5 * (int)b - 3 * i;
+		k = RINX_PS_KEY(job_d.slot, b);
+		err |= bpf_map_update_elem(store_fd, &k, a, BPF_ANY);
+	}
+	k = job_d.slot;
+	err |= bpf_map_update_elem(conf_fd, &k, &pc, BPF_ANY);
+	return err;
+}
+
 static int setup(void)
 {
-	struct rinx_agg *a = calloc(1, sizeof(*a));
-	struct rinx_slot *zero = calloc(1, sizeof(*zero));
+	struct rinx_ps_block *a = calloc(1, sizeof(*a));
 	__u32 k, id, b;
 	int j, i, err = 0;
 
-	if (!a || !zero)
+	if (!a)
 		return -ENOMEM;
 	for (j = 0; j < J_MAX; j++) {
 		struct rinx_job job = {
@@ -260,15 +308,13 @@ static int setup(void)
 				model[j][b][i] = a->v[i];
 			}
 			k = idx_of(j, b);
-			err |= bpf_map_update_elem(aggs_fd, &k, a, BPF_ANY);
-			err |= bpf_map_update_elem(bpf_map__fd(skel->maps.partial),
-						   &k, zero, BPF_ANY);
+			err |= bpf_map_update_elem(store_fd, &k, a, BPF_ANY);
 		}
 		k = jobs[j].slot;
 		err |= bpf_map_update_elem(conf_fd, &k, &pc, BPF_ANY);
 	}
+	err |= setup_d(a);
 	free(a);
-	free(zero);
 	return err ? -EIO : 0;
 }
 
@@ -508,6 +554,97 @@ static void concurrent(void)
 	tap_ok(store_ok(J_C), "the block holds every push once, exactly");
 }
 
+/* ---- job D: a store larger than a job slot's window ----------------------- */
+
+#define BIG_CHECKS	4
+
+/* A frame of job D from node `from` to node 0, block b (of NB_D). */
+static void frame_d(__u8 *g, __u16 from, __u8 op, __u32 b, __u32 seq)
+{
+	struct rinx_node s = node_of(job_d.slot, from);
+	struct rinx_node d = node_of(job_d.slot, 0);
+	struct rinx_hdr *h;
+
+	h = tf_frame(g, d.mac, &s, &d, RINX_ECN_ECT0, PORT);
+	h->type = RINX_T_PS;
+	h->step = op;
+	h->job = htonl(job_d.id);
+	h->token = htobe64(job_d.token);
+	h->sender = htons(from);
+	h->block = htonl(b);
+	h->nblocks = htonl(NB_D);
+	h->round = htonl(seq);
+	h->count = htons(NV);
+	h->exp = htons(EXP_D);
+	h->dtype = htons(RINX_W_FIXED);
+}
+
+static int store_d_ok(void)
+{
+	struct rinx_ps_block a;
+	__u32 b, k;
+	int i;
+
+	for (b = 0; b < NB_D; b++) {
+		k = RINX_PS_KEY(job_d.slot, b);
+		if (bpf_map_lookup_elem(store_fd, &k, &a) || a.exp != EXP_D)
+			return 0;
+		for (i = 0; i < NV; i++)
+			if (a.v[i] != model_d[b][i]) {
+				tap_diag("job D block %u value %d: %d, want "
+					 "%lld", b, i, a.v[i],
+					 (long long)model_d[b][i]);
+				return 0;
+			}
+	}
+	return 1;
+}
+
+static void big(void)
+{
+	__u64 d[RINX_STAT_MAX];
+	struct rinx_hdr *h;
+	int ret, ok = 1, i;
+	__u16 w;
+	__u32 b;
+
+	for (w = 1; w <= 3 && ok; w++)
+		for (b = 0; b < NB_D && ok; b++) {
+			frame_d(f, w, RINX_PS_PUSH, b, 1);
+			for (i = 0; i < NV; i++) {
+				vals(f)[i] = w * 1000 - (int)b * 7 + i;
+				model_d[b][i] += vals(f)[i];
+			}
+			ret = run(f, d);
+			h = (struct rinx_hdr *)(out + TF_OFF_HDR);
+			ok = ret == XDP_TX && only(d, RINX_STAT_PS_PUSH, -1) &&
+			     h->step == RINX_PS_ACK;
+			if (!ok)
+				tap_diag("worker %u block %u: action %d, op %u",
+					 w, b, ret, h->step);
+		}
+	tap_ok(ok, "store of %d blocks in a window of %d: every worker's "
+	       "push into every block added and acknowledged", NB_D, WINDOW);
+	tap_ok(store_d_ok(), "every block holds its first values and the "
+	       "three pushes, exactly");
+	for (b = WINDOW; b < NB_D && ok; b++) {
+		frame_d(f, 2, RINX_PS_PULL, b, 1);
+		ret = run(f, d);
+		h = (struct rinx_hdr *)(out + TF_OFF_HDR);
+		ok = ret == XDP_TX && only(d, RINX_STAT_PS_PULL, -1) &&
+		     h->step == RINX_PS_VALUE &&
+		     (__s16)ntohs(h->exp) == EXP_D;
+		for (i = 0; ok && i < NV; i++)
+			ok = vals(out)[i] == model_d[b][i];
+	}
+	tap_ok(ok, "pulls of the blocks past the window: the stored values");
+	frame_d(f, 1, RINX_PS_PUSH, NB_D, 2);
+	ret = run(f, d);
+	tap_ok(ret == XDP_DROP && only(d, RINX_STAT_DROP_BOUNDS, -1) &&
+	       store_d_ok(), "push past the store's %d blocks: DROP_BOUNDS",
+	       NB_D);
+}
+
 int main(void)
 {
 	int err;
@@ -520,7 +657,7 @@ int main(void)
 	if (!skel)
 		tap_skip_all("cannot open the host skeleton: %s",
 			     strerror(errno));
-	tap_plan(2 + SERVER_CHECKS + WORKER_CHECKS + CONC_CHECKS);
+	tap_plan(2 + SERVER_CHECKS + WORKER_CHECKS + CONC_CHECKS + BIG_CHECKS);
 	skel->rodata->rinx_port_be = htons(PORT);
 	skel->rodata->rinx_window = WINDOW;
 	err = bpf_map__set_max_entries(skel->maps.share, NSLOTS * WINDOW);
@@ -535,14 +672,15 @@ int main(void)
 		return tap_done();
 	prog_fd = bpf_program__fd(skel->progs.rinx_host);
 	stats_fd = bpf_map__fd(skel->maps.stats);
-	aggs_fd = bpf_map__fd(skel->maps.aggs);
+	store_fd = bpf_map__fd(skel->maps.store);
 	conf_fd = bpf_map__fd(skel->maps.psconf);
 	ncpus = libbpf_num_possible_cpus();
-	if (!tap_ok(ncpus > 0 && !setup(), "set up three jobs and stores"))
+	if (!tap_ok(ncpus > 0 && !setup(), "set up four jobs and stores"))
 		return tap_done();
 	server();
 	worker();
 	concurrent();
+	big();
 	host_bpf__destroy(skel);
 	return tap_done();
 }

@@ -13,6 +13,10 @@
 #          <P>h0  <P>h1  <P>h2  <P>h3        one Python process per host
 #          rank 0: the store in its host program
 #
+# The testbed's job slots hold a window of 2 blocks: the stores (3 blocks)
+# are larger, as a model's store is larger than any window (its blocks are
+# entries of their own on the server's host).
+#
 # Stores: every rank pushes 30 deltas (multiples of 1/16, from rank and
 # iteration) and pulls after each, rank 3 the slowest; the final store must
 # equal the first values plus every push, element by element, on every
@@ -58,7 +62,8 @@ trap 'exit 1' INT TERM
 logs=$(mktemp -d)
 job=$((0x280001 + (RANDOM % 4096) * 64))
 
-testbed_up "2 racks x 2 hosts" --hosts 4 --racks 2 --jobs 4
+testbed_up "2 racks x 2 hosts, window 2" --hosts 4 --racks 2 --jobs 4 \
+	--window 2
 
 # counter NAME: rank 0's host program's counter NAME
 counter() {

@@ -145,17 +145,42 @@ enum rinx_ps_op {
 /* rinx_ps_conf.staleness of an asynchronous (unbounded) store */
 #define RINX_PS_NO_BOUND	0xffffffffu
 
+/* A store is not a job slot's window: its blocks are entries of the host
+ * program's `store` map (a hash without preallocation, key RINX_PS_KEY),
+ * made by the server's trainer when it opens the store and deleted when
+ * it closes it. So a store of N values pins ceil(N / block values) x
+ * RINX_PS_ENTRY_BYTES of kernel memory on its server's host only, while
+ * it is open (5.3 bytes per float32 parameter), and a host's stores
+ * together hold at most RINX_PS_MAX_BLOCKS blocks (50 M values, 256 MiB);
+ * an empty map costs its bucket array (RINX_PS_MAX_BLOCKS x 16 B). */
+#define RINX_PS_MAX_BLOCKS	(1u << 16)
+#define RINX_PS_KEY(slot, block) (((__u32)(slot) << 24) | (__u32)(block))
+
+/* One block of a store: its values, the exponent fixed at open, and the
+ * push number each worker last added into it (a resend is acknowledged,
+ * not added again); written only under the lock. */
+struct rinx_ps_block {
+	struct bpf_spin_lock lock;
+	__s16 exp;
+	__u16 pad;
+	__s32 seq[RINX_MAX_NODES];
+	__s32 v[RINX_BLOCK_VALUES];
+};
+
+/* What one block of a store pins: the entry with the hash map's element
+ * header and key (3,392 B) comes from the kernel's 4 KiB size class. */
+#define RINX_PS_ENTRY_BYTES	4096u
+
 /* Per job slot (the host program's psconf map): the parameter server of
  * the job in that slot. Written by the trainer before any frame of the
  * store is answered (job last); applied and left by the server's host
  * program. On a worker only job, server and nblocks are read (answers
- * from the server go to the trainer). The store itself is the slot's
- * aggregator slots (value, exponent, lock); the push numbers each
- * worker last added into block b are the first RINX_MAX_NODES values of
- * its partial slot: a job that serves a store runs no allreduce. */
+ * from the server go to the trainer). The store itself is the store
+ * map's entries RINX_PS_KEY(slot, 0 .. nblocks - 1) on the server. */
 struct rinx_ps_conf {
 	__u32 job;		/* job id the entry is for, 0: none */
-	__u32 nblocks;		/* blocks of the store, 1..window */
+	__u32 nblocks;		/* blocks of the store,
+				 * 1..RINX_PS_MAX_BLOCKS */
 	__u16 last_count;	/* values in its last block */
 	__u16 server;		/* node id of the server */
 	__u32 staleness;	/* SSP bound in iterations, or
@@ -647,8 +672,14 @@ _Static_assert((__u64)RINX_MAX_JOBS * RINX_DEFAULT_WINDOW <
 #define RINX_NODE_BLOCK_BYTES	(3 * sizeof(struct rinx_slot) + \
 				 sizeof(struct rinx_agg))
 _Static_assert((__u64)RINX_DEFAULT_JOBS * RINX_DEFAULT_WINDOW *
-	       RINX_NODE_BLOCK_BYTES + (4u << 20) <= RINX_NODE_MEM_BUDGET,
-	       "the default slots fit the memory budget, with room for the tables");
+	       RINX_NODE_BLOCK_BYTES + RINX_PS_MAX_BLOCKS * 16ull +
+	       (4u << 20) <= RINX_NODE_MEM_BUDGET,
+	       "the default slots and an empty store map fit the memory "
+	       "budget, with room for the tables");
+_Static_assert(sizeof(struct rinx_ps_block) == 264 + RINX_BLOCK_BYTES,
+	       "ps block");
+_Static_assert(RINX_PS_MAX_BLOCKS <= (1u << 24) && RINX_MAX_JOBS <= 256,
+	       "a store key holds the slot and the block");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "payload is little-endian on the wire");
 

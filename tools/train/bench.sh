@@ -11,22 +11,24 @@
 #                        [--racks R] [--ina KIND] [--rate MBIT]
 #                        [--window N] [--jobs N]
 #                        [--backends LIST] [--no-straggler]
-#                        [--only-straggler]
+#                        [--only-straggler] [--time S]
 #                        [-- train.py options]
 #
 #   --hosts N       ranks, one per host of a fresh testbed (default 4)
 #   --racks R       racks of the testbed (default 1)
 #   --ina KIND      INA kind of every rack: none, switch or agent
 #   --rate MBIT     every link's rate in Mbit/s (default: unlimited)
-#   --window N      blocks per job slot (testbed default 640): a PS store
-#                   on rinx's data plane (asp-xdp, ssp-xdp, inhad-xdp)
-#                   needs parameters / 768 of them
+#   --window N      blocks per job slot (testbed default 640; a PS store
+#                   on rinx's data plane does not need it: its blocks
+#                   are entries of their own, on the server's host)
 #   --jobs N        job slots per node (testbed default 16)
 #   --backends L    train.py --backend (default gloo,rinx,osp,asp,ssp,inhad;
 #                   also asp-xdp, ssp-xdp, inhad-xdp: the PS on rinx's
 #                   data plane)
 #   --no-straggler  only the case without a straggler
 #   --only-straggler  only the case with the straggler
+#   --time S        bound on one sitting's run of every backend, seconds
+#                   (default 600)
 #   --epochs E      epochs of every run (default 10)
 #   --repeat K      sittings per case; the table takes the median (default 1)
 #   --straggler R   the slow rank of the straggler case (default: the last)
@@ -62,6 +64,7 @@ prefix=rxbs$(printf '%04x' $((RANDOM)))
 backends=gloo,rinx,osp,asp,ssp,inhad
 tb=()
 cases=both
+tmax=600
 
 usage() { sed -n '/^#   tools/,/^# tools\/deps/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -82,6 +85,7 @@ while [ $# -gt 0 ]; do
 	--backends) backends=${2:?}; shift 2 ;;
 	--no-straggler) cases=none; shift ;;
 	--only-straggler) cases=slow; shift ;;
+	--time) tmax=${2:?}; shift 2 ;;
 	--) shift; break ;;
 	-h|--help) usage ;;
 	*) echo "bench.sh: unknown option $1" >&2; usage ;;
@@ -112,7 +116,7 @@ for ((k = 1; k <= repeat; k++)); do
 		else
 			how=(--straggler "$s")
 		fi
-		"$here/run.sh" --spec "$spec" --build "$build" --time 600 -- \
+		"$here/run.sh" --spec "$spec" --build "$build" --time "$tmax" -- \
 			--backend "$backends" --epochs "$epochs" --check epoch \
 			"${how[@]}" "$@" >"$log" 2>&1
 		rc=$?

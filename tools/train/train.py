@@ -475,6 +475,11 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
         # .grad are its views): the device's gradient is copied into that
         flat_g = osp.flat_g
     vel = torch.zeros(n)
+    # the gradient buffer's pages touched before the clock starts: a
+    # fresh buffer's first copy (page faults, 47 MB) is not a step's work
+    # and, over a few steps, tilted BSP's time against OSP's, whose
+    # buffer rinx.osp had allocated and filled already
+    flat_g.copy_(base)
     steps = a.steps or 10
     st0 = comm.stats() if comm is not None else None
     dist.barrier()
@@ -618,6 +623,10 @@ def train_ps_emulated(a, backend, comm, rank, world):
     straggle = a.compute_ms / 1000 if rank == a.straggler else 0.0
     compute_s = a.compute_ms / 1000 + straggle
     a.straggle_s = a.compute_ms / 1000 if a.straggler >= 0 else 0.0
+    o = 0
+    for p in params:                     # pages touched (as train_emulated)
+        p.grad.copy_(base[o:o + p.numel()])
+        o += p.numel()
     steps = a.steps or 10
     sync = make_sync(a, backend, comm, params, steps * world)
     dist.barrier()

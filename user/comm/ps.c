@@ -52,7 +52,7 @@ struct rinx_ps {
 	__u64 min_clock;	/* the slowest worker's clock, as last heard */
 	int slowest;
 	__u64 srtt;
-	int prog_fd, fd_conf, fd_aggs;
+	int prog_fd, fd_conf, fd_store;
 	__u8 *buf;		/* the server's own frame */
 	struct rinx_ps_stats st;
 };
@@ -325,13 +325,43 @@ static void ps_quant(struct rinx_ps *ps, const float *x)
 	}
 }
 
-/* The server: the store's first values and exponents, push numbers
- * cleared, then the entry that lets frames in. */
+/* Deletes this slot's store entries from block `from` on (a closed
+ * store's, or what a larger store left here when its process died). */
+static void ps_drop(struct rinx_ps *ps, __u32 from)
+{
+	__u32 key, next, *del = NULL;
+	size_t n = 0, cap = 0, i;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(ps->fd_store, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (next >> 24 != ps->c->slot || (next & 0xffffff) < from)
+			continue;
+		if (n == cap) {
+			__u32 *m = realloc(del, (cap = cap ? 2 * cap : 256) *
+					   sizeof(*del));
+
+			if (!m)
+				break;
+			del = m;
+		}
+		del[n++] = next;
+	}
+	/* deleted after the walk: a deletion would restart it */
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(ps->fd_store, &del[i]);
+	free(del);
+}
+
+/* The server: the store's entries with its first values and exponents,
+ * push numbers cleared, before the conf entry that lets frames in. */
 static int ps_serve(struct rinx_ps *ps, const float *init, int headroom)
 {
 	struct rinx_comm *c = ps->c;
-	struct rinx_agg *a = calloc(1, sizeof(*a));
+	struct rinx_ps_block *a = calloc(1, sizeof(*a));
 	double gmax = 0, amax;
+	char msg[96];
 	__u32 b, k;
 	size_t i;
 	int err = 0;
@@ -348,16 +378,23 @@ static int ps_serve(struct rinx_ps *ps, const float *init, int headroom)
 	}
 	if (init)
 		ps_quant(ps, init);
+	ps_drop(ps, ps->nb);
 	for (b = 0; b < ps->nb && !err; b++) {
-		struct rinx_slot *sq = &c->partial[c->slot * c->window + b];
-
 		memset(a, 0, sizeof(*a));
 		a->exp = ps->exp[b];
 		memcpy(a->v, ps->q + (size_t)b * c->bval, (size_t)c->bval * 4);
-		k = c->slot * c->window + b;
-		if (bpf_map_update_elem(ps->fd_aggs, &k, a, 0))
+		k = RINX_PS_KEY(c->slot, b);
+		if (!bpf_map_update_elem(ps->fd_store, &k, a, BPF_ANY))
+			continue;
+		if (errno == E2BIG) {
+			snprintf(msg, sizeof(msg), "this host's stores are "
+				 "full (%u blocks of all its open stores at "
+				 "most)", RINX_PS_MAX_BLOCKS);
+			err = ps_err(ps, -E2BIG, msg);
+		} else {
 			err = ps_err(ps, -errno, "cannot write the store");
-		memset(sq->v, 0, RINX_MAX_NODES * sizeof(sq->v[0]));
+		}
+		ps_drop(ps, 0);
 	}
 	free(a);
 	return err;
@@ -403,8 +440,8 @@ static void ps_free(struct rinx_ps *ps)
 {
 	if (ps->prog_fd >= 0)
 		close(ps->prog_fd);
-	if (ps->fd_aggs >= 0)
-		close(ps->fd_aggs);
+	if (ps->fd_store >= 0)
+		close(ps->fd_store);
 	if (ps->fd_conf >= 0)
 		close(ps->fd_conf);
 	free(ps->exp);
@@ -431,17 +468,16 @@ RINX_API int rinx_ps_open(struct rinx_comm *c, const struct rinx_ps_opts *o,
 	if (c->active || c->ps)
 		return rinx_c_cerr(c, -EBUSY, "rinx_ps_open: the communicator "
 				   "is busy (a collective, or a store open)");
-	if ((o->count + c->bval - 1) / c->bval > c->window)
+	if ((o->count + c->bval - 1) / c->bval > RINX_PS_MAX_BLOCKS)
 		return rinx_c_cerr(c, -E2BIG, "rinx_ps_open: %zu values need "
-				   "%zu blocks, a job slot holds %u (spec "
-				   "window=)", o->count,
-				   (o->count + c->bval - 1) / c->bval,
-				   c->window);
+				   "%zu blocks, a store holds at most %u",
+				   o->count, (o->count + c->bval - 1) / c->bval,
+				   RINX_PS_MAX_BLOCKS);
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
 	ps->c = c;
-	ps->prog_fd = ps->fd_conf = ps->fd_aggs = -1;
+	ps->prog_fd = ps->fd_conf = ps->fd_store = -1;
 	ps->server = o->server;
 	ps->is_server = c->rank == o->server;
 	ps->staleness = o->staleness;
@@ -462,7 +498,7 @@ RINX_API int rinx_ps_open(struct rinx_comm *c, const struct rinx_ps_opts *o,
 	}
 	err = ps->fd_conf = ps_conf_fd(ps, "psconf");
 	if (err >= 0 && ps->is_server) {
-		err = ps->fd_aggs = ps_conf_fd(ps, "aggs");
+		err = ps->fd_store = ps_conf_fd(ps, "store");
 		if (err >= 0)
 			err = ps->prog_fd = ps_prog_fd(ps);
 	}
@@ -634,6 +670,9 @@ void rinx_c_ps_detach(struct rinx_comm *c)
 	if (!ps)
 		return;
 	bpf_map_update_elem(ps->fd_conf, &key, &zero, 0);
+	/* then the server's store itself: its memory goes back */
+	if (ps->is_server && ps->fd_store >= 0)
+		ps_drop(ps, 0);
 	c->ps = NULL;
 	ps_free(ps);
 }

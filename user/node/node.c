@@ -4,8 +4,8 @@
  *
  * Layout under <pin>/<node>/: link (the XDP bpf_link: unpinning it detaches),
  * jobs, claims, nodes, hops, share, result, partial, aggs, cursors, xsks,
- * rings, stats (the maps the trainers and rinxctl open). Nothing is left
- * behind by rinx_node_down.
+ * rings, stats, psconf, store (the maps the trainers and rinxctl open).
+ * Nothing is left behind by rinx_node_down.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -30,7 +30,7 @@
 
 static const char *const pinned_maps[] = {
 	"jobs", "claims", "nodes", "hops", "share", "result", "partial", "xsks",
-	"rings", "stats", "aggs", "cursors", "psconf",
+	"rings", "stats", "aggs", "cursors", "psconf", "store",
 };
 
 static const char *const stat_names[RINX_STAT_MAX] = {
@@ -325,6 +325,15 @@ static __u64 round8(__u64 x)
 	return (x + 7) & ~7ull;
 }
 
+static __u64 rinx_pow2(__u64 x)
+{
+	__u64 p = 1;
+
+	while (p < x)
+		p <<= 1;
+	return p;
+}
+
 int rinx_node_map_bytes(const struct rinx_spec *s, __u64 *bytes)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -345,6 +354,12 @@ int rinx_node_map_bytes(const struct rinx_spec *s, __u64 *bytes)
 		__u64 v = round8(bpf_map__value_size(m));
 		__u64 k = round8(bpf_map__key_size(m));
 
+		/* a hash without preallocation (the PS's store) pins its
+		 * buckets; its entries come and go with the stores */
+		if (bpf_map__map_flags(m) & BPF_F_NO_PREALLOC) {
+			*bytes += rinx_pow2(n) * 16;
+			continue;
+		}
 		switch (bpf_map__type(m)) {
 		case BPF_MAP_TYPE_ARRAY:
 			*bytes += n * v;
