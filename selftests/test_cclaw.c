@@ -143,13 +143,13 @@ int main(void)
 		{ "no second cut within 4 ms", 800, 1000, 2000, 0.5, 0,
 		  3 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 0, 0, -1,
 		  -1, 0, 0, NOT_SET },
-		{ "a cut after 4 ms, none clean since the last", 800, 1000,
-		  2000, 0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100,
+		{ "a cut after 4 ms, none clean since the last", 2000, 2500,
+		  5000, 0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100,
 		  12, 0, 1, 0, 0, 0, 0, NOT_SET },
-		{ "a cut after 4 ms and a clean interval", 800, 1000, 2000,
+		{ "a cut after 4 ms and a clean interval", 2000, 2500, 5000,
 		  0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 1,
 		  1, 0, 0, 0, 0, NOT_SET },
-		{ "a cut 9 ms after the last", 800, 1000, 2000, 0.5, 0, 9 * MS,
+		{ "a cut 9 ms after the last", 2000, 2500, 5000, 0.5, 0, 9 * MS,
 		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0, 0, 0, NOT_SET },
 		{ "a round trip longer than 4 ms holds longer", 800, 1000,
 		  2000, 0.5, 10 * MS, 5 * MS, 1500000, 100, 50, 2, 800, 100,
@@ -163,12 +163,26 @@ int main(void)
 		  800000, 100, 50, 1, 800, 100, 100, 12, 0, 0, -1, -1, 0, 0, NOT_SET },
 		/* cuts in a row lower the target; top keeps where the run of
 		 * cuts started, and a calm spell returns to it */
-		{ "cuts in a row keep top", 800, 800, 2000, 0.5, 0, 5 * MS,
+		{ "cuts in a row keep top", 2000, 2000, 5000, 0.5, 0, 5 * MS,
 		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0,
-		  .top = 1000 },
-		{ "a cut after a clean interval moves top", 800, 800, 2000,
+		  .top = 2500 },
+		{ "a cut after a clean interval moves top", 2000, 2000, 5000,
 		  0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 1,
-		  1, 0, 0, .top = 1000 },
+		  1, 0, 0, .top = 2500 },
+		/* a slow rank holds 8 of its gaps (500 blocks/s: 16 ms), and
+		 * cuts within two such holds are cuts in a row */
+		{ "a slow rank holds 8 of its gaps", 500, 500, 2000, 0.5, 0,
+		  10 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 0, 0, -1,
+		  -1, .top = 800 },
+		{ "a slow rank cuts after 8 gaps, in a row: top kept", 500,
+		  500, 2000, 0.5, 0, 17 * MS, 1500000, 100, 50, 2, 800, 100,
+		  100, 12, 0, 1, 0, 0, .top = 800 },
+		{ "the rate's gaps, not the target's", 500, 2000, 4000, 0.5,
+		  0, 10 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 0, 0,
+		  -1, -1, .top = 2000 },
+		{ "a slow rank, two holds after its cut: top moves", 500, 500,
+		  2000, 0.5, 0, 33 * MS, 1500000, 100, 50, 2, 800, 100, 100,
+		  12, 0, 1, 0, 0, .top = 800 },
 		{ "calm, within fast recovery: toward the target only", 600,
 		  800, 2000, 0.1, 0, 0, 1500000, 100, 0, 2, 800, 100, 100, 12,
 		  2, 0, 700, 800, .top = 1600 },
@@ -211,8 +225,13 @@ int main(void)
 			/* marked again with no clean interval since a cut
 			 * within two holds: the target follows the rate */
 			__u64 hold = k->srtt > 4 * MS ? k->srtt : 4 * MS;
-			int again = k->cut_ago && !k->calm &&
-				    k->cut_ago < 2 * hold;
+			__u64 gaps = (__u64)(8 * 1e9 / k->rate);
+			int again;
+
+			if (gaps > hold)
+				hold = gaps;
+			again = k->cut_ago && !k->calm &&
+				k->cut_ago < 2 * hold;
 
 			rate = k->rate * (1 - alpha_after(k) / 2);
 			target = again ? rate : k->rate;

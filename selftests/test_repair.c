@@ -4,9 +4,10 @@
  * each case sets the smoothed round trip of own blocks (srtt, rttvar) and
  * the gather step of the block at the cursor, and checks how long a hole
  * waits (rinx_c_hole_wait) and the stall timer of a moving round
- * (rinx_c_rto_stall) against values worked out by hand from the rules in
- * docs/rinx.md ("Loss and duplicates"). No network: the communicator is a
- * plain struct.
+ * (rinx_c_rto_stall), and the stall timer of a round paced slowly
+ * (rinx_c_stall_wait: at least STALL_BLOCKS times a block's time), against
+ * values worked out by hand from the rules in docs/rinx.md ("Loss and
+ * duplicates"). No network: the communicator is a plain struct.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,66 @@ static void run(const struct tcase *k)
 	free(r);
 }
 
+/* rinx_c_stall_wait: the round's time per finished block so far (or the
+ * rounds before, at the round's start) times 8, within the block time's
+ * cap of 10 ms, never under rinx_c_rto_stall. */
+struct scase {
+	const char *name;
+	__u64 srtt, rttvar;	/* ns */
+	__u64 blk_ns;		/* the rounds before: ns per block */
+	__u32 cursor;		/* blocks finished in order this round */
+	__u64 elapsed;		/* ns since the round opened */
+	__u64 want;		/* ns */
+};
+
+static void run_stall(const struct scase *k)
+{
+	struct rinx_comm *c = calloc(1, sizeof(*c));
+	struct rinx_req *r = calloc(1, sizeof(*r));
+	__u64 now = 5000 * MS, got;
+
+	if (!c || !r) {
+		tap_ok(0, "%s: out of memory", k->name);
+		free(c);
+		free(r);
+		return;
+	}
+	c->srtt = k->srtt;
+	c->rttvar = k->rttvar;
+	c->blk_ns = k->blk_ns;
+	r->c = c;
+	r->nb = 640;
+	r->cursor = k->cursor;
+	r->opened_at = now - k->elapsed;
+	got = rinx_c_stall_wait(r, now);
+	tap_ok(got == k->want, "%s: stall timer %llu us (want %llu)", k->name,
+	       (unsigned long long)(got / US),
+	       (unsigned long long)(k->want / US));
+	free(c);
+	free(r);
+}
+
+static const struct scase stall_cases[] = {
+	{ "a fast round keeps the 2 ms floor", 300 * US, 100 * US, 0, 500,
+	  10 * MS, 2 * MS },
+	{ "a fast round keeps the round trip's timer", 1300 * US, 1100 * US,
+	  0, 500, 10 * MS, 7000 * US },
+	{ "a block per 5 ms: 8 of them", 300 * US, 100 * US, 0, 100,
+	  500 * MS, 40 * MS },
+	{ "a block per 1.5 ms: 12 ms, over the round trip's 10", 8 * MS,
+	  1 * MS, 0, 200, 300 * MS, 12 * MS },
+	{ "the round trip's timer over 8 blocks", 8 * MS, 1 * MS, 0, 200,
+	  200 * MS, 10 * MS },
+	{ "the round's start: the rounds before", 300 * US, 100 * US,
+	  2 * MS, 0, 50 * MS, 16 * MS },
+	{ "the first round's start: the floor", 300 * US, 100 * US, 0, 0,
+	  50 * MS, 2 * MS },
+	{ "a block's time counts at most 10 ms", 300 * US, 100 * US, 0, 1,
+	  1000 * MS, 80 * MS },
+	{ "the round's own time, not the rounds before", 300 * US,
+	  100 * US, 5 * MS, 400, 200 * MS, 4 * MS },
+};
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -104,8 +165,11 @@ int main(void)
 	};
 	size_t i;
 
-	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2);
+	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])));
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
+	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
+		run_stall(&stall_cases[i]);
 	return tap_done();
 }

@@ -151,6 +151,7 @@ static int round_open(struct rinx_req *r)
 		r->rto = RTO_FIRST_NS;
 	if (r->rto > RTO_MAX_NS)
 		r->rto = RTO_MAX_NS;
+	r->rto_base = rinx_c_rto_stall(c);
 	r->head = r->cursor = r->stamped = r->sampled = r->fin_ahead = 0;
 	r->cursor_t = r->first_fin = 0;
 	memset(r->resent, 0, r->nown);
@@ -562,9 +563,9 @@ static int progress(struct rinx_req *r, int *moved)
 			r->moved_at = t;
 			r->last_claimed = claimed;
 			r->last_progress = t;
-			r->rto = rinx_c_rto_stall(c);
+			r->rto = r->rto_base = rinx_c_stall_wait(r, t);
 		} else if (t - r->last_progress > r->rto) {
-			rinx_c_repair(r, r->rto <= rinx_c_rto_stall(c), 1);
+			rinx_c_repair(r, r->rto <= r->rto_base, 1);
 			c->st.repairs++;
 			r->last_progress = t;
 			r->rto = r->rto * 2 > RTO_MAX_NS ? RTO_MAX_NS :

@@ -9,8 +9,9 @@
  * crosses every link, so every rank sees the congestion of the whole plan.
  * From that fraction each rank sets the rate of the blocks it starts, in
  * the manner of DCTCP: alpha follows the marked fraction, a marked interval
- * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS or block round
- * trip; never on a rank that fell behind the others of its job), clean
+ * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS, block round
+ * trip or CC_HOLD_GAPS own gaps; never on a rank that fell behind the
+ * others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
  * then a growing additive step; a cut with no clean interval since the
  * last one lowers that target too, and a calm spell takes it back toward
@@ -54,6 +55,18 @@
  * 0.1 ms there. Two rings sharing 1 Gbit/s links (2 racks x 4): each
  * 0.042-0.044 GB/s with 0.5 ms, 0.050-0.053 with 4 ms (alone: 0.107). */
 #define CC_HOLD_NS	4000000ull
+/* ... or this many of the rank's own gaps, if longer. An interval holds
+ * CC_MIN_STORED blocks at least, so a rank paced at a few hundred blocks/s
+ * (the testbed's scaled links) updates every 10-40 ms: every marked
+ * interval was past the 4 ms hold and cut, and cuts more than two holds
+ * apart did not count as cuts in a row, so top followed the rate down and
+ * a calm spell had nothing to return to. On hetero4 at 20 Mbit/s per
+ * Gbit/s a forest rank fell from 1,929 blocks/s to the floor in one
+ * 200 ms run of marks (13 cuts) and climbed back by additive steps. A
+ * port of tens of Mbit/s also takes that long to drain its backlog, and
+ * the testbed's queues (virtual: no frame waits) leave the round trip
+ * short. A rank of a few thousand blocks/s keeps CC_HOLD_NS. */
+#define CC_HOLD_GAPS	8
 #define CC_MIN_STORED	8		/* ... and after this many blocks */
 #define CC_G		(1.0 / 16)	/* DCTCP's gain */
 #define CC_AI		50.0		/* blocks/s added per clean update */
@@ -181,6 +194,8 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	double dt = (double)(now - cc->t) * 1e-9, f;
 	int behind, again;
 
+	if (cc->rate > 0 && CC_HOLD_GAPS * 1e9 / cc->rate > hold)
+		hold = (__u64)(CC_HOLD_GAPS * 1e9 / cc->rate);
 	if (cc->round != c->round) {
 		/* a new round: the blocks stored here count from now */
 		cc->round = c->round;

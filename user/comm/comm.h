@@ -120,6 +120,7 @@ struct rinx_req {
 				   the round's frames still flow */
 	__u32 fetches;		/* repairs that fetched: the peer asked */
 	__u64 rto;		/* repair after this long without one */
+	__u64 rto_base;		/* ... its first value since the last one */
 	/* per-hop repair of the reduce (repair.c): the classes whose
 	 * reduce adds here and those that finish here; per block, when its
 	 * hole was seen or last asked for and how often; per class, its
@@ -415,6 +416,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now);
 void rinx_c_own_timers(struct rinx_req *r, __u64 now);
 void rinx_c_keep_round(struct rinx_comm *c);
 __u64 rinx_c_rto_stall(const struct rinx_comm *c);
+__u64 rinx_c_stall_wait(const struct rinx_req *r, __u64 now);
 int rinx_c_cursor_hole(const struct rinx_req *r);
 __u64 rinx_c_hole_wait(const struct rinx_req *r);
 void rinx_c_repair(struct rinx_req *r, int first, int stall);

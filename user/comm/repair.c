@@ -61,6 +61,31 @@ __u64 rinx_c_rto_stall(const struct rinx_comm *c)
 	       t > RTO_FIRST_NS ? RTO_FIRST_NS : t;
 }
 
+/* The stall timer of a moving round, at least STALL_BLOCKS times the
+ * time a block of it took to finish here so far (of the rounds before, at
+ * its start): a job paced slowly (a few hundred blocks/s, the testbed's
+ * scaled links) finishes a block every few milliseconds, longer than
+ * rinx_c_rto_stall's 2 ms, and every pause between its blocks looked like
+ * a stall. Its repair asked the roots for blocks not done yet, in full
+ * frames that its links could not carry beside the blocks (a forest on
+ * hetero4: 718 stall repairs and 2,769 NACKs per 4 MiB collective of
+ * 1,366 blocks; the tree at the pacer's floor: 2,096 and 4,127), and the
+ * losses they caused took resends. A fast job (37,000 blocks/s) keeps the
+ * 2 ms. */
+#define STALL_BLOCKS	8
+
+__u64 rinx_c_stall_wait(const struct rinx_req *r, __u64 now)
+{
+	const struct rinx_comm *c = r->c;
+	__u64 t = rinx_c_rto_stall(c), per = c->blk_ns;
+
+	if (r->cursor && now > r->opened_at)
+		per = (now - r->opened_at) / r->cursor;
+	if (per > RTO_FIRST_NS)
+		per = RTO_FIRST_NS;
+	return STALL_BLOCKS * per > t ? STALL_BLOCKS * per : t;
+}
+
 /* Selective repair of own blocks, in the manner of RACK (RFC 8985): an
  * own block not finished here is taken for lost when one of its class
  * claimed after it has finished and it is older than its timer (doubled
