@@ -50,6 +50,18 @@ cleanup() {
 	done
 }
 
+# cleanup_groups: what cleanup does, after killing the process groups led
+# by the pids in $pids (ranks started with set -m) and removing $tmp
+cleanup_groups() {
+	local p
+
+	for p in "${pids[@]}"; do
+		kill -9 -- "-$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+	cleanup
+}
+
 # needs_root TOOL...: ends the test with a TAP skip (exit 4) unless it runs
 # as root, every TOOL is installed and $rinxctl is built
 needs_root() {

@@ -39,18 +39,8 @@ fail=0
 pids=()
 port=5301
 
-cleanup_mix() {
-	local p
-
-	for p in "${pids[@]}"; do
-		kill -9 -- "-$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-	cleanup
-}
-
 needs_root ip timeout awk python3
-trap cleanup_mix EXIT
+trap cleanup_groups EXIT
 trap 'exit 1' INT TERM
 plan 10
 
