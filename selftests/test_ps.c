@@ -108,26 +108,38 @@ static int read_stats(__u64 *out)
 	return 0;
 }
 
-/* A PS frame of job j from node `from` to the job's node `to`. */
-static struct rinx_hdr *ps_frame(__u8 *f, int j, __u16 from, __u16 to,
-				 __u8 op, __u32 block, __u32 seq)
+/* A PS frame of the job (id, slot, token) from node `from` to its node
+ * `to`, for a store of nb blocks: block `block` of `count` values at
+ * exponent exp. */
+static struct rinx_hdr *ps_hdr(__u8 *f, __u32 id, __u32 slot, __u64 token,
+			       __u16 from, __u16 to, __u8 op, __u32 block,
+			       __u32 nb, __u32 seq, __u16 count, __s16 exp)
 {
-	struct rinx_node s = node_of(jobs[j].slot, from);
-	struct rinx_node d = node_of(jobs[j].slot, to);
+	struct rinx_node s = node_of(slot, from);
+	struct rinx_node d = node_of(slot, to);
 	struct rinx_hdr *h = tf_frame(f, d.mac, &s, &d, RINX_ECN_ECT0, PORT);
 
 	h->type = RINX_T_PS;
 	h->step = op;
-	h->job = htonl(jobs[j].id);
-	h->token = htobe64(jobs[j].token);
+	h->job = htonl(id);
+	h->token = htobe64(token);
 	h->sender = htons(from);
 	h->block = htonl(block);
-	h->nblocks = htonl(NB);
+	h->nblocks = htonl(nb);
 	h->round = htonl(seq);
-	h->count = htons(block < NB ? count_of(block) : NV);
-	h->exp = htons((__u16)(block < NB ? EXP(block) : 0));
+	h->count = htons(count);
+	h->exp = htons((__u16)exp);
 	h->dtype = htons(RINX_W_FIXED);
 	return h;
+}
+
+/* A PS frame of job j from node `from` to the job's node `to`. */
+static struct rinx_hdr *ps_frame(__u8 *f, int j, __u16 from, __u16 to,
+				 __u8 op, __u32 block, __u32 seq)
+{
+	return ps_hdr(f, jobs[j].id, jobs[j].slot, jobs[j].token, from, to,
+		      op, block, NB, seq, block < NB ? count_of(block) : NV,
+		      block < NB ? EXP(block) : 0);
 }
 
 static __s32 *vals(__u8 *f)
@@ -561,22 +573,8 @@ static void concurrent(void)
 /* A frame of job D from node `from` to node 0, block b (of NB_D). */
 static void frame_d(__u8 *g, __u16 from, __u8 op, __u32 b, __u32 seq)
 {
-	struct rinx_node s = node_of(job_d.slot, from);
-	struct rinx_node d = node_of(job_d.slot, 0);
-	struct rinx_hdr *h;
-
-	h = tf_frame(g, d.mac, &s, &d, RINX_ECN_ECT0, PORT);
-	h->type = RINX_T_PS;
-	h->step = op;
-	h->job = htonl(job_d.id);
-	h->token = htobe64(job_d.token);
-	h->sender = htons(from);
-	h->block = htonl(b);
-	h->nblocks = htonl(NB_D);
-	h->round = htonl(seq);
-	h->count = htons(NV);
-	h->exp = htons(EXP_D);
-	h->dtype = htons(RINX_W_FIXED);
+	ps_hdr(g, job_d.id, job_d.slot, job_d.token, from, 0, op, b, NB_D,
+	       seq, NV, EXP_D);
 }
 
 static int store_d_ok(void)
