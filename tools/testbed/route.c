@@ -168,13 +168,65 @@ static int tt_bc_write(const struct tt *x, int i, const struct tt_bc *bc,
 }
 
 /*
+ * The route of transfer xf into the flow tables fds of the switches on it:
+ * each sends the (dst, src) pair out by the route's next link, in class
+ * klass and in any class (frames without a class entry: other plans',
+ * control frames; a pair two classes route differently keeps the last
+ * one). klass -1: in any class only. *n counts the entries.
+ */
+static int tt_flow(const struct rinx_spec *s, const struct tt *x,
+		   const struct pp_xfer *xf, int klass, const int *fds,
+		   __u32 (*ifx)[TT_MAX_PORTS], int *n)
+{
+	const struct topo *t = &x->t;
+	const __u8 *src = tt_mac(s, x, xf->src);
+	const __u8 *dst = tt_mac(s, x, xf->dst);
+	struct rinx_sw_flow_key key = {};
+	int h, err;
+
+	if (!src || !dst)
+		return 0;
+	memcpy(key.dst, dst, 6);
+	memcpy(key.src, src, 6);
+	for (h = 0; h < xf->nhop; h++) {
+		int u = topo_arc_from(t, xf->hop[h]), ri, port;
+		struct rinx_sw_port p = {}, had;
+
+		if (t->node[u].kind != TOPO_SWITCH)
+			continue;
+		ri = x->rack_of[u];
+		port = tt_port(&x->sw[ri], xf->hop[h] >> 1);
+		if (port < 0)
+			return -EINVAL;
+		p.port = ifx[ri][port];
+		/* one route per (dst, src) pair of a class */
+		key.klass = klass < 0 ? RINX_SW_CLASS_ANY : klass;
+		if (!bpf_map_lookup_elem(fds[ri], &key, &had) &&
+		    had.port != p.port)
+			pr_warn("switch %s: %s -> %s is routed two ways in "
+				"class %d; the last route wins\n", x->sw[ri].ns,
+				t->node[xf->src].name, t->node[xf->dst].name,
+				klass);
+		err = map_set(fds[ri], &key, &p, x->sw[ri].ns, "flow table");
+		if (!err && klass >= 0) {
+			key.klass = RINX_SW_CLASS_ANY;
+			err = map_set(fds[ri], &key, &p, x->sw[ri].ns,
+				      "flow table");
+		}
+		if (err)
+			return err;
+		*n += klass >= 0 ? 2 : 1;
+	}
+	return 0;
+}
+
+/*
  * The plan's routes into the switches' tables (emptied first):
- *  - every reduce transfer's route: each switch on it sends the (dst, src)
- *    pair of the transfer's class out by the route's next link, and the
- *    pair of any class too (frames without a class entry: other plans',
- *    control frames; a pair two classes route differently keeps the last
- *    one). Transfers that follow the MAC table anyway need no entry, but
- *    an entry does no harm;
+ *  - every reduce transfer's route (tt_flow), in its class and any class.
+ *    Transfers that follow the MAC table anyway need no entry, but an
+ *    entry does no harm;
+ *  - a ring's hops (mem[i] -> mem[i + 1], the planner's routes), in any
+ *    class: every class of its tables sends every hop's pair;
  *  - every class's broadcast route (tt_bc_route): the switches on it send
  *    the class's blocks from its root to the fabric's group out by the
  *    route's ports; a class whose route misses a worker keeps the
@@ -186,7 +238,7 @@ int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows,
 {
 	struct topo *t = &x->t;
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
-	int na = 2 * t->nlinks, i, k, j, h, err = 0, n = 0, nb = 0, nbc = 0;
+	int na = 2 * t->nlinks, i, k, j, err = 0, n = 0, nb = 0, nbc = 0;
 	int *fds = calloc(x->nsw, sizeof(int)), *bfd = calloc(x->nsw, sizeof(int));
 	int *efd = calloc(x->nsw, sizeof(int)), *by = calloc(t->nnodes, sizeof(int));
 	int *q = calloc(t->nnodes, sizeof(int));
@@ -226,50 +278,16 @@ int tt_routes(const struct rinx_spec *s, struct tt *x, int *nflows,
 		const struct pp_class *c = &x->pp.cls[k];
 		const __u8 *root;
 
-		for (j = 0; j < c->nred; j++) {
-			const struct pp_xfer *xf = &c->red[j];
-			const __u8 *src = tt_mac(s, x, xf->src);
-			const __u8 *dst = tt_mac(s, x, xf->dst);
-			struct rinx_sw_flow_key key = {};
-
-			if (!src || !dst)
-				continue;
-			memcpy(key.dst, dst, 6);
-			memcpy(key.src, src, 6);
-			for (h = 0; h < xf->nhop; h++) {
-				int u = topo_arc_from(t, xf->hop[h]), ri, port;
-				struct rinx_sw_port p = {}, had;
-
-				if (t->node[u].kind != TOPO_SWITCH)
-					continue;
-				ri = x->rack_of[u];
-				port = tt_port(&x->sw[ri], xf->hop[h] >> 1);
-				if (port < 0) {
-					err = -EINVAL;
-					goto out;
-				}
-				p.port = ifx[ri][port];
-				/* one route per (dst, src) pair of a class */
-				key.klass = k;
-				if (!bpf_map_lookup_elem(fds[ri], &key, &had) &&
-				    had.port != p.port)
-					pr_warn("switch %s: %s -> %s is routed "
-						"two ways in class %d; the last "
-						"route wins\n", x->sw[ri].ns,
-						t->node[xf->src].name,
-						t->node[xf->dst].name, k);
-				err = map_set(fds[ri], &key, &p, x->sw[ri].ns,
-					      "flow table");
-				key.klass = RINX_SW_CLASS_ANY;
-				if (!err)
-					err = map_set(fds[ri], &key, &p,
-						      x->sw[ri].ns,
-						      "flow table");
-				if (err)
-					goto out;
-				n += 2;
-			}
-		}
+		for (j = 0; j < c->nred && !err; j++)
+			err = tt_flow(s, x, &c->red[j], k, fds, ifx, &n);
+		/* a ring's hops: every class of the tables (one per member)
+		 * sends each hop's pair, so the pair's entry of any class */
+		for (j = 0; c->kind == PP_RING && j < c->nring && !err; j++)
+			err = tt_flow(s, x, &c->ring[j], -1, fds, ifx, &n);
+		if (err)
+			goto out;
+		if (c->kind != PP_TREE)
+			continue;
 		root = tt_mac(s, x, c->root);
 		if (!root || t->nhosts < 2 ||
 		    tt_bc_route(t, c, by, use, keep, q)) {

@@ -528,6 +528,7 @@ static int tt_load(const struct rinx_testbed_opts *o, struct tt *x,
 static int tt_plan(const struct rinx_spec *s, struct tt *x, char *err,
 		   size_t errlen)
 {
+	struct rinx_plan *p;
 	struct topo t2;
 	int ret;
 
@@ -538,11 +539,19 @@ static int tt_plan(const struct rinx_spec *s, struct tt *x, char *err,
 	x->have_pp = 1;
 	/* the same file as x->t: node and link ids agree */
 	topo_free(&t2);
-	if (!ret && x->pp.ncls > 0 && x->pp.cls[0].kind != PP_TREE)
-		ret = rinx_seterr(err, errlen, -EOPNOTSUPP, "plan %s: ring "
-				  "classes do not run on a topology testbed",
-				  x->pp.scheme);
-	return ret;
+	if (ret)
+		return ret;
+	/* what the ranks will compile at open must compile now (a ring
+	 * whose members aggregate racks, rina and har, does not: the
+	 * compiler says why) */
+	p = malloc(sizeof(*p));
+	ret = p ? rinx_plan_build(p, s, 0) : -ENOMEM;
+	free(p);
+	if (ret)
+		return rinx_seterr(err, errlen, ret, "plan %s does not compile "
+				   "for this testbed (%s)", x->pp.scheme,
+				   strerror(-ret));
+	return 0;
 }
 
 int topo_up(const struct rinx_testbed_opts *o,

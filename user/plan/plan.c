@@ -304,27 +304,13 @@ static int rack_order(const struct rinx_spec *s, int *ord)
 	return n;
 }
 
-static int build_ring(struct bld *b)
+int rinx_plan_ring(const struct rinx_spec *s, struct rinx_plan *p,
+		   struct rinx_hop (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
+		   int (*start_to)[RINX_MAX_CLASSES],
+		   int (*start_type)[RINX_MAX_CLASSES])
 {
-	const struct rinx_spec *s = b->s;
-	struct rinx_plan *p = b->p;
-	int i, r, k, j, M, m = 0;
+	int r, k, j, M = p->nmembers;
 
-	/* members in rack order; hosts without a declared rack last */
-	for (i = 0; i < s->nracks; i++) {
-		if (s->racks[i].ina != RINX_INA_NONE) {
-			if (rack_hosts(s, i))
-				p->member[m++] = rack_member(s, i);
-			continue;
-		}
-		for (r = 0; r < s->nhosts; r++)
-			if (rinx_spec_rank(s, r)->rack == s->racks[i].id)
-				p->member[m++] = r;
-	}
-	for (r = 0; r < s->nhosts; r++)
-		if (rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
-			p->member[m++] = r;
-	p->nmembers = M = m;
 	if (M > RINX_MAX_CLASSES || M < 1)
 		return -E2BIG;
 	even_classes(p, M);
@@ -353,18 +339,19 @@ static int build_ring(struct bld *b)
 					h.mask |= 1ull << prev;
 					h.from = prev;
 					h.step = j - 1;
-					set_hop(b, node, k, RINX_T_REDUCE, &h);
+					hop[node][k][RINX_T_REDUCE - 1] = h;
 				}
-				set_hop(b, node, k, RINX_T_CONTRIB, &h);
+				hop[node][k][RINX_T_CONTRIB - 1] = h;
 			} else if (j > 0) {
 				h.action = j == M - 1 ? RINX_A_ADD_FINISH :
 							RINX_A_ADD_FWD;
 				h.from = prev;
 				h.step = j - 1;
 				h.to = next;
-				set_hop(b, node, k, RINX_T_REDUCE, &h);
+				hop[node][k][RINX_T_REDUCE - 1] = h;
 			} else if (M > 1) {
-				start(b, node, k, next, RINX_T_REDUCE);
+				start_to[node][k] = next;
+				start_type[node][k] = RINX_T_REDUCE;
 			}
 		}
 		/* gather */
@@ -388,7 +375,7 @@ static int build_ring(struct bld *b)
 				h.action = j == M - 2 ? RINX_A_STORE_END :
 							RINX_A_STORE_FWD;
 			}
-			set_hop(b, node, k, RINX_T_GATHER, &h);
+			hop[node][k][RINX_T_GATHER - 1] = h;
 		}
 		/* the workers (not the agent) of an INA rack send every block
 		 * to their aggregator and store what it multicasts into the
@@ -409,12 +396,37 @@ static int build_ring(struct bld *b)
 				if (r == agg || !(rack_bits(s, ri) & (1ull << r)))
 					continue;
 				h.to = r;
-				set_hop(b, r, k, RINX_T_GATHER, &h);
-				start(b, r, k, agg, RINX_T_CONTRIB);
+				hop[r][k][RINX_T_GATHER - 1] = h;
+				start_to[r][k] = agg;
+				start_type[r][k] = RINX_T_CONTRIB;
 			}
 		}
 	}
 	return 0;
+}
+
+static int build_ring(struct bld *b)
+{
+	const struct rinx_spec *s = b->s;
+	struct rinx_plan *p = b->p;
+	int i, r, m = 0;
+
+	/* members in rack order; hosts without a declared rack last */
+	for (i = 0; i < s->nracks; i++) {
+		if (s->racks[i].ina != RINX_INA_NONE) {
+			if (rack_hosts(s, i))
+				p->member[m++] = rack_member(s, i);
+			continue;
+		}
+		for (r = 0; r < s->nhosts; r++)
+			if (rinx_spec_rank(s, r)->rack == s->racks[i].id)
+				p->member[m++] = r;
+	}
+	for (r = 0; r < s->nhosts; r++)
+		if (rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
+			p->member[m++] = r;
+	p->nmembers = m;
+	return rinx_plan_ring(s, p, b->hop, b->start_to, b->start_type);
 }
 
 /* The aggregator `node` of class k sums `mask` (and its own share if it is

@@ -87,6 +87,18 @@ int rinx_plan_agg_node(const struct rinx_spec *s, int rack_index);
 int rinx_plan_agent_of_rack(const struct rinx_spec *s, int rack_index);
 /* Index of the rack whose agent (lowest rank) this host is, else -1. */
 int rinx_plan_agent_of(const struct rinx_spec *s, int rank);
+/* The ring plans' tables for the members p->member[0..p->nmembers) in
+ * ring order (a host adds its share in XDP, an INA rack's aggregator or
+ * agent sums its rack): class k of nmembers starts at member k and
+ * finishes at member k - 1, then goes round once more (plan.c's header).
+ * Sets p's classes, pattern and roots; writes hop[node][class][type-1]
+ * and start_to/start_type[node][class] (start_to preset to -1). The rack
+ * plans' members (ring, rina, har) and a topology planner's ring
+ * (user/plan/plan_ir.c) both come here. 0 or -E2BIG. */
+int rinx_plan_ring(const struct rinx_spec *s, struct rinx_plan *p,
+		   struct rinx_hop (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
+		   int (*start_to)[RINX_MAX_CLASSES],
+		   int (*start_type)[RINX_MAX_CLASSES]);
 /* Class k's gather: every host but `root` stores the finished block that
  * root sends (STORE_END from root), into hop[node][class][type-1]. */
 void rinx_plan_store_from(struct rinx_hop

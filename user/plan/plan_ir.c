@@ -14,9 +14,11 @@
  * as it installs an INA ToR's (user/comm/comm.c: rank 0 installs the aggregators
  * of racks without hosts).
  *
- * Tree classes only (PP_TREE: ps, ps-ina, grid, switchml, tree, dbtree,
- * forest); ring classes are the rack plans' business (rina, ring, har).
- * Class k of the plan is class k of the tables:
+ * Tree classes (PP_TREE: ps, ps-ina, grid, switchml, tree, dbtree,
+ * forest), or one ring of workers (ring: compile_ring, the rack plans'
+ * ring tables over the planner's members). Rings whose members aggregate
+ * racks (rina, har) stay with the rack plans.
+ * Class k of a tree plan is class k of the tables:
  *  - an aggregator with contributors sums them in a slot (AGG_FWD to its
  *    parent, a worker adding its own share when the plan says `self`);
  *  - the root finishes (AGG_FINISH) and sends the block to the fabric's
@@ -156,6 +158,59 @@ static int share_pattern(const double *sh, int n, __u8 *cmap)
 	return best;
 }
 
+/* A plan of one ring class whose members are workers (plan_ring): the
+ * rack plans' ring tables (rinx_plan_ring) over the members in the
+ * planner's order, so each ring hop is a pair of ranks, mem[i] ->
+ * mem[i + 1], that the testbed routes along the planner's route. Members
+ * that aggregate a rack (Rina's ToRs, H-AR's leaders, whose rack reaches
+ * them by reduce transfers) are refused: their racks are the rack plans'. */
+static int compile_ring(const struct topo *t, const struct pp_plan *pp,
+			const struct rinx_spec *s, struct rinx_plan *p,
+			struct rinx_hop (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
+			int (*start_to)[RINX_MAX_CLASSES],
+			int (*start_type)[RINX_MAX_CLASSES], char *err,
+			size_t errlen)
+{
+	const struct pp_class *c = &pp->cls[0];
+	int i, id, ret;
+
+	if (pp->ncls != 1)
+		return rinx_seterr(err, errlen, -EOPNOTSUPP, "plan %s: a ring "
+				   "class beside %d others; the topology "
+				   "compiler takes one ring or tree classes",
+				   pp->scheme, pp->ncls - 1);
+	if (c->nred || c->nbc)
+		return rinx_seterr(err, errlen, -EOPNOTSUPP, "plan %s: ring "
+				   "members aggregate racks; the topology "
+				   "compiler takes rings of workers (topo:ring; "
+				   "rack plans: plan=rina|har)", pp->scheme);
+	if (c->nmem != s->nhosts || c->nmem > RINX_MAX_CLASSES)
+		return rinx_seterr(err, errlen, -EINVAL, "plan %s: a ring of %d "
+				   "members for %d hosts (at most %d)",
+				   pp->scheme, c->nmem, s->nhosts,
+				   RINX_MAX_CLASSES);
+	for (i = 0; i < s->nracks; i++)
+		if (s->racks[i].ina == RINX_INA_AGENT)
+			return rinx_seterr(err, errlen, -EINVAL, "plan %s: rack "
+					   "%s aggregates by an agent; a "
+					   "topology's ring takes none",
+					   pp->scheme, s->racks[i].name);
+	for (i = 0; i < c->nmem; i++) {
+		id = pp_node_id(s, t, c->mem[i]);
+		if (id < 0 || id >= s->nhosts)
+			return rinx_seterr(err, errlen, -EINVAL, "plan %s: ring "
+					   "member %s is no host of the spec",
+					   pp->scheme, t->node[c->mem[i]].name);
+		p->member[i] = id;
+	}
+	p->nmembers = c->nmem;
+	ret = rinx_plan_ring(s, p, hop, start_to, start_type);
+	if (ret)
+		return rinx_seterr(err, errlen, ret, "plan %s: no ring tables",
+				   pp->scheme);
+	return 0;
+}
+
 int pp_compile(const struct topo *t, const struct pp_plan *pp,
 	       const struct rinx_spec *s, struct rinx_plan *p,
 	       struct rinx_hop (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
@@ -179,15 +234,18 @@ int pp_compile(const struct topo *t, const struct pp_plan *pp,
 			return rinx_seterr(err, errlen, -EINVAL, "worker %s of "
 					   "the topology is not a host of the "
 					   "spec", t->node[t->hosts[i]].name);
+	if (pp->cls[0].kind == PP_RING)
+		return compile_ring(t, pp, s, p, hop, start_to, start_type,
+				    err, errlen);
 	for (k = 0; k < pp->ncls; k++) {
 		const struct pp_class *c = &pp->cls[k];
 		int root = -1;
 
 		if (c->kind != PP_TREE)
 			return rinx_seterr(err, errlen, -EOPNOTSUPP, "plan %s: "
-					   "class %d is a ring; the topology "
-					   "compiler takes tree classes (ring "
-					   "plans: plan=ring|rina|har)",
+					   "class %d is a ring among tree "
+					   "classes; the topology compiler "
+					   "takes one ring or tree classes",
 					   pp->scheme, k);
 		sh[k] = c->share;
 		for (i = 0; i < c->nagg; i++) {

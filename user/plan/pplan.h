@@ -169,7 +169,8 @@ int pp_load(const char *topo, const char *planner, struct topo *t,
 /* Node id of topology node tn in spec s: a host's rank, an ina=switch
  * rack's aggregator (switch or PS, by name); -1 if it has none. */
 int pp_node_id(const struct rinx_spec *s, const struct topo *t, int tn);
-/* Every node's tables for plan pp on t (tree classes only), the shared
+/* Every node's tables for plan pp on t (tree classes, or one ring of
+ * workers), the shared
  * part (classes, pattern, roots) into p, whose nodes are already built:
  * hop[node][class][type-1], start_to/start_type[node][class] (start_to
  * preset to -1). 0 or -errno with a message. */
