@@ -16,12 +16,18 @@
  *   switchml-rack: S1 sums W1-W4, S3 W7-W8, each on to S2, which sums
  *           them with W5, W6 and finishes
  *   atp:    co-located shards: every class finishes at a worker
+ *   ring:   one ring of workers, compiled to the rack plans' ring tables
+ *           in the planner's member order (on the toy and on a hand-made
+ *           topology whose ring is not the ranks' order)
  * and what must fail: a plan whose aggregator the spec cannot run (S2
- * without INA), ring classes, a spec whose hosts are not the topology's.
+ * without INA), rings whose members aggregate racks (rina, har), a spec
+ * whose hosts are not the topology's.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include "selftests/lib/testlib.h"
 #include "user/ctl.h"
@@ -163,6 +169,118 @@ static int starts(const struct rinx_spec *s, int node, int k, int to)
 	return 1;
 }
 
+/* A topology made by hand, its ring known: switches A and B, hosts H1-H4
+ * in that order, H1 and H3 on B, H2 and H4 on A. The ring planner keeps
+ * racks together, racks in the order of their first worker: B's H1, H3,
+ * then A's H2, H4, so in ranks (H<i> is rank i - 1) the ring is
+ * 0 -> 2 -> 1 -> 3 -> 0, not the ranks' order. */
+static const int two_racks_ring[4] = { 0, 2, 1, 3 };
+
+static int two_racks_spec(struct rinx_spec *s, const char *plan, char *path,
+			  size_t len)
+{
+	static const int at[4] = { 1, 0, 1, 0 };
+	char err[160];
+	FILE *f;
+	int i, fd;
+
+	snprintf(path, len, "/tmp/rinx-plan-ir-XXXXXX");
+	fd = mkstemp(path);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "switch name=A\nswitch name=B\n");
+	for (i = 0; i < 4; i++)
+		fprintf(f, "host name=H%d\n", i + 1);
+	for (i = 0; i < 4; i++)
+		fprintf(f, "link a=H%d b=%s gbps=10\n", i + 1,
+			at[i] ? "B" : "A");
+	fprintf(f, "link a=A b=B gbps=10\n");
+	if (fclose(f))
+		return -1;
+	rinx_spec_init(s);
+	snprintf(s->topo, sizeof(s->topo), "%s", path);
+	if (rinx_plan_parse(plan, &s->plan, &s->plan_nps, err, sizeof(err)))
+		tap_diag("%s: %s", plan, err);
+	s->nracks = 2;
+	for (i = 0; i < 2; i++) {
+		struct rinx_spec_rack *r = &s->racks[i];
+
+		r->id = i;
+		r->ina = RINX_INA_NONE;
+		snprintf(r->name, sizeof(r->name), "%s", i ? "B" : "A");
+	}
+	s->nhosts = 4;
+	for (i = 0; i < 4; i++) {
+		struct rinx_spec_host *h = &s->hosts[i];
+		__u8 mac[6] = { 0x02, 0x72, 0x78, 0, at[i], i + 1 };
+
+		snprintf(h->name, sizeof(h->name), "H%d", i + 1);
+		h->rank = i;
+		h->rack = at[i];
+		memcpy(h->mac, mac, 6);
+		h->ip = htonl(0x0a470000 | at[i] << 8 | (i + 1));
+	}
+	return 0;
+}
+
+/* Every node's tables of the ring m[0..M) checked against the ring's
+ * definition: class k starts at m[k], which sends its share to m[k+1]; m[k+j]
+ * (j = 1..M-1) adds step j - 1 from m[k+j-1] and sends it on to m[k+j+1],
+ * m[k-1] finishing; then m[k+j] (j = 0..M-2) stores step j from m[k+j-1],
+ * passing it on but at the last. */
+static int ring_is(const struct rinx_spec *s, const int *m, int M)
+{
+	struct rinx_plan p;
+	int k, j, ok = 1;
+
+	for (k = 0; k < M; k++)
+		for (j = 0; j < M; j++) {
+			int node = m[(k + j) % M], prev = m[(k + j + M - 1) % M];
+			int next = m[(k + j + 1) % M];
+			const struct rinx_hop *h, *g;
+
+			if (rinx_plan_build(&p, s, node) || p.nclasses != M ||
+			    p.plen != M || p.cmap[k] != k ||
+			    p.root[k] != m[(k + M - 1) % M]) {
+				tap_diag("node %d: %d classes, root of %d: %d",
+					 node, p.nclasses, k, p.root[k]);
+				return 0;
+			}
+			h = &p.hops[k][RINX_T_REDUCE - 1];
+			g = &p.hops[k][RINX_T_GATHER - 1];
+			if (j == 0)
+				ok &= p.start_to[k] == next &&
+				      p.start_type[k] == RINX_T_REDUCE &&
+				      h->action == RINX_A_NONE;
+			else
+				ok &= p.start_to[k] == -1 &&
+				      h->action == (j == M - 1 ?
+						    RINX_A_ADD_FINISH :
+						    RINX_A_ADD_FWD) &&
+				      h->from == prev && h->step == j - 1 &&
+				      h->to == next;
+			if (j <= M - 2)
+				ok &= g->action == (j == M - 2 ?
+						    RINX_A_STORE_END :
+						    RINX_A_STORE_FWD) &&
+				      g->from == prev && g->step == j &&
+				      (j == M - 2 || g->to == next);
+			else
+				ok &= g->action == RINX_A_NONE;
+			if (!ok) {
+				tap_diag("class %d, node %d (position %d): start "
+					 "-> %d, reduce %d from %d step %d -> "
+					 "%d, gather %d from %d step %d", k,
+					 node, j, p.start_to[k], h->action,
+					 h->from, h->step, h->to, g->action,
+					 g->from, g->step);
+				return 0;
+			}
+		}
+	return ok;
+}
+
 int main(void)
 {
 	static const int w123[] = { 0, 1, 2 }, w456[] = { 3, 4, 5 };
@@ -172,7 +290,7 @@ int main(void)
 	struct rinx_plan p;
 	int ok, i, k, cnt[2];
 
-	tap_plan(27);
+	tap_plan(32);
 
 	toy_spec(&s, "topo:grid");
 	ok = !rinx_plan_build(&p, &s, PS) && p.nnodes == 12 &&
@@ -347,14 +465,43 @@ int main(void)
 		       "ceiling (not the plan's 20 Mbit/s)");
 	}
 
+	/* topo:ring: the rack plans' ring over the planner's members */
+	{
+		static const int toy[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+		char path[64];
+
+		ok = !two_racks_spec(&s, "topo:ring", path, sizeof(path));
+		ok = ok && !rinx_plan_build(&p, &s, 0) && p.nmembers == 4;
+		for (i = 0; ok && i < 4; i++)
+			ok = p.member[i] == two_racks_ring[i];
+		tap_ok(ok, "ring on a hand-made topology: members H1 H3 H2 H4 "
+		       "(ranks 0 2 1 3), the planner's order");
+		tap_ok(ok && ring_is(&s, two_racks_ring, 4),
+		       "ring on a hand-made topology: every node's tables are "
+		       "the ring 0 -> 2 -> 1 -> 3 -> 0, 4 classes");
+		s.racks[0].ina = RINX_INA_AGENT;
+		tap_ok(rinx_plan_build(&p, &s, 0) == -EINVAL,
+		       "ring on a spec whose rack A aggregates by an agent: "
+		       "refused (the ring tables would make H2 sum its rack)");
+		unlink(path);
+		toy_spec(&s, "topo:ring");
+		tap_ok(ring_is(&s, toy, 8),
+		       "ring on the toy: W1..W8 in rack order, 8 classes, "
+		       "every node's tables");
+	}
+
 	/* what cannot run */
 	toy_spec(&s, "topo:grid");
 	s.racks[1].ina = RINX_INA_NONE;
 	tap_ok(rinx_plan_build(&p, &s, 0) == -EINVAL,
 	       "grid with S2 not aggregating in the spec: refused");
-	toy_spec(&s, "topo:ring");
+	toy_spec(&s, "topo:rina");
 	tap_ok(rinx_plan_build(&p, &s, 0) == -EOPNOTSUPP,
-	       "a ring planner: refused (-EOPNOTSUPP)");
+	       "a ring whose members are the toy's aggregating switches "
+	       "(topo:rina): refused (-EOPNOTSUPP)");
+	toy_spec(&s, "topo:har");
+	tap_ok(rinx_plan_build(&p, &s, 0) == -EOPNOTSUPP,
+	       "a ring of rack leaders (topo:har): refused (-EOPNOTSUPP)");
 	toy_spec(&s, "topo:grid");
 	snprintf(s.hosts[7].name, sizeof(s.hosts[7].name), "X8");
 	tap_ok(rinx_plan_build(&p, &s, 0) == -EINVAL,

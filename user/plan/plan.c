@@ -769,9 +769,11 @@ static void summary(FILE *f, const struct rinx_spec *s, const struct bld *b)
 		ina += s->racks[i].ina != RINX_INA_NONE;
 	rinx_plan_name(s->plan, s->plan_nps, pl, sizeof(pl));
 	if (p->kind == RINX_PLAN_RINA || p->kind == RINX_PLAN_RING ||
-	    p->kind == RINX_PLAN_HAR) {
+	    p->kind == RINX_PLAN_HAR || p->nmembers) {
 		fprintf(f, "plan: %s, %s, %d hosts, %d ring members, %d classes "
 			"(block b is in class b %% %d)\n", pl,
+			p->kind == RINX_PLAN_TOPO ? "a planner's ring on the "
+			"spec's topology" :
 			p->kind == RINX_PLAN_HAR ? "hierarchical (rack leaders "
 			"in a ring)" : ina ? "Rina (ring with INA racks)" :
 			"ring", s->nhosts, p->nmembers, p->nclasses,
