@@ -35,8 +35,9 @@
 # Every plan is paced by congestion control alone: the ranks' ceiling is
 # their own link's rate, never the plan's (checked on topo:grid), and the
 # aggregating switches sum at most their capacity (cap=9, scaled).
-# Then bad input (a topology whose hosts link directly, a ring plan, an
-# unknown planner) gets a clear error, and down leaves nothing behind.
+# Then bad input (a topology whose hosts link directly, a ring whose
+# members aggregate racks, an unknown planner) gets a clear error, and down
+# leaves nothing behind.
 #
 # Then forest packing on tools/topo/hetero4-diag.topo (four switches, one
 # worker each, a mesh of unequal links with a diagonal), where its trees
@@ -44,7 +45,8 @@
 # own: the routes go in per class (testbed up warns of no pair routed two
 # ways), the sums are exact, and every finished block takes its class's
 # broadcast route at every switch (each is on every tree), none the
-# spanning tree.
+# spanning tree. Then the ring planner's ring (topo:ring) on the same
+# graph: its hops' routes, exact sums, its blocks round the ring.
 #
 #   selftests/test_topo.sh [builddir]   (RINX_TOPO_PREFIX: namespace prefix
 #                                       head, default rxT; the pid follows)
@@ -165,7 +167,7 @@ needs_root ip timeout awk
 trap cleanup_used EXIT
 trap 'exit 1' INT TERM
 
-echo "1..54"
+echo "1..61"
 out=$(timeout -k 5 120 "$rinxctl" testbed up --prefix "$P" --gen grid-toy \
 	--plan topo:grid 2>&1)
 rc=$?
@@ -227,11 +229,12 @@ echo "$out" | diag
 [ $rc -ne 0 ] && echo "$out" | grep -q "through switches only" &&
 	[ -z "$(ours_of "${P}x")" ]
 ok $? "hosts linked to hosts: refused with the reason, no namespace made"
-out=$(timeout 60 "$rinxctl" testbed plan "$P" topo:ring 2>&1)
+out=$(timeout 60 "$rinxctl" testbed plan "$P" topo:rina 2>&1)
 rc=$?
 echo "$out" | diag
-[ $rc -ne 0 ] && echo "$out" | grep -q "ring"
-ok $? "a ring plan on a topology testbed: refused"
+[ $rc -ne 0 ] && echo "$out" | grep -q "ring members aggregate racks" &&
+	grep -q "plan=topo:forest " "$spec"
+ok $? "a ring whose members are aggregating switches (topo:rina): refused with the reason, the spec's plan kept"
 out=$(timeout 60 "$rinxctl" testbed plan "$P" topo:nosuch 2>&1)
 rc=$?
 echo "$out" | diag
@@ -279,6 +282,51 @@ echo "$c1" | sed 's/^/# after: /'
 	awk -v w=$want '{ if ($4 - $2 != 0 || $5 - $3 < w) bad = 1 }
 			END { exit bad }'
 ok $? "hetero4-diag: every switch sent every finished block on its class's route ($want blocks or more each), no group on the spanning tree"
+
+# The ring planner on the same graph (topo:ring): members W1 W2 W3 W4
+# (rack order), each hop's pair routed along the planner's path through
+# two switches (8 flow entries, in any class: every class of the ring's
+# tables sends every hop), no broadcast route; every element verified.
+# Each block crosses every arc of the ring once at least (reduce from
+# its first member round to its last, then the gather), so each switch
+# port the ring leaves by (S1->S2 l4, S2->S3 l5, S3->S4 l6, S4->S1 l7)
+# carries the two 1 MiB sweeps' blocks; the diagonal S1-S3 (l8), which a
+# ring in another order would take (W1 -> W3), is no hop of this one and
+# carries less than one sweep's. (A ring run backwards would pass this:
+# repairs go backwards in full frames; the plan's print above and
+# test_plan_ir check the order.)
+out=$(timeout 60 "$rinxctl" testbed plan "$P2" topo:ring 2>&1)
+rc=$?
+echo "$out" | diag
+[ $rc -eq 0 ] &&
+	echo "$out" | grep -q "plan topo:ring, 8 flow entries, 0 broadcast entries"
+ok $? "hetero4-diag: testbed plan topo:ring routes the ring's 4 hops (8 flow entries, no broadcast)"
+spec=/run/rinx-testbed/$P2.spec
+out=$(timeout 60 "$rinxctl" plan --spec "$spec" 2>&1)
+echo "$out" | head -3 | diag
+echo "$out" | grep -q "^plan: topo:ring, a planner's ring on the spec's topology, 4 hosts, 4 ring members, 4 classes" &&
+	echo "$out" | grep -q "^members: W1 W2 W3 W4$"
+ok $? "hetero4-diag: rinxctl plan prints the ring W1 W2 W3 W4 in 4 classes"
+ringports="${P2}t0:l4 ${P2}t1:l5 ${P2}t2:l6 ${P2}t3:l7 ${P2}t0:l8 ${P2}t2:l8"
+declare -A rb0=()
+for pi in $ringports; do rb0[$pi]=$(P=$P2 bytes "${pi%:*}" "${pi#*:}"); done
+bench "topo:ring on hetero4-diag" int32
+bench "topo:ring on hetero4-diag" float32
+spec=$spec_toy
+bad=0
+for pi in $ringports; do
+	b1=$(P=$P2 bytes "${pi%:*}" "${pi#*:}")
+	d=$(( ${b1:-0} - ${rb0[$pi]:-0} ))
+	echo "# $pi sent $d bytes during topo:ring"
+	if [ -z "$b1" ]; then
+		bad=1
+	elif [ "${pi#*:}" = l8 ]; then
+		[ "$d" -lt $((BLOCKS_1M * BLOCK_FRAME)) ] || bad=1
+	else
+		[ "$d" -ge $((2 * BLOCKS_1M * BLOCK_FRAME)) ] || bad=1
+	fi
+done
+ok $bad "hetero4-diag: topo:ring's blocks took the ring's arcs S1->S2->S3->S4->S1 (two sweeps' blocks or more each), not the diagonal"
 timeout 120 "$rinxctl" testbed down "$P2" 2>&1 | diag
 rc=${PIPESTATUS[0]}
 [ $rc -eq 0 ] && [ -z "$(ours_of "$P2")" ]
