@@ -22,7 +22,9 @@
 # Output: per scheme and round, the simulator's rate per worker (Gbit/s of
 # the topology), the measured rate per worker (Mbit/s: tensor bits over
 # the median allreduce time), the two ratios to the last scheme and
-# measured / simulated ratio.
+# measured / simulated ratio; with three schemes or more, then every pair
+# A/B of them: the simulator's ratio, the measured one, measured /
+# simulated.
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -103,5 +105,21 @@ mr = float(m) / float(mb)
 print("%-6s %-10s %9.4g %9.4g %10.4g %9.4g %8.3f"
       % (r, s, float(sim), sr, float(m), mr, mr / sr))
 EOF
+	done
+	# with three schemes or more, every pair (forest/ring beside
+	# forest/tree)
+	((${#list[@]} > 2)) || continue
+	for ((i = 0; i < ${#list[@]}; i++)); do
+		for ((j = i + 1; j < ${#list[@]}; j++)); do
+			a=${list[$i]} b=${list[$j]}
+			python3 - "$r" "$a/$b" "$(simrate "$a")" "$(simrate "$b")" \
+				"${meas[$a]}" "${meas[$b]}" <<'EOF'
+import sys
+r, ab, sa, sb, ma, mb = sys.argv[1:7]
+sr = float(sa) / float(sb)
+mr = float(ma) / float(mb)
+print("%-6s %-20s %9.4g %20.4g %8.3f" % (r, ab, sr, mr, mr / sr))
+EOF
+		done
 	done
 done
