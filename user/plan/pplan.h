@@ -170,10 +170,10 @@ int pp_load(const char *topo, const char *planner, struct topo *t,
  * rack's aggregator (switch or PS, by name); -1 if it has none. */
 int pp_node_id(const struct rinx_spec *s, const struct topo *t, int tn);
 /* Every node's tables for plan pp on t (tree classes, or one ring of
- * workers), the shared
- * part (classes, pattern, roots) into p, whose nodes are already built:
- * hop[node][class][type-1], start_to/start_type[node][class] (start_to
- * preset to -1). 0 or -errno with a message. */
+ * workers), the shared part (classes, pattern, roots, ring members) into
+ * p, whose nodes are already built: hop[node][class][type-1],
+ * start_to/start_type[node][class] (start_to preset to -1). 0 or -errno
+ * with a message. */
 int pp_compile(const struct topo *t, const struct pp_plan *pp,
 	       const struct rinx_spec *s, struct rinx_plan *p,
 	       struct rinx_hop (*hop)[RINX_MAX_CLASSES][RINX_HOP_TYPES],
