@@ -38,6 +38,21 @@
 #define RINX_BLOCK_BYTES	(RINX_BLOCK_VALUES * 4)
 #define RINX_BLOCK_VALUES_MIN	352
 #define RINX_BLOCK_BYTES_MIN	(RINX_BLOCK_VALUES_MIN * 4)
+/* Jumbo blocks, for networks of IP MTU RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO)
+ * (8,274) or more: 8 KiB of payload in one multi-buffer XDP frame (the
+ * frame spans pages; the programs reach its payload in slices,
+ * bpf/frags.bpf.h). A jumbo block takes RINX_JUMBO_SLOTS consecutive
+ * slots of its job's window in every map (values 0..767, 768..1535,
+ * 1536..2047; the first slot's header speaks for the block), so a window
+ * of W slots holds W / RINX_JUMBO_SLOTS jumbo blocks and the kernel
+ * memory of a job slot does not depend on its block size. Not yet chosen
+ * by any job (docs/rinx.md, "Jumbo blocks"). */
+#define RINX_BLOCK_VALUES_JUMBO	2048
+#define RINX_BLOCK_BYTES_JUMBO	(RINX_BLOCK_VALUES_JUMBO * 4)
+#define RINX_JUMBO_SLOTS	3
+/* Map slots a block of bval values takes (bval one of the three sizes). */
+#define RINX_BLOCK_SLOTS(bval)	((bval) > RINX_BLOCK_VALUES ? \
+				 RINX_JUMBO_SLOTS : 1)
 
 /* Job (communicator) slots of a node: the spec's jobs= (default
  * RINX_DEFAULT_JOBS, at most RINX_MAX_JOBS). A job takes the lowest free
@@ -644,6 +659,10 @@ _Static_assert(RINX_FRAME_HDR_LEN == 96, "payload is 8-byte aligned");
 _Static_assert(RINX_FRAME_MAX == 3168, "frame size (docs, MTU 3154)");
 _Static_assert(RINX_IP_MTU(RINX_BLOCK_VALUES_MIN) <= 1500 &&
 	       RINX_BLOCK_VALUES_MIN % 8 == 0, "small frames fit MTU 1500");
+_Static_assert(RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO) <= 9000 &&
+	       RINX_BLOCK_VALUES_JUMBO > 2 * RINX_BLOCK_VALUES &&
+	       RINX_BLOCK_VALUES_JUMBO <= RINX_JUMBO_SLOTS * RINX_BLOCK_VALUES,
+	       "jumbo frames fit MTU 9000 and their slots");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
