@@ -8,11 +8,11 @@
  * never includes) in bpf/switch_kern_user.h.
  *
  * Frame: Ethernet | IPv4 (no options) | UDP (dst = configured port) |
- *        struct rinx_hdr | payload of the job's block size: RINX_BLOCK_VALUES
- *        or RINX_BLOCK_VALUES_MIN x __s32 (the first `count` carry the
- *        block, the rest are zero). The payload's length says which of the
- *        two sizes a frame has; a job uses one (rinx_job.bval), chosen by
- *        the MTU of its network (RINX_FRAME_LEN).
+ *        struct rinx_hdr | payload of the job's block size: RINX_BLOCK_VALUES,
+ *        RINX_BLOCK_VALUES_MIN or RINX_BLOCK_VALUES_JUMBO x __s32 (the
+ *        first `count` carry the block, the rest are zero). The payload's
+ *        length says which of the sizes a frame has; a job uses one
+ *        (rinx_job.bval), chosen by the MTU of its network (RINX_FRAME_LEN).
  *
  * Header fields are big-endian (the type says so). The fixed-point payload is
  * little-endian: every supported host is little-endian and the XDP hop adds
@@ -243,7 +243,7 @@ struct rinx_hdr {
 	__be32 block;	/* block index within the round */
 	__be32 nblocks;	/* blocks in the round */
 	__be16 sender;	/* node id of the node that sent this frame */
-	__be16 count;	/* values in this block, 1..RINX_BLOCK_VALUES */
+	__be16 count;	/* values in this block, 1..the job's block size */
 	__be16 klass;	/* plan class of the block (rinx_job.cmap) */
 	__be16 exp;	/* s16 block exponent: value = q * 2^(exp - qbits) */
 	__be16 dtype;	/* enum rinx_wire_dtype of the job's round */
@@ -366,9 +366,9 @@ struct rinx_job {
 	 * bound (the plan routes some rounds around it). */
 	__u32 ahead;
 	__u32 flags;		/* RINX_JOB_* */
-	/* Values per block of the job's frames: RINX_BLOCK_VALUES or
-	 * RINX_BLOCK_VALUES_MIN (frames of the other size are dropped,
-	 * RINX_STAT_DROP_SHAPE). */
+	/* Values per block of the job's frames: RINX_BLOCK_VALUES,
+	 * RINX_BLOCK_VALUES_MIN or RINX_BLOCK_VALUES_JUMBO (frames of
+	 * another size are dropped, RINX_STAT_DROP_SHAPE). */
 	__u16 bval;
 	__u16 resv2;
 };
@@ -625,7 +625,10 @@ enum rinx_stat {
 	RINX_STAT_DROP_SHAPE,	/* aggregator: dtype, block count or value
 				 * count that does not fit the round (a
 				 * non-last block not full, an unknown dtype,
-				 * or not the slot's round's) */
+				 * or not the slot's round's); any node: a
+				 * frame of another block size than its
+				 * job's, or a jumbo block where only
+				 * one-slot blocks go (aggregations, stores) */
 	RINX_STAT_RREPAIR,	/* RNACK answered with the kept partial sum
 				 * (or the origin's share) */
 	RINX_STAT_RNACK_MISS,	/* RNACK for a reduce this node did not
