@@ -1367,7 +1367,7 @@ static void run_ring_repair(void)
 /* ---- jumbo blocks ------------------------------------------------------- */
 
 #define JUMBO_LEN	RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)
-#define JUMBO_CHECKS	26
+#define JUMBO_CHECKS	30
 
 static __u8 jin[JUMBO_LEN], jout[JUMBO_LEN + 64];
 static __s32 jsh[RINX_BLOCK_VALUES_JUMBO];
@@ -1529,6 +1529,28 @@ static void run_jumbo(void)
 		  "jumbo add+finish: result slots");
 	ASSERT_TRUE(only(d, RINX_STAT_REDUCE_FINISH),
 		    "jumbo add+finish: counters");
+
+	/* node 3 asks for finished block 2 (NACK): the stored block is
+	 * sent back from the result slots, into a frame of zeroes */
+	jumbo_frame(j, RINX_T_REDUCE, 2, 0, RINX_BLOCK_VALUES_JUMBO,
+		    j->nblocks);
+	{
+		struct rinx_hdr *h = (struct rinx_hdr *)(jin + OFF_HDR);
+
+		h->type = RINX_T_NACK;
+		h->sender = htons(3);
+		h->step = 0;
+		node_mac(j->slot, 3, jin + 6);
+		memcpy(jin + OFF_IP + 12, &(__be32){ node_ip(j->slot, 3) },
+		       4);
+		memset(jin + OFF_V, 0, RINX_BLOCK_BYTES_JUMBO);
+		ip_fix_csum(jin + OFF_IP);
+	}
+	ret = jrun(JUMBO_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_TX, "jumbo NACK: action");
+	ASSERT_EQ(olen, JUMBO_LEN, "jumbo NACK: the whole frame leaves");
+	ASSERT_MEMEQ(ov, want, sizeof(want), "jumbo NACK: the stored values");
+	ASSERT_TRUE(only(d, RINX_STAT_REPAIR), "jumbo NACK: counters");
 
 	/* block 3, class 3: a gather that ends here is stored */
 	jumbo_frame(j, RINX_T_GATHER, 3, -2, RINX_BLOCK_VALUES_JUMBO,
