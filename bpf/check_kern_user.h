@@ -46,6 +46,15 @@ enum rinx_agg_ret {
 				 * host program: an internal error) */
 };
 
+/* The maps of a host's blocks (bpf/hop_kern_user.h's env_put_vals): the
+ * first slot of a jumbo block is looked up by the hop, the others by the
+ * side that moves its values. */
+enum hop_map {
+	HOP_SHARE,
+	HOP_RESULT,
+	HOP_PARTIAL,
+};
+
 static __always_inline int rinx_is_agg(const struct rinx_hop *hop)
 {
 	return hop->action == RINX_A_AGG_FWD ||
@@ -54,7 +63,7 @@ static __always_inline int rinx_is_agg(const struct rinx_hop *hop)
 
 /* The header fields of frame h (a frame of nv values) that every node
  * checks against the job: counts, block and class within the round and
- * the window. A frame of another block size than the job's is another
+ * the window (a jumbo block takes RINX_JUMBO_SLOTS of its slots). A frame of another block size than the job's is another
  * job's or a misconfigured rank's (another MTU): RINX_STAT_DROP_SHAPE. */
 static __always_inline __u32 rinx_hdr_bounds(const struct rinx_hdr *h,
 					     const struct rinx_job *job,
@@ -69,7 +78,7 @@ static __always_inline __u32 rinx_hdr_bounds(const struct rinx_hdr *h,
 	/* the masks keep the verifier's index in the pattern; plen is
 	 * checked to fit it the line before */
 	if (cnt == 0 || cnt > nv || block >= nblocks ||
-	    nblocks > window || job->slot >= RINX_MAX_JOBS ||
+	    nblocks > window / RINX_BLOCK_SLOTS(nv) || job->slot >= RINX_MAX_JOBS ||
 	    klass >= RINX_MAX_CLASSES || plen == 0 || plen > RINX_CMAP_MAX ||
 	    klass != job->cmap[(block % plen) & (RINX_CMAP_MAX - 1)])
 		return RINX_STAT_DROP_BOUNDS;

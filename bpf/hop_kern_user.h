@@ -21,8 +21,14 @@
  *	env_node(x, id)		the job's node id, struct rinx_node *
  *   the frame, its values and the round words of the slots:
  *	env_saddr(x), env_ce(x)	its source address; marked CE?
- *	env_copy_vals(dst, src, nv), env_add_vals(dst, dexp, src, sexp, nv)
- *				(the second returns the sum's exponent)
+ *	env_put_vals(x, r, map, idx, nv)
+ *				the frame's values into the block whose
+ *				first slot r is entry idx of map (enum
+ *				hop_map): 0, or -1 (an internal error)
+ *	env_add_share(x, sh, idx, dexp, &e, nv)
+ *				the share of block idx (first slot sh) added
+ *				into the frame's values at exponent dexp;
+ *				the sum's exponent in e: 0 or -1 as above
  *	env_load_round(p), env_store_round(p, round)
  *				a slot's round word, read before its values,
  *				written after them
@@ -54,6 +60,10 @@
  *
  * nv, the frame's values, is a constant at every call in XDP (the loops
  * on values are unrolled for it, parse.bpf.h) and the job's in user space.
+ * A jumbo block (RINX_BLOCK_VALUES_JUMBO) takes RINX_BLOCK_SLOTS(nv)
+ * consecutive slots of a map; the first one's header speaks for it. It
+ * runs the ring's actions (add, store, repair); an aggregation refuses it
+ * (RINX_STAT_DROP_SHAPE) until aggregator slots hold it.
  */
 #ifndef RINX_HOP_KERN_USER_H
 #define RINX_HOP_KERN_USER_H
@@ -62,40 +72,49 @@
 
 #define HOP_GO	(-1)	/* accepted: go on (no verdict is negative) */
 
-/* A block into slot r, as the frame carries it, for the round `round`:
- * the round word last, since readers (the trainer, a NACK's answer) take
- * the slot as that round's once they see it. */
-static __always_inline void hop_write(struct hop_env *x, struct rinx_slot *r,
-				      __u32 round, const int nv)
+/* A block into slot r (entry idx of map), as the frame carries it, for
+ * the round `round`: the round word last, since readers (the trainer, a
+ * NACK's answer) take the slot as that round's once they see it. 0, or -1
+ * on an internal error (the round word stays). */
+static __always_inline int hop_write(struct hop_env *x, struct rinx_slot *r,
+				     int map, __u32 idx, __u32 round,
+				     const int nv)
 {
 	struct rinx_hdr *h = x->f->h;
 
-	env_copy_vals(r->v, x->f->v, nv);
+	if (env_put_vals(x, r, map, idx, nv))
+		return -1;
 	r->exp = (__s16)bpf_ntohs(h->exp);
 	r->flags = h->flags;
 	r->count = bpf_ntohs(h->count);
 	env_store_round(&r->round, round);
+	return 0;
 }
 
-/* A finished block into result slot r, counted in the job's cursor with
- * its congestion mark (CE stays on a frame for its whole path: hops keep
- * the TOS byte, aggregators OR the marks of what they consume); the
- * trainer's rate control reads both counts. Returns the cursor. */
-static __always_inline struct rinx_cursor *
-hop_finished(struct hop_env *x, struct rinx_slot *r, __u32 round, const int nv)
+/* A finished block into result slot r (entry idx), counted in the job's
+ * cursor with its congestion mark (CE stays on a frame for its whole
+ * path: hops keep the TOS byte, aggregators OR the marks of what they
+ * consume); the trainer's rate control reads both counts. The cursor in
+ * *curp (NULL: none); 0, or -1 as hop_write. */
+static __always_inline int hop_finished(struct hop_env *x, struct rinx_slot *r,
+					__u32 idx, __u32 round, const int nv,
+					struct rinx_cursor **curp)
 {
 	struct rinx_cursor *cur;
 
-	hop_write(x, r, round, nv);
+	*curp = NULL;
+	if (hop_write(x, r, HOP_RESULT, idx, round, nv))
+		return -1;
 	cur = env_cursor(x);
+	*curp = cur;
 	if (!cur)
-		return cur;
+		return 0;
 	__sync_fetch_and_add(&cur->stored, 1);
 	if (env_ce(x)) {
 		__sync_fetch_and_add(&cur->marked, 1);
 		env_count(x, RINX_STAT_ECN_CE);
 	}
-	return cur;
+	return 0;
 }
 
 /* The frame's round against the job's: the round in progress, of the
@@ -151,6 +170,8 @@ static __always_inline int hop_add(struct hop_env *x,
 	struct rinx_slot *sh = env_share(x, idx), *res = NULL;
 	int fwd = hop->action == RINX_A_ADD_FWD;
 	int keep = x->job->flags & RINX_JOB_KEEP;
+	struct rinx_cursor *cur;
+	__s16 e;
 
 	/* the slot this hop writes: the result where the block finishes;
 	 * the kept partial sum only where hops keep it */
@@ -168,21 +189,24 @@ static __always_inline int hop_add(struct hop_env *x,
 		return env_drop(x, RINX_STAT_DROP_DUP);
 	if (env_load_round(&sh->round) != round)
 		return env_slow(x, RINX_STAT_SLOW_NOT_READY);
-	h->exp = bpf_htons(env_add_vals(x->f->v, (__s16)bpf_ntohs(h->exp),
-					sh->v, sh->exp, nv));
+	if (env_add_share(x, sh, idx, (__s16)bpf_ntohs(h->exp), &e, nv))
+		return env_drop(x, RINX_STAT_ABORTED);
+	h->exp = bpf_htons(e);
 	h->flags |= sh->flags;
 	h->step++;
 	env_added(x);
 	if (fwd) {
 		if (res) {
 			res->step = h->step;
-			hop_write(x, res, round, nv);
+			if (hop_write(x, res, HOP_PARTIAL, idx, round, nv))
+				return env_drop(x, RINX_STAT_ABORTED);
 		}
 		return env_send(x, hop->to, RINX_STAT_REDUCE_FWD);
 	}
 	if (!res)	/* for the verifier: set above when !fwd */
 		return env_drop(x, RINX_STAT_ABORTED);
-	hop_finished(x, res, round, nv);
+	if (hop_finished(x, res, idx, round, nv, &cur))
+		return env_drop(x, RINX_STAT_ABORTED);
 	h->type = RINX_T_GATHER;
 	h->step = 0;
 	return env_send(x, hop->to, RINX_STAT_REDUCE_FINISH);
@@ -202,7 +226,8 @@ static __always_inline int hop_store(struct hop_env *x,
 	if ((x->job->flags & RINX_JOB_KEEP) &&
 	    env_load_round(&res->round) == round)
 		return env_drop(x, RINX_STAT_DROP_DUP);
-	cur = hop_finished(x, res, round, nv);
+	if (hop_finished(x, res, idx, round, nv, &cur))
+		return env_drop(x, RINX_STAT_ABORTED);
 	if (hop->action == RINX_A_STORE_END)
 		return env_gather_end(x, cur, round, nv);
 	x->f->h->step++;
@@ -220,6 +245,7 @@ static __always_inline int hop_agg(struct hop_env *x,
 {
 	struct rinx_hdr *h = x->f->h;
 	int fwd = hop->action == RINX_A_AGG_FWD, ret;
+	struct rinx_cursor *cur;
 	struct rinx_slot *res;
 	__u32 what, self = x->job->self;
 
@@ -265,7 +291,8 @@ static __always_inline int hop_agg(struct hop_env *x,
 	if (!res)
 		return env_drop(x, RINX_STAT_ABORTED);
 	h->type = RINX_T_GATHER;
-	hop_finished(x, res, round, nv);
+	if (hop_finished(x, res, idx, round, nv, &cur))
+		return env_drop(x, RINX_STAT_ABORTED);
 	if (hop->rack == RINX_NO_RACK && hop->to == self)
 		return env_done(x, what);	/* ends here */
 	if (hop->rack == RINX_NO_RACK)
@@ -283,10 +310,11 @@ static __always_inline int hop_mcast(struct hop_env *x,
 	struct rinx_slot *res = env_result(x, idx);
 	__u32 self = x->job->self;
 	__u16 to = hop->action == RINX_A_MCAST_FWD ? hop->to : self;
+	struct rinx_cursor *cur;
 
-	if (!res || env_keep_final(x, idx, round, nv))
+	if (!res || env_keep_final(x, idx, round, nv) ||
+	    hop_finished(x, res, idx, round, nv, &cur))
 		return env_drop(x, RINX_STAT_ABORTED);
-	hop_finished(x, res, round, nv);
 	x->f->h->step = hop->out_step;
 	return env_group(x, to, hop->rack, to != self, RINX_STAT_AGG_MCAST);
 }
@@ -324,7 +352,12 @@ static __always_inline int hop_block(struct hop_env *x, __u32 type,
 	ret = hop_round(x, hop, type, round, nv);
 	if (ret != HOP_GO)
 		return ret;
-	idx = job->slot * x->window + block;
+	idx = job->slot * x->window + block * RINX_BLOCK_SLOTS(nv);
+	/* aggregator slots hold blocks of one slot's values */
+	if (nv > RINX_BLOCK_VALUES && (rinx_is_agg(hop) ||
+				       hop->action == RINX_A_MCAST_FWD ||
+				       hop->action == RINX_A_MCAST_END))
+		return env_drop(x, RINX_STAT_DROP_SHAPE);
 	switch (hop->action) {
 	case RINX_A_ADD_FWD:
 	case RINX_A_ADD_FINISH:

@@ -29,6 +29,7 @@
  * NACK and RNACK, and recycling.
  */
 #include "bpf/tables.bpf.h"
+#include "bpf/frags.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -65,6 +66,35 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rinx_slot);
 } partial SEC(".maps");
+
+/* The map of a block (enum hop_map), for the slots of a jumbo block. */
+static __always_inline void *block_map(int map)
+{
+	if (map == HOP_SHARE)
+		return &share;
+	return map == HOP_RESULT ? (void *)&result : (void *)&partial;
+}
+
+/* The payload of frame f from the block whose first slot src is entry idx
+ * of map: its values, then exponent and flags. 0, or -1 (internal). */
+static __always_inline int slots_to_frame(struct xdp_md *ctx,
+					  struct rinx_frame *f,
+					  struct rinx_slot *src, int map,
+					  __u32 idx, const int nv)
+{
+	struct rinx_slot *s[RINX_JUMBO_SLOTS];
+
+	if (nv == RINX_BLOCK_VALUES_JUMBO) {
+		if (rinx_jumbo_slots(block_map(map), idx, src, s) ||
+		    rinx_jumbo_run(ctx, s, RINX_J_TO_FRAME, 0))
+			return -1;
+	} else {
+		rinx_copy_vals(f->v, src->v, nv);
+	}
+	f->h->exp = bpf_htons((__u16)src->exp);
+	f->h->flags = src->flags;
+	return 0;
+}
 
 /* job slot -> contribution cursor (mmapped, shared with the trainer). */
 struct {
@@ -176,9 +206,9 @@ static __always_inline int pace_ok(struct rinx_cursor *cur)
  * reduce, a worker's share for its aggregator). Blocks after the first
  * window thus never cross AF_XDP. Returns the action, or -1 when there is
  * nothing to send. */
-static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
-				   __u32 round, struct rinx_cursor *cur,
-				   const int nv)
+static __always_inline int recycle(struct xdp_md *ctx, struct rinx_frame *f,
+				   struct rinx_job *job, __u32 round,
+				   struct rinx_cursor *cur, const int nv)
 {
 	struct rinx_slot *sh;
 	__u32 j, b, idx, k, nown = job->nown, plen = job->plen;
@@ -194,14 +224,14 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	 * (user/comm/allreduce.c), and sends what the host program leaves. */
 	j = *(volatile __u32 *)&cur->next;
 	b = (j / nown) * plen + job->own[(j % nown) & (RINX_CMAP_MAX - 1)];
-	if (b >= job->nblocks || b >= rinx_window)
+	if (b >= job->nblocks || b >= rinx_window / RINX_BLOCK_SLOTS(nv))
 		return -1;
 	k = job->cmap[(b % plen) & (RINX_CMAP_MAX - 1)] & (RINX_MAX_CLASSES - 1);
 	to = job->start_to[k];
 	type = job->start_type[k];
 	if (to == RINX_NO_SEND)
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-	idx = job->slot * rinx_window + b;
+	idx = job->slot * rinx_window + b * RINX_BLOCK_SLOTS(nv);
 	sh = bpf_map_lookup_elem(&share, &idx);
 	if (!sh || sh->round != round)
 		return -1;
@@ -212,38 +242,29 @@ static __always_inline int recycle(struct rinx_frame *f, struct rinx_job *job,
 	/* another CPU or the trainer took it meanwhile: theirs to send */
 	if (__sync_val_compare_and_swap(&cur->next, j, j + 1) != j)
 		return -1;
-	rinx_copy_vals(f->v, sh->v, nv);
+	/* claimed: a failure now loses the block (the trainer's timers
+	 * resend it), so it must show */
+	if (slots_to_frame(ctx, f, sh, HOP_SHARE, idx, nv))
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	f->h->type = type;
 	f->h->step = 0;
-	f->h->flags = sh->flags;
 	/* a new block: the marks of the old one are counted already */
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
 	f->h->block = bpf_htonl(b);
 	f->h->klass = bpf_htons(k);
 	f->h->count = bpf_htons(sh->count);
-	f->h->exp = bpf_htons((__u16)sh->exp);
 	/* the trainer times the block's round trip from here */
 	sh->sent_us = (__u32)(bpf_ktime_get_ns() / 1000);
 	return forward(f, job, job->slot, to);
-}
-
-/* A stored block's values, exponent and flags into frame f (an answer to
- * a NACK or an RNACK). */
-static __always_inline void slot_to_frame(struct rinx_frame *f,
-					  const struct rinx_slot *src,
-					  const int nv)
-{
-	rinx_copy_vals(f->v, src->v, nv);
-	f->h->exp = bpf_htons((__u16)src->exp);
-	f->h->flags = src->flags;
 }
 
 /* NACK: the asker (the frame's sender) misses the finished block; answer
  * with the stored result if this node has it for that round. Any node that
  * keeps the block may answer: results stay until the next round's gather,
  * which cannot come before the asker has finished this one. */
-static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
-				__u32 round, __u32 block, const int nv)
+static __always_inline int nack(struct xdp_md *ctx, struct rinx_frame *f,
+				struct rinx_job *job, __u32 round, __u32 block,
+				const int nv)
 {
 	struct rinx_slot *res;
 	__u32 idx, who, bad;
@@ -253,13 +274,14 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ? XDP_ABORTED :
 								XDP_DROP);
-	idx = job->slot * rinx_window + block;
+	idx = job->slot * rinx_window + block * RINX_BLOCK_SLOTS(nv);
 	res = bpf_map_lookup_elem(&result, &idx);
 	if (!res)
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (res->round != round || res->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
-	slot_to_frame(f, res, nv);
+	if (slots_to_frame(ctx, f, res, HOP_RESULT, idx, nv))
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	f->h->type = RINX_T_GATHER;
 	ret = forward(f, job, job->slot, who);
 	return ret == XDP_TX ? rinx_count(RINX_STAT_REPAIR, ret) : ret;
@@ -271,16 +293,16 @@ static __always_inline int nack(struct rinx_frame *f, struct rinx_job *job,
  * share, once the pacer let the block's pattern round start here (the
  * trainer's timers resend what it never sent). The loss costs this one
  * hop, not the block's whole path from its origin. */
-static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
-				 __u32 round, __u32 block, __u32 klass,
-				 const int nv)
+static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
+				 struct rinx_job *job, __u32 round, __u32 block,
+				 __u32 klass, const int nv)
 {
 	struct rinx_slot *src = NULL;
 	struct rinx_cursor *cur;
 	struct rinx_hop *hop;
 	__u32 idx, who, bad, k, slot = job->slot;
 	__u8 step = 0;
-	int ret;
+	int ret, map = HOP_PARTIAL;
 
 	bad = rinx_check_asker(f, job, &who);
 	if (bad)
@@ -288,7 +310,7 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 								XDP_DROP);
 	if (round != job->round)
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	idx = slot * rinx_window + block;
+	idx = slot * rinx_window + block * RINX_BLOCK_SLOTS(nv);
 	k = RINX_HOP_INDEX(slot, klass, RINX_T_REDUCE);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	if (hop && hop->action == RINX_A_ADD_FWD && hop->to == who) {
@@ -302,6 +324,7 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 		   RINX_T_REDUCE) {
 		cur = bpf_map_lookup_elem(&cursors, &slot);
 		src = bpf_map_lookup_elem(&share, &idx);
+		map = HOP_SHARE;
 		if (!cur || cur->round != round || !src ||
 		    src->round != round ||
 		    (block / job->plen) * job->nown >= cur->next)
@@ -309,7 +332,8 @@ static __always_inline int rnack(struct rinx_frame *f, struct rinx_job *job,
 	}
 	if (!src || src->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	slot_to_frame(f, src, nv);
+	if (slots_to_frame(ctx, f, src, map, idx, nv))
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	f->h->type = RINX_T_REDUCE;
 	f->h->step = step;
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
@@ -378,17 +402,34 @@ static __always_inline int env_ce(struct hop_env *x)
 	return (x->f->ip->tos & RINX_ECN_MASK) == RINX_ECN_CE;
 }
 
-static __always_inline void env_copy_vals(__s32 *dst, const __s32 *src,
-					  const int nv)
+static __always_inline int env_put_vals(struct hop_env *x,
+					struct rinx_slot *r, int map,
+					__u32 idx, const int nv)
 {
-	rinx_copy_vals(dst, src, nv);
+	struct rinx_slot *s[RINX_JUMBO_SLOTS];
+
+	if (nv != RINX_BLOCK_VALUES_JUMBO) {
+		rinx_copy_vals(r->v, x->f->v, nv);
+		return 0;
+	}
+	if (rinx_jumbo_slots(block_map(map), idx, r, s))
+		return -1;
+	return rinx_jumbo_run(x->ctx, s, RINX_J_TO_SLOTS, 0);
 }
 
-static __always_inline __s16 env_add_vals(__s32 *dst, __s16 dexp,
-					  const __s32 *src, __s16 sexp,
-					  const int nv)
+static __always_inline int env_add_share(struct hop_env *x,
+					 struct rinx_slot *sh, __u32 idx,
+					 __s16 dexp, __s16 *e, const int nv)
 {
-	return rinx_block_add(dst, dexp, src, sexp, nv);
+	struct rinx_slot *s[RINX_JUMBO_SLOTS];
+
+	if (nv != RINX_BLOCK_VALUES_JUMBO) {
+		*e = rinx_block_add(x->f->v, dexp, sh->v, sh->exp, nv);
+		return 0;
+	}
+	if (rinx_jumbo_slots(&share, idx, sh, s))
+		return -1;
+	return rinx_jumbo_add(x->ctx, s, dexp, sh->exp, e);
 }
 
 static __always_inline __u32 env_load_round(const __u32 *p)
@@ -458,8 +499,8 @@ static __always_inline int env_repair(struct hop_env *x, __u32 type,
 				      const int nv)
 {
 	if (type == RINX_T_NACK)
-		return nack(x->f, x->job, round, block, nv);
-	return rnack(x->f, x->job, round, block, klass, nv);
+		return nack(x->ctx, x->f, x->job, round, block, nv);
+	return rnack(x->ctx, x->f, x->job, round, block, klass, nv);
 }
 
 /* The frame added into the slot, with this host's share if the hop adds
@@ -472,6 +513,8 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 	struct rinx_slot *sh = NULL;
 	int ret, reset;
 
+	if (nv > RINX_BLOCK_VALUES)	/* refused before (hop_block) */
+		return RINX_AGG_SHAPE;
 	if (hop->flags & RINX_HOP_SELF) {
 		sh = bpf_map_lookup_elem(&share, &idx);
 		if (!sh)
@@ -491,7 +534,7 @@ static __always_inline int env_keep_final(struct hop_env *x, __u32 idx,
 {
 	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
 
-	if (!a)
+	if (!a || nv > RINX_BLOCK_VALUES)	/* as env_agg_slot */
 		return -1;
 	rinx_agg_keep(a, x->f, round, nv);
 	return 0;
@@ -505,7 +548,9 @@ static __always_inline int env_gather_end(struct hop_env *x,
 	int ret;
 
 	rinx_count(RINX_STAT_GATHER_END, 0);
-	ret = recycle(x->f, x->job, round, cur, nv);
+	ret = recycle(x->ctx, x->f, x->job, round, cur, nv);
+	if (ret == XDP_ABORTED)
+		return ret;
 	if (ret < 0)
 		return XDP_DROP;
 	return ret == XDP_TX ? rinx_count(RINX_STAT_RECYCLED, ret) : ret;
@@ -587,11 +632,19 @@ int rinx_host(struct xdp_md *ctx)
 	/* other control frames of a known job are the trainer's business */
 	if (type == RINX_T_HELLO)
 		return slow_path(ctx, job, RINX_STAT_SLOW_HELLO);
-	if (type == RINX_T_PS)
+	/* one test of the type: a second one would let the verifier walk
+	 * a jumbo frame into a store's code (it keeps no "type != PS") */
+	if (type == RINX_T_PS) {
+		/* a store's blocks hold one slot's values */
+		if (parsed == RINX_P_OK_JUMBO)
+			return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
 		return parsed == RINX_P_OK ?
 		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES) :
 		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES_MIN);
+	}
 	/* the data path, built for the frame's size */
+	if (parsed == RINX_P_OK_JUMBO)
+		return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES_JUMBO);
 	if (parsed == RINX_P_OK)
 		return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES);
 	return host_block(ctx, &f, job, type, RINX_BLOCK_VALUES_MIN);

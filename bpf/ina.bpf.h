@@ -291,6 +291,9 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	if ((type == RINX_T_REDUCE || type == RINX_T_CONTRIB) &&
 	    !ina_cap_admit(ctx))
 		return RINX_INA_CAP_DROP;
+	/* aggregator slots hold one slot's values: no jumbo blocks */
+	if (ret == RINX_P_OK_JUMBO)
+		return rinx_count(RINX_STAT_DROP_SHAPE, RINX_INA_DROP);
 	if (ret == RINX_P_OK)
 		return ina_block(&f, job, jid, type, RINX_BLOCK_VALUES);
 	return ina_block(&f, job, jid, type, RINX_BLOCK_VALUES_MIN);

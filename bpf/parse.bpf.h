@@ -15,6 +15,8 @@
 enum rinx_parse {
 	RINX_P_OK,	/* a rinx frame, RINX_BLOCK_VALUES of payload */
 	RINX_P_OK_MIN,	/* a rinx frame, RINX_BLOCK_VALUES_MIN of it */
+	RINX_P_OK_JUMBO,/* a rinx frame, RINX_BLOCK_VALUES_JUMBO of it: the
+			 * payload is reached through bpf/frags.bpf.h */
 	RINX_P_OTHER,	/* not ours: pass to the stack */
 	RINX_P_SHORT,	/* ours but truncated */
 	RINX_P_VERSION,	/* ours but bad magic/version */
@@ -27,15 +29,18 @@ struct rinx_frame {
 	struct rinx_hdr *h;
 	__s32 *v;	/* the payload's values (RINX_P_OK: RINX_BLOCK_VALUES,
 			 * RINX_P_OK_MIN: RINX_BLOCK_VALUES_MIN), bounds
-			 * already checked */
+			 * already checked; RINX_P_OK_JUMBO: not to be
+			 * read (the payload may leave the linear part) */
 };
 
-/* Every frame carries a whole block of one of the two sizes: the tail of a
- * short last block is zero. A payload of at least RINX_BLOCK_BYTES is a
- * full-size frame, one of at least RINX_BLOCK_BYTES_MIN a small one; the
- * caller goes on with code built for that size (a constant), so every
- * payload access stays constant-bounded for the verifier after one range
- * check. Only the linear part of a frame is read: rinx frames fit in it. */
+/* Every frame carries a whole block of one of the three sizes: the tail of
+ * a short last block is zero. A frame whose whole length (fragments
+ * included) holds RINX_BLOCK_BYTES_JUMBO of payload is a jumbo frame; else a
+ * linear payload of at least RINX_BLOCK_BYTES is a full-size frame, one of
+ * at least RINX_BLOCK_BYTES_MIN a small one; the caller goes on with code
+ * built for that size (a constant), so every payload access stays
+ * constant-bounded for the verifier after one range check. The headers are
+ * read in the linear part, which holds them in any frame a driver builds. */
 static __always_inline int rinx_parse(struct xdp_md *ctx, __u16 port_be,
 				      struct rinx_frame *f)
 {
@@ -72,6 +77,8 @@ static __always_inline int rinx_parse(struct xdp_md *ctx, __u16 port_be,
 		return RINX_P_VERSION;
 	cur = f->h + 1;
 	f->v = cur;
+	if (bpf_xdp_get_buff_len(ctx) >= RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO))
+		return RINX_P_OK_JUMBO;
 	if (cur + RINX_BLOCK_BYTES <= data_end)
 		return RINX_P_OK;
 	if (cur + RINX_BLOCK_BYTES_MIN <= data_end)

@@ -53,7 +53,7 @@ struct jobcfg {
 	__u16 bval;		/* values per frame; 0: RINX_BLOCK_VALUES */
 };
 
-enum { J_MAIN, J_I32, J_BADSLOT, J_NOCLASS, J_SMALL, J_MAX };
+enum { J_MAIN, J_I32, J_BADSLOT, J_NOCLASS, J_SMALL, J_JUMBO, J_MAX };
 
 static struct jobcfg jobcfg[J_MAX] = {
 	/* slot 2, node 1 of 4: class 0 ADD_FWD/STORE_FWD, class 1 -/STORE_FWD,
@@ -70,6 +70,10 @@ static struct jobcfg jobcfg[J_MAX] = {
 	/* slot 1, node 1 of 4 as J_MAIN, frames of a 1,500-byte MTU */
 	[J_SMALL] = { 0x0000000b, 0x3333333344ULL, 1, 50, 11, 100, 4, 4, 1, 28,
 		      RINX_W_FIXED, RINX_BLOCK_VALUES_MIN },
+	/* slot 4, node 1 of 4 as J_MAIN, jumbo blocks: 5 of them take 15
+	 * of the window's 16 slots */
+	[J_JUMBO] = { 0x0000000c, 0x4444444455ULL, 4, 300, 5, 1000, 4, 4, 1,
+		      28, RINX_W_FIXED, RINX_BLOCK_VALUES_JUMBO },
 };
 
 /* The job's values per frame and its frames' length. */
@@ -1360,6 +1364,241 @@ static void run_ring_repair(void)
 	fresh_block(idx1);
 }
 
+/* ---- jumbo blocks ------------------------------------------------------- */
+
+#define JUMBO_LEN	RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)
+#define JUMBO_CHECKS	30
+
+static __u8 jin[JUMBO_LEN], jout[JUMBO_LEN + 64];
+static __s32 jsh[RINX_BLOCK_VALUES_JUMBO];
+
+/* A jumbo frame of job j for block `block` of plan type `type` at exp,
+ * as the ring's node before this one sends it; values into v. */
+static void jumbo_frame(const struct jobcfg *j, __u8 type, __u32 block,
+			__s16 exp, __u16 count, __u32 nblocks)
+{
+	__u16 klass = block % j->nclasses;
+	struct rinx_hop hop = ring_hop(j->self, j->nnodes, klass, type);
+	__u8 dmac[6], smac[6];
+	struct tl_addr a = {
+		.dst_mac = dmac, .src_mac = smac, .port = PORT, .ip_id = 7,
+	};
+	__s32 *v = (__s32 *)(jin + OFF_V);
+
+	node_mac(j->slot, j->self, dmac);
+	node_mac(j->slot, hop.from, smac);
+	a.saddr = node_ip(j->slot, hop.from);
+	a.daddr = node_ip(j->slot, j->self);
+	tl_frame(jin, JUMBO_LEN, &a);
+	tl_hdr_put((struct rinx_hdr *)(jin + OFF_HDR), &(struct tl_hdr){
+		.type = type, .step = hop.step, .job = j->id,
+		.token = j->token, .round = j->round, .block = block,
+		.nblocks = nblocks, .sender = hop.from, .count = count,
+		.klass = klass, .exp = exp, .dtype = j->dtype,
+	});
+	gen_vals(v, count, V_RAND, j->qbits, 0);
+}
+
+/* The share of jumbo block `block` (values jsh, count, exp) into its
+ * RINX_JUMBO_SLOTS slots; the first one's header speaks for it. */
+static int jumbo_share(const struct jobcfg *j, __u32 block, __u16 count,
+		       __s16 exp)
+{
+	struct rinx_slot sl;
+	__u32 idx = j->slot * WINDOW + block * RINX_JUMBO_SLOTS, k;
+	int err = 0;
+
+	gen_vals(jsh, count, V_RAND, j->qbits, 0);
+	memset(jsh + count, 0, (RINX_BLOCK_VALUES_JUMBO - count) * 4);
+	for (k = 0; k < RINX_JUMBO_SLOTS; k++, idx++) {
+		memset(&sl, 0, sizeof(sl));
+		sl.round = j->round;
+		sl.exp = exp;
+		sl.count = count;
+		memcpy(sl.v, jsh + k * RINX_BLOCK_VALUES,
+		       (k + 1 < RINX_JUMBO_SLOTS ? RINX_BLOCK_VALUES :
+			RINX_BLOCK_VALUES_JUMBO - k * RINX_BLOCK_VALUES) * 4);
+		err |= bpf_map_update_elem(share_fd, &idx, &sl, BPF_ANY);
+	}
+	return err;
+}
+
+/* Values of the jumbo block in map fd from its first slot idx differ from
+ * want[] at how many places (-1: not readable)? */
+static int jumbo_slots_diff(int fd, __u32 idx, const __s32 *want,
+			    __u32 round)
+{
+	struct rinx_slot sl;
+	int k, i, n, bad = 0;
+
+	for (k = 0; k < RINX_JUMBO_SLOTS; k++) {
+		__u32 key = idx + k;
+
+		if (bpf_map_lookup_elem(fd, &key, &sl))
+			return -1;
+		if (k == 0 && sl.round != round)
+			return -1;
+		n = k + 1 < RINX_JUMBO_SLOTS ? RINX_BLOCK_VALUES :
+		    RINX_BLOCK_VALUES_JUMBO - k * RINX_BLOCK_VALUES;
+		for (i = 0; i < n; i++)
+			bad += sl.v[i] != want[k * RINX_BLOCK_VALUES + i];
+	}
+	return bad;
+}
+
+static int jrun(int len, __u64 *d, __u32 *olen)
+{
+	__u64 a[RINX_STAT_MAX], b[RINX_STAT_MAX];
+	struct tl_run r;
+	int k;
+
+	if (read_stats(a) ||
+	    tl_xdp_run(prog_fd, jin, len, 0, jout, sizeof(jout), &r) ||
+	    read_stats(b))
+		return -1;
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		d[k] = b[k] - a[k];
+	*olen = r.len;
+	return (int)r.ret;
+}
+
+/* Only counter `stat` moved (by one), besides RX? */
+static int only(const __u64 *d, int stat)
+{
+	int k;
+
+	for (k = 0; k < RINX_STAT_MAX; k++)
+		if (k != RINX_STAT_RX && d[k] != (__u64)(k == stat))
+			return 0;
+	return d[RINX_STAT_RX] == 1;
+}
+
+/*
+ * Jumbo blocks (J_JUMBO, node 1 of 4): multi-buffer frames, whose payload
+ * runs past the linear part of the test run's frame (a page less head and
+ * tail room) into a fragment, so one slice of the program straddles the
+ * two and goes through its copy; every value of the output and of the
+ * slots is compared with sums computed here.
+ */
+static void run_jumbo(void)
+{
+	const struct jobcfg *j = &jobcfg[J_JUMBO];
+	const __s32 *ov = (const __s32 *)(jout + OFF_V);
+	const __s32 *iv = (const __s32 *)(jin + OFF_V);
+	const struct rinx_hdr *oh = (const struct rinx_hdr *)(jout + OFF_HDR);
+	__u32 base = j->slot * WINDOW, olen;
+	__s32 want[RINX_BLOCK_VALUES_JUMBO];
+	__s64 lo, hi;
+	__u64 d[RINX_STAT_MAX];
+	int ret, i, bad;
+
+	/* block 0, class 0: add and forward; the frame's exponent 3 is
+	 * aligned to the share's 5 (rounded to nearest) */
+	jumbo_frame(j, RINX_T_REDUCE, 0, 3, RINX_BLOCK_VALUES_JUMBO,
+		    j->nblocks);
+	ASSERT_OK(jumbo_share(j, 0, RINX_BLOCK_VALUES_JUMBO, 5),
+		  "jumbo add+fwd: share written");
+	ret = jrun(JUMBO_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_TX, "jumbo add+fwd: action");
+	ASSERT_EQ(olen, JUMBO_LEN, "jumbo add+fwd: the whole frame leaves");
+	ASSERT_EQ((__s16)ntohs(oh->exp), 5, "jumbo add+fwd: exponent");
+	ASSERT_EQ(oh->step, 1, "jumbo add+fwd: step");
+	for (i = 0, bad = 0; i < RINX_BLOCK_VALUES_JUMBO; i++) {
+		align_nearest(iv[i], 2, &lo, &hi);
+		bad += ov[i] < lo + jsh[i] || ov[i] > hi + jsh[i];
+	}
+	ASSERT_EQ(bad, 0, "jumbo add+fwd: values off the aligned sum");
+	memcpy(want, ov, sizeof(want));
+	ASSERT_EQ(jumbo_slots_diff(partial_fd, base, want, j->round), 0,
+		  "jumbo add+fwd: kept sum in the partial slots");
+	ASSERT_TRUE(only(d, RINX_STAT_REDUCE_FWD), "jumbo add+fwd: counters");
+
+	/* block 2, class 2: add and finish, one exponent: exact sums */
+	jumbo_frame(j, RINX_T_REDUCE, 2, 4, RINX_BLOCK_VALUES_JUMBO,
+		    j->nblocks);
+	ASSERT_OK(jumbo_share(j, 2, RINX_BLOCK_VALUES_JUMBO, 4),
+		  "jumbo add+finish: share written");
+	for (i = 0; i < RINX_BLOCK_VALUES_JUMBO; i++)
+		want[i] = iv[i] + jsh[i];
+	ret = jrun(JUMBO_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_TX, "jumbo add+finish: action");
+	ASSERT_EQ(oh->type, RINX_T_GATHER, "jumbo add+finish: a gather leaves");
+	ASSERT_MEMEQ(ov, want, sizeof(want), "jumbo add+finish: values");
+	ASSERT_EQ(jumbo_slots_diff(result_fd, base + 2 * RINX_JUMBO_SLOTS,
+				   want, j->round), 0,
+		  "jumbo add+finish: result slots");
+	ASSERT_TRUE(only(d, RINX_STAT_REDUCE_FINISH),
+		    "jumbo add+finish: counters");
+
+	/* node 3 asks for finished block 2 (NACK): the stored block is
+	 * sent back from the result slots, into a frame of zeroes */
+	jumbo_frame(j, RINX_T_REDUCE, 2, 0, RINX_BLOCK_VALUES_JUMBO,
+		    j->nblocks);
+	{
+		struct rinx_hdr *h = (struct rinx_hdr *)(jin + OFF_HDR);
+
+		h->type = RINX_T_NACK;
+		h->sender = htons(3);
+		h->step = 0;
+		node_mac(j->slot, 3, jin + 6);
+		memcpy(jin + OFF_IP + 12, &(__be32){ node_ip(j->slot, 3) },
+		       4);
+		memset(jin + OFF_V, 0, RINX_BLOCK_BYTES_JUMBO);
+		ip_fix_csum(jin + OFF_IP);
+	}
+	ret = jrun(JUMBO_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_TX, "jumbo NACK: action");
+	ASSERT_EQ(olen, JUMBO_LEN, "jumbo NACK: the whole frame leaves");
+	ASSERT_MEMEQ(ov, want, sizeof(want), "jumbo NACK: the stored values");
+	ASSERT_TRUE(only(d, RINX_STAT_REPAIR), "jumbo NACK: counters");
+
+	/* block 3, class 3: a gather that ends here is stored */
+	jumbo_frame(j, RINX_T_GATHER, 3, -2, RINX_BLOCK_VALUES_JUMBO,
+		    j->nblocks);
+	memcpy(want, iv, sizeof(want));
+	ret = jrun(JUMBO_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_DROP, "jumbo store+end: action (nothing to send)");
+	ASSERT_EQ(jumbo_slots_diff(result_fd, base + 3 * RINX_JUMBO_SLOTS,
+				   want, j->round), 0,
+		  "jumbo store+end: result slots");
+	ASSERT_TRUE(only(d, RINX_STAT_GATHER_END), "jumbo store+end: counters");
+
+	/* the last block (4, class 0) is short: its tail stays zero; the
+	 * share's exponent 1 is aligned to the frame's 6 */
+	jumbo_frame(j, RINX_T_REDUCE, 4, 6, j->last_count, j->nblocks);
+	ASSERT_OK(jumbo_share(j, 4, j->last_count, 1),
+		  "jumbo last block: share written");
+	ret = jrun(JUMBO_LEN, d, &olen);
+	for (i = 0, bad = 0; i < RINX_BLOCK_VALUES_JUMBO; i++) {
+		align_nearest(jsh[i], 5, &lo, &hi);
+		bad += ov[i] < iv[i] + lo || ov[i] > iv[i] + hi ||
+		       (i >= j->last_count && ov[i]);
+	}
+	ASSERT_EQ(ret, XDP_TX, "jumbo last block: action");
+	ASSERT_EQ(bad, 0, "jumbo last block: values (tail zero)");
+
+	/* shapes: a round too large for the window in jumbo blocks, a
+	 * full-size frame for a jumbo job, a jumbo frame for a full-size
+	 * job */
+	jumbo_frame(j, RINX_T_REDUCE, 0, 0, RINX_BLOCK_VALUES_JUMBO,
+		    WINDOW / RINX_JUMBO_SLOTS + 1);
+	ret = jrun(JUMBO_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_DROP, "jumbo: round past the window: action");
+	ASSERT_TRUE(only(d, RINX_STAT_DROP_BOUNDS),
+		    "jumbo: round past the window: DROP_BOUNDS");
+	jumbo_frame(j, RINX_T_REDUCE, 0, 0, RINX_BLOCK_VALUES, j->nblocks);
+	ret = jrun(FULL_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_DROP, "jumbo job, full-size frame: action");
+	ASSERT_TRUE(only(d, RINX_STAT_DROP_SHAPE),
+		    "jumbo job, full-size frame: DROP_SHAPE");
+	jumbo_frame(&jobcfg[J_MAIN], RINX_T_REDUCE, 0, 0,
+		    RINX_BLOCK_VALUES_JUMBO, jobcfg[J_MAIN].nblocks);
+	ret = jrun(JUMBO_LEN, d, &olen);
+	ASSERT_EQ(ret, XDP_DROP, "full-size job, jumbo frame: action");
+	ASSERT_TRUE(only(d, RINX_STAT_DROP_SHAPE),
+		    "full-size job, jumbo frame: DROP_SHAPE");
+}
+
 static void run_cases(void)
 {
 	size_t i;
@@ -1371,6 +1610,7 @@ static void run_cases(void)
 static struct tl_subtest subtests[] = {
 	{ "cases", 0, run_cases },	/* checks: case_checks of each */
 	{ "ring_repair", RING_REPAIR_CHECKS, run_ring_repair },
+	{ "jumbo", JUMBO_CHECKS, run_jumbo },
 };
 
 int main(void)

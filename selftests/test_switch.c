@@ -10,7 +10,9 @@
  *   MAC table: M_A -> A, M_LO -> lo, M_GONE -> 999 (not in the devmap)
  *
  * Every case checks the verdict, that the frame is untouched and that
- * exactly the expected counter moved by one.
+ * exactly the expected counter moved by one. Jumbo rinx frames (8,288
+ * bytes: the test run's linear part and a fragment) are switched whole;
+ * the aggregator refuses them (drop_shape).
  *
  * A second instance plays the ToR of INA rack 1 (Rina): sw_rack = 1, its
  * aggregator at M_AGG (ina_mac), host ports lo and va (group_hosts), uplink
@@ -86,6 +88,8 @@ static const __u8 M_G1X[6] = { 0x03, 0x72, 0x78, 0x01, 0x00, 0x02 };
 static const __u8 M_G1Y[6] = { 0x03, 0x72, 0x78, 0x01, 0x01, 0x00 };
 static const __u8 M_G2H[6] = { 0x03, 0x72, 0x78, 0x02, 0x00, 0x00 };
 
+#define JUMBO_LEN	RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)
+
 struct sw_case {
 	const char *desc;
 	const __u8 *dst;
@@ -156,6 +160,12 @@ static const struct sw_case cases[] = {
 	  XDP_DROP, RINX_SW_DROP_HAIRPIN, 1, NULL, 0 },
 	{ "tor: non-rinx frame to the aggregator's MAC flooded", M_AGG, 60,
 	  IF_A, XDP_REDIRECT, RINX_SW_FLOOD, 1, NULL, 0 },
+	/* a jumbo block's frame spans the test run's linear part and a
+	 * fragment (multi-buffer): switched whole */
+	{ "known unicast, jumbo rinx frame (multi-buffer)", M_A, JUMBO_LEN,
+	  IF_B, XDP_REDIRECT, RINX_SW_FWD, 0, NULL, 1 },
+	{ "tor: jumbo rinx frame to a known MAC switched", M_A, JUMBO_LEN,
+	  IF_B, XDP_REDIRECT, RINX_SW_FWD, 1, NULL, 1 },
 	{ "tor: plain unicast", M_A, RINX_FRAME_MAX, IF_B, XDP_REDIRECT,
 	  RINX_SW_FWD, 1, NULL, 1 },
 };
@@ -191,7 +201,7 @@ static int run_case(struct switch_bpf **skels, const struct sw_case *c,
 {
 	struct switch_bpf *skel = skels[c->tor];
 	int sfd = bpf_map__fd(skel->maps.sw_stats);
-	__u8 in[RINX_FRAME_MAX + 32], out[sizeof(in)];
+	static __u8 in[JUMBO_LEN + 32], out[sizeof(in)];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
 	struct xdp_md ctx = {};
 	int meta = 0, size, err, i, moved = 1;
@@ -387,10 +397,11 @@ static struct switch_bpf *tor_open(int if_lo, int if_a, int if_b)
 	return skel;
 }
 
-/* A contribution of node 0 to job jid, block 0 of round 1. */
-static int contrib(__u8 *b, __u32 jid, __u64 token)
+/* A contribution of node 0 to job jid, block 0 of round 1, of nv values
+ * (a block of the frame's size). */
+static int contrib(__u8 *b, __u32 jid, __u64 token, int nv)
 {
-	int len = RINX_FRAME_MAX, i;
+	int len = RINX_FRAME_LEN(nv), i;
 	__u32 ip;
 
 	memset(b, 0, len);
@@ -405,10 +416,10 @@ static int contrib(__u8 *b, __u32 jid, __u64 token)
 		b[54 + i] = (__u8)(token >> (56 - 8 * i));
 	b[65] = 1;			/* round */
 	b[73] = 1;			/* nblocks */
-	b[76] = RINX_BLOCK_VALUES >> 8;	/* count */
-	b[77] = RINX_BLOCK_VALUES & 0xff;
+	b[76] = nv >> 8;		/* count */
+	b[77] = nv & 0xff;
 	b[83] = RINX_W_INT32;		/* dtype */
-	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+	for (i = 0; i < nv; i++)
 		memcpy(b + RINX_FRAME_HDR_LEN + 4 * i, &i, 4);
 	return len;
 }
@@ -420,35 +431,46 @@ struct ina_case {
 	int verdict;
 	int stat;		/* the switch counter that must move */
 	const __u8 *dst;	/* destination MAC of the output, NULL: any */
+	int nv;			/* values of the frame, 0: RINX_BLOCK_VALUES */
+	int shape;		/* the aggregator's drop_shape must move */
 };
 
 static const struct ina_case ina_cases[] = {
 	{ "tor: aggregator output to a member behind the ingress port",
-	  JOB_FWD, TOKEN, XDP_REDIRECT, RINX_SW_INA_FWD, M_LO },
+	  JOB_FWD, TOKEN, XDP_REDIRECT, RINX_SW_INA_FWD, M_LO, 0, 0 },
 	{ "tor: aggregator gather to the rack's group and onward", JOB_FIN,
-	  TOKEN, XDP_REDIRECT, RINX_SW_INA_GROUP, M_G1A },
+	  TOKEN, XDP_REDIRECT, RINX_SW_INA_GROUP, M_G1A, 0, 0 },
 	{ "tor: frame for the aggregator, unknown job: dropped", 99, TOKEN,
-	  XDP_DROP, RINX_SW_INA_DROP, NULL },
+	  XDP_DROP, RINX_SW_INA_DROP, NULL, 0, 0 },
 	{ "tor: frame for the aggregator, wrong token: dropped", JOB_FWD, 1,
-	  XDP_DROP, RINX_SW_INA_DROP, NULL },
+	  XDP_DROP, RINX_SW_INA_DROP, NULL, 0, 0 },
 	{ "tor: token wrong in its high 32 bits only: dropped", JOB_FWD,
-	  TOKEN ^ (1ULL << 40), XDP_DROP, RINX_SW_INA_DROP, NULL },
+	  TOKEN ^ (1ULL << 40), XDP_DROP, RINX_SW_INA_DROP, NULL, 0, 0 },
+	/* aggregator slots hold one slot's values: a jumbo block is refused
+	 * and counted, never summed in part */
+	{ "tor: jumbo contribution to the aggregator: dropped (drop_shape)",
+	  JOB_FWD, TOKEN, XDP_DROP, RINX_SW_INA_DROP, NULL,
+	  RINX_BLOCK_VALUES_JUMBO, 1 },
 };
 
 static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 			int if_a, int ncpu)
 {
-	__u8 in[RINX_FRAME_MAX], out[RINX_FRAME_MAX + 64];
+	static __u8 in[JUMBO_LEN], out[JUMBO_LEN + 64];
 	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX];
+	__u64 sh0[RINX_STAT_MAX], sh1[RINX_STAT_MAX];
 	int len, i, moved = 1, dst_ok = 1, err;
 	int sfd = bpf_map__fd(skel->maps.sw_stats);
+	int afd = bpf_map__fd(skel->maps.stats);
 	struct tl_run r;
 
-	len = contrib(in, c->job, c->token);
+	len = contrib(in, c->job, c->token, c->nv ? c->nv : RINX_BLOCK_VALUES);
 	err = tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before);
+	err = err ?: tl_percpu_sum(afd, RINX_STAT_MAX, sh0);
 	err = err ?: tl_xdp_run(bpf_program__fd(skel->progs.rinx_switch), in,
 				len, if_a, out, sizeof(out), &r);
 	err = err ?: tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after);
+	err = err ?: tl_percpu_sum(afd, RINX_STAT_MAX, sh1);
 	if (err)
 		return tap_ok(0, "%s: test run: %s", c->desc, strerror(-err));
 	for (i = 0; i < RINX_SW_STAT_MAX; i++) {
@@ -471,6 +493,13 @@ static int run_ina_case(struct switch_bpf *skel, const struct ina_case *c,
 			 out[7], out[8], out[9], out[10], out[11]);
 		dst_ok = 0;
 	}
+	if (c->shape && sh1[RINX_STAT_DROP_SHAPE] !=
+			sh0[RINX_STAT_DROP_SHAPE] + 1) {
+		tap_diag("%s: the aggregator's drop_shape moved by %llu", c->desc,
+			 (unsigned long long)(sh1[RINX_STAT_DROP_SHAPE] -
+					      sh0[RINX_STAT_DROP_SHAPE]));
+		moved = 0;
+	}
 	return tap_ok(r.ret == (__u32)c->verdict && moved && dst_ok,
 		      "%s", c->desc);
 }
@@ -485,7 +514,7 @@ static void run_egress(struct switch_bpf *skel)
 
 	LIBBPF_OPTS(bpf_test_run_opts, o);
 
-	len = contrib(in, JOB_FIN, TOKEN);
+	len = contrib(in, JOB_FIN, TOKEN, RINX_BLOCK_VALUES);
 	memcpy(in, M_G1A, 6);
 	ctx.data_end = len;
 	o.data_in = in;
@@ -1553,7 +1582,7 @@ static int topo_ina_run(struct switch_bpf *skel, const __u32 *ifx, int klass,
 
 	LIBBPF_OPTS(bpf_test_run_opts, o);
 
-	len = contrib(in, JOB_FIN, TOKEN);
+	len = contrib(in, JOB_FIN, TOKEN, RINX_BLOCK_VALUES);
 	in[79] = klass;
 	/* block klass of the pattern (0, 1): the round has two */
 	in[69] = klass;

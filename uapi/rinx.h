@@ -8,11 +8,11 @@
  * never includes) in bpf/switch_kern_user.h.
  *
  * Frame: Ethernet | IPv4 (no options) | UDP (dst = configured port) |
- *        struct rinx_hdr | payload of the job's block size: RINX_BLOCK_VALUES
- *        or RINX_BLOCK_VALUES_MIN x __s32 (the first `count` carry the
- *        block, the rest are zero). The payload's length says which of the
- *        two sizes a frame has; a job uses one (rinx_job.bval), chosen by
- *        the MTU of its network (RINX_FRAME_LEN).
+ *        struct rinx_hdr | payload of the job's block size: RINX_BLOCK_VALUES,
+ *        RINX_BLOCK_VALUES_MIN or RINX_BLOCK_VALUES_JUMBO x __s32 (the
+ *        first `count` carry the block, the rest are zero). The payload's
+ *        length says which of the sizes a frame has; a job uses one
+ *        (rinx_job.bval), chosen by the MTU of its network (RINX_FRAME_LEN).
  *
  * Header fields are big-endian (the type says so). The fixed-point payload is
  * little-endian: every supported host is little-endian and the XDP hop adds
@@ -38,6 +38,21 @@
 #define RINX_BLOCK_BYTES	(RINX_BLOCK_VALUES * 4)
 #define RINX_BLOCK_VALUES_MIN	352
 #define RINX_BLOCK_BYTES_MIN	(RINX_BLOCK_VALUES_MIN * 4)
+/* Jumbo blocks, for networks of IP MTU RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO)
+ * (8,274) or more: 8 KiB of payload in one multi-buffer XDP frame (the
+ * frame spans pages; the programs reach its payload in slices,
+ * bpf/frags.bpf.h). A jumbo block takes RINX_JUMBO_SLOTS consecutive
+ * slots of its job's window in every map (values 0..767, 768..1535,
+ * 1536..2047; the first slot's header speaks for the block), so a window
+ * of W slots holds W / RINX_JUMBO_SLOTS jumbo blocks and the kernel
+ * memory of a job slot does not depend on its block size. Not yet chosen
+ * by any job (docs/rinx.md, "Jumbo blocks"). */
+#define RINX_BLOCK_VALUES_JUMBO	2048
+#define RINX_BLOCK_BYTES_JUMBO	(RINX_BLOCK_VALUES_JUMBO * 4)
+#define RINX_JUMBO_SLOTS	3
+/* Map slots a block of bval values takes (bval one of the three sizes). */
+#define RINX_BLOCK_SLOTS(bval)	((bval) > RINX_BLOCK_VALUES ? \
+				 RINX_JUMBO_SLOTS : 1)
 
 /* Job (communicator) slots of a node: the spec's jobs= (default
  * RINX_DEFAULT_JOBS, at most RINX_MAX_JOBS). A job takes the lowest free
@@ -228,7 +243,7 @@ struct rinx_hdr {
 	__be32 block;	/* block index within the round */
 	__be32 nblocks;	/* blocks in the round */
 	__be16 sender;	/* node id of the node that sent this frame */
-	__be16 count;	/* values in this block, 1..RINX_BLOCK_VALUES */
+	__be16 count;	/* values in this block, 1..the job's block size */
 	__be16 klass;	/* plan class of the block (rinx_job.cmap) */
 	__be16 exp;	/* s16 block exponent: value = q * 2^(exp - qbits) */
 	__be16 dtype;	/* enum rinx_wire_dtype of the job's round */
@@ -351,9 +366,9 @@ struct rinx_job {
 	 * bound (the plan routes some rounds around it). */
 	__u32 ahead;
 	__u32 flags;		/* RINX_JOB_* */
-	/* Values per block of the job's frames: RINX_BLOCK_VALUES or
-	 * RINX_BLOCK_VALUES_MIN (frames of the other size are dropped,
-	 * RINX_STAT_DROP_SHAPE). */
+	/* Values per block of the job's frames: RINX_BLOCK_VALUES,
+	 * RINX_BLOCK_VALUES_MIN or RINX_BLOCK_VALUES_JUMBO (frames of
+	 * another size are dropped, RINX_STAT_DROP_SHAPE). */
 	__u16 bval;
 	__u16 resv2;
 };
@@ -610,7 +625,10 @@ enum rinx_stat {
 	RINX_STAT_DROP_SHAPE,	/* aggregator: dtype, block count or value
 				 * count that does not fit the round (a
 				 * non-last block not full, an unknown dtype,
-				 * or not the slot's round's) */
+				 * or not the slot's round's); any node: a
+				 * frame of another block size than its
+				 * job's, or a jumbo block where only
+				 * one-slot blocks go (aggregations, stores) */
 	RINX_STAT_RREPAIR,	/* RNACK answered with the kept partial sum
 				 * (or the origin's share) */
 	RINX_STAT_RNACK_MISS,	/* RNACK for a reduce this node did not
@@ -644,6 +662,10 @@ _Static_assert(RINX_FRAME_HDR_LEN == 96, "payload is 8-byte aligned");
 _Static_assert(RINX_FRAME_MAX == 3168, "frame size (docs, MTU 3154)");
 _Static_assert(RINX_IP_MTU(RINX_BLOCK_VALUES_MIN) <= 1500 &&
 	       RINX_BLOCK_VALUES_MIN % 8 == 0, "small frames fit MTU 1500");
+_Static_assert(RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO) <= 9000 &&
+	       RINX_BLOCK_VALUES_JUMBO > 2 * RINX_BLOCK_VALUES &&
+	       RINX_BLOCK_VALUES_JUMBO <= RINX_JUMBO_SLOTS * RINX_BLOCK_VALUES,
+	       "jumbo frames fit MTU 9000 and their slots");
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");

@@ -262,15 +262,45 @@ static inline int env_ce(struct hop_env *x)
 	return (x->f->ip[1] & RINX_ECN_MASK) == RINX_ECN_CE;
 }
 
-static inline void env_copy_vals(__s32 *dst, const __s32 *src, int nv)
+/* Slot k of block idx in map (enum hop_map, declared with the hop): a
+ * jumbo block's values continue in the slots after its first. */
+static inline struct rinx_slot *env_slot(struct hop_env *x, int map,
+					 __u32 idx)
 {
-	memcpy(dst, src, (size_t)nv * 4);
+	if (map == HOP_SHARE)
+		return env_share(x, idx);
+	return map == HOP_RESULT ? env_result(x, idx) : env_partial(x, idx);
 }
 
-static inline __s16 env_add_vals(__s32 *dst, __s16 dexp, const __s32 *src,
-				 __s16 sexp, int nv)
+static inline int env_put_vals(struct hop_env *x, struct rinx_slot *r,
+			       int map, __u32 idx, int nv)
 {
-	return rinx_payload_add_n(dst, dexp, src, sexp, nv);
+	int k, n;
+
+	for (k = 0; k < nv; k += n, idx++) {
+		r = k ? env_slot(x, map, idx) : r;
+		if (!r)
+			return -1;
+		n = nv - k < RINX_BLOCK_VALUES ? nv - k : RINX_BLOCK_VALUES;
+		memcpy(r->v, x->f->v + k, (size_t)n * 4);
+	}
+	return 0;
+}
+
+/* Each slot's part at the block's exponents: every part shifts alike. */
+static inline int env_add_share(struct hop_env *x, struct rinx_slot *sh,
+				__u32 idx, __s16 dexp, __s16 *e, int nv)
+{
+	struct rinx_slot *s = sh;
+	int k, n;
+
+	*e = dexp;
+	for (k = 0; k < nv; k += n, idx++) {
+		s = k ? env_share(x, idx) : s;
+		n = nv - k < RINX_BLOCK_VALUES ? nv - k : RINX_BLOCK_VALUES;
+		*e = rinx_payload_add_n(x->f->v + k, dexp, s->v, sh->exp, n);
+	}
+	return 0;
 }
 
 /* The host program and the trainer read and write these slots meanwhile:
@@ -427,7 +457,9 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		struct hop_env x = { .c = c, .f = f };
 
 		/* counted as finished here, without the answer's mark */
-		hop_write(&x, res, round, c->bval);
+		if (hop_write(&x, res, HOP_RESULT, c->slot * c->window + b,
+			      round, c->bval))
+			return RINX_SP_DROP;
 		__atomic_fetch_add(&c->cursors[c->slot].stored, 1,
 				   __ATOMIC_RELAXED);
 		c->ina_fetched++;
