@@ -601,6 +601,9 @@ int rinx_host(struct xdp_md *ctx)
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
 	    type != RINX_T_NACK && type != RINX_T_RNACK && type != RINX_T_PS)
 		return rinx_count(RINX_STAT_DROP_TYPE, XDP_DROP);
+	/* a header alone: a parameter server's frame without values */
+	if (parsed == RINX_P_HDR && type != RINX_T_PS)
+		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
 	if (!job)
@@ -640,7 +643,9 @@ int rinx_host(struct xdp_md *ctx)
 			return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
 		return parsed == RINX_P_OK ?
 		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES) :
-		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES_MIN);
+		       parsed == RINX_P_OK_MIN ?
+		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES_MIN) :
+		       rinx_ps_hdr(ctx, &f, job, jid);
 	}
 	/* the data path, built for the frame's size */
 	if (parsed == RINX_P_OK_JUMBO)

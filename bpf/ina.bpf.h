@@ -272,7 +272,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		if (f.eth->h_dest[i] != ina_mac[i])
 			return RINX_INA_NOT_MINE;
 	rinx_count(RINX_STAT_RX, 0);
-	if (ret == RINX_P_SHORT)
+	if (ret == RINX_P_SHORT || ret == RINX_P_HDR)
 		return rinx_count(RINX_STAT_DROP_SHORT, RINX_INA_DROP);
 	if (ret == RINX_P_VERSION)
 		return rinx_count(RINX_STAT_DROP_VERSION, RINX_INA_DROP);

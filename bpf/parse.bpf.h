@@ -19,6 +19,9 @@ enum rinx_parse {
 			 * payload is reached through bpf/frags.bpf.h */
 	RINX_P_OTHER,	/* not ours: pass to the stack */
 	RINX_P_SHORT,	/* ours but truncated */
+	RINX_P_HDR,	/* ours, the whole header but less payload than a
+			 * small block: only a parameter server's frames
+			 * that carry no values are (bpf/ps.bpf.h) */
 	RINX_P_VERSION,	/* ours but bad magic/version */
 };
 
@@ -83,7 +86,7 @@ static __always_inline int rinx_parse(struct xdp_md *ctx, __u16 port_be,
 		return RINX_P_OK;
 	if (cur + RINX_BLOCK_BYTES_MIN <= data_end)
 		return RINX_P_OK_MIN;
-	return RINX_P_SHORT;
+	return RINX_P_HDR;
 }
 
 static __always_inline void rinx_csum_ip(struct iphdr *ip)

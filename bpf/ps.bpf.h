@@ -85,21 +85,72 @@ static __always_inline __u64 ps_min_clock(struct rinx_ps_conf *pc,
 	return m.min;
 }
 
-/* Turns request f into answer `op` to node `to`, with the slowest clock. */
+/* An answer that ps_send is to send: to node `to`, counted as `stat`. */
+struct ps_ans {
+	__u32 to, stat;
+};
+
+/* Not an XDP action: "send the answer in struct ps_ans" (ps_send). */
+#define PS_ANSWER	0xff
+
+/* Turns request f into answer `op` to node `to`, with the slowest clock;
+ * ps_send sends it. */
 static __always_inline int ps_answer(struct rinx_frame *f,
 				     struct rinx_job *job,
 				     struct rinx_ps_conf *pc, __u32 to,
-				     __u8 op, __u32 stat)
+				     __u8 op, __u32 stat, struct ps_ans *a)
 {
 	__u32 who;
 	__u64 m = ps_min_clock(pc, job->nnodes, &who);
-	int ret;
 
 	f->h->step = op;
 	f->h->cover = bpf_cpu_to_be64(m);
 	f->h->klass = bpf_htons((__u16)who);
-	ret = forward(f, job, job->slot, to);
-	return ret == XDP_TX ? rinx_count(stat, ret) : ret;
+	a->to = to;
+	a->stat = stat;
+	return PS_ANSWER;
+}
+
+/* f's headers again after the frame's tail moved (the verifier forgets
+ * every packet pointer then), with room for nv values (0: none); the IP
+ * and UDP lengths set to the frame's new length. 0, or -1 when too short. */
+static __always_inline int ps_reframe(struct xdp_md *ctx, struct rinx_frame *f,
+				      const int nv)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	if (data + RINX_FRAME_HDR_LEN + nv * 4 > data_end)
+		return -1;
+	f->eth = data;
+	f->ip = (void *)(f->eth + 1);
+	f->udp = (void *)(f->ip + 1);
+	f->h = (void *)(f->udp + 1);
+	f->v = (void *)(f->h + 1);
+	f->ip->tot_len = bpf_htons((__u16)(data_end - data - sizeof(*f->eth)));
+	f->udp->len = bpf_htons((__u16)(data_end - data - sizeof(*f->eth) -
+					sizeof(*f->ip)));
+	return 0;
+}
+
+/* Sends answer a (the frame made by ps_answer). An answer without values
+ * (all but VALUE) leaves as its header alone: a push's acknowledgment
+ * does not carry the push back, so the server's link carries each block
+ * once each way (a push in, a pulled block out) and a worker's link the
+ * same. Where the driver cannot cut the tail, the answer leaves whole
+ * (the worker takes both). */
+static __always_inline int ps_send(struct xdp_md *ctx, struct rinx_frame *f,
+				   struct rinx_job *job, struct ps_ans *a)
+{
+	long len = (long)ctx->data_end - (long)ctx->data;
+	int ret;
+
+	if (f->h->step != RINX_PS_VALUE && len > RINX_FRAME_HDR_LEN)
+		bpf_xdp_adjust_tail(ctx, (int)(RINX_FRAME_HDR_LEN - len));
+	if (ps_reframe(ctx, f, 0))
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+	ret = forward(f, job, job->slot, a->to);
+	return ret == XDP_TX ? rinx_count(a->stat, ret) : ret;
 }
 
 /* Would dst + src overflow a value? Summed as unsigned (wrapping): a sum
@@ -134,7 +185,7 @@ static __always_inline void ps_add(__s32 *dst, const __s32 *src, const int nv)
  * has from this worker already is acknowledged again, not added. */
 static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 				   struct rinx_ps_conf *pc, __u32 who,
-				   __u32 idx, const int nv)
+				   __u32 idx, const int nv, struct ps_ans *ans)
 {
 	__u32 seq = bpf_ntohl(f->h->round), slowest, last;
 	struct rinx_ps_block *a = bpf_map_lookup_elem(&store, &idx);
@@ -155,13 +206,14 @@ static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 		m = ps_min_clock(pc, job->nnodes, &slowest);
 		if (m != ~0ULL && seq - 1 > m + pc->staleness)
 			return ps_answer(f, job, pc, who, RINX_PS_STALE,
-					 RINX_STAT_PS_STALE);
+					 RINX_STAT_PS_STALE, ans);
 	}
 	bpf_spin_lock(&a->lock);
 	last = (__u32)a->seq[who & (RINX_MAX_NODES - 1)];
 	if ((__s32)(seq - last) <= 0) {
 		bpf_spin_unlock(&a->lock);
-		return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_DUP);
+		return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_DUP,
+				 ans);
 	}
 	bad = ps_overflows(a->v, f->v, nv);
 	if (!bad) {
@@ -171,15 +223,15 @@ static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 	bpf_spin_unlock(&a->lock);
 	if (bad)
 		return ps_answer(f, job, pc, who, RINX_PS_RANGE,
-				 RINX_STAT_PS_RANGE);
+				 RINX_STAT_PS_RANGE, ans);
 	__sync_fetch_and_add(&pc->applied[who & (RINX_MAX_NODES - 1)], 1);
-	return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_PUSH);
+	return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_PUSH, ans);
 }
 
 /* A pull: the block as one push left it (copied under its lock). */
 static __always_inline int ps_pull(struct rinx_frame *f, struct rinx_job *job,
 				   struct rinx_ps_conf *pc, __u32 who,
-				   __u32 idx, const int nv)
+				   __u32 idx, const int nv, struct ps_ans *ans)
 {
 	struct rinx_ps_block *a = bpf_map_lookup_elem(&store, &idx);
 	__s16 exp;
@@ -191,15 +243,21 @@ static __always_inline int ps_pull(struct rinx_frame *f, struct rinx_job *job,
 	exp = a->exp;
 	bpf_spin_unlock(&a->lock);
 	f->h->exp = bpf_htons((__u16)exp);
-	return ps_answer(f, job, pc, who, RINX_PS_VALUE, RINX_STAT_PS_PULL);
+	return ps_answer(f, job, pc, who, RINX_PS_VALUE, RINX_STAT_PS_PULL, ans);
 }
 
-/* A RINX_T_PS frame of job `job` (id and token checked), nv values. */
-static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
-				   struct rinx_job *job, __u32 jid,
-				   const int nv)
+/* Not an XDP action: the frame may go on (ps_check). */
+#define PS_GO		0xfe
+
+/* What every RINX_T_PS frame must pass: a store of job jid open here, a
+ * sender of the job at its own address. Answers (server to worker) go to
+ * the trainer; requests must have reached the server. PS_GO with *pcp
+ * and *whop set, or the frame's action. */
+static __always_inline int ps_check(struct xdp_md *ctx, struct rinx_frame *f,
+				    struct rinx_job *job, __u32 jid,
+				    struct rinx_ps_conf **pcp, __u32 *whop)
 {
-	__u32 slot = job->slot, who = bpf_ntohs(f->h->sender), k, block;
+	__u32 slot = job->slot, who = bpf_ntohs(f->h->sender), k;
 	struct rinx_ps_conf *pc = bpf_map_lookup_elem(&psconf, &slot);
 	__u8 op = f->h->step;
 	struct rinx_node *from;
@@ -224,26 +282,119 @@ static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
 	}
 	if (op > RINX_PS_LEAVE || job->self != pc->server)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
-	if (op == RINX_PS_LEAVE) {
-		if (f->h->round)
-			__sync_fetch_and_or(&pc->done, 1ULL << who);
-		else
-			__sync_fetch_and_or(&pc->left, 1ULL << who);
-		return ps_answer(f, job, pc, who, RINX_PS_ACK,
-				 RINX_STAT_PS_LEAVE);
+	*pcp = pc;
+	*whop = who;
+	return PS_GO;
+}
+
+/* A leave: its phase's bit set; acknowledged. */
+static __always_inline int ps_leave(struct rinx_frame *f, struct rinx_job *job,
+				    struct rinx_ps_conf *pc, __u32 who,
+				    struct ps_ans *ans)
+{
+	if (f->h->round)
+		__sync_fetch_and_or(&pc->done, 1ULL << who);
+	else
+		__sync_fetch_and_or(&pc->left, 1ULL << who);
+	return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_LEAVE,
+			 ans);
+}
+
+/* The store's key of the block f asks for, if the block and its count fit
+ * the store and the job's block size is nv; else -1, counted. */
+static __always_inline long ps_block(struct rinx_frame *f,
+				     struct rinx_job *job,
+				     struct rinx_ps_conf *pc, const int nv)
+{
+	__u32 block = bpf_ntohl(f->h->block), slot = job->slot;
+
+	if (job->bval != nv) {
+		rinx_count(RINX_STAT_DROP_SHAPE, 0);
+		return -1;
 	}
-	block = bpf_ntohl(f->h->block);
-	if (job->bval != nv)
-		return rinx_count(RINX_STAT_DROP_SHAPE, XDP_DROP);
 	if (block >= pc->nblocks || block >= RINX_PS_MAX_BLOCKS ||
 	    slot >= RINX_MAX_JOBS ||
 	    bpf_ntohs(f->h->count) != (block == pc->nblocks - 1 ?
-				       pc->last_count : nv))
-		return rinx_count(RINX_STAT_DROP_BOUNDS, XDP_DROP);
-	k = RINX_PS_KEY(slot, block);
-	if (op == RINX_PS_PUSH)
-		return ps_push(f, job, pc, who, k, nv);
-	return ps_pull(f, job, pc, who, k, nv);
+				       pc->last_count : nv)) {
+		rinx_count(RINX_STAT_DROP_BOUNDS, 0);
+		return -1;
+	}
+	return RINX_PS_KEY(slot, block);
+}
+
+/* A RINX_T_PS frame of job `job` (id and token checked), nv values. */
+static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
+				   struct rinx_job *job, __u32 jid,
+				   const int nv)
+{
+	struct rinx_ps_conf *pc = NULL;
+	struct ps_ans ans = {};
+	__u32 who = 0;
+	long k;
+	int ret;
+
+	ret = ps_check(ctx, f, job, jid, &pc, &who);
+	if (ret != PS_GO || !pc)
+		return ret;
+	if (f->h->step == RINX_PS_LEAVE) {
+		ret = ps_leave(f, job, pc, who, &ans);
+	} else {
+		k = ps_block(f, job, pc, nv);
+		if (k < 0)
+			return XDP_DROP;
+		ret = f->h->step == RINX_PS_PUSH ?
+		      ps_push(f, job, pc, who, (__u32)k, nv, &ans) :
+		      ps_pull(f, job, pc, who, (__u32)k, nv, &ans);
+	}
+	return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
+}
+
+/* A pull of nv values that came as a header alone (no values to carry):
+ * the frame grows by the block it is answered with. */
+static __always_inline int ps_grow_pull(struct xdp_md *ctx,
+					struct rinx_frame *f,
+					struct rinx_job *job,
+					struct rinx_ps_conf *pc, __u32 who,
+					const int nv)
+{
+	long k = ps_block(f, job, pc, nv), len;
+	struct ps_ans ans = {};
+	int ret;
+
+	if (k < 0)
+		return XDP_DROP;
+	len = (long)ctx->data_end - (long)ctx->data;
+	/* a driver without the tailroom: the worker's resend is whole */
+	if (bpf_xdp_adjust_tail(ctx, (int)(RINX_FRAME_LEN(nv) - len)) ||
+	    ps_reframe(ctx, f, nv))
+		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
+	ret = ps_pull(f, job, pc, who, (__u32)k, nv, &ans);
+	return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
+}
+
+/* A RINX_T_PS frame of job `job` that is its header alone (RINX_P_HDR):
+ * a pull, a leave or an answer; a push carries values (short: dropped). */
+static __always_inline int rinx_ps_hdr(struct xdp_md *ctx,
+				       struct rinx_frame *f,
+				       struct rinx_job *job, __u32 jid)
+{
+	struct rinx_ps_conf *pc = NULL;
+	struct ps_ans ans = {};
+	__u32 who = 0;
+	int ret;
+
+	ret = ps_check(ctx, f, job, jid, &pc, &who);
+	if (ret != PS_GO || !pc)
+		return ret;
+	if (f->h->step == RINX_PS_LEAVE) {
+		ret = ps_leave(f, job, pc, who, &ans);
+		return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
+	}
+	if (f->h->step == RINX_PS_PUSH)
+		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
+	if (job->bval == RINX_BLOCK_VALUES)
+		return ps_grow_pull(ctx, f, job, pc, who, RINX_BLOCK_VALUES);
+	return ps_grow_pull(ctx, f, job, pc, who, RINX_BLOCK_VALUES_MIN);
 }
 
 #endif

@@ -148,25 +148,62 @@ static __s32 *vals(__u8 *f)
 }
 
 static __u8 out[4096];
+static __u32 out_len;	/* the length of the frame in out */
 
-/* Runs frame f once; the action, d[] the counter deltas. */
-static int run(const __u8 *f, __u64 *d)
+/* Runs the first len bytes of frame f once; the action, d[] the counter
+ * deltas. */
+static int run_len(const __u8 *f, __u32 len, __u64 *d)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
 	__u64 a[RINX_STAT_MAX], b[RINX_STAT_MAX];
 	int k;
 
 	o.data_in = f;
-	o.data_size_in = RINX_FRAME_MAX;
+	o.data_size_in = len;
 	o.data_out = out;
 	o.data_size_out = sizeof(out);
 	o.repeat = 1;
+	out_len = 0;
 	if (read_stats(a) || bpf_prog_test_run_opts(prog_fd, &o) ||
 	    read_stats(b))
 		return -1;
+	out_len = o.data_size_out;
 	for (k = 0; k < RINX_STAT_MAX; k++)
 		d[k] = b[k] - a[k];
 	return (int)o.retval;
+}
+
+static int run(const __u8 *f, __u64 *d)
+{
+	return run_len(f, RINX_FRAME_MAX, d);
+}
+
+/* Frame f cut to len bytes, as its sender makes one that short (IP and
+ * UDP lengths, IP checksum), and run. */
+static int run_short(__u8 *f, __u32 len, __u64 *d)
+{
+	__u16 ip_len = htons(len - 14), udp_len = htons(len - 34);
+
+	memcpy(f + TF_OFF_IP + 2, &ip_len, 2);
+	memcpy(f + TF_OFF_IP + 20 + 4, &udp_len, 2);
+	ip_fix_csum(f + TF_OFF_IP);
+	return run_len(f, len, d);
+}
+
+/* The frame in out is len bytes long, and its IP and UDP headers say so. */
+static int out_is(__u32 len)
+{
+	__u16 ip_len, udp_len;
+
+	memcpy(&ip_len, out + TF_OFF_IP + 2, 2);
+	memcpy(&udp_len, out + TF_OFF_IP + 20 + 4, 2);
+	if (out_len != len || ntohs(ip_len) != len - 14 ||
+	    ntohs(udp_len) != len - 34) {
+		tap_diag("answer of %u bytes, IP %u, UDP %u (want %u)",
+			 out_len, ntohs(ip_len), ntohs(udp_len), len);
+		return 0;
+	}
+	return 1;
 }
 
 /* Exactly one counter moved, by one: stat. */
@@ -343,7 +380,7 @@ static int push(int j, __u16 w, __u32 b, __u32 seq, int base, __u64 *d)
 	return run(f, d);
 }
 
-#define SERVER_CHECKS	20
+#define SERVER_CHECKS	26
 
 static void server(void)
 {
@@ -357,6 +394,8 @@ static void server(void)
 	tap_ok(ret == XDP_TX && only(d, RINX_STAT_PS_PUSH, -1) &&
 	       answer_ok(J_A, RINX_PS_ACK, 1, 0) && store_ok(J_A),
 	       "push: added, acknowledged to its worker (PS_PUSH)");
+	tap_ok(out_is(RINX_FRAME_HDR_LEN), "the acknowledgment is a header "
+	       "alone (%u bytes): the push is not carried back", out_len);
 	ret = push(J_A, 1, 0, 1, 10, d);
 	tap_ok(ret == XDP_TX && only(d, RINX_STAT_PS_DUP, -1) &&
 	       answer_ok(J_A, RINX_PS_ACK, 1, 0) && store_ok(J_A),
@@ -381,6 +420,35 @@ static void server(void)
 	for (i = 0; ok && i < NV; i++)
 		ok = vals(out)[i] == model[J_A][0][i];
 	tap_ok(ok, "pull: the stored block and its exponent (PS_PULL)");
+
+	/* a pull as its header alone: grown into the block it asks for */
+	for (b = 0; b < NB; b += NB - 1) {
+		ps_frame(f, J_A, 3, 0, RINX_PS_PULL, b, 0);
+		memset(out, 0xa5, sizeof(out));
+		ret = run_short(f, RINX_FRAME_HDR_LEN, d);
+		ok = ret == XDP_TX && only(d, RINX_STAT_PS_PULL, -1) &&
+		     answer_ok(J_A, RINX_PS_VALUE, 3, 0) &&
+		     out_is(RINX_FRAME_LEN(NV)) &&
+		     (__s16)ntohs(h->exp) == EXP(b) &&
+		     ntohs(h->count) == count_of(b);
+		for (i = 0; ok && i < count_of(b); i++)
+			ok = vals(out)[i] == model[J_A][b][i];
+		tap_ok(ok, "a pull of block %u as a header alone (%d bytes): "
+		       "answered with the whole block (%u bytes), its values "
+		       "and exponent", b, RINX_FRAME_HDR_LEN, out_len);
+	}
+	/* a push carries values: as a header alone it is short */
+	ps_frame(f, J_A, 1, 0, RINX_PS_PUSH, 1, 9);
+	ret = run_short(f, RINX_FRAME_HDR_LEN, d);
+	tap_ok(ret == XDP_DROP && only(d, RINX_STAT_DROP_SHORT, -1) &&
+	       store_ok(J_A), "a push without its values: DROP_SHORT, the "
+	       "store untouched");
+	/* a header and part of a block is neither */
+	ps_frame(f, J_A, 3, 0, RINX_PS_PULL, 0, 0);
+	ret = run_short(f, RINX_FRAME_HDR_LEN + 16, d);
+	tap_ok(ret == XDP_TX && only(d, RINX_STAT_PS_PULL, -1) &&
+	       out_is(RINX_FRAME_LEN(NV)), "a pull with 16 bytes of payload: "
+	       "grown to the block too");
 
 	/* bad input: refused and counted, the store untouched */
 	ps_frame(f, J_A, 1, 0, RINX_PS_PUSH, 1, 1);
@@ -473,6 +541,12 @@ static void server(void)
 	tap_ok(ret == XDP_TX && only(d, RINX_STAT_PS_LEAVE, -1) &&
 	       answer_ok(J_A, RINX_PS_ACK, 2, 1), "leave: acknowledged "
 	       "(PS_LEAVE)");
+	ps_frame(f, J_A, 2, 0, RINX_PS_LEAVE, 0, 0);
+	ret = run_short(f, RINX_FRAME_HDR_LEN, d);
+	tap_ok(ret == XDP_TX && only(d, RINX_STAT_PS_LEAVE, -1) &&
+	       answer_ok(J_A, RINX_PS_ACK, 2, 1) &&
+	       out_is(RINX_FRAME_HDR_LEN), "a leave as a header alone: "
+	       "acknowledged by a header");
 	for (i = 0; i < 4; i++) {
 		ps_frame(f, J_A, i, 0, RINX_PS_LEAVE, 0, 0);
 		run(f, d);
@@ -483,7 +557,7 @@ static void server(void)
 
 /* ---- job B: answers at a worker ------------------------------------------ */
 
-#define WORKER_CHECKS	3
+#define WORKER_CHECKS	5
 
 static void worker(void)
 {
@@ -497,6 +571,16 @@ static void worker(void)
 	tap_ok(ret == XDP_DROP && only(d, RINX_STAT_DROP_NO_XSK, -1),
 	       "answer from the server: to the trainer's socket (none bound: "
 	       "DROP_NO_XSK)");
+	ps_frame(f, J_B, 0, 1, RINX_PS_ACK, 0, 1);
+	ret = run_short(f, RINX_FRAME_HDR_LEN, d);
+	tap_ok(ret == XDP_DROP && only(d, RINX_STAT_DROP_NO_XSK, -1),
+	       "an acknowledgment as a header alone: to the trainer too");
+	/* only a parameter server's frames may be a header alone */
+	ps_frame(f, J_B, 0, 1, RINX_PS_ACK, 0, 1);
+	((struct rinx_hdr *)(f + TF_OFF_HDR))->type = RINX_T_GATHER;
+	ret = run_short(f, RINX_FRAME_HDR_LEN, d);
+	tap_ok(ret == XDP_DROP && only(d, RINX_STAT_DROP_SHORT, -1),
+	       "a gather as a header alone: DROP_SHORT");
 	ps_frame(f, J_B, 2, 1, RINX_PS_VALUE, 0, 1);
 	ret = run(f, d);
 	tap_ok(ret == XDP_DROP && only(d, RINX_STAT_DROP_SENDER, -1),

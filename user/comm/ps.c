@@ -78,9 +78,16 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	__be32 saddr;
 	int i, n;
 
-	if (!ps || rinx_c_frame_len(len) != RINX_FRAME_LEN(c->bval))
+	if (!ps || len < RINX_FRAME_HDR_LEN)
 		return RINX_SP_DROP;
 	rinx_c_frame_at(p, &f);
+	/* a block's values come in a frame of the job's size; the other
+	 * answers are a header (or, from a driver that could not cut the
+	 * request's tail, the request's size) */
+	if (f.h->step == RINX_PS_VALUE &&
+	    (len < RINX_FRAME_MIN ||
+	     rinx_c_frame_len(len) != RINX_FRAME_LEN(c->bval)))
+		return RINX_SP_DROP;
 	memcpy(&saddr, f.ip + 12, 4);
 	b = ntohl(f.h->block);
 	seq = ntohl(f.h->round);
@@ -129,12 +136,25 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	return RINX_SP_FREE;
 }
 
-/* Request `op` for block b, into frame bytes p. */
+/* The length of request `op` for block b: a push carries the block; a
+ * pull or a leave is a header, which the server's host program grows into
+ * the pulled block (bpf/ps.bpf.h), so the server's link carries a block
+ * once each way per push and pull. A pull sent again goes whole: a driver
+ * without the tailroom to grow it drops the header alone (counted,
+ * drop_short), and the resend is answered. */
+static int ps_len(const struct rinx_ps *ps, __u32 b)
+{
+	if (ps->op == RINX_PS_PUSH || (ps->op == RINX_PS_PULL && ps->resent[b]))
+		return RINX_FRAME_LEN(ps->c->bval);
+	return RINX_FRAME_HDR_LEN;
+}
+
+/* Request `op` for block b, into frame bytes p (ps_len of them). */
 static void ps_fill(struct rinx_ps *ps, __u8 *p, __u32 b)
 {
 	struct rinx_comm *c = ps->c;
 	struct frame f;
-	int flen = RINX_FRAME_LEN(c->bval);
+	int flen = ps_len(ps, b);
 
 	rinx_c_frame_at(p, &f);
 	memset(f.h, 0, flen - (int)((__u8 *)f.h - p));
@@ -159,7 +179,7 @@ static void ps_fill(struct rinx_ps *ps, __u8 *p, __u32 b)
 static int ps_local(struct rinx_ps *ps, __u32 b)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
-	int flen = RINX_FRAME_LEN(ps->c->bval);
+	int flen = ps_len(ps, b);
 	__u8 *in = ps->buf, *out = ps->buf + RINX_FRAME_MAX;
 
 	ps_fill(ps, in, b);
@@ -186,7 +206,7 @@ static int ps_send(struct rinx_ps *ps, __u32 b, __u64 now)
 		return -EAGAIN;
 	addr = x->free[x->nfree - 1];
 	ps_fill(ps, (__u8 *)x->area + addr, b);
-	if (rinx_c_x_send(x, addr, RINX_FRAME_LEN(ps->c->bval)))
+	if (rinx_c_x_send(x, addr, ps_len(ps, b)))
 		return -EAGAIN;
 	x->nfree--;
 	ps->sent_at[b] = now;
@@ -251,9 +271,11 @@ static int ps_call(struct rinx_ps *ps, int op, __u32 seq, __u32 n)
 			    (ps_rto(ps) << (ps->resent[b] < 4 ? ps->resent[b] :
 									  4)))
 				continue;
-			if (ps_send(ps, b, now))
+			ps->resent[b]++;	/* a resent pull goes whole */
+			if (ps_send(ps, b, now)) {
+				ps->resent[b]--;
 				break;
-			ps->resent[b]++;
+			}
 			ps->st.resent++;
 		}
 		rinx_c_x_kick(c->x);

@@ -533,7 +533,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	__u32 round;
 	int nv;
 
-	if (len < RINX_FRAME_MIN)
+	if (len < RINX_FRAME_HDR_LEN)
 		return RINX_SP_DROP;
 	rinx_c_frame_at(p, &f);
 	if (ntohl(f.h->magic) != RINX_MAGIC || f.h->version != RINX_VERSION)
@@ -545,6 +545,9 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		return RINX_SP_DROP;
 	if (f.h->type == RINX_T_PS)
 		return rinx_c_ps_frame(c, p, len);
+	/* only a parameter server's frames may be a header alone */
+	if (len < RINX_FRAME_MIN)
+		return RINX_SP_DROP;
 	if (f.h->type == RINX_T_HELLO)
 		return slow_hello(c, r, &f, len);
 	/* the values the host program reads of a frame this long (a frame
