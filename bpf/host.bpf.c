@@ -593,6 +593,9 @@ int rinx_host(struct xdp_md *ctx)
 	rinx_count(RINX_STAT_RX, 0);
 	if (parsed == RINX_P_SHORT)
 		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
+	/* a header alone: only a parameter server's frame without values */
+	if (parsed == RINX_P_HDR && f.h->type != RINX_T_PS)
+		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
 	if (parsed == RINX_P_VERSION)
 		return rinx_count(RINX_STAT_DROP_VERSION, XDP_DROP);
 
@@ -601,9 +604,6 @@ int rinx_host(struct xdp_md *ctx)
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
 	    type != RINX_T_NACK && type != RINX_T_RNACK && type != RINX_T_PS)
 		return rinx_count(RINX_STAT_DROP_TYPE, XDP_DROP);
-	/* a header alone: a parameter server's frame without values */
-	if (parsed == RINX_P_HDR && type != RINX_T_PS)
-		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
 	if (!job)

@@ -1049,7 +1049,9 @@ static const struct jobcfg *find_job_in(const struct jobcfg *t, size_t n,
 	return NULL;
 }
 
-enum { MP_OK, MP_OTHER, MP_SHORT, MP_VERSION, MP_OK_MIN };
+/* MP_HDR: the header whole, less payload than a small block (only a
+ * parameter server's frame may be one) */
+enum { MP_OK, MP_OTHER, MP_SHORT, MP_VERSION, MP_OK_MIN, MP_HDR };
 
 /* rinx_parse of frame b, written from the frame format. */
 static int parse_model(const __u8 *b, int len)
@@ -1064,10 +1066,10 @@ static int parse_model(const __u8 *b, int len)
 	if (get32(b + H_MAGIC) != RINX_MAGIC || b[H_VERSION] != RINX_VERSION)
 		return MP_VERSION;
 	/* the payload's length says the frame's size: full, small (a
-	 * 1,500-byte MTU's) or short */
+	 * 1,500-byte MTU's) or a header alone */
 	if (len >= FULL_LEN)
 		return MP_OK;
-	return len >= OFF_V + RINX_BLOCK_BYTES_MIN ? MP_OK_MIN : MP_SHORT;
+	return len >= OFF_V + RINX_BLOCK_BYTES_MIN ? MP_OK_MIN : MP_HDR;
 }
 
 /* The frame's size (every job here has full-size frames), counts, block,
@@ -1296,6 +1298,11 @@ static struct pred host_model(const __u8 *b, int len)
 	case MP_VERSION:
 		p.stat = RINX_STAT_DROP_VERSION;
 		return p;
+	case MP_HDR:
+		if (b[H_TYPE] != RINX_T_PS) {
+			p.stat = RINX_STAT_DROP_SHORT;
+			return p;
+		}
 	}
 	type = b[H_TYPE];
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
@@ -2616,8 +2623,8 @@ static struct pred tor_model(const __u8 *b, int len)
 	}
 	p.mine = true;
 	if (r != MP_OK && r != MP_OK_MIN) {
-		p.stat = r == MP_SHORT ? RINX_STAT_DROP_SHORT :
-					 RINX_STAT_DROP_VERSION;
+		p.stat = r == MP_SHORT || r == MP_HDR ? RINX_STAT_DROP_SHORT :
+							RINX_STAT_DROP_VERSION;
 		return p;
 	}
 	type = b[H_TYPE];
