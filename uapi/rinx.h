@@ -136,10 +136,11 @@ enum rinx_hello {
  * iteration + 1), the same on every block of one push and on its resends.
  * Every answer carries in `cover` the clock of the slowest worker that
  * has not left (the pushes it completed; all ones: every worker left) and
- * in `klass` that worker's node id. Only a push and a VALUE carry a
- * block: a pull, a leave and the other answers are a header alone
- * (RINX_FRAME_HDR_LEN bytes; the server's host program grows a pull into
- * its VALUE and cuts a push down to its ACK). */
+ * in `klass` that worker's node id. A leave and the answers other than
+ * VALUE are a header alone (RINX_FRAME_HDR_LEN bytes: the server's host
+ * program cuts a push down to its ACK); a pull may be one too, where the
+ * server's driver leaves room to grow it into its VALUE (rinx's workers
+ * send whole pulls: docs/rinx.md, "Parameter server"). */
 enum rinx_ps_op {
 	RINX_PS_PUSH = 0,	/* worker -> server: add the payload (at the
 				 * block's exponent) into the block */
