@@ -185,7 +185,8 @@ static __always_inline void ps_add(__s32 *dst, const __s32 *src, const int nv)
  * has from this worker already is acknowledged again, not added. */
 static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 				   struct rinx_ps_conf *pc, __u32 who,
-				   __u32 idx, const int nv, struct ps_ans *ans)
+				   __u32 idx, const int nv, const int pull,
+				   struct ps_ans *ans)
 {
 	__u32 seq = bpf_ntohl(f->h->round), slowest, last;
 	struct rinx_ps_block *a = bpf_map_lookup_elem(&store, &idx);
@@ -211,21 +212,30 @@ static __always_inline int ps_push(struct rinx_frame *f, struct rinx_job *job,
 	bpf_spin_lock(&a->lock);
 	last = (__u32)a->seq[who & (RINX_MAX_NODES - 1)];
 	if ((__s32)(seq - last) <= 0) {
+		/* PUSHPULL: the block as it is, this push in it */
+		if (pull)
+			rinx_copy_vals(f->v, a->v, nv);
 		bpf_spin_unlock(&a->lock);
-		return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_DUP,
-				 ans);
+		return ps_answer(f, job, pc, who,
+				 pull ? RINX_PS_VALUE : RINX_PS_ACK,
+				 RINX_STAT_PS_DUP, ans);
 	}
 	bad = ps_overflows(a->v, f->v, nv);
 	if (!bad) {
 		ps_add(a->v, f->v, nv);
 		a->seq[who & (RINX_MAX_NODES - 1)] = (__s32)seq;
+		/* PUSHPULL: the block right after this push, under the
+		 * same lock (no other push between them) */
+		if (pull)
+			rinx_copy_vals(f->v, a->v, nv);
 	}
 	bpf_spin_unlock(&a->lock);
 	if (bad)
 		return ps_answer(f, job, pc, who, RINX_PS_RANGE,
 				 RINX_STAT_PS_RANGE, ans);
 	__sync_fetch_and_add(&pc->applied[who & (RINX_MAX_NODES - 1)], 1);
-	return ps_answer(f, job, pc, who, RINX_PS_ACK, RINX_STAT_PS_PUSH, ans);
+	return ps_answer(f, job, pc, who, pull ? RINX_PS_VALUE : RINX_PS_ACK,
+			 RINX_STAT_PS_PUSH, ans);
 }
 
 /* A pull: the block as one push left it (copied under its lock). */
@@ -280,7 +290,8 @@ static __always_inline int ps_check(struct xdp_md *ctx, struct rinx_frame *f,
 			return rinx_count(RINX_STAT_DROP_SENDER, XDP_DROP);
 		return slow_path(ctx, job, RINX_STAT_SLOW_PS);
 	}
-	if (op > RINX_PS_LEAVE || job->self != pc->server)
+	if ((op > RINX_PS_LEAVE && op != RINX_PS_PUSHPULL) ||
+	    job->self != pc->server)
 		return rinx_count(RINX_STAT_DROP_NO_ROUTE, XDP_DROP);
 	*pcp = pc;
 	*whop = who;
@@ -343,7 +354,9 @@ static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
 		if (k < 0)
 			return XDP_DROP;
 		ret = f->h->step == RINX_PS_PUSH ?
-		      ps_push(f, job, pc, who, (__u32)k, nv, &ans) :
+		      ps_push(f, job, pc, who, (__u32)k, nv, 0, &ans) :
+		      f->h->step == RINX_PS_PUSHPULL ?
+		      ps_push(f, job, pc, who, (__u32)k, nv, 1, &ans) :
 		      ps_pull(f, job, pc, who, (__u32)k, nv, &ans);
 	}
 	return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
@@ -390,7 +403,7 @@ static __always_inline int rinx_ps_hdr(struct xdp_md *ctx,
 		ret = ps_leave(f, job, pc, who, &ans);
 		return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
 	}
-	if (f->h->step == RINX_PS_PUSH)
+	if (f->h->step == RINX_PS_PUSH || f->h->step == RINX_PS_PUSHPULL)
 		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
 	if (job->bval == RINX_BLOCK_VALUES)
 		return ps_grow_pull(ctx, f, job, pc, who, RINX_BLOCK_VALUES);

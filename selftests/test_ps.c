@@ -380,13 +380,13 @@ static int push(int j, __u16 w, __u32 b, __u32 seq, int base, __u64 *d)
 	return run(f, d);
 }
 
-#define SERVER_CHECKS	26
+#define SERVER_CHECKS	29
 
 static void server(void)
 {
 	__u64 d[RINX_STAT_MAX];
 	struct rinx_hdr *h;
-	int ret, i, ok;
+	int ret, i, k, ok;
 	__u32 b;
 
 	ret = push(J_A, 1, 0, 1, 10, d);
@@ -553,6 +553,33 @@ static void server(void)
 	}
 	tap_ok(answer_ok(J_A, RINX_PS_ACK, 3, ~0ULL),
 	       "every worker left: the slowest clock is all ones");
+
+	/* a push answered with the block right after it (PUSHPULL) */
+	for (i = 0; i < 2; i++) {
+		ps_frame(f, J_A, 2, 0, RINX_PS_PUSHPULL, 1, 50);
+		fill(f, 1, 1000);
+		if (!i)
+			model_add(J_A, 1, f);
+		memset(out, 0, sizeof(out));
+		ret = run(f, d);
+		ok = ret == XDP_TX &&
+		     only(d, i ? RINX_STAT_PS_DUP : RINX_STAT_PS_PUSH, -1) &&
+		     answer_ok(J_A, RINX_PS_VALUE, 2, ~0ULL) &&
+		     out_is(RINX_FRAME_LEN(NV)) && store_ok(J_A) &&
+		     (__s16)ntohs(h->exp) == EXP(1) &&
+		     ntohl(h->round) == 50;
+		for (k = 0; ok && k < count_of(1); k++)
+			ok = vals(out)[k] == model[J_A][1][k];
+		tap_ok(ok, "%s: answered with the block %s",
+		       i ? "the same push-and-pull again: not added twice"
+			 : "push-and-pull: added", i ? "as it is" :
+		       "right after it, this push in it (PS_PUSH)");
+	}
+	ps_frame(f, J_A, 2, 0, RINX_PS_PUSHPULL, 1, 51);
+	ret = run_short(f, RINX_FRAME_HDR_LEN, d);
+	tap_ok(ret == XDP_DROP && only(d, RINX_STAT_DROP_SHORT, -1) &&
+	       store_ok(J_A), "a push-and-pull without its values: "
+	       "DROP_SHORT");
 }
 
 /* ---- job B: answers at a worker ------------------------------------------ */

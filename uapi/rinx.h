@@ -159,6 +159,9 @@ enum rinx_ps_op {
 				 * past the staleness bound */
 	RINX_PS_RANGE = 6,	/* server -> worker: refused, a value of
 				 * the block would leave int32 */
+	RINX_PS_PUSHPULL = 7,	/* worker -> server: a push answered by
+				 * VALUE, the block right after it (a
+				 * resend: the block as it is) */
 };
 
 /* rinx_ps_conf.staleness of an asynchronous (unbounded) store */

@@ -167,6 +167,10 @@ int rinx_ps_open(struct rinx_comm *c, const struct rinx_ps_opts *o,
 int rinx_ps_push(struct rinx_ps *ps, const float *delta);
 /* The store's values into out (count), after waiting for the bound. */
 int rinx_ps_pull(struct rinx_ps *ps, float *out);
+/* rinx_ps_push and then rinx_ps_pull; on a store without a staleness
+ * bound one frame per block does both (the server answers each block of
+ * the push with the block right after it). Since 1.4. */
+int rinx_ps_pushpull(struct rinx_ps *ps, const float *delta, float *out);
 /* Done: waits for every rank to finish and pulls the final values;
  * the server waits until every rank has taken them. */
 int rinx_ps_finish(struct rinx_ps *ps, float *out);

@@ -106,7 +106,8 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	case RINX_PS_VALUE:
 		/* an answer to an earlier pull (late, or a duplicate) may hold
 		 * older values than the store has now: only this pull's */
-		if (ps->op != RINX_PS_PULL || seq != ps->op_seq || ps->done[b])
+		if ((ps->op != RINX_PS_PULL && ps->op != RINX_PS_PUSHPULL) ||
+		    seq != ps->op_seq || ps->done[b])
 			return RINX_SP_FREE;
 		ps->exp[b] = (__s16)ntohs(f.h->exp);
 		n = block_vals(ps, b);
@@ -120,7 +121,8 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		break;
 	case RINX_PS_STALE:
 	case RINX_PS_RANGE:
-		if (ps->op == RINX_PS_PUSH && seq == ps->op_seq)
+		if ((ps->op == RINX_PS_PUSH || ps->op == RINX_PS_PUSHPULL) &&
+		    seq == ps->op_seq)
 			ps->refused = f.h->step;
 		return RINX_SP_FREE;
 	default:
@@ -173,7 +175,7 @@ static void ps_fill(struct rinx_ps *ps, __u8 *p, __u32 b)
 	f.h->count = htons(block_vals(ps, b));
 	f.h->exp = htons((__u16)ps->exp[b]);
 	f.h->dtype = htons(RINX_W_FIXED);
-	if (ps->op == RINX_PS_PUSH)
+	if (ps->op == RINX_PS_PUSH || ps->op == RINX_PS_PUSHPULL)
 		memcpy(f.v, ps->q + (size_t)b * c->bval, (size_t)c->bval * 4);
 }
 
@@ -582,6 +584,36 @@ static int ps_bound_ok(const struct rinx_ps *ps)
 {
 	return ps->staleness < 0 || ps->min_clock == ~0ull ||
 	       ps->seq <= ps->min_clock + (__u64)ps->staleness;
+}
+
+/* A push and then a pull. On an asynchronous store one frame per block
+ * does both (RINX_PS_PUSHPULL: the server answers the push with the block
+ * right after it), so the server's link carries a block each way per
+ * block pushed, where a push and a pull carried two into it (and, before
+ * the acknowledgment became a header, two out). With a staleness bound
+ * the pull may have to wait for the slowest worker after the push:
+ * rinx_ps_push and rinx_ps_pull. */
+RINX_API int rinx_ps_pushpull(struct rinx_ps *ps, const float *delta,
+			      float *out)
+{
+	int err;
+
+	if (!ps || !delta || !out)
+		return -EINVAL;
+	if (ps->staleness >= 0) {
+		err = rinx_ps_push(ps, delta);
+		return err ? err : rinx_ps_pull(ps, out);
+	}
+	ps_quant(ps, delta);
+	ps->dst = out;
+	err = ps_call(ps, RINX_PS_PUSHPULL, ps->seq + 1, ps->nb);
+	ps->dst = NULL;
+	if (err)
+		return err;
+	ps->seq++;
+	ps->st.pushes++;
+	ps->st.pulls++;
+	return 0;
 }
 
 RINX_API int rinx_ps_pull(struct rinx_ps *ps, float *out)

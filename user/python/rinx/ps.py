@@ -83,6 +83,18 @@ class Store:
     def pull(self, out):
         return self._call("rinx_ps_pull", out, "rinx.ps.Store.pull")
 
+    def pushpull(self, delta, out):
+        """push(delta), then pull(out); on a store without a staleness
+        bound one frame per block does both."""
+        op = "rinx.ps.Store.pushpull"
+        if self._h is None:
+            raise ValueError("%s: the store is closed" % op)
+        ret = _lib_handle.rinx_ps_pushpull(self._h, self._buf(delta, op),
+                                           self._buf(out, op))
+        if ret:
+            _raise("rinx_ps_pushpull", ret, _text(self.comm._c))
+        return out
+
     def finish(self, out):
         return self._call("rinx_ps_finish", out, "rinx.ps.Store.finish")
 

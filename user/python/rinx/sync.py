@@ -796,8 +796,8 @@ class _PSMode:
         else:
             self._v = g
         delta = np.ascontiguousarray(self._v * np.float32(-self.lr * self.f))
-        self._store.push(delta)
-        self._store.pull(self._p)
+        # one frame per block each way on an asynchronous store
+        self._store.pushpull(delta, self._p)
         self.s_ps += time.perf_counter() - t0
         self._assign(self._p)
         self.steps += 1
