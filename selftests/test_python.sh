@@ -46,7 +46,7 @@ EPOCHS=6		# 114 steps of 4 x 16 samples
 MAX_PP=0.5		# accuracy difference allowed, percentage points
 MIN_ACC=0.85		# a run that learns nothing would match trivially
 DEAD_MS=1500
-BINDING_CHECKS=97	# the checks of user/python/tests/ranks.py, by name
+BINDING_CHECKS=100	# the checks of user/python/tests/ranks.py, by name
 n=0
 fail=0
 logs=
@@ -103,8 +103,8 @@ ok $? "binding: ranks 0-2 exit 0, rank 3 killed (exits: $codes)"
 ndig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" | wc -l)
 ddig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" |
 	cut -f2,3 | sort -u | wc -l)
-[ "$ndig" -eq 16 ] && [ "$ddig" -eq 4 ]
-ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 16 and 4)"
+[ "$ndig" -eq 20 ] && [ "$ddig" -eq 5 ]
+ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 20 and 5)"
 
 # ---- DDP: Gloo, then the rinx hook ----
 t0=$SECONDS
