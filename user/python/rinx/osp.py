@@ -266,14 +266,23 @@ class OSP:
         self._split_at(n1)
 
     @staticmethod
-    def auto_n2(n, n2, n1min, window_s, sum_s, sum_elems, hidden):
+    def auto_n2(n, n2, n1min, window_s, sum_s, sum_elems, hidden,
+                shrink=True):
         """The stage-2 size one rank proposes: 85% of what `window_s` (the
         compute its caller did between two steps) hides at `sum_s` per
         `sum_elems` elements (the last stage-2 sum, else stage 1's), at
         most double the current size (n/64 from none), never more when
-        the last stage 2 was not done as the step began (hidden False);
-        half the way from the current size there (the times are noisy).
-        Between 0 and n - n1min."""
+        the last stage 2 was not done as the step began (hidden False),
+        never less unless `shrink` (its last sum took longer per element
+        than stage 1's); half the way from the current size there (the
+        times are noisy). Between 0 and n - n1min.
+
+        Why not shrink otherwise: stage 1 runs after the wait for stage 2,
+        so an element moved from a stage 2 that was not hidden into stage
+        1 is summed in series either way, only in the slower of the two
+        sums; and a stage 2 shrunk in a spell of load stayed small for
+        steps after it (growth is at most a doubling per choice, and only
+        once hidden)."""
         if sum_s <= 0 or sum_elems <= 0:
             want = n2
         else:
@@ -281,6 +290,8 @@ class OSP:
             want = min(fit, max(2 * n2, n // 64))
             if not hidden:
                 want = min(want, n2)
+            if not shrink:
+                want = max(want, n2)
         want = n2 + (want - n2) // 2
         return max(0, min(n - n1min, want))
 
@@ -297,8 +308,11 @@ class OSP:
         if self._s2_span is not None and self.n2:
             s0, s1 = self._s2_span
             hidden = self.wait_s < 0.001 and s1 <= t_start
+            # stage 2 slower per element than stage 1: elements moved
+            # into stage 1 are summed sooner
+            shrink = (s1 - s0) * self.n1 > self._t1 * self.n2
             prop = self.auto_n2(self.n, self.n2, self.n1min, window,
-                                s1 - s0, self.n2, hidden)
+                                s1 - s0, self.n2, hidden, shrink)
         else:
             prop = self.auto_n2(self.n, self.n2, self.n1min, window,
                                 self._t1, self.n1, True)

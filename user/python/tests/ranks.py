@@ -395,7 +395,15 @@ def phase_osp(comm):
                        ((10000, 900, 1000, 0.3, 0.5, 1000, False), 705),
                        ((10000, 900, 1000, 1.0, 0.5, 1000, False), 900),
                        ((10000, 0, 1000, 0.5, 0.1, 10000, True), 78),
-                       ((10000, 1000, 1000, 0.0, 0.5, 1000, True), 500)):
+                       ((10000, 1000, 1000, 0.0, 0.5, 1000, True), 500),
+                       # stage 2 not slower per element than stage 1:
+                       # no shrinking, hidden or not; growth as before
+                       ((10000, 900, 1000, 0.3, 0.5, 1000, False, False),
+                        900),
+                       ((10000, 1000, 1000, 0.5, 0.5, 1000, True, False),
+                        1000),
+                       ((10000, 1000, 1000, 1.0, 0.5, 1000, True, False),
+                        1350)):
         got = rinx.osp.OSP.auto_n2(*args)
         check("osp auto_n2%r = %d" % (args, want), got == want,
               "got %d" % got)
