@@ -15,7 +15,9 @@
 # in-place sums of numpy arrays and torch tensors compared element by element
 # with a numpy reference (int32 exact, float32 within rinx.f32_bound),
 # asynchronous requests, BusyError, the hook's futures, stats, closed
-# communicators; then rank 3 is killed and ranks 0-2 must raise
+# communicators; rinx.osp against BSP and its overlap (stage 2 in flight
+# as step() returns while rank 3 holds its own back, and completed while
+# the caller only polls); then rank 3 is killed and ranks 0-2 must raise
 # rinx.TimeoutError naming it within the timeout (1.5 s). A check passes
 # when every rank that reached it passed it and ranks 0-2 all reached it.
 # Every rank's float32 results must be bit-identical.

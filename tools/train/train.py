@@ -140,9 +140,9 @@ def parse_args():
                    help="with --compute-ms: parameters of the emulated "
                         "model (default: a ResNet-18's 11,689,512)")
     p.add_argument("--warmup", type=int, default=1,
-                   help="with --compute-ms: steps run before the clock "
-                        "starts (the first allocates and faults in "
-                        "buffers on every rank)")
+                   help="with --compute-ms, BSP and OSP: steps run "
+                        "before the clock starts (the first allocates "
+                        "and faults in buffers on every rank)")
     p.add_argument("--timeline", default="",
                    help="with --compute-ms: every rank writes the times "
                         "of its steps' phases (compute, sums, waits) to "
