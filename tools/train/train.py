@@ -48,7 +48,9 @@ parameters (BSP's momentum update; OSP's updates, correction, stage-2
 copies and local step) and the gradient's copy out of the device
 (--pcie-gbps) are the accelerator's too: each sleeps its bytes at that
 bandwidth, the parameters stay where they are, and the ranks' last sums
-are compared instead.
+are compared instead. --warmup N steps run before the clock starts;
+--timeline DIR has every rank write when each phase of its steps began
+and ended (tools/train/timeline.py prints them).
 
 Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
 every epoch, final loss, steps, seconds per step, parameter digest, and for
