@@ -48,7 +48,9 @@ parameters (BSP's momentum update; OSP's updates, correction, stage-2
 copies and local step) and the gradient's copy out of the device
 (--pcie-gbps) are the accelerator's too: each sleeps its bytes at that
 bandwidth, the parameters stay where they are, and the ranks' last sums
-are compared instead.
+are compared instead. --warmup N steps run before the clock starts;
+--timeline DIR has every rank write when each phase of its steps began
+and ended (tools/train/timeline.py prints them).
 
 Rank 0 prints one line `result {json}` per backend: accuracy on the held-out set after
 every epoch, final loss, steps, seconds per step, parameter digest, and for
@@ -139,6 +141,15 @@ def parse_args():
     p.add_argument("--grad-params", type=int, default=11689512,
                    help="with --compute-ms: parameters of the emulated "
                         "model (default: a ResNet-18's 11,689,512)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="with --compute-ms, BSP and OSP: steps run "
+                        "before the clock starts (the first allocates "
+                        "and faults in buffers on every rank)")
+    p.add_argument("--timeline", default="",
+                   help="with --compute-ms: every rank writes the times "
+                        "of its steps' phases (compute, sums, waits) to "
+                        "DIR/BACKEND-rRANK.json (tools/train/timeline.py "
+                        "prints them)")
     p.add_argument("--skew-step", type=int, default=-1,
                    help="test of the check: after this step the last rank "
                         "changes one parameter by one ulp")
@@ -376,6 +387,8 @@ def train(a, backend, comm, data, rank, world, pg=None):
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
                          "stage2_elements": osp.n2, "steps": osp.steps,
                          "corrections": osp.corrections,
+                         "overlapped": osp.overlapped,
+                         "done_at_begin": osp.done_at_begin,
                          "splits": osp.splits if osp.auto else None,
                          "max_inflight": osp.max_inflight,
                          "grads_in_place": osp.grads_in_place}
@@ -430,6 +443,20 @@ def device_osp(gbps):
     return DeviceOSP
 
 
+def write_timeline(a, backend, rank, ev, osp):
+    """--timeline: this rank's events (name, step, seconds on the host's
+    monotonic clock, which every rank's namespace shares) as JSON; the
+    warm-up steps are negative."""
+    if osp is not None:
+        ev = ev + [(e, k - a.warmup, t) for e, k, t in osp.events]
+    os.makedirs(a.timeline, exist_ok=True)
+    path = os.path.join(a.timeline, "%s-r%d.json" % (backend, rank))
+    with open(path, "w") as f:
+        json.dump({"backend": backend, "rank": rank,
+                   "compute_ms": a.compute_ms, "straggler": a.straggler,
+                   "events": sorted(ev, key=lambda e: e[2])}, f)
+
+
 def train_emulated(a, backend, comm, rank, world, pg=None):
     """A timing run with an emulated accelerator: the step's forward and
     backward pass are a sleep of --compute-ms (the host CPU stays free for
@@ -469,8 +496,8 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     if backend == "osp":
         cls = device_osp(a.device_gbps) if dev else rinx.osp.OSP
         osp = cls(comm, params, lr=a.lr, momentum=0.9,
-                           split=a.osp_split,
-                           adapt_every=a.osp_adapt_every)
+                  split=a.osp_split, adapt_every=a.osp_adapt_every,
+                  trace=bool(a.timeline))
         # OSP keeps the gradients in a buffer of its own (the parameters'
         # .grad are its views): the device's gradient is copied into that
         flat_g = osp.flat_g
@@ -481,15 +508,26 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     # buffer rinx.osp had allocated and filled already
     flat_g.copy_(base)
     steps = a.steps or 10
-    st0 = comm.stats() if comm is not None else None
     dist.barrier()
     t_sleep = t_copy = t_sync = t_wait = t_upd = 0.0
-    t0 = time.perf_counter()
-    for step in range(steps):
+    ev = []                              # --timeline: (event, step, time)
+    # --warmup steps first, the same as the timed ones but not counted:
+    # a step's first run allocates and faults in buffers (0.5 s for a
+    # fresh 47 MB one on this machine's cores) and ends on every rank at
+    # another time, which the next collective then waits for
+    for step in range(-a.warmup, steps):
+        if step == 0:
+            # before the clock: stats() waits for the communicator, which
+            # OSP's stage 2 of the warm-up holds while in flight
+            st0 = comm.stats() if comm is not None else None
         t = time.perf_counter()
+        if step == 0:
+            t0 = t
+            t_sleep = t_copy = t_sync = t_wait = t_upd = 0.0
         time.sleep(compute_s)            # the accelerator's fwd + bwd
         t1 = time.perf_counter()
-        if dev and step:                 # the gradient out of the device
+        ev += [("compute_begin", step, t), ("compute_end", step, t1)]
+        if dev and step > -a.warmup:     # the gradient out of the device
             device_sleep(n, 1, a.pcie_gbps)
         else:
             flat_g.copy_(base)
@@ -501,6 +539,7 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
             t3 = t2 + osp.wait_s
         else:
             t3 = t2
+            ev.append(("sum_begin", step, t2))
             if backend == "gloo":
                 dist.all_reduce(flat_g)
             elif backend == "rinx-backend":
@@ -508,6 +547,7 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
             else:
                 comm.allreduce(flat_g)
             t4 = time.perf_counter()
+            ev.append(("sum_end", step, t4))
             if dev:
                 device_sleep(n, 8, a.device_gbps)
             else:
@@ -523,6 +563,8 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
     wall = time.perf_counter() - t0
     if osp is not None:
         osp.finish()
+    if a.timeline:
+        write_timeline(a, backend, rank, ev, osp)
     if dev:
         # the parameters did not move: the last sums must agree (OSP:
         # stage 1's in the gradient buffer, stage 2's in its own)
@@ -542,6 +584,7 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
         "backend": backend, "ranks": world, "emulated": True,
         "compute": emulated_note(a), "compute_ms": a.compute_ms,
         "grad_params": n, "grad_mb": n * 4 / 1e6, "steps": steps,
+        "warmup": a.warmup,
         "batch_per_rank": a.batch, "accuracy": None, "seed": a.seed,
         "straggler": a.straggler, "straggle_s": a.straggle_s,
         "slow_rank": -1, "slow_ms": 0,
@@ -559,6 +602,8 @@ def train_emulated(a, backend, comm, rank, world, pg=None):
         result["osp"] = {"split": a.osp_split, "stage1_elements": osp.n1,
                          "stage2_elements": osp.n2, "steps": osp.steps,
                          "corrections": osp.corrections,
+                         "overlapped": osp.overlapped,
+                         "done_at_begin": osp.done_at_begin,
                          "splits": osp.splits if osp.auto else None}
     if comm is not None and backend != "gloo":
         st = comm.stats()

@@ -29,9 +29,13 @@ leaving stage 2 nothing to overlap. Each step:
    parameters with it: they become exactly what a synchronous (BSP) step
    from the same state would have made them;
 2. sums stage 1 (blocking) and updates stage-1 parameters with it;
-3. starts the stage-2 sum in the background (a worker thread, overlapped
-   with the next forward and backward pass) and meanwhile moves the stage-2
-   parameters with this rank's local gradient (LGP).
+3. starts the stage-2 sum (a rinx request, started before step() returns)
+   and leaves it to the communicator's worker thread, which drives it
+   while the caller runs the next forward and backward pass; meanwhile
+   moves the stage-2 parameters with this rank's local gradient (LGP).
+   `pending()` is True while it is in flight; `overlapped` counts the
+   steps that returned with it in flight, `done_at_begin` those that
+   found the previous one complete as they began.
 
 How much goes to stage 2 is the split. `split="auto"` lets OSP choose it:
 stage 2 as large as the next step's compute hides. Every `adapt_every`
@@ -66,7 +70,7 @@ AUTO_LEVELS = 256       # split="auto": proposals in 256ths of the elements
 
 class OSP:
     def __init__(self, comm, params, lr, momentum=0.0, split=0.5,
-                 min_split=0.1, adapt_every=4):
+                 min_split=0.1, adapt_every=4, trace=False):
         if not isinstance(comm, Comm):
             raise TypeError("rinx.osp: comm must be a rinx.Comm")
         self.auto = split == "auto"
@@ -108,9 +112,12 @@ class OSP:
         self._gather_grads()    # gradients computed before keep their values
         # velocity, stage-2 sum in flight and stage 2 before the local
         # step: whole-size buffers, each stage a view (the split may move)
+        # zeros, not empty: the pages are faulted in here, not in the
+        # first step (0.5 s for 47 MB on a loaded core, paid by every rank
+        # at another time, which the next collective then waits for)
         self.v = torch.zeros(total)
-        self._s2 = torch.empty(total)
-        self._base2 = torch.empty(total)
+        self._s2 = torch.zeros(total)
+        self._base2 = torch.zeros(total)
         self._split_at(min(total, max(1, int(round(split * total)))))
         self.fut = None         # stage-2 gradient sum in flight
         self.fut_n1 = 0         # the split it was started with
@@ -126,6 +133,22 @@ class OSP:
         # staleness bound says 1): counted, not assumed, so that a step
         # that starts a sum before the previous one is in shows as 2
         self.max_inflight = 0
+        # steps that returned with their stage-2 sum in flight (it
+        # overlaps the caller's next compute), and steps that found the
+        # previous one complete as they began (it was hidden): counted,
+        # so that a change that waits for stage 2 inside step() or makes
+        # progress only inside a wait shows
+        self.overlapped = 0
+        self.done_at_begin = 0
+        # trace=True: (event, step, time.monotonic()) of every stage's
+        # start and end, for a timeline across ranks (one clock per host)
+        self.events = [] if trace else None
+        self._cur = 0           # the step being made (0-based)
+
+    def _ev(self, name, t=None, step=None):
+        if self.events is not None:
+            self.events.append((name, self._cur if step is None else step,
+                                time.monotonic() if t is None else t))
 
     def _adopt_params(self):
         """The parameters' storage as one flat tensor in their order:
@@ -205,10 +228,14 @@ class OSP:
         self.wait_s = 0.0
         if self.fut is None:
             return
-        t = time.perf_counter()
+        t = time.monotonic()
         # raises the rinx.Error that ended it
+        self._ev("wait2_begin", t)
         g, s0, s1 = self.fut.wait()
-        self.wait_s = time.perf_counter() - t
+        self.wait_s = time.monotonic() - t
+        self._ev("wait2_end")
+        self._ev("s2_begin", s0, self.steps - 1)
+        self._ev("s2_end", s1, self.steps - 1)
         self._s2_span = (s0, s1)
         self.fut = None
         self._apply2(g, self.fut_n1)
@@ -239,14 +266,23 @@ class OSP:
         self._split_at(n1)
 
     @staticmethod
-    def auto_n2(n, n2, n1min, window_s, sum_s, sum_elems, hidden):
+    def auto_n2(n, n2, n1min, window_s, sum_s, sum_elems, hidden,
+                shrink=True):
         """The stage-2 size one rank proposes: 85% of what `window_s` (the
         compute its caller did between two steps) hides at `sum_s` per
         `sum_elems` elements (the last stage-2 sum, else stage 1's), at
         most double the current size (n/64 from none), never more when
-        the last stage 2 was not done as the step began (hidden False);
-        half the way from the current size there (the times are noisy).
-        Between 0 and n - n1min."""
+        the last stage 2 was not done as the step began (hidden False),
+        never less unless `shrink` (its last sum took longer per element
+        than stage 1's); half the way from the current size there (the
+        times are noisy). Between 0 and n - n1min.
+
+        Why not shrink otherwise: stage 1 runs after the wait for stage 2,
+        so an element moved from a stage 2 that was not hidden into stage
+        1 is summed in series either way, only in the slower of the two
+        sums; and a stage 2 shrunk in a spell of load stayed small for
+        steps after it (growth is at most a doubling per choice, and only
+        once hidden)."""
         if sum_s <= 0 or sum_elems <= 0:
             want = n2
         else:
@@ -254,6 +290,8 @@ class OSP:
             want = min(fit, max(2 * n2, n // 64))
             if not hidden:
                 want = min(want, n2)
+            if not shrink:
+                want = max(want, n2)
         want = n2 + (want - n2) // 2
         return max(0, min(n - n1min, want))
 
@@ -270,8 +308,11 @@ class OSP:
         if self._s2_span is not None and self.n2:
             s0, s1 = self._s2_span
             hidden = self.wait_s < 0.001 and s1 <= t_start
+            # stage 2 slower per element than stage 1: elements moved
+            # into stage 1 are summed sooner
+            shrink = (s1 - s0) * self.n1 > self._t1 * self.n2
             prop = self.auto_n2(self.n, self.n2, self.n1min, window,
-                                s1 - s0, self.n2, hidden)
+                                s1 - s0, self.n2, hidden, shrink)
         else:
             prop = self.auto_n2(self.n, self.n2, self.n1min, window,
                                 self._t1, self.n1, True)
@@ -287,7 +328,11 @@ class OSP:
         self._split_at(self.n - max(0, min(self.n - self.n1min, n2)))
 
     def step(self):
-        t_start = time.perf_counter()
+        t_start = time.monotonic()
+        self._cur = self.steps
+        self._ev("step_begin", t_start)
+        if self.fut is not None and self.fut.done():
+            self.done_at_begin += 1
         with torch.no_grad():
             self._correct()
         self._adapt(t_start)
@@ -298,17 +343,20 @@ class OSP:
             # stage 1: what the next forward needs first, synchronously,
             # summed in place in the gradient buffer
             g1 = g[:self.n1]
-            t = time.perf_counter()
+            t = time.monotonic()
+            self._ev("s1_begin", t)
             self.comm.allreduce(g1)
-            self._t1 = time.perf_counter() - t
+            self._t1 = time.monotonic() - t
+            self._ev("s1_end")
             self._apply1(g1)
             if not self.n2:
                 self._s2_span = None
-                self._t_end = time.perf_counter()
+                self._t_end = time.monotonic()
+                self._ev("step_end", self._t_end)
                 return
-            # stage 2: its sum in the background (own buffer: the next
-            # backward pass writes the gradients); meanwhile the local
-            # gradient (LGP) from the agreed velocity
+            # stage 2: its sum started now and driven in the background
+            # (own buffer: the next backward pass writes the gradients);
+            # meanwhile the local gradient (LGP) from the agreed velocity
             g2 = g[self.n1:]
             self._stage2_copy(g2)
             self.fut = self._start_s2(self.s2)
@@ -317,7 +365,10 @@ class OSP:
             self.max_inflight = max(self.max_inflight,
                                     self.started - self.corrections)
             self._local_step(g2)
-        self._t_end = time.perf_counter()
+        if self.pending():
+            self.overlapped += 1
+        self._t_end = time.monotonic()
+        self._ev("step_end", self._t_end)
 
     # The tensor work of a step, apart from the sums: on the host here;
     # a subclass may run it elsewhere (the example's emulated accelerator
@@ -350,20 +401,30 @@ class OSP:
         p2.add_(g2, alpha=-self.lr)
 
     def _start_s2(self, buf):
-        """The stage-2 sum in the communicator's worker thread, timed
-        (when it ran, not when it was queued); the future's value is
-        (buf, start, end). The closure holds the communicator and the
-        buffer only: one that held the OSP object (its parameters) kept
+        """Starts the stage-2 sum here, in the caller's thread (the
+        request exists before step() returns: a step never leaves it to
+        the next one), and hands it to the communicator's worker thread,
+        which drives it to its end: librinx makes progress only inside a
+        wait, and the worker waits with the interpreter lock released
+        while the caller computes. The future's value is (buf, start,
+        end). The closure holds the request (its communicator and
+        buffer) only: one that held the OSP object (its parameters) kept
         them alive in the worker thread until the interpreter's exit,
         where freeing them aborted the process."""
         _buffer(buf, "rinx.osp")
-        comm = self.comm
+        req = self.comm.start(buf)
+        t0 = time.monotonic()
 
         def run():
-            t0 = time.perf_counter()
-            comm.allreduce(buf)
-            return buf, t0, time.perf_counter()
-        return rtorch._pipe(comm).submit_fn(run)
+            req.wait()
+            return buf, t0, time.monotonic()
+        return rtorch._pipe(self.comm).submit_fn(run)
+
+    def pending(self):
+        """True while a stage-2 sum is in flight: started by a step and
+        not yet complete (it completes in the background; the next step
+        or finish() applies it)."""
+        return self.fut is not None and not self.fut.done()
 
     def finish(self):
         """Waits for the last stage 2 and corrects: afterwards every

@@ -395,7 +395,15 @@ def phase_osp(comm):
                        ((10000, 900, 1000, 0.3, 0.5, 1000, False), 705),
                        ((10000, 900, 1000, 1.0, 0.5, 1000, False), 900),
                        ((10000, 0, 1000, 0.5, 0.1, 10000, True), 78),
-                       ((10000, 1000, 1000, 0.0, 0.5, 1000, True), 500)):
+                       ((10000, 1000, 1000, 0.0, 0.5, 1000, True), 500),
+                       # stage 2 not slower per element than stage 1:
+                       # no shrinking, hidden or not; growth as before
+                       ((10000, 900, 1000, 0.3, 0.5, 1000, False, False),
+                        900),
+                       ((10000, 1000, 1000, 0.5, 0.5, 1000, True, False),
+                        1000),
+                       ((10000, 1000, 1000, 1.0, 0.5, 1000, True, False),
+                        1350)):
         got = rinx.osp.OSP.auto_n2(*args)
         check("osp auto_n2%r = %d" % (args, want), got == want,
               "got %d" % got)
@@ -523,6 +531,60 @@ def phase_osp(comm):
           "different splits" in err, err)
 
 
+def phase_osp_overlap(comm):
+    """Stage 2 of step k is in flight when step k returns (the caller's
+    next compute begins) and completes while the caller computes, without
+    any call into OSP or the communicator: an ordering check, not a timed
+    one. The last rank holds its stage 2 back (a slow copy before its
+    start), so no rank's stage-2 sum can be complete before the last rank
+    started it: every other rank returns from step() with it in flight."""
+    import rinx.osp
+    steps, hold = 4, 0.5
+
+    class Held(rinx.osp.OSP):
+        def _stage2_copy(self, g2):
+            if comm.rank == N - 1:
+                time.sleep(hold)
+            super()._stage2_copy(g2)
+
+    x = torch.nn.Parameter(torch.zeros(200000))
+    osp = Held(comm, [x], lr=0.1, momentum=0.5, split=0.5, trace=True)
+    returned = []           # in flight as step() returned
+    completed = []          # completed in the compute after it
+    for t in range(steps):
+        x.grad = torch.from_numpy(gen_f32(90 + t, RANK, 200000))
+        osp.step()
+        returned.append(osp.pending())
+        # "compute": no call into OSP or the communicator; bounded
+        end = time.monotonic() + 10
+        while osp.pending() and time.monotonic() < end:
+            time.sleep(0.005)
+        completed.append(not osp.pending())
+    osp.finish()
+    held = RANK == N - 1    # the others cannot complete before it starts
+    check("osp overlap: stage 2 still in flight when step() returned, "
+          "every step, and counted so (the last rank holds it back)",
+          held or (all(returned) and osp.overlapped == steps),
+          "in flight at return %s, overlapped %d" % (returned,
+                                                     osp.overlapped))
+    check("osp overlap: every stage-2 sum completed during the caller's "
+          "compute, no wait called (progress in the background)",
+          all(completed) and osp.done_at_begin == steps - 1,
+          "completed %s, done as the next step began %d of %d" % (
+              completed, osp.done_at_begin, steps - 1))
+    # the trace's order on this rank: stage 2 of step k starts before
+    # step k ends and ends after it (the in-flight ranks)
+    ev = {(e, k): t for e, k, t in osp.events}
+    order = [ev[("s2_begin", k)] <= ev[("step_end", k)] <
+             ev[("s2_end", k)] for k in range(steps)]
+    check("osp overlap: trace order: each stage 2 started inside its "
+          "step and ended after it",
+          held or all(order), order)
+    # every rank's parameters after finish(): the shell compares digests
+    print("digest\tosp-overlap\t%s" % digest(x.detach().numpy()),
+          flush=True)
+
+
 def phase_closed(comm, spec, job):
     comm.close()
     comm.close()
@@ -620,6 +682,8 @@ def main():
     phase_sums(comm)
     phase('phase_osp')
     phase_osp(comm)
+    phase('phase_osp_overlap')
+    phase_osp_overlap(comm)
     phase('phase_closed')
     phase_closed(comm, spec, job)
     with rinx.Comm(spec, RANK, job=job + 1, timeout_ms=20000,
