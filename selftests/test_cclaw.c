@@ -192,6 +192,14 @@ int main(void)
 		{ "calm past fast recovery at top: the additive step", 600,
 		  800, 2000, 0.1, 0, 0, 1500000, 100, 0, 2, 800, 100, 100, 12,
 		  5, 0, 725, 850, .top = 800 },
+		/* the floor: 200 blocks/s, or a sixteenth of the ceiling
+		 * where that is less (a slow link: 1600/16 = 100) */
+		{ "a cut stops at a sixteenth of a slow ceiling", 110, 110,
+		  1600, 1.0, 0, 0, 1500000, 100, 100, 2, 800, 100, 100, 12,
+		  0, 1, 0, 0, 0, 0, NOT_SET },
+		{ "a cut stops at 200 blocks/s under a fast ceiling", 300,
+		  300, 40000, 1.0, 0, 0, 1500000, 100, 100, 2, 800, 100, 100,
+		  12, 0, 1, 0, 0, 0, 0, NOT_SET },
 		/* a clean interval in which the rank sent under CC_USED (0.8)
 		 * of its rate: 1 block in 1.5 ms at 1000/s is 667/s */
 		{ "sent under 80%: no growth", 1000, 2000, 4000, 0.1, 0, 0,
@@ -242,6 +250,11 @@ int main(void)
 			rate = k->rate;
 		if (target < 0)
 			target = k->target;
+		/* the floor: 200 blocks/s, or a sixteenth of the ceiling */
+		if (k->ceiling > 0 && k->ceiling / 16 < 200 ?
+		    rate < k->ceiling / 16 : rate < 200)
+			rate = k->ceiling > 0 && k->ceiling / 16 < 200 ?
+			       k->ceiling / 16 : 200;
 		run(k, rate, target, top);
 	}
 	return tap_done();

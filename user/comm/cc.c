@@ -74,6 +74,20 @@
 #define CC_FR		5		/* fast-recovery intervals */
 #define CC_AI_DIV	8		/* the step stays below rate / 8 */
 #define CC_MIN_RATE	200.0		/* blocks/s: never starve */
+/* ... but never a floor above this share of the ceiling: a rank whose own
+ * link is slow and whose plan puts several frames per own block on it (a
+ * ring of 4 on a topology testbed's 20 Mbit/s link: 6 frames, 30.6 Mbit/s
+ * at 200 blocks/s) overloaded its link at the floor, and its rate came
+ * from the link's drops (174% of blocks resent), not from marks. Rack
+ * plans at 1 Gbit/s have ceilings of thousands of blocks/s: 200 there. */
+#define CC_FLOOR_DIV	16
+
+/* The least rate of a rank with ceiling `ceil` (0: none). */
+static double cc_floor(double ceil)
+{
+	return ceil > 0 && ceil / CC_FLOOR_DIV < CC_MIN_RATE ?
+	       ceil / CC_FLOOR_DIV : CC_MIN_RATE;
+}
 /* Of the plan's ceiling, counted in frames as the wire carries them
  * (preamble, gap and FCS too): headroom for repairs and control frames.
  * The ring on 1 Gbit/s links (2 racks x 4, 16 MiB) ran at 0.880-0.890 of
@@ -134,8 +148,9 @@ void rinx_c_cc_init(struct rinx_comm *c)
 	if (ceil <= 0)
 		return;
 	cc->ceiling = cc->rate = cc->target = cc->top = CC_CEIL_UTIL * ceil;
-	if (cc->rate < CC_MIN_RATE)
-		cc->ceiling = cc->rate = cc->target = cc->top = CC_MIN_RATE;
+	/* the pacer's gap (ns) fits 32 bits */
+	if (cc->rate < 1)
+		cc->ceiling = cc->rate = cc->target = cc->top = 1;
 	set_pace(c, cc->rate);
 	c->st.pace_rate = (uint64_t)cc->rate;
 	c->st.pace_ceiling = (uint64_t)cc->ceiling;
@@ -266,8 +281,8 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		cc->target = cc->ceiling;
 	if (cc->ceiling > 0 && cc->rate > cc->ceiling)
 		cc->rate = cc->ceiling;
-	if (cc->rate && cc->rate < CC_MIN_RATE)
-		cc->rate = CC_MIN_RATE;
+	if (cc->rate && cc->rate < cc_floor(cc->ceiling))
+		cc->rate = cc_floor(cc->ceiling);
 	set_pace(c, cc->rate);
 	c->st.ecn_marked += dm;
 	c->st.pace_rate = (uint64_t)cc->rate;
