@@ -645,7 +645,7 @@ int rinx_host(struct xdp_md *ctx)
 		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES) :
 		       parsed == RINX_P_OK_MIN ?
 		       rinx_ps(ctx, &f, job, jid, RINX_BLOCK_VALUES_MIN) :
-		       rinx_ps_hdr(ctx, &f, job, jid);
+		       rinx_ps(ctx, &f, job, jid, 0);
 	}
 	/* the data path, built for the frame's size */
 	if (parsed == RINX_P_OK_JUMBO)

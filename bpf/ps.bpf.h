@@ -333,46 +333,15 @@ static __always_inline long ps_block(struct rinx_frame *f,
 	return RINX_PS_KEY(slot, block);
 }
 
-/* A RINX_T_PS frame of job `job` (id and token checked), nv values. */
-static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
-				   struct rinx_job *job, __u32 jid,
-				   const int nv)
-{
-	struct rinx_ps_conf *pc = NULL;
-	struct ps_ans ans = {};
-	__u32 who = 0;
-	long k;
-	int ret;
-
-	ret = ps_check(ctx, f, job, jid, &pc, &who);
-	if (ret != PS_GO || !pc)
-		return ret;
-	if (f->h->step == RINX_PS_LEAVE) {
-		ret = ps_leave(f, job, pc, who, &ans);
-	} else {
-		k = ps_block(f, job, pc, nv);
-		if (k < 0)
-			return XDP_DROP;
-		ret = f->h->step == RINX_PS_PUSH ?
-		      ps_push(f, job, pc, who, (__u32)k, nv, 0, &ans) :
-		      f->h->step == RINX_PS_PUSHPULL ?
-		      ps_push(f, job, pc, who, (__u32)k, nv, 1, &ans) :
-		      ps_pull(f, job, pc, who, (__u32)k, nv, &ans);
-	}
-	return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
-}
-
 /* A pull of nv values that came as a header alone (no values to carry):
  * the frame grows by the block it is answered with. */
 static __always_inline int ps_grow_pull(struct xdp_md *ctx,
 					struct rinx_frame *f,
 					struct rinx_job *job,
 					struct rinx_ps_conf *pc, __u32 who,
-					const int nv)
+					const int nv, struct ps_ans *ans)
 {
 	long k = ps_block(f, job, pc, nv), len;
-	struct ps_ans ans = {};
-	int ret;
 
 	if (k < 0)
 		return XDP_DROP;
@@ -381,33 +350,47 @@ static __always_inline int ps_grow_pull(struct xdp_md *ctx,
 	if (bpf_xdp_adjust_tail(ctx, (int)(RINX_FRAME_LEN(nv) - len)) ||
 	    ps_reframe(ctx, f, nv))
 		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
-	ret = ps_pull(f, job, pc, who, (__u32)k, nv, &ans);
-	return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
+	return ps_pull(f, job, pc, who, (__u32)k, nv, ans);
 }
 
-/* A RINX_T_PS frame of job `job` that is its header alone (RINX_P_HDR):
- * a pull, a leave or an answer; a push carries values (short: dropped). */
-static __always_inline int rinx_ps_hdr(struct xdp_md *ctx,
-				       struct rinx_frame *f,
-				       struct rinx_job *job, __u32 jid)
+/* A RINX_T_PS frame of job `job` (id and token checked), nv values; nv 0:
+ * its header alone (RINX_P_HDR), a pull, a leave or an answer (a push
+ * carries values: short). */
+static __always_inline int rinx_ps(struct xdp_md *ctx, struct rinx_frame *f,
+				   struct rinx_job *job, __u32 jid,
+				   const int nv)
 {
 	struct rinx_ps_conf *pc = NULL;
 	struct ps_ans ans = {};
 	__u32 who = 0;
+	__u8 op;
+	long k;
 	int ret;
 
 	ret = ps_check(ctx, f, job, jid, &pc, &who);
 	if (ret != PS_GO || !pc)
 		return ret;
-	if (f->h->step == RINX_PS_LEAVE) {
+	op = f->h->step;
+	if (op == RINX_PS_LEAVE) {
 		ret = ps_leave(f, job, pc, who, &ans);
-		return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
+	} else if (!nv) {
+		if (op == RINX_PS_PUSH || op == RINX_PS_PUSHPULL)
+			return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
+		ret = job->bval == RINX_BLOCK_VALUES ?
+		      ps_grow_pull(ctx, f, job, pc, who, RINX_BLOCK_VALUES,
+				   &ans) :
+		      ps_grow_pull(ctx, f, job, pc, who,
+				   RINX_BLOCK_VALUES_MIN, &ans);
+	} else {
+		k = ps_block(f, job, pc, nv);
+		if (k < 0)
+			return XDP_DROP;
+		ret = op == RINX_PS_PULL ?
+		      ps_pull(f, job, pc, who, (__u32)k, nv, &ans) :
+		      ps_push(f, job, pc, who, (__u32)k, nv,
+			      op == RINX_PS_PUSHPULL, &ans);
 	}
-	if (f->h->step == RINX_PS_PUSH || f->h->step == RINX_PS_PUSHPULL)
-		return rinx_count(RINX_STAT_DROP_SHORT, XDP_DROP);
-	if (job->bval == RINX_BLOCK_VALUES)
-		return ps_grow_pull(ctx, f, job, pc, who, RINX_BLOCK_VALUES);
-	return ps_grow_pull(ctx, f, job, pc, who, RINX_BLOCK_VALUES_MIN);
+	return ret == PS_ANSWER ? ps_send(ctx, f, job, &ans) : ret;
 }
 
 #endif

@@ -138,7 +138,7 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	return RINX_SP_FREE;
 }
 
-/* The length of request `op` for block b: a push and a pull carry a
+/* The length of request `op`: a push and a pull carry a
  * block (a pull's room is where the server writes its answer), a leave
  * is a header. The server's host program could grow a pull sent as a
  * header alone into its answer (bpf/ps.bpf.h), but a small frame has no
@@ -146,9 +146,8 @@ int rinx_c_ps_frame(struct rinx_comm *c, __u8 *p, __u32 len)
  * fragments sized to the frame, and 49,908 of 66,596 header-only pulls
  * failed to grow (drop_short) in one ASP run of 8 ranks, each answered
  * only when resent whole. */
-static int ps_len(const struct rinx_ps *ps, __u32 b)
+static int ps_len(const struct rinx_ps *ps)
 {
-	(void)b;
 	return ps->op == RINX_PS_LEAVE ? RINX_FRAME_HDR_LEN :
 					 RINX_FRAME_LEN(ps->c->bval);
 }
@@ -158,7 +157,7 @@ static void ps_fill(struct rinx_ps *ps, __u8 *p, __u32 b)
 {
 	struct rinx_comm *c = ps->c;
 	struct frame f;
-	int flen = ps_len(ps, b);
+	int flen = ps_len(ps);
 
 	rinx_c_frame_at(p, &f);
 	memset(f.h, 0, flen - (int)((__u8 *)f.h - p));
@@ -183,7 +182,7 @@ static void ps_fill(struct rinx_ps *ps, __u8 *p, __u32 b)
 static int ps_local(struct rinx_ps *ps, __u32 b)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
-	int flen = ps_len(ps, b);
+	int flen = ps_len(ps);
 	__u8 *in = ps->buf, *out = ps->buf + RINX_FRAME_MAX;
 
 	ps_fill(ps, in, b);
@@ -210,7 +209,7 @@ static int ps_send(struct rinx_ps *ps, __u32 b, __u64 now)
 		return -EAGAIN;
 	addr = x->free[x->nfree - 1];
 	ps_fill(ps, (__u8 *)x->area + addr, b);
-	if (rinx_c_x_send(x, addr, ps_len(ps, b)))
+	if (rinx_c_x_send(x, addr, ps_len(ps)))
 		return -EAGAIN;
 	x->nfree--;
 	ps->sent_at[b] = now;
