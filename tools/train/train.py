@@ -111,9 +111,9 @@ def parse_args():
     p.add_argument("--ps-rank", type=int, default=0,
                    help="asp, ssp, inhad: the rank whose process runs the "
                         "parameter server")
-    p.add_argument("--ps-momentum", type=float, default=0.7,
-                   help="asp, ssp, inhad: the PS's momentum (staleness "
-                        "adds momentum of its own)")
+    p.add_argument("--ps-momentum", type=float, default=0.9,
+                   help="asp, ssp, inhad: the PS's momentum (BSP's "
+                        "momentum)")
     p.add_argument("--ssp-staleness", type=int, default=2,
                    help="ssp: iterations a rank may be ahead of the slowest")
     p.add_argument("--inhad-staleness", type=int, default=2,
