@@ -26,7 +26,9 @@
 # (ps_push), pulls (ps_pull) and, with faults, the duplicates it refused to
 # add (ps_dup). Training: least squares with real gradients, ASP and SSP
 # on the store: the loss below 1% of its start, every rank's final
-# parameters identical. Refusals: a push past the bound (ps_stale) and a
+# parameters identical; ASP with momentum and constant gradients: every
+# parameter as BSP's momentum would make it (each rank's own buffer
+# decays by the momentum per push). Refusals: a push past the bound (ps_stale) and a
 # push of a worker of another job (drop_token) counted by the server and
 # leaving the store as it was. InHAD on the store (the racks as groups,
 # their agents 0 and 2 the store's workers): converges, members
@@ -108,8 +110,8 @@ sitting() {
 			}
 		}' "$out")
 	tap_checks "" "$checks"
-	[ "$nchecks" -eq 22 ]
-	ok $? "$tag: every check reported ($nchecks of 22)"
+	[ "$nchecks" -eq 23 ]
+	ok $? "$tag: every check reported ($nchecks of 23)"
 	ndig=$(grep -E $'^\\[rank [0-3]\\] digest\t' "$out" |
 		awk -F'\t' '{ n[$2]++; d[$2 "\t" $3] = 1 }
 			END { k = 0; for (y in d) k++; m = 0
@@ -136,9 +138,10 @@ sitting() {
 	local stale=$(( $(counter ps_stale) - stale0 ))
 	local tok=$(( $(counter drop_token) - tok0 ))
 	# InHAD: each of the 2 agents pushes its group's k = 2 iterations
-	# (one block); the refusals' store: 4 first pushes, rank 3's second
+	# (one block); the refusals' store: 4 first pushes, rank 3's second;
+	# the momentum store: 12 pushes of 2 blocks by 4 ranks
 	local want=$((2 * STEPS * NB * 4 + 2 * 120 * 4 + 5 * NB + \
-		2 * INHAD_STEPS / 2))
+		2 * INHAD_STEPS / 2 + 12 * 2 * 4))
 	echo "# $tag: server counted ps_push $push (want $want), ps_pull $pull, ps_dup $dup, ps_stale $stale, drop_token $tok"
 	grep -E $'psstats\t' "$out" | diag
 	[ "$push" -eq "$want" ]

@@ -145,6 +145,43 @@ def train_phase(tag, job, mode, steps):
     world.close()
 
 
+def momentum_phase(tag, job, steps=12, lr=0.1, mu=0.5):
+    """ASP on the store with momentum: each rank pushes its own constant
+    gradient (multiples of 1/16) `steps` times through its own momentum
+    buffer, which must forget as fast as BSP's (decay mu per push: N
+    pushes of f = 1/N per synchronous step). The final parameters do not
+    depend on the order of the pushes: every rank computes them in
+    float64 from every rank's gradient and compares them element by
+    element (the store's fixed point and float32 stay far below the
+    tolerance; a decay of mu^f misses it by orders of magnitude)."""
+    n = 1000
+    grads = [((np.arange(n) % 7 - 3 + r) / 16.0) for r in range(N)]
+    w = torch.nn.Parameter(torch.from_numpy(p0()[:n].copy()))
+    world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
+    sync = rs.ASP(world, [w], lr=lr, momentum=mu, transport="xdp",
+                  total=steps * N)
+    g = torch.from_numpy(grads[RANK].astype(np.float32))
+    while True:
+        w.grad = g
+        if not sync.step():
+            break
+    sync.finish()
+    want = p0()[:n].astype(np.float64)
+    f = 1.0 / N
+    for r in range(N):
+        v = np.zeros(n)
+        for _ in range(steps):
+            v = mu * v + grads[r]
+            want -= lr * f * v
+    err = float(np.max(np.abs(w.detach().numpy().astype(np.float64) -
+                              want)))
+    check("%s asp momentum: every parameter as BSP's momentum would make "
+          "it, %d pushes per rank" % (tag, sync.steps),
+          err < 1e-4 and sync.steps == steps, "max error %.3g" % err)
+    sync.close()
+    world.close()
+
+
 def foreign_push(job, block, nblocks, count):
     """A push into job `job`'s store at rank 0 from a worker of another job
     (the same job id, another token), sent as a plain UDP datagram: the
@@ -293,6 +330,7 @@ def main():
     world.close()
     train_phase(a.tag, a.job + 2, "asp", 120)
     train_phase(a.tag, a.job + 8, "ssp", 120)
+    momentum_phase(a.tag, a.job + 24)
     phase("training")
     world = rinx.Comm(SPEC, RANK, job=a.job + 3, token=TOKEN,
                       timeout_ms=20000)
