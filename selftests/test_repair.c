@@ -8,9 +8,20 @@
  * (rinx_c_stall_wait: at least STALL_BLOCKS times a block's time), against
  * values worked out by hand from the rules in docs/rinx.md ("Loss and
  * duplicates"). No network: the communicator is a plain struct.
+ *
+ * Then the per-hop repair of a ring's reduce (rinx_c_reduce_holes) at the
+ * rank where a class finishes, when the class stopped passing there
+ * before the round's last window: every block of its origin's window was
+ * lost past the origin's next hop, so nothing follows and only this hop
+ * can ask. The RNACKs it sends are read back from a socket pair standing
+ * in for the wire (a communicator without AF_XDP sockets sends by a
+ * packet socket).
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include "uapi/rinx.h"
 #include "user/comm/comm.h"
 #include "selftests/lib/testlib.h"
@@ -129,6 +140,205 @@ static const struct scase stall_cases[] = {
 	  100 * US, 5 * MS, 400, 200 * MS, 4 * MS },
 };
 
+
+/*
+ * A ring of 4 seen from W4 (rank 3), 4 classes in turn, 40 blocks, 2 own
+ * blocks in flight per origin (the round's last window: blocks 32-39).
+ * Class 0 (origin W1) finishes here (add and finish, from W3 at step 2);
+ * classes 1 and 2 are added and forwarded here; class 3 starts here.
+ * Classes 1 and 2 passed every block; class 0 blocks 0, 4 and 8 only:
+ * 12-36 were lost on the way, the whole of W1's window, so none of its
+ * blocks comes after them.
+ */
+#define SNB	40
+#define SWIN	64
+
+struct stopped {
+	struct rinx_comm *c;
+	struct rinx_req *r;
+	struct xctx *x;
+	int wire[2];		/* [0] the rank's packet socket, [1] read */
+};
+
+static void stopped_free(struct stopped *t)
+{
+	if (t->x) {
+		free(t->x->area);
+		if (t->wire[0] >= 0)
+			close(t->wire[0]);
+		if (t->wire[1] >= 0)
+			close(t->wire[1]);
+	}
+	if (t->r) {
+		free(t->r->rhole_at);
+		free(t->r->rasked);
+	}
+	if (t->c) {
+		free(t->c->result);
+		free(t->c->partial);
+		free(t->c->cursors);
+	}
+	free(t->x);
+	free(t->r);
+	free(t->c);
+}
+
+static int stopped_init(struct stopped *t, __u64 t0)
+{
+	struct rinx_comm *c;
+	struct rinx_req *r;
+	struct xctx *x;
+	__u32 b, k;
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	t->wire[0] = t->wire[1] = -1;
+	t->c = c = calloc(1, sizeof(*c));
+	t->r = r = calloc(1, sizeof(*r));
+	t->x = x = calloc(1, sizeof(*x));
+	if (!c || !r || !x)
+		return -1;
+	c->result = calloc(SWIN, sizeof(*c->result));
+	c->partial = calloc(SWIN, sizeof(*c->partial));
+	c->cursors = calloc(1, sizeof(*c->cursors));
+	r->rhole_at = calloc(SNB, sizeof(*r->rhole_at));
+	r->rasked = calloc(SNB, sizeof(*r->rasked));
+	x->area = calloc(64, FRAME_SIZE);
+	if (!c->result || !c->partial || !c->cursors || !r->rhole_at ||
+	    !r->rasked || !x->area ||
+	    socketpair(AF_UNIX, SOCK_DGRAM, 0, t->wire))
+		return -1;
+	/* no AF_XDP socket: frames leave by the packet socket; the
+	 * transmit ring, unused then, always has room */
+	x->ringed = 1;
+	x->pkt_fd = t->wire[0];
+	x->tx.cached_cons = 1u << 30;
+	for (i = 0; i < 64; i++)
+		x->free[x->nfree++] = (__u64)i * FRAME_SIZE;
+	c->x = x;
+	c->rank = 3;
+	c->n = 4;
+	c->window = SWIN;
+	c->inflight = 2;
+	c->round = 1;
+	c->bval = 4;
+	c->plan.nclasses = 4;
+	c->plan.plen = 4;
+	for (k = 0; k < 4; k++)
+		c->plan.cmap[k] = k;
+	c->plan.hops[0][RINX_T_REDUCE - 1] = (struct rinx_hop){
+		.action = RINX_A_ADD_FINISH, .from = 2, .to = 0, .step = 2 };
+	c->plan.hops[1][RINX_T_REDUCE - 1] = (struct rinx_hop){
+		.action = RINX_A_ADD_FWD, .from = 2, .to = 0, .step = 1 };
+	c->plan.hops[2][RINX_T_REDUCE - 1] = (struct rinx_hop){
+		.action = RINX_A_ADD_FWD, .from = 2, .to = 0, .step = 0 };
+	r->c = c;
+	r->nb = SNB;
+	r->last_count = 4;
+	r->opened_at = t0;
+	r->rmine = 7;		/* classes 0-2: their hop before answers */
+	r->rfin = 1;		/* class 0 finishes here */
+	for (k = 0; k < 4; k++)
+		r->rpass_t[k] = t0;
+	for (b = 0; b < SNB; b++) {
+		if (b % 4 == 1 || b % 4 == 2)
+			c->partial[b].round = 1;
+		if (b % 4 == 0 && b < 12)
+			c->result[b].round = 1;
+	}
+	return 0;
+}
+
+/* The RNACKs on the wire since the last look: blocks into asked[] (by
+ * count), anything else counted in *other. */
+static int read_asks(struct stopped *t, int *asked, int *other)
+{
+	__u8 buf[FRAME_SIZE];
+	struct frame f;
+	ssize_t len;
+	int n = 0;
+
+	while ((len = recv(t->wire[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		__u32 b;
+
+		rinx_c_frame_at(buf, &f);
+		b = ntohl(f.h->block);
+		if (f.h->type == RINX_T_RNACK && ntohl(f.h->round) == 1 &&
+		    f.h->step == 2 && ntohs(f.h->klass) == 0 && b < SNB &&
+		    !memcmp(f.ip + 16, &t->c->plan.nodes[2].ip, 4))
+			asked[b]++;
+		else
+			(*other)++;
+		n++;
+	}
+	/* frames sent are free again, as a reclaim makes them */
+	t->x->nfree += t->x->nsent;
+	t->x->nsent = 0;
+	return n;
+}
+
+static void run_stopped(void)
+{
+	struct stopped t;
+	__u64 t0 = 1000 * MS, now;
+	int asked[SNB] = { 0 }, other = 0, early, b, bad = 0;
+
+	if (stopped_init(&t, t0)) {
+		for (b = 0; b < 4; b++)
+			tap_ok(0, "a class stopped mid-round: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	t.c->plan.nodes[2].ip = htonl(0x0a000203);
+	/* blocks 0, 4 and 8 of class 0 pass at 10 ms (in order: no hole),
+	 * then 10 ms more: the class may merely wait for its origin, and the
+	 * wait counts from its last block, not from the round's start */
+	for (b = 0; b < 12; b += 4)
+		t.c->result[b].round = 0;
+	for (now = t0 + 100 * US; now <= t0 + 20 * MS; now += 100 * US) {
+		if (now == t0 + 10 * MS)
+			for (b = 0; b < 12; b += 4)
+				t.c->result[b].round = 1;
+		rinx_c_reduce_holes(t.r, now);
+	}
+	early = read_asks(&t, asked, &other);
+	tap_ok(early == 0, "a class stopped mid-round: nothing asked within "
+	       "10 ms of its last block (%d frames sent)", early);
+	/* a second on: far past a stall's time */
+	for (now = t0 + 1000 * MS; now <= t0 + 1005 * MS; now += 100 * US)
+		rinx_c_reduce_holes(t.r, now);
+	read_asks(&t, asked, &other);
+	for (b = 0; b < SNB; b++)
+		if (asked[b] != (b == 12 || b == 16))
+			bad = 1;
+	tap_ok(!bad && !other, "a class stopped mid-round: its next missing "
+	       "blocks up to its origin's window (12, 16) asked of W3 once "
+	       "each, nothing else (12: %d, 16: %d, 20: %d; %d other frames)",
+	       asked[12], asked[16], asked[20], other);
+	/* the answer to 12 arrives: 16 is still asked for, after twice the
+	 * wait, 20 too now that the window moved on */
+	t.c->result[12].round = 1;
+	memset(asked, 0, sizeof(asked));
+	for (now = t0 + 1006 * MS; now <= t0 + 3000 * MS; now += 1 * MS)
+		rinx_c_reduce_holes(t.r, now);
+	read_asks(&t, asked, &other);
+	tap_ok(!asked[12] && asked[16] >= 1 && asked[20] >= 1 && !other,
+	       "a class stopped mid-round: after block 12 came, 16 asked "
+	       "again and 20 for the first time, 12 no more (12: %d, 16: %d, "
+	       "20: %d; %d other frames)", asked[12], asked[16], asked[20],
+	       other);
+	/* every block of the class in: nothing more to ask */
+	for (b = 16; b < SNB; b += 4)
+		t.c->result[b].round = 1;
+	memset(asked, 0, sizeof(asked));
+	for (now = t0 + 3001 * MS; now <= t0 + 6000 * MS; now += 1 * MS)
+		rinx_c_reduce_holes(t.r, now);
+	b = read_asks(&t, asked, &other);
+	tap_ok(b == 0, "a class stopped mid-round: once its blocks passed, "
+	       "nothing asked (%d frames)", b);
+	stopped_free(&t);
+}
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -166,10 +376,11 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])));
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 4);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
 		run_stall(&stall_cases[i]);
+	run_stopped();
 	return tap_done();
 }

@@ -384,9 +384,12 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
  * plus a stall's time, if it has not passed yet), they are asked for too
  * (the hop before answers only what it sent: an origin whose pacer has not
  * let the block go yet answers nothing, so a slow peer costs a few waits,
- * never a wrong sum). Each ask doubles the wait for the next one. Every
- * hop that misses a block asks the one before it, so the repair reaches
- * back to wherever the block is, however many hops lost it.
+ * never a wrong sum). A class that stops passing here earlier in the
+ * round is asked for after a stall's time more (reduce_stopped): a whole
+ * window of its origin may have been lost. Each ask doubles the wait for
+ * the next one. Every hop that misses a block asks the one before it, so
+ * the repair reaches back to wherever the block is, however many hops
+ * lost it.
  */
 #define RHOLE_MIN_NS	300000ull
 #define RTAIL_MIN_NS	2000000ull
@@ -588,6 +591,41 @@ static int rnack_due(struct rinx_req *r, __u32 b, __u32 k, __u64 since,
 	return 1;
 }
 
+/*
+ * A class that stopped passing here before the round's last window: as a
+ * rule it waits for its origin's window, and its next block follows. But
+ * when every block of that window was lost past the origin's next hop,
+ * nothing follows: the origin cannot send more until its blocks finish,
+ * and its resends end at the hops that passed them already (a duplicate
+ * there). Only this hop can ask, so once the class has not passed here for
+ * a stall's time (rinx_c_stall_wait, after the tail's wait), its missing
+ * blocks are asked for, as many as its origin may have in flight (seen: a
+ * ring on a topology's 20 Mbit/s side lost a whole window of a class at
+ * one switch port, and the round stalled for good). The hop before
+ * answers what it passed, nothing else. 1 or more = asked, 0 = not yet,
+ * -1 = no room to send.
+ */
+static int reduce_stopped(struct rinx_req *r, __u32 b, __u32 k, __u64 tail,
+			  __u64 hole, __u64 now, int budget)
+{
+	struct rinx_comm *c = r->c;
+	__u64 wait = tail + rinx_c_stall_wait(r, now);
+	int n = 0, m, got;
+
+	for (m = 0; b < r->nb && m < c->inflight && n < budget;
+	     b = next_of(c, r, b + 1, k), m++) {
+		if (reduce_passed(c, r, b))
+			continue;
+		got = rnack_due(r, b, k, r->rhole_at[b] > r->rpass_t[k] ?
+				r->rhole_at[b] : r->rpass_t[k], wait, hole,
+				now);
+		if (got < 0)
+			return n ? n : -1;
+		n += got;
+	}
+	return n;
+}
+
 void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
@@ -597,7 +635,7 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 	__u64 tail = 8 * gap > RTAIL_MIN_NS ? 8 * gap : RTAIL_MIN_NS;
 	__u32 ncl = c->plan.nclasses < RINX_MAX_CLASSES ?
 		    (__u32)c->plan.nclasses : RINX_MAX_CLASSES;
-	__u32 b, k, lo, look, i;
+	__u32 b, k, lo, lo0, look, i;
 	int n = 0, reads = 0, got;
 
 	if (!r->rmine)
@@ -621,9 +659,13 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 		k = (r->rfirst + i) % ncl;
 		if (!(r->rmine >> k & 1))
 			continue;
-		lo = next_of(c, r, r->rlo[k], k);
+		lo = lo0 = next_of(c, r, r->rlo[k], k);
 		while (lo < r->nb && reads++ < RSCAN && reduce_passed(c, r, lo))
 			lo = next_of(c, r, lo + 1, k);
+		/* blocks passing in order pass here too: the tail's and a
+		 * stopped class's waits count from the last one */
+		if (lo != lo0)
+			r->rpass_t[k] = now;
 		r->rlo[k] = lo;
 		if (lo >= r->nb)
 			continue;
@@ -658,20 +700,22 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 		}
 		/* the tail: only its class's first missing block, in the
 		 * round's last window (before it, blocks that follow a lost
-		 * one make it a hole; a class that merely stops a while waits
-		 * for its origin's window); a class that has not passed here
-		 * at all this round waits from the round's start, as long as
-		 * a stall (the peers convert their input too) */
+		 * one make it a hole); a class that has not passed here at
+		 * all this round waits from the round's start, as long as a
+		 * stall (the peers convert their input too) */
 		if (holes || n >= REPAIR_MAX)
 			continue;
 		b = r->rhi[k] > lo ? next_of(c, r, r->rhi[k], k) : lo;
-		if (b >= r->nb ||
-		    (__u64)b + (__u64)c->inflight * c->plan.plen < r->nb)
+		if (b >= r->nb)
 			continue;
-		got = rnack_due(r, b, k, r->rhole_at[b] > r->rpass_t[k] ?
-				r->rhole_at[b] : r->rpass_t[k],
-				r->rhi[k] ? tail : tail + RTO_FIRST_NS, hole,
-				now);
+		if ((__u64)b + (__u64)c->inflight * c->plan.plen < r->nb)
+			got = reduce_stopped(r, b, k, tail, hole, now,
+					     REPAIR_MAX - n);
+		else
+			got = rnack_due(r, b, k, r->rhole_at[b] > r->rpass_t[k] ?
+					r->rhole_at[b] : r->rpass_t[k],
+					r->rhi[k] ? tail : tail + RTO_FIRST_NS,
+					hole, now);
 		if (got < 0)
 			break;
 		n += got;
