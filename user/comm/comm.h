@@ -33,7 +33,7 @@
  * one received in several buffers is copied into one of these for the slow
  * path, and one built here is copied into umem frames when sent. */
 #define BIG_SIZE	((RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO) + 63) & ~63)
-#define NUM_BIG		1024
+#define NUM_BIG		MAX_PENDING
 #define AREA_BYTES	(UMEM_BYTES + (__u64)NUM_BIG * BIG_SIZE)
 #define RING_SIZE	2048
 #define MAX_PENDING	NUM_FRAMES
