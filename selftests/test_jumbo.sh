@@ -83,7 +83,7 @@ repairs() {
 needs_root ip timeout awk
 trap cleanup_jumbo EXIT
 trap 'exit 1' INT TERM
-plan 16
+plan 17
 
 out=$("$rinxctl" testbed up --prefix "$P" --hosts 4 --mtu 9000 2>&1)
 rc=$?
@@ -123,6 +123,11 @@ ip -n "${P}h2" link set eth0 mtu 3400 && ip -n "${P}t0" link set p2 mtu 3400
 refused "an interface of MTU 3400 with --block jumbo: refused, naming it" \
 	"rank 2: jumbo blocks (2048 values, 8288-byte frames) refused: interface eth0 has MTU 3400, below the 8274" \
 	"$spec" --plan ring --block jumbo
+# largest: that rank takes 768-value blocks, the others jumbo ones, and
+# the open barrier fails naming both sizes
+refused "an interface of MTU 3400 with --block largest: the open fails, naming both sizes" \
+	"runs blocks of 2048 values, rank 2 of 768: jumbo blocks need every rank" \
+	"$spec" --plan ring --block largest
 ip -n "${P}h2" link set eth0 mtu 9000 && ip -n "${P}t0" link set p2 mtu 9000
 bench_ok "back at MTU 9000: jumbo again" 8288 8196 --block jumbo --plan ring
 

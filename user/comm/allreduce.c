@@ -268,7 +268,8 @@ static int collect(struct rinx_req *r)
 		if (claimed > r->nown)
 			claimed = r->nown;
 		while (r->head < claimed &&
-		       __atomic_load_n(&c->result[blk_idx(c, r->own[r->head])].round,
+		       __atomic_load_n(&c->result[blk_idx(c,
+							  r->own[r->head])].round,
 				       __ATOMIC_ACQUIRE) == c->round)
 			r->head++;
 	}
@@ -366,7 +367,10 @@ int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
 			 * ranks that completed the round answer */
 			missing = sent = 0;
 			for (b = r->cursor; b < r->nb; b++) {
-				if (__atomic_load_n(&c->result[blk_idx(c, b)].round,
+				const struct rinx_slot *s =
+					&c->result[blk_idx(c, b)];
+
+				if (__atomic_load_n(&s->round,
 						    __ATOMIC_ACQUIRE) == e)
 					continue;
 				missing++;

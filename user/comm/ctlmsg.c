@@ -105,6 +105,19 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 		 * periods more, so that it hears our answer too, then fail */
 		if ((c->clash || c->clash_bval) && !clash_t)
 			clash_t = t + 500000000ull;
+		if (c->clash_bval && t >= clash_t &&
+		    (c->bval == RINX_BLOCK_VALUES_JUMBO ||
+		     c->clash_bval_n == RINX_BLOCK_VALUES_JUMBO)) {
+			pthread_mutex_unlock(&c->x->lock);
+			return rinx_c_cerr(c, -EMSGSIZE, "rank %d runs blocks of %d "
+					   "values, rank %d of %d: jumbo blocks "
+					   "need every rank to ask for them "
+					   "(block_values) and an MTU of at least "
+					   "%d everywhere (mtu= in the spec)",
+					   c->rank, c->bval, c->clash_bval - 1,
+					   c->clash_bval_n,
+					   RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO));
+		}
 		if (c->clash_bval && t >= clash_t) {
 			pthread_mutex_unlock(&c->x->lock);
 			return rinx_c_cerr(c, -EMSGSIZE, "rank %d sends %d-byte frames "

@@ -117,8 +117,9 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	for (; r->stamped < claimed; r->stamped++) {
 		/* the host program stamps what it claims (the trainer sees
 		 * a claim only when it looks): the round trip starts there */
-		__u32 us = __atomic_load_n(&c->share[blk_idx(c, r->own[r->stamped])].sent_us,
-					   __ATOMIC_RELAXED);
+		const struct rinx_slot *sh =
+			&c->share[blk_idx(c, r->own[r->stamped])];
+		__u32 us = __atomic_load_n(&sh->sent_us, __ATOMIC_RELAXED);
 		__u32 ago = (__u32)(now / 1000) - us;
 
 		r->sent_at[r->stamped] = us && ago < 10000000u ?
@@ -215,8 +216,9 @@ static void class_ends(const struct rinx_req *r, __u32 *hi)
 	memset(hi, 0, ncl * sizeof(*hi));
 	for (b = r->nb; b > r->cursor && left; b--) {
 		k = (__u32)class_of(c, b - 1);
-		if (!hi[k] && __atomic_load_n(&c->result[blk_idx(c, b - 1)].round,
-					      __ATOMIC_ACQUIRE) == c->round) {
+		if (!hi[k] &&
+		    __atomic_load_n(&c->result[blk_idx(c, b - 1)].round,
+				    __ATOMIC_ACQUIRE) == c->round) {
 			hi[k] = b;
 			left--;
 		}
