@@ -369,6 +369,8 @@ static int install(struct inst *in, const struct round *rd, __u32 round)
 	c->window = W;
 	c->qbits = QBITS;
 	c->bval = RINX_BLOCK_VALUES;
+	c->bslots = 1;
+	c->wblocks = W;
 	c->fd_aggs = in->aggs;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
 	c->tor_jobs_fd = -1;

@@ -44,6 +44,7 @@ struct bench_opts {
 	int verify, json, profile;
 	int convert;		/* --convert: the conversion alone */
 	int timeout_ms, inflight;
+	int block;		/* rinx_comm_opts.block_values */
 	int jobs;		/* jobs at once over the same links (1..) */
 	uint32_t job;
 	uint64_t token;

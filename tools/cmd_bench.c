@@ -262,6 +262,7 @@ static int child_open(struct child *ch, const char *spec_path,
 	co.timeout_ms = o->timeout_ms;
 	co.inflight = o->inflight;
 	co.plan = o->plan;
+	co.block_values = o->block;
 	/* --jobs: independent jobs (ids job, job + 1, ...) that run their
 	 * collectives at once over the same links */
 	for (j = 0; j < ch->nj && !err; j++) {
@@ -991,8 +992,10 @@ static void print_footer(const struct run *ru, int err, FILE *out)
 	const struct bench_opts *o = ru->o;
 
 	if (!o->json && !err) {
-		fprintf(out, "# frames: %d bytes, %d values per block (the "
-			"network's MTU)\n", RINX_FRAME_LEN(ru->bv), ru->bv);
+		fprintf(out, "# frames: %d bytes, %d values per block (%s)\n",
+			RINX_FRAME_LEN(ru->bv), ru->bv,
+			ru->bv == RINX_BLOCK_VALUES_JUMBO ? "jumbo blocks" :
+			"the network's MTU");
 		/* an aggregator counts a share sent again into a slot that
 		 * has not finished as a duplicate: this says whether any was */
 		fprintf(out, "# resends: %llu blocks sent again, %llu NACKs "
@@ -1127,6 +1130,13 @@ static int opt_plan(const char *v, void *field, char *why, size_t len)
 	return 0;
 }
 
+static const struct opt_choice bench_blocks[] = {
+	{ "mtu", 0, 0 },
+	{ "jumbo", RINX_BLOCK_JUMBO, 0 },
+	{ "largest", RINX_BLOCK_LARGEST, 0 },
+	{ NULL, 0, 0 },
+};
+
 const struct opt_choice bench_dtypes[] = {
 	{ "float32", RINX_FLOAT32, 0 },
 	{ "int32", RINX_INT32, 0 },
@@ -1181,6 +1191,12 @@ const struct opt bench_opt_table[] = {
 	{ OPT_INT, "inflight", 'f', "N", B_AT(inflight), .min = 0,
 	  .max = INT_MAX,
 	  .help = "blocks in flight per origin (default 128/ranks, 8..64)" },
+	{ OPT_ENUM, "block", 'B', "B", B_AT(block), .choices = bench_blocks,
+	  .def = "mtu",
+	  .help = "values per block: {} (default: 768, 352 below an IP MTU\n"
+		  "of 3154), jumbo (2048 in 8288-byte frames: refused where\n"
+		  "an MTU is below 8274 or the plan aggregates) or largest\n"
+		  "(jumbo where allowed, else the MTU's)" },
 	{ OPT_INT, "jobs", 'N', "N", B_AT(jobs), .min = 1,
 	  .max = BENCH_MAX_JOBS,
 	  .range = "1..32 (and at most the spec's jobs= slots of a node)",

@@ -45,8 +45,9 @@
  * slots of its job's window in every map (values 0..767, 768..1535,
  * 1536..2047; the first slot's header speaks for the block), so a window
  * of W slots holds W / RINX_JUMBO_SLOTS jumbo blocks and the kernel
- * memory of a job slot does not depend on its block size. Not yet chosen
- * by any job (docs/rinx.md, "Jumbo blocks"). */
+ * memory of a job slot does not depend on its block size. A ring job
+ * asks for them at open (rinx_comm_opts.block_values; docs/rinx.md,
+ * "Jumbo blocks"). */
 #define RINX_BLOCK_VALUES_JUMBO	2048
 #define RINX_BLOCK_BYTES_JUMBO	(RINX_BLOCK_VALUES_JUMBO * 4)
 #define RINX_JUMBO_SLOTS	3

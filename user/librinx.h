@@ -45,7 +45,20 @@ struct rinx_comm_opts {
 				   "ps-ina:N", "har", "tree", "dbtree", the
 				   same on every rank; NULL = the spec's
 				   plan= (default rina) */
+	int block_values;	/* values per block (frame), the same on
+				   every rank: 0 = the MTU's (768, or 352
+				   below an IP MTU of 3,154);
+				   RINX_BLOCK_JUMBO (2048, frames of 8,288
+				   bytes): jumbo blocks, refused at open
+				   where an MTU is below 8,274 or the plan
+				   aggregates (INA ToRs, agents, trees, PS);
+				   RINX_BLOCK_LARGEST: jumbo where those
+				   allow it, else the MTU's */
 };
+
+/* rinx_comm_opts.block_values */
+#define RINX_BLOCK_JUMBO	2048
+#define RINX_BLOCK_LARGEST	(-1)
 
 struct rinx_comm_stats {
 	uint64_t ops;		/* allreduce calls completed */
@@ -87,8 +100,9 @@ int rinx_comm_size(const struct rinx_comm *c);
 const char *rinx_comm_error(const struct rinx_comm *c);
 int rinx_comm_stats(const struct rinx_comm *c, struct rinx_comm_stats *st);
 /* Values per block (one frame): 768, or 352 on a network whose MTU is
- * below 3,154 (spec mtu=, else the interface's). The unit of float32
- * scaling: rinx_f32_bound's amax is taken over such a block. (1.1) */
+ * below 3,154 (spec mtu=, else the interface's), or 2,048 where the
+ * communicator was opened for jumbo blocks (block_values). The unit of
+ * float32 scaling: rinx_f32_bound's amax is taken over such a block. (1.1) */
 int rinx_comm_block_values(const struct rinx_comm *c);
 
 /* SUM of `count` elements over all ranks; send == recv is allowed.

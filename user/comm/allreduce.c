@@ -35,6 +35,20 @@
  * ms per rank before the first block could leave, 8 ranks on 2 cores). */
 #define CONV_CHUNK	128
 
+/* An int32 block of cnt values into the slots from s on, zero up to bval. */
+static void share_ints(struct rinx_slot *s, const int32_t *src, int cnt,
+		       int bval)
+{
+	int k, n, m;
+
+	for (k = 0; k < bval; k += n, s++) {
+		n = bval - k < RINX_BLOCK_VALUES ? bval - k : RINX_BLOCK_VALUES;
+		m = cnt - k < 0 ? 0 : cnt - k < n ? cnt - k : n;
+		memcpy(s->v, src + k, (size_t)m * 4);
+		memset(&s->v[m], 0, (size_t)(n - m) * 4);
+	}
+}
+
 /* Writes the shares of blocks [r->conv, upto) of the round; the host
  * program and the slow path add a share only once its round is the
  * round's, and no own block is claimed before its share is written. */
@@ -47,17 +61,19 @@ static void convert(struct rinx_req *r, __u32 upto)
 	if (upto > r->nb)
 		upto = r->nb;
 	for (b = r->conv; b < upto; b++) {
-		struct rinx_slot *s = &c->share[c->slot * c->window + b];
+		struct rinx_slot *s = &c->share[blk_idx(c, b)];
 		int cnt = block_count(r, b);
 		size_t off = r->done_vals + (size_t)b * c->bval;
 
-		if (r->dtype == RINX_FLOAT32) {
+		if (r->dtype == RINX_FLOAT32 && c->bslots > 1) {
+			rinx_quant_jumbo(s, (const float *)r->send + off, cnt,
+					 c->qbits);
+		} else if (r->dtype == RINX_FLOAT32) {
 			rinx_quant_block_n(s, (const float *)r->send + off, cnt,
 					   c->qbits, c->bval);
 		} else {
-			memcpy(s->v, (const int32_t *)r->send + off, cnt * 4);
-			if (cnt < c->bval)
-				memset(&s->v[cnt], 0, (c->bval - cnt) * 4);
+			share_ints(s, (const int32_t *)r->send + off, cnt,
+				   c->bval);
 			s->exp = 0;
 			s->flags = 0;
 			s->count = cnt;
@@ -75,8 +91,8 @@ static int round_open(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
 	size_t left = r->count - r->done_vals;
-	size_t vals = left < (size_t)c->window * c->bval ?
-		      left : (size_t)c->window * c->bval;
+	size_t vals = left < (size_t)c->wblocks * c->bval ?
+		      left : (size_t)c->wblocks * c->bval;
 	struct rinx_cursor *cur = &c->cursors[c->slot];
 	__u32 b, key = c->job, first;
 	__u64 t;
@@ -117,7 +133,7 @@ static int round_open(struct rinx_req *r)
 		__u32 n = r->reuse < r->nb ? r->reuse : r->nb;
 
 		for (b = 0; b < n; b++)
-			__atomic_store_n(&c->share[c->slot * c->window + b].round,
+			__atomic_store_n(&c->share[blk_idx(c, b)].round,
 					 c->round, __ATOMIC_RELEASE);
 		r->conv = n;
 		r->reuse = 0;
@@ -168,10 +184,12 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 	struct rinx_comm *c = r->c;
 	struct xctx *x = c->x;
 	__u32 klass = class_of(c, b);
-	struct rinx_slot *s = &c->share[c->slot * c->window + b];
-	__u64 addr = x->free[x->nfree - 1];
+	struct rinx_slot *s = &c->share[blk_idx(c, b)];
+	__u64 addr = rinx_c_x_buf(x, RINX_FRAME_LEN(c->bval));
 	struct frame f;
 
+	if (addr == X_NONE)
+		return -EAGAIN;
 	rinx_c_frame_at((__u8 *)x->area + addr, &f);
 	rinx_c_frame_addr(c, &f, c->plan.start_to[klass],
 			  RINX_FRAME_LEN(c->bval));
@@ -194,10 +212,10 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 	f.h->klass = htons(klass);
 	f.h->exp = htons((__u16)s->exp);
 	f.h->dtype = htons(c->jobent.dtype);
-	memcpy(f.v, s->v, (size_t)c->bval * 4);
+	rinx_c_slots_get(s, f.v, c->bval);
 	if (rinx_c_x_send(x, addr, RINX_FRAME_LEN(c->bval)))
 		return -EAGAIN;
-	x->nfree--;
+	rinx_c_x_taken(x, addr);
 	if (!again)
 		__atomic_store_n(&s->sent_us, (__u32)(now_ns() / 1000),
 				 __ATOMIC_RELAXED);
@@ -215,12 +233,13 @@ static int send_own(struct rinx_req *r)
 	 * turns every gather that ends here into the next own block, so after
 	 * the first window the trainer only fills gaps. In flight: claimed
 	 * beyond the finished prefix of own blocks. */
-	while (x->nfree > 0) {
+	for (;;) {
 		__u32 next = __atomic_load_n(&cur->next, __ATOMIC_ACQUIRE), j;
 
 		if (next >= r->nown || r->own[next] >= r->conv ||
 		    next - r->head - r->fin_ahead >= (__u32)c->inflight ||
-		    xsk_prod_nb_free(&x->tx, 1) < 1 || !rinx_c_pace_ok(cur, now_ns()))
+		    !rinx_c_x_room(x, RINX_FRAME_LEN(c->bval)) ||
+		    !rinx_c_pace_ok(cur, now_ns()))
 			break;
 		j = __atomic_fetch_add(&cur->next, 1, __ATOMIC_ACQ_REL);
 		if (j >= r->nown)
@@ -249,14 +268,14 @@ static int collect(struct rinx_req *r)
 		if (claimed > r->nown)
 			claimed = r->nown;
 		while (r->head < claimed &&
-		       __atomic_load_n(&c->result[c->slot * c->window +
-						  r->own[r->head]].round,
+		       __atomic_load_n(&c->result[blk_idx(c,
+							  r->own[r->head])].round,
 				       __ATOMIC_ACQUIRE) == c->round)
 			r->head++;
 	}
 	while (r->cursor < r->nb) {
 		const struct rinx_slot *s =
-			&c->result[c->slot * c->window + r->cursor];
+			&c->result[blk_idx(c, r->cursor)];
 		size_t off = r->done_vals +
 			     (size_t)r->cursor * c->bval;
 		int cnt = block_count(r, r->cursor);
@@ -265,14 +284,20 @@ static int collect(struct rinx_req *r)
 			break;
 		if (!t)
 			t = thread_ns();
-		if (r->dtype == RINX_FLOAT32) {
+		if (r->dtype == RINX_FLOAT32 && c->bslots > 1) {
+			rinx_dequant_jumbo(s, (float *)r->recv + off, cnt,
+					   c->qbits);
+			if (s->flags & RINX_F_NONFINITE)
+				c->st.nonfinite++;
+			c->keep_next |= !!(s->flags & RINX_F_LOSSY);
+		} else if (r->dtype == RINX_FLOAT32) {
 			rinx_dequant_block(s, (float *)r->recv + off, cnt,
 					   c->qbits);
 			if (s->flags & RINX_F_NONFINITE)
 				c->st.nonfinite++;
 			c->keep_next |= !!(s->flags & RINX_F_LOSSY);
 		} else {
-			memcpy((int32_t *)r->recv + off, s->v, cnt * 4);
+			rinx_c_slots_get(s, (int32_t *)r->recv + off, cnt);
 			c->keep_next |= !!(s->flags & RINX_F_LOSSY);
 		}
 		r->cursor++;
@@ -342,8 +367,10 @@ int rinx_c_fetch_round(struct rinx_req *r, __u32 e)
 			 * ranks that completed the round answer */
 			missing = sent = 0;
 			for (b = r->cursor; b < r->nb; b++) {
-				if (__atomic_load_n(&c->result[c->slot * c->window +
-							       b].round,
+				const struct rinx_slot *s =
+					&c->result[blk_idx(c, b)];
+
+				if (__atomic_load_n(&s->round,
 						    __ATOMIC_ACQUIRE) == e)
 					continue;
 				missing++;
@@ -409,7 +436,7 @@ static int timeout_error(struct rinx_req *r)
 	__u32 b;
 
 	for (b = r->cursor; b < r->nb; b++) {
-		if (c->result[c->slot * c->window + b].round == c->round)
+		if (c->result[blk_idx(c, b)].round == c->round)
 			continue;
 		if (first < 0) {
 			first = b;

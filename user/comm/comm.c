@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -501,6 +503,116 @@ static int install(struct rinx_comm *c)
 
 static struct rinx_comm open_fail_comm;
 
+/* Why the plan cannot run jumbo blocks, or NULL: the host program runs
+ * them through the ring's hops only (docs/rinx.md, "Jumbo blocks");
+ * aggregator slots, INA ToRs and stores hold blocks of one slot. Decided
+ * on the spec, so every rank comes to the same answer. */
+static const char *plan_no_jumbo(const struct rinx_comm *c, char *buf,
+				 size_t len)
+{
+	char name[32];
+	int i;
+
+	if (c->spec.plan != RINX_PLAN_RING && c->spec.plan != RINX_PLAN_RINA) {
+		rinx_plan_name(c->spec.plan, c->spec.plan_nps, name,
+			       sizeof(name));
+		snprintf(buf, len, "plan %s aggregates or stores blocks "
+			 "(only ring hops run jumbo blocks)", name);
+		return buf;
+	}
+	for (i = 0; i < c->spec.nracks; i++)
+		if (c->spec.racks[i].ina != RINX_INA_NONE) {
+			snprintf(buf, len, "rack %d aggregates (ina=%s), and "
+				 "aggregations hold blocks of at most %d values",
+				 c->spec.racks[i].id,
+				 c->spec.racks[i].ina == RINX_INA_SWITCH ?
+				 "switch" : "agent", RINX_BLOCK_VALUES);
+			return buf;
+		}
+	return NULL;
+}
+
+/* The IP MTU of this rank's interface, or -errno. */
+static int if_mtu(const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+	int fd, err = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFMTU, &ifr))
+		err = -errno;
+	close(fd);
+	return err ? err : ifr.ifr_mtu;
+}
+
+/* The block size asked for (rinx_comm_opts.block_values) where it is not
+ * the MTU's, in c->bval already (rinx_check_mtu): jumbo blocks where every
+ * rank's network carries them (the spec's mtu=, else each interface's MTU:
+ * ranks that come to different sizes fail at the open barrier), the plan
+ * runs them and the AF_XDP sockets take frames of several buffers. Asked
+ * for (RINX_BLOCK_JUMBO): refused otherwise; RINX_BLOCK_LARGEST: the MTU's
+ * size then. */
+static int choose_block(struct rinx_comm *c, int want)
+{
+	const int need = RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO);
+	const char *why;
+	char buf[200];
+	int mtu;
+
+	c->bslots = 1;
+	c->wblocks = c->window;
+	if (!want)
+		return 0;
+	if (want != RINX_BLOCK_JUMBO && want != RINX_BLOCK_LARGEST)
+		return rinx_c_cerr(c, -EINVAL, "block_values %d: 0 (the MTU's), "
+				   "%d (jumbo) or %d (the largest allowed)",
+				   want, RINX_BLOCK_JUMBO, RINX_BLOCK_LARGEST);
+	why = plan_no_jumbo(c, buf, sizeof(buf));
+	if (!why && c->n > 1) {
+		mtu = if_mtu(c->self->ifname);
+		why = buf;
+		if (c->spec.mtu && c->spec.mtu < need)
+			snprintf(buf, sizeof(buf), "the spec's mtu=%d is below "
+				 "the %d they need", c->spec.mtu, need);
+		else if (mtu < need)
+			snprintf(buf, sizeof(buf), "interface %s has MTU %d, "
+				 "below the %d they need", c->self->ifname, mtu,
+				 need);
+		else if (c->x->ringed)
+			snprintf(buf, sizeof(buf), "this process runs ringed "
+				 "(another one holds the node's AF_XDP sockets), "
+				 "and its ring takes frames of at most %d bytes",
+				 RINX_FRAME_MAX);
+		else if (!c->x->sg)
+			snprintf(buf, sizeof(buf), "the AF_XDP sockets on %s "
+				 "take no frames of several buffers", 
+				 c->self->ifname);
+		else
+			why = NULL;
+	}
+	if (!why && c->window / RINX_JUMBO_SLOTS == 0)
+		why = "the job slot's window is below three slots";
+	if (why && want == RINX_BLOCK_LARGEST) {
+		pr_info("rank %d: blocks of %d values: no jumbo blocks, %s\n",
+			c->rank, c->bval, why);
+		return 0;
+	}
+	if (why)
+		return rinx_c_cerr(c, strstr(why, "MTU") || strstr(why, "mtu=") ?
+				   -EMSGSIZE : -EOPNOTSUPP,
+				   "rank %d: jumbo blocks (%d values, %d-byte "
+				   "frames) refused: %s", c->rank,
+				   RINX_BLOCK_VALUES_JUMBO,
+				   RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO), why);
+	c->bval = RINX_BLOCK_VALUES_JUMBO;
+	c->bslots = RINX_JUMBO_SLOTS;
+	c->wblocks = c->window / RINX_JUMBO_SLOTS;
+	return 0;
+}
+
 RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 			    struct rinx_comm **out)
 {
@@ -640,6 +752,11 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 			goto fail;
 		rinx_c_xctx_job(c->x, c->job, 1);
 	}
+	err = choose_block(c, o->sz >= offsetof(struct rinx_comm_opts,
+						 block_values) +
+			      sizeof(o->block_values) ? o->block_values : 0);
+	if (err)
+		goto fail;
 	err = install(c);
 	if (err)
 		goto fail;

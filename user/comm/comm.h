@@ -17,6 +17,7 @@
 #define RINX_COMM_H
 
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include <linux/types.h>
 #include <xdp/xsk.h>
@@ -27,6 +28,13 @@
 
 #define FRAME_SIZE	4096
 #define NUM_FRAMES	4096
+#define UMEM_BYTES	((__u64)NUM_FRAMES * FRAME_SIZE)
+/* Whole jumbo frames (RINX_BLOCK_VALUES_JUMBO) in the area past the umem:
+ * one received in several buffers is copied into one of these for the slow
+ * path, and one built here is copied into umem frames when sent. */
+#define BIG_SIZE	((RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO) + 63) & ~63)
+#define NUM_BIG		MAX_PENDING
+#define AREA_BYTES	(UMEM_BYTES + (__u64)NUM_BIG * BIG_SIZE)
 #define RING_SIZE	2048
 #define MAX_PENDING	NUM_FRAMES
 #define XQ_MAX		RINX_RX_QUEUES_MAX	/* receive queues served (the
@@ -59,6 +67,10 @@ struct xctx {
 	} q[XQ_MAX];
 	__u64 free[NUM_FRAMES];
 	int nfree;
+	int sg;			/* bound for frames of several buffers
+				 * (XDP_USE_SG): jumbo frames pass */
+	__u64 big_free[NUM_BIG];	/* free whole-frame buffers */
+	int nbig;
 	/* slow-path frames waiting for their round or their share */
 	__u64 pend_addr[MAX_PENDING];
 	__u32 pend_len[MAX_PENDING];
@@ -147,7 +159,10 @@ struct rinx_comm {
 	int slot_held;		/* slot claimed (released at close) */
 	__u64 token;		/* 64 bits on the wire (rinx_hdr.token) */
 	int qbits;
-	int bval;		/* values per block (frame): the MTU's */
+	int bval;		/* values per block (frame): the MTU's, or
+				 * RINX_BLOCK_VALUES_JUMBO (opts.block_values) */
+	int bslots;		/* map slots a block takes (RINX_BLOCK_SLOTS) */
+	__u32 wblocks;		/* blocks of a round: window / bslots */
 	int timeout_ms, inflight;
 	int fd_jobs, fd_nodes, fd_hops, fd_xsks;
 	int fd_aggs;		/* agent host: its aggregator slots */
@@ -312,11 +327,31 @@ struct frame {
 };
 
 /* The length of the frame a received frame of len bytes is taken as (the
- * host program's reading, parse.bpf.h): full size from RINX_FRAME_MAX up,
- * else small (hellos, and every frame of a small-MTU job). */
+ * host program's reading, parse.bpf.h): jumbo from the jumbo frame's length
+ * up, full size from RINX_FRAME_MAX up, else small (hellos, and every frame
+ * of a small-MTU job). */
+#define RINX_FRAME_JUMBO	RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)
 static inline int rinx_c_frame_len(__u32 len)
 {
-	return len >= RINX_FRAME_MAX ? RINX_FRAME_MAX : RINX_FRAME_MIN;
+	return len >= RINX_FRAME_JUMBO ? RINX_FRAME_JUMBO :
+	       len >= RINX_FRAME_MAX ? RINX_FRAME_MAX : RINX_FRAME_MIN;
+}
+
+/* The values a frame of len bytes carries as the host program reads it. */
+static inline int rinx_c_frame_values(__u32 len)
+{
+	int flen = rinx_c_frame_len(len);
+
+	return flen == RINX_FRAME_JUMBO ? RINX_BLOCK_VALUES_JUMBO :
+	       flen == RINX_FRAME_MAX ? RINX_BLOCK_VALUES :
+				       RINX_BLOCK_VALUES_MIN;
+}
+
+/* The first map slot of block b of the communicator's round (a jumbo
+ * block's values continue in the bslots - 1 slots after it). */
+static inline __u32 blk_idx(const struct rinx_comm *c, __u32 b)
+{
+	return c->slot * c->window + b * c->bslots;
 }
 
 /* Class of block b in the plan. */
@@ -332,6 +367,30 @@ static inline long own_index(const struct rinx_comm *c, __u32 b)
 	int i = c->ownidx[b % c->plan.plen];
 
 	return i < 0 ? -1 : (long)(b / c->plan.plen) * c->jobent.nown + i;
+}
+
+/* The nv values of a block whose first slot is s (a jumbo block's go on
+ * in the slots after it, RINX_BLOCK_VALUES each) into v, and back. */
+static inline void rinx_c_slots_get(const struct rinx_slot *s, __s32 *v,
+				    int nv)
+{
+	int k, n;
+
+	for (k = 0; k < nv; k += n, s++) {
+		n = nv - k < RINX_BLOCK_VALUES ? nv - k : RINX_BLOCK_VALUES;
+		memcpy(v + k, s->v, (size_t)n * 4);
+	}
+}
+
+static inline void rinx_c_slots_put(struct rinx_slot *s, const __s32 *v,
+				    int nv)
+{
+	int k, n;
+
+	for (k = 0; k < nv; k += n, s++) {
+		n = nv - k < RINX_BLOCK_VALUES ? nv - k : RINX_BLOCK_VALUES;
+		memcpy(s->v, v + k, (size_t)n * 4);
+	}
 }
 
 static inline int block_count(const struct rinx_req *r, __u32 b)
@@ -363,6 +422,24 @@ void rinx_c_x_refill(struct xctx *x);
 void rinx_c_x_kick(struct xctx *x);
 void rinx_c_x_sleep(struct rinx_comm *c, long ns);
 int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len);
+/* Where to build a frame of len bytes (a free umem frame, or a whole-frame
+ * buffer for a jumbo frame), X_NONE if none is free; rinx_c_x_taken once
+ * rinx_c_x_send took it. */
+#define X_NONE	(~0ull)
+__u64 rinx_c_x_buf(struct xctx *x, __u32 len);
+void rinx_c_x_taken(struct xctx *x, __u64 addr);
+/* A frame that was pending (received, or a buffer of it) is free again. */
+void rinx_c_x_free(struct xctx *x, __u64 addr);
+/* Transmit descriptors a frame of len bytes takes. */
+static inline __u32 x_descs(__u32 len)
+{
+	return (len + FRAME_SIZE - 1) / FRAME_SIZE;
+}
+/* Can a frame of len bytes be built and queued now? */
+int rinx_c_x_room(struct xctx *x, __u32 len);
+/* Moves the frames the sockets received into the pending frames (a frame
+ * of several buffers copied whole into one buffer). */
+void rinx_c_x_rx(struct rinx_comm *c);
 
 /* slow.c */
 /* What became of a slow-path frame (rinx_c_slow_frame). */

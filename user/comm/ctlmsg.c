@@ -24,16 +24,16 @@ int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
 	__u64 addr;
 	int flen;
 
-	if (x->nfree <= 0 || xsk_prod_nb_free(&x->tx, 1) < 1)
-		return -EAGAIN;
-	addr = x->free[x->nfree - 1];
-	rinx_c_frame_at((__u8 *)x->area + addr, &f);
-	memset(f.h, 0, sizeof(*f.h));
 	/* hellos are small (every rank reaches every other whatever its
 	 * block size); NACKs and FETCHes are answered with a block: the
 	 * job's size */
 	flen = type == RINX_T_HELLO && step != RINX_HELLO_FETCH ?
 	       RINX_FRAME_MIN : RINX_FRAME_LEN(c->bval);
+	if (!rinx_c_x_room(x, flen))
+		return -EAGAIN;
+	addr = rinx_c_x_buf(x, flen);
+	rinx_c_frame_at((__u8 *)x->area + addr, &f);
+	memset(f.h, 0, sizeof(*f.h));
 	rinx_c_frame_addr(c, &f, to, flen);
 	f.h->magic = htonl(RINX_MAGIC);
 	f.h->version = RINX_VERSION;
@@ -50,7 +50,7 @@ int rinx_c_send_ctl(struct rinx_comm *c, int to, int type, int step,
 	memset(f.v, 0, flen - RINX_FRAME_HDR_LEN);
 	if (rinx_c_x_send(x, addr, flen))
 		return -EAGAIN;
-	x->nfree--;
+	rinx_c_x_taken(x, addr);
 	return 0;
 }
 
@@ -105,6 +105,19 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 		 * periods more, so that it hears our answer too, then fail */
 		if ((c->clash || c->clash_bval) && !clash_t)
 			clash_t = t + 500000000ull;
+		if (c->clash_bval && t >= clash_t &&
+		    (c->bval == RINX_BLOCK_VALUES_JUMBO ||
+		     c->clash_bval_n == RINX_BLOCK_VALUES_JUMBO)) {
+			pthread_mutex_unlock(&c->x->lock);
+			return rinx_c_cerr(c, -EMSGSIZE, "rank %d runs blocks of %d "
+					   "values, rank %d of %d: jumbo blocks "
+					   "need every rank to ask for them "
+					   "(block_values) and an MTU of at least "
+					   "%d everywhere (mtu= in the spec)",
+					   c->rank, c->bval, c->clash_bval - 1,
+					   c->clash_bval_n,
+					   RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO));
+		}
 		if (c->clash_bval && t >= clash_t) {
 			pthread_mutex_unlock(&c->x->lock);
 			return rinx_c_cerr(c, -EMSGSIZE, "rank %d sends %d-byte frames "

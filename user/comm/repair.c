@@ -117,9 +117,9 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	for (; r->stamped < claimed; r->stamped++) {
 		/* the host program stamps what it claims (the trainer sees
 		 * a claim only when it looks): the round trip starts there */
-		__u32 us = __atomic_load_n(&c->share[c->slot * c->window +
-					   r->own[r->stamped]].sent_us,
-					   __ATOMIC_RELAXED);
+		const struct rinx_slot *sh =
+			&c->share[blk_idx(c, r->own[r->stamped])];
+		__u32 us = __atomic_load_n(&sh->sent_us, __ATOMIC_RELAXED);
 		__u32 ago = (__u32)(now / 1000) - us;
 
 		r->sent_at[r->stamped] = us && ago < 10000000u ?
@@ -131,8 +131,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	r->fin_ahead = 0;
 	memset(hik, 0, sizeof(hik));
 	for (j = r->head; j < r->stamped && j < r->head + OWN_SCAN; j++)
-		if (__atomic_load_n(&c->result[c->slot * c->window +
-					       r->own[j]].round,
+		if (__atomic_load_n(&c->result[blk_idx(c, r->own[j])].round,
 				    __ATOMIC_ACQUIRE) == c->round) {
 			hi = j + 1;
 			hik[class_of(c, r->own[j])] = j + 1;
@@ -166,7 +165,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			   r->first_fin) < rto << (r->resent[j] < 6 ?
 						   r->resent[j] : 6))
 			continue;
-		if (__atomic_load_n(&c->result[c->slot * c->window + b].round,
+		if (__atomic_load_n(&c->result[blk_idx(c, b)].round,
 				    __ATOMIC_ACQUIRE) == c->round)
 			continue;
 		if (xsk_prod_nb_free(&c->x->tx, 1) < 1 || c->x->nfree <= 0)
@@ -217,9 +216,9 @@ static void class_ends(const struct rinx_req *r, __u32 *hi)
 	memset(hi, 0, ncl * sizeof(*hi));
 	for (b = r->nb; b > r->cursor && left; b--) {
 		k = (__u32)class_of(c, b - 1);
-		if (!hi[k] && __atomic_load_n(&c->result[c->slot * c->window +
-							 b - 1].round,
-					      __ATOMIC_ACQUIRE) == c->round) {
+		if (!hi[k] &&
+		    __atomic_load_n(&c->result[blk_idx(c, b - 1)].round,
+				    __ATOMIC_ACQUIRE) == c->round) {
 			hi[k] = b;
 			left--;
 		}
@@ -234,7 +233,7 @@ int rinx_c_cursor_hole(const struct rinx_req *r)
 
 	/* the same position of the class pattern: the same class */
 	for (b = r->cursor + c->plan.plen; b < r->nb; b += c->plan.plen)
-		if (__atomic_load_n(&c->result[c->slot * c->window + b].round,
+		if (__atomic_load_n(&c->result[blk_idx(c, b)].round,
 				    __ATOMIC_ACQUIRE) == c->round)
 			return 1;
 	return 0;
@@ -339,7 +338,7 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 
 		if (b >= last && !stall)
 			continue;
-		if (__atomic_load_n(&c->result[c->slot * c->window + b].round,
+		if (__atomic_load_n(&c->result[blk_idx(c, b)].round,
 				    __ATOMIC_ACQUIRE) == c->round)
 			continue;
 		/* REPAIR_AHEAD blocks of the class, not of the pattern: a
@@ -400,8 +399,8 @@ static int reduce_passed(const struct rinx_comm *c, const struct rinx_req *r,
 			 __u32 b)
 {
 	const struct rinx_slot *s = (r->rfin >> class_of(c, b) & 1) ?
-				    &c->result[c->slot * c->window + b] :
-				    &c->partial[c->slot * c->window + b];
+				    &c->result[blk_idx(c, b)] :
+				    &c->partial[blk_idx(c, b)];
 
 	return __atomic_load_n(&s->round, __ATOMIC_ACQUIRE) == c->round;
 }

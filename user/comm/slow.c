@@ -430,14 +430,14 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 	struct rinx_slot *res;
 
 	if (rinx_c_frame_len(len) != RINX_FRAME_LEN(c->bval) ||
-	    b >= (__u32)c->window || !cnt || cnt > (__u32)c->bval)
+	    b >= c->wblocks || !cnt || cnt > (__u32)c->bval)
 		return RINX_SP_DROP;
-	res = &c->result[c->slot * c->window + b];
+	res = &c->result[blk_idx(c, b)];
 	if (f->h->step == RINX_HELLO_FETCH) {
 		if (__atomic_load_n(&res->round, __ATOMIC_ACQUIRE) != round ||
 		    res->count != cnt)
 			return RINX_SP_FREE;	/* not here: another has it */
-		memcpy(f->v, res->v, (size_t)c->bval * 4);
+		rinx_c_slots_get(res, f->v, c->bval);
 		f->h->exp = htons((__u16)res->exp);
 		f->h->flags = res->flags;
 		/* a block of the next round cannot finish here before the
@@ -457,7 +457,7 @@ static int fetch_hello(struct rinx_comm *c, struct rinx_req *r,
 		struct hop_env x = { .c = c, .f = f };
 
 		/* counted as finished here, without the answer's mark */
-		if (hop_write(&x, res, HOP_RESULT, c->slot * c->window + b,
+		if (hop_write(&x, res, HOP_RESULT, blk_idx(c, b),
 			      round, c->bval))
 			return RINX_SP_DROP;
 		__atomic_fetch_add(&c->cursors[c->slot].stored, 1,
@@ -553,8 +553,7 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 	/* the values the host program reads of a frame this long (a frame
 	 * of another size than the job's waits for no round: dropped now,
 	 * as hop_block would) */
-	nv = rinx_c_frame_len(len) == RINX_FRAME_MAX ? RINX_BLOCK_VALUES :
-						       RINX_BLOCK_VALUES_MIN;
+	nv = rinx_c_frame_values(len);
 	if (nv != c->bval)
 		return RINX_SP_DROP;
 	/* The trainer's own gate, before the hop's: an older round is over,
@@ -581,36 +580,18 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 int rinx_c_slow_path(struct rinx_comm *c)
 {
 	struct xctx *x = c->x;
-	__u32 idx, n, i;
-	int done = 0, j, keep = 0, ret, q;
+	int done = 0, j, keep = 0, ret;
 
 	rinx_c_ring_rx(c);	/* a ringed context's frames (xsk.c) */
-	for (q = 0; q < x->nq; q++) {
-		struct xsk_ring_cons *rx = x->q[q].rx;
-
-		n = xsk_ring_cons__peek(rx, RING_SIZE, &idx);
-		for (i = 0; i < n; i++) {
-			const struct xdp_desc *d =
-				xsk_ring_cons__rx_desc(rx, idx + i);
-
-			if (x->npend < MAX_PENDING) {
-				x->pend_addr[x->npend] = d->addr;
-				x->pend_len[x->npend++] = d->len;
-			} else {
-				x->free[x->nfree++] = d->addr;
-				c->st.slow_dropped++;
-			}
-		}
-		if (n)
-			xsk_ring_cons__release(rx, n);
-	}
+	rinx_c_x_rx(c);
 	for (j = 0; j < x->npend; j++) {
 		__u64 a = x->pend_addr[j];
 
 		/* the frame is rewritten in place: only start when it can
 		 * leave */
 		if (x->pend_len[j] >= RINX_FRAME_MIN &&
-		    xsk_prod_nb_free(&x->tx, 1) < 1)
+		    xsk_prod_nb_free(&x->tx, x_descs(x->pend_len[j])) <
+		    x_descs(x->pend_len[j]))
 			ret = RINX_SP_KEEP;
 		else
 			ret = rinx_c_slow_frame(c, (__u8 *)x->area + a,
@@ -623,13 +604,16 @@ int rinx_c_slow_path(struct rinx_comm *c)
 		if (ret == RINX_SP_SEND) {
 			done++;
 			c->st.slow_path++;
+			/* a whole-frame buffer left as umem frames */
+			if (a >= UMEM_BYTES)
+				rinx_c_x_free(x, a);
 		} else if (ret == RINX_SP_FREE) {
 			done++;
 			c->st.slow_path++;
-			x->free[x->nfree++] = a;
+			rinx_c_x_free(x, a);
 		} else if (ret == RINX_SP_DROP) {
 			c->st.slow_dropped++;
-			x->free[x->nfree++] = a;
+			rinx_c_x_free(x, a);
 		} else {
 			x->pend_addr[keep] = a;
 			x->pend_len[keep++] = x->pend_len[j];

@@ -35,6 +35,14 @@
 #include <xdp/xsk.h>
 #include "user/comm/comm.h"
 
+/* Multi-buffer AF_XDP (kernel 6.6 on), for headers that predate it. */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG	(1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD	(1 << 0)
+#endif
+
 void rinx_c_xctx_job(struct xctx *x, __u32 job, int add)
 {
 	int i;
@@ -93,7 +101,7 @@ static void x_close(struct xctx *x)
 	if (x->pkt_fd >= 0)
 		close(x->pkt_fd);
 	if (x->area)
-		munmap(x->area, (size_t)NUM_FRAMES * FRAME_SIZE);
+		munmap(x->area, AREA_BYTES);
 }
 
 /* Receive queues of the interface: its channels (rx-only plus combined),
@@ -260,7 +268,7 @@ static int x_sockets(struct rinx_comm *c, struct xctx *x, const char *ifname,
 		.rx_size = RING_SIZE,
 		.tx_size = RING_SIZE,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-		.bind_flags = XDP_USE_NEED_WAKEUP,
+		.bind_flags = XDP_USE_NEED_WAKEUP | XDP_USE_SG,
 	};
 	int err;
 
@@ -272,6 +280,13 @@ static int x_sockets(struct rinx_comm *c, struct xctx *x, const char *ifname,
 				   strerror(-err));
 	for (x->nq = 0; x->nq < nq; x->nq++) {
 		err = x_bind(x, ifname, x->nq, &scfg, wait);
+		/* a kernel or driver without multi-buffer sockets: frames of
+		 * one buffer still pass, jumbo blocks are refused at open */
+		if (!x->nq && (err == -EINVAL || err == -EOPNOTSUPP)) {
+			scfg.bind_flags &= ~XDP_USE_SG;
+			err = x_bind(x, ifname, x->nq, &scfg, wait);
+		}
+		x->sg = !!(scfg.bind_flags & XDP_USE_SG);
 		if (err)
 			return rinx_c_cerr(c, err, "cannot create AF_XDP socket on "
 					   "%s queue %d: %s", ifname, x->nq,
@@ -328,7 +343,7 @@ int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 	x->ifindex = ifindex;
 	snprintf(x->pin, sizeof(x->pin), "%s", pin);
 	pthread_mutex_init(&x->lock, NULL);
-	x->area = mmap(NULL, (size_t)NUM_FRAMES * FRAME_SIZE,
+	x->area = mmap(NULL, AREA_BYTES,
 		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	if (x->area == MAP_FAILED) {
@@ -348,6 +363,9 @@ int rinx_c_xctx_get(struct rinx_comm *c, const char *ifname, const char *pin,
 	for (i = 0; i < NUM_FRAMES; i++)
 		x->free[i] = (__u64)i * FRAME_SIZE;
 	x->nfree = NUM_FRAMES;
+	for (i = 0; i < NUM_BIG; i++)
+		x->big_free[i] = UMEM_BYTES + (__u64)i * BIG_SIZE;
+	x->nbig = NUM_BIG;
 	rinx_c_x_refill(x);
 
 	pthread_mutex_lock(&xctx_list_lock);
@@ -458,12 +476,87 @@ void rinx_c_x_sleep(struct rinx_comm *c, long ns)
 	ppoll(fds, x->nq, &ts, NULL);
 }
 
+__u64 rinx_c_x_buf(struct xctx *x, __u32 len)
+{
+	if (len <= FRAME_SIZE)
+		return x->nfree > 0 ? x->free[x->nfree - 1] : X_NONE;
+	return x->nbig > 0 && len <= BIG_SIZE ? x->big_free[x->nbig - 1] :
+						X_NONE;
+}
+
+/* A whole-frame buffer stays free: its frame was copied into the umem. */
+void rinx_c_x_taken(struct xctx *x, __u64 addr)
+{
+	if (addr < UMEM_BYTES)
+		x->nfree--;
+}
+
+void rinx_c_x_free(struct xctx *x, __u64 addr)
+{
+	if (addr < UMEM_BYTES)
+		x->free[x->nfree++] = addr;
+	else
+		x->big_free[x->nbig++] = addr;
+}
+
+int rinx_c_x_room(struct xctx *x, __u32 len)
+{
+	__u32 n = x_descs(len);
+
+	if (rinx_c_x_buf(x, len) == X_NONE)
+		return 0;
+	if (x->ringed)
+		return 1;
+	/* a jumbo frame takes n umem frames besides its buffer */
+	return xsk_prod_nb_free(&x->tx, n) >= n &&
+	       (len <= FRAME_SIZE || x->nfree >= (int)n);
+}
+
+/* A frame of several buffers (a whole-frame buffer at addr) into umem
+ * frames chained by XDP_PKT_CONTD; 0 or -EAGAIN. */
+static int x_send_chain(struct xctx *x, __u64 addr, __u32 len)
+{
+	__u32 n = x_descs(len), idx, i, part;
+	struct xdp_desc *d;
+	__u64 a;
+
+	if (!x->sg || len > BIG_SIZE)
+		return -EINVAL;
+	if (x->nfree < (int)n)
+		return -EAGAIN;
+	if (xsk_ring_prod__reserve(&x->tx, n, &idx) != n) {
+		rinx_c_x_kick(x);
+		return -EAGAIN;
+	}
+	for (i = 0; i < n; i++) {
+		/* a frame's base: received ones come back with headroom */
+		a = x->free[--x->nfree] & ~(__u64)(FRAME_SIZE - 1);
+		part = len - i * FRAME_SIZE < FRAME_SIZE ?
+		       len - i * FRAME_SIZE : FRAME_SIZE;
+		memcpy((__u8 *)x->area + a,
+		       (__u8 *)x->area + addr + i * FRAME_SIZE, part);
+		d = xsk_ring_prod__tx_desc(&x->tx, idx + i);
+		d->addr = a;
+		d->len = part;
+		d->options = i + 1 < n ? XDP_PKT_CONTD : 0;
+	}
+	xsk_ring_prod__submit(&x->tx, n);
+	x->tx_unkicked += n;
+	if (x->tx_unkicked >= 32)
+		rinx_c_x_kick(x);
+	return 0;
+}
+
 /* Queues frame `addr` of `len` bytes for transmit; 0 or -EAGAIN. */
 int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len)
 {
 	struct xdp_desc *d;
 	__u32 idx;
 
+	if (x->ringed && addr >= UMEM_BYTES)
+		return -EINVAL;	/* a ringed communicator runs no jumbo */
+	if (addr >= UMEM_BYTES)
+		return x_send_chain(x, addr, len);
 	if (x->ringed) {
 		/* a full device queue is a full transmit ring: try again */
 		/* sent, or lost as on a wire (repaired like any loss): the
@@ -484,6 +577,76 @@ int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len)
 	if (++x->tx_unkicked >= 32)
 		rinx_c_x_kick(x);
 	return 0;
+}
+
+/* Descriptors [i, j) of rx, one frame in several buffers: copied whole into
+ * a whole-frame buffer, pending; its buffers are free again. */
+static void x_rx_chain(struct rinx_comm *c, struct xsk_ring_cons *rx,
+		       __u32 i, __u32 j)
+{
+	struct xctx *x = c->x;
+	const struct xdp_desc *d;
+	__u32 len = 0, k;
+	__u64 big = X_NONE;
+
+	for (k = i; k < j; k++)
+		len += xsk_ring_cons__rx_desc(rx, k)->len;
+	if (len <= BIG_SIZE && x->nbig > 0 && x->npend < MAX_PENDING)
+		big = x->big_free[--x->nbig];
+	for (k = i, len = 0; k < j; k++) {
+		d = xsk_ring_cons__rx_desc(rx, k);
+		if (big != X_NONE)
+			memcpy((__u8 *)x->area + big + len,
+			       (__u8 *)x->area + d->addr, d->len);
+		len += d->len;
+		x->free[x->nfree++] = d->addr;
+	}
+	if (big == X_NONE) {
+		c->st.slow_dropped++;
+		return;
+	}
+	x->pend_addr[x->npend] = big;
+	x->pend_len[x->npend++] = len;
+}
+
+void rinx_c_x_rx(struct rinx_comm *c)
+{
+	struct xctx *x = c->x;
+	__u32 idx, n, i, j;
+	int q;
+
+	for (q = 0; q < x->nq; q++) {
+		struct xsk_ring_cons *rx = x->q[q].rx;
+
+		n = xsk_ring_cons__peek(rx, RING_SIZE, &idx);
+		for (i = 0; i < n; i = j) {
+			const struct xdp_desc *d;
+
+			/* a frame: descriptors up to one without CONTD */
+			for (j = i; j < n; j++)
+				if (!(xsk_ring_cons__rx_desc(rx, idx + j)->
+				      options & XDP_PKT_CONTD))
+					break;
+			if (j == n)	/* its end not yet in: next time */
+				break;
+			if (j++ > i) {
+				x_rx_chain(c, rx, idx + i, idx + j);
+				continue;
+			}
+			d = xsk_ring_cons__rx_desc(rx, idx + i);
+			if (x->npend < MAX_PENDING) {
+				x->pend_addr[x->npend] = d->addr;
+				x->pend_len[x->npend++] = d->len;
+			} else {
+				x->free[x->nfree++] = d->addr;
+				c->st.slow_dropped++;
+			}
+		}
+		if (i < n)
+			xsk_ring_cons__cancel(rx, n - i);
+		if (i)
+			xsk_ring_cons__release(rx, i);
+	}
 }
 
 /* One frame of a slot ring into a free frame of the context, pending for

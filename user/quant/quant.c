@@ -645,6 +645,69 @@ void rinx_quant_block_n(struct rinx_slot *s, const float *x, int count,
 	s->sent_us = 0;
 }
 
+/* A jumbo block as the conversion kernels take it: one header, its values
+ * in one piece (the slot's and those after it). */
+struct jumbo_block {
+	struct rinx_slot s;
+	int32_t more[RINX_BLOCK_VALUES_JUMBO - RINX_BLOCK_VALUES];
+};
+_Static_assert(offsetof(struct jumbo_block, more) ==
+	       offsetof(struct rinx_slot, v) + RINX_BLOCK_BYTES,
+	       "a jumbo block's values are contiguous");
+
+/* The values of a jumbo block at k * RINX_BLOCK_VALUES in slot k. */
+static int jumbo_part(int k)
+{
+	int left = RINX_BLOCK_VALUES_JUMBO - k * RINX_BLOCK_VALUES;
+
+	return left < RINX_BLOCK_VALUES ? left : RINX_BLOCK_VALUES;
+}
+
+void rinx_quant_jumbo(struct rinx_slot *s, const float *x, int count,
+		      int qbits)
+{
+	struct jumbo_block j;
+	unsigned int env;
+	int k;
+
+	if (count > 0) {
+		env = fpenv_enter();
+		path()->quant(&j.s, x, count, qbits, RINX_BLOCK_VALUES_JUMBO);
+		fpenv_leave(env);
+	} else {
+		memset(&j, 0, sizeof(j));
+		j.s.exp = RINX_EXP_ZERO;
+	}
+	/* the header of the first slot speaks for the block; round stays */
+	s->exp = j.s.exp;
+	s->flags = j.s.flags;
+	s->resv = 0;
+	s->count = j.s.count;
+	s->step = 0;
+	s->sent_us = 0;
+	for (k = 0; k < RINX_JUMBO_SLOTS; k++)
+		memcpy(s[k].v, j.s.v + k * RINX_BLOCK_VALUES,
+		       (size_t)jumbo_part(k) * 4);
+}
+
+void rinx_dequant_jumbo(const struct rinx_slot *s, float *x, int count,
+			int qbits)
+{
+	struct jumbo_block j;
+	unsigned int env;
+	int k;
+
+	if (count <= 0)
+		return;
+	memcpy(&j.s, s, offsetof(struct rinx_slot, v));
+	for (k = 0; k < RINX_JUMBO_SLOTS; k++)
+		memcpy(j.s.v + k * RINX_BLOCK_VALUES, s[k].v,
+		       (size_t)jumbo_part(k) * 4);
+	env = fpenv_enter();
+	path()->dequant(&j.s, x, count, qbits, RINX_BLOCK_VALUES_JUMBO);
+	fpenv_leave(env);
+}
+
 void rinx_quant_block(struct rinx_slot *s, const float *x, int count,
 		      int qbits)
 {

@@ -36,6 +36,15 @@ void rinx_quant_blocks_n(struct rinx_slot *s, const float *x, size_t nvals,
 void rinx_dequant_blocks_n(const struct rinx_slot *s, float *x, size_t nvals,
 			   int qbits, int bval);
 
+/* A jumbo block (count <= RINX_BLOCK_VALUES_JUMBO values, one exponent)
+ * into the RINX_JUMBO_SLOTS consecutive slots s[0], s[1], ...: the first
+ * slot's header speaks for the block, values k * RINX_BLOCK_VALUES on are
+ * in slot k (tail zeroed); and back into floats. Leaves round alone. */
+void rinx_quant_jumbo(struct rinx_slot *s, const float *x, int count,
+		      int qbits);
+void rinx_dequant_jumbo(const struct rinx_slot *s, float *x, int count,
+			int qbits);
+
 /* Conversion paths. All give bit-identical slots and floats for every input;
  * the fastest the CPU runs is used unless RINX_QUANT (auto, portable, avx2,
  * avx512) in the environment says otherwise (read at the first conversion). */

@@ -25,6 +25,7 @@ class CommOpts(ctypes.Structure):
         ("timeout_ms", ctypes.c_int),
         ("inflight", ctypes.c_int),
         ("plan", ctypes.c_char_p),
+        ("block_values", ctypes.c_int),  # 0: the MTU's blocks
     ]
 
 
