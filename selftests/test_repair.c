@@ -219,6 +219,8 @@ static int stopped_init(struct stopped *t, __u64 t0)
 	c->rank = 3;
 	c->n = 4;
 	c->window = SWIN;
+	c->bslots = 1;
+	c->wblocks = SWIN;
 	c->inflight = 2;
 	c->round = 1;
 	c->bval = 4;
