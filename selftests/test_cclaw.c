@@ -7,6 +7,10 @@
  * checks the rate, the target, the cut counter and the pacer's gap that
  * come out, against values worked out here from the law in docs/rinx.md
  * ("Congestion control"). No network: the cursor is a plain struct.
+ *
+ * Then "sharing": the law run by K jobs whose blocks cross one port, in a
+ * model of it (share_run below): each job's rate must converge to about
+ * its share of the port, and one job alone must stay at its ceiling.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -55,6 +59,18 @@ static double alpha_after(const struct ccase *k)
 	double f = k->dm > k->ds ? 1.0 : (double)k->dm / (double)k->ds;
 
 	return (1 - G) * k->alpha + G * f;
+}
+
+/* Whether the additive step in time applies: an update (1 ms, 8 blocks
+ * stored) without a cut, of a paced rank with a ceiling that used its
+ * rate (sent 80% of it, or the pacer held a block back). */
+static int grows(const struct ccase *k)
+{
+	int used = k->held || k->ready == HELD ||
+		   k->sent >= 0.8 * k->rate * (double)k->dt * 1e-9;
+
+	return !k->cut && used && k->rate > 0 && k->ceiling > 0 &&
+	       k->dt >= MS && k->ds >= 8;
 }
 
 static void run(const struct ccase *k, double want_rate, double want_target,
@@ -125,6 +141,160 @@ static void run(const struct ccase *k, double want_rate, double want_target,
 	free(c);
 	free(r);
 	free(cur);
+}
+
+
+/*
+ * Sharing: K jobs at the ceiling of one port. Each job is one rank of
+ * SH_RANKS whose own blocks cross the port (a block per own block sent);
+ * the port drains SH_CAP blocks/s, marks every block that arrives above
+ * SH_MARK blocks of backlog and drops above SH_BUF (120 and 300 KB of
+ * 3,192-byte frames, the testbed's 1 Gbit/s port); a dropped block is
+ * sent again 2 ms later. A block's result reaches its job's ranks (and
+ * the rank's cursor: stored, marked, for all SH_RANKS ranks' blocks
+ * alike) after the job's feedback delay; jobs differ in it (+30% per
+ * job) and may start apart. rinx_c_cc_update runs every 50 us per job,
+ * the jobs' calls apart by 10 us. Fluid and deterministic: no timing of
+ * this machine enters.
+ */
+#define SH_STEP		10000ull	/* ns */
+#define SH_CAP		39160.0
+#define SH_MARK		37.6
+#define SH_BUF		94.0
+#define SH_RANKS	8
+#define SH_RING		1024		/* steps of delay at most */
+#define SH_MAXJ		4
+
+struct shjob {
+	struct rinx_comm c;
+	struct rinx_req r;
+	struct rinx_cursor cur[1];
+	double acc, macc, done, win;
+	double del[SH_RING], mk[SH_RING], again[SH_RING];
+};
+
+/* Runs the model for `secs`; share[k]: job k's blocks through the port in
+ * the last second over SH_CAP. Returns the cuts of all jobs. */
+static __u64 share_run(int K, double delay_ms, int stagger_ms, double secs,
+		       double *share)
+{
+	struct shjob *J = calloc(SH_MAXJ, sizeof(*J));
+	__u64 now, end = (__u64)(secs * 1e9), win0 = end - 1000000000ull;
+	__u64 cuts = 0;
+	double q = 0;
+	int i, k;
+
+	if (!J)
+		return 0;
+	for (k = 0; k < K; k++) {
+		struct cc *cc = &J[k].c.cc;
+
+		J[k].c.cursors = J[k].cur;
+		J[k].c.round = 1;
+		J[k].r.c = &J[k].c;
+		cc->round = 1;
+		cc->ceiling = cc->rate = cc->target = cc->top =
+			0.98 * SH_CAP;
+		J[k].cur[0].gap_ns = (__u32)(1e9 / cc->rate);
+		J[k].cur[0].burst = 1;
+	}
+	for (now = SH_STEP, i = 0; now < end; now += SH_STEP, i++) {
+		double arr[SH_MAXJ], tot = 0;
+		int drop = q > SH_BUF, mark = q > SH_MARK;
+
+		for (k = 0; k < K; k++) {
+			struct shjob *j = &J[k];
+			double a = 1e9 / j->cur[0].gap_ns * SH_STEP * 1e-9;
+
+			if (now < (__u64)k * stagger_ms * 1000000ull)
+				a = 0;
+			j->acc += a;
+			while (j->acc >= 1) {
+				j->cur[0].next++;
+				j->acc -= 1;
+			}
+			arr[k] = a + j->again[i % SH_RING];
+			j->again[i % SH_RING] = 0;
+			tot += arr[k];
+		}
+		for (k = 0; k < K; k++) {
+			struct shjob *j = &J[k];
+			int d = (int)(delay_ms * (1 + 0.3 * k) * 1e6 / SH_STEP);
+
+			if (drop) {
+				j->again[(i + 200) % SH_RING] += arr[k];
+				continue;
+			}
+			j->del[(i + d) % SH_RING] += arr[k];
+			j->mk[(i + d) % SH_RING] += mark ? arr[k] : 0;
+		}
+		if (!drop)
+			q += tot;
+		q -= SH_CAP * SH_STEP * 1e-9;
+		if (q < 0)
+			q = 0;
+		for (k = 0; k < K; k++) {
+			struct shjob *j = &J[k];
+
+			j->done += j->del[i % SH_RING];
+			j->macc += j->mk[i % SH_RING] * SH_RANKS;
+			if (now >= win0)
+				j->win += j->del[i % SH_RING];
+			j->del[i % SH_RING] = j->mk[i % SH_RING] = 0;
+			j->cur[0].stored = (__u64)(j->done * SH_RANKS);
+			while (j->macc >= 1) {
+				j->cur[0].marked++;
+				j->macc -= 1;
+			}
+			if (i % 5 == k % 5 &&
+			    now >= (__u64)k * stagger_ms * 1000000ull)
+				rinx_c_cc_update(&j->r, now);
+		}
+	}
+	for (k = 0; k < K; k++) {
+		share[k] = J[k].win / SH_CAP;
+		cuts += J[k].c.st.cc_cuts;
+	}
+	free(J);
+	return cuts;
+}
+
+static void sharing(void)
+{
+	static const struct {
+		int k, stagger_ms;
+		double delay_ms;
+	} sc[] = {
+		{ 2, 0, 0.3 }, { 2, 500, 1 }, { 3, 0, 1 }, { 3, 500, 2 },
+		{ 4, 0, 0.3 }, { 4, 0, 1 }, { 4, 500, 2 },
+	};
+	double share[SH_MAXJ] = { 0 }, sum;
+	size_t n;
+	int k;
+	/* alone: the ceiling, no cut (its own load is under the port's) */
+	__u64 cuts = share_run(1, 1, 0, 3, share);
+
+	tap_ok(cuts == 0 && share[0] > 0.97,
+	       "sharing: one job alone stays at its ceiling (%.3f of the port)",
+	       share[0]);
+	for (n = 0; n < sizeof(sc) / sizeof(sc[0]); n++) {
+		double lo = 9, hi = 0;
+
+		share_run(sc[n].k, sc[n].delay_ms, sc[n].stagger_ms, 8,
+			  share);
+		sum = 0;
+		for (k = 0; k < sc[n].k; k++) {
+			double f = share[k] * sc[n].k;
+
+			sum += share[k];
+			lo = f < lo ? f : lo;
+			hi = f > hi ? f : hi;
+		}
+		tap_ok(lo >= 0.65 && hi <= 1.35 && sum >= 0.8,
+		       "sharing: %d jobs, delay %.1f ms (+30%% per job), started %d ms apart: each %.2f-%.2f of its fair share, the port %.3f used",
+		       sc[n].k, sc[n].delay_ms, sc[n].stagger_ms, lo, hi,
+		       sum);
+	}
 }
 
 int main(void)
@@ -223,7 +393,7 @@ int main(void)
 	};
 	size_t i;
 
-	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 5);
+	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 5 + 8);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct ccase *k = &cases[i];
 		double rate = k->rate_out, target = k->target_out;
@@ -250,6 +420,14 @@ int main(void)
 			rate = k->rate;
 		if (target < 0)
 			target = k->target;
+		if (grows(k)) {
+			/* the step in time: 1/256 of the ceiling per ms */
+			rate += k->ceiling / 256 * (double)k->dt / MS;
+			if (rate > k->ceiling)
+				rate = k->ceiling;
+			if (target < rate)
+				target = rate;
+		}
 		/* the floor: 200 blocks/s, or a sixteenth of the ceiling */
 		if (k->ceiling > 0 && k->ceiling / 16 < 200 ?
 		    rate < k->ceiling / 16 : rate < 200)
@@ -257,5 +435,6 @@ int main(void)
 			       k->ceiling / 16 : 200;
 		run(k, rate, target, top);
 	}
+	sharing();
 	return tap_done();
 }

@@ -101,6 +101,25 @@ static double cc_floor(double ceil)
 					 * behind its job does not cut */
 #define CC_USED		0.8		/* share of the rate that must be
 					 * used before it may grow */
+/* Where the spec gives link rates (a rack plan's ceiling fills its busiest
+ * link), every update without a cut adds CC_AI_LINK of the ceiling per ms
+ * of the interval to the rate, in a marked interval too: the same share of
+ * the link per unit of time for every job on it, whatever its plan, rate
+ * or update interval. Cuts are multiplicative and come to all the jobs on
+ * a port together, and the recovery above goes back to each job's own
+ * rate before the cut: with nothing else, jobs that share a port keep the
+ * ratio of their rates for good (a job cut hard once, at its start or by
+ * a burst, stays down), and a slow rank, whose intervals are longer (8
+ * blocks stored at least), rarely sees one without a mark. The equal step
+ * in time is what makes the shares converge (AIMD: each cut shrinks the
+ * difference between two jobs, each step adds the same to both). In the
+ * law's model (selftests/test_cclaw, "sharing"), 2 to 4 jobs at the
+ * ceiling of one port, feedback delays 0.3 to 2.6 ms: each job 0.02-2.04
+ * of its fair share without the step, 0.66-1.23 with 1/256 of the ceiling
+ * per ms, the port 0.84-0.95 used (1/384 and 1/512 left a job of 3 or 4
+ * at half its share). A topology plan's ceiling is the rank's own link,
+ * not its plan's bottleneck: no step there. */
+#define CC_AI_LINK	(1.0 / 256)
 
 /* The pacer's burst after an idle spell: blocks arrive to be recycled in
  * bursts (an aggregator multicasts what it finished together), and at a
@@ -207,7 +226,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
 	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f;
-	int behind, again;
+	int behind, again, used, cut = 0;
 
 	if (cc->rate > 0 && CC_HOLD_GAPS * 1e9 / cc->rate > hold)
 		hold = (__u64)(CC_HOLD_GAPS * 1e9 / cc->rate);
@@ -237,6 +256,8 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	behind = r->nb && r->nown &&
 		 (double)(stored - cc->stored0) / r->nb >
 		 (double)next / r->nown + CC_BEHIND;
+	/* the rank sent at its rate, or the pacer held it back */
+	used = cc->held || (double)sent / dt >= CC_USED * cc->rate;
 	f = dm > ds ? 1.0 : (double)dm / (double)ds;
 	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
 	if (dm && now - cc->cut > hold && !behind &&
@@ -266,8 +287,8 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		cc->calm = 0;
 		cc->cut = now;
 		c->st.cc_cuts++;
-	} else if (!dm && cc->rate && !cc->held &&
-		   (double)sent / dt < CC_USED * cc->rate) {
+		cut = 1;
+	} else if (!dm && cc->rate && !used) {
 		/* the rank did not send at its rate and the pacer never held
 		 * it back (the round's tail, a slow trainer): a clean
 		 * interval proves nothing about a higher one (as TCP
@@ -276,6 +297,12 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		 * average does grow: at the floor it would stay there. */
 	} else if (!dm && cc->rate) {
 		cc_recover(cc);
+	}
+	if (!cut && used && cc->rate && cc->ceiling > 0 &&
+	    c->spec.plan != RINX_PLAN_TOPO) {
+		cc->rate += cc->ceiling * CC_AI_LINK * dt * 1e3;
+		if (cc->target < cc->rate)
+			cc->target = cc->rate;
 	}
 	if (cc->ceiling > 0 && cc->target > cc->ceiling)
 		cc->target = cc->ceiling;
