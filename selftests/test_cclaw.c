@@ -54,11 +54,21 @@ enum {
 
 static const double G = 1.0 / 16;
 
+static double frac(const struct ccase *k)
+{
+	return k->dm > k->ds ? 1.0 : (double)k->dm / (double)k->ds;
+}
+
 static double alpha_after(const struct ccase *k)
 {
-	double f = k->dm > k->ds ? 1.0 : (double)k->dm / (double)k->ds;
+	return (1 - G) * k->alpha + G * frac(k);
+}
 
-	return (1 - G) * k->alpha + G * f;
+/* How deep a marked interval cuts: alpha, or the interval's own marked
+ * fraction where that is more (a queue that stands now) */
+static double depth(const struct ccase *k)
+{
+	return frac(k) > alpha_after(k) ? frac(k) : alpha_after(k);
 }
 
 /* Whether the additive step in time applies: an update (1 ms, 8 blocks
@@ -174,9 +184,10 @@ struct shjob {
 };
 
 /* Runs the model for `secs`; share[k]: job k's blocks through the port in
- * the last second over SH_CAP. Returns the cuts of all jobs. */
+ * the last second over SH_CAP; lost[0], lost[1]: blocks the port dropped
+ * and marked over the whole run. Returns the cuts of all jobs. */
 static __u64 share_run(int K, double delay_ms, int stagger_ms, double secs,
-		       double *share)
+		       double *share, double *lost)
 {
 	struct shjob *J = calloc(SH_MAXJ, sizeof(*J));
 	__u64 now, end = (__u64)(secs * 1e9), win0 = end - 1000000000ull;
@@ -223,10 +234,12 @@ static __u64 share_run(int K, double delay_ms, int stagger_ms, double secs,
 
 			if (drop) {
 				j->again[(i + 200) % SH_RING] += arr[k];
+				lost[0] += arr[k];
 				continue;
 			}
 			j->del[(i + d) % SH_RING] += arr[k];
 			j->mk[(i + d) % SH_RING] += mark ? arr[k] : 0;
+			lost[1] += mark ? arr[k] : 0;
 		}
 		if (!drop)
 			q += tot;
@@ -261,27 +274,34 @@ static __u64 share_run(int K, double delay_ms, int stagger_ms, double secs,
 
 static void sharing(void)
 {
+	/* drops: the most the port may drop per block it marks (marks must
+	 * come first: a law that answers its marks late loses to the
+	 * drops); about 1.5 times what the law does, where the law without
+	 * the interval's own fraction in a cut dropped 0.03, 0.04, 0.15,
+	 * 0.59, 0.24, 0.39 and 1.14 per mark */
 	static const struct {
 		int k, stagger_ms;
-		double delay_ms;
+		double delay_ms, drops;
 	} sc[] = {
-		{ 2, 0, 0.3 }, { 2, 500, 1 }, { 3, 0, 1 }, { 3, 500, 2 },
-		{ 4, 0, 0.3 }, { 4, 0, 1 }, { 4, 500, 2 },
+		{ 2, 0, 0.3, 0.01 }, { 2, 500, 1, 0.01 }, { 3, 0, 1, 0.08 },
+		{ 3, 500, 2, 0.35 }, { 4, 0, 0.3, 0.1 }, { 4, 0, 1, 0.16 },
+		{ 4, 500, 2, 0.9 },
 	};
-	double share[SH_MAXJ] = { 0 }, sum;
+	double share[SH_MAXJ] = { 0 }, sum, lost[2] = { 0 };
 	size_t n;
 	int k;
 	/* alone: the ceiling, no cut (its own load is under the port's) */
-	__u64 cuts = share_run(1, 1, 0, 3, share);
+	__u64 cuts = share_run(1, 1, 0, 3, share, lost);
 
-	tap_ok(cuts == 0 && share[0] > 0.97,
-	       "sharing: one job alone stays at its ceiling (%.3f of the port)",
-	       share[0]);
+	tap_ok(cuts == 0 && share[0] > 0.97 && lost[0] == 0,
+	       "sharing: one job alone stays at its ceiling (%.3f of the port, %.0f dropped)",
+	       share[0], lost[0]);
 	for (n = 0; n < sizeof(sc) / sizeof(sc[0]); n++) {
 		double lo = 9, hi = 0;
 
+		lost[0] = lost[1] = 0;
 		share_run(sc[n].k, sc[n].delay_ms, sc[n].stagger_ms, 8,
-			  share);
+			  share, lost);
 		sum = 0;
 		for (k = 0; k < sc[n].k; k++) {
 			double f = share[k] * sc[n].k;
@@ -290,10 +310,16 @@ static void sharing(void)
 			lo = f < lo ? f : lo;
 			hi = f > hi ? f : hi;
 		}
-		tap_ok(lo >= 0.65 && hi <= 1.35 && sum >= 0.8,
+		/* the port: 0.75, the slowest feedback's deeper cuts leave
+		 * it 0.80 used where it was 0.84 with twice the drops */
+		tap_ok(lo >= 0.65 && hi <= 1.35 && sum >= 0.75,
 		       "sharing: %d jobs, delay %.1f ms (+30%% per job), started %d ms apart: each %.2f-%.2f of its fair share, the port %.3f used",
 		       sc[n].k, sc[n].delay_ms, sc[n].stagger_ms, lo, hi,
 		       sum);
+		tap_ok(lost[1] > 0 && lost[0] <= sc[n].drops * lost[1],
+		       "sharing: %d jobs, delay %.1f ms, started %d ms apart: the port dropped %.3f blocks per block it marked (at most %.2f)",
+		       sc[n].k, sc[n].delay_ms, sc[n].stagger_ms,
+		       lost[1] > 0 ? lost[0] / lost[1] : 0, sc[n].drops);
 	}
 }
 
@@ -329,6 +355,17 @@ int main(void)
 		{ "at the ceiling a few marks are its own", 2000, 2000, 2000,
 		  0.0, 0, 0, 1500000, 100, 1, 3, 800, 100, 100, 12, 0, 0, -1,
 		  -1, 0, 0, NOT_SET },
+		/* the interval's own fraction, where it is above alpha: a
+		 * queue that stands now, not an average of the past */
+		{ "a marked interval deeper than alpha cuts by its fraction",
+		  1000, 1000, 2000, 0.1, 0, 0, 1500000, 100, 90, 2, 800, 100,
+		  100, 12, 0, 1, 0, 0, 0, 0, NOT_SET },
+		{ "at the ceiling a standing queue cuts at once", 2000, 2000,
+		  2000, 0.0, 0, 0, 1500000, 100, 60, 3, 800, 100, 100, 12, 0,
+		  1, 0, 0, 0, 0, NOT_SET },
+		{ "at the ceiling 9% marked is still its own", 2000, 2000,
+		  2000, 0.0, 0, 0, 1500000, 100, 9, 3, 800, 100, 100, 12, 0,
+		  0, -1, -1, 0, 0, NOT_SET },
 		{ "shorter than 1 ms: no update", 1000, 1000, 2000, 0.5, 0, 0,
 		  800000, 100, 50, 1, 800, 100, 100, 12, 0, 0, -1, -1, 0, 0, NOT_SET },
 		/* cuts in a row lower the target; top keeps where the run of
@@ -411,7 +448,7 @@ int main(void)
 			again = k->cut_ago && !k->calm &&
 				k->cut_ago < 2 * hold;
 
-			rate = k->rate * (1 - alpha_after(k) / 2);
+			rate = k->rate * (1 - depth(k) / 2);
 			target = again ? rate : k->rate;
 			if (!again)
 				top = k->rate;
