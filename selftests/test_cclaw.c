@@ -323,6 +323,42 @@ static void sharing(void)
 	}
 }
 
+/*
+ * A block sent again takes its gap from the pacer (rinx_c_pace_charge):
+ * the next own block may leave a gap later than it could before, counted
+ * from its due time, or from now less the burst an idle pacer allows.
+ */
+static void charge(void)
+{
+	static const struct {
+		const char *name;
+		__u32 gap, burst;
+		__s64 next;	/* next_ns before, from now */
+		__s64 want;	/* next_ns after, from now */
+	} cc[] = {
+		{ "due later: a gap later still", 1000, 4, 3000, 4000 },
+		{ "due now: a gap from now", 1000, 1, 0, 1000 },
+		{ "idle: from the burst it allows", 1000, 4, -100000, -3000 },
+		{ "idle, no burst set: the trainer's 2", 1000, 0, -100000, -1000 },
+		{ "unpaced: nothing to charge", 0, 4, -5000, -5000 },
+	};
+	__u64 now = 1000 * MS;
+	size_t n;
+
+	for (n = 0; n < sizeof(cc) / sizeof(cc[0]); n++) {
+		struct rinx_cursor cur = {
+			.gap_ns = cc[n].gap, .burst = cc[n].burst,
+			.next_ns = (__u64)((__s64)now + cc[n].next),
+		};
+
+		rinx_c_pace_charge(&cur, now);
+		tap_ok((__s64)(cur.next_ns - now) == cc[n].want,
+		       "sent again, %s: next %lld ns from now (want %lld)",
+		       cc[n].name, (long long)(cur.next_ns - now),
+		       (long long)cc[n].want);
+	}
+}
+
 int main(void)
 {
 	/* A round of 800 blocks, 100 of them this rank's; 1.5 ms intervals.
@@ -473,5 +509,6 @@ int main(void)
 		run(k, rate, target, top);
 	}
 	sharing();
+	charge();
 	return tap_done();
 }

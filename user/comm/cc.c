@@ -157,6 +157,29 @@ int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
+/* A block sent again (a repair, not a new block) takes its gap from the
+ * pacer as a new one would: the next own block, here or recycled in XDP,
+ * leaves a gap later. Resends do not wait (a stall's repair goes at
+ * once), but a rank's blocks, new and sent again, stay at its rate on
+ * average. Without it a loss fed itself: ps-ina's shares sent again pass
+ * their rack's pool unaggregated (up to a frame per worker where a sum is
+ * one), and four ps-ina jobs on 2 racks x 4 resent 45-59% of their blocks
+ * on top of their rates into the server's port (docs/benchmark.md). */
+void rinx_c_pace_charge(struct rinx_cursor *cur, __u64 now)
+{
+	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
+	__u32 burst = __atomic_load_n(&cur->burst, __ATOMIC_RELAXED);
+	__u64 lo = now - (burst > TRAINER_BURST ? burst : TRAINER_BURST) * gap;
+	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
+
+	if (!gap)
+		return;
+	while (!__atomic_compare_exchange_n(&cur->next_ns, &t,
+					    (t > lo ? t : lo) + gap, 0,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
 void rinx_c_cc_init(struct rinx_comm *c)
 {
 	struct cc *cc = &c->cc;
