@@ -466,7 +466,8 @@ int main(void)
 	};
 	size_t i;
 
-	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 5 + 8);
+	/* sharing: one job alone, two checks for each of 7 cases; 5 charges */
+	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 5 + 1 + 2 * 7 + 5);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct ccase *k = &cases[i];
 		double rate = k->rate_out, target = k->target_out;
