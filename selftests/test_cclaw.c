@@ -41,6 +41,7 @@ struct ccase {
 	double top;		/* the target before cuts in a row */
 	int held;		/* looks that found the pacer holding a block */
 	int ready;		/* the next own block at the interval's end */
+	int topo;		/* a topology plan: cuts by alpha alone */
 };
 
 /* The next own block when the interval ends (struct ccase.ready). */
@@ -68,7 +69,8 @@ static double alpha_after(const struct ccase *k)
  * fraction where that is more (a queue that stands now) */
 static double depth(const struct ccase *k)
 {
-	return frac(k) > alpha_after(k) ? frac(k) : alpha_after(k);
+	return !k->topo && k->ceiling > 0 && frac(k) > alpha_after(k) ?
+	       frac(k) : alpha_after(k);
 }
 
 /* Whether the additive step in time applies: an update (1 ms, 8 blocks
@@ -79,7 +81,7 @@ static int grows(const struct ccase *k)
 	int used = k->held || k->ready == HELD ||
 		   k->sent >= 0.8 * k->rate * (double)k->dt * 1e-9;
 
-	return !k->cut && used && k->rate > 0 && k->ceiling > 0 &&
+	return !k->cut && !k->topo && used && k->rate > 0 && k->ceiling > 0 &&
 	       k->dt >= MS && k->ds >= 8;
 }
 
@@ -101,6 +103,7 @@ static void run(const struct ccase *k, double want_rate, double want_target,
 	c->slot = 3;
 	c->round = 7;
 	c->srtt = k->srtt;
+	c->spec.plan = k->topo ? RINX_PLAN_TOPO : RINX_PLAN_RING;
 	r->c = c;
 	r->nb = k->nb;
 	r->nown = k->nown;
@@ -339,7 +342,7 @@ static void charge(void)
 		{ "due later: a gap later still", 1000, 4, 3000, 4000 },
 		{ "due now: a gap from now", 1000, 1, 0, 1000 },
 		{ "idle: from the burst it allows", 1000, 4, -100000, -3000 },
-		{ "idle, no burst set: the trainer's 2", 1000, 0, -100000, -1000 },
+		{ "idle, no burst: the trainer's 2", 1000, 0, -100000, -1000 },
 		{ "unpaced: nothing to charge", 0, 4, -5000, -5000 },
 	};
 	__u64 now = 1000 * MS;
@@ -367,43 +370,46 @@ int main(void)
 	 * round sent 10 or fewer. */
 	static const struct ccase cases[] = {
 		{ "marks cut by alpha/2", 1000, 1000, 2000, 0.5, 0, 0,
-		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0, 0, 0, NOT_SET },
+		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
 		{ "a rank behind its job does not cut", 1000, 1000, 2000, 0.5,
-		  0, 0, 1500000, 100, 50, 2, 800, 100, 100, 10, 0, 0, -1, -1, 0, 0, NOT_SET },
+		  0, 0, 1500000, 100, 50, 2, 800, 100, 100, 10, 0, 0, -1, -1, 0, 0, NOT_SET, 0 },
 		{ "1.9% behind still cuts", 1000, 1000, 2000, 0.5, 0, 0,
-		  1500000, 100, 50, 2, 800, 1000, 100, 106, 0, 1, 0, 0, 0, 0, NOT_SET },
+		  1500000, 100, 50, 2, 800, 1000, 100, 106, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
 		{ "no second cut within 4 ms", 800, 1000, 2000, 0.5, 0,
 		  3 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 0, 0, -1,
-		  -1, 0, 0, NOT_SET },
+		  -1, 0, 0, NOT_SET, 0 },
 		{ "a cut after 4 ms, none clean since the last", 2000, 2500,
 		  5000, 0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100,
-		  12, 0, 1, 0, 0, 0, 0, NOT_SET },
+		  12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
 		{ "a cut after 4 ms and a clean interval", 2000, 2500, 5000,
 		  0.5, 0, 5 * MS, 1500000, 100, 50, 2, 800, 100, 100, 12, 1,
-		  1, 0, 0, 0, 0, NOT_SET },
+		  1, 0, 0, 0, 0, NOT_SET, 0 },
 		{ "a cut 9 ms after the last", 2000, 2500, 5000, 0.5, 0, 9 * MS,
-		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0, 0, 0, NOT_SET },
+		  1500000, 100, 50, 2, 800, 100, 100, 12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
 		{ "a round trip longer than 4 ms holds longer", 800, 1000,
 		  2000, 0.5, 10 * MS, 5 * MS, 1500000, 100, 50, 2, 800, 100,
-		  100, 12, 0, 0, -1, -1, 0, 0, NOT_SET },
+		  100, 12, 0, 0, -1, -1, 0, 0, NOT_SET, 0 },
 		{ "clean: halfway back to the target", 500, 1000, 2000, 0.2, 0,
-		  0, 1500000, 100, 0, 2, 800, 100, 100, 12, 0, 0, 750, -1, 0, 0, NOT_SET },
+		  0, 1500000, 100, 0, 2, 800, 100, 100, 12, 0, 0, 750, -1, 0, 0, NOT_SET, 0 },
 		{ "at the ceiling a few marks are its own", 2000, 2000, 2000,
 		  0.0, 0, 0, 1500000, 100, 1, 3, 800, 100, 100, 12, 0, 0, -1,
-		  -1, 0, 0, NOT_SET },
+		  -1, 0, 0, NOT_SET, 0 },
 		/* the interval's own fraction, where it is above alpha: a
 		 * queue that stands now, not an average of the past */
 		{ "a marked interval deeper than alpha cuts by its fraction",
 		  1000, 1000, 2000, 0.1, 0, 0, 1500000, 100, 90, 2, 800, 100,
-		  100, 12, 0, 1, 0, 0, 0, 0, NOT_SET },
+		  100, 12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
+		{ "a topology plan cuts by alpha alone", 1000, 1000, 2000, 0.1,
+		  0, 0, 1500000, 100, 90, 2, 800, 100, 100, 12, 0, 1, 0, 0,
+		  0, 0, NOT_SET, .topo = 1 },
 		{ "at the ceiling a standing queue cuts at once", 2000, 2000,
 		  2000, 0.0, 0, 0, 1500000, 100, 60, 3, 800, 100, 100, 12, 0,
-		  1, 0, 0, 0, 0, NOT_SET },
+		  1, 0, 0, 0, 0, NOT_SET, 0 },
 		{ "at the ceiling 9% marked is still its own", 2000, 2000,
 		  2000, 0.0, 0, 0, 1500000, 100, 9, 3, 800, 100, 100, 12, 0,
-		  0, -1, -1, 0, 0, NOT_SET },
+		  0, -1, -1, 0, 0, NOT_SET, 0 },
 		{ "shorter than 1 ms: no update", 1000, 1000, 2000, 0.5, 0, 0,
-		  800000, 100, 50, 1, 800, 100, 100, 12, 0, 0, -1, -1, 0, 0, NOT_SET },
+		  800000, 100, 50, 1, 800, 100, 100, 12, 0, 0, -1, -1, 0, 0, NOT_SET, 0 },
 		/* cuts in a row lower the target; top keeps where the run of
 		 * cuts started, and a calm spell returns to it */
 		{ "cuts in a row keep top", 2000, 2000, 5000, 0.5, 0, 5 * MS,
@@ -439,15 +445,15 @@ int main(void)
 		 * where that is less (a slow link: 1600/16 = 100) */
 		{ "a cut stops at a sixteenth of a slow ceiling", 110, 110,
 		  1600, 1.0, 0, 0, 1500000, 100, 100, 2, 800, 100, 100, 12,
-		  0, 1, 0, 0, 0, 0, NOT_SET },
+		  0, 1, 0, 0, 0, 0, NOT_SET, 0 },
 		{ "a cut stops at 200 blocks/s under a fast ceiling", 300,
 		  300, 40000, 1.0, 0, 0, 1500000, 100, 100, 2, 800, 100, 100,
-		  12, 0, 1, 0, 0, 0, 0, NOT_SET },
+		  12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
 		/* a clean interval in which the rank sent under CC_USED (0.8)
 		 * of its rate: 1 block in 1.5 ms at 1000/s is 667/s */
 		{ "sent under 80%: no growth", 1000, 2000, 4000, 0.1, 0, 0,
 		  1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0, -1, -1, 0, 0,
-		  NOT_SET },
+		  NOT_SET, 0 },
 		{ "sent under 80%, the pacer held a block: grows", 1000, 2000,
 		  4000, 0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0,
 		  1500, -1, .held = 1 },

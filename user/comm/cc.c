@@ -119,8 +119,8 @@ static double cc_floor(double ceil)
  * of its fair share without the step, 0.66-1.23 with 1/256 of the ceiling
  * per ms, the port 0.84-0.95 used (1/384 and 1/512 left a job of 3 or 4
  * at half its share); with cuts by the interval's own fraction (below),
- * 0.68-0.97, the port 0.80-0.94. A topology plan's ceiling is the rank's own link,
- * not its plan's bottleneck: no step there. */
+ * 0.68-0.97, the port 0.80-0.94. A topology plan's ceiling is the rank's
+ * own link, not its plan's bottleneck: no step there. */
 #define CC_AI_LINK	(1.0 / 256)
 
 /* The pacer's burst after an idle spell: blocks arrive to be recycled in
@@ -251,7 +251,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
 	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f, sev;
-	int behind, again, used, cut = 0;
+	int behind, again, used, rack, cut = 0;
 
 	if (cc->rate > 0 && CC_HOLD_GAPS * 1e9 / cc->rate > hold)
 		hold = (__u64)(CC_HOLD_GAPS * 1e9 / cc->rate);
@@ -294,11 +294,13 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	 * tail-dropped more blocks than it marked (docs/benchmark.md). A
 	 * queue that stands now marks most of an interval and cuts by up
 	 * to half at once; marks in the law's model of a shared port then
-	 * come well before its drops (selftests/test_cclaw, "sharing"). */
-	sev = f > cc->alpha ? f : cc->alpha;
+	 * come well before its drops (selftests/test_cclaw, "sharing").
+	 * Rack plans only, as the step below: a topology plan's ceiling
+	 * is its own link, and its cuts were not measured with it. */
+	rack = cc->ceiling > 0 && c->spec.plan != RINX_PLAN_TOPO;
+	sev = rack && f > cc->alpha ? f : cc->alpha;
 	if (dm && now - cc->cut > hold && !behind &&
-	    !(cc->ceiling > 0 && c->spec.plan != RINX_PLAN_TOPO &&
-	      cc->rate >= 0.99 * cc->ceiling && sev < CC_CEIL_TOL)) {
+	    !(rack && cc->rate >= 0.99 * cc->ceiling && sev < CC_CEIL_TOL)) {
 		/* at most one cut per block round trip: marks seen sooner
 		 * still tell of the backlog before the last cut */
 		if (!cc->rate) {
@@ -334,8 +336,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	} else if (!dm && cc->rate) {
 		cc_recover(cc);
 	}
-	if (!cut && used && cc->rate && cc->ceiling > 0 &&
-	    c->spec.plan != RINX_PLAN_TOPO) {
+	if (!cut && used && cc->rate && rack) {
 		cc->rate += cc->ceiling * CC_AI_LINK * dt * 1e3;
 		if (cc->target < cc->rate)
 			cc->target = cc->rate;
