@@ -219,6 +219,8 @@ int rinx_c_send_block(struct rinx_req *r, __u32 b, int again)
 	if (!again)
 		__atomic_store_n(&s->sent_us, (__u32)(now_ns() / 1000),
 				 __ATOMIC_RELAXED);
+	else	/* sent again: its gap from the pacer (user/comm/cc.c) */
+		rinx_c_pace_charge(&c->cursors[c->slot], now_ns());
 	return 0;
 }
 

@@ -25,7 +25,8 @@
  * its links runs near the link rate without a queue to probe for. At the
  * ceiling a few marks are the job's own bursts (its load is below the
  * link's); a competitor (another job, TCP) makes the queue stand, marks
- * most blocks and alpha rises past CC_CEIL_TOL: only then does it cut.
+ * most blocks and alpha, or the interval's own marked fraction, rises past
+ * CC_CEIL_TOL: only then does it cut, by half the larger of the two.
  * A topology plan's ceiling is the rank's own link (rinx_plan_ceiling):
  * the plan's load on the other links and switches is for congestion
  * control to find, so there every mark counts.
@@ -101,6 +102,26 @@ static double cc_floor(double ceil)
 					 * behind its job does not cut */
 #define CC_USED		0.8		/* share of the rate that must be
 					 * used before it may grow */
+/* Where the spec gives link rates (a rack plan's ceiling fills its busiest
+ * link), every update without a cut adds CC_AI_LINK of the ceiling per ms
+ * of the interval to the rate, in a marked interval too: the same share of
+ * the link per unit of time for every job on it, whatever its plan, rate
+ * or update interval. Cuts are multiplicative and come to all the jobs on
+ * a port together, and the recovery above goes back to each job's own
+ * rate before the cut: with nothing else, jobs that share a port keep the
+ * ratio of their rates for good (a job cut hard once, at its start or by
+ * a burst, stays down), and a slow rank, whose intervals are longer (8
+ * blocks stored at least), rarely sees one without a mark. The equal step
+ * in time is what makes the shares converge (AIMD: each cut shrinks the
+ * difference between two jobs, each step adds the same to both). In the
+ * law's model (selftests/test_cclaw, "sharing"), 2 to 4 jobs at the
+ * ceiling of one port, feedback delays 0.3 to 2.6 ms: each job 0.02-2.04
+ * of its fair share without the step, 0.66-1.23 with 1/256 of the ceiling
+ * per ms, the port 0.84-0.95 used (1/384 and 1/512 left a job of 3 or 4
+ * at half its share); with cuts by the interval's own fraction (below),
+ * 0.68-0.97, the port 0.80-0.94. A topology plan's ceiling is the rank's
+ * own link, not its plan's bottleneck: no step there. */
+#define CC_AI_LINK	(1.0 / 256)
 
 /* The pacer's burst after an idle spell: blocks arrive to be recycled in
  * bursts (an aggregator multicasts what it finished together), and at a
@@ -135,6 +156,29 @@ int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 	return __atomic_compare_exchange_n(&cur->next_ns, &t,
 					   (t > lo ? t : lo) + gap, 0,
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* A block sent again (a repair, not a new block) takes its gap from the
+ * pacer as a new one would: the next own block, here or recycled in XDP,
+ * leaves a gap later. Resends do not wait (a stall's repair goes at
+ * once), but a rank's blocks, new and sent again, stay at its rate on
+ * average. Without it a loss fed itself: ps-ina's shares sent again pass
+ * their rack's pool unaggregated (up to a frame per worker where a sum is
+ * one), and four ps-ina jobs on 2 racks x 4 resent 45-59% of their blocks
+ * on top of their rates into the server's port (docs/benchmark.md). */
+void rinx_c_pace_charge(struct rinx_cursor *cur, __u64 now)
+{
+	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
+	__u32 burst = __atomic_load_n(&cur->burst, __ATOMIC_RELAXED);
+	__u64 lo = now - (burst > TRAINER_BURST ? burst : TRAINER_BURST) * gap;
+	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
+
+	if (!gap)
+		return;
+	while (!__atomic_compare_exchange_n(&cur->next_ns, &t,
+					    (t > lo ? t : lo) + gap, 0,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
 }
 
 void rinx_c_cc_init(struct rinx_comm *c)
@@ -206,8 +250,8 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	 * every round) */
 	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
 	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
-	double dt = (double)(now - cc->t) * 1e-9, f;
-	int behind, again;
+	double dt = (double)(now - cc->t) * 1e-9, f, sev;
+	int behind, again, used, rack, cut = 0;
 
 	if (cc->rate > 0 && CC_HOLD_GAPS * 1e9 / cc->rate > hold)
 		hold = (__u64)(CC_HOLD_GAPS * 1e9 / cc->rate);
@@ -237,11 +281,26 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	behind = r->nb && r->nown &&
 		 (double)(stored - cc->stored0) / r->nb >
 		 (double)next / r->nown + CC_BEHIND;
+	/* the rank sent at its rate, or the pacer held it back */
+	used = cc->held || (double)sent / dt >= CC_USED * cc->rate;
 	f = dm > ds ? 1.0 : (double)dm / (double)ds;
 	cc->alpha = (1 - CC_G) * cc->alpha + CC_G * f;
+	/* How deep a cut goes: alpha, or this interval's own fraction
+	 * where that is more. alpha follows the marks slowly (1/16 per
+	 * update) and starts at 0, so k jobs at their ceilings (k times a
+	 * shared port's rate: at a start, or after a calm spell took them
+	 * back) cut by a few percent after 2 ms of a standing queue and
+	 * filled the buffer first: ps-ina's server port on 2 racks x 4
+	 * tail-dropped more blocks than it marked (docs/benchmark.md). A
+	 * queue that stands now marks most of an interval and cuts by up
+	 * to half at once; marks in the law's model of a shared port then
+	 * come well before its drops (selftests/test_cclaw, "sharing").
+	 * Rack plans only, as the step below: a topology plan's ceiling
+	 * is its own link, and its cuts were not measured with it. */
+	rack = cc->ceiling > 0 && c->spec.plan != RINX_PLAN_TOPO;
+	sev = rack && f > cc->alpha ? f : cc->alpha;
 	if (dm && now - cc->cut > hold && !behind &&
-	    !(cc->ceiling > 0 && c->spec.plan != RINX_PLAN_TOPO &&
-	      cc->rate >= 0.99 * cc->ceiling && cc->alpha < CC_CEIL_TOL)) {
+	    !(rack && cc->rate >= 0.99 * cc->ceiling && sev < CC_CEIL_TOL)) {
 		/* at most one cut per block round trip: marks seen sooner
 		 * still tell of the backlog before the last cut */
 		if (!cc->rate) {
@@ -259,15 +318,15 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		again = cc->cut && !cc->calm && now - cc->cut < 2 * hold;
 		if (!again)
 			cc->target = cc->top = cc->rate;
-		cc->rate *= 1 - cc->alpha / 2;
+		cc->rate *= 1 - sev / 2;
 		if (again)
 			cc->target = cc->rate;
 		cc->ai = CC_AI;
 		cc->calm = 0;
 		cc->cut = now;
 		c->st.cc_cuts++;
-	} else if (!dm && cc->rate && !cc->held &&
-		   (double)sent / dt < CC_USED * cc->rate) {
+		cut = 1;
+	} else if (!dm && cc->rate && !used) {
 		/* the rank did not send at its rate and the pacer never held
 		 * it back (the round's tail, a slow trainer): a clean
 		 * interval proves nothing about a higher one (as TCP
@@ -276,6 +335,11 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		 * average does grow: at the floor it would stay there. */
 	} else if (!dm && cc->rate) {
 		cc_recover(cc);
+	}
+	if (!cut && used && cc->rate && rack) {
+		cc->rate += cc->ceiling * CC_AI_LINK * dt * 1e3;
+		if (cc->target < cc->rate)
+			cc->target = cc->rate;
 	}
 	if (cc->ceiling > 0 && cc->target > cc->ceiling)
 		cc->target = cc->ceiling;

@@ -485,6 +485,7 @@ void rinx_c_ps_detach(struct rinx_comm *c);
 
 /* cc.c */
 int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now);
+void rinx_c_pace_charge(struct rinx_cursor *cur, __u64 now);
 /* The pacer of a job just opened: its ceiling, and the rate it starts at. */
 void rinx_c_cc_init(struct rinx_comm *c);
 void rinx_c_cc_update(struct rinx_req *r, __u64 now);
