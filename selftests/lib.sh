@@ -193,6 +193,27 @@ verified_sizes() {
 	return $bad
 }
 
+# bench_verified NAME FRAMELEN SIZES ARGS...: one check, a `rinxctl bench
+# --verify` run over SIZES on $spec (bounded by $LIMIT s, collectives by
+# $TIMEOUT_MS) whose every element of every size is verified and whose
+# frames line says FRAMELEN bytes
+bench_verified() {
+	local name=$1 flen=$2 sizes=$3 out rc vs
+
+	shift 3
+	out=$(timeout -k 5 $LIMIT "$rinxctl" bench --spec "$spec" --verify \
+		--iters 2 --warmup 1 --sizes "$sizes" --timeout $TIMEOUT_MS \
+		"$@" 2>&1)
+	rc=$?
+	echo "$out" | diag
+	verified_sizes "$out" "$sizes" | diag
+	vs=${PIPESTATUS[0]}
+	[ $rc -eq 0 ] && [ "$vs" -eq 0 ] &&
+		echo "$out" | grep -q '^# verify: every element ok;' &&
+		echo "$out" | grep -q "^# frames: $flen bytes,"
+	ok $? "$name: every element of every size verified, $flen-byte frames"
+}
+
 # ---- named subtests (selftests/run.sh -t PROG/SUB) ----
 #
 #	subtests 1 "setup:2" "ring:$nring"	the plan: 1 check outside any

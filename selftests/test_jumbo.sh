@@ -41,25 +41,6 @@ cleanup_jumbo() {
 	cleanup
 }
 
-# bench_ok NAME FRAMELEN SIZES ARGS...: a verified bench run, its frames
-# line says FRAMELEN
-bench_ok() {
-	local name=$1 flen=$2 sizes=$3 out rc vs
-
-	shift 3
-	out=$(timeout -k 5 $LIMIT "$rinxctl" bench --spec "$spec" --verify \
-		--iters 2 --warmup 1 --sizes "$sizes" --timeout $TIMEOUT_MS \
-		"$@" 2>&1)
-	rc=$?
-	echo "$out" | diag
-	verified_sizes "$out" "$sizes" | diag
-	vs=${PIPESTATUS[0]}
-	[ $rc -eq 0 ] && [ "$vs" -eq 0 ] &&
-		echo "$out" | grep -q '^# verify: every element ok;' &&
-		echo "$out" | grep -q "^# frames: $flen bytes,"
-	ok $? "$name: every element of every size verified, $flen-byte frames"
-}
-
 # refused NAME PATTERN SPEC ARGS...: bench fails at open with PATTERN
 refused() {
 	local name=$1 pat=$2 sp=$3 out rc
@@ -91,11 +72,11 @@ echo "$out" | diag
 ok $rc "testbed up --hosts 4 --mtu 9000"
 [ $rc -eq 0 ] || exit 1
 
-bench_ok "jumbo, ring, float32" 8288 $SIZES --block jumbo --plan ring
-bench_ok "jumbo, ring, int32" 8288 $SIZES --block jumbo --plan ring \
+bench_verified "jumbo, ring, float32" 8288 $SIZES --block jumbo --plan ring
+bench_verified "jumbo, ring, int32" 8288 $SIZES --block jumbo --plan ring \
 	--dtype int32
 # the spec's plan (rina) without INA racks is a plain ring: jumbo allowed
-bench_ok "largest, the spec's plan (no INA rack)" 8288 8196,1048580 \
+bench_verified "largest, the spec's plan (no INA rack)" 8288 8196,1048580 \
 	--block largest
 
 # plans whose hops aggregate or store hold blocks of one slot
@@ -104,7 +85,7 @@ refused "tree with --block jumbo: refused at open, naming the plan" \
 	"$spec" --plan tree --block jumbo
 refused "ps with --block jumbo: refused at open, naming the plan" \
 	"refused: plan ps aggregates" "$spec" --plan ps --block jumbo
-bench_ok "tree with --block largest: the MTU's blocks" 3168 8196,1048580 \
+bench_verified "tree with --block largest: the MTU's blocks" 3168 8196,1048580 \
 	--plan tree --block largest
 
 # a spec whose network carries smaller frames than the interfaces
@@ -114,7 +95,7 @@ refused "spec mtu=3154 with --block jumbo: refused, naming the MTU" \
 	"$bad_spec" --plan ring --block jumbo
 spec_keep=$spec
 spec=$bad_spec
-bench_ok "spec mtu=3154 with --block largest: the MTU's blocks" 3168 \
+bench_verified "spec mtu=3154 with --block largest: the MTU's blocks" 3168 \
 	8196,1048580 --plan ring --block largest
 spec=$spec_keep
 
@@ -129,20 +110,20 @@ refused "an interface of MTU 3400 with --block largest: the open fails, naming b
 	"runs blocks of 2048 values, rank 2 of 768: jumbo blocks need every rank" \
 	"$spec" --plan ring --block largest
 ip -n "${P}h2" link set eth0 mtu 9000 && ip -n "${P}t0" link set p2 mtu 9000
-bench_ok "back at MTU 9000: jumbo again" 8288 8196 --block jumbo --plan ring
+bench_verified "back at MTU 9000: jumbo again" 8288 8196 --block jumbo --plan ring
 
 # loss: the ring's repair of jumbo blocks (NACK, RNACK and resends)
 "$rinxctl" testbed fault "$P" --all --drop 10000 --dup 10000 \
 	--reorder 10000 2>&1 | diag
 ok "${PIPESTATUS[0]}" "testbed fault --all: 1% drop, 1% dup, 1% reorder"
 before=$(repairs)
-bench_ok "jumbo under faults, ring, float32" 8288 1048580,4194308 \
+bench_verified "jumbo under faults, ring, float32" 8288 1048580,4194308 \
 	--block jumbo --plan ring
 after=$(repairs)
 echo "# NACKs and RNACKs answered in XDP: $before before, $after after"
 [ "$after" -gt "$before" ]
 ok $? "the host programs answered NACKs or RNACKs of jumbo blocks"
-bench_ok "jumbo under faults, ring, int32" 8288 1048580 --block jumbo \
+bench_verified "jumbo under faults, ring, int32" 8288 1048580 --block jumbo \
 	--plan ring --dtype int32
 
 testbed_down_end

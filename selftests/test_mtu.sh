@@ -43,25 +43,6 @@ cleanup_mtu() {
 	cleanup
 }
 
-# bench_ok NAME ARGS...: a verified bench run over $SIZES, its frames line
-# says FRAMELEN
-bench_ok() {
-	local name=$1 flen=$2 out rc vs
-
-	shift 2
-	out=$(timeout -k 5 $LIMIT "$rinxctl" bench --spec "$spec" --verify \
-		--iters 2 --warmup 1 --sizes "$SIZES" --timeout $TIMEOUT_MS \
-		"$@" 2>&1)
-	rc=$?
-	echo "$out" | diag
-	verified_sizes "$out" "$SIZES" | diag
-	vs=${PIPESTATUS[0]}
-	[ $rc -eq 0 ] && [ "$vs" -eq 0 ] &&
-		echo "$out" | grep -q '^# verify: every element ok;' &&
-		echo "$out" | grep -q "^# frames: $flen bytes,"
-	ok $? "$name: every element of every size verified, $flen-byte frames"
-}
-
 # mtu_of NS IF
 mtu_of() {
 	ip -n "$1" -o link show "$2" 2>/dev/null |
@@ -99,11 +80,11 @@ for i in 0 1 2 3; do
 done
 ok $bad "every host link has MTU 1500 at both ends"
 
-bench_ok "MTU 1500, ring, float32" 1504 --plan ring
-bench_ok "MTU 1500, rina (ToR and agent aggregate), float32" 1504 --plan rina
-bench_ok "MTU 1500, rina, int32" 1504 --plan rina --dtype int32
+bench_verified "MTU 1500, ring, float32" 1504 "$SIZES" --plan ring
+bench_verified "MTU 1500, rina (ToR and agent aggregate), float32" 1504 "$SIZES" --plan rina
+bench_verified "MTU 1500, rina, int32" 1504 "$SIZES" --plan rina --dtype int32
 for pl in ps-ina har; do
-	bench_ok "MTU 1500, $pl, float32" 1504 --plan $pl
+	bench_verified "MTU 1500, $pl, float32" 1504 "$SIZES" --plan $pl
 done
 
 # a spec asking for more than the interfaces carry
@@ -143,7 +124,7 @@ out=$(ip netns exec "${P}h1" "$rinxctl" up --spec "$spec" --node h1 2>&1)
 rc=$?
 echo "$out" | diag
 ok $rc "rinxctl up on h1 again at MTU 1500"
-bench_ok "MTU 1500 after the refusals, rina, float32" 1504 --plan rina
+bench_verified "MTU 1500 after the refusals, rina, float32" 1504 "$SIZES" --plan rina
 
 "$rinxctl" testbed down "$P" 2>&1 | diag
 rc=${PIPESTATUS[0]}
@@ -157,8 +138,8 @@ rc=$?
 echo "$out" | diag
 ok $rc "testbed up --racks 2 --per-rack 2 --ina switch,agent --mtu 9000"
 if [ $rc -eq 0 ]; then
-	bench_ok "MTU 9000, ring, float32" 3168 --plan ring
-	bench_ok "MTU 9000, rina, float32" 3168 --plan rina
+	bench_verified "MTU 9000, ring, float32" 3168 "$SIZES" --plan ring
+	bench_verified "MTU 9000, rina, float32" 3168 "$SIZES" --plan rina
 	# the hosts' own stacks use the jumbo MTU across both switches
 	ip="$(awk '/^host / && / name=h3 / { for (i = 1; i <= NF; i++)
 		if ($i ~ /^ip=/) print substr($i, 4) }' "$spec")"
