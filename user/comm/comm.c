@@ -588,7 +588,7 @@ static int choose_block(struct rinx_comm *c, int want)
 				 RINX_FRAME_MAX);
 		else if (!c->x->sg)
 			snprintf(buf, sizeof(buf), "the AF_XDP sockets on %s "
-				 "take no frames of several buffers", 
+				 "take no frames of several buffers",
 				 c->self->ifname);
 		else
 			why = NULL;
