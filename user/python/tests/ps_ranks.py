@@ -117,16 +117,18 @@ def train_phase(tag, job, mode, steps):
     gradients (torch autograd) must converge, every rank ending with the
     same parameters."""
     w_true, x, y, mine, model = lsq_problem()
+
+    def loss():
+        with torch.no_grad():
+            return float(((model(x).squeeze(1) - y) ** 2).mean())
+    # the start: every rank's model is rank 0's, the store's first values
+    # (the pull in the constructor may already bring the others' pushes)
+    l0 = loss()
     world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
     kw = {"staleness": 2} if mode == "ssp" else {}
     sync = (rs.SSP if mode == "ssp" else rs.ASP)(
         world, model.parameters(), lr=0.1, momentum=0.5, transport="xdp",
         total=steps * N, **kw)
-
-    def loss():
-        with torch.no_grad():
-            return float(((model(x).squeeze(1) - y) ** 2).mean())
-    l0 = loss()
     while True:
         model.zero_grad()
         ((model(x[mine]).squeeze(1) - y[mine]) ** 2).mean().backward()
