@@ -142,19 +142,28 @@ static void set_pace(struct rinx_comm *c, double rate)
 	__atomic_store_n(&cur->gap_ns, gap, __ATOMIC_RELAXED);
 }
 
+/* The pacer's next send time after one block leaves at `now`, its last
+ * one due at t: a gap after t, or after the burst an idle spell allows. */
+static __u64 pace_after(const struct rinx_cursor *cur, __u64 t, __u64 now,
+			__u64 gap)
+{
+	__u32 burst = __atomic_load_n(&cur->burst, __ATOMIC_RELAXED);
+	__u64 lo = now - (burst > TRAINER_BURST ? burst : TRAINER_BURST) * gap;
+
+	return (t > lo ? t : lo) + gap;
+}
+
 int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 {
 	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
 	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
-	__u32 burst = __atomic_load_n(&cur->burst, __ATOMIC_RELAXED);
-	__u64 lo = now - (burst > TRAINER_BURST ? burst : TRAINER_BURST) * gap;
 
 	if (!gap)
 		return 1;
 	if (now < t)
 		return 0;
 	return __atomic_compare_exchange_n(&cur->next_ns, &t,
-					   (t > lo ? t : lo) + gap, 0,
+					   pace_after(cur, t, now, gap), 0,
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
@@ -169,14 +178,12 @@ int rinx_c_pace_ok(struct rinx_cursor *cur, __u64 now)
 void rinx_c_pace_charge(struct rinx_cursor *cur, __u64 now)
 {
 	__u64 gap = __atomic_load_n(&cur->gap_ns, __ATOMIC_RELAXED);
-	__u32 burst = __atomic_load_n(&cur->burst, __ATOMIC_RELAXED);
-	__u64 lo = now - (burst > TRAINER_BURST ? burst : TRAINER_BURST) * gap;
 	__u64 t = __atomic_load_n(&cur->next_ns, __ATOMIC_ACQUIRE);
 
 	if (!gap)
 		return;
 	while (!__atomic_compare_exchange_n(&cur->next_ns, &t,
-					    (t > lo ? t : lo) + gap, 0,
+					    pace_after(cur, t, now, gap), 0,
 					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
 }
