@@ -341,6 +341,51 @@ static void run_stopped(void)
 	stopped_free(&t);
 }
 
+/*
+ * A block sent again takes its gap from the job's pacer (rinx_c_pace_charge
+ * in rinx_c_send_block); a first send does not (its gap was taken by
+ * rinx_c_pace_ok before it was claimed). Without the charge a rank's
+ * resends went out on top of its rate.
+ */
+static void run_resend_paced(void)
+{
+	struct stopped t;
+	struct rinx_cursor *cur;
+	__u64 t0 = 1000 * MS, before;
+	int got, other = 0, asked[SNB] = { 0 }, ok;
+
+	if (stopped_init(&t, t0) ||
+	    !(t.c->share = calloc(SWIN, sizeof(*t.c->share)))) {
+		tap_ok(0, "a resend is paced: setup failed");
+		tap_ok(0, "a first send is not charged twice: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	t.c->plan.nodes[0].ip = htonl(0x0a000201);
+	cur = &t.c->cursors[0];
+	cur->gap_ns = 10 * US;
+	cur->burst = 1;
+	/* the pacer's next send is due in 5 ms: a resend pushes it on by
+	 * one gap */
+	cur->next_ns = now_ns() + 5 * MS;
+	before = cur->next_ns;
+	ok = !rinx_c_send_block(t.r, 5, 1);
+	got = read_asks(&t, asked, &other);
+	tap_ok(ok && got == 1 && cur->next_ns == before + 10 * US,
+	       "a resend is paced: sent %d (%d frames), the next send due "
+	       "%lld ns later than before (want 10000)", ok, got,
+	       (long long)(cur->next_ns - before));
+	before = cur->next_ns;
+	ok = !rinx_c_send_block(t.r, 6, 0);
+	got = read_asks(&t, asked, &other);
+	tap_ok(ok && got == 1 && cur->next_ns == before,
+	       "a first send is not charged twice: sent %d (%d frames), the "
+	       "next send moved %lld ns (want 0)", ok, got,
+	       (long long)(cur->next_ns - before));
+	free(t.c->share);
+	stopped_free(&t);
+}
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -378,11 +423,12 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 4);
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
 		run_stall(&stall_cases[i]);
 	run_stopped();
+	run_resend_paced();
 	return tap_done();
 }
