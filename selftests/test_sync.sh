@@ -8,7 +8,7 @@
 #
 #                      <P>sp                 spine
 #                     /     \
-#               <P>t0         <P>t1          ToRs (XDP switches)
+#               <P>t0         <P>t1          ToRs (XDP switches, INA)
 #              /    \        /    \
 #          <P>h0  <P>h1  <P>h2  <P>h3        one Python process per host
 #          rank 0 (+PS)  rank 2   rank 3     InHAD groups: the racks
@@ -21,9 +21,9 @@
 # clock 3, after rank 3's first push held again at clock 4; no answer more
 # than 2 ahead; final parameters exact. InHAD (staleness 1, pull every 2):
 # group 0's agent held at clock 2 while group 1 reports nothing; pulls at
-# every second iteration and local steps with the group's rinx sum in
-# between; the members of a group bit-identical after every step; final
-# parameters against the reference. Bad input (sizes, staleness, types,
+# every second iteration and local steps with the group's rinx sum (on
+# its rack's ToR: plan rina) in between; the members of a group
+# bit-identical after every step; final parameters against the reference. Bad input (sizes, staleness, types,
 # groups) raises; a killed PS raises rinx.sync.PSError at once, a hung one
 # rinx.TimeoutError after the timeout, a dead worker rinx.TimeoutError
 # naming it at once.
@@ -67,7 +67,10 @@ logs=$(mktemp -d)
 # backend's group J+3+8i, its store J+7+8i)
 job=$((0x180001 + (RANDOM % 4096) * 64))
 
-testbed_up "2 racks x 2 hosts" --hosts 4 --racks 2 --window 2048 --jobs 4
+testbed_up "2 racks x 2 hosts, both ToRs INA" --hosts 4 --racks 2 \
+	--ina switch --window 2048 --jobs 4
+# InHAD's groups are whole racks with INA: they sum on their ToRs
+export RINX_TEST_GROUP_PLAN=rina
 
 # ---- the modes ----
 t0=$SECONDS

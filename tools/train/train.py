@@ -121,6 +121,10 @@ def parse_args():
                         "slowest group")
     p.add_argument("--inhad-group", type=int, default=2,
                    help="inhad: ranks per group (0: the spec's racks)")
+    p.add_argument("--inhad-ring", action="store_true",
+                   help="inhad: a group that is a whole rack with INA sums "
+                        "as a ring of its hosts, not on its rack's "
+                        "aggregator")
     p.add_argument("--inhad-pull", type=int, default=1,
                    help="inhad: the PS pulls a group's gradient every this "
                         "many of its iterations")
@@ -643,6 +647,7 @@ def make_sync(a, backend, comm, params, total):
     return rs.InHAD(comm, params, staleness=a.inhad_staleness,
                     group_size=a.inhad_group or None,
                     pull_every=a.inhad_pull, group_job=comm.job + 1 + 8 * i,
+                    group_ina=not a.inhad_ring,
                     **kw)
 
 

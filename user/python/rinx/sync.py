@@ -31,7 +31,9 @@ SSP    as ASP, but the answer to a rank's push of its iteration t (its clock
        `staleness` iterations ahead of the slowest.
 InHAD  ranks form groups (the racks of the spec, or `group_size` ranks in
        rank order); a group sums its gradient with a rinx allreduce on a
-       communicator of its own every iteration and takes a local step with
+       communicator of its own every iteration (a group that is a whole
+       rack with INA on its rack's aggregator, plan rina; group_ina=False
+       or any other group: a ring of its hosts) and takes a local step with
        the group's average, so its members stay bit-identical. Every rank
        reports the group's iteration number to the PS; the PS *pulls* the
        group's gradient (summed over the iterations since its last pull)
@@ -622,21 +624,60 @@ def _spec_hosts(path):
     return hosts, cluster
 
 
-def _group_spec(path, ranks):
-    """A spec of the hosts `ranks` only (ranked 0.. in that order, one rack
-    without INA, ring plan): the group's own communicator. Returns the path
-    of a temporary file."""
+def _rack_lines(path):
+    """{rack id: its record's words} of the spec's rack records."""
+    racks = {}
+    with open(path) as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if not words or words[0] != "rack":
+                continue
+            kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+            racks[int(kv.get("id", 0))] = words
+    return racks
+
+
+def _group_plan(path, ranks):
+    """The rack whose record the group's communicator keeps, or None: a
+    group that is one whole rack with INA (a switch or an agent) sums on
+    its rack's aggregator (plan rina with one rack: every member sends its
+    block up once and takes the sum back, where a ring moves 2 (n - 1) / n
+    of it over every link); any other group is a ring of its hosts."""
+    hosts, _ = _spec_hosts(path)
+    racks = {hosts[r]["rack"] for r in ranks}
+    if len(racks) != 1:
+        return None
+    rack = racks.pop()
+    words = _rack_lines(path).get(rack)
+    whole = sorted(r for r in hosts if hosts[r]["rack"] == rack)
+    if not words or sorted(ranks) != whole or \
+            any(w in ("ina=none", "ina=") for w in words) or \
+            not any(w.startswith("ina=") for w in words):
+        return None
+    return rack
+
+
+def _group_spec(path, ranks, ina=True):
+    """A spec of the hosts `ranks` only (ranked 0.. in that order): the
+    group's own communicator. A whole rack with INA keeps its rack record
+    and runs plan rina on it (_group_plan) unless ina is false; else one
+    rack without INA, plan ring. Returns the path of a temporary file."""
     hosts, cluster = _spec_hosts(path)
+    rack = _group_plan(path, ranks) if ina else None
     out = ["# rinx.sync: group %s of %s" % (ranks, path)]
     cl = [w for w in cluster if not w.startswith(("plan=", "topo="))]
-    out.append(" ".join(cl + ["plan=ring"]))
-    out.append("rack id=0 ina=none")
+    out.append(" ".join(cl + ["plan=ring" if rack is None else
+                              "plan=rina"]))
+    if rack is None:
+        out.append("rack id=0 ina=none")
+    else:
+        out.append(" ".join(_rack_lines(path)[rack]))
     for i, r in enumerate(ranks):
         ws = []
         for w in hosts[r]["words"]:
             if w.startswith("rank="):
                 w = "rank=%d" % i
-            elif w.startswith("rack="):
+            elif w.startswith("rack=") and rack is None:
                 w = "rack=0"
             ws.append(w)
         out.append(" ".join(ws))
@@ -1072,7 +1113,7 @@ class InHAD(_PSMode):
 
     def __init__(self, comm, params, lr, momentum=0.0, staleness=None,
                  groups=None, group_size=None, pull_every=1,
-                 group_job=None, **kw):
+                 group_job=None, group_ina=True, **kw):
         op = "rinx.sync.InHAD"
         if staleness is None:
             raise ValueError("%s: staleness= is required (an integer >= 0)"
@@ -1113,6 +1154,7 @@ class InHAD(_PSMode):
         self.members = groups[self.group]
         self.gcomm = None
         self._gspec = None
+        self.group_plan = None  # the group's sum: "rina" (its rack's INA)
         self.s_group = 0.0      # seconds in the group's allreduce
         self.lr_local = float(lr)
         self.mu = float(momentum)
@@ -1120,7 +1162,10 @@ class InHAD(_PSMode):
             # the group's own communicator: a job id of its own, beside
             # the world's on these nodes
             gjob = comm.job + 1 if group_job is None else int(group_job)
-            self._gspec = _group_spec(comm.spec, self.members)
+            self._gspec = _group_spec(comm.spec, self.members,
+                                      ina=group_ina)
+            self.group_plan = "ring" if _group_plan(
+                comm.spec, self.members) is None or not group_ina else "rina"
             try:
                 self.gcomm = Comm(self._gspec, self.members.index(comm.rank),
                                   job=gjob, token=comm_token(comm),
@@ -1365,7 +1410,7 @@ class InHAD(_PSMode):
     def stats(self):
         d = super().stats()
         d.update(group=self.group, members=self.members, pulls=self.pulls,
-                 s_group=self.s_group)
+                 s_group=self.s_group, group_plan=self.group_plan)
         if self.transport == "xdp":
             d.update(pushed=self.pushed, agent=self.agent,
                      store_staleness=self.store_staleness)

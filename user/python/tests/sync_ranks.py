@@ -184,6 +184,11 @@ def test_inhad(comm, port, sb=1, pull=2, iters=6):
     groups = [[0, 1], [2, 3]]
     check("inhad: groups are the spec's racks", [s.members] ==
           [g for g in groups if RANK in g], s.members)
+    # a whole rack with INA sums on its ToR (plan rina), else a ring
+    want = os.environ.get("RINX_TEST_GROUP_PLAN", "ring")
+    check("inhad: the group sums with plan %s" % want,
+          s.group_plan == want and s.gcomm.plan == want,
+          (s.group_plan, s.gcomm.plan))
     gi = s.group
 
     def gavg(g, t):
