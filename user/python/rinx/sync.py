@@ -604,20 +604,25 @@ class Server:
 
 # ---- the spec: addresses and racks ----
 
-def _spec_hosts(path):
-    """{rank: {"ip", "rack", "line"}} of the spec's host records."""
-    hosts = {}
-    cluster = None
+def _records(path):
+    """(words, {key: value}) of every record of the spec, in order."""
     with open(path) as f:
         for line in f:
             words = line.split("#", 1)[0].split()
-            if not words:
-                continue
-            if words[0] == "cluster":
-                cluster = words
-            if words[0] != "host":
-                continue
-            kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+            if words:
+                yield words, dict(w.split("=", 1) for w in words[1:]
+                                  if "=" in w)
+
+
+def _spec_hosts(path):
+    """{rank: {"ip", "rack", "words"}} of the spec's host records, and the
+    cluster record's words."""
+    hosts = {}
+    cluster = None
+    for words, kv in _records(path):
+        if words[0] == "cluster":
+            cluster = words
+        elif words[0] == "host":
             hosts[int(kv["rank"])] = {"ip": kv.get("ip"),
                                       "rack": int(kv.get("rack", 0)),
                                       "words": words}
@@ -626,15 +631,16 @@ def _spec_hosts(path):
 
 def _rack_lines(path):
     """{rack id: its record's words} of the spec's rack records."""
-    racks = {}
-    with open(path) as f:
-        for line in f:
-            words = line.split("#", 1)[0].split()
-            if not words or words[0] != "rack":
-                continue
-            kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
-            racks[int(kv.get("id", 0))] = words
-    return racks
+    return {int(kv.get("id", 0)): words for words, kv in _records(path)
+            if words[0] == "rack"}
+
+
+def _write_spec(prefix, lines):
+    """The lines into a new temporary file; its path."""
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".spec")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return name
 
 
 def _group_plan(path, ranks):
@@ -681,10 +687,7 @@ def _group_spec(path, ranks, ina=True):
                 w = "rack=0"
             ws.append(w)
         out.append(" ".join(ws))
-    fd, name = tempfile.mkstemp(prefix="rinx-group-", suffix=".spec")
-    with os.fdopen(fd, "w") as f:
-        f.write("\n".join(out) + "\n")
-    return name
+    return _write_spec("rinx-group-", out)
 
 
 def _agents_spec(path, ranks):
@@ -697,19 +700,12 @@ def _agents_spec(path, ranks):
     out = ["# rinx.sync: the agents %s of %s" % (ranks, path)]
     out.append(" ".join(w for w in cluster
                         if not w.startswith(("plan=", "topo="))))
-    with open(path) as f:
-        for line in f:
-            words = line.split("#", 1)[0].split()
-            if words and words[0] == "rack" and any(
-                    w == "id=%d" % k for w in words for k in racks):
-                out.append(" ".join(words))
+    rl = _rack_lines(path)
+    out += [" ".join(rl[k]) for k in racks if k in rl]
     for i, r in enumerate(ranks):
         out.append(" ".join("rank=%d" % i if w.startswith("rank=") else w
                             for w in hosts[r]["words"]))
-    fd, name = tempfile.mkstemp(prefix="rinx-agents-", suffix=".spec")
-    with os.fdopen(fd, "w") as f:
-        f.write("\n".join(out) + "\n")
-    return name
+    return _write_spec("rinx-agents-", out)
 
 
 # ---- the workers' side ----
