@@ -218,6 +218,23 @@ def _read_spec(path):
     return hosts, plan or "rina"
 
 
+# Comm(block=): the values per block every rank asks for
+# (rinx_comm_opts.block_values)
+BLOCKS = {"mtu": 0, "jumbo": 2048, "largest": -1}
+
+
+def _block_values(block):
+    if block is None:
+        return 0
+    if block not in BLOCKS:
+        raise _config_error(
+            "rinx.Comm", "block %r is not one of %s (mtu: the MTU's blocks, "
+            "jumbo: 2048 values in 8,288-byte frames, refused where they "
+            "cannot run, largest: jumbo where they can)"
+            % (block, ", ".join(BLOCKS)))
+    return BLOCKS[block]
+
+
 def _check_plan(plan):
     if plan is None:
         return
@@ -249,17 +266,21 @@ def _env_int(name, required, default=None):
 class Comm:
     """A communicator: the ranks of one cluster spec running one job.
 
-    Comm(spec, rank, job=..., token=0, plan=None, timeout_ms=0, inflight=0)
-    opens it; every rank must open it with the same job and token (a 64-bit
-    secret: frames with another one are refused; docs/security.md). It
-    returns once every rank has opened it (or raises TimeoutError naming the
-    ranks that did not). timeout_ms bounds each allreduce (0: librinx's
-    default, 10 s).
+    Comm(spec, rank, job=..., token=0, plan=None, timeout_ms=0, inflight=0,
+    block=None) opens it; every rank must open it with the same job and
+    token (a 64-bit secret: frames with another one are refused;
+    docs/security.md). It returns once every rank has opened it (or raises
+    TimeoutError naming the ranks that did not). timeout_ms bounds each
+    allreduce (0: librinx's default, 10 s). block: "mtu" (None: the MTU's
+    blocks), "jumbo" (2,048 values a frame; the open fails where they
+    cannot run: an MTU below 8,274, a plan that aggregates) or "largest"
+    (jumbo where they can run); block_values is what it runs.
     """
 
     def __init__(self, spec, rank, job=None, token=0, plan=None,
-                 timeout_ms=0, inflight=0, world_size=None):
+                 timeout_ms=0, inflight=0, world_size=None, block=None):
         spec = os.fspath(spec)
+        bv = _block_values(block)
         if job is None:
             raise _config_error("rinx.Comm", "job= is required: a job id "
                                 "!= 0, the same on every rank")
@@ -296,6 +317,7 @@ class Comm:
         opts.timeout_ms = int(timeout_ms)
         opts.inflight = int(inflight)
         opts.plan = plan.encode() if plan else None
+        opts.block_values = bv
         c = ctypes.c_void_p()
         ret = _lib_handle.rinx_comm_open(ctypes.byref(opts), ctypes.byref(c))
         if ret:
@@ -314,8 +336,9 @@ class Comm:
     def from_env(cls, **kw):
         """Opens the communicator the environment describes, as torchrun
         and the rinx launchers set it: RANK, WORLD_SIZE, RINX_SPEC, RINX_JOB,
-        RINX_TOKEN (default 0), RINX_PLAN (default: the spec's), and
-        RINX_TIMEOUT_MS (default 0: librinx's). Keyword arguments win."""
+        RINX_TOKEN (default 0), RINX_PLAN (default: the spec's),
+        RINX_BLOCK (mtu, jumbo or largest; default mtu) and RINX_TIMEOUT_MS
+        (default 0: librinx's). Keyword arguments win."""
         spec = kw.pop("spec", None) or os.environ.get("RINX_SPEC")
         if not spec:
             raise _config_error("rinx.Comm.from_env", "environment "
@@ -342,6 +365,8 @@ class Comm:
         plan = kw.pop("plan", None) or os.environ.get("RINX_PLAN") or None
         if "timeout_ms" not in kw:
             kw["timeout_ms"] = _env_int("RINX_TIMEOUT_MS", False, 0)
+        if "block" not in kw:
+            kw["block"] = os.environ.get("RINX_BLOCK") or None
         return cls(spec, rank, job=job, token=token, plan=plan,
                    world_size=world, **kw)
 

@@ -149,6 +149,10 @@ def phase_config(spec, job):
         raises("ConfigError: a plan the engine does not have",
                rinx.ConfigError, rinx.Comm.from_env, "'grid'",
                "not one of")
+        os.environ["RINX_PLAN"] = "ring"
+        os.environ["RINX_BLOCK"] = "big"
+        raises("ConfigError: RINX_BLOCK not mtu, jumbo or largest",
+               rinx.ConfigError, rinx.Comm.from_env, "'big'")
     finally:
         os.environ.clear()
         os.environ.update(env)
@@ -176,6 +180,15 @@ def phase_config(spec, job):
     raises("ConfigError from librinx: job 0", rinx.ConfigError,
            lambda: rinx.Comm(spec, RANK, job=0), "rinx_comm_open",
            "job id 0")
+    raises("ConfigError: a block size that is not mtu, jumbo or largest",
+           rinx.ConfigError, lambda: rinx.Comm(spec, RANK, job=job,
+                                               block="huge"),
+           "'huge'", "not one of")
+    # the testbed's MTU (3,400) cannot carry 8,288-byte frames: every rank
+    # refuses jumbo blocks at its own open, naming its interface's MTU
+    raises("MismatchError: jumbo blocks below their MTU", rinx.MismatchError,
+           lambda: rinx.Comm(spec, RANK, job=job, plan="ring",
+                             block="jumbo"), "jumbo", "MTU 3400")
 
 
 def phase_types(comm):
@@ -669,12 +682,15 @@ def main():
     phase_config(spec, job)
     phase("open")
     os.environ["RINX_PLAN"] = "ring"
+    # jumbo blocks where they can run: not at this MTU, so the MTU's
+    os.environ["RINX_BLOCK"] = "largest"
     t0 = time.time()
     comm = rinx.Comm.from_env()
     check("from_env: rank, size, plan as the environment and spec say",
           comm.rank == RANK and comm.size == N and comm.plan == "ring",
           "%r, open %.2f s" % (comm, time.time() - t0))
-    check("block_values: full-size frames on the testbed's MTU",
+    check("block_values: RINX_BLOCK=largest takes full-size frames of the "
+          "MTU's size on the testbed's MTU (3,400)",
           comm.block_values == rinx.BLOCK_VALUES, comm.block_values)
     phase('phase_types')
     phase_types(comm)
