@@ -87,8 +87,8 @@ cases_tap() {
 	done < <(grep $'^check\t' "$file")
 }
 
-# 24 checks before the cases, 20 cases under the interposer
-echo "1..44"
+# 26 checks and the 20 cases under the interposer
+echo "1..46"
 out=$("$rinxctl" testbed up --hosts 4 --prefix "$P" --window 256 2>&1)
 rc=$?
 echo "$out" | diag
@@ -193,6 +193,18 @@ rc=$?
 grep -E 'rinx-mpi' "$tmp/badmap.out" | head -n 4 | diag
 [ $rc -ne 0 ] && grep -q "RINX_RANKMAP names spec rank 1 twice" "$tmp/badmap.out"
 ok $? "RINX_RANKMAP=0,1,1,3: aborts with 'names spec rank 1 twice' (exit $rc)"
+run badblock 60 --preload "$so" -x RINX_BLOCK=huge -- "$prog"
+rc=$?
+grep -E 'rinx-mpi' "$tmp/badblock.out" | head -n 4 | diag
+[ $rc -ne 0 ] && grep -q "RINX_BLOCK=huge is not mtu, jumbo or largest" "$tmp/badblock.out"
+ok $? "RINX_BLOCK=huge: aborts naming it (exit $rc)"
+# jumbo blocks at the testbed's MTU (3,400): every rank's open is refused,
+# naming the MTU, and the calls fail instead of running
+run jumbo 60 --preload "$so" -x RINX_BLOCK=jumbo -x RINX_TIMEOUT=1500 -- "$prog"
+rc=$?
+grep -E 'rinx-mpi' "$tmp/jumbo.out" | head -n 4 | diag
+[ $rc -ne 0 ] && grep -qE 'rinx-mpi: rank [0-3]: opening rinx job .*jumbo blocks .*MTU 3400' "$tmp/jumbo.out"
+ok $? "RINX_BLOCK=jumbo below its MTU: the open refused naming the MTU, the program fails (exit $rc)"
 
 # ---- nothing left behind ----
 k=$("$rinxctl" stats --spec "$spec" 2>/dev/null | grep -c '^  job [0-9]')

@@ -125,6 +125,7 @@ static struct {
 	long long next_seq;
 	int timeout_ms, inflight;
 	const char *plan;	/* RINX_PLAN, NULL: the spec's */
+	int block_values;	/* RINX_BLOCK: rinx_comm_opts.block_values */
 	int keyval;
 	struct cstate *states;
 	struct op *ops;			/* not yet collected */
@@ -204,6 +205,23 @@ static uint64_t env_unum(const char *name, int bits, int *set)
 	}
 	*set = 1;
 	return x;
+}
+
+/* RINX_BLOCK: mtu (default), jumbo or largest, as rinx_comm_opts'
+ * block_values takes them. */
+static int env_block(void)
+{
+	const char *v = getenv("RINX_BLOCK");
+
+	if (!v || !*v || !strcmp(v, "mtu"))
+		return 0;
+	if (!strcmp(v, "jumbo"))
+		return RINX_BLOCK_JUMBO;
+	if (!strcmp(v, "largest"))
+		return RINX_BLOCK_LARGEST;
+	say("RINX_BLOCK=%s is not mtu, jumbo or largest", v);
+	g.conf_err = 1;
+	return 0;
 }
 
 static uint32_t env_u32(const char *name, int *set)
@@ -308,6 +326,7 @@ static void config_init(void)
 	g.timeout_ms = env_int("RINX_TIMEOUT", 10000, 1, INT_MAX);
 	g.inflight = env_int("RINX_INFLIGHT", 0, 0, 4096);
 	g.plan = getenv("RINX_PLAN");
+	g.block_values = env_block();
 	g.job_base = env_u32("RINX_JOB", &set);
 	if (set && (!g.job_base || g.job_base > UINT32_MAX - 4096)) {
 		say("RINX_JOB=%s: a job id of 1..%u", getenv("RINX_JOB"),
@@ -741,6 +760,7 @@ static struct cstate *cs_get(MPI_Comm comm)
 	o.timeout_ms = g.timeout_ms;
 	o.inflight = g.inflight;
 	o.plan = g.plan;
+	o.block_values = g.block_values;
 	err = rinx_comm_open(&o, &cs->rc);
 	if (err)
 		say("opening rinx job %u for %s (spec %s, rank %d): %s",
