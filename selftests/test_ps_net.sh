@@ -28,7 +28,9 @@
 # on the store: the loss below 1% of its start, every rank's final
 # parameters identical; ASP with momentum and constant gradients: every
 # parameter as BSP's momentum would make it (each rank's own buffer
-# decays by the momentum per push). Refusals: a push past the bound (ps_stale) and a
+# decays by the momentum per push), and the same with the store split
+# over ranks 0 and 2 (rinx.ps.Shards), each part's pushes counted by its
+# server. Refusals: a push past the bound (ps_stale) and a
 # push of a worker of another job (drop_token) counted by the server and
 # leaving the store as it was. InHAD on the store (the racks as groups,
 # their agents 0 and 2 the store's workers): converges, members
@@ -67,21 +69,22 @@ job=$((0x280001 + (RANDOM % 4096) * 64))
 testbed_up "2 racks x 2 hosts, window 2" --hosts 4 --racks 2 --jobs 4 \
 	--window 2
 
-# counter NAME: rank 0's host program's counter NAME
+# counter NAME [RANK]: rank 0's (or RANK's) host program's counter NAME
 counter() {
 	"$rinxctl" stats --spec "$spec" --json 2>/dev/null | "$python" -c '
 import json, sys
 d = json.load(sys.stdin)
 nodes = d["nodes"] if isinstance(d, dict) and "nodes" in d else d
-n0 = nodes[0]
+n0 = nodes[int(sys.argv[2])]
 c = n0.get("counters", n0)
-print(c.get(sys.argv[1], 0))' "$1"
+print(c.get(sys.argv[1], 0))' "$1" "${2:-0}"
 }
 
 # one sitting: TAG, then the ranks' checks and the server's counters
 sitting() {
-	local tag=$1 j=$2 push0 pull0 dup0 stale0 tok0 out rc checks ndig
+	local tag=$1 j=$2 push0 pull0 dup0 stale0 tok0 out rc checks ndig push2
 	push0=$(counter ps_push) pull0=$(counter ps_pull) dup0=$(counter ps_dup)
+	push2=$(counter ps_push 2)
 	stale0=$(counter ps_stale) tok0=$(counter drop_token)
 	out=$logs/$tag.out
 	RINX_JOB=$j timeout -k 5 240 "$run" --spec "$spec" --build "$build" \
@@ -110,8 +113,8 @@ sitting() {
 			}
 		}' "$out")
 	tap_checks "" "$checks"
-	[ "$nchecks" -eq 23 ]
-	ok $? "$tag: every check reported ($nchecks of 23)"
+	[ "$nchecks" -eq 24 ]
+	ok $? "$tag: every check reported ($nchecks of 24)"
 	ndig=$(grep -E $'^\\[rank [0-3]\\] digest\t' "$out" |
 		awk -F'\t' '{ n[$2]++; d[$2 "\t" $3] = 1 }
 			END { k = 0; for (y in d) k++; m = 0
@@ -139,13 +142,18 @@ sitting() {
 	local tok=$(( $(counter drop_token) - tok0 ))
 	# InHAD: each of the 2 agents pushes its group's k = 2 iterations
 	# (one block); the refusals' store: 4 first pushes, rank 3's second;
-	# the momentum store: 12 pushes of 2 blocks by 4 ranks
+	# the momentum store: 12 pushes of 2 blocks by 4 ranks; split over
+	# ranks 0 and 2, 13 pushes (the last of zeros) of its first block by
+	# 4 ranks (and of the second at rank 2, nothing else served there)
 	local want=$((2 * STEPS * NB * 4 + 2 * 120 * 4 + 5 * NB + \
-		2 * INHAD_STEPS / 2 + 12 * 2 * 4))
+		2 * INHAD_STEPS / 2 + 12 * 2 * 4 + 13 * 4))
+	push2=$(( $(counter ps_push 2) - push2 ))
 	echo "# $tag: server counted ps_push $push (want $want), ps_pull $pull, ps_dup $dup, ps_stale $stale, drop_token $tok"
 	grep -E $'psstats\t' "$out" | diag
 	[ "$push" -eq "$want" ]
 	ok $? "$tag: the server's host program added every push once (ps_push $push = $want)"
+	[ "$push2" -eq $((13 * 4)) ]
+	ok $? "$tag: the split store's second part added in rank 2's host program, every push once (ps_push $push2 = $((13 * 4)))"
 	[ "$pull" -ge $((2 * (STEPS + 1) * NB * 4)) ]
 	ok $? "$tag: pulls answered in XDP (ps_pull $pull)"
 	[ "$stale" -ge 1 ]

@@ -5,10 +5,11 @@
 # store in rank 0's host program, rinx.ps) against the Python TCP
 # parameter server in rank 0's process (rinx.sync's reference), with the
 # same rinx.sync.ASP steps and no compute: push a gradient of N values,
-# take the parameters (docs/benchmark.md, "Parameter server").
+# take the parameters (docs/benchmark.md, "Parameter server"); with -S,
+# also the store split over S servers (rinx.ps.Shards).
 #
 #   tools/ps-bench.sh [-H HOSTS] [-r RACKS] [-l RATE] [-n VALUES]
-#                     [-k STEPS] [-R REPEAT] [BUILDDIR]
+#                     [-k STEPS] [-R REPEAT] [-S SHARDS] [BUILDDIR]
 #
 #   -H   ranks, one per host (default 8)
 #   -r   racks (default 2)
@@ -16,6 +17,8 @@
 #   -n   values of the gradient (default 26122, the example's model)
 #   -k   steps (pushes) per rank and run (default 200)
 #   -R   runs of each, interleaved TCP, rinx, TCP, rinx ... (default 3)
+#   -S   also the store split over S servers, spread over the ranks
+#        (ranks 0 and 4 for 2 of 8), in every run after the other two
 #
 # A run's pushes per second: every rank's pushes over the slowest rank's
 # time from a barrier to its last pull. Prints one line per run and the
@@ -23,8 +26,8 @@
 # prefix and taken down at the end, also on failure or interrupt.
 
 set -u
-hosts=8 racks=2 rate=1000 values=26122 steps=200 repeat=3
-while getopts H:r:l:n:k:R: o; do
+hosts=8 racks=2 rate=1000 values=26122 steps=200 repeat=3 shards=1
+while getopts H:r:l:n:k:R:S: o; do
 	case $o in
 	H) hosts=$OPTARG ;;
 	r) racks=$OPTARG ;;
@@ -32,7 +35,8 @@ while getopts H:r:l:n:k:R: o; do
 	n) values=$OPTARG ;;
 	k) steps=$OPTARG ;;
 	R) repeat=$OPTARG ;;
-	*) sed -n '10,20p' "$0"; exit 2 ;;
+	S) shards=$OPTARG ;;
+	*) sed -n '11,24p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -46,7 +50,7 @@ trap '"$rinxctl" testbed down "$p" >/dev/null 2>&1; rm -f "$out"' EXIT
 trap 'exit 1' INT TERM
 
 "$rinxctl" testbed up --prefix "$p" --hosts "$hosts" --racks "$racks" \
-	--jobs 4 >/dev/null || exit 1
+	--jobs 6 >/dev/null || exit 1
 if [ "$rate" != 0 ]; then
 	"$rinxctl" testbed fault "$p" --rate "$rate" >/dev/null || exit 1
 fi
@@ -56,8 +60,9 @@ job=$((0x380001 + (RANDOM % 4096) * 64))
 RINX_JOB=$job timeout -k 5 1200 "$here/train/run.sh" --spec "$spec" \
 	--build "$build" --time 1100 --script "$here/train/ps_bench.py" \
 	-- --job "$job" --values "$values" --steps "$steps" \
-	--repeat "$repeat" >"$out" 2>&1 || { cat "$out"; exit 1; }
-awk -F'\t' '
+	--repeat "$repeat" --shards "$shards" >"$out" 2>&1 ||
+	{ cat "$out"; exit 1; }
+awk -F'\t' -v shards="$shards" '
 	/\] bench\t/ {
 		k = $2 "\t" $3
 		n[k] += $4
@@ -70,16 +75,28 @@ awk -F'\t' '
 				if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
 		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 	}
+	function rate(tr, r) { return n[tr "\t" r] / t[tr "\t" r] }
 	END {
-		printf "%-4s %14s %14s %7s\n", "run", "tcp pushes/s",
+		sh = shards > 1
+		printf "%-4s %14s %14s %7s", "run", "tcp pushes/s",
 		       "rinx pushes/s", "ratio"
+		if (sh)
+			printf " %14s %7s", shards " servers", "ratio"
+		printf "\n"
 		for (i = 1; i <= nr; i++) {
 			r = runs[i]
-			a = n["tcp\t" r] / t["tcp\t" r]
-			b = n["xdp\t" r] / t["xdp\t" r]
-			A[i] = a; B[i] = b; Q[i] = b / a
-			printf "%-4s %14.0f %14.0f %6.2fx\n", r, a, b, b / a
+			A[i] = rate("tcp", r); B[i] = rate("xdp", r)
+			Q[i] = B[i] / A[i]
+			printf "%-4s %14.0f %14.0f %6.2fx", r, A[i], B[i], Q[i]
+			if (sh) {
+				C[i] = rate("xdp" shards, r); P[i] = C[i] / A[i]
+				printf " %14.0f %6.2fx", C[i], P[i]
+			}
+			printf "\n"
 		}
-		printf "%-4s %14.0f %14.0f %6.2fx\n", "med", median(A, nr),
+		printf "%-4s %14.0f %14.0f %6.2fx", "med", median(A, nr),
 		       median(B, nr), median(Q, nr)
+		if (sh)
+			printf " %14.0f %6.2fx", median(C, nr), median(P, nr)
+		printf "\n"
 	}' "$out"

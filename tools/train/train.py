@@ -111,6 +111,11 @@ def parse_args():
     p.add_argument("--ps-rank", type=int, default=0,
                    help="asp, ssp, inhad: the rank whose process runs the "
                         "parameter server")
+    p.add_argument("--ps-shards", type=int, default=1,
+                   choices=range(1, 5), metavar="1..4",
+                   help="asp-xdp, ssp-xdp: the store split over this many "
+                        "server ranks (rinx.ps.Shards; a backend's job ids "
+                        "leave room for 4 parts)")
     p.add_argument("--ps-momentum", type=float, default=0.9,
                    help="asp, ssp, inhad: the PS's momentum (BSP's "
                         "momentum)")
@@ -640,6 +645,8 @@ def make_sync(a, backend, comm, params, total):
     kw = dict(lr=a.lr, momentum=a.ps_momentum, total=total, ps_rank=a.ps_rank,
               timeout_ms=a.timeout_ms, transport=transport,
               ps_job=comm.job + 5 + 8 * i)
+    if mode in ("asp", "ssp") and transport == "xdp":
+        kw["ps_shards"] = a.ps_shards
     if mode == "asp":
         return rs.ASP(comm, params, **kw)
     if mode == "ssp":

@@ -7,6 +7,8 @@
     store.pull(out)             # the store's values (SSP: after the bound)
     store.finish(out)           # every rank done: the final values
     store.close()
+    shards = rinx.ps.Shards([c0, c1], n, servers=[0, 4], init=p0)
+                                # one store split over two servers (below)
 
 The store lives in the server rank's host program: every push is added and
 every pull answered there in XDP (docs/rinx.md, "Parameter server"). The
@@ -16,6 +18,14 @@ the range above the largest initial magnitude, default 6); a push that
 would leave the range raises rinx.Error (ERANGE). A rank's i-th push is its
 iteration i - 1; with `staleness`, pull waits while a rank that has not
 finished is more than that many iterations behind this one.
+
+Every push and pull of a store crosses its server's link, which bounds the
+store's pushes per second. Shards splits one store into contiguous parts,
+each a Store of its own on a communicator of its own (its own job id)
+served by a rank of its own: each part's traffic crosses its own server's
+link. A rank pushes and pulls its parts one after the other; the ranks
+run out of step with each other, so the servers' links are busy at once.
+Every part keeps its own push numbers, clocks and staleness bound.
 """
 import ctypes
 
@@ -23,7 +33,7 @@ import numpy as np
 
 from . import Comm, _lib, _lib_handle, _raise, _text
 
-__all__ = ["Store"]
+__all__ = ["Store", "Shards", "shard_servers"]
 
 
 class Store:
@@ -112,6 +122,90 @@ class Store:
         if self._h is not None and self.comm._c is not None:
             _lib_handle.rinx_ps_close(self._h)
         self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def shard_servers(ps_rank, size, shards):
+    """The server ranks of `shards` parts, spread evenly over the ranks
+    from ps_rank on (2 parts of 8 ranks from 0: ranks 0 and 4, one server
+    in each rack of 2 x 4)."""
+    return [(ps_rank + i * size // shards) % size for i in range(shards)]
+
+
+class Shards:
+    """One store of `count` values split over len(comms) servers: part i
+    is a Store on comms[i] served by rank servers[i]. The calls of a
+    Store; stats() sums the parts' counters (clock: the least part's,
+    min_clock: the slowest rank's in any part)."""
+
+    def __init__(self, comms, count, servers, init=None, staleness=None,
+                 headroom=0):
+        if len(comms) != len(servers) or not comms:
+            raise ValueError("rinx.ps.Shards: one server per communicator "
+                             "(%d communicators, %d servers)"
+                             % (len(comms), len(servers)))
+        self.count = int(count)
+        if self.count < len(comms):
+            raise ValueError("rinx.ps.Shards: %d values cannot be split "
+                             "into %d parts" % (self.count, len(comms)))
+        cut = np.linspace(0, self.count, len(comms) + 1).astype(int)
+        self.parts = list(zip(cut[:-1], cut[1:]))
+        self.servers = list(servers)
+        self.stores = []
+        try:
+            for (lo, hi), c, srv in zip(self.parts, comms, servers):
+                self.stores.append(Store(
+                    c, hi - lo, server=srv, staleness=staleness,
+                    headroom=headroom,
+                    init=None if init is None else init[lo:hi]))
+        except Exception:
+            self.close()
+            raise
+
+    def _check(self, x, name):
+        if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and
+                x.flags.c_contiguous and x.size == self.count):
+            raise TypeError("%s: a C-contiguous float32 numpy array of %d "
+                            "values" % (name, self.count))
+
+    def _each(self, op, x, name):
+        self._check(x, name)
+        for (lo, hi), st in zip(self.parts, self.stores):
+            getattr(st, op)(x[lo:hi])
+        return x
+
+    def push(self, delta):
+        return self._each("push", delta, "rinx.ps.Shards.push")
+
+    def pull(self, out):
+        return self._each("pull", out, "rinx.ps.Shards.pull")
+
+    def pushpull(self, delta, out):
+        self._check(delta, "rinx.ps.Shards.pushpull")
+        self._check(out, "rinx.ps.Shards.pushpull")
+        for (lo, hi), st in zip(self.parts, self.stores):
+            st.pushpull(delta[lo:hi], out[lo:hi])
+        return out
+
+    def finish(self, out):
+        return self._each("finish", out, "rinx.ps.Shards.finish")
+
+    def stats(self):
+        parts = [st.stats() for st in self.stores]
+        d = {n: sum(p[n] for p in parts) for n in _lib.PS_STATS_FIELDS}
+        d["clock"] = min(p["clock"] for p in parts)
+        d["min_clock"] = min(p["min_clock"] for p in parts)
+        return d
+
+    def close(self):
+        for st in self.stores:
+            st.close()
 
     def __enter__(self):
         return self

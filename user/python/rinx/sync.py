@@ -716,7 +716,7 @@ class _PSMode:
     def __init__(self, comm, params, lr, momentum=0.0, staleness=None,
                  scale=None, ps_rank=0, port=None, timeout_ms=10000,
                  total=None, groups=None, pull_every=1, listen=None,
-                 transport=None, ps_job=None):
+                 transport=None, ps_job=None, ps_shards=1):
         import torch
         op = "rinx.sync.%s" % type(self).__name__
         self._op = op
@@ -770,6 +770,16 @@ class _PSMode:
             raise ValueError("%s: transport %r is not one of %s" % (
                 op, self.transport, ", ".join(TRANSPORTS)))
         self._store = None
+        self._pscomms = []
+        if int(ps_shards) != ps_shards or not 1 <= ps_shards <= self.size:
+            raise ValueError("%s: ps_shards must be an integer in 1..%d"
+                             % (op, self.size))
+        if ps_shards > 1 and (self.transport != "xdp" or
+                              self.mode == "inhad"):
+            raise ValueError("%s: ps_shards > 1 splits the store on rinx's "
+                             "data plane: ASP and SSP with transport='xdp'"
+                             % op)
+        self.ps_shards = int(ps_shards)
         if self.transport == "xdp":
             self._xdp_open(comm, lr, momentum, scale, total, ps_job)
             return
@@ -796,7 +806,9 @@ class _PSMode:
     def _xdp_open(self, comm, lr, momentum, scale, total, ps_job):
         """The PS as a store in rank ps_rank's host program (rinx.ps): a
         communicator of its own (job ps_job, default the comm's + 5), the
-        parameters as the store's first values. The optimizer runs at
+        parameters as the store's first values. With ps_shards = S > 1 the
+        store is split in S parts (rinx.ps.Shards), part i on job + i
+        served by rank ps_rank + i size / S. The optimizer runs at
         the workers: each pushes its update -lr f v, v its own momentum
         buffer of its gradients in synchronous steps (as Server._apply,
         f = 1 / size or scale), and pulls the parameters."""
@@ -811,15 +823,23 @@ class _PSMode:
         self.total = total
         self._v = np.zeros(self.n, dtype=np.float32)
         self._p = self._flat()
-        self._pscomm = Comm(comm.spec, comm.rank, job=job,
-                            token=comm_token(comm), plan="ps",
-                            timeout_ms=self.timeout_ms)
         try:
-            self._store = _ps.Store(self._pscomm, self.n, self.ps_rank,
-                                    init=self._p, staleness=self.staleness)
+            for i in range(self.ps_shards):
+                self._pscomms.append(Comm(comm.spec, comm.rank, job=job + i,
+                                          token=comm_token(comm), plan="ps",
+                                          timeout_ms=self.timeout_ms))
+            if self.ps_shards == 1:
+                self._store = _ps.Store(self._pscomms[0], self.n,
+                                        self.ps_rank, init=self._p,
+                                        staleness=self.staleness)
+            else:
+                self._store = _ps.Shards(
+                    self._pscomms, self.n, _ps.shard_servers(
+                        self.ps_rank, self.size, self.ps_shards),
+                    init=self._p, staleness=self.staleness)
             self._store.pull(self._p)
         except Exception:
-            self._pscomm.close()
+            self._close_store()
             raise
         self._assign(self._p)
 
@@ -1024,11 +1044,16 @@ class _PSMode:
         self.finished = True
         self.close()
 
-    def close(self):
+    def _close_store(self):
         if self._store is not None:
             self._store.close()
             self._store = None
-            self._pscomm.close()
+        for c in self._pscomms:
+            c.close()
+        self._pscomms = []
+
+    def close(self):
+        self._close_store()
         self._drop()
         if self.server is not None:
             self.server.close()
@@ -1257,7 +1282,6 @@ class InHAD(_PSMode):
         self.store_staleness = (s + 1) // k - 1
         self.pushed = 0         # group iterations the store has
         self._p = self._flat()
-        self._pscomm = None
         self._aspec = None
         if not self.agent:
             return
@@ -1267,17 +1291,16 @@ class InHAD(_PSMode):
         self._v = np.zeros(self.n, dtype=np.float32)
         self._aspec = _agents_spec(comm.spec, self.agents)
         try:
-            self._pscomm = Comm(self._aspec, self.group, job=job,
-                                token=comm_token(comm), plan="ps",
-                                timeout_ms=self.timeout_ms)
+            self._pscomms.append(Comm(self._aspec, self.group, job=job,
+                                      token=comm_token(comm), plan="ps",
+                                      timeout_ms=self.timeout_ms))
             try:
-                self._store = _ps.Store(self._pscomm, self.n, server,
+                self._store = _ps.Store(self._pscomms[0], self.n, server,
                                         init=self._p,
                                         staleness=self.store_staleness)
                 self._store.pull(self._p)
             except Exception:
-                self._pscomm.close()
-                self._pscomm = None
+                self._close_store()
                 raise
         except Exception:
             os.unlink(self._aspec)

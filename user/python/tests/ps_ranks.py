@@ -147,7 +147,7 @@ def train_phase(tag, job, mode, steps):
     world.close()
 
 
-def momentum_phase(tag, job, steps=12, lr=0.1, mu=0.5):
+def momentum_phase(tag, job, steps=12, lr=0.1, mu=0.5, shards=1):
     """ASP on the store with momentum: each rank pushes its own constant
     gradient (multiples of 1/16) `steps` times through its own momentum
     buffer, which must forget as fast as BSP's (decay mu per push: N
@@ -155,19 +155,20 @@ def momentum_phase(tag, job, steps=12, lr=0.1, mu=0.5):
     depend on the order of the pushes: every rank computes them in
     float64 from every rank's gradient and compares them element by
     element (the store's fixed point and float32 stay far below the
-    tolerance; a decay of mu^f misses it by orders of magnitude)."""
+    tolerance; a decay of mu^f misses it by orders of magnitude). With
+    shards > 1 the store is split over that many servers (rinx.ps.Shards)
+    and every part must be right."""
     n = 1000
     grads = [((np.arange(n) % 7 - 3 + r) / 16.0) for r in range(N)]
     w = torch.nn.Parameter(torch.from_numpy(p0()[:n].copy()))
     world = rinx.Comm(SPEC, RANK, job=job, token=TOKEN, timeout_ms=20000)
     sync = rs.ASP(world, [w], lr=lr, momentum=mu, transport="xdp",
-                  total=steps * N)
+                  total=steps * N, ps_shards=shards)
     g = torch.from_numpy(grads[RANK].astype(np.float32))
     while True:
         w.grad = g
         if not sync.step():
             break
-    sync.finish()
     want = p0()[:n].astype(np.float64)
     f = 1.0 / N
     for r in range(N):
@@ -175,10 +176,20 @@ def momentum_phase(tag, job, steps=12, lr=0.1, mu=0.5):
         for _ in range(steps):
             v = mu * v + grads[r]
             want -= lr * f * v
-    err = float(np.max(np.abs(w.detach().numpy().astype(np.float64) -
-                              want)))
-    check("%s asp momentum: every parameter as BSP's momentum would make "
-          "it, %d pushes per rank" % (tag, sync.steps),
+    err_pp = 0.0
+    if shards > 1:
+        # every rank's pushes are in: a push of zeros answers every part
+        # with the final values (a push more per part and rank)
+        world.allreduce(np.zeros(1, dtype=np.float32))
+        out = np.zeros(n, dtype=np.float32)
+        sync._store.pushpull(np.zeros(n, dtype=np.float32), out)
+        err_pp = float(np.max(np.abs(out.astype(np.float64) - want)))
+    sync.finish()
+    err = max(err_pp, float(np.max(np.abs(
+        w.detach().numpy().astype(np.float64) - want))))
+    on = "" if shards == 1 else ", the store on %d servers" % shards
+    check("%s asp momentum%s: every parameter as BSP's momentum would make "
+          "it, %d pushes per rank" % (tag, on, sync.steps),
           err < 1e-4 and sync.steps == steps, "max error %.3g" % err)
     sync.close()
     world.close()
@@ -333,6 +344,7 @@ def main():
     train_phase(a.tag, a.job + 2, "asp", 120)
     train_phase(a.tag, a.job + 8, "ssp", 120)
     momentum_phase(a.tag, a.job + 24)
+    momentum_phase(a.tag, a.job + 32, shards=2)
     phase("training")
     world = rinx.Comm(SPEC, RANK, job=a.job + 3, token=TOKEN,
                       timeout_ms=20000)
