@@ -117,7 +117,8 @@
 #include "host.skel.h"
 #include "selftests/lib/testlib.h"
 
-#define W		12	/* window: slots per job slot (4 jumbo blocks) */
+#define W		12	/* window: slots per job slot (4 jumbo
+				 * blocks) */
 #define PORT		47431
 #define SLOT		1
 #define JOB		0x00d1ff01
@@ -1075,9 +1076,10 @@ static void compare_maps(const struct inst *a, const struct inst *b,
 		memset(&ga.lock, 0, sizeof(ga.lock));
 		memset(&gb.lock, 0, sizeof(gb.lock));
 		if (memcmp(&ga, &gb, sizeof(ga)))
-			mis("aggregator slot %u: round %#x/%#x seen %#llx/%#llx "
-			    "done %u/%u final %u/%u pend %u/%u ce %u/%u exp "
-			    "%d/%d flags %#x/%#x%s", k, ga.round, gb.round,
+			mis("aggregator slot %u: round %#x/%#x seen "
+			    "%#llx/%#llx done %u/%u final %u/%u pend %u/%u "
+			    "ce %u/%u exp %d/%d flags %#x/%#x%s", k, ga.round,
+			    gb.round,
 			    (unsigned long long)ga.seen,
 			    (unsigned long long)gb.seen, ga.done, gb.done,
 			    ga.final, gb.final, ga.pend, gb.pend, ga.ce, gb.ce,

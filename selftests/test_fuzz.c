@@ -14,9 +14,10 @@
  * extended to another size class, a chain cut short, sent to a job of
  * another size), and an aggregating job (AGG_FWD, AGG_FINISH to a group,
  * on, unicast or ending here, with and without its own share and answers,
- * MCAST_FWD/END, a proportional class pattern); the second switch holds the aggregator of an
- * INA ToR (agg_tab, tor_tab below). Every frame runs once; after each run
- * the counters are read (one batch lookup per map) and checked:
+ * MCAST_FWD/END, a proportional class pattern); the second switch holds
+ * the aggregator of an INA ToR (agg_tab, tor_tab below). Every frame runs
+ * once; after each run the counters are read (one batch lookup per map)
+ * and checked:
  *
  *  - exactly one outcome counter moved, by one, and RX moved iff the frame
  *    was a rinx frame (at the ToR: for the aggregator); the XDP action
@@ -85,8 +86,10 @@ extern char **environ;
 #define NSLOTS		RINX_DEFAULT_JOBS
 #define NRES		(NSLOTS * WINDOW)
 #define FULL_LEN	RINX_FRAME_MAX		/* 3168 */
-#define JUMBO_LEN	RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)	/* 8288 */
-#define MAX_LEN		3500	/* random frames, extended linear ones */
+/* 8288 */
+#define JUMBO_LEN	RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)
+/* random frames, linear ones extended */
+#define MAX_LEN		3500
 #define MAX_JLEN	(JUMBO_LEN + 256)	/* extended jumbo ones */
 #define OFF_IP		14
 #define OFF_UDP		34
@@ -816,8 +819,8 @@ struct pred {
 	__u32 idx, round;
 	__u8 tos;	/* TOS byte of the stored frame */
 	bool keep;	/* the job's hops keep partial sums */
-	int nv;		/* values of the block stored or kept (from idx on,
-			 * a jumbo block over three slots) */
+	int nv;		/* values of the block stored or kept (from idx
+			 * on, a jumbo block over three slots) */
 };
 
 /* The output frame the model expects when pred.want. */
@@ -1906,8 +1909,8 @@ static int host_setup(struct host_env *e)
 
 			/* a jumbo block's first slot speaks for it */
 			s = &e->share_want[idx];
-			s->round = j->ready >> (k / jslots(j)) & 1 ? j->round :
-								    j->round - 1;
+			s->round = j->ready >> (k / jslots(j)) & 1 ?
+				   j->round : j->round - 1;
 			s->exp = j->dtype == RINX_W_INT32 ? 0 :
 				 (__s16)(below(64) - 32);
 			s->flags = below(8) ? 0 : RINX_F_NAN;
@@ -2123,14 +2126,16 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			continue;
 		}
 		hist[outcome]++;
-		k = len < OFF_V ? -1 : frame_nv(len) == RINX_BLOCK_VALUES_JUMBO ?
-		    2 : frame_nv(len) == RINX_BLOCK_VALUES;
+		k = len < OFF_V ? -1 :
+		    frame_nv(len) == RINX_BLOCK_VALUES_JUMBO ? 2 :
+		    frame_nv(len) == RINX_BLOCK_VALUES;
 		if (k >= 0 && outcome == p.stat &&
 		    (outcome == RINX_STAT_REDUCE_FWD ||
 		     outcome == RINX_STAT_REDUCE_FINISH ||
 		     outcome == RINX_STAT_GATHER_FWD ||
 		     outcome == RINX_STAT_GATHER_END ||
-		     outcome == RINX_STAT_REPAIR || outcome == RINX_STAT_RREPAIR))
+		     outcome == RINX_STAT_REPAIR ||
+		     outcome == RINX_STAT_RREPAIR))
 			sz_done[k]++;
 		if (k >= 0 && outcome == RINX_STAT_DROP_SHAPE)
 			sz_shape[k]++;

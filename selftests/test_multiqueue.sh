@@ -235,7 +235,8 @@ check_bench "$out" "$name"
 echo "$out" | grep -q '^# frames: 8288 bytes, 2048 values per block'
 ok $? "$name: the run took jumbo blocks (8288-byte frames)"
 bad=0
-[ "$(sum drop_no_xsk aborted)" = 0 ] || { echo "# drop_no_xsk or aborted"; bad=1; }
+[ "$(sum drop_no_xsk aborted)" = 0 ] ||
+	{ echo "# drop_no_xsk or aborted"; bad=1; }
 slow=$(($(sum slow_future slow_not_ready slow_mismatch) - slow0))
 [ "$slow" -gt 0 ] || { echo "# no data frame went through the slow path"; bad=1; }
 for i in $(seq 0 $((HOSTS - 1))); do
