@@ -10,7 +10,12 @@
  *   rack 0, ina=agent: h0 h1 h2     (h0 aggregates for the rack)
  *   rack 1, ina=switch: h3 h4 h5    (node 8, the ToR, aggregates)
  *   rack 2, ina=none: h6 h7
- *   plans: ring rina ps ps:2 ps-ina ps-ina:2 har tree dbtree
+ *   plans: ring rina ps ps:2 ps-ina ps-ina:2 har tree dbtree, with
+ *   full-size blocks (768 values); the ring with jumbo blocks too (2,048
+ *   values: frames of 8,288 bytes, several buffers in XDP, the payload
+ *   straddling the linear part and a fragment; a block over three slots of
+ *   every map, which the handler's mirror of the hop continues alike), and
+ *   ring and rina with the 352-value blocks of an MTU of 1,500
  *
  * The frames a host sees in a round are generated from the plans of all
  * the nodes (every share started towards it, every partial sum and gather
@@ -26,7 +31,9 @@
  * block's gather after its reduce), with duplicates (some sent again after
  * the block's gather went by), stale and far rounds, wrong senders (node
  * id, address, step), bad coverages (0, beyond the contributors, one that
- * overlaps another frame's) and malformed frames mixed in, to two loaded
+ * overlaps another frame's), frames of another block size (cut short, a
+ * jumbo chain among them, or padded to a larger size) and malformed frames
+ * mixed in, to two loaded
  * instances of the host program with the same tables:
  *
  *   A  the trainer is ready: its share of the round is written before the
@@ -62,8 +69,10 @@
  * the coverage of the frame it handed up; the handler completes the slots
  * from what XDP handed up as A's XDP completed them.
  *
- * At the end, three checks that the comparisons went through every path:
- * every action of the tables finished by XDP and by the handler, the
+ * At the end, four checks that the comparisons went through every path:
+ * every action of the tables finished by XDP and by the handler, the same
+ * for the ring's four hops at every block size (and frames of another size
+ * refused by XDP), the
  * coverage paths (whole and partial coverages taken, duplicates, overlaps
  * and bad coverages refused, by XDP and by the handler), and the handler's
  * answers to a duplicate into a slot it completed (the sum sent again, the
@@ -108,7 +117,8 @@
 #include "host.skel.h"
 #include "selftests/lib/testlib.h"
 
-#define W		8	/* window: blocks per job slot */
+#define W		12	/* window: slots per job slot (4 jumbo
+				 * blocks) */
 #define PORT		47431
 #define SLOT		1
 #define JOB		0x00d1ff01
@@ -116,7 +126,7 @@
 #define ROUND		0x1000	/* the round of every trial */
 #define QBITS		27
 #define NHOSTS		8
-#define FLEN		RINX_FRAME_MAX
+#define FMAX		RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)
 #define MAXF		1024	/* frames of one trial */
 #define TRIALS		3	/* random orders per plan and host */
 
@@ -127,6 +137,11 @@
 
 static int ncpus;
 static __u64 rng = 0x9e3779b97f4a7c15ull;
+/* The block size of the plan under test: values, map slots per block,
+ * frame length (a jumbo block's frame has several buffers in XDP, and its
+ * block continues over three slots of every map) */
+static int bv = RINX_BLOCK_VALUES;
+static __u32 bs = 1, flen = RINX_FRAME_MAX;
 
 static __u32 rnd(void)
 {
@@ -227,7 +242,7 @@ struct round {
 	__u32 nb, last;		/* blocks, values of the last block */
 	__u16 dtype;
 	int keep;		/* RINX_JOB_KEEP: ring hops keep partial sums */
-	struct rinx_slot share[W];
+	struct rinx_slot share[W];	/* by slot: a jumbo block in three */
 };
 
 static void make_spec(struct rinx_spec *s, int kind, int nps)
@@ -282,7 +297,7 @@ static void job_entry(const struct round *rd, __u32 round, struct rinx_job *j)
 	j->flags = rd->keep ? RINX_JOB_KEEP : 0;
 	j->self = rd->self;
 	j->qbits = QBITS;
-	j->bval = RINX_BLOCK_VALUES;
+	j->bval = (__u16)bv;
 	j->dtype = rd->dtype;
 	j->window = W;
 	j->plen = p->plen;
@@ -305,13 +320,13 @@ static void write_shares(struct inst *in, const struct round *rd, __u32 round)
 	for (b = 0; b < W; b++) {
 		struct rinx_slot *s = &in->share[SLOT * W + b];
 
-		if (b < rd->nb) {
+		if (b < rd->nb * bs) {
 			memcpy(s->v, rd->share[b].v, sizeof(s->v));
 			s->exp = rd->share[b].exp;
 			s->flags = rd->share[b].flags;
 			s->count = rd->share[b].count;
 		}
-		__atomic_store_n(&s->round, b < rd->nb ? round : 0,
+		__atomic_store_n(&s->round, b < rd->nb * bs ? round : 0,
 				 __ATOMIC_RELEASE);
 	}
 }
@@ -368,9 +383,9 @@ static int install(struct inst *in, const struct round *rd, __u32 round)
 	c->slot = SLOT;
 	c->window = W;
 	c->qbits = QBITS;
-	c->bval = RINX_BLOCK_VALUES;
-	c->bslots = 1;
-	c->wblocks = W;
+	c->bval = bv;
+	c->bslots = bs;
+	c->wblocks = W / bs;
 	c->fd_aggs = in->aggs;
 	c->fd_jobs = c->fd_nodes = c->fd_hops = c->fd_xsks = -1;
 	c->tor_jobs_fd = -1;
@@ -404,7 +419,7 @@ static int open_round(struct inst *in, const struct round *rd)
 /* ---- frames --------------------------------------------------------------- */
 
 struct fr {
-	__u8 b[FLEN];
+	__u8 b[FMAX];
 	__u32 len;
 	const char *what;	/* "plan", "dup", or the mutation */
 	bool plan;		/* one of the plan's frames (or a duplicate) */
@@ -422,7 +437,7 @@ static void random_payload(struct fr *f, __u16 dtype, __u32 cnt)
 	struct rinx_hdr *h = (struct rinx_hdr *)(f->b + OFF_HDR);
 	__u32 i, r = rnd() % 8;
 
-	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+	for (i = 0; i < (__u32)bv; i++)
 		v[i] = i < cnt ? (__s32)(rnd() % (1u << QBITS)) -
 				 (1 << (QBITS - 1)) : 0;
 	h->exp = 0;
@@ -433,7 +448,7 @@ static void random_payload(struct fr *f, __u16 dtype, __u32 cnt)
 			  (__s16)(rnd() % 7) - 3;
 
 		if (e == RINX_EXP_ZERO)
-			memset(v, 0, RINX_BLOCK_BYTES);
+			memset(v, 0, bv * 4);
 		h->exp = htons((__u16)e);
 		if (rnd() % 8 == 0)
 			h->flags = 1u << (rnd() % 3);
@@ -453,15 +468,15 @@ static void build(struct fr *f, const struct round *rd, int from, int to,
 {
 	const struct rinx_plan *p = &rd->pl[rd->self];
 	struct frame fp;
-	__u32 cnt = block == rd->nb - 1 ? rd->last : RINX_BLOCK_VALUES;
+	__u32 cnt = block == rd->nb - 1 ? rd->last : (__u32)bv;
 
 	memset(f, 0, sizeof(*f));
-	f->len = FLEN;
+	f->len = flen;
 	fc.spec = rd->spec;
 	memcpy(fc.plan.nodes, p->nodes, sizeof(fc.plan.nodes));
 	fc.rank = from;
 	rinx_c_frame_at(f->b, &fp);
-	rinx_c_frame_addr(&fc, &fp, to, FLEN);
+	rinx_c_frame_addr(&fc, &fp, to, flen);
 	fp.h->magic = htonl(RINX_MAGIC);
 	fp.h->version = RINX_VERSION;
 	fp.h->type = type;
@@ -657,7 +672,7 @@ static int plan_frames(const struct round *rd, struct fr *out, int max)
 
 enum mut {
 	M_STALE, M_FAR, M_FROM_OTHER, M_SADDR, M_STEP, M_SENDER_BIG,
-	M_MAGIC, M_VERSION, M_TYPE, M_SHORT, M_COUNT0, M_COUNT_BIG,
+	M_MAGIC, M_VERSION, M_TYPE, M_SHORT, M_SIZE, M_COUNT0, M_COUNT_BIG,
 	M_BLOCK, M_KLASS, M_TOKEN, M_JOB, M_I32_EXP,
 	M_COVER0, M_COVER_OUT, M_OVERLAP,
 	M_HANDOFF_MAX,		/* both XDPs reject the above alike */
@@ -669,7 +684,8 @@ enum mut {
 static const char *const mut_name[M_MAX] = {
 	"stale round", "round two ahead", "another node", "wrong address",
 	"wrong step", "sender id 64+", "bad magic", "bad version",
-	"unknown type", "truncated", "count 0", "count 769", "block past end",
+	"unknown type", "truncated", "another block size", "count 0",
+	"count past the block", "block past end",
 	"wrong class", "wrong token", "unknown job", "int32 with exponent",
 	"coverage 0", "coverage beyond the mask", "coverage overlapping",
 	"next round", "other block count", "other dtype", "other last count",
@@ -707,7 +723,7 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 			struct frame fp;
 
 			rinx_c_frame_at(f->b, &fp);
-			rinx_c_frame_addr(&fc, &fp, rd->self, FLEN);
+			rinx_c_frame_addr(&fc, &fp, rd->self, flen);
 		}
 		break;
 	case M_SADDR:
@@ -730,14 +746,32 @@ static bool mutate(const struct round *rd, const struct fr *src, int m,
 		h->type = rnd() % 2 ? 0 : RINX_T_MAX + rnd() % 5;
 		break;
 	case M_SHORT:
-		f->len = rnd() % 2 ? FLEN - 1 - rnd() % 100 :
+		/* a jumbo frame: a chain cut short */
+		f->len = rnd() % 2 ? flen - 1 - rnd() % 100 :
 			 OFF_HDR + (__u32)sizeof(*h) - 1;
+		break;
+	case M_SIZE:
+		/* the frame of another block size (a rank of another MTU or
+		 * block choice): cut to a smaller size, or padded with zeros
+		 * to a larger one */
+		{
+			static const __u32 sz[] = {
+				RINX_FRAME_MIN, RINX_FRAME_MAX,
+				RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO),
+			};
+
+			do
+				f->len = sz[rnd() % 3];
+			while (f->len == flen);
+			if (f->len > flen)
+				memset(f->b + flen, 0, f->len - flen);
+		}
 		break;
 	case M_COUNT0:
 		h->count = 0;
 		break;
 	case M_COUNT_BIG:
-		h->count = htons(RINX_BLOCK_VALUES + 1);
+		h->count = htons(bv + 1);
 		break;
 	case M_BLOCK:
 		h->block = htonl(rd->nb + rnd() % 3);
@@ -838,7 +872,7 @@ struct outcome {
 	bool xdp;		/* finished by XDP */
 	int sp;			/* the handler's verdict, -1: not run */
 	__u64 delta[RINX_STAT_MAX];
-	__u8 out[FLEN];
+	__u8 out[FMAX];
 	__u32 len;
 };
 
@@ -905,7 +939,7 @@ static void slow_run(struct inst *in, struct outcome *o)
 	switch (o->sp) {
 	case RINX_SP_SEND:
 		o->kind = K_SENT;
-		o->len = FLEN;
+		o->len = flen;
 		break;
 	case RINX_SP_FREE:
 		o->kind = K_DONE;
@@ -1014,19 +1048,20 @@ static void compare_maps(const struct inst *a, const struct inst *b,
 	struct rinx_agg ga, gb;
 	__u32 k, key;
 
-	for (k = 0; k < rd->nb; k++) {
+	for (k = 0; k < rd->nb * bs; k++) {
 		const struct rinx_slot *ra = &a->result[SLOT * W + k];
 		const struct rinx_slot *rb = &b->result[SLOT * W + k];
 		const struct rinx_slot *pa = &a->partial[SLOT * W + k];
 		const struct rinx_slot *pb = &b->partial[SLOT * W + k];
 
+		/* k is a slot: a jumbo block's are k / 3 */
 		if (memcmp(pa, pb, sizeof(*pa)))
-			mis("kept partial sum of block %u: round %#x/%#x "
+			mis("kept partial sum of slot %u: round %#x/%#x "
 			    "step %u/%u%s", k, pa->round, pb->round, pa->step,
 			    pb->step, memcmp(pa->v, pb->v, sizeof(pa->v)) ?
 			    ", values differ" : "");
 		if (memcmp(ra, rb, sizeof(*ra)))
-			mis("result of block %u: round %#x/%#x exp %d/%d "
+			mis("result of slot %u: round %#x/%#x exp %d/%d "
 			    "flags %#x/%#x count %u/%u%s", k, ra->round,
 			    rb->round, ra->exp, rb->exp, ra->flags, rb->flags,
 			    ra->count, rb->count,
@@ -1041,9 +1076,10 @@ static void compare_maps(const struct inst *a, const struct inst *b,
 		memset(&ga.lock, 0, sizeof(ga.lock));
 		memset(&gb.lock, 0, sizeof(gb.lock));
 		if (memcmp(&ga, &gb, sizeof(ga)))
-			mis("slot of block %u: round %#x/%#x seen %#llx/%#llx "
-			    "done %u/%u final %u/%u pend %u/%u ce %u/%u exp "
-			    "%d/%d flags %#x/%#x%s", k, ga.round, gb.round,
+			mis("aggregator slot %u: round %#x/%#x seen "
+			    "%#llx/%#llx done %u/%u final %u/%u pend %u/%u "
+			    "ce %u/%u exp %d/%d flags %#x/%#x%s", k, ga.round,
+			    gb.round,
 			    (unsigned long long)ga.seen,
 			    (unsigned long long)gb.seen, ga.done, gb.done,
 			    ga.final, gb.final, ga.pend, gb.pend, ga.ce, gb.ce,
@@ -1067,6 +1103,9 @@ static void compare_maps(const struct inst *a, const struct inst *b,
  * duplicates (the sum sent again, the finished block answered to a worker,
  * the finished block not sent on as a partial sum). */
 static int cov[2][RINX_A_MAX];
+/* ... and per block size (small, full, jumbo) the ring's four hops, and
+ * frames of another size refused by XDP (DROP_SHAPE) */
+static int cov_sz[3][2][RINX_A_STORE_END + 1], cov_shape[3];
 enum { D_RESEND, D_ANSWER, D_FINAL_DROP, D_MAX };
 static int cov_dup[D_MAX];
 static const char *const action_name[RINX_A_MAX] = {
@@ -1088,6 +1127,12 @@ static void note(const struct round *rd, const struct fr *f,
 	a = p->hops[k][h->type - 1].action;
 	if (o->kind == K_SENT || o->kind == K_DONE)
 		cov[!o->xdp][a]++;
+	if ((o->kind == K_SENT || o->kind == K_DONE) && f->plan &&
+	    a <= RINX_A_STORE_END)
+		cov_sz[bs > 1 ? 2 : bv == RINX_BLOCK_VALUES][!o->xdp][a]++;
+	if (o->kind == K_DROP && o->xdp && o->stat == RINX_STAT_DROP_SHAPE &&
+	    !strcmp(f->what, mut_name[M_SIZE]))
+		cov_shape[bs > 1 ? 2 : bv == RINX_BLOCK_VALUES]++;
 	if (o->xdp || !xdp)
 		return;
 	if (o->kind == K_SENT && xdp->delta[RINX_STAT_AGG_REEMIT])
@@ -1181,7 +1226,7 @@ static int find(const struct fr *f, int n)
 
 	for (j = 0; j < n; j++)
 		if (seq[j].what == f->what && seq[j].len == f->len &&
-		    !memcmp(seq[j].b, f->b, FLEN))
+		    !memcmp(seq[j].b, f->b, FMAX))
 			return j;
 	return n - 1;
 }
@@ -1417,7 +1462,7 @@ static int direct(struct round *rd, int np)
 		if (err)
 			return err;
 		memset(&ob[i], 0, sizeof(ob[i]));
-		memcpy(ob[i].out, seq[i].b, FLEN);
+		memcpy(ob[i].out, seq[i].b, FMAX);
 		ob[i].len = seq[i].len;
 		slow_run(&ic, &ob[i]);
 		if (seq[i].handed) {
@@ -1546,7 +1591,7 @@ static int direct_agg(struct round *rd, int np)
 			if (xo->kind != K_DROP)
 				continue;
 			memset(co, 0, sizeof(*co));
-			memcpy(co->out, x.b, FLEN);
+			memcpy(co->out, x.b, FMAX);
 			co->len = x.len;
 			slow_run(&ic, co);
 			if (co->kind == K_DROP && !ic.c->err[0]) {
@@ -1589,7 +1634,7 @@ static int direct_agg(struct round *rd, int np)
 		g = snap[b];
 		g.seen &= ~(cov & -cov);
 		memset(co, 0, sizeof(*co));
-		memcpy(co->out, ob[i].out, FLEN);
+		memcpy(co->out, ob[i].out, FMAX);
 		co->len = ob[i].len;
 		if (bpf_map_update_elem(ic.aggs, &key, &g, BPF_F_LOCK))
 			return -errno;
@@ -1629,19 +1674,25 @@ static int direct_agg(struct round *rd, int np)
 	return 0;
 }
 
+/* Every plan with full-size blocks; the ring, the one plan that runs
+ * jumbo blocks, with those too; the ring and rina (aggregations) with the
+ * small blocks of an MTU of 1,500. */
 static const struct {
 	const char *name;
-	int kind, nps;
+	int kind, nps, bval;
 } plans[] = {
-	{ "ring", RINX_PLAN_RING, 0 },
-	{ "rina", RINX_PLAN_RINA, 0 },
-	{ "ps", RINX_PLAN_PS, 0 },
-	{ "ps:2", RINX_PLAN_PS, 2 },
-	{ "ps-ina", RINX_PLAN_PSINA, 0 },
-	{ "ps-ina:2", RINX_PLAN_PSINA, 2 },
-	{ "har", RINX_PLAN_HAR, 0 },
-	{ "tree", RINX_PLAN_TREE, 0 },
-	{ "dbtree", RINX_PLAN_DBTREE, 0 },
+	{ "ring", RINX_PLAN_RING, 0, RINX_BLOCK_VALUES },
+	{ "rina", RINX_PLAN_RINA, 0, RINX_BLOCK_VALUES },
+	{ "ps", RINX_PLAN_PS, 0, RINX_BLOCK_VALUES },
+	{ "ps:2", RINX_PLAN_PS, 2, RINX_BLOCK_VALUES },
+	{ "ps-ina", RINX_PLAN_PSINA, 0, RINX_BLOCK_VALUES },
+	{ "ps-ina:2", RINX_PLAN_PSINA, 2, RINX_BLOCK_VALUES },
+	{ "har", RINX_PLAN_HAR, 0, RINX_BLOCK_VALUES },
+	{ "tree", RINX_PLAN_TREE, 0, RINX_BLOCK_VALUES },
+	{ "dbtree", RINX_PLAN_DBTREE, 0, RINX_BLOCK_VALUES },
+	{ "ring/jumbo", RINX_PLAN_RING, 0, RINX_BLOCK_VALUES_JUMBO },
+	{ "ring/352", RINX_PLAN_RING, 0, RINX_BLOCK_VALUES_MIN },
+	{ "rina/352", RINX_PLAN_RINA, 0, RINX_BLOCK_VALUES_MIN },
 };
 
 /* the checks run_plan makes of each plan: at every host, two per trial,
@@ -1653,10 +1704,14 @@ static int run_plan(int pi)
 {
 	static struct round rd;
 	int self, trial, i, np, err;
-	__u32 b;
+	__u32 b, k, wb, n;
 
 	memset(&rd, 0, sizeof(rd));
 	rd.plan_name = plans[pi].name;
+	bv = plans[pi].bval;
+	bs = RINX_BLOCK_SLOTS(bv);
+	flen = RINX_FRAME_LEN(bv);
+	wb = W / bs;
 	make_spec(&rd.spec, plans[pi].kind, plans[pi].nps);
 	err = rinx_plan_build(&rd.pl[0], &rd.spec, 0);
 	if (err)
@@ -1670,9 +1725,9 @@ static int run_plan(int pi)
 	for (self = 0; self < rd.spec.nhosts; self++) {
 		rd.self = self;
 		for (trial = 0; trial < TRIALS; trial++) {
-			rd.nb = trial == 0 ? W - 1 : 1 + rnd() % W;
+			rd.nb = trial == 0 ? wb - 1 : 1 + rnd() % wb;
 			rd.keep = trial % 2 == 0;
-			rd.last = trial == 1 ? 1 : 1 + rnd() % RINX_BLOCK_VALUES;
+			rd.last = trial == 1 ? 1 : 1 + rnd() % bv;
 			/* float and int32 rounds, late in either way */
 			rd.dtype = trial == 1 || (trial == 2 && rnd() % 2) ?
 				   RINX_W_INT32 : RINX_W_FIXED;
@@ -1680,11 +1735,22 @@ static int run_plan(int pi)
 				struct fr t;
 
 				build(&t, &rd, self, self, 1, 0, ROUND, b);
-				memcpy(rd.share[b].v, t.b + RINX_FRAME_HDR_LEN,
-				       RINX_BLOCK_BYTES);
-				rd.share[b].exp = (__s16)ntohs(hdr(&t)->exp);
-				rd.share[b].flags = hdr(&t)->flags;
-				rd.share[b].count = ntohs(hdr(&t)->count);
+				/* a jumbo block over its slots, each with
+				 * the block's header as the library's */
+				for (k = 0; k < bs; k++) {
+					struct rinx_slot *sl =
+						&rd.share[b * bs + k];
+
+					n = bv - k * RINX_BLOCK_VALUES;
+					if (n > RINX_BLOCK_VALUES)
+						n = RINX_BLOCK_VALUES;
+					memset(sl->v, 0, sizeof(sl->v));
+					memcpy(sl->v, t.b + RINX_FRAME_HDR_LEN +
+					       k * RINX_BLOCK_BYTES, n * 4);
+					sl->exp = (__s16)ntohs(hdr(&t)->exp);
+					sl->flags = hdr(&t)->flags;
+					sl->count = ntohs(hdr(&t)->count);
+				}
 			}
 			np = plan_frames(&rd, pf, MAXF / 4);
 			err = handoff(&rd, trial, np, trial == 2);
@@ -1717,7 +1783,7 @@ int main(int argc, char **argv)
 	 * second argument */
 	if (argc > 2)
 		rng = strtoull(argv[2], NULL, 0) | 1;
-	tap_plan((int)ARRAY_SIZE(plans) * PLAN_CHECKS + 3);
+	tap_plan((int)ARRAY_SIZE(plans) * PLAN_CHECKS + 4);
 	tap_diag("seed %#llx", (unsigned long long)rng);
 	trace = getenv("RINX_TEST_TRACE");
 	for (i = 0; i < (int)ARRAY_SIZE(plans); i++) {
@@ -1754,6 +1820,28 @@ int main(int argc, char **argv)
 			all &= cov_via[a] > 0;
 		}
 		tap_ok(all, "coverages met as the pool gives them: %s", buf);
+		len = 0;
+		all = true;
+		for (i = 0; i < 3; i++) {
+			len += snprintf(buf + len, sizeof(buf) - len, "%s%s:",
+					i ? "; " : "", i == 0 ? "352" : i == 1 ?
+					"768" : "2048");
+			for (a = RINX_A_ADD_FWD; a <= RINX_A_STORE_END; a++) {
+				len += snprintf(buf + len, sizeof(buf) - len,
+						" %d/%d", cov_sz[i][0][a],
+						cov_sz[i][1][a]);
+				all &= cov_sz[i][0][a] > 0 &&
+				       cov_sz[i][1][a] > 0;
+			}
+			len += snprintf(buf + len, sizeof(buf) - len,
+					", %d of another size refused",
+					cov_shape[i]);
+			all &= cov_shape[i] > 0;
+		}
+		tap_ok(all, "every block size: the ring's hops (add+fwd, "
+		       "add+finish, store+fwd, store+end) finished by XDP and "
+		       "by the handler (XDP/handler), frames of another size "
+		       "refused: %s", buf);
 		tap_ok(cov_dup[D_RESEND] && cov_dup[D_ANSWER],
 		       "the handler met duplicates as XDP does: sum sent "
 		       "again %d, finished block answered %d (finished "

@@ -7,12 +7,17 @@
  * and byte flips, truncation, extension, header fields set to chosen or
  * random values: tokens that differ in any of their 64 bits, senders that
  * are no members, rounds far ahead, sizes and dtypes of another round) and
- * purely random frames. The host holds two ring jobs and
- * an aggregating job (AGG_FWD, AGG_FINISH to a group, on, unicast or ending
- * here, with and without its own share and answers, MCAST_FWD/END, a
- * proportional class pattern); the second switch holds the aggregator of an
- * INA ToR (agg_tab, tor_tab below). Every frame runs once; after each run
- * the counters are read (one batch lookup per map) and checked:
+ * purely random frames. The host holds four ring jobs, one of each block
+ * size besides a second full-size one (jumbo blocks of 2,048 values in
+ * multi-buffer frames whose payload runs past the test run's linear part
+ * into a fragment, the 352 values of an MTU of 1,500; frames cut or
+ * extended to another size class, a chain cut short, sent to a job of
+ * another size), and an aggregating job (AGG_FWD, AGG_FINISH to a group,
+ * on, unicast or ending here, with and without its own share and answers,
+ * MCAST_FWD/END, a proportional class pattern); the second switch holds
+ * the aggregator of an INA ToR (agg_tab, tor_tab below). Every frame runs
+ * once; after each run the counters are read (one batch lookup per map)
+ * and checked:
  *
  *  - exactly one outcome counter moved, by one, and RX moved iff the frame
  *    was a rinx frame (at the ToR: for the aggregator); the XDP action
@@ -38,7 +43,9 @@
  *    host's own share as the trainer does;
  *  - share, jobs, hops and nodes (host, ToR) and the MAC table and devmap
  *    (switches) are unchanged at the end; every path of the aggregator was
- *    taken (runs of at least COV_MIN frames).
+ *    taken (runs of at least COV_MIN frames); frames of every block size
+ *    were finished by a ring hop as the model said, and refused for their
+ *    size by a job of another size.
  *
  * RINX_FUZZ_N: frames in all, half for the host, a fifth for the switch,
  * the rest for the INA switch (default 1500000: about 9 us a host frame,
@@ -79,7 +86,11 @@ extern char **environ;
 #define NSLOTS		RINX_DEFAULT_JOBS
 #define NRES		(NSLOTS * WINDOW)
 #define FULL_LEN	RINX_FRAME_MAX		/* 3168 */
+/* 8288 */
+#define JUMBO_LEN	RINX_FRAME_LEN(RINX_BLOCK_VALUES_JUMBO)
+/* random frames, linear ones extended */
 #define MAX_LEN		3500
+#define MAX_JLEN	(JUMBO_LEN + 256)	/* extended jumbo ones */
 #define OFF_IP		14
 #define OFF_UDP		34
 #define OFF_HDR		42
@@ -134,7 +145,19 @@ struct jobcfg {
 	const struct rinx_hop (*tab)[RINX_HOP_TYPES];
 	bool keep;	/* RINX_JOB_KEEP: ring hops keep partial sums and drop
 			 * what they passed on already */
+	__u16 bval;	/* values per block; 0: RINX_BLOCK_VALUES */
 };
+
+static int jbv(const struct jobcfg *j)
+{
+	return j->bval ? j->bval : RINX_BLOCK_VALUES;
+}
+
+/* Slots of a block of job j in every map (a jumbo block takes three). */
+static __u32 jslots(const struct jobcfg *j)
+{
+	return RINX_BLOCK_SLOTS(jbv(j));
+}
 
 #define BIT(n)		(1ULL << (n))
 #define NOFROM		RINX_NO_SEND
@@ -212,13 +235,25 @@ static const struct rinx_hop agg_tab[][RINX_HOP_TYPES] = {
 static const struct jobcfg jobs[] = {
 	/* 4-node ring seen from node 1, fixed point */
 	{ 0x00c0ffee, 0x1dea5eed1234ULL, 2, 1000, 11, 100, 4, 4, 1, 28,
-	  RINX_W_FIXED, 0x0000054d, NULL, 0, NULL, true },
+	  RINX_W_FIXED, 0x0000054d, NULL, 0, NULL, true, 0 },
 	/* int32 sums, node 2 of 4, round about to wrap */
 	{ 0x00000007, 0xf00d00000badf00dULL, 0, 0xffffffff, 5, 1, 4, 4, 2, 30,
-	  RINX_W_INT32, 0x00000009, NULL, 0, NULL, false },
+	  RINX_W_INT32, 0x00000009, NULL, 0, NULL, false, 0 },
 	/* the aggregating host above: 13 blocks, shares of some written */
 	{ 0x00a990a9, 0x7a66c0de7a66c0deULL, 1, 5000, 13, 321, 7, 64, 5, 24,
-	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab, true },
+	  RINX_W_FIXED, 0x00000b5b, agg_cmap, sizeof(agg_cmap), agg_tab, true,
+	  0 },
+	/* jumbo blocks (multi-buffer frames; the payload runs past the
+	 * test run's linear part): a 4-node ring seen from node 2, 5
+	 * blocks in 15 of the window's 16 slots, a short last one */
+	{ 0x00001b16, 0x6a6d626f00000003ULL, 4, 77, 5, 1500, 4, 4, 2, 28,
+	  RINX_W_FIXED, 0x0000000b, NULL, 0, NULL, true,
+	  RINX_BLOCK_VALUES_JUMBO },
+	/* the small blocks of an MTU of 1,500: node 0 of a 3-node ring,
+	 * int32, without kept sums */
+	{ 0x00000160, 0x736d616c6c000160ULL, 5, 0x42, 16, 200, 3, 3, 0, 30,
+	  RINX_W_INT32, 0x0000b6d5, NULL, 0, NULL, false,
+	  RINX_BLOCK_VALUES_MIN },
 };
 
 #define AGG_JOB		(&jobs[2])
@@ -274,7 +309,7 @@ static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 static const struct jobcfg tor_job = {
 	0x70770001, 0x11aa22bb11aa22bbULL, 3, 77, 9, 500, 5, 64, 50, 24,
 	RINX_W_FIXED, 0,
-	tor_cmap, sizeof(tor_cmap), tor_tab, false,
+	tor_cmap, sizeof(tor_cmap), tor_tab, false, 0,
 };
 
 /* The job's class pattern (the ring's: block b in class b % n); the node
@@ -302,7 +337,7 @@ static struct rinx_job job_entry(const struct jobcfg *j)
 		.nclasses = j->nclasses, .nnodes = j->nnodes,
 		.self = j->self, .qbits = j->qbits, .dtype = j->dtype,
 		.window = WINDOW, .flags = j->keep ? RINX_JOB_KEEP : 0,
-		.bval = RINX_BLOCK_VALUES,
+		.bval = (__u16)jbv(j),
 	};
 
 	job_classes(&job, j);
@@ -430,9 +465,9 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 {
 	struct rinx_hop h;
 	__u32 block, cnt, i, round = j->round;
+	int type, flen = RINX_FRAME_LEN(jbv(j));
 	__u16 from;
 	__s32 lim;
-	int type;
 	__u8 step, tos = 0;
 
 	/* a planned (class, type); now and then one this node has no
@@ -477,15 +512,21 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 		if (below(8))
 			round = j->round;
 	}
-	cnt = block == j->nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES;
+	if (!j->tab && type == RINX_T_GATHER && !below(8)) {
+		/* a node asks for a finished block again: any node that
+		 * stored it answers */
+		type = RINX_T_NACK;
+		from = (__u16)below(j->nnodes);
+	}
+	cnt = block == j->nblocks - 1 ? j->last_count : (__u32)jbv(j);
 
-	memset(buf, 0, FULL_LEN);
+	memset(buf, 0, flen);
 	node_mac(j->slot, j->self, buf);
 	node_mac(j->slot, from, buf + 6);
 	put16(buf + 12, ETH_P_IP);
 	buf[OFF_IP] = 0x45;
 	buf[OFF_IP + 1] = tos;
-	put16(buf + OFF_IP + 2, FULL_LEN - OFF_IP);
+	put16(buf + OFF_IP + 2, flen - OFF_IP);
 	put16(buf + OFF_IP + 4, (__u16)rnd());
 	put16(buf + OFF_IP + 6, below(2) ? 0x4000 : 0);
 	buf[OFF_IP + 8] = 64;
@@ -494,7 +535,7 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 	put32(buf + OFF_IP + 16, node_ip(j->slot, j->self));
 	put16(buf + OFF_UDP, PORT);
 	put16(buf + OFF_UDP + 2, PORT);
-	put16(buf + OFF_UDP + 4, FULL_LEN - OFF_UDP);
+	put16(buf + OFF_UDP + 4, flen - OFF_UDP);
 
 	put32(buf + H_MAGIC, RINX_MAGIC);
 	buf[H_VERSION] = RINX_VERSION;
@@ -528,15 +569,15 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 		memcpy(buf + OFF_V + 4 * i, &v, 4);
 	}
 	ip_fix_csum(buf + OFF_IP);
-	return FULL_LEN;
+	return flen;
 }
 
 /* A valid frame of one of the host's jobs. */
 static int build_valid(__u8 *buf, const struct jobcfg **jp)
 {
-	__u32 r = below(10);
+	__u32 r = below(12);
 
-	*jp = &jobs[r < 4 ? 0 : r < 6 ? 1 : 2];
+	*jp = &jobs[r < 4 ? 0 : r < 6 ? 1 : r < 10 ? 2 : r < 11 ? 3 : 4];
 	return build_frame(buf, *jp);
 }
 
@@ -659,7 +700,8 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 	case 22: {
 		/* truncate: anywhere, or around a parser boundary */
 		const int at[] = { 14, 33, 34, 41, 42, OFF_V - 1, OFF_V,
-				   FULL_LEN - 1 };
+				   RINX_FRAME_MIN - 1, FULL_LEN - 1,
+				   JUMBO_LEN - 1, JUMBO_LEN - 96 };
 
 		int l = at[below(ARRAY_SIZE(at))];
 
@@ -670,8 +712,11 @@ static void mutate_field(__u8 *b, const struct jobcfg *j, int *len)
 		break;
 	}
 	case 23: {
-		/* extend with random bytes */
-		int n = *len + below(MAX_LEN - *len + 1);
+		/* extend with random bytes (a linear frame to a jumbo
+		 * frame's length, now and then) */
+		int top = *len > MAX_LEN || (j != &tor_job && !below(8)) ?
+			  MAX_JLEN : MAX_LEN;
+		int n = *len + below(top - *len + 1);
 
 		rand_bytes(b + *len, n - *len);
 		*len = n;
@@ -774,10 +819,12 @@ struct pred {
 	__u32 idx, round;
 	__u8 tos;	/* TOS byte of the stored frame */
 	bool keep;	/* the job's hops keep partial sums */
+	int nv;		/* values of the block stored or kept (from idx
+			 * on, a jumbo block over three slots) */
 };
 
 /* The output frame the model expects when pred.want. */
-static __u8 wantf[MAX_LEN + 64];
+static __u8 wantf[MAX_JLEN + 64];
 
 /* Counters that come with an outcome instead of being one. */
 static bool annotation(int stat)
@@ -1051,7 +1098,8 @@ static const struct jobcfg *find_job_in(const struct jobcfg *t, size_t n,
 
 /* MP_HDR: the header whole, less payload than a small block (only a
  * parameter server's frame may be one) */
-enum { MP_OK, MP_OTHER, MP_SHORT, MP_VERSION, MP_OK_MIN, MP_HDR };
+enum { MP_OK, MP_OTHER, MP_SHORT, MP_VERSION, MP_OK_MIN, MP_HDR,
+       MP_OK_JUMBO };
 
 /* rinx_parse of frame b, written from the frame format. */
 static int parse_model(const __u8 *b, int len)
@@ -1065,24 +1113,36 @@ static int parse_model(const __u8 *b, int len)
 		return MP_SHORT;
 	if (get32(b + H_MAGIC) != RINX_MAGIC || b[H_VERSION] != RINX_VERSION)
 		return MP_VERSION;
-	/* the payload's length says the frame's size: full, small (a
-	 * 1,500-byte MTU's) or a header alone */
+	/* the payload's length says the frame's size: jumbo (the whole
+	 * frame, fragments included), full, small (a 1,500-byte MTU's) or a
+	 * header alone */
+	if (len >= JUMBO_LEN)
+		return MP_OK_JUMBO;
 	if (len >= FULL_LEN)
 		return MP_OK;
 	return len >= OFF_V + RINX_BLOCK_BYTES_MIN ? MP_OK_MIN : MP_HDR;
 }
 
-/* The frame's size (every job here has full-size frames), counts, block,
- * class within the round and the window: 0 or the drop. */
+/* Values of the block a frame of len bytes carries, by its size class. */
+static int frame_nv(int len)
+{
+	return len >= JUMBO_LEN ? RINX_BLOCK_VALUES_JUMBO :
+	       len >= FULL_LEN ? RINX_BLOCK_VALUES : RINX_BLOCK_VALUES_MIN;
+}
+
+/* The frame's size (the job's block size), counts, block, class within
+ * the round and the window (a jumbo block takes three of its slots): 0 or
+ * the drop. */
 static int bounds_model(const __u8 *b, int len, const struct jobcfg *j)
 {
 	__u32 block = get32(b + H_BLOCK), nblocks = get32(b + H_NBLOCKS);
 	__u32 cnt = get16(b + H_COUNT);
 
-	if (len < FULL_LEN)
+	if (frame_nv(len) != jbv(j))
 		return RINX_STAT_DROP_SHAPE;
-	if (cnt == 0 || cnt > RINX_BLOCK_VALUES || block >= nblocks ||
-	    nblocks > WINDOW || get16(b + H_KLASS) != job_class(j, block))
+	if (cnt == 0 || cnt > (__u32)jbv(j) || block >= nblocks ||
+	    nblocks > WINDOW / jslots(j) ||
+	    get16(b + H_KLASS) != job_class(j, block))
 		return RINX_STAT_DROP_BOUNDS;
 	return 0;
 }
@@ -1283,9 +1343,9 @@ static struct pred host_model(const __u8 *b, int len)
 	struct pred p = { .stat = RINX_STAT_DROP_NO_XSK, .aidx = -1 };
 	const struct jobcfg *j;
 	struct rinx_hop h;
-	__u32 round, block, nblocks, cnt, type, sender;
+	__u32 round, block, nblocks, cnt, type, sender, q;
 	bool agg;
-	int bad;
+	int bad, nv;
 
 	memcpy(wantf, b, len);
 	switch (parse_model(b, len)) {
@@ -1305,6 +1365,7 @@ static struct pred host_model(const __u8 *b, int len)
 		}
 	}
 	type = b[H_TYPE];
+	nv = frame_nv(len);
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
 	    type != RINX_T_CONTRIB && type != RINX_T_HELLO &&
 	    type != RINX_T_NACK && type != RINX_T_RNACK && type != RINX_T_PS) {
@@ -1332,7 +1393,8 @@ static struct pred host_model(const __u8 *b, int len)
 		return p;
 	/* the parameter server's frames: no job here serves a store */
 	if (type == RINX_T_PS) {
-		p.stat = RINX_STAT_DROP_NO_ROUTE;
+		p.stat = nv == RINX_BLOCK_VALUES_JUMBO ? RINX_STAT_DROP_SHAPE :
+			 RINX_STAT_DROP_NO_ROUTE;
 		return p;
 	}
 	round = get32(b + H_ROUND);
@@ -1348,7 +1410,7 @@ static struct pred host_model(const __u8 *b, int len)
 	if (type == RINX_T_NACK) {
 		const struct rinx_slot *r;
 
-		r = &res_model[j->slot * WINDOW + block];
+		r = &res_model[j->slot * WINDOW + block * jslots(j)];
 		if (!asker_ok(b, j))
 			p.stat = RINX_STAT_DROP_SENDER;
 		else
@@ -1363,7 +1425,7 @@ static struct pred host_model(const __u8 *b, int len)
 		const struct rinx_slot *k;
 
 		h = job_hop(j, get16(b + H_KLASS), RINX_T_REDUCE);
-		k = &part_model[j->slot * WINDOW + block];
+		k = &part_model[j->slot * WINDOW + block * jslots(j)];
 		if (!asker_ok(b, j)) {
 			p.stat = RINX_STAT_DROP_SENDER;
 		} else if (round != j->round || h.action != RINX_A_ADD_FWD ||
@@ -1374,7 +1436,12 @@ static struct pred host_model(const __u8 *b, int len)
 			p.stat = RINX_STAT_RREPAIR;
 			p.want = true;
 			p.act = XDP_TX;
-			memcpy(wantf + OFF_V, k->v, RINX_BLOCK_BYTES);
+			/* a jumbo block from its three slots */
+			for (q = 0; q < (__u32)nv; q += RINX_BLOCK_VALUES)
+				memcpy(wantf + OFF_V + 4 * q,
+				       k[q / RINX_BLOCK_VALUES].v,
+				       4 * (nv - q < RINX_BLOCK_VALUES ?
+					    nv - q : RINX_BLOCK_VALUES));
 			put16(wantf + H_EXP, (__u16)k->exp);
 			wantf[H_FLAGS] = k->flags;
 			wantf[H_TYPE] = RINX_T_REDUCE;
@@ -1425,10 +1492,11 @@ static struct pred host_model(const __u8 *b, int len)
 		return p;
 	}
 	if (nblocks != j->nblocks || get16(b + H_DTYPE) != j->dtype ||
-	    cnt != (block == nblocks - 1 ? j->last_count : RINX_BLOCK_VALUES))
+	    cnt != (block == nblocks - 1 ? j->last_count : (__u32)jbv(j)))
 		return p;	/* size mismatch: slow path */
 sized:
-	p.idx = j->slot * WINDOW + block;
+	p.idx = j->slot * WINDOW + block * jslots(j);
+	p.nv = nv;
 	p.round = round;
 	p.keep = j->keep;
 	switch (h.action) {
@@ -1518,7 +1586,7 @@ enum fail_kind {
 
 /* the checks of each place (run_host, run_switch, run_ina), main's own
  * (3) and the coverage reports (2): the plan, whatever the runs do */
-#define HOST_CHECKS	(F_MAX + 9)
+#define HOST_CHECKS	(F_MAX + 10)
 #define SW_CHECKS	(F_MAX + 3)
 #define INA_CHECKS	(F_MAX + 4)
 
@@ -1752,7 +1820,28 @@ static int slot_maint(int fd, struct mslot *ms, const struct jobcfg *j,
 
 /* ---- host run ------------------------------------------------------------ */
 
-static __u8 in[MAX_LEN + 64], out[4096];
+static __u8 in[MAX_JLEN + 64], out[MAX_JLEN + 64];
+
+/* The nv values at v into the slots of a block from m (a jumbo block
+ * continues over three); the rest of a slot stays. */
+static void vals_to_slots(struct rinx_slot *m, const __u8 *v, int nv)
+{
+	int q;
+
+	for (q = 0; q < nv; q += RINX_BLOCK_VALUES)
+		memcpy(m[q / RINX_BLOCK_VALUES].v, v + 4 * q,
+		       4 * (nv - q < RINX_BLOCK_VALUES ? nv - q :
+			    RINX_BLOCK_VALUES));
+}
+
+/* Do the slots of a block of nv values from idx differ between map and
+ * model? */
+static bool slots_differ(const struct rinx_slot *map,
+			 const struct rinx_slot *model, __u32 idx, int nv)
+{
+	return memcmp(&map[idx], &model[idx],
+		      RINX_BLOCK_SLOTS(nv) * sizeof(*model)) != 0;
+}
 
 struct host_env {
 	struct host_bpf *skel;
@@ -1818,12 +1907,14 @@ static int host_setup(struct host_env *e)
 			__u32 idx = j->slot * WINDOW + k, v;
 			__s32 lim = (1 << j->qbits) - 1;
 
+			/* a jumbo block's first slot speaks for it */
 			s = &e->share_want[idx];
-			s->round = j->ready >> k & 1 ? j->round : j->round - 1;
+			s->round = j->ready >> (k / jslots(j)) & 1 ?
+				   j->round : j->round - 1;
 			s->exp = j->dtype == RINX_W_INT32 ? 0 :
 				 (__s16)(below(64) - 32);
 			s->flags = below(8) ? 0 : RINX_F_NAN;
-			s->count = RINX_BLOCK_VALUES;
+			s->count = (__u16)jbv(j);
 			for (v = 0; v < RINX_BLOCK_VALUES; v++)
 				s->v[v] = j->dtype == RINX_W_INT32 ?
 					  (__s32)rnd() :
@@ -1941,6 +2032,10 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	double t0;
 	__u64 i, stores = 0, last_ok = 0, aggs_seen = 0, kept = 0;
 	__u64 slot_stored[NSLOTS] = {}, slot_marked[NSLOTS] = {};
+	/* per block size (small, full, jumbo): frames a ring hop finished
+	 * as the model said (forwarded, finished, stored, answered), and
+	 * frames of that size refused for their size */
+	__u64 sz_done[3] = {}, sz_shape[3] = {};
 	char why[320];
 	int err, k;
 
@@ -2031,6 +2126,19 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			continue;
 		}
 		hist[outcome]++;
+		k = len < OFF_V ? -1 :
+		    frame_nv(len) == RINX_BLOCK_VALUES_JUMBO ? 2 :
+		    frame_nv(len) == RINX_BLOCK_VALUES;
+		if (k >= 0 && outcome == p.stat &&
+		    (outcome == RINX_STAT_REDUCE_FWD ||
+		     outcome == RINX_STAT_REDUCE_FINISH ||
+		     outcome == RINX_STAT_GATHER_FWD ||
+		     outcome == RINX_STAT_GATHER_END ||
+		     outcome == RINX_STAT_REPAIR ||
+		     outcome == RINX_STAT_RREPAIR))
+			sz_done[k]++;
+		if (k >= 0 && outcome == RINX_STAT_DROP_SHAPE)
+			sz_shape[k]++;
 		if (r.ret == XDP_ABORTED)
 			fail(&f[0], F_ABORTED, "host", i, in, "%s",
 			     host_stat_name[outcome]);
@@ -2086,16 +2194,18 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			w->exp = (__s16)get16(src + H_EXP);
 			w->flags = src[H_FLAGS];
 			w->count = get16(src + H_COUNT);
-			memcpy(w->v, src + OFF_V, RINX_BLOCK_BYTES);
+			vals_to_slots(w, src + OFF_V, p.nv);
 			stores++;
 			slot_stored[p.idx / WINDOW]++;
 			if ((src[OFF_IP + 1] & RINX_ECN_MASK) == RINX_ECN_CE)
 				slot_marked[p.idx / WINDOW]++;
-			if (memcmp(&e.res_map[p.idx], w, sizeof(*w))) {
+			if (slots_differ(e.res_map, e.shadow, p.idx, p.nv)) {
 				fail(&f[0], F_RESULT, "host", i, in,
-				     "stored slot %u differs", p.idx);
+				     "stored slot %u (%d values) differs",
+				     p.idx, p.nv);
 				hexdump(in, len);
-				*w = e.res_map[p.idx];
+				memcpy(w, &e.res_map[p.idx],
+				       RINX_BLOCK_SLOTS(p.nv) * sizeof(*w));
 			}
 		}
 		if (outcome == p.stat && outcome == RINX_STAT_REDUCE_FWD &&
@@ -2108,12 +2218,14 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 			w->flags = out[H_FLAGS];
 			w->count = get16(out + H_COUNT);
 			w->step = out[H_STEP];
-			memcpy(w->v, out + OFF_V, RINX_BLOCK_BYTES);
+			vals_to_slots(w, out + OFF_V, p.nv);
 			kept++;
-			if (memcmp(&e.part_map[p.idx], w, sizeof(*w))) {
+			if (slots_differ(e.part_map, part_model, p.idx, p.nv)) {
 				fail(&f[0], F_RESULT, "host", i, in,
-				     "kept partial sum %u differs", p.idx);
-				*w = e.part_map[p.idx];
+				     "kept partial sum %u (%d values) differs",
+				     p.idx, p.nv);
+				memcpy(w, &e.part_map[p.idx],
+				       RINX_BLOCK_SLOTS(p.nv) * sizeof(*w));
 			}
 		}
 		if (p.aidx >= 0) {
@@ -2203,6 +2315,14 @@ static void run_host(__u64 nframes, struct fails *f, __u64 *hist,
 	}
 	tap_ok(!sum, "host: the cursors count every stored block and every "
 	       "marked one");
+	tap_ok(sz_done[0] && sz_done[1] && sz_done[2] && sz_shape[0] &&
+	       sz_shape[1] && sz_shape[2],
+	       "host: every block size ran the ring's hops and was refused "
+	       "where it is not the job's (small %llu/%llu, full %llu/%llu, "
+	       "jumbo %llu/%llu)", (unsigned long long)sz_done[0],
+	       (unsigned long long)sz_shape[0], (unsigned long long)sz_done[1],
+	       (unsigned long long)sz_shape[1], (unsigned long long)sz_done[2],
+	       (unsigned long long)sz_shape[2]);
 	tap_ok(host_tables_same(&e),
 	       "host: share, jobs, hops and nodes maps unchanged");
 out:

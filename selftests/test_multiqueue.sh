@@ -18,7 +18,10 @@
 # host, hellos and the frames XDP hands up (slow path) included. A trainer
 # with a socket on queue 0 only never sees them (they end as drop_no_xsk)
 # and the job does not even open. A second run, not pinned, spreads the
-# frames over the queues of every CPU.
+# frames over the queues of every CPU. The links carry an MTU of 9,000: a
+# third run, pinned again, takes jumbo blocks (`--block jumbo`, frames of
+# 8,288 bytes), whose slow-path frames reach the trainer as chains of
+# several descriptors on queue $q.
 #
 #   selftests/test_multiqueue.sh [builddir]
 #
@@ -111,7 +114,7 @@ q=$((cpu % Q))
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..15"
+echo "1..21"
 "$rinxctl" testbed up --prefix "${P}x" --queues 0 >/dev/null 2>&1
 rc0=$?
 "$rinxctl" testbed up --prefix "${P}x" --queues 17 >/dev/null 2>&1
@@ -119,16 +122,17 @@ rc17=$?
 [ $rc0 -eq 2 ] && [ $rc17 -eq 2 ] && [ -z "$(P=${P}x ours)" ]
 ok $? "testbed up --queues 0 and 17 refused as usage errors ($rc0, $rc17), nothing made"
 
-out=$("$rinxctl" testbed up --prefix "$P" --hosts $HOSTS --queues $Q 2>&1)
+out=$("$rinxctl" testbed up --prefix "$P" --hosts $HOSTS --queues $Q \
+	--mtu 9000 2>&1)
 rc=$?
 echo "$out" | diag
-ok $rc "testbed up --hosts $HOSTS --queues $Q"
+ok $rc "testbed up --hosts $HOSTS --queues $Q --mtu 9000"
 if [ $rc -ne 0 ]; then
 	echo "# no testbed: the rest cannot run"
 	exit 1
 fi
-echo "$out" | grep -q "^testbed $P: .*, $Q queues per host\$"
-ok $? "testbed up says $Q queues per host"
+echo "$out" | grep -q "^testbed $P: .*, $Q queues per host, MTU 9000\$"
+ok $? "testbed up says $Q queues per host, MTU 9000"
 bad=0
 for i in $(seq 0 $((HOSTS - 1))); do
 	for end in "${P}h$i eth0" "${P}t0 p$i"; do
@@ -201,6 +205,59 @@ check_bench "$out" "$name"
 echo "# drop_no_xsk: $(stat drop_no_xsk)"
 [ "$(sum drop_no_xsk aborted)" = 0 ] && [ -n "$(stat drop_no_xsk)" ]
 ok $? "$name: drop_no_xsk still 0 on every host"
+
+# qcount NS: "R O": frames eth0 of NS redirected on queue $q, frames it
+# received on the other queues
+qcount() {
+	qstat "$1" eth0 | awk -v q="$q" '
+		$1 == "rx_queue_" q "_xdp_redirect" { r = $2 }
+		$1 ~ /^rx_queue_[0-9]+_xdp_packets$/ {
+			split($1, a, "_"); if (a[3] != q) o += $2 }
+		END { print r + 0, o + 0 }'
+}
+
+# 3: jumbo blocks, pinned again: every frame, chains included, on queue $q
+name="pinned to CPU $cpu (queue $q), jumbo blocks, float32"
+echo "# $name, sizes $SIZES"
+before=()
+for i in $(seq 0 $((HOSTS - 1))); do
+	before[$i]=$(qcount "${P}h$i")
+done
+slow0=$(sum slow_future slow_not_ready slow_mismatch)
+out=$(RINX_BENCH_STATS=1 timeout -k 5 $BENCH_LIMIT taskset -c "$cpu" \
+	"$rinxctl" bench --spec "$spec" --verify --iters 3 --warmup 1 \
+	--dtype float32 --block jumbo --sizes "$SIZES" --profile \
+	--timeout $TIMEOUT_MS 2>&1)
+rc=$?
+echo "$out" | diag
+ok $rc "$name: bench --verify exit status ($rc)"
+check_bench "$out" "$name"
+echo "$out" | grep -q '^# frames: 8288 bytes, 2048 values per block'
+ok $? "$name: the run took jumbo blocks (8288-byte frames)"
+bad=0
+[ "$(sum drop_no_xsk aborted)" = 0 ] ||
+	{ echo "# drop_no_xsk or aborted"; bad=1; }
+slow=$(($(sum slow_future slow_not_ready slow_mismatch) - slow0))
+[ "$slow" -gt 0 ] || { echo "# no data frame went through the slow path"; bad=1; }
+for i in $(seq 0 $((HOSTS - 1))); do
+	set -- ${before[$i]} $(qcount "${P}h$i")
+	if [ $# -ne 4 ] || [ "$3" -le "$1" ] || [ "$4" -ne "$2" ]; then
+		echo "# h$i: queue $q redirected $1 -> ${3:-?}, other queues $2 -> ${4:-?}"
+		bad=1
+	fi
+done
+ok $bad "$name: every host received on queue $q only and handed frames up there ($slow slow-path data frames), drop_no_xsk 0"
+# the trainers took the chains whole: they finished slow-path frames in
+# the largest size's runs (chains read as frames of one buffer finish
+# none, and repairs still complete the allreduce) and no socket dropped
+# one (RINX_BENCH_STATS: each rank's AF_XDP statistics)
+fin=$(echo "$out" | awk '/^#   slow path: / { f = $4 } END { print f + 0 }')
+drops=$(echo "$out" | awk '/^rank [0-9]+: .* xsk rx_dropped / {
+	for (i = 1; i < NF; i++) if ($i == "rx_dropped") s += $(i + 1); n++ }
+	END { print n + 0, s + 0 }')
+echo "# trainers: $fin slow-path frames/op finished at the largest size; ranks, AF_XDP rx_dropped: $drops"
+awk -v f="$fin" 'BEGIN { exit !(f > 0) }' && [ "$drops" = "$HOSTS 0" ]
+ok $? "$name: the trainers finished slow-path jumbo frames ($fin/op), no AF_XDP socket dropped one"
 
 "$rinxctl" testbed down "$P" 2>&1 | diag
 rc=${PIPESTATUS[0]}
