@@ -51,6 +51,10 @@ struct reply_msg {
 	/* loss repair and congestion control during this op */
 	uint64_t sent, retx, nacks, repairs, marked, cuts, rate, ceil;
 	uint64_t slow;		/* frames the trainer took from AF_XDP */
+	uint64_t lost;		/* frames lost on the way up: the AF_XDP
+				 * socket's drops (rx dropped, ring full,
+				 * fill ring empty) and the trainer's
+				 * (slow_dropped) */
 	uint64_t wakeups, tcpu_ns;	/* the trainer process: context
 					 * switches and CPU time (user and
 					 * system) during the op */
@@ -333,6 +337,10 @@ static void child_go(struct child *ch, const struct cmd_msg *cmd,
 	rep->nacks = b.nacks - a.nacks;
 	rep->repairs = b.repairs - a.repairs;
 	rep->slow = b.slow_path - a.slow_path;
+	rep->lost = (b.xsk_rx_dropped - a.xsk_rx_dropped) +
+		    (b.xsk_rx_ring_full - a.xsk_rx_ring_full) +
+		    (b.xsk_fill_empty - a.xsk_fill_empty) +
+		    (b.slow_dropped - a.slow_dropped);
 	rep->marked = b.ecn_marked - a.ecn_marked;
 	rep->cuts = b.cc_cuts - a.cc_cuts;
 	rep->rate = b.pace_rate;
@@ -694,7 +702,7 @@ struct size_run {
 	uint64_t jt[BENCH_MAX_JOBS][BENCH_MAX_ITERS];
 	/* --profile, summed over the timed runs (and ranks) */
 	uint64_t hns, hcnt, sns, scnt, qns, dns;
-	uint64_t retx, nacks, repairs, marked, cuts, slow;
+	uint64_t retx, nacks, repairs, marked, cuts, slow, lost;
 	uint64_t wakeups, tcpu_ns;
 	uint64_t rates[RINX_MAX_NODES], ceils[RINX_MAX_NODES];
 	uint64_t cpu[8];
@@ -754,6 +762,7 @@ static void profile_add(const struct run *ru, struct size_run *sr,
 		sr->nacks += reps[r].nacks;
 		sr->repairs += reps[r].repairs;
 		sr->slow += reps[r].slow;
+		sr->lost += reps[r].lost;
 		sr->wakeups += reps[r].wakeups;
 		sr->tcpu_ns += reps[r].tcpu_ns;
 		sr->marked += reps[r].marked;
@@ -976,8 +985,10 @@ static void print_profile(const struct run *ru, struct size_run *sr,
 	 * programs ran on */
 	fprintf(out, "#   slow path: %.1f frames/op to the "
 		"trainers, %.3f%% of the frames the host "
-		"programs saw\n", (double)sr->slow / o->iters,
-		sr->hcnt ? 100.0 * sr->slow / sr->hcnt : 0.0);
+		"programs saw; %.1f frames/op lost on the way up (AF_XDP "
+		"socket drops, slow_dropped)\n", (double)sr->slow / o->iters,
+		sr->hcnt ? 100.0 * sr->slow / sr->hcnt : 0.0,
+		(double)sr->lost / o->iters);
 	/* the trainers' own share: what they spent and how often they
 	 * slept and woke (each wakeup a context switch on the cores the
 	 * softirqs need) */
@@ -1182,8 +1193,9 @@ const struct opt bench_opt_table[] = {
 	{ OPT_FLAG, "profile", 'P', B_AT(profile),
 	  .help = "after each size: XDP runs per block and ns per run (kernel\n"
 		  "BPF statistics), conversion ns per element, CPU use,\n"
-		  "congestion control and repairs, the slow path's share,\n"
-		  "the trainers' CPU time and context switches" },
+		  "congestion control and repairs, the slow path's share\n"
+		  "and the frames lost on the way up (AF_XDP socket drops,\n"
+		  "slow_dropped), the trainers' CPU time and context switches" },
 	{ OPT_INT, "timeout", 't', "MS", B_AT(timeout_ms), .min = 1,
 	  .max = INT_MAX, .def = "10000",
 	  .help = "an allreduce fails after this long without progress\n"
