@@ -20,7 +20,9 @@
  * Then the holes of finished blocks asked for one by one
  * (rinx_c_gather_holes): each hole's NACK on its own clock and backoff,
  * the first window's long wait only until a later block of its class
- * past that window finished here, a quarter more per gather step.
+ * past that window finished here, a quarter more per gather step; and
+ * every missing block asked at once when the node its gather comes from
+ * sends a frame of the next round (it finished this one).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +395,82 @@ static void gather_asks(struct stopped *t, __u64 now,
 	t->x->nsent = 0;
 }
 
+/* A frame of round `round` from node `from`, through the slow path's
+ * gate: RINX_SP_KEEP for a later round. */
+static int slow_from(struct stopped *t, __u32 round, __u16 from)
+{
+	__u8 buf[RINX_FRAME_LEN(RINX_BLOCK_VALUES_MIN)];
+	__u32 bval = t->c->bval;
+	struct frame f;
+	int ret;
+
+	memset(buf, 0, sizeof(buf));
+	rinx_c_frame_at(buf, &f);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = RINX_T_GATHER;
+	f.h->round = htonl(round);
+	f.h->block = htonl(3);
+	f.h->nblocks = htonl(SNB);
+	f.h->sender = htons(from);
+	/* a frame of the network's smallest block: this rank's size */
+	t->c->bval = RINX_BLOCK_VALUES_MIN;
+	t->c->active = t->r;
+	t->r->round_open = 1;
+	ret = rinx_c_slow_frame(t->c, buf, sizeof(buf));
+	t->c->bval = bval;
+	return ret;
+}
+
+/*
+ * The same rank at 10 ms: the node its gathers come from (W3) sends a
+ * frame of the next round, so it finished this one and holds every
+ * block of it: every missing block is asked at once, a class's last
+ * ones too (class 0's 8-36, class 3's 31-39); the holes asked before
+ * keep their own clocks. A frame of a later round from another node (W2)
+ * says nothing about W3.
+ */
+static void run_ahead(struct stopped *t, __u64 t0, __u64 at[SNB][GASKS],
+		      int *n)
+{
+	int before[SNB], other = 0, b, got, bad = 0;
+	__u64 now = t0;
+
+	memcpy(before, n, sizeof(before));
+	got = slow_from(t, 2, 1) == RINX_SP_KEEP &&
+	      slow_from(t, 3, 2) == RINX_SP_KEEP;
+	for (; now <= t0 + 1 * MS; now += 50 * US) {
+		rinx_c_gather_holes(t->r, now);
+		gather_asks(t, now, at, n, &other);
+	}
+	for (b = 0; b < SNB; b++)
+		if (n[b] != before[b] && b != 0 && b != 1 && b != 6 &&
+		    b != 7 && b != 23)
+			bad++;
+	tap_ok(got && !bad && !other, "the next round's frames: W2's, and "
+	       "W3's of the round after, ask for nothing new (%d blocks, "
+	       "%d other frames)", bad, other);
+	memcpy(before, n, sizeof(before));
+	got = slow_from(t, 2, 2) == RINX_SP_KEEP;
+	t0 = now;
+	for (; now <= t0 + 150 * US; now += 50 * US) {
+		rinx_c_gather_holes(t->r, now);
+		gather_asks(t, now, at, n, &other);
+	}
+	for (b = 0; b < SNB; b++) {
+		int tail = (b % 4 == 0 && b >= 8) || (b % 4 == 3 && b >= 31);
+
+		/* the holes asked before go by their own clocks */
+		if (b == 0 || b == 1 || b == 6 || b == 7 || b == 23)
+			continue;
+		if (n[b] - before[b] != tail)
+			bad++;
+	}
+	tap_ok(got && !bad && !other, "W3 runs the next round: every block "
+	       "past its class's last finished one asked of it at once, "
+	       "once, and no other (%d blocks wrong, %d other frames)", bad, other);
+}
+
 static int in_ms(__u64 v, __u64 t0, __u64 lo_us, __u64 hi_us)
 {
 	return v >= t0 + lo_us * US && v <= t0 + hi_us * US;
@@ -467,6 +545,7 @@ static void run_gather_holes(void)
 	tap_ok(!stray && !other, "holes one by one: no block past its "
 	       "class's last finished one asked (%d blocks, %d other frames)",
 	       stray, other);
+	run_ahead(&t, now, at, n);
 	stopped_free(&t);
 }
 
@@ -507,7 +586,7 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 4 + 6);
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 4 + 8);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)

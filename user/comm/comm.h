@@ -152,6 +152,8 @@ struct rinx_req {
 	__u64 *ghole_at;
 	__u8 *gasked;
 	__u64 gscan_t;
+	__u64 ahead;		/* nodes (below 64) seen in the next round:
+				 * they finished this one (slow.c) */
 	__u64 t0;
 	int err;
 };

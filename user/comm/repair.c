@@ -298,7 +298,12 @@ __u64 rinx_c_hole_wait(const struct rinx_req *r)
  * backoff; the first window's wait holds only until a block of the class
  * past that window finished here. The other ranks after a loss wait a
  * quarter more per gather step, and take the first one's repair as it is
- * passed on. 1 or more = asked; scanned at most every HOLE_MIN_NS / 8.
+ * passed on. A block whose gather comes from a node that runs the next
+ * round already (a frame of it came here, r->ahead) is missing for sure:
+ * that node finished this round and holds the block until this rank has
+ * finished it too, so it is asked at once, a class's last blocks too
+ * (nothing later of their class can show them lost; the stall timer found
+ * them before). 1 or more = asked; scanned at most every HOLE_MIN_NS / 8.
  */
 #define GSCAN	1024	/* blocks looked at per call */
 
@@ -322,25 +327,33 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
 	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++)
 		if (hi[k] > top)
 			top = hi[k];
+	if (r->ahead)
+		top = r->nb;
 	for (b = r->cursor; b < top && n < REPAIR_MAX && reads < GSCAN; b++) {
 		const struct rinx_hop *g;
 		__u64 wait;
+		int done;
 
 		k = (__u32)class_of(c, b) % RINX_MAX_CLASSES;
-		if (b >= hi[k])
+		g = &c->plan.hops[k][RINX_T_GATHER - 1];
+		/* the node it comes from finished the round */
+		done = g->from < c->n && g->from < 64 &&
+		       (r->ahead >> g->from & 1);
+		if (b >= hi[k] && !done)
 			continue;	/* nothing later of its class here */
 		reads++;
 		if (__atomic_load_n(&c->result[blk_idx(c, b)].round,
 				    __ATOMIC_ACQUIRE) == c->round)
 			continue;
-		g = &c->plan.hops[k][RINX_T_GATHER - 1];
 		if (!hole_nackable(g))
 			continue;
 		if (!r->ghole_at[b]) {
 			r->ghole_at[b] = now;
-			continue;
+			if (!done)
+				continue;
 		}
-		wait = hole_wait_at(r, b, hi[k] > first);
+		wait = done && !r->gasked[b] ? 0 :
+		       hole_wait_at(r, b, hi[k] > first || done);
 		if (now - r->ghole_at[b] < wait << (r->gasked[b] < 6 ?
 						     r->gasked[b] : 6))
 			continue;
