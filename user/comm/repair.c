@@ -292,7 +292,7 @@ __u64 rinx_c_hole_wait(const struct rinx_req *r)
  * first rank after a loss) among them; and a cursor held in the round's
  * first window gave every hole of the round the first window's long wait.
  * Under 1% drop + dup + reorder on unlimited links (8 ranks, 16 MiB)
- * the losses were found by the stall timer instead, a round after round
+ * the losses were found by the stall timer instead, round after round
  * of them (docs/benchmark.md, loss on unlimited links). Here each hole
  * has its own clock, from when it was first seen here, and its own
  * backoff; the first window's wait holds only until a block of the class
