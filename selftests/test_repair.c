@@ -16,6 +16,13 @@
  * can ask. The RNACKs it sends are read back from a socket pair standing
  * in for the wire (a communicator without AF_XDP sockets sends by a
  * packet socket).
+ *
+ * Then the holes of finished blocks asked for one by one
+ * (rinx_c_gather_holes): each hole's NACK on its own clock and backoff,
+ * the first window's long wait only until a later block of its class
+ * past that window finished here, a quarter more per gather step; and
+ * every missing block asked at once when the node its gather comes from
+ * sends a frame of the next round (it finished this one).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +179,8 @@ static void stopped_free(struct stopped *t)
 	if (t->r) {
 		free(t->r->rhole_at);
 		free(t->r->rasked);
+		free(t->r->ghole_at);
+		free(t->r->gasked);
 	}
 	if (t->c) {
 		free(t->c->result);
@@ -386,6 +395,204 @@ static void run_resend_paced(void)
 	stopped_free(&t);
 }
 
+/*
+ * Holes of finished blocks (rinx_c_gather_holes), seen from W4 of the same
+ * ring of 4: every class's gather comes from W3, class 2's at step 2, the
+ * others' at step 0. srtt 4 ms: a hole waits a quarter of it, 1 ms (a
+ * quarter more per step), and in the round's first window (blocks 0-7)
+ * twice the own block timer, 8 ms, unless a block of its class past that
+ * window finished here. Finished at the start:
+ *   class 0: only block 4 (block 0 a hole in the first window, unproven;
+ *            8, 12, ... past the class's last finished: not holes);
+ *   class 1: all but 1 (first window, proven) and 13 (answered at 2 ms);
+ *   class 2: all but 6 (first window, proven, step 2);
+ *   class 3: 3, 11, 15, 19 (7 a hole, proven); at 3.5 ms 27 finishes,
+ *            making 23 a hole then.
+ * The cursor stays at block 0 throughout.
+ */
+#define GASKS	4
+
+static void gather_asks(struct stopped *t, __u64 now,
+			__u64 at[SNB][GASKS], int *n, int *other)
+{
+	__u8 buf[FRAME_SIZE];
+	struct frame f;
+	ssize_t len;
+
+	while ((len = recv(t->wire[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		__u32 b, k;
+
+		rinx_c_frame_at(buf, &f);
+		b = ntohl(f.h->block);
+		k = ntohs(f.h->klass);
+		if (f.h->type == RINX_T_NACK && ntohl(f.h->round) == 1 &&
+		    b < SNB && k == b % 4 && f.h->step == (k == 2 ? 2 : 0) &&
+		    !memcmp(f.ip + 16, &t->c->plan.nodes[2].ip, 4)) {
+			if (n[b] < GASKS)
+				at[b][n[b]] = now;
+			n[b]++;
+		} else {
+			(*other)++;
+		}
+	}
+	t->x->nfree += t->x->nsent;
+	t->x->nsent = 0;
+}
+
+/* A frame of round `round` from node `from`, through the slow path's
+ * gate: RINX_SP_KEEP for a later round. */
+static int slow_from(struct stopped *t, __u32 round, __u16 from)
+{
+	__u8 buf[RINX_FRAME_LEN(RINX_BLOCK_VALUES_MIN)];
+	__u32 bval = t->c->bval;
+	struct frame f;
+	int ret;
+
+	memset(buf, 0, sizeof(buf));
+	rinx_c_frame_at(buf, &f);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = RINX_T_GATHER;
+	f.h->round = htonl(round);
+	f.h->block = htonl(3);
+	f.h->nblocks = htonl(SNB);
+	f.h->sender = htons(from);
+	/* a frame of the network's smallest block: this rank's size */
+	t->c->bval = RINX_BLOCK_VALUES_MIN;
+	t->c->active = t->r;
+	t->r->round_open = 1;
+	ret = rinx_c_slow_frame(t->c, buf, sizeof(buf));
+	t->c->bval = bval;
+	return ret;
+}
+
+/*
+ * The same rank at 10 ms: the node its gathers come from (W3) sends a
+ * frame of the next round, so it finished this one and holds every
+ * block of it: every missing block is asked at once, a class's last
+ * ones too (class 0's 8-36, class 3's 31-39); the holes asked before
+ * keep their own clocks. A frame of a later round from another node (W2)
+ * says nothing about W3.
+ */
+static void run_ahead(struct stopped *t, __u64 t0, __u64 at[SNB][GASKS],
+		      int *n)
+{
+	int before[SNB], other = 0, b, got, bad = 0;
+	__u64 now = t0;
+
+	memcpy(before, n, sizeof(before));
+	got = slow_from(t, 2, 1) == RINX_SP_KEEP &&
+	      slow_from(t, 3, 2) == RINX_SP_KEEP;
+	for (; now <= t0 + 1 * MS; now += 50 * US) {
+		rinx_c_gather_holes(t->r, now);
+		gather_asks(t, now, at, n, &other);
+	}
+	for (b = 0; b < SNB; b++)
+		if (n[b] != before[b] && b != 0 && b != 1 && b != 6 &&
+		    b != 7 && b != 23)
+			bad++;
+	tap_ok(got && !bad && !other, "the next round's frames: W2's, and "
+	       "W3's of the round after, ask for nothing new (%d blocks, "
+	       "%d other frames)", bad, other);
+	memcpy(before, n, sizeof(before));
+	got = slow_from(t, 2, 2) == RINX_SP_KEEP;
+	t0 = now;
+	for (; now <= t0 + 150 * US; now += 50 * US) {
+		rinx_c_gather_holes(t->r, now);
+		gather_asks(t, now, at, n, &other);
+	}
+	for (b = 0; b < SNB; b++) {
+		int tail = (b % 4 == 0 && b >= 8) || (b % 4 == 3 && b >= 31);
+
+		/* the holes asked before go by their own clocks */
+		if (b == 0 || b == 1 || b == 6 || b == 7 || b == 23)
+			continue;
+		if (n[b] - before[b] != tail)
+			bad++;
+	}
+	tap_ok(got && !bad && !other, "W3 runs the next round: every block "
+	       "past its class's last finished one asked of it at once, "
+	       "once, and no other (%d blocks wrong, %d other frames)", bad, other);
+}
+
+static int in_ms(__u64 v, __u64 t0, __u64 lo_us, __u64 hi_us)
+{
+	return v >= t0 + lo_us * US && v <= t0 + hi_us * US;
+}
+
+static void run_gather_holes(void)
+{
+	static __u64 at[SNB][GASKS];
+	struct stopped t;
+	__u64 t0 = 1000 * MS, now;
+	int n[SNB] = { 0 }, other = 0, b, k, stray = 0;
+
+	memset(at, 0, sizeof(at));
+	if (stopped_init(&t, t0) ||
+	    !(t.r->ghole_at = calloc(SNB, sizeof(*t.r->ghole_at))) ||
+	    !(t.r->gasked = calloc(SNB, sizeof(*t.r->gasked)))) {
+		for (b = 0; b < 6; b++)
+			tap_ok(0, "holes one by one: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	t.c->plan.nodes[2].ip = htonl(0x0a000203);
+	t.c->srtt = 4 * MS;
+	t.c->rttvar = 0;
+	t.r->rmine = 0;		/* the reduce's repair is not looked at */
+	for (k = 0; k < 4; k++)
+		t.c->plan.hops[k][RINX_T_GATHER - 1] = (struct rinx_hop){
+			.action = RINX_A_STORE_FWD, .from = 2, .to = 0,
+			.step = k == 2 ? 2 : 0 };
+	for (b = 0; b < SNB; b++)
+		t.c->result[b].round =
+			b % 4 == 0 ? b == 4 :
+			b % 4 == 3 ? (b <= 19 && b != 7) :
+			b != 1 && b != 13 && b != 6;
+	t.r->cursor = 0;
+	for (now = t0; now <= t0 + 10 * MS; now += 50 * US) {
+		if (now == t0 + 2 * MS)
+			t.c->result[13].round = 1;
+		if (now == t0 + 3500 * US)
+			t.c->result[27].round = 1;
+		rinx_c_gather_holes(t.r, now);
+		gather_asks(&t, now, at, n, &other);
+	}
+	tap_ok(n[1] && n[7] && in_ms(at[1][0], t0, 1000, 1300) &&
+	       in_ms(at[7][0], t0, 1000, 1300),
+	       "holes one by one: a first-window hole whose class finished a "
+	       "block past that window waits 1 ms, not 8 (block 1 at %lld us, "
+	       "7 at %lld us)", n[1] ? (long long)((at[1][0] - t0) / US) : -1,
+	       n[7] ? (long long)((at[7][0] - t0) / US) : -1);
+	tap_ok(n[6] && in_ms(at[6][0], t0, 1500, 1800),
+	       "holes one by one: two gather steps on, 1.5 ms (block 6 at "
+	       "%lld us)", n[6] ? (long long)((at[6][0] - t0) / US) : -1);
+	tap_ok(n[13] == 1 && n[1] >= 2 && in_ms(at[1][1], at[1][0], 2000,
+						2300),
+	       "holes one by one: asked again after twice the wait until "
+	       "it came (block 13 asked %d times, block 1 again after %lld "
+	       "us)", n[13], n[1] >= 2 ?
+	       (long long)((at[1][1] - at[1][0]) / US) : -1);
+	tap_ok(n[23] && in_ms(at[23][0], t0, 4500, 4800),
+	       "holes one by one: a hole seen at 3.5 ms is asked 1 ms later, "
+	       "whatever the others' backoff (block 23 at %lld us)",
+	       n[23] ? (long long)((at[23][0] - t0) / US) : -1);
+	tap_ok(n[0] && in_ms(at[0][0], t0, 8000, 8300),
+	       "holes one by one: a first-window hole with nothing of its "
+	       "class past that window waits twice the own block timer, 8 ms "
+	       "(block 0 at %lld us)",
+	       n[0] ? (long long)((at[0][0] - t0) / US) : -1);
+	for (b = 0; b < SNB; b++)
+		if (n[b] && b != 0 && b != 1 && b != 6 && b != 7 && b != 13 &&
+		    b != 23)
+			stray++;
+	tap_ok(!stray && !other, "holes one by one: no block past its "
+	       "class's last finished one asked (%d blocks, %d other frames)",
+	       stray, other);
+	run_ahead(&t, now, at, n);
+	stopped_free(&t);
+}
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -423,12 +630,13 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6);
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 8);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
 		run_stall(&stall_cases[i]);
 	run_stopped();
 	run_resend_paced();
+	run_gather_holes();
 	return tap_done();
 }

@@ -172,6 +172,10 @@ static int round_open(struct rinx_req *r)
 	r->cursor_t = r->first_fin = 0;
 	memset(r->resent, 0, r->nown);
 	memset(r->rasked, 0, r->nb);
+	memset(r->ghole_at, 0, r->nb * sizeof(*r->ghole_at));
+	memset(r->gasked, 0, r->nb);
+	r->gscan_t = 0;
+	r->ahead = 0;
 	rinx_c_reduce_init(r);
 	r->round_open = 1;
 	return 0;
@@ -487,7 +491,7 @@ static void req_free(struct rinx_req *r)
 	 * (700 KB at a window of 32768) cost every small collective mmap,
 	 * page faults and munmap */
 	if (r->c && !r->c->spare && r->own && r->sent_at && r->resent &&
-	    r->rhole_at && r->rasked) {
+	    r->rhole_at && r->rasked && r->ghole_at && r->gasked) {
 		r->c->spare = r;
 		return;
 	}
@@ -503,6 +507,8 @@ void rinx_c_req_release(struct rinx_req *r)
 	free(r->resent);
 	free(r->rhole_at);
 	free(r->rasked);
+	free(r->ghole_at);
+	free(r->gasked);
 	free(r);
 }
 
@@ -559,6 +565,7 @@ static int progress(struct rinx_req *r, int *moved)
 		rinx_c_cc_update(r, t);
 		rinx_c_own_timers(r, t);
 		rinx_c_reduce_holes(r, t);
+		rinx_c_gather_holes(r, t);
 		/* a hole: the next block in order is missing for a while
 		 * though a later one of its class finished here - ask for
 		 * the holes now, before the round drains (RACK's reasoning
@@ -652,6 +659,8 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 		r->resent = keep.resent;
 		r->rhole_at = keep.rhole_at;
 		r->rasked = keep.rasked;
+		r->ghole_at = keep.ghole_at;
+		r->gasked = keep.gasked;
 		goto ready;
 	}
 	r = calloc(1, sizeof(*r));
@@ -662,8 +671,10 @@ RINX_API int rinx_allreduce_start(struct rinx_comm *c, const void *send,
 	r->resent = calloc(c->window, sizeof(*r->resent));
 	r->rhole_at = calloc(c->window, sizeof(*r->rhole_at));
 	r->rasked = calloc(c->window, sizeof(*r->rasked));
+	r->ghole_at = calloc(c->window, sizeof(*r->ghole_at));
+	r->gasked = calloc(c->window, sizeof(*r->gasked));
 	if (!r->own || !r->sent_at || !r->resent || !r->rhole_at ||
-	    !r->rasked) {
+	    !r->rasked || !r->ghole_at || !r->gasked) {
 		r->c = NULL;
 		req_free(r);
 		return -ENOMEM;

@@ -146,6 +146,14 @@ struct rinx_req {
 	__u8 *rasked;
 	__u32 rhi[RINX_MAX_CLASSES];
 	__u64 rpass_t[RINX_MAX_CLASSES];
+	/* holes of finished blocks (rinx_c_gather_holes): per block, when
+	 * it was first seen missing or last asked for, and how often;
+	 * when the blocks were last looked at */
+	__u64 *ghole_at;
+	__u8 *gasked;
+	__u64 gscan_t;
+	__u64 ahead;		/* nodes (below 64) seen in the next round:
+				 * they finished this one (slow.c) */
 	__u64 t0;
 	int err;
 };
@@ -497,6 +505,7 @@ __u64 rinx_c_rto_stall(const struct rinx_comm *c);
 __u64 rinx_c_stall_wait(const struct rinx_req *r, __u64 now);
 int rinx_c_cursor_hole(const struct rinx_req *r);
 __u64 rinx_c_hole_wait(const struct rinx_req *r);
+int rinx_c_gather_holes(struct rinx_req *r, __u64 now);
 void rinx_c_repair(struct rinx_req *r, int first, int stall);
 void rinx_c_reduce_peers(struct rinx_comm *c);
 void rinx_c_reduce_init(struct rinx_req *r);

@@ -256,23 +256,118 @@ int rinx_c_cursor_hole(const struct rinx_req *r)
  * origin's had come around the whole path, the round open everywhere. */
 #define HOLE_MIN_NS	1000000ull
 
-__u64 rinx_c_hole_wait(const struct rinx_req *r)
+/* The wait of block b, a hole; proven: a block of its class past the
+ * round's first window finished here (that block left its origin with the
+ * round open everywhere, so b is no longer merely kept in a peer's slow
+ * path either). */
+static __u64 hole_wait_at(const struct rinx_req *r, __u32 b, int proven)
 {
 	const struct rinx_comm *c = r->c;
 	__u64 t = c->srtt / 4, most = 2 * rto_blk(c);
-	__u8 step = r->cursor < r->nb ?
-		    c->plan.hops[class_of(c, r->cursor)][RINX_T_GATHER - 1].step :
-		    0;
+	__u8 step = b < r->nb ?
+		    c->plan.hops[class_of(c, b)][RINX_T_GATHER - 1].step : 0;
 
 	if (t < HOLE_MIN_NS)
 		t = HOLE_MIN_NS;
 	if (t > most ||
-	    (__u64)r->cursor < (__u64)c->inflight * (__u64)c->plan.plen)
+	    (!proven && (__u64)b < (__u64)c->inflight * (__u64)c->plan.plen))
 		t = most;
 	/* a gather lost upstream leaves every rank after it a hole: the
 	 * later in the gather, the longer a rank waits (the first one's
 	 * repair is passed on to the others meanwhile) */
 	return t + step * (t / 4);
+}
+
+__u64 rinx_c_hole_wait(const struct rinx_req *r)
+{
+	return hole_wait_at(r, r->cursor, 0);
+}
+
+/*
+ * Holes asked for one by one. The wait of a hole used to run from the
+ * cursor's last move, with one backoff for all: a NACK for a block lost
+ * further up the gather goes to a node that misses it too (nack_miss),
+ * so it brought nothing, and the next ask of every other hole of this
+ * rank waited twice as long, the ones this rank alone could repair (the
+ * first rank after a loss) among them; and a cursor held in the round's
+ * first window gave every hole of the round the first window's long wait.
+ * Under 1% drop + dup + reorder on unlimited links (8 ranks, 16 MiB)
+ * the losses were found by the stall timer instead, round after round
+ * of them (docs/benchmark.md, loss on unlimited links). Here each hole
+ * has its own clock, from when it was first seen here, and its own
+ * backoff; the first window's wait holds only until a block of the class
+ * past that window finished here. The other ranks after a loss wait a
+ * quarter more per gather step, and take the first one's repair as it is
+ * passed on. A block whose gather comes from a node that runs the next
+ * round already (a frame of it came here, r->ahead) is missing for sure:
+ * that node finished this round and holds the block until this rank has
+ * finished it too, so it is asked at once, a class's last blocks too
+ * (nothing later of their class can show them lost; the stall timer found
+ * them before). 1 or more = asked; scanned at most every HOLE_MIN_NS / 8.
+ */
+#define GSCAN	1024	/* blocks looked at per call */
+
+static int hole_nackable(const struct rinx_hop *g)
+{
+	return g->action == RINX_A_STORE_FWD || g->action == RINX_A_STORE_END ||
+	       g->action == RINX_A_MCAST_FWD || g->action == RINX_A_MCAST_END;
+}
+
+int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
+{
+	struct rinx_comm *c = r->c;
+	__u32 hi[RINX_MAX_CLASSES], top = 0, b, k, reads = 0;
+	__u64 first = (__u64)c->inflight * (__u64)c->plan.plen;
+	int n = 0;
+
+	if (!r->ghole_at || !r->gasked || now - r->gscan_t < HOLE_MIN_NS / 8)
+		return 0;
+	r->gscan_t = now;
+	class_ends(r, hi);
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++)
+		if (hi[k] > top)
+			top = hi[k];
+	if (r->ahead)
+		top = r->nb;
+	for (b = r->cursor; b < top && n < REPAIR_MAX && reads < GSCAN; b++) {
+		const struct rinx_hop *g;
+		__u64 wait;
+		int done;
+
+		k = (__u32)class_of(c, b) % RINX_MAX_CLASSES;
+		g = &c->plan.hops[k][RINX_T_GATHER - 1];
+		/* the node it comes from finished the round */
+		done = g->from < c->n && g->from < 64 &&
+		       (r->ahead >> g->from & 1);
+		if (b >= hi[k] && !done)
+			continue;	/* nothing later of its class here */
+		reads++;
+		if (__atomic_load_n(&c->result[blk_idx(c, b)].round,
+				    __ATOMIC_ACQUIRE) == c->round)
+			continue;
+		if (!hole_nackable(g))
+			continue;
+		if (!r->ghole_at[b]) {
+			r->ghole_at[b] = now;
+			if (!done)
+				continue;
+		}
+		wait = done && !r->gasked[b] ? 0 :
+		       hole_wait_at(r, b, hi[k] > first || done);
+		if (now - r->ghole_at[b] < wait << (r->gasked[b] < 6 ?
+						     r->gasked[b] : 6))
+			continue;
+		if (send_nack(r, b, g->from, g->step))
+			break;
+		c->st.nacks++;
+		r->ghole_at[b] = now;
+		if (r->gasked[b] < 255)
+			r->gasked[b]++;
+		n++;
+	}
+	if (n)
+		rinx_c_x_kick(c->x);
+	return n;
 }
 
 /* A gather from a node without a host (an INA ToR) is kept there in the
@@ -331,10 +426,7 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		 * rank has finished the round: ask it. An INA member must
 		 * too: the next member may already be a round further, its
 		 * slot taken, and only its stored result still holds it */
-		int nackable = g->action == RINX_A_STORE_FWD ||
-			       g->action == RINX_A_STORE_END ||
-			       g->action == RINX_A_MCAST_FWD ||
-			       g->action == RINX_A_MCAST_END;
+		int nackable = hole_nackable(g);
 
 		if (b >= last && !stall)
 			continue;
@@ -348,7 +440,9 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		if (b >= last && ahead[klass % RINX_MAX_CLASSES]++ >= REPAIR_AHEAD)
 			continue;
 		n++;
-		if (nackable && !send_nack(r, b, g->from, g->step))
+		/* a hole's NACK has its own clock (rinx_c_gather_holes) */
+		if (nackable && (stall || !r->ghole_at) &&
+		    !send_nack(r, b, g->from, g->step))
 			c->st.nacks++;
 		if (stall && !first && g->from >= c->n)
 			fetch_block(r, b);

@@ -565,8 +565,14 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		return RINX_SP_DROP;
 	if (r && r->fetch && round == c->round)
 		return RINX_SP_DROP;
-	if (round != c->round || !r || !r->round_open)
+	if (round != c->round || !r || !r->round_open) {
+		/* its sender runs the next round: it finished this one and
+		 * holds every block of it (rinx_c_gather_holes asks it) */
+		if (r && r->round_open && round == c->round + 1 &&
+		    ntohs(f.h->sender) < 64)
+			r->ahead |= 1ull << ntohs(f.h->sender);
 		return RINX_SP_KEEP;
+	}
 	env.c = c;
 	env.r = r;
 	env.f = &f;
