@@ -654,13 +654,11 @@ def _group_plan(path, ranks):
     if len(racks) != 1:
         return None
     rack = racks.pop()
-    words = _rack_lines(path).get(rack)
+    words = _rack_lines(path).get(rack, [])
+    ina = next((w[4:] for w in words if w.startswith("ina=")), "none")
     whole = sorted(r for r in hosts if hosts[r]["rack"] == rack)
-    if not words or sorted(ranks) != whole or \
-            any(w in ("ina=none", "ina=") for w in words) or \
-            not any(w.startswith("ina=") for w in words):
-        return None
-    return rack
+    return rack if ina not in ("none", "") and sorted(ranks) == whole \
+        else None
 
 
 def _group_spec(path, ranks, ina=True):
@@ -1185,8 +1183,6 @@ class InHAD(_PSMode):
             gjob = comm.job + 1 if group_job is None else int(group_job)
             self._gspec = _group_spec(comm.spec, self.members,
                                       ina=group_ina)
-            self.group_plan = "ring" if _group_plan(
-                comm.spec, self.members) is None or not group_ina else "rina"
             try:
                 self.gcomm = Comm(self._gspec, self.members.index(comm.rank),
                                   job=gjob, token=comm_token(comm),
@@ -1194,6 +1190,8 @@ class InHAD(_PSMode):
             except Exception:
                 os.unlink(self._gspec)
                 raise
+            # the plan its spec names: rina where its rack's INA sums
+            self.group_plan = self.gcomm.plan
         try:
             super().__init__(comm, params, lr, momentum, staleness,
                              groups=groups, pull_every=pull_every, **kw)
