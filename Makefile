@@ -83,7 +83,7 @@ RINXCTL		:= $(OUT)/rinxctl
 # librinx's release and soname (docs/install.md): the soname's number
 # changes only when a symbol of user/librinx.map changes or goes away;
 # symbols are added in a new version node of the map and a new minor.
-VERSION		:= 1.4.0
+VERSION		:= 1.5.0
 SOVERSION	:= 1
 SONAME		:= librinx.so.$(SOVERSION)
 

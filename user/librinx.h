@@ -185,6 +185,16 @@ int rinx_ps_pull(struct rinx_ps *ps, float *out);
  * bound one frame per block does both (the server answers each block of
  * the push with the block right after it). Since 1.4. */
 int rinx_ps_pushpull(struct rinx_ps *ps, const float *delta, float *out);
+/* The parts of one store split over k servers (k stores, each on its own
+ * communicator), rinx_ps_pushpull on every part at once: ps[i] takes
+ * delta[i] and answers into out[i]. Every part's frames go out before
+ * any answer is waited for. Stores with a staleness bound are taken one
+ * after the other. -EINVAL unless 1 <= k <= RINX_PS_PARTS_MAX. On an
+ * error, other parts may have completed (their pushes counted, as
+ * rinx_ps_stats says). Since 1.5. */
+#define RINX_PS_PARTS_MAX	16
+int rinx_ps_pushpull_many(struct rinx_ps *const *ps, int k,
+			  const float *const *delta, float *const *out);
 /* Done: waits for every rank to finish and pulls the final values;
  * the server waits until every rank has taken them. */
 int rinx_ps_finish(struct rinx_ps *ps, float *out);

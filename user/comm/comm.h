@@ -429,6 +429,7 @@ void rinx_c_x_reclaim(struct xctx *x);
 void rinx_c_x_refill(struct xctx *x);
 void rinx_c_x_kick(struct xctx *x);
 void rinx_c_x_sleep(struct rinx_comm *c, long ns);
+void rinx_c_x_sleep_many(struct rinx_comm *const *cs, int k, long ns);
 int rinx_c_x_send(struct xctx *x, __u64 addr, __u32 len);
 /* Where to build a frame of len bytes (a free umem frame, or a whole-frame
  * buffer for a jumbo frame), X_NONE if none is free; rinx_c_x_taken once

@@ -44,6 +44,9 @@ struct rinx_ps {
 	__u8 *resent;
 	__u64 *sent_at;
 	__u32 ndone;
+	__u32 next;		/* blocks [0, next) of the request sent */
+	__u32 op_n;		/* the request's blocks */
+	__u64 moved;		/* when an answer last came */
 	int op;			/* RINX_PS_* being made */
 	__u32 op_seq;		/* its push number (the header's `round`) */
 	int refused;		/* RINX_PS_STALE/_RANGE answer to it */
@@ -237,66 +240,83 @@ static __u64 ps_rto(const struct rinx_ps *ps)
 									rto;
 }
 
-/* Sends request `op` for blocks [0, n) and waits for every answer. */
-static int ps_call(struct rinx_ps *ps, int op, __u32 seq, __u32 n)
+/* Starts request `op` for blocks [0, n): the server's own runs at once
+ * (answered: ps->ndone == n), a worker's frames by ps_turn. */
+static int ps_begin(struct rinx_ps *ps, int op, __u32 seq, __u32 n)
 {
-	struct rinx_comm *c = ps->c;
-	struct rinx_cursor *cur = &c->cursors[c->slot];
-	__u64 now = now_ns(), moved = now, t;
-	__u32 next = 0, b, win = (__u32)c->inflight, had;
-	char msg[160];
+	__u32 b;
 	int err;
 
 	ps->op = op;
 	ps->op_seq = seq;
+	ps->op_n = n;
 	ps->refused = 0;
 	ps->ndone = 0;
+	ps->next = 0;
+	ps->moved = now_ns();
 	memset(ps->done, 0, ps->nb);
 	memset(ps->resent, 0, ps->nb);
 	memset(ps->sent_at, 0, ps->nb * sizeof(*ps->sent_at));
-	if (ps->is_server) {
-		for (b = 0; b < n && !ps->refused; b++) {
-			err = ps_local(ps, b);
-			if (err)
-				return err;
-		}
-		goto out;
+	if (!ps->is_server)
+		return 0;
+	for (b = 0; b < n && !ps->refused; b++) {
+		err = ps_local(ps, b);
+		if (err)
+			return err;
 	}
-	while (ps->ndone < n && !ps->refused) {
-		had = ps->ndone;
-		rinx_c_x_reclaim(c->x);
-		while (next < n && next - ps->ndone < win &&
-		       rinx_c_pace_ok(cur, now) && !ps_send(ps, next, now))
-			next++;
-		/* the answers missing for longer than the timeout: again */
-		for (b = 0; b < next; b++) {
-			if (ps->done[b] || now - ps->sent_at[b] <
-			    (ps_rto(ps) << (ps->resent[b] < 4 ? ps->resent[b] :
-									  4)))
-				continue;
-			if (ps_send(ps, b, now))
-				break;
-			ps->resent[b]++;
-			ps->st.resent++;
-		}
-		rinx_c_x_kick(c->x);
-		rinx_c_slow_path(c);
-		t = now_ns();
-		if (ps->ndone != had) {
-			moved = t;
-		} else {
-			if (t - moved > (__u64)c->timeout_ms * 1000000ull) {
-				snprintf(msg, sizeof(msg), "%u of %u blocks "
-					 "unanswered after %d ms", n - ps->ndone,
-					 n, c->timeout_ms);
-				return ps_err(ps, -ETIMEDOUT, msg);
-			}
-			ps_wait(c, next < n && next - ps->ndone < win);
-			t = now_ns();
-		}
-		now = t;
+	ps->ndone = n;
+	return 0;
+}
+
+/* Is the request answered (or refused)? */
+static int ps_over(const struct rinx_ps *ps)
+{
+	return ps->ndone >= ps->op_n || ps->refused;
+}
+
+/* One turn of a worker's request at `now`: new frames within the window
+ * and the pacer, the ones unanswered for too long again, the answers
+ * that came. 1: answers came; 0: none (*paced: the pacer holds a frame
+ * back); < 0: an error (no answer for the communicator's timeout). */
+static int ps_turn(struct rinx_ps *ps, __u64 now, int *paced)
+{
+	struct rinx_comm *c = ps->c;
+	struct rinx_cursor *cur = &c->cursors[c->slot];
+	__u32 n = ps->op_n, win = (__u32)c->inflight, had = ps->ndone, b;
+	char msg[160];
+
+	rinx_c_x_reclaim(c->x);
+	while (ps->next < n && ps->next - ps->ndone < win &&
+	       rinx_c_pace_ok(cur, now) && !ps_send(ps, ps->next, now))
+		ps->next++;
+	/* the answers missing for longer than the timeout: again */
+	for (b = 0; b < ps->next; b++) {
+		if (ps->done[b] || now - ps->sent_at[b] <
+		    (ps_rto(ps) << (ps->resent[b] < 4 ? ps->resent[b] : 4)))
+			continue;
+		if (ps_send(ps, b, now))
+			break;
+		ps->resent[b]++;
+		ps->st.resent++;
 	}
-out:
+	rinx_c_x_kick(c->x);
+	rinx_c_slow_path(c);
+	*paced = ps->next < n && ps->next - ps->ndone < win;
+	if (ps->ndone != had) {
+		ps->moved = now_ns();
+		return 1;
+	}
+	if (now_ns() - ps->moved > (__u64)c->timeout_ms * 1000000ull) {
+		snprintf(msg, sizeof(msg), "%u of %u blocks unanswered after "
+			 "%d ms", n - ps->ndone, n, c->timeout_ms);
+		return ps_err(ps, -ETIMEDOUT, msg);
+	}
+	return 0;
+}
+
+/* The request's outcome once over. */
+static int ps_end(struct rinx_ps *ps)
+{
 	if (ps->refused == RINX_PS_STALE)
 		return ps_err(ps, -ESTALE, "push refused: past the staleness "
 			      "bound");
@@ -304,6 +324,22 @@ out:
 		return ps_err(ps, -ERANGE, "push refused: a value would leave "
 			      "the store's range (see headroom)");
 	return 0;
+}
+
+/* Sends request `op` for blocks [0, n) and waits for every answer. */
+static int ps_call(struct rinx_ps *ps, int op, __u32 seq, __u32 n)
+{
+	int err, ret, paced;
+
+	err = ps_begin(ps, op, seq, n);
+	while (!err && !ps_over(ps)) {
+		ret = ps_turn(ps, now_ns(), &paced);
+		if (ret < 0)
+			err = ret;
+		else if (!ret && !ps_over(ps))
+			ps_wait(ps->c, paced);
+	}
+	return err ? err : ps_end(ps);
 }
 
 /* Block b's exponent for initial values whose largest magnitude is amax
@@ -613,6 +649,75 @@ RINX_API int rinx_ps_pushpull(struct rinx_ps *ps, const float *delta,
 	ps->st.pushes++;
 	ps->st.pulls++;
 	return 0;
+}
+
+/* Parts of one store (rinx.ps.Shards: each on its own communicator and
+ * server) pushed and pulled at once: every part's frames go out before
+ * any answer is waited for, and one sleep waits for all of them, where
+ * one part after the other took a round trip and a wake-up each. */
+RINX_API int rinx_ps_pushpull_many(struct rinx_ps *const *ps, int k,
+				   const float *const *delta,
+				   float *const *out)
+{
+	struct rinx_comm *cs[RINX_PS_PARTS_MAX];
+	int i, err = 0, ret, paced, any, over, moved, begun;
+
+	if (!ps || !delta || !out || k < 1 || k > RINX_PS_PARTS_MAX)
+		return -EINVAL;
+	for (i = 0; i < k; i++) {
+		if (!ps[i] || !delta[i] || !out[i])
+			return -EINVAL;
+		cs[i] = ps[i]->c;
+	}
+	for (i = 0; i < k; i++) {
+		if (ps[i]->staleness < 0)
+			continue;
+		/* a bound: the pull may wait for the slowest worker after
+		 * the push, part by part as rinx_ps_pushpull does */
+		for (i = 0; i < k && !err; i++)
+			err = rinx_ps_pushpull(ps[i], delta[i], out[i]);
+		return err;
+	}
+	for (begun = 0; begun < k && !err; begun++) {
+		ps_quant(ps[begun], delta[begun]);
+		ps[begun]->dst = out[begun];
+		err = ps_begin(ps[begun], RINX_PS_PUSHPULL,
+			       ps[begun]->seq + 1, ps[begun]->nb);
+	}
+	while (!err) {
+		over = 1;
+		any = moved = 0;
+		for (i = 0; i < k && !err; i++) {
+			if (ps_over(ps[i]))
+				continue;
+			ret = ps_turn(ps[i], now_ns(), &paced);
+			err = ret < 0 ? ret : 0;
+			moved |= ret > 0;
+			any |= paced;
+			over &= ps_over(ps[i]);
+		}
+		if (err || over)
+			break;
+		if (moved)
+			continue;
+		if (any)
+			nap_ns(20000);
+		else
+			rinx_c_x_sleep_many(cs, k, 1000000);
+	}
+	/* every part answered whole took its push, whatever the others
+	 * did: its next push carries the next number */
+	for (i = 0; i < begun; i++) {
+		ps[i]->dst = NULL;
+		if (ps[i]->refused || ps[i]->ndone < ps[i]->op_n)
+			continue;
+		ps[i]->seq++;
+		ps[i]->st.pushes++;
+		ps[i]->st.pulls++;
+	}
+	for (i = 0; i < begun && !err; i++)
+		err = ps_end(ps[i]);
+	return err;
 }
 
 RINX_API int rinx_ps_pull(struct rinx_ps *ps, float *out)

@@ -453,27 +453,36 @@ void rinx_c_x_kick(struct xctx *x)
 	}
 }
 
-/* Sleeps up to `ns`, or until a frame reaches one of the communicator's
- * sockets: the trainer's work then is a slow-path frame. A ringed
- * communicator (its frames come through a BPF ring, submitted without a
- * wakeup) naps 20 us at most, as every trainer did before. */
-void rinx_c_x_sleep(struct rinx_comm *c, long ns)
+/* Sleeps up to `ns`, or until a frame reaches one of the sockets of the
+ * k communicators cs: the trainer's work then is a slow-path frame. A
+ * ringed communicator (its frames come through a BPF ring, submitted
+ * without a wakeup) naps 20 us at most, as every trainer did before. */
+void rinx_c_x_sleep_many(struct rinx_comm *const *cs, int k, long ns)
 {
 	struct timespec ts = { ns / 1000000000l, ns % 1000000000l };
-	struct pollfd fds[XQ_MAX];
-	struct xctx *x = c->x;
-	int q;
+	struct pollfd fds[RINX_PS_PARTS_MAX * XQ_MAX];
+	int i, q, n = 0;
 
-	if (!x || x->ringed || !x->xsk) {
-		nap_ns(ns < 20000 ? ns : 20000);
-		return;
+	for (i = 0; i < k; i++) {
+		struct xctx *x = cs[i]->x;
+
+		if (!x || x->ringed || !x->xsk ||
+		    n + x->nq > (int)(sizeof(fds) / sizeof(fds[0]))) {
+			nap_ns(ns < 20000 ? ns : 20000);
+			return;
+		}
+		for (q = 0; q < x->nq; q++) {
+			fds[n].fd = xsk_socket__fd(x->q[q].xsk);
+			fds[n].events = POLLIN;
+			fds[n++].revents = 0;
+		}
 	}
-	for (q = 0; q < x->nq; q++) {
-		fds[q].fd = xsk_socket__fd(x->q[q].xsk);
-		fds[q].events = POLLIN;
-		fds[q].revents = 0;
-	}
-	ppoll(fds, x->nq, &ts, NULL);
+	ppoll(fds, n, &ts, NULL);
+}
+
+void rinx_c_x_sleep(struct rinx_comm *c, long ns)
+{
+	rinx_c_x_sleep_many(&c, 1, ns);
 }
 
 __u64 rinx_c_x_buf(struct xctx *x, __u32 len)

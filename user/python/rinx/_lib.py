@@ -130,6 +130,8 @@ def load():
         getattr(lib, name).restype = ctypes.c_int
     lib.rinx_ps_pushpull.argtypes = [P, P, P]
     lib.rinx_ps_pushpull.restype = ctypes.c_int
+    lib.rinx_ps_pushpull_many.argtypes = [P, ctypes.c_int, P, P]
+    lib.rinx_ps_pushpull_many.restype = ctypes.c_int
     lib.rinx_ps_close.argtypes = [P]
     lib.rinx_ps_close.restype = None
     lib.rinx_f32_bound.argtypes = [ctypes.c_int, ctypes.c_double]

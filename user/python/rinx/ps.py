@@ -23,9 +23,10 @@ Every push and pull of a store crosses its server's link, which bounds the
 store's pushes per second. Shards splits one store into contiguous parts,
 each a Store of its own on a communicator of its own (its own job id)
 served by a rank of its own: each part's traffic crosses its own server's
-link. A rank pushes and pulls its parts one after the other; the ranks
-run out of step with each other, so the servers' links are busy at once.
-Every part keeps its own push numbers, clocks and staleness bound.
+link. pushpull on a store without a staleness bound sends every part's
+frames before it waits for any answer (rinx_ps_pushpull_many); push, pull
+and a bounded store's pushpull take the parts one after the other. Every
+part keeps its own push numbers, clocks and staleness bound.
 """
 import ctypes
 
@@ -187,10 +188,24 @@ class Shards:
         return self._each("pull", out, "rinx.ps.Shards.pull")
 
     def pushpull(self, delta, out):
-        self._check(delta, "rinx.ps.Shards.pushpull")
-        self._check(out, "rinx.ps.Shards.pushpull")
-        for (lo, hi), st in zip(self.parts, self.stores):
-            st.pushpull(delta[lo:hi], out[lo:hi])
+        """Every part's pushpull at once (one after the other on a store
+        with a staleness bound)."""
+        op = "rinx.ps.Shards.pushpull"
+        self._check(delta, op)
+        self._check(out, op)
+        if any(st._h is None for st in self.stores):
+            raise ValueError("%s: the store is closed" % op)
+        k = len(self.stores)
+        hs = (ctypes.c_void_p * k)(*[st._h.value for st in self.stores])
+        ds = (ctypes.c_void_p * k)(*[delta[lo:].ctypes.data
+                                     for lo, _ in self.parts])
+        os_ = (ctypes.c_void_p * k)(*[out[lo:].ctypes.data
+                                      for lo, _ in self.parts])
+        ret = _lib_handle.rinx_ps_pushpull_many(hs, k, ds, os_)
+        if ret:
+            bad = [st.comm._c for st in self.stores
+                   if _text(st.comm._c)] or [self.stores[0].comm._c]
+            _raise("rinx_ps_pushpull_many", ret, _text(bad[0]))
         return out
 
     def finish(self, out):
