@@ -21,7 +21,11 @@
 # iteration) and pulls after each, rank 3 the slowest; the final store must
 # equal the first values plus every push, element by element, on every
 # rank (a resent or duplicated push added twice, or one lost, fails it);
-# SSP (bound 1): no pull more than 1 iteration ahead. The server's host
+# SSP (bound 1): no pull more than 1 iteration ahead. The same with the
+# store split over ranks 0 and 2 (rinx.ps.Shards), pushed and pulled with
+# Shards.pushpull: without a bound every part at once
+# (rinx_ps_pushpull_many, which refuses 0 or 17 parts), with one part by
+# part; each part must have taken every push once. The server's host
 # program must have counted exactly one added push per block of every push
 # (ps_push), pulls (ps_pull) and, with faults, the duplicates it refused to
 # add (ps_dup). Training: least squares with real gradients, ASP and SSP
@@ -113,8 +117,8 @@ sitting() {
 			}
 		}' "$out")
 	tap_checks "" "$checks"
-	[ "$nchecks" -eq 24 ]
-	ok $? "$tag: every check reported ($nchecks of 24)"
+	[ "$nchecks" -eq 29 ]
+	ok $? "$tag: every check reported ($nchecks of 29)"
 	ndig=$(grep -E $'^\\[rank [0-3]\\] digest\t' "$out" |
 		awk -F'\t' '{ n[$2]++; d[$2 "\t" $3] = 1 }
 			END { k = 0; for (y in d) k++; m = 0
@@ -144,16 +148,18 @@ sitting() {
 	# (one block); the refusals' store: 4 first pushes, rank 3's second;
 	# the momentum store: 12 pushes of 2 blocks by 4 ranks; split over
 	# ranks 0 and 2, 13 pushes (the last of zeros) of its first block by
-	# 4 ranks (and of the second at rank 2, nothing else served there)
+	# 4 ranks (and of the second at rank 2); the stores split over ranks
+	# 0 and 2 (ASP and SSP): STEPS pushes of each part's 2 blocks by 4
+	# ranks, at either server
 	local want=$((2 * STEPS * NB * 4 + 2 * 120 * 4 + 5 * NB + \
-		2 * INHAD_STEPS / 2 + 12 * 2 * 4 + 13 * 4))
+		2 * INHAD_STEPS / 2 + 12 * 2 * 4 + 13 * 4 + 2 * STEPS * 2 * 4))
 	push2=$(( $(counter ps_push 2) - push2 ))
 	echo "# $tag: server counted ps_push $push (want $want), ps_pull $pull, ps_dup $dup, ps_stale $stale, drop_token $tok"
 	grep -E $'psstats\t' "$out" | diag
 	[ "$push" -eq "$want" ]
 	ok $? "$tag: the server's host program added every push once (ps_push $push = $want)"
-	[ "$push2" -eq $((13 * 4)) ]
-	ok $? "$tag: the split store's second part added in rank 2's host program, every push once (ps_push $push2 = $((13 * 4)))"
+	[ "$push2" -eq $((13 * 4 + 2 * STEPS * 2 * 4)) ]
+	ok $? "$tag: the split stores' second parts added in rank 2's host program, every push once (ps_push $push2 = $((13 * 4 + 2 * STEPS * 2 * 4)))"
 	[ "$pull" -ge $((2 * (STEPS + 1) * NB * 4)) ]
 	ok $? "$tag: pulls answered in XDP (ps_pull $pull)"
 	[ "$stale" -ge 1 ]

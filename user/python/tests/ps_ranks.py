@@ -100,6 +100,48 @@ def store_phase(world, tag, job, steps, staleness):
     comm.close()
 
 
+def shards_phase(world, tag, job, steps, staleness):
+    """The store split over ranks 0 and 2 (rinx.ps.Shards), every rank
+    pushing and pulling through Shards.pushpull (without a bound every
+    part's frames at once, rinx_ps_pushpull_many; with one part by part):
+    the final store must be p0 plus every push, exactly, and every part
+    must have taken each push once."""
+    name = "%s shards %s" % (tag, "ssp" if staleness is not None else "asp")
+    comms = [rinx.Comm(SPEC, RANK, job=job + i, token=TOKEN, plan="ps",
+                       timeout_ms=20000) for i in range(2)]
+    st = rinx.ps.Shards(comms, NP, servers=[0, 2], init=p0(),
+                        staleness=staleness)
+    out = np.zeros(NP, dtype=np.float32)
+    barrier(world)
+    for t in range(steps):
+        st.pushpull(delta(RANK, t), out)
+        if RANK == N - 1:
+            time.sleep(0.005)   # the straggler
+    st.finish(out)
+    want = p0().astype(np.float64)
+    for r in range(N):
+        for t in range(steps):
+            want += delta(r, t)
+    bad = np.flatnonzero(out.astype(np.float64) != want)
+    check("%s: final store equals p0 + every push, element by element"
+          % name, bad.size == 0, "%d differ, first %s" % (
+              bad.size, bad[:3].tolist()))
+    parts = [p.stats() for p in st.stores]
+    check("%s: each of the 2 parts took %d pushes" % (name, steps),
+          all(s["pushes"] == steps and s["clock"] == steps for s in parts),
+          [(s["pushes"], s["clock"]) for s in parts])
+    if RANK == 0 and staleness is None:
+        import errno
+        from rinx import _lib_handle
+        bad_k = [_lib_handle.rinx_ps_pushpull_many(None, k, None, None)
+                 for k in (0, 17)]
+        check("%s: rinx_ps_pushpull_many with 0 or 17 parts: EINVAL, "
+              "refused" % name, bad_k == [-errno.EINVAL] * 2, bad_k)
+    st.close()
+    for c in comms:
+        c.close()
+
+
 def lsq_problem():
     """The least-squares problem both training phases learn: the true
     weights, every rank's data, this rank's rows, a fresh model."""
@@ -340,6 +382,9 @@ def main():
     phase("asp")
     store_phase(world, a.tag, a.job + 1, a.steps, 1)
     phase("ssp")
+    shards_phase(world, a.tag, a.job + 40, a.steps, None)
+    shards_phase(world, a.tag, a.job + 42, a.steps, 1)
+    phase("shards")
     world.close()
     train_phase(a.tag, a.job + 2, "asp", 120)
     train_phase(a.tag, a.job + 8, "ssp", 120)
