@@ -117,10 +117,50 @@ static __always_inline int hop_finished(struct hop_env *x, struct rinx_slot *r,
 	return 0;
 }
 
+/* A ring hop's frame of the next round, early: its block's share is
+ * written for that round, which the trainer does only once the block's
+ * slots are done with this one here (its result copied out), so the hop
+ * may add the share and overwrite the block's kept sum and result. */
+static __always_inline int hop_next_ready(struct hop_env *x,
+					  const struct rinx_hop *hop,
+					  __u32 round, const int nv)
+{
+	__u32 idx = x->job->slot * x->window +
+		    bpf_ntohl(x->f->h->block) * RINX_BLOCK_SLOTS(nv);
+	struct rinx_slot *sh;
+
+	if (hop->action != RINX_A_ADD_FWD && hop->action != RINX_A_ADD_FINISH &&
+	    hop->action != RINX_A_STORE_FWD && hop->action != RINX_A_STORE_END)
+		return 0;
+	sh = env_share(x, idx);
+	return sh && env_load_round(&sh->round) == round;
+}
+
+/* ... and of that round's size and dtype (HOP_GO); anything else waits
+ * for the trainer's round as before (SLOW_FUTURE: it judges the frame
+ * once the round is open). */
+static __always_inline int hop_next_shape(struct hop_env *x, __u32 round,
+					  const int nv)
+{
+	const struct rinx_job *job = x->job;
+	const struct rinx_hdr *h = x->f->h;
+	__u32 block = bpf_ntohl(h->block);
+
+	if ((job->dtype == RINX_W_INT32 && h->exp != 0) ||
+	    bpf_ntohl(h->nblocks) != job->next_nblocks ||
+	    bpf_ntohs(h->dtype) != job->dtype ||
+	    bpf_ntohs(h->count) != (block == job->next_nblocks - 1 ?
+				    job->next_last_count : nv))
+		return env_slow(x, RINX_STAT_SLOW_FUTURE);
+	return HOP_GO;
+}
+
 /* The frame's round against the job's: the round in progress, of the
- * job's size and dtype (HOP_GO); the next one, which an aggregator takes
- * into its slot before its own trainer gets there (HOP_GO, shape checked)
- * and anything else hands to the trainer; older or further ahead: drop. */
+ * job's size and dtype (HOP_GO); the next one, which a ring hop takes
+ * where its block's share is written for it (hop_next_ready) and an
+ * aggregator into its slot before its own trainer gets there (HOP_GO,
+ * shape checked), and anything else hands to the trainer; older or
+ * further ahead: drop. */
 static __always_inline int hop_round(struct hop_env *x,
 				     const struct rinx_hop *hop, __u32 type,
 				     __u32 round, const int nv)
@@ -131,6 +171,9 @@ static __always_inline int hop_round(struct hop_env *x,
 	__u32 bad;
 
 	if (round != job->round) {
+		if (round == job->round + 1 && job->next_nblocks &&
+		    hop_next_ready(x, hop, round, nv))
+			return hop_next_shape(x, round, nv);
 		if (round == job->round + 1 && rinx_is_agg(hop) &&
 		    type != RINX_T_GATHER) {
 			/* that round is not installed here yet: the frame

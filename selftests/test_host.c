@@ -414,6 +414,11 @@ static int read_results(struct rinx_slot *out)
 	return 0;
 }
 
+/* The next round's size put_job gives the job (rinx_job.next_nblocks,
+ * next_last_count): 0, none, but in run_next_round. */
+static __u32 put_next_nblocks;
+static __u16 put_next_last;
+
 static int put_job(const struct jobcfg *j, __u32 nblocks)
 {
 	struct rinx_job job = {
@@ -430,6 +435,8 @@ static int put_job(const struct jobcfg *j, __u32 nblocks)
 		.window = WINDOW,
 		.flags = RINX_JOB_KEEP,
 		.bval = jbv(j),
+		.next_nblocks = put_next_nblocks,
+		.next_last_count = put_next_last,
 	};
 	int i;
 
@@ -1607,10 +1614,130 @@ static void run_cases(void)
 		run_case(i);
 }
 
+/*
+ * The next round's frames, early (bpf/hop_kern_user.h, hop_next_ready):
+ * where the trainer wrote a block's share for round + 1 (its slots are
+ * done with this round here) and the job entry gives that round's size,
+ * a ring hop takes the block's frame of round + 1 at once; anything else
+ * of round + 1 goes to the trainer as before (the slow path: no socket is
+ * bound here, so it is dropped as DROP_NO_XSK).
+ */
+#define NEXT_ROUND_CHECKS 8
+static void run_next_round(void)
+{
+	const struct jobcfg *j = &jobcfg[J_MAIN];
+	const struct tcase red = { "next round", J_MAIN, RINX_T_REDUCE, 0,
+				   .exp = 5, .sh_exp = 5, .vals = V_RAND };
+	const struct tcase gat = { "next round", J_MAIN, RINX_T_GATHER, 1,
+				   .exp = 7, .vals = V_RAND };
+	__u32 idx = j->slot * WINDOW, idx1 = idx + 1, nr = j->round + 1;
+	struct rinx_slot sh = { .round = nr, .exp = 5,
+				.count = RINX_BLOCK_VALUES };
+	struct rinx_slot sh1 = { .round = nr, .count = RINX_BLOCK_VALUES };
+	struct rinx_slot kept, res;
+	struct rinx_hdr *h = (struct rinx_hdr *)(in + OFF_HDR);
+	const __s32 *iv = (const __s32 *)(in + OFF_V);
+	const __s32 *ov = (const __s32 *)(out + OFF_V);
+	__u64 d[RINX_STAT_MAX];
+	struct built b;
+	int ret, i, bad = 0;
+
+	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		sh.v[i] = i * 5 - 2000;
+	put_next_nblocks = j->nblocks;
+	put_next_last = j->last_count;
+	if (!check(NULL, !fresh_block(idx) && !fresh_block(idx1) &&
+			 !bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY) &&
+			 !bpf_map_update_elem(share_fd, &idx1, &sh1,
+					      BPF_ANY) &&
+			 !put_job(j, j->nblocks),
+		   "next round: state set up"))
+		goto out;
+	rng = 0x7654321;
+	build(&red, in, &b);
+	h->round = htonl(nr);
+	ret = run_frame(in, b.len, d);
+	for (i = 0; i < b.count; i++)
+		bad += ov[i] != iv[i] + sh.v[i];
+	memset(&kept, 0, sizeof(kept));
+	bpf_map_lookup_elem(partial_fd, &idx, &kept);
+	check(NULL, ret == XDP_TX && d[RINX_STAT_REDUCE_FWD] == 1 &&
+		    d[RINX_STAT_DROP_NO_XSK] == 0 && !bad && kept.round == nr,
+	      "next round: a reduce of round + 1 whose share is written for "
+	      "it is added at once and sent on (%s, %d values wrong, kept "
+	      "round %u)", act_name(ret), bad, kept.round);
+	sh.round = j->round;
+	bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY);
+	fresh_block(idx);
+	ret = run_frame(in, b.len, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
+		    d[RINX_STAT_REDUCE_FWD] == 0,
+	      "next round: its share not written for round + 1: to the "
+	      "trainer (%s)", act_name(ret));
+	sh.round = nr;
+	bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY);
+	put_next_nblocks = 0;
+	put_job(j, j->nblocks);
+	ret = run_frame(in, b.len, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
+		    d[RINX_STAT_REDUCE_FWD] == 0,
+	      "next round: a job entry without the next round's size: to the "
+	      "trainer (%s)", act_name(ret));
+	put_next_nblocks = j->nblocks - 6;
+	put_job(j, j->nblocks);
+	ret = run_frame(in, b.len, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
+		    d[RINX_STAT_REDUCE_FWD] == 0,
+	      "next round: a frame of another size than the next round's: to "
+	      "the trainer (%s)", act_name(ret));
+	put_next_nblocks = j->nblocks;
+	put_job(j, j->nblocks);
+	h->round = htonl(nr + 1);
+	ip_fix_csum(in + OFF_IP);
+	sh.round = nr + 1;
+	bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY);
+	ret = run_frame(in, b.len, d);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_AHEAD] == 1,
+	      "next round: round + 2 is still ahead, dropped (%s)",
+	      act_name(ret));
+
+	/* a gather: the result of round + 1 overwrites the slot's */
+	build(&gat, in, &b);
+	h->round = htonl(nr);
+	ret = run_frame(in, b.len, d);
+	memset(&res, 0, sizeof(res));
+	bpf_map_lookup_elem(result_fd, &idx1, &res);
+	check(NULL, ret == XDP_TX && d[RINX_STAT_GATHER_FWD] == 1 &&
+		    res.round == nr && !memcmp(res.v, iv, b.count * 4),
+	      "next round: a gather of round + 1 whose share is written for "
+	      "it is stored and sent on (%s, result round %u)", act_name(ret),
+	      res.round);
+	fresh_block(idx1);
+	sh1.round = j->round;
+	bpf_map_update_elem(share_fd, &idx1, &sh1, BPF_ANY);
+	ret = run_frame(in, b.len, d);
+	memset(&res, 0, sizeof(res));
+	bpf_map_lookup_elem(result_fd, &idx1, &res);
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
+		    res.round != nr,
+	      "next round: a gather of round + 1 before its share: to the "
+	      "trainer, the result slot untouched (%s)", act_name(ret));
+out:
+	put_next_nblocks = 0;
+	put_next_last = 0;
+	put_job(j, j->nblocks);
+	sh.round = sh1.round = j->round;
+	bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY);
+	bpf_map_update_elem(share_fd, &idx1, &sh1, BPF_ANY);
+	fresh_block(idx);
+	fresh_block(idx1);
+}
+
 static struct tl_subtest subtests[] = {
 	{ "cases", 0, run_cases },	/* checks: case_checks of each */
 	{ "ring_repair", RING_REPAIR_CHECKS, run_ring_repair },
 	{ "jumbo", JUMBO_CHECKS, run_jumbo },
+	{ "next_round", NEXT_ROUND_CHECKS, run_next_round },
 };
 
 int main(void)

@@ -66,7 +66,7 @@ usr/include/librinx.h
 usr/lib/librinx.a
 usr/lib/librinx.so
 usr/lib/librinx.so.1
-usr/lib/librinx.so.1.4.0
+usr/lib/librinx.so.1.5.0
 usr/lib/pkgconfig/rinx.pc
 $py/rinx/__init__.py
 $py/rinx/_backend.py
@@ -90,11 +90,11 @@ ok $? "installed files are the documented ones"
 
 lib=$stage/usr/lib
 [ "$(readlink "$lib/librinx.so")" = librinx.so.1 ] &&
-	[ "$(readlink "$lib/librinx.so.1")" = librinx.so.1.4.0 ] &&
-	readelf -d "$lib/librinx.so.1.4.0" | grep -q 'SONAME.*\[librinx\.so\.1\]'
-ok $? "librinx.so -> librinx.so.1 -> librinx.so.1.4.0, soname librinx.so.1"
+	[ "$(readlink "$lib/librinx.so.1")" = librinx.so.1.5.0 ] &&
+	readelf -d "$lib/librinx.so.1.5.0" | grep -q 'SONAME.*\[librinx\.so\.1\]'
+ok $? "librinx.so -> librinx.so.1 -> librinx.so.1.5.0, soname librinx.so.1"
 
-cmp -s "$build/librinx.so" "$lib/librinx.so.1.4.0" &&
+cmp -s "$build/librinx.so" "$lib/librinx.so.1.5.0" &&
 	cmp -s "$build/librinx.a" "$lib/librinx.a" &&
 	cmp -s "$root/user/librinx.h" "$stage/usr/include/librinx.h" &&
 	cmp -s "$build/rinxctl.8" "$stage/usr/share/man/man8/rinxctl.8" &&
@@ -109,7 +109,7 @@ ok $? "installed rinxctl runs (--help)"
 # puts the staging directory in front
 export PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_PATH=$lib/pkgconfig
 ver=$(pkg-config --modversion rinx 2>&1)
-[ "$ver" = 1.4.0 ] && grep -qx 'prefix=/usr' "$lib/pkgconfig/rinx.pc"
+[ "$ver" = 1.5.0 ] && grep -qx 'prefix=/usr' "$lib/pkgconfig/rinx.pc"
 ok $? "pkg-config finds rinx $ver, prefix=/usr"
 
 mkdir -p "$T/src"
@@ -179,7 +179,7 @@ print("bound %.17g" % rinx.f32_bound(4, 1.0))
 ok $? "python3 imports rinx from the installed tree (and writes its byte code)"
 echo "$pyout" | diag
 [ "$(sed -n 1p <<<"$pyout")" = "$stage/$py/rinx/__init__.py" ] &&
-	[ "$(sed -n 2p <<<"$pyout")" = "$lib/librinx.so.1.4.0" ]
+	[ "$(sed -n 2p <<<"$pyout")" = "$lib/librinx.so.1.5.0" ]
 ok $? "the package is the installed one and maps the installed librinx"
 [ -n "$bound" ] && [ "$(sed -n 3p <<<"$pyout")" = "bound $bound" ]
 ok $? "rinx.f32_bound from Python equals rinx_f32_bound from C ($bound)"

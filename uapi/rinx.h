@@ -379,6 +379,14 @@ struct rinx_job {
 	 * another size are dropped, RINX_STAT_DROP_SHAPE). */
 	__u16 bval;
 	__u16 resv2;
+	/* The next round's blocks and last block's values, where the trainer
+	 * writes that round's shares while this one runs (0: it does not).
+	 * A ring hop (add, store) then takes a frame of round + 1 whose
+	 * block's share is written for it (its slot is done with this
+	 * round here) instead of handing it to the trainer. */
+	__u32 next_nblocks;
+	__u16 next_last_count;
+	__u16 resv3;
 };
 
 /* rinx_job.flags: ring hops keep the partial sums they send on (the
@@ -677,7 +685,7 @@ _Static_assert(RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO) <= 9000 &&
 _Static_assert(sizeof(struct rinx_slot) == 16 + RINX_BLOCK_BYTES, "slot");
 _Static_assert(__builtin_offsetof(struct rinx_slot, v) == 16, "slot.v");
 _Static_assert(sizeof(struct rinx_node) == 12, "node");
-_Static_assert(sizeof(struct rinx_job) == 56 + 2 * RINX_CMAP_MAX +
+_Static_assert(sizeof(struct rinx_job) == 64 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job (bval in what was padding)");
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
 _Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");

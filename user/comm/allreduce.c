@@ -25,6 +25,7 @@
 #include <bpf/bpf.h>
 #include <xdp/xsk.h>
 #include "user/comm/comm.h"
+#include "bpf/check_kern_user.h"
 #include "user/quant/quant.h"
 
 #define RTO_MAX_NS	1000000000ull
@@ -49,21 +50,21 @@ static void share_ints(struct rinx_slot *s, const int32_t *src, int cnt,
 	}
 }
 
-/* Writes the shares of blocks [r->conv, upto) of the round; the host
- * program and the slow path add a share only once its round is the
- * round's, and no own block is claimed before its share is written. */
-static void convert(struct rinx_req *r, __u32 upto)
+/* Writes the shares of blocks [from, upto) of round `round`, whose input
+ * starts at value `base`, nb blocks, the last of `last` values; the round
+ * word last: the host program and the slow path add a share only once its
+ * round is the frame's. */
+static void convert_blocks(struct rinx_req *r, __u32 from, __u32 upto,
+			   size_t base, __u32 nb, __u32 last, __u32 round)
 {
 	struct rinx_comm *c = r->c;
 	__u64 t = thread_ns();
 	__u32 b;
 
-	if (upto > r->nb)
-		upto = r->nb;
-	for (b = r->conv; b < upto; b++) {
+	for (b = from; b < upto; b++) {
 		struct rinx_slot *s = &c->share[blk_idx(c, b)];
-		int cnt = block_count(r, b);
-		size_t off = r->done_vals + (size_t)b * c->bval;
+		int cnt = b == nb - 1 ? (int)last : c->bval;
+		size_t off = base + (size_t)b * c->bval;
 
 		if (r->dtype == RINX_FLOAT32 && c->bslots > 1) {
 			rinx_quant_jumbo(s, (const float *)r->send + off, cnt,
@@ -80,11 +81,89 @@ static void convert(struct rinx_req *r, __u32 upto)
 		}
 		if (c->lossy_left)
 			s->flags |= RINX_F_LOSSY;
-		__atomic_store_n(&s->round, c->round, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->round, round, __ATOMIC_RELEASE);
 	}
-	if (upto > r->conv)
-		r->conv = upto;
 	c->st.ns_quant += thread_ns() - t;
+}
+
+/* Writes the shares of blocks [r->conv, upto) of the round; no own block
+ * is claimed before its share is written. */
+static void convert(struct rinx_req *r, __u32 upto)
+{
+	if (upto > r->nb)
+		upto = r->nb;
+	if (upto <= r->conv)
+		return;
+	convert_blocks(r, r->conv, upto, r->done_vals, r->nb, r->last_count,
+		       r->c->round);
+	r->conv = upto;
+}
+
+/* May the next round's shares be written while this one runs, and the
+ * host program take that round's frames early (rinx_job.next_nblocks)?
+ * Only where a round is converted whole before it opens (unlimited
+ * links), on plans whose hops only add and store (a ring: no aggregator
+ * slot waits for a share) on a cluster without INA ToRs (where one is
+ * found gone, a round runs again, or is fetched, from the shares of its
+ * first run, and the ranks' round numbers are agreed anew). */
+static int pre_ok(const struct rinx_comm *c)
+{
+	int k, t;
+
+	if (c->rated)
+		return 0;
+	for (k = 0; k < c->spec.nracks; k++)
+		if (c->spec.racks[k].ina == RINX_INA_SWITCH)
+			return 0;
+	for (k = 0; k < c->plan.nclasses && k < RINX_MAX_CLASSES; k++)
+		for (t = 0; t < RINX_HOP_TYPES; t++)
+			if (rinx_is_agg(&c->plan.hops[k][t]))
+				return 0;
+	return 1;
+}
+
+/* The round after the open one: its first value, blocks and last block's
+ * values; 0 when there is none. */
+static __u32 next_round(const struct rinx_req *r, size_t *base, __u32 *last)
+{
+	const struct rinx_comm *c = r->c;
+	size_t vals;
+	__u32 nb;
+
+	*base = r->done_vals + (size_t)r->nb * c->bval;
+	*last = 0;
+	if (*base >= r->count)
+		return 0;
+	vals = r->count - *base;
+	if (vals > (size_t)c->wblocks * c->bval)
+		vals = (size_t)c->wblocks * c->bval;
+	nb = (__u32)((vals + c->bval - 1) / c->bval);
+	*last = (__u32)(vals - (size_t)(nb - 1) * c->bval);
+	return nb;
+}
+
+/* Blocks < r->cursor of the open round are copied out: their slots are
+ * done with it here (its reduce passed, its result is in and copied), so
+ * the next round's shares of those blocks may be written now. The host
+ * program then takes that round's frames of them before the trainer
+ * opens it (bpf/hop_kern_user.h, hop_next_ready), where they went to the
+ * trainer, late, and the next hops took them for lost; and the round
+ * opens without converting them. A block's slots serve the same block
+ * number in every round. */
+static void preconvert(struct rinx_req *r)
+{
+	struct rinx_comm *c = r->c;
+	__u32 nb, upto, last;
+	size_t base;
+
+	if (!r->pre_ok)
+		return;
+	nb = next_round(r, &base, &last);
+	upto = r->cursor < nb ? r->cursor : nb;
+	if (upto <= r->pre)
+		return;
+	convert_blocks(r, r->pre, upto, base, nb, last, c->round + 1);
+	r->pre = upto;
 }
 
 static int round_open(struct rinx_req *r)
@@ -108,9 +187,22 @@ static int round_open(struct rinx_req *r)
 	__atomic_store_n(&cur->next, 0, __ATOMIC_RELEASE);
 	c->round++;
 	rinx_c_keep_round(c);
+	/* the shares written early carry the LOSSY flag of the round they
+	 * are for (convert_blocks) */
+	for (b = 0; c->lossy_left && b < r->pre && b < r->nb; b++)
+		c->share[blk_idx(c, b)].flags |= RINX_F_LOSSY;
+	r->pre_ok = pre_ok(c);
 	c->jobent.round = c->round;
 	c->jobent.nblocks = r->nb;
 	c->jobent.last_count = r->last_count;
+	{
+		size_t base;
+		__u32 last;
+
+		c->jobent.next_nblocks = r->pre_ok ? next_round(r, &base,
+								 &last) : 0;
+		c->jobent.next_last_count = r->pre_ok ? (__u16)last : 0;
+	}
 	c->jobent.dtype = r->dtype == RINX_FLOAT32 ? RINX_W_FIXED :
 						     RINX_W_INT32;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))
@@ -125,6 +217,11 @@ static int round_open(struct rinx_req *r)
 	/* first the blocks of the first window of every class: what the
 	 * peers send first needs them */
 	r->conv = 0;
+	/* the shares written while the round before ran (preconvert) */
+	if (r->pre) {
+		r->conv = r->pre < r->nb ? r->pre : r->nb;
+		r->pre = 0;
+	}
 	/* A round that runs again after an INA ToR was found gone keeps the
 	 * shares of its first run: the input of blocks that finished there
 	 * may be overwritten by their result (in place), and none of their
@@ -311,6 +408,8 @@ static int collect(struct rinx_req *r)
 	}
 	if (t)
 		c->st.ns_dequant += thread_ns() - t;
+	if (got)
+		preconvert(r);
 	return got;
 }
 
@@ -485,6 +584,15 @@ static int timeout_error(struct rinx_req *r)
 
 static void req_free(struct rinx_req *r)
 {
+	__u32 b;
+
+	/* shares written for a round that will not run (the collective
+	 * failed or was cancelled): the next collective's first round has
+	 * that number, and must not take them for its own */
+	for (b = 0; r->c && b < r->pre; b++)
+		__atomic_store_n(&r->c->share[blk_idx(r->c, b)].round, 0,
+				 __ATOMIC_RELEASE);
+	r->pre = 0;
 	if (r->c && r->c->active == r)
 		r->c->active = NULL;
 	/* the next collective reuses the window's arrays: allocating them

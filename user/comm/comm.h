@@ -119,6 +119,9 @@ struct rinx_req {
 	__u64 moved_at;		/* ... not reset by a repair */
 	__u32 last_claimed;
 	__u32 conv;		/* blocks whose share is written this round */
+	__u32 pre;		/* ... and of the next round, written while
+				   this one runs (allreduce.c, preconvert) */
+	int pre_ok;		/* this round may write them */
 	__u32 reuse;		/* the round runs again (an INA ToR gone):
 				   blocks whose share is kept from its
 				   first run, not converted again */
