@@ -1623,6 +1623,18 @@ static void run_cases(void)
  * bound here, so it is dropped as DROP_NO_XSK).
  */
 #define NEXT_ROUND_CHECKS 8
+
+/* Frame `in` (b) runs and goes to the trainer, not added here. */
+static void to_trainer(const struct built *b, const char *what)
+{
+	__u64 d[RINX_STAT_MAX];
+	int ret = run_frame(in, b->len, d);
+
+	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
+		    d[RINX_STAT_REDUCE_FWD] == 0,
+	      "next round: %s: to the trainer (%s)", what, act_name(ret));
+}
+
 static void run_next_round(void)
 {
 	const struct jobcfg *j = &jobcfg[J_MAIN];
@@ -1669,27 +1681,15 @@ static void run_next_round(void)
 	sh.round = j->round;
 	bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY);
 	fresh_block(idx);
-	ret = run_frame(in, b.len, d);
-	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
-		    d[RINX_STAT_REDUCE_FWD] == 0,
-	      "next round: its share not written for round + 1: to the "
-	      "trainer (%s)", act_name(ret));
+	to_trainer(&b, "its share not written for round + 1");
 	sh.round = nr;
 	bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY);
 	put_next_nblocks = 0;
 	put_job(j, j->nblocks);
-	ret = run_frame(in, b.len, d);
-	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
-		    d[RINX_STAT_REDUCE_FWD] == 0,
-	      "next round: a job entry without the next round's size: to the "
-	      "trainer (%s)", act_name(ret));
+	to_trainer(&b, "a job entry without the next round's size");
 	put_next_nblocks = j->nblocks - 6;
 	put_job(j, j->nblocks);
-	ret = run_frame(in, b.len, d);
-	check(NULL, ret == XDP_DROP && d[RINX_STAT_DROP_NO_XSK] == 1 &&
-		    d[RINX_STAT_REDUCE_FWD] == 0,
-	      "next round: a frame of another size than the next round's: to "
-	      "the trainer (%s)", act_name(ret));
+	to_trainer(&b, "a frame of another size than the next round's");
 	put_next_nblocks = j->nblocks;
 	put_job(j, j->nblocks);
 	h->round = htonl(nr + 1);

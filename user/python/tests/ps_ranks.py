@@ -51,6 +51,19 @@ def barrier(world):
     world.allreduce(np.zeros(1, dtype=np.float32))
 
 
+def check_final(name, out, steps):
+    """The final store `out` must be p0 plus `steps` pushes of every rank,
+    element by element."""
+    want = p0().astype(np.float64)
+    for r in range(N):
+        for t in range(steps):
+            want += delta(r, t)
+    bad = np.flatnonzero(out.astype(np.float64) != want)
+    check("%s: final store equals p0 + every push, element by element"
+          % name, bad.size == 0, "%d differ, first %s" % (
+              bad.size, bad[:3].tolist()))
+
+
 def store_phase(world, tag, job, steps, staleness):
     """Every rank pushes `steps` deltas and pulls after each, as fast as
     it can (rank N-1 slowest); the final store must be p0 plus every
@@ -74,14 +87,7 @@ def store_phase(world, tag, job, steps, staleness):
         if RANK == N - 1:
             time.sleep(0.01)    # the straggler
     st.finish(out)
-    want = p0().astype(np.float64)
-    for r in range(N):
-        for t in range(steps):
-            want += delta(r, t)
-    bad = np.flatnonzero(out.astype(np.float64) != want)
-    check("%s: final store equals p0 + every push, element by element"
-          % name, bad.size == 0, "%d differ, first %s" % (
-              bad.size, bad[:3].tolist()))
+    check_final(name, out, steps)
     s = st.stats()
     check("%s: %d pushes and %d pulls made" % (name, steps, steps + 1),
           s["pushes"] == steps and s["pulls"] == steps + 1, s)
@@ -118,14 +124,7 @@ def shards_phase(world, tag, job, steps, staleness):
         if RANK == N - 1:
             time.sleep(0.005)   # the straggler
     st.finish(out)
-    want = p0().astype(np.float64)
-    for r in range(N):
-        for t in range(steps):
-            want += delta(r, t)
-    bad = np.flatnonzero(out.astype(np.float64) != want)
-    check("%s: final store equals p0 + every push, element by element"
-          % name, bad.size == 0, "%d differ, first %s" % (
-              bad.size, bad[:3].tolist()))
+    check_final(name, out, steps)
     parts = [p.stats() for p in st.stores]
     check("%s: each of the 2 parts took %d pushes" % (name, steps),
           all(s["pushes"] == steps and s["clock"] == steps for s in parts),
