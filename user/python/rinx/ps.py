@@ -24,8 +24,9 @@ store's pushes per second. Shards splits one store into contiguous parts,
 each a Store of its own on a communicator of its own (its own job id)
 served by a rank of its own: each part's traffic crosses its own server's
 link. pushpull on a store without a staleness bound sends every part's
-frames before it waits for any answer (rinx_ps_pushpull_many); push, pull
-and a bounded store's pushpull take the parts one after the other. Every
+frames before it waits for any answer (rinx_ps_pushpull_many, up to 16
+parts); push, pull, a bounded store's pushpull and more parts take them
+one after the other. Every
 part keeps its own push numbers, clocks and staleness bound.
 """
 import ctypes
@@ -35,6 +36,8 @@ import numpy as np
 from . import Comm, _lib, _lib_handle, _raise, _text
 
 __all__ = ["Store", "Shards", "shard_servers"]
+
+PARTS_MAX = 16          # RINX_PS_PARTS_MAX: parts rinx_ps_pushpull_many takes
 
 
 class Store:
@@ -196,6 +199,10 @@ class Shards:
         if any(st._h is None for st in self.stores):
             raise ValueError("%s: the store is closed" % op)
         k = len(self.stores)
+        if k > PARTS_MAX:
+            for (lo, hi), st in zip(self.parts, self.stores):
+                st.pushpull(delta[lo:hi], out[lo:hi])
+            return out
         hs = (ctypes.c_void_p * k)(*[st._h.value for st in self.stores])
         ds = (ctypes.c_void_p * k)(*[delta[lo:].ctypes.data
                                      for lo, _ in self.parts])
