@@ -123,10 +123,8 @@ static __always_inline int hop_finished(struct hop_env *x, struct rinx_slot *r,
  * may add the share and overwrite the block's kept sum and result. */
 static __always_inline int hop_next_ready(struct hop_env *x,
 					  const struct rinx_hop *hop,
-					  __u32 round, const int nv)
+					  __u32 round, __u32 idx)
 {
-	__u32 idx = x->job->slot * x->window +
-		    bpf_ntohl(x->f->h->block) * RINX_BLOCK_SLOTS(nv);
 	struct rinx_slot *sh;
 
 	if (hop->action != RINX_A_ADD_FWD && hop->action != RINX_A_ADD_FINISH &&
@@ -163,7 +161,7 @@ static __always_inline int hop_next_shape(struct hop_env *x, __u32 round,
  * further ahead: drop. */
 static __always_inline int hop_round(struct hop_env *x,
 				     const struct rinx_hop *hop, __u32 type,
-				     __u32 round, const int nv)
+				     __u32 round, __u32 idx, const int nv)
 {
 	const struct rinx_job *job = x->job;
 	const struct rinx_hdr *h = x->f->h;
@@ -172,7 +170,7 @@ static __always_inline int hop_round(struct hop_env *x,
 
 	if (round != job->round) {
 		if (round == job->round + 1 && job->next_nblocks &&
-		    hop_next_ready(x, hop, round, nv))
+		    hop_next_ready(x, hop, round, idx))
 			return hop_next_shape(x, round, nv);
 		if (round == job->round + 1 && rinx_is_agg(hop) &&
 		    type != RINX_T_GATHER) {
@@ -392,10 +390,10 @@ static __always_inline int hop_block(struct hop_env *x, __u32 type,
 			      type);
 	if (bad)
 		return env_drop(x, bad);
-	ret = hop_round(x, hop, type, round, nv);
+	idx = job->slot * x->window + block * RINX_BLOCK_SLOTS(nv);
+	ret = hop_round(x, hop, type, round, idx, nv);
 	if (ret != HOP_GO)
 		return ret;
-	idx = job->slot * x->window + block * RINX_BLOCK_SLOTS(nv);
 	/* aggregator slots hold blocks of one slot's values */
 	if (nv > RINX_BLOCK_VALUES && (rinx_is_agg(hop) ||
 				       hop->action == RINX_A_MCAST_FWD ||

@@ -23,6 +23,9 @@
  * past that window finished here, a quarter more per gather step; and
  * every missing block asked at once when the node its gather comes from
  * sends a frame of the next round (it finished this one).
+ *
+ * Then the hellos of closing: a closing peer's BYE answered with STAY by a
+ * rank still in its collective, and when a closing rank's linger ends.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -593,6 +596,92 @@ static void run_gather_holes(void)
 	stopped_free(&t);
 }
 
+/*
+ * Closing (rinx_c_close_linger's hellos, through the slow path): a rank
+ * still in the job's collective answers a closing peer's BYE with STAY
+ * (it may need that peer's hops and stored blocks to repair a lost
+ * block); one that is not answers nothing; a closing rank takes a STAY
+ * as the word to stay, and answers a BYE with "I heard yours".
+ */
+static int hello_from(struct stopped *t, __u8 step, __u32 k, __u8 *buf)
+{
+	struct frame f;
+
+	memset(buf, 0, RINX_FRAME_MIN);
+	rinx_c_frame_at(buf, &f);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = RINX_T_HELLO;
+	f.h->step = step;
+	f.h->block = htonl(k);
+	f.h->sender = htons(2);
+	memcpy(f.ip + 12, &t->c->plan.nodes[2].ip, 4);
+	return rinx_c_slow_frame(t->c, buf, RINX_FRAME_MIN);
+}
+
+static void run_close(void)
+{
+	__u8 buf[RINX_FRAME_MIN];
+	struct stopped t;
+	struct frame f;
+	int ret;
+
+	if (stopped_init(&t, 1000 * MS)) {
+		for (ret = 0; ret < 5; ret++)
+			tap_ok(0, "close: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	t.c->plan.nodes[2].ip = htonl(0x0a000203);
+	rinx_c_frame_at(buf, &f);
+	t.c->active = t.r;
+	ret = hello_from(&t, RINX_HELLO_BYE, 0, buf);
+	tap_ok(ret == RINX_SP_SEND && f.h->step == RINX_HELLO_STAY &&
+	       !memcmp(f.ip + 16, &t.c->plan.nodes[2].ip, 4) &&
+	       (t.c->bye & 4), "close: a BYE while the collective runs here "
+	       "is answered with STAY, to its sender (%d, step %u)", ret,
+	       f.h->step);
+	t.c->active = NULL;
+	ret = hello_from(&t, RINX_HELLO_BYE, 0, buf);
+	tap_ok(ret == RINX_SP_FREE, "close: a BYE after the collective "
+	       "completed is not answered (%d)", ret);
+	t.c->closing = 1;
+	ret = hello_from(&t, RINX_HELLO_STAY, 0, buf);
+	tap_ok(ret == RINX_SP_FREE && t.c->stay_at, "close: a STAY while "
+	       "closing is taken (%d, stay_at %llu)", ret,
+	       (unsigned long long)t.c->stay_at);
+	{
+		/* linger's bound at 2 s, cap at 18 s; STAYs keep it 100 ms */
+		__u64 end = 2000 * MS, cap = 18000 * MS, s = t.c->stay_at;
+		int over[6];
+
+		t.c->stay_at = 0;
+		over[0] = rinx_c_linger_over(t.c, 1999 * MS, end, cap);
+		over[1] = rinx_c_linger_over(t.c, 2000 * MS, end, cap);
+		t.c->stay_at = 1950 * MS;
+		over[2] = rinx_c_linger_over(t.c, 2040 * MS, end, cap);
+		over[3] = rinx_c_linger_over(t.c, 2051 * MS, end, cap);
+		/* taken in this turn, after t was read */
+		t.c->stay_at = 2041 * MS;
+		over[4] = rinx_c_linger_over(t.c, 2040 * MS, end, cap);
+		t.c->stay_at = 17990 * MS;
+		over[5] = rinx_c_linger_over(t.c, 18000 * MS, end, cap);
+		t.c->stay_at = s;
+		tap_ok(!over[0] && over[1] && !over[2] && over[3] &&
+		       !over[4] && over[5], "close: the linger ends at its "
+		       "bound without STAY, goes on within 100 ms of one (one "
+		       "taken after the turn's clock too), ends at its cap "
+		       "(%d %d %d %d %d %d; want 0 1 0 1 0 1)", over[0],
+		       over[1], over[2], over[3], over[4], over[5]);
+	}
+	ret = hello_from(&t, RINX_HELLO_BYE, 0, buf);
+	tap_ok(ret == RINX_SP_SEND && f.h->step == RINX_HELLO_BYE &&
+	       ntohl(f.h->block) == 1, "close: closing too, a BYE is "
+	       "answered: heard (%d, step %u, word %u)", ret, f.h->step,
+	       ntohl(f.h->block));
+	stopped_free(&t);
+}
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -630,7 +719,7 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 8);
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 8 + 5);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
@@ -638,5 +727,6 @@ int main(void)
 	run_stopped();
 	run_resend_paced();
 	run_gather_holes();
+	run_close();
 	return tap_done();
 }

@@ -128,6 +128,9 @@ enum rinx_hello {
 				 * it has not heard the receiver's BYE, 1: it
 				 * has (answer with 2), 2: it has, the last
 				 * word */
+	RINX_HELLO_STAY = 11,	/* answer to BYE from a rank still in the
+				 * job's last collective: it may need the
+				 * closing rank's hops and stored blocks */
 };
 
 /* RINX_T_PS frames (docs/rinx.md, "Parameter server"). The store is the

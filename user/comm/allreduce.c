@@ -173,7 +173,8 @@ static int round_open(struct rinx_req *r)
 	size_t vals = left < (size_t)c->wblocks * c->bval ?
 		      left : (size_t)c->wblocks * c->bval;
 	struct rinx_cursor *cur = &c->cursors[c->slot];
-	__u32 b, key = c->job, first;
+	__u32 b, key = c->job, first, nlast;
+	size_t nbase;
 	__u64 t;
 
 	r->nb = (vals + c->bval - 1) / c->bval;
@@ -195,14 +196,8 @@ static int round_open(struct rinx_req *r)
 	c->jobent.round = c->round;
 	c->jobent.nblocks = r->nb;
 	c->jobent.last_count = r->last_count;
-	{
-		size_t base;
-		__u32 last;
-
-		c->jobent.next_nblocks = r->pre_ok ? next_round(r, &base,
-								 &last) : 0;
-		c->jobent.next_last_count = r->pre_ok ? (__u16)last : 0;
-	}
+	c->jobent.next_nblocks = r->pre_ok ? next_round(r, &nbase, &nlast) : 0;
+	c->jobent.next_last_count = c->jobent.next_nblocks ? (__u16)nlast : 0;
 	c->jobent.dtype = r->dtype == RINX_FLOAT32 ? RINX_W_FIXED :
 						     RINX_W_INT32;
 	if (bpf_map_update_elem(c->fd_jobs, &key, &c->jobent, 0))

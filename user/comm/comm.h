@@ -226,6 +226,8 @@ struct rinx_comm {
 	__u64 bye;		/* ranks whose BYE arrived: they close */
 	__u64 bye_heard;	/* ranks that said they heard our BYE */
 	int closing;		/* in rinx_comm_close: answer BYEs */
+	__u64 stay_at;		/* closing: when a peer in its collective
+				 * last asked this rank to stay */
 	int clean;		/* the last collective completed here */
 	/* INA health, agreed when an agent finds its ToR gone (Rina racks
 	 * whose aggregator is gone run as plain ring members) */
@@ -477,6 +479,8 @@ void rinx_c_list_ranks(const struct rinx_comm *c, __u64 mask, char *buf,
 		       size_t len);
 int rinx_c_open_barrier(struct rinx_comm *c);
 void rinx_c_close_linger(struct rinx_comm *c);
+int rinx_c_linger_over(const struct rinx_comm *c, __u64 t, __u64 end,
+		       __u64 cap);
 int rinx_c_ina_watch(struct rinx_req *r, __u64 t);
 __u64 rinx_c_probe_peers(struct rinx_comm *c, int ms);
 

@@ -178,20 +178,42 @@ int rinx_c_open_barrier(struct rinx_comm *c)
  * said they heard it, every CLOSE_BYE_NS; once every peer's BYE is in, it
  * stays CLOSE_GRACE_NS more for a peer whose copy of ours was lost (such a
  * peer's repeated BYE is answered). A peer that never says BYE (dead,
- * gone, or closing much later) costs the linger's bound, no error. */
+ * gone, or closing much later) costs the linger's bound, no error. A peer
+ * still in the collective answers our BYEs with STAY: it may be repairing
+ * a block lost at the round's end (under 10% loss that took more than the
+ * 2 s at times), and needs our hops and stored blocks for it. While STAYs
+ * come, at most CLOSE_STAY_NS apart, the linger goes on past its bound,
+ * until that peer's BYE, or its own timeout ends its STAYs; at most twice
+ * the communicator's timeout more. */
 #define CLOSE_LINGER_MS	2000
 #define CLOSE_BYE_NS	5000000ull
 #define CLOSE_GRACE_NS	10000000ull
+#define CLOSE_STAY_NS	100000000ull
+
+/* Past the linger's bound `end` at time t, and no STAY within
+ * CLOSE_STAY_NS (or past `cap`): leave. */
+int rinx_c_linger_over(const struct rinx_comm *c, __u64 t, __u64 end,
+		       __u64 cap)
+{
+	if (t < end)
+		return 0;
+	if (!c->stay_at || t >= cap)
+		return 1;
+	/* a STAY taken after t was read (in this turn) is later than t */
+	return (__s64)(t - c->stay_at) > (__s64)CLOSE_STAY_NS;
+}
 
 void rinx_c_close_linger(struct rinx_comm *c)
 {
-	__u64 want = rinx_c_peers_mask(c), next = 0, all_t = 0, t, end;
+	__u64 want = rinx_c_peers_mask(c), next = 0, all_t = 0, t, end, cap;
 	int ms = c->timeout_ms < CLOSE_LINGER_MS ? c->timeout_ms :
 						   CLOSE_LINGER_MS;
 	int r;
 
 	end = now_ns() + (__u64)ms * 1000000ull;
+	cap = end + 2 * (__u64)c->timeout_ms * 1000000ull;
 	c->closing = 1;
+	c->stay_at = 0;
 	for (;;) {
 		t = now_ns();
 		pthread_mutex_lock(&c->x->lock);
@@ -216,7 +238,7 @@ void rinx_c_close_linger(struct rinx_comm *c)
 		}
 		rinx_c_x_kick(c->x);
 		pthread_mutex_unlock(&c->x->lock);
-		if (t >= end)
+		if (rinx_c_linger_over(c, t, end, cap))
 			break;
 		rinx_c_x_sleep(c, 200000);
 	}

@@ -502,14 +502,30 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 		c->bye |= 1ull << from;
 		if (k)
 			c->bye_heard |= 1ull << from;
+		/* A rank still in its collective says its BYE when it
+		 * closes; until then it may need the sender's hops (its
+		 * own blocks sent again) and stored blocks (NACKs): it
+		 * asks the sender to stay. */
+		if (!c->closing) {
+			if (!r)
+				return RINX_SP_FREE;
+			f->h->step = RINX_HELLO_STAY;
+			f->h->block = 0;
+			rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
+			return RINX_SP_SEND;
+		}
 		/* closing here too: answer (0: I heard yours; 1: so did I,
-		 * the last word). A rank still in its collective says its
-		 * BYE when it closes. */
-		if (!c->closing || k >= 2)
+		 * the last word) */
+		if (k >= 2)
 			return RINX_SP_FREE;
 		f->h->block = htonl(k + 1);
 		rinx_c_frame_addr(c, f, from, rinx_c_frame_len(len));
 		return RINX_SP_SEND;
+	}
+	if (f->h->step == RINX_HELLO_STAY) {
+		if (c->closing)
+			c->stay_at = now_ns();
+		return RINX_SP_FREE;
 	}
 	if (f->h->step != RINX_HELLO_PROBE)
 		return RINX_SP_FREE;

@@ -454,7 +454,8 @@ void rinx_c_x_kick(struct xctx *x)
 }
 
 /* Sleeps up to `ns`, or until a frame reaches one of the sockets of the
- * k communicators cs: the trainer's work then is a slow-path frame. A
+ * k communicators cs (each socket polled once: communicators of one
+ * interface share them): the trainer's work then is a slow-path frame. A
  * ringed communicator (its frames come through a BPF ring, submitted
  * without a wakeup) naps 20 us at most, as every trainer did before. */
 void rinx_c_x_sleep_many(struct rinx_comm *const *cs, int k, long ns)
@@ -465,7 +466,13 @@ void rinx_c_x_sleep_many(struct rinx_comm *const *cs, int k, long ns)
 
 	for (i = 0; i < k; i++) {
 		struct xctx *x = cs[i]->x;
+		int j;
 
+		/* communicators of one interface share its sockets */
+		for (j = 0; j < i && cs[j]->x != x; j++)
+			;
+		if (j < i)
+			continue;
 		if (!x || x->ringed || !x->xsk ||
 		    n + x->nq > (int)(sizeof(fds) / sizeof(fds[0]))) {
 			nap_ns(ns < 20000 ? ns : 20000);
