@@ -134,6 +134,24 @@ static __always_inline int hop_next_ready(struct hop_env *x,
 	return sh && env_load_round(&sh->round) == round;
 }
 
+/* A frame of round + 1 taken early: its sender finished this round (the
+ * trainer's gather repair asks it for this round's missing blocks at once,
+ * as it did when such frames reached it). The cursor's word is of one
+ * round: a newer round starts it afresh. */
+static __always_inline void hop_note_ahead(struct hop_env *x, __u32 round)
+{
+	struct rinx_cursor *cur = env_cursor(x);
+	__u32 sender = bpf_ntohs(x->f->h->sender);
+
+	if (!cur || sender >= 64)
+		return;
+	if (env_load_round(&cur->ahead_round) != round) {
+		cur->ahead = 0;
+		env_store_round(&cur->ahead_round, round);
+	}
+	__sync_fetch_and_or(&cur->ahead, 1ull << sender);
+}
+
 /* ... and of that round's size and dtype (HOP_GO); anything else waits
  * for the trainer's round as before (SLOW_FUTURE: it judges the frame
  * once the round is open). */
@@ -170,8 +188,13 @@ static __always_inline int hop_round(struct hop_env *x,
 
 	if (round != job->round) {
 		if (round == job->round + 1 && job->next_nblocks &&
-		    hop_next_ready(x, hop, round, idx))
-			return hop_next_shape(x, round, nv);
+		    hop_next_ready(x, hop, round, idx)) {
+			int ret = hop_next_shape(x, round, nv);
+
+			if (ret == HOP_GO)
+				hop_note_ahead(x, round);
+			return ret;
+		}
 		if (round == job->round + 1 && rinx_is_agg(hop) &&
 		    type != RINX_T_GATHER) {
 			/* that round is not installed here yet: the frame

@@ -1618,11 +1618,12 @@ static void run_cases(void)
  * The next round's frames, early (bpf/hop_kern_user.h, hop_next_ready):
  * where the trainer wrote a block's share for round + 1 (its slots are
  * done with this round here) and the job entry gives that round's size,
- * a ring hop takes the block's frame of round + 1 at once; anything else
+ * a ring hop takes the block's frame of round + 1 at once, and notes its
+ * sender in the cursor as one that finished this round; anything else
  * of round + 1 goes to the trainer as before (the slow path: no socket is
  * bound here, so it is dropped as DROP_NO_XSK).
  */
-#define NEXT_ROUND_CHECKS 8
+#define NEXT_ROUND_CHECKS 9
 
 /* Frame `in` (b) runs and goes to the trainer, not added here. */
 static void to_trainer(const struct built *b, const char *what)
@@ -1643,6 +1644,8 @@ static void run_next_round(void)
 	const struct tcase gat = { "next round", J_MAIN, RINX_T_GATHER, 1,
 				   .exp = 7, .vals = V_RAND };
 	__u32 idx = j->slot * WINDOW, idx1 = idx + 1, nr = j->round + 1;
+	__u32 slot = j->slot;
+	struct rinx_cursor cur;
 	struct rinx_slot sh = { .round = nr, .exp = 5,
 				.count = RINX_BLOCK_VALUES };
 	struct rinx_slot sh1 = { .round = nr, .count = RINX_BLOCK_VALUES };
@@ -1668,6 +1671,12 @@ static void run_next_round(void)
 	rng = 0x7654321;
 	build(&red, in, &b);
 	h->round = htonl(nr);
+	/* the cursor's word of senders ahead, of an older round */
+	memset(&cur, 0, sizeof(cur));
+	bpf_map_lookup_elem(cursors_fd, &slot, &cur);
+	cur.ahead_round = j->round;
+	cur.ahead = 1ull << 9;
+	bpf_map_update_elem(cursors_fd, &slot, &cur, BPF_ANY);
 	ret = run_frame(in, b.len, d);
 	for (i = 0; i < b.count; i++)
 		bad += ov[i] != iv[i] + sh.v[i];
@@ -1678,6 +1687,13 @@ static void run_next_round(void)
 	      "next round: a reduce of round + 1 whose share is written for "
 	      "it is added at once and sent on (%s, %d values wrong, kept "
 	      "round %u)", act_name(ret), bad, kept.round);
+	memset(&cur, 0, sizeof(cur));
+	bpf_map_lookup_elem(cursors_fd, &slot, &cur);
+	check(NULL, cur.ahead_round == nr &&
+		    cur.ahead == 1ull << ntohs(h->sender),
+	      "next round: its sender (%u) noted ahead in the cursor, for "
+	      "round + 1 alone (round %u, senders %#llx)", ntohs(h->sender),
+	      cur.ahead_round, (unsigned long long)cur.ahead);
 	sh.round = j->round;
 	bpf_map_update_elem(share_fd, &idx, &sh, BPF_ANY);
 	fresh_block(idx);

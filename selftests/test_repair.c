@@ -523,6 +523,29 @@ static int in_ms(__u64 v, __u64 t0, __u64 lo_us, __u64 hi_us)
 	return v >= t0 + lo_us * US && v <= t0 + hi_us * US;
 }
 
+/* The same word from the host program: the senders of next-round frames
+ * it took itself (the cursor's ahead, of round + 1 only). */
+static void run_ahead_cursor(struct stopped *t, __u64 now)
+{
+	struct rinx_cursor *cur = &t->c->cursors[t->c->slot];
+	__u64 stale, got;
+
+	t->r->ahead = 0;
+	cur->ahead = 1ull << 2;
+	cur->ahead_round = t->c->round;
+	rinx_c_gather_holes(t->r, now);
+	stale = t->r->ahead;
+	cur->ahead_round = t->c->round + 1;
+	rinx_c_gather_holes(t->r, now + 10 * MS);
+	got = t->r->ahead;
+	tap_ok(!stale && got == 1ull << 2, "the host program's word: W3 "
+	       "noted ahead for the next round is taken, for this round "
+	       "not (%#llx, %#llx)", (unsigned long long)got,
+	       (unsigned long long)stale);
+	cur->ahead = 0;
+	cur->ahead_round = 0;
+}
+
 static void run_gather_holes(void)
 {
 	static __u64 at[SNB][GASKS];
@@ -534,7 +557,7 @@ static void run_gather_holes(void)
 	if (stopped_init(&t, t0) ||
 	    !(t.r->ghole_at = calloc(SNB, sizeof(*t.r->ghole_at))) ||
 	    !(t.r->gasked = calloc(SNB, sizeof(*t.r->gasked)))) {
-		for (b = 0; b < 6; b++)
+		for (b = 0; b < 9; b++)
 			tap_ok(0, "holes one by one: setup failed");
 		stopped_free(&t);
 		return;
@@ -593,6 +616,7 @@ static void run_gather_holes(void)
 	       "class's last finished one asked (%d blocks, %d other frames)",
 	       stray, other);
 	run_ahead(&t, now, at, n);
+	run_ahead_cursor(&t, now + 100 * MS);
 	stopped_free(&t);
 }
 
@@ -719,7 +743,7 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 8 + 5);
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)

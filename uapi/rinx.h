@@ -435,6 +435,13 @@ struct rinx_cursor {
 	 * contributions it consumed). */
 	__u64 stored;
 	__u64 marked;
+	/* Written by the host program: the senders (bit = node id, below 64)
+	 * of frames of round ahead_round that it took before the trainer
+	 * opened that round (hop_next_ready): each finished the round before
+	 * it, so it holds every block of that round for this rank's NACKs. */
+	__u32 ahead_round;
+	__u32 pad;
+	__u64 ahead;
 };
 
 /* Own blocks that may leave at once after an idle spell of the pacer when
@@ -691,7 +698,7 @@ _Static_assert(sizeof(struct rinx_node) == 12, "node");
 _Static_assert(sizeof(struct rinx_job) == 64 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job (bval in what was padding)");
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
-_Static_assert(sizeof(struct rinx_cursor) == 40, "cursor");
+_Static_assert(sizeof(struct rinx_cursor) == 56, "cursor");
 _Static_assert(sizeof(struct rinx_claim) == 16, "claim");
 _Static_assert(sizeof(struct rinx_ring_frame) == 3176, "ring frame");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");

@@ -323,6 +323,13 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
 	if (!r->ghole_at || !r->gasked || now - r->gscan_t < HOLE_MIN_NS / 8)
 		return 0;
 	r->gscan_t = now;
+	/* the senders whose frames of the next round the host program took
+	 * (those it hands up set r->ahead in the slow path) */
+	if (c->cursors &&
+	    __atomic_load_n(&c->cursors[c->slot].ahead_round,
+			    __ATOMIC_ACQUIRE) == c->round + 1)
+		r->ahead |= __atomic_load_n(&c->cursors[c->slot].ahead,
+					    __ATOMIC_RELAXED);
 	class_ends(r, hi);
 	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++)
 		if (hi[k] > top)
