@@ -84,6 +84,16 @@ static __u32 map_entries(int fd)
 	return info.max_entries;
 }
 
+static __u32 map_value_size(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.value_size;
+}
+
 static int write_tables_at(struct rinx_comm *c, __u32 slot, int fd_nodes,
 			   int fd_hops, const struct rinx_plan *p)
 {
@@ -725,7 +735,8 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		}
 		c->cursor_bytes = ((size_t)c->njobs * sizeof(*c->cursors) +
 				   4095) & ~(size_t)4095;
-		if (map_entries(fd) != c->njobs) {
+		if (map_entries(fd) != c->njobs ||
+		    map_value_size(fd) != sizeof(*c->cursors)) {
 			close(fd);
 			err = rinx_c_cerr(c, -EPROTO, "pinned maps of node %s are "
 					  "from an incompatible rinx build",
