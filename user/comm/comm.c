@@ -74,24 +74,22 @@ static int map_share(struct rinx_comm *c, int fd, struct rinx_slot **out)
 	return 0;
 }
 
-static __u32 map_entries(int fd)
+/* A pinned map's entries and entry size (0 and 0: cannot tell). */
+static __u32 map_entries_of(int fd, __u32 *value_size)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
 
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		return 0;
+		memset(&info, 0, sizeof(info));
+	if (value_size)
+		*value_size = info.value_size;
 	return info.max_entries;
 }
 
-static __u32 map_value_size(int fd)
+static __u32 map_entries(int fd)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		return 0;
-	return info.value_size;
+	return map_entries_of(fd, NULL);
 }
 
 static int write_tables_at(struct rinx_comm *c, __u32 slot, int fd_nodes,
@@ -727,6 +725,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	fd_share = fd_result = fd_partial = -1;
 	{
 		int fd = open_pinned(c, dir, "cursors");
+		__u32 vsize;
 		void *p;
 
 		if (fd < 0) {
@@ -735,8 +734,8 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		}
 		c->cursor_bytes = ((size_t)c->njobs * sizeof(*c->cursors) +
 				   4095) & ~(size_t)4095;
-		if (map_entries(fd) != c->njobs ||
-		    map_value_size(fd) != sizeof(*c->cursors)) {
+		if (map_entries_of(fd, &vsize) != c->njobs ||
+		    vsize != sizeof(*c->cursors)) {
 			close(fd);
 			err = rinx_c_cerr(c, -EPROTO, "pinned maps of node %s are "
 					  "from an incompatible rinx build",
