@@ -255,6 +255,12 @@ static __always_inline int hop_add(struct hop_env *x,
 		return env_slow(x, RINX_STAT_SLOW_NOT_READY);
 	if (env_add_share(x, sh, idx, (__s16)bpf_ntohs(h->exp), &e, nv))
 		return env_drop(x, RINX_STAT_ABORTED);
+	/* the trainer rewrote the share meanwhile (its round word is 0
+	 * while it does, then the next round's): the frame was a late
+	 * duplicate of a round finished here, and its sum may hold values
+	 * of both */
+	if (env_load_round(&sh->round) != round)
+		return env_drop(x, RINX_STAT_DROP_STALE);
 	h->exp = bpf_htons(e);
 	h->flags |= sh->flags;
 	h->step++;

@@ -432,9 +432,10 @@ static __always_inline int env_add_share(struct hop_env *x,
 	return rinx_jumbo_add(x->ctx, s, dexp, sh->exp, e);
 }
 
+/* volatile: a second read after the values (hop_add) is a real load */
 static __always_inline __u32 env_load_round(const __u32 *p)
 {
-	return *p;
+	return *(const volatile __u32 *)p;
 }
 
 /* The trainer polls a slot's round: it must become visible after the

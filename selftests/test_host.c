@@ -13,11 +13,14 @@
  * round-to-nearest (either neighbour is accepted on an exact tie).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <sys/mman.h>
 #include <arpa/inet.h>
 #include <endian.h>
 #include <linux/if_ether.h>
@@ -1749,11 +1752,147 @@ out:
 	fresh_block(idx1);
 }
 
+/*
+ * A share rewritten while the program adds it (allreduce.c, convert_blocks:
+ * round word 0, the values, then the new round; hop_add reads the word
+ * again after the add). Trials: block 0's share holds values A of the
+ * round, and a thread rewrites it through the trainer's mapping to values
+ * B of round + 1, as the trainer writes the next round's share of a block
+ * whose late duplicates may still come, while reduce frames of the round
+ * run. Each one the program sends on must carry exactly its values plus
+ * A. Before the second read, some carried part of B (a wrong block, seen
+ * once in CI).
+ */
+#define SHARE_REWRITE_CHECKS 2
+#define REWRITE_RUNS 6000
+#define REWRITE_PER 6		/* reduces per rewrite */
+
+struct rewriter {
+	struct rinx_slot *s;
+	__u32 round;
+	const struct rinx_slot *b;
+	volatile int go, stop;
+	long turns;
+};
+
+/* As convert_blocks writes a share: round word 0, the values, the round. */
+static void *rewriter_main(void *arg)
+{
+	struct rewriter *w = arg;
+
+	while (!w->stop) {
+		struct timespec t0, t;
+		long wait = (w->turns * 7919) % 30000;	/* 0..30 us */
+
+		if (!w->go)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000000000l + t.tv_nsec -
+		       t0.tv_nsec < wait);
+		__atomic_store_n(&w->s->round, 0, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		memcpy(w->s->v, w->b->v, sizeof(w->s->v));
+		__atomic_store_n(&w->s->round, w->round + 1, __ATOMIC_RELEASE);
+		w->turns++;
+		w->go = 0;
+	}
+	return NULL;
+}
+
+static void run_share_rewrite(void)
+{
+	const struct jobcfg *j = &jobcfg[J_MAIN];
+	const struct tcase red = { "rewrite", J_MAIN, RINX_T_REDUCE, 0,
+				   .exp = 5, .sh_exp = 5, .vals = V_RAND };
+	struct rinx_slot a = { .round = j->round, .exp = 5,
+			       .count = RINX_BLOCK_VALUES }, b;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), idx = j->slot * WINDOW;
+	const __s32 *ov = (const __s32 *)(out + OFF_V);
+	__s32 iv[RINX_BLOCK_VALUES];
+	struct rewriter w = { 0 };
+	size_t bytes = 0;
+	pthread_t th;
+	void *map = MAP_FAILED;
+	long sent = 0, wrong = 0, held = 0;
+	struct built bb;
+	struct tl_run r;
+	int i, k, bad;
+
+	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		a.v[i] = i * 5 - 2000;
+	b = a;
+	for (i = 0; i < RINX_BLOCK_VALUES; i++)
+		b.v[i] = a.v[i] + 1000;
+	if (!bpf_obj_get_info_by_fd(share_fd, &info, &len)) {
+		bytes = (size_t)info.max_entries * info.value_size;
+		bytes = (bytes + 4095) & ~(size_t)4095;
+		map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   share_fd, 0);
+	}
+	if (!check(NULL, map != MAP_FAILED && !put_job(j, j->nblocks) &&
+			 !bpf_map_update_elem(share_fd, &idx, &a, BPF_ANY) &&
+			 !fresh_block(idx),
+		   "share rewrite: the share map mapped, state set up")) {
+		check(NULL, 0, "share rewrite: not run");
+		if (map != MAP_FAILED)
+			munmap(map, bytes);
+		return;
+	}
+	rng = 0x5eed;
+	build(&red, in, &bb);
+	memcpy(iv, in + OFF_V, sizeof(iv));
+	w.s = (struct rinx_slot *)map + idx;
+	w.round = j->round;
+	w.b = &b;
+	if (pthread_create(&th, NULL, rewriter_main, &w)) {
+		check(NULL, 0, "share rewrite: no thread");
+		munmap(map, bytes);
+		return;
+	}
+	/* trials: the round's share A back in place, then one rewrite to
+	 * round + 1 while reduces of the round run */
+	for (k = 0; k < REWRITE_RUNS; k++) {
+		if (k % REWRITE_PER == 0) {
+			while (w.go)
+				;
+			memcpy(w.s->v, a.v, sizeof(a.v));
+			__atomic_store_n(&w.s->round, j->round,
+					 __ATOMIC_RELEASE);
+			w.go = 1;
+		}
+		if (fresh_block(idx) ||
+		    tl_xdp_run(prog_fd, in, bb.len, 0, out, sizeof(out), &r))
+			break;
+		if (r.ret != XDP_TX) {
+			held++;
+			continue;
+		}
+		sent++;
+		for (i = 0, bad = 0; i < bb.count; i++)
+			bad += ov[i] != iv[i] + a.v[i];
+		wrong += bad > 0;
+	}
+	w.stop = 1;
+	pthread_join(th, NULL);
+	check(NULL, k == REWRITE_RUNS && sent > 0 && !wrong && held > 0,
+	      "share rewrite: of %d reduces run while the share was rewritten "
+	      "%ld times, %ld sent on, every one with the round's share alone "
+	      "(%ld wrong), %ld dropped or handed up mid-rewrite", k, w.turns,
+	      sent, wrong, held);
+	bpf_map_update_elem(share_fd, &idx, &a, BPF_ANY);
+	fresh_block(idx);
+	munmap(map, bytes);
+}
+
 static struct tl_subtest subtests[] = {
 	{ "cases", 0, run_cases },	/* checks: case_checks of each */
 	{ "ring_repair", RING_REPAIR_CHECKS, run_ring_repair },
 	{ "jumbo", JUMBO_CHECKS, run_jumbo },
 	{ "next_round", NEXT_ROUND_CHECKS, run_next_round },
+	{ "share_rewrite", SHARE_REWRITE_CHECKS, run_share_rewrite },
 };
 
 int main(void)

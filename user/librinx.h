@@ -93,7 +93,8 @@ int rinx_comm_open(const struct rinx_comm_opts *opts, struct rinx_comm **out);
 /* Collective in spirit: after a completed collective, close stays until
  * every peer closes too (each needs nothing more from this rank), at most
  * 2 s or the communicator's timeout, answering their loss repair
- * meanwhile; it never fails. */
+ * meanwhile; longer while a peer still in that collective asks it to
+ * stay (at most twice the timeout more); it never fails. */
 void rinx_comm_close(struct rinx_comm *c);
 int rinx_comm_rank(const struct rinx_comm *c);
 int rinx_comm_size(const struct rinx_comm *c);

@@ -53,7 +53,13 @@ static void share_ints(struct rinx_slot *s, const int32_t *src, int cnt,
 /* Writes the shares of blocks [from, upto) of round `round`, whose input
  * starts at value `base`, nb blocks, the last of `last` values; the round
  * word last: the host program and the slow path add a share only once its
- * round is the frame's. */
+ * round is the frame's. The round word is 0 while the values change: the
+ * host program may be adding the slot's old share into a late duplicate
+ * of its round on another core (it checked the round before), and it
+ * reads the word again after the add, dropping the frame if it moved
+ * (hop_add). Without that, a late reduce of round r took some values of
+ * round r + 1 (a wrong block, seen once in CI: the MPI test's 16 MiB
+ * case). */
 static void convert_blocks(struct rinx_req *r, __u32 from, __u32 upto,
 			   size_t base, __u32 nb, __u32 last, __u32 round)
 {
@@ -66,6 +72,8 @@ static void convert_blocks(struct rinx_req *r, __u32 from, __u32 upto,
 		int cnt = b == nb - 1 ? (int)last : c->bval;
 		size_t off = base + (size_t)b * c->bval;
 
+		__atomic_store_n(&s->round, 0, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (r->dtype == RINX_FLOAT32 && c->bslots > 1) {
 			rinx_quant_jumbo(s, (const float *)r->send + off, cnt,
 					 c->qbits);
