@@ -149,7 +149,10 @@ static __always_inline void hop_note_ahead(struct hop_env *x, __u32 round)
 		cur->ahead = 0;
 		env_store_round(&cur->ahead_round, round);
 	}
-	__sync_fetch_and_or(&cur->ahead, 1ull << sender);
+	/* once per sender and round: the locked OR only when the bit is
+	 * new (a round's every early frame would take the line) */
+	if (!(cur->ahead & (1ull << sender)))
+		__sync_fetch_and_or(&cur->ahead, 1ull << sender);
 }
 
 /* ... and of that round's size and dtype (HOP_GO); anything else waits
