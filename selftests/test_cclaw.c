@@ -44,6 +44,13 @@ struct ccase {
 	int topo;		/* a topology plan: cuts by alpha alone */
 };
 
+/* A case of another plan than the ring: RINX_PLAN_*, the job's ranks and
+ * the INA kind of the rank's rack (enum rinx_ina) */
+struct pcase {
+	struct ccase k;
+	int plan, n, ina;
+};
+
 /* The next own block when the interval ends (struct ccase.ready). */
 enum {
 	NOT_SET,	/* no blocks known (own NULL) */
@@ -85,8 +92,8 @@ static int grows(const struct ccase *k)
 	       k->dt >= MS && k->ds >= 8;
 }
 
-static void run(const struct ccase *k, double want_rate, double want_target,
-		double want_top)
+static void run(const struct ccase *k, int plan, int n, int ina,
+		double want_rate, double want_target, double want_top)
 {
 	struct rinx_comm *c = calloc(1, sizeof(*c));
 	struct rinx_req *r = calloc(1, sizeof(*r));
@@ -103,7 +110,13 @@ static void run(const struct ccase *k, double want_rate, double want_target,
 	c->slot = 3;
 	c->round = 7;
 	c->srtt = k->srtt;
-	c->spec.plan = k->topo ? RINX_PLAN_TOPO : RINX_PLAN_RING;
+	c->spec.plan = k->topo ? RINX_PLAN_TOPO : plan;
+	c->n = n;
+	/* this rank in rack 7, of the given INA kind */
+	c->spec.nhosts = c->spec.nracks = 1;
+	c->spec.hosts[0].rack = c->spec.racks[0].id = 7;
+	c->spec.racks[0].ina = ina;
+	c->self = &c->spec.hosts[0];
 	r->c = c;
 	r->nb = k->nb;
 	r->nown = k->nown;
@@ -362,6 +375,54 @@ static void charge(void)
 	}
 }
 
+/* Works out what the law gives for case k of plan `plan` (RINX_PLAN_*),
+ * a job of n ranks and a rack of INA kind `ina`, and runs it. */
+static void check(const struct ccase *k, int plan, int n, int ina)
+{
+	double rate = k->rate_out, target = k->target_out;
+	double top = k->top;
+
+	if (k->cut) {
+		/* marked again with no clean interval since a cut
+		 * within two holds: the target follows the rate */
+		__u64 hold = k->srtt > 4 * MS ? k->srtt : 4 * MS;
+		__u64 gaps = (__u64)(8 * 1e9 / k->rate);
+		int again;
+
+		if (gaps > hold)
+			hold = gaps;
+		/* Rina: the ranks whose cuts each slow every block */
+		if (plan == RINX_PLAN_RINA && ina == RINX_INA_SWITCH &&
+		    (__u64)n * k->nown / k->nb > 1)
+			hold *= (__u64)n * k->nown / k->nb;
+		again = k->cut_ago && !k->calm &&
+			k->cut_ago < 2 * hold;
+
+		rate = k->rate * (1 - depth(k) / 2);
+		target = again ? rate : k->rate;
+		if (!again)
+			top = k->rate;
+	}
+	if (rate < 0)
+		rate = k->rate;
+	if (target < 0)
+		target = k->target;
+	if (grows(k)) {
+		/* the step in time: 1/256 of the ceiling per ms */
+		rate += k->ceiling / 256 * (double)k->dt / MS;
+		if (rate > k->ceiling)
+			rate = k->ceiling;
+		if (target < rate)
+			target = rate;
+	}
+	/* the floor: 200 blocks/s, or a sixteenth of the ceiling */
+	if (k->ceiling > 0 && k->ceiling / 16 < 200 ?
+	    rate < k->ceiling / 16 : rate < 200)
+		rate = k->ceiling > 0 && k->ceiling / 16 < 200 ?
+		       k->ceiling / 16 : 200;
+	run(k, plan, n, ina, rate, target, top);
+}
+
 int main(void)
 {
 	/* A round of 800 blocks, 100 of them this rank's; 1.5 ms intervals.
@@ -470,51 +531,42 @@ int main(void)
 		  0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0, -1,
 		  -1, .ready = DUE },
 	};
+	/* Rina, a rack whose ToR sums: every rank of 4 adds to every block
+	 * (own 800 of 800), so its hold is 4 times 4 ms; Rina as a ring's
+	 * rank of 4 (own 200), an agent rack's member and a ps-ina rank keep
+	 * 4 ms */
+	static const struct pcase pcases[] = {
+		{ { "Rina, 4 ranks adding to every block: no cut in 10 ms",
+		    2000, 2000, 5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 3,
+		    800, 800, 100, 100, 0, 0, -1, -1, .top = 2000 },
+		  RINX_PLAN_RINA, 4, RINX_INA_SWITCH },
+		{ { "Rina, 4 ranks adding to every block: a cut after 17 ms",
+		    2000, 2000, 5000, 0.5, 0, 17 * MS, 1500000, 100, 50, 3,
+		    800, 800, 100, 100, 0, 1, 0, 0, .top = 2000 },
+		  RINX_PLAN_RINA, 4, RINX_INA_SWITCH },
+		{ { "Rina as a ring (no INA rack, own 200 of 800): a cut in 10 ms",
+		    2000, 2000, 5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 1,
+		    800, 200, 100, 25, 0, 1, 0, 0, .top = 2000 },
+		  RINX_PLAN_RINA, 4, RINX_INA_NONE },
+		{ { "Rina, an agent rack's member: a cut in 10 ms", 2000, 2000,
+		    5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 3, 800, 800, 100,
+		    100, 0, 1, 0, 0, .top = 2000 },
+		  RINX_PLAN_RINA, 4, RINX_INA_AGENT },
+		{ { "ps-ina, a rank adding to every block: a cut in 10 ms",
+		    2000, 2000, 5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 3,
+		    800, 800, 100, 100, 0, 1, 0, 0, .top = 2000 },
+		  RINX_PLAN_PSINA, 4, RINX_INA_SWITCH },
+	};
 	size_t i;
 
 	/* sharing: one job alone, two checks for each of 7 cases; 5 charges */
-	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 5 + 1 + 2 * 7 + 5);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const struct ccase *k = &cases[i];
-		double rate = k->rate_out, target = k->target_out;
-		double top = k->top;
-
-		if (k->cut) {
-			/* marked again with no clean interval since a cut
-			 * within two holds: the target follows the rate */
-			__u64 hold = k->srtt > 4 * MS ? k->srtt : 4 * MS;
-			__u64 gaps = (__u64)(8 * 1e9 / k->rate);
-			int again;
-
-			if (gaps > hold)
-				hold = gaps;
-			again = k->cut_ago && !k->calm &&
-				k->cut_ago < 2 * hold;
-
-			rate = k->rate * (1 - depth(k) / 2);
-			target = again ? rate : k->rate;
-			if (!again)
-				top = k->rate;
-		}
-		if (rate < 0)
-			rate = k->rate;
-		if (target < 0)
-			target = k->target;
-		if (grows(k)) {
-			/* the step in time: 1/256 of the ceiling per ms */
-			rate += k->ceiling / 256 * (double)k->dt / MS;
-			if (rate > k->ceiling)
-				rate = k->ceiling;
-			if (target < rate)
-				target = rate;
-		}
-		/* the floor: 200 blocks/s, or a sixteenth of the ceiling */
-		if (k->ceiling > 0 && k->ceiling / 16 < 200 ?
-		    rate < k->ceiling / 16 : rate < 200)
-			rate = k->ceiling > 0 && k->ceiling / 16 < 200 ?
-			       k->ceiling / 16 : 200;
-		run(k, rate, target, top);
-	}
+	tap_plan((int)(sizeof(cases) / sizeof(cases[0]) +
+		       sizeof(pcases) / sizeof(pcases[0])) * 5 + 1 + 2 * 7 + 5);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check(&cases[i], RINX_PLAN_RING, 0, RINX_INA_NONE);
+	for (i = 0; i < sizeof(pcases) / sizeof(pcases[0]); i++)
+		check(&pcases[i].k, pcases[i].plan, pcases[i].n,
+		      pcases[i].ina);
 	sharing();
 	charge();
 	return tap_done();

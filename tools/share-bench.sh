@@ -18,7 +18,9 @@
 #       at once; each side's share of the port is its rate over RATE:
 #       TCP's from the bytes its receiver counted while the rinx job ran,
 #       rinx's from its busbw (on a ring every link carries busbw; the
-#       warm-up collective counts in the time, not in busbw).
+#       warm-up collective counts in the time, not in busbw). With -i the
+#       ToRs aggregate (-p rina: a Rina job; its share is its algbw, as
+#       in mode rina).
 # rina  the ring job beside a Rina job (both ToRs INA) on the same four
 #       hosts, each in its own processes; gloo: beside a Gloo allreduce
 #       (a ring over TCP, the same hosts in the same order). Each side
@@ -47,7 +49,8 @@
 #        cubic), with ECN on (net.ipv4.tcp_ecn=1) at both ends
 #   -p   the rinx plan (default ring)
 #   -k   jobs: how many (default 2)
-#   -i   jobs: the racks' INA kind, switch (default) or agent
+#   -i   jobs: the racks' INA kind, switch (default) or agent; tcp: the
+#        racks' INA kind (default: none)
 #   -P   the testbed's prefix (default rxM and 4 random hex digits)
 #
 # The testbed is brought up with a fresh prefix and taken down at the end,
@@ -55,19 +58,20 @@
 
 set -u
 rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
+ina_set=
 p=rxM$(printf %04x $((RANDOM % 65536)))
 while getopts m:l:s:n:c:p:k:i:P: o; do
 	case $o in
 	m) mode=$OPTARG ;;
 	k) k=$OPTARG ;;
-	i) ina=$OPTARG ;;
+	i) ina=$OPTARG ina_set=1 ;;
 	l) rate=$OPTARG ;;
 	s) size=$OPTARG ;;
 	n) iters=$OPTARG ;;
 	c) cc=$OPTARG ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '39,54p' "$0"; exit 2 ;;
+	*) sed -n '41,57p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -98,7 +102,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 6
 fi
 case $mode in
-tcp) shape="--racks 2 --per-rack 2" ;;
+tcp) shape="--racks 2 --per-rack 2${ina_set:+ --ina $ina}" ;;
 rina|gloo) shape="--racks 2 --per-rack 2 --ina switch" ;;
 jobs) shape="--racks 2 --per-rack 4 --ina $ina" ;;
 *) echo "share-bench: unknown mode $mode" >&2; exit 2 ;;
@@ -242,7 +246,7 @@ share() {	# share NAME MBIT: NAME's load on the port (MBIT: its busbw)
 
 case $mode in
 tcp)
-	echo "# share-bench: testbed $p, 2 racks x 2, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on); rinx $plan, $size x $iters, verified"
+	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on); rinx $plan, $size x $iters, verified"
 	t_alone=$(tcp 10)
 	echo "tcp alone:  $t_alone Mbit/s"
 	r_alone=$(bench)
@@ -263,8 +267,12 @@ tcp)
 	wait "$tp"
 	t_both=$(cat "$tmp/both_tcp")
 	echo "together:   tcp $t_both Mbit/s, rinx $r_both Mbit/s (busbw)"
-	awk -v t="$t_both" -v r="$r_both" -v l="$rate" 'BEGIN {
-		printf "shares of the %d Mbit/s port: tcp %.2f, rinx %.2f\n", l, t / l, r / l }'
+	# a Rina job with INA ToRs puts its algbw on the port (mode rina)
+	awk -v t="$t_both" -v r="$r_both" -v l="$rate" \
+	    -v a="$([ "$plan" = rina ] && [ -n "$ina_set" ] && echo 1)" 'BEGIN {
+		if (a) r = r * 2 / 3
+		printf "shares of the %d Mbit/s port: tcp %.2f, rinx %.2f%s\n",
+		       l, t / l, r / l, a ? " (algbw)" : "" }'
 	[ "$r_both" != failed ] && [ "$r_alone" != failed ]
 	;;
 rina|gloo)

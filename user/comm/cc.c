@@ -10,7 +10,8 @@
  * From that fraction each rank sets the rate of the blocks it starts, in
  * the manner of DCTCP: alpha follows the marked fraction, a marked interval
  * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS, block round
- * trip or CC_HOLD_GAPS own gaps; never on a rank that fell behind the
+ * trip or CC_HOLD_GAPS own gaps, that many times over in Rina where
+ * every rank adds to every block; never on a rank that fell behind the
  * others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
  * then a growing additive step; a cut with no clean interval since the
@@ -68,6 +69,20 @@
  * the testbed's queues (virtual: no frame waits) leave the round trip
  * short. A rank of a few thousand blocks/s keeps CC_HOLD_NS. */
 #define CC_HOLD_GAPS	8
+/* Where every rank adds to every block (Rina's racks whose ToR sums: a
+ * rank's own blocks are all the round's), a block finishes
+ * at the pace of the job's slowest rank, and each rank's cut slows the
+ * whole job until it recovers: k ranks cutting on the same marks, each
+ * at most once per hold, cut the job k times as often as one sender
+ * would. In a ring a rank's cut slows only its own blocks, 1/k of what
+ * crosses a link, and a rank behind its job does not cut. So such a
+ * rank holds k times as long (k = ranks x own blocks / blocks: the ranks
+ * whose cuts each slow every block; 1 in a ring). Rina on 2 racks x 2,
+ * both ToRs INA, beside a ring job on the same 400 Mbit/s links, as
+ * measured with share-bench: its ranks' pace averaged 0.45 of their
+ * ceiling against the ring's 0.83, three of its four ranks waited with
+ * their window full for the fourth in 19% of the time, and it got 0.28
+ * of the port against the ring's 0.72 (docs/benchmark.md). */
 #define CC_MIN_STORED	8		/* ... and after this many blocks */
 #define CC_G		(1.0 / 16)	/* DCTCP's gain */
 #define CC_AI		50.0		/* blocks/s added per clean update */
@@ -221,6 +236,31 @@ static int pacer_holds(const struct rinx_req *r, __u32 next, __u64 now)
 	       now < __atomic_load_n(&cur->next_ns, __ATOMIC_RELAXED);
 }
 
+/* The ranks whose cuts each slow every block of the round (CC_HOLD_GAPS
+ * above): n in Rina for a member of a rack whose ToR sums (its own
+ * blocks are all the round's; its rack's contributions meet before any
+ * shared link), 1 in a ring. Not where one port takes a stream from
+ * every contributor: a parameter server's (a ps-ina share sent again
+ * passes its rack's pool unaggregated) or an agent host's, whose link
+ * carries every member's contribution. With holds 8 times as long there,
+ * two and four ps-ina jobs on 2 racks x 4 had 46-63% of their blocks
+ * marked and resent 10,000-21,000 blocks per collective (14-18% and
+ * about 1,000 before) at half the busbw, and agent Rina jobs 48-63%
+ * marked (10-25% before). The tree plans were not measured. */
+static __u64 cc_cutters(const struct rinx_comm *c, const struct rinx_req *r)
+{
+	int i, tor = 0;
+	__u64 k;
+
+	if (c->spec.plan != RINX_PLAN_RINA || !r->nb || !c->self)
+		return 1;
+	for (i = 0; i < c->spec.nracks; i++)
+		if (c->spec.racks[i].id == c->self->rack)
+			tor = c->spec.racks[i].ina == RINX_INA_SWITCH;
+	k = (__u64)c->n * r->nown / r->nb;
+	return tor && k > 1 ? k : 1;
+}
+
 /* DCQCN's recovery on a clean interval: halfway back to the target for
  * CC_FR clean intervals, then the target grows by a step that doubles
  * every CC_CALM clean intervals. A target that cuts in a row lowered
@@ -262,6 +302,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 
 	if (cc->rate > 0 && CC_HOLD_GAPS * 1e9 / cc->rate > hold)
 		hold = (__u64)(CC_HOLD_GAPS * 1e9 / cc->rate);
+	hold *= cc_cutters(c, r);
 	if (cc->round != c->round) {
 		/* a new round: the blocks stored here count from now */
 		cc->round = c->round;
