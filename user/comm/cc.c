@@ -10,8 +10,8 @@
  * From that fraction each rank sets the rate of the blocks it starts, in
  * the manner of DCTCP: alpha follows the marked fraction, a marked interval
  * cuts the rate by alpha / 2 (at most once per CC_HOLD_NS, block round
- * trip or CC_HOLD_GAPS own gaps, that many times over in Rina where
- * every rank adds to every block; never on a rank that fell behind the
+ * trip or CC_HOLD_GAPS own gaps; in Rina, where every rank adds to every
+ * block, n times that: cc_cutters; never on a rank that fell behind the
  * others of its job), clean
  * ones bring it back as DCQCN does (halfway to the rate before the cut,
  * then a growing additive step; a cut with no clean interval since the
@@ -69,20 +69,6 @@
  * the testbed's queues (virtual: no frame waits) leave the round trip
  * short. A rank of a few thousand blocks/s keeps CC_HOLD_NS. */
 #define CC_HOLD_GAPS	8
-/* Where every rank adds to every block (Rina's racks whose ToR sums: a
- * rank's own blocks are all the round's), a block finishes
- * at the pace of the job's slowest rank, and each rank's cut slows the
- * whole job until it recovers: k ranks cutting on the same marks, each
- * at most once per hold, cut the job k times as often as one sender
- * would. In a ring a rank's cut slows only its own blocks, 1/k of what
- * crosses a link, and a rank behind its job does not cut. So such a
- * rank holds k times as long (k = ranks x own blocks / blocks: the ranks
- * whose cuts each slow every block; 1 in a ring). Rina on 2 racks x 2,
- * both ToRs INA, beside a ring job on the same 400 Mbit/s links, as
- * measured with share-bench: its ranks' pace averaged 0.45 of their
- * ceiling against the ring's 0.83, three of its four ranks waited with
- * their window full for the fourth in 19% of the time, and it got 0.28
- * of the port against the ring's 0.72 (docs/benchmark.md). */
 #define CC_MIN_STORED	8		/* ... and after this many blocks */
 #define CC_G		(1.0 / 16)	/* DCTCP's gain */
 #define CC_AI		50.0		/* blocks/s added per clean update */
@@ -236,13 +222,25 @@ static int pacer_holds(const struct rinx_req *r, __u32 next, __u64 now)
 	       now < __atomic_load_n(&cur->next_ns, __ATOMIC_RELAXED);
 }
 
-/* The ranks whose cuts each slow every block of the round (CC_HOLD_GAPS
- * above): n in Rina for a member of a rack whose ToR sums (its own
- * blocks are all the round's; its rack's contributions meet before any
- * shared link), 1 in a ring. Not where one port takes a stream from
- * every contributor: a parameter server's (a ps-ina share sent again
- * passes its rack's pool unaggregated) or an agent host's, whose link
- * carries every member's contribution. With holds 8 times as long there,
+/* How many times its hold a rank waits between cuts: the ranks whose cuts
+ * each slow every block of the round. Where every rank adds to every
+ * block (Rina, a member of a rack whose ToR sums: its own blocks are all
+ * the round's), a block finishes at the pace of the job's slowest rank,
+ * and each rank's cut slows the whole job until it recovers: k ranks
+ * cutting on the same marks, each at most once per hold at its own time,
+ * cut the job k times as often as one sender would. In a ring a rank's
+ * cut slows only its own blocks, 1/k of what crosses a link, and a rank
+ * behind its job does not cut. So: k = ranks x own blocks / blocks, n for
+ * such a Rina member, 1 in a ring. Rina on 2 racks x 2, both ToRs INA,
+ * beside a ring job on the same 400 Mbit/s links (share-bench): its
+ * ranks' pace averaged 0.45 of their ceiling against the ring's 0.83,
+ * three of its four ranks waited with their window full for the fourth
+ * in 16% of the time, and it got 0.28 of the port against the ring's
+ * 0.72; with the longer hold it gets an even share at 1 Gbit/s and more
+ * than the ring at 400 Mbit/s (docs/benchmark.md). Not where one port
+ * takes a stream from every contributor: a parameter server's (a ps-ina
+ * share sent again passes its rack's pool unaggregated) or an agent
+ * host's, whose link carries every member's contribution. With holds 8 times as long there,
  * two and four ps-ina jobs on 2 racks x 4 had 46-63% of their blocks
  * marked and resent 10,000-21,000 blocks per collective (14-18% and
  * about 1,000 before) at half the busbw, and agent Rina jobs 48-63%
