@@ -122,11 +122,16 @@ check_procs 9 13 2147483649 4294967295
 ok $? "the four jobs: every element of every size verified, int32 bit-exact"
 
 # the processes that found a host's sockets taken ran ringed (a line per
-# host and process; their first runs, started together)
-ringed=$(cat "$tmp"/9.0.out "$tmp"/13.0.out "$tmp"/2147483649.0.out \
-	"$tmp"/4294967295.0.out | grep -c "this one runs ringed")
+# host and run of a process). All four were open at once at some moment
+# (above): then one process held each host's sockets and the three others
+# ran ringed there, so their runs of that moment say so 12 times at least.
+# Counted over every run, not the first runs only: those need not overlap
+# (a first run may end before another process opens; seen in CI and in 4
+# of 15 runs here, 8-10 of 16 lines)
+ringed=$(cat "$tmp"/9.*.out "$tmp"/13.*.out "$tmp"/2147483649.*.out \
+	"$tmp"/4294967295.*.out | grep -c "this one runs ringed")
 [ "$ringed" -ge 12 ]
-ok $? "on each of the 4 hosts at least three of the four processes ran ringed ($ringed of 16)"
+ok $? "three of the four processes ran ringed on each of the 4 hosts while all were open ($ringed lines over all runs, at least 12)"
 
 left=$("$rinxctl" stats --spec "$spec" 2>/dev/null | grep -c "^  job ")
 [ "$left" -eq 0 ]
