@@ -15,7 +15,6 @@
  * beside a job of one rank.
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "uapi/rinx.h"

@@ -28,7 +28,9 @@ fail=0
 needs_root ip timeout awk python3
 plan 5
 
-out=$(timeout 300 "$here/../tools/share-bench.sh" -s 1M -n 5 "$build" 2>&1)
+# the run's own prefix, as every test's (RINX_TEST_NS first)
+out=$(timeout 300 "$here/../tools/share-bench.sh" -s 1M -n 5 \
+	-P "${RINX_TEST_NS:-}rxM$$" "$build" 2>&1)
 rc=$?
 echo "$out" | diag
 [ $rc -eq 0 ]

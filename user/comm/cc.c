@@ -242,8 +242,8 @@ static int pacer_holds(const struct rinx_req *r, __u32 next, __u64 now)
  * share sent again passes its rack's pool unaggregated) or an agent
  * host's, whose link carries every member's contribution. With holds 8 times as long there,
  * two and four ps-ina jobs on 2 racks x 4 had 46-63% of their blocks
- * marked and resent 10,000-21,000 blocks per collective (14-18% and
- * about 1,000 before) at half the busbw, and agent Rina jobs 48-63%
+ * marked and resent 10,000-21,000 blocks per collective (10-18% and
+ * 380-1,050 before) at 52-65% of the busbw, and agent Rina jobs 48-63%
  * marked (10-25% before). The tree plans were not measured. */
 static __u64 cc_cutters(const struct rinx_comm *c, const struct rinx_req *r)
 {
