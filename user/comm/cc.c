@@ -296,7 +296,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
 	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f, sev;
-	int behind, again, used, rack, cut = 0;
+	int behind, again, used, rack, own, cut = 0;
 
 	if (cc->rate > 0 && CC_HOLD_GAPS * 1e9 / cc->rate > hold)
 		hold = (__u64)(CC_HOLD_GAPS * 1e9 / cc->rate);
@@ -345,7 +345,12 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	 * is its own link, and its cuts were not measured with it. */
 	rack = cc->ceiling > 0 && c->spec.plan != RINX_PLAN_TOPO;
 	sev = rack && f > cc->alpha ? f : cc->alpha;
-	if (dm && now - cc->cut > hold && !behind &&
+	/* own: this rank starts blocks of the round. A Rina agent adds its
+	 * share into its rack's sum in its own host program and starts
+	 * none: unpaced, nothing to cut (it counted 60 "cuts" a second of
+	 * a rate of 0, 2 racks x 4 agents at 1 Gbit/s, in `rate cuts/op`) */
+	own = !r->nb || r->nown;
+	if (dm && own && now - cc->cut > hold && !behind &&
 	    !(rack && cc->rate >= 0.99 * cc->ceiling && sev < CC_CEIL_TOL)) {
 		/* at most one cut per block round trip: marks seen sooner
 		 * still tell of the backlog before the last cut */
