@@ -250,14 +250,25 @@ ok $bad "$name: every host received on queue $q only and handed frames up there 
 # the trainers took the chains whole: they finished slow-path frames in
 # the largest size's runs (chains read as frames of one buffer finish
 # none, and repairs still complete the allreduce) and no socket dropped
-# one (RINX_BENCH_STATS: each rank's AF_XDP statistics)
+# one for its size (RINX_BENCH_STATS: each rank's AF_XDP statistics).
+# A socket that found its fill ring empty drops the frame too, and counts
+# both (rx_dropped, fill_empty): every socket's receive buffers on one
+# pinned CPU, behind its softirqs, ran dry twice in CI (32 frames); that
+# is a counted drop the repair mends, and a drop beyond the empty fills
+# is one for the frame's size
 fin=$(echo "$out" | awk '/^#   slow path: / { f = $4 } END { print f + 0 }')
 drops=$(echo "$out" | awk '/^rank [0-9]+: .* xsk rx_dropped / {
-	for (i = 1; i < NF; i++) if ($i == "rx_dropped") s += $(i + 1); n++ }
-	END { print n + 0, s + 0 }')
-echo "# trainers: $fin slow-path frames/op finished at the largest size; ranks, AF_XDP rx_dropped: $drops"
-awk -v f="$fin" 'BEGIN { exit !(f > 0) }' && [ "$drops" = "$HOSTS 0" ]
-ok $? "$name: the trainers finished slow-path jumbo frames ($fin/op), no AF_XDP socket dropped one"
+	for (i = 1; i < NF; i++) {
+		if ($i == "rx_dropped") s += $(i + 1)
+		if ($i == "fill_empty") e += $(i + 1)
+	}
+	n++ }
+	END { print n + 0, s + 0, e + 0 }')
+echo "# trainers: $fin slow-path frames/op finished at the largest size; ranks, AF_XDP rx_dropped, fill_empty: $drops"
+set -- $drops
+awk -v f="$fin" 'BEGIN { exit !(f > 0) }' && [ "$1" = "$HOSTS" ] &&
+	[ "$2" -le "$3" ]
+ok $? "$name: the trainers finished slow-path jumbo frames ($fin/op), no AF_XDP socket dropped one for its size (rx_dropped $2, of them with the fill ring empty up to $3)"
 
 "$rinxctl" testbed down "$P" 2>&1 | diag
 rc=${PIPESTATUS[0]}
