@@ -253,9 +253,9 @@ ok $bad "$name: every host received on queue $q only and handed frames up there 
 # one for its size (RINX_BENCH_STATS: each rank's AF_XDP statistics).
 # A socket that found its fill ring empty drops the frame too, and counts
 # both (rx_dropped, fill_empty): every socket's receive buffers on one
-# pinned CPU, behind its softirqs, ran dry twice in CI (32 frames); that
-# is a counted drop the repair mends, and a drop beyond the empty fills
-# is one for the frame's size
+# pinned CPU, behind its softirqs, ran dry in two CI runs (24 and 32
+# frames); that is a counted drop the repair mends, and a drop beyond the
+# empty fills is one for the frame's size
 fin=$(echo "$out" | awk '/^#   slow path: / { f = $4 } END { print f + 0 }')
 drops=$(echo "$out" | awk '/^rank [0-9]+: .* xsk rx_dropped / {
 	for (i = 1; i < NF; i++) {
