@@ -399,6 +399,122 @@ static void run_resend_paced(void)
 }
 
 /*
+ * Own blocks at a round's tail (rinx_c_own_timers): W4 starts every block
+ * of class 3 (3, 7, ..., 39), each a contribution to W1's aggregator (an
+ * agent rack's member); its own block timer is 2 ms (srtt 1 ms, rttvar
+ * 250 us), doubled per resend. Mid-round (6 of its 10 claimed) an own
+ * block with nothing later of its class finished is left alone: more of
+ * the class will come and show it lost, or the stall timer will. Once all
+ * 10 are claimed and one of the round finished here, nothing can come
+ * after the last: it is sent again on its timer alone. A round where
+ * nothing finished here yet (its peers may be late to open it) sends
+ * nothing.
+ */
+#define OWN_N	10
+
+/* the frames sent since the last look; *block: the last one's block (-2:
+ * not a contribution of round 1 to W1), unchanged if none */
+static int own_sent(struct stopped *t, int *block)
+{
+	__u8 buf[FRAME_SIZE];
+	struct frame f;
+	ssize_t len;
+	int n = 0;
+
+	while ((len = recv(t->wire[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		rinx_c_frame_at(buf, &f);
+		if (f.h->type == RINX_T_CONTRIB && ntohl(f.h->round) == 1 &&
+		    !memcmp(f.ip + 16, &t->c->plan.nodes[0].ip, 4))
+			*block = (int)ntohl(f.h->block);
+		else
+			*block = -2;
+		n++;
+	}
+	t->x->nfree += t->x->nsent;
+	t->x->nsent = 0;
+	return n;
+}
+
+/* claimed of OWN_N own blocks, `fin` of them finished (the first ones);
+ * returns the frames sent from t0 to t0 + until (100 us steps), the first
+ * at *first (ns after t0) and the block of the last in *block. */
+static int own_run(__u32 claimed, __u32 fin, __u64 until, __u64 *first,
+		   int *block)
+{
+	struct stopped t;
+	__u64 t0 = 1000 * MS, now;
+	__u32 j, own[OWN_N];
+	__u64 sent_at[OWN_N];
+	__u8 resent[OWN_N];
+	int n = 0, got;
+
+	*first = 0;
+	*block = -1;
+	if (stopped_init(&t, t0) ||
+	    !(t.c->share = calloc(SWIN, sizeof(*t.c->share)))) {
+		stopped_free(&t);
+		return -1;
+	}
+	t.c->plan.nodes[0].ip = htonl(0x0a000201);
+	t.c->plan.start_to[3] = 0;
+	t.c->plan.start_type[3] = RINX_T_CONTRIB;
+	t.c->srtt = 1 * MS;
+	t.c->rttvar = 250 * US;
+	t.c->keep = 0;
+	for (j = 0; j < OWN_N; j++) {
+		own[j] = 4 * j + 3;
+		t.c->result[own[j]].round = j < fin ? 1 : 0;
+	}
+	t.r->own = own;
+	t.r->nown = OWN_N;
+	t.r->sent_at = sent_at;
+	t.r->resent = resent;
+	memset(resent, 0, sizeof(resent));
+	/* the round trip of the finished ones is sampled already */
+	t.r->sampled = fin;
+	t.c->cursors[0].next = claimed;
+	for (now = t0; now <= t0 + until; now += 100 * US) {
+		rinx_c_own_timers(t.r, now);
+		got = own_sent(&t, block);
+		if (got && !n)
+			*first = now - t0;
+		n += got;
+	}
+	t.c->share = (free(t.c->share), NULL);
+	t.r->own = NULL;
+	t.r->sent_at = NULL;
+	t.r->resent = NULL;
+	stopped_free(&t);
+	return n;
+}
+
+static void run_own_tail(void)
+{
+	__u64 first;
+	int n, block;
+
+	n = own_run(6, 5, 1000 * MS, &first, &block);
+	tap_ok(n == 0, "own blocks mid-round (6 of 10 claimed, 5 finished): "
+	       "the sixth, nothing later of its class finished, not sent "
+	       "again in a second (%d frames)", n);
+	n = own_run(OWN_N, OWN_N - 1, 5 * MS, &first, &block);
+	tap_ok(n == 1 && block == 39 && first >= 2 * MS && first <= 2100 * US,
+	       "own blocks at the round's tail (all claimed, 9 of 10 "
+	       "finished): the last sent again at its timer, 2 ms, once "
+	       "within 5 ms (%d frames, the first at %llu us, block %d)", n,
+	       (unsigned long long)(first / US), block);
+	n = own_run(OWN_N, OWN_N - 1, 6100 * US, &first, &block);
+	tap_ok(n == 2 && block == 39,
+	       "own blocks at the round's tail: sent again after twice the "
+	       "timer more, at 6 ms (%d frames by 6.1 ms, block %d)", n,
+	       block);
+	n = own_run(OWN_N, 0, 1000 * MS, &first, &block);
+	tap_ok(n == 0, "own blocks at the round's tail, nothing of the round "
+	       "finished here yet: none sent again in a second (%d frames)",
+	       n);
+}
+
+/*
  * Holes of finished blocks (rinx_c_gather_holes), seen from W4 of the same
  * ring of 4: every class's gather comes from W3, class 2's at step 2, the
  * others' at step 0. srtt 4 ms: a hole waits a quarter of it, 1 ms (a
@@ -743,13 +859,14 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5);
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
 		run_stall(&stall_cases[i]);
 	run_stopped();
 	run_resend_paced();
+	run_own_tail();
 	run_gather_holes();
 	run_close();
 	return tap_done();
