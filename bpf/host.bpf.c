@@ -334,6 +334,12 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
 	if (slots_to_frame(ctx, f, src, map, idx, nv))
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+	/* a late duplicate of the ask can come after the block finished
+	 * here, when its slot may be rewritten for the next round (the
+	 * trainer's early share, the next round's kept sum taken early): a
+	 * copy that met the rewrite holds values of both rounds */
+	if (*(const volatile __u32 *)&src->round != round)
+		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
 	f->h->type = RINX_T_REDUCE;
 	f->h->step = step;
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
