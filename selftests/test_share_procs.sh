@@ -122,16 +122,19 @@ check_procs 9 13 2147483649 4294967295
 ok $? "the four jobs: every element of every size verified, int32 bit-exact"
 
 # the processes that found a host's sockets taken ran ringed (a line per
-# host and run of a process). All four were open at once at some moment
-# (above): then one process held each host's sockets and the three others
-# ran ringed there, so their runs of that moment say so 12 times at least.
-# Counted over every run, not the first runs only: those need not overlap
-# (a first run may end before another process opens; seen in CI and in 4
-# of 15 runs here, 8-10 of 16 lines)
+# rank and run of a process). All four were open on h0 at once at some
+# moment (above): one of them at most held h0's sockets, so the runs of
+# the three others say so for rank 0, 3 times at least. Counted over every
+# run, not the first runs only: those need not overlap (a first run may
+# end before another process opens). Not the other hosts: at that moment
+# a job's ranks there may have been still opening or closed already (the
+# count over all hosts was 11 of 12 once in CI)
 ringed=$(cat "$tmp"/9.*.out "$tmp"/13.*.out "$tmp"/2147483649.*.out \
+	"$tmp"/4294967295.*.out | grep -c "rank 0 (eth0): .*this one runs ringed")
+all=$(cat "$tmp"/9.*.out "$tmp"/13.*.out "$tmp"/2147483649.*.out \
 	"$tmp"/4294967295.*.out | grep -c "this one runs ringed")
-[ "$ringed" -ge 12 ]
-ok $? "three of the four processes ran ringed on each of the 4 hosts while all were open ($ringed lines over all runs, at least 12)"
+[ "$ringed" -ge 3 ]
+ok $? "three of the four processes ran ringed on h0 while all were open there ($ringed lines of rank 0 over all runs, at least 3; $all of every rank)"
 
 left=$("$rinxctl" stats --spec "$spec" 2>/dev/null | grep -c "^  job ")
 [ "$left" -eq 0 ]

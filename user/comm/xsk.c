@@ -249,8 +249,8 @@ static int x_ringed(struct rinx_comm *c, struct xctx *x, const char *ifname)
 	x->tx.cached_cons = RING_SIZE;
 	x->tx.size = RING_SIZE;
 	x->ringed = 1;
-	pr_info("%s: its AF_XDP sockets are another process's: this one runs "
-		"ringed\n", ifname);
+	pr_info("rank %d (%s): its AF_XDP sockets are another process's: "
+		"this one runs ringed\n", c->rank, ifname);
 	return 0;
 }
 
