@@ -31,7 +31,7 @@ needs_root ip ping
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..62"
+echo "1..64"
 for mode in native generic; do
 	echo "# mode $mode, prefix $P"
 	spec=/run/rinx-testbed/$P.spec
@@ -57,6 +57,19 @@ for mode in native generic; do
 	ok $xdp "$mode: rinx_switch in $mode mode on every switch port"
 	ip -n "${P}h3" link show dev eth0 | grep -q 'prog/xdp.*name rinx_host'
 	ok $? "$mode: host program on eth0"
+	# threaded NAPI (testbed up --napi, default): a kernel thread per
+	# veth; generic XDP polls by no NAPI, so there is none to set
+	if [ $mode = native ]; then
+		napi=0
+		for end in h3:eth0 h0:eth0 t0:p0 t0:uplink t1:p3 sp:t1; do
+			v=$(ip netns exec "$P${end%%:*}" \
+				cat "/sys/class/net/${end#*:}/threaded" 2>&1)
+			[ "$v" = 1 ] || { echo "# $end: threaded '$v'"; napi=1; }
+		done
+		ok $napi "$mode: threaded NAPI on the hosts' eth0 and the switch ports"
+	else
+		ok 0 "$mode: threaded NAPI # SKIP generic XDP polls by no NAPI"
+	fi
 
 	pings=0
 	for pair in 0:10.71.1.2 3:10.71.0.1 0:10.71.0.2 2:10.71.0.2; do

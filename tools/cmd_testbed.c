@@ -119,6 +119,12 @@ const struct opt_choice testbed_xdp_modes[] = {
 	{ NULL, 0, 0 },
 };
 
+static const struct opt_choice testbed_napi_modes[] = {
+	{ "threaded", 0, 0 },
+	{ "softirq", 1, 0 },
+	{ NULL, 0, 0 },
+};
+
 #define LINK_INT(n, meta, m, lo, hi, b, h) { OPT_INT, n, 0, meta, \
 	OPT_AT(struct tb_link, set.m), .min = lo, .max = hi, \
 	.bits_off = offsetof(struct tb_link, mask), .bit = b, .help = h }
@@ -177,6 +183,14 @@ static const struct opt up_opts[] = {
 	  .help = "rx and tx queues of every host's eth0 and its switch\n"
 		  "port, 1..16 (default 1): a multi-queue NIC, frames\n"
 		  "spread over the queues by the sending CPU" },
+	{ OPT_ENUM, "napi", 0, "MODE", UP_AT(o.softirq),
+	  .choices = testbed_napi_modes, .def = "threaded",
+	  .help = "how every veth is polled: {} (default: a kernel\n"
+		  "thread per interface, which the scheduler places on\n"
+		  "any core, as separate hosts process frames at once) or\n"
+		  "softirq (in the softirq of the core that scheduled it:\n"
+		  "the frames of every host and switch follow one another\n"
+		  "on one core)" },
 	{ OPT_FLAG, "plain", 0, UP_AT(o.plain),
 	  .help = "plain switches, as real ones without rinx support: no\n"
 		  "aggregation (ina switch refused), group MACs flooded\n"

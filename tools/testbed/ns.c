@@ -6,9 +6,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
@@ -54,6 +56,63 @@ void rinx_tb_free(struct rinx_tb_buf *b)
 {
 	free(b->p);
 	memset(b, 0, sizeof(*b));
+}
+
+/* Every interface of namespace netns but lo polled by a kernel thread of
+ * its own (threaded NAPI: /sys/class/net/IF/threaded) or in the softirq
+ * of the CPU that scheduled it; once their XDP programs are attached (a
+ * veth has no NAPI before). In a child: it enters the namespace and
+ * mounts a sysfs of it in a mount namespace of its own, as `ip netns
+ * exec` does (the caller's /sys shows the namespace it was mounted in). */
+int rinx_tb_napi(const char *netns, int threaded)
+{
+	int st, err;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		char path[320];
+		struct dirent *e;
+		int old, fd, bad = 0;
+		DIR *d;
+
+		if (rinx_netns_enter(netns, &old) || unshare(CLONE_NEWNS) ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    umount2("/sys", MNT_DETACH) ||
+		    mount("sysfs", "/sys", "sysfs", 0, NULL))
+			_exit(2);
+		d = opendir("/sys/class/net");
+		if (!d)
+			_exit(2);
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.' || !strcmp(e->d_name, "lo"))
+				continue;
+			snprintf(path, sizeof(path), "/sys/class/net/%s/threaded",
+				 e->d_name);
+			fd = open(path, O_WRONLY | O_CLOEXEC);
+			/* a veth polls by NAPI only with an XDP program (or
+			 * GRO) on it; one without has nothing to set */
+			if (fd < 0 || (write(fd, threaded ? "1" : "0", 1) != 1 &&
+				       errno != EOPNOTSUPP))
+				bad = 1;
+			if (fd >= 0)
+				close(fd);
+		}
+		closedir(d);
+		_exit(bad);
+	}
+	while ((err = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (err < 0)
+		return -errno;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		pr_warn("namespace %s: cannot set %s NAPI on its interfaces\n",
+			netns, threaded ? "threaded" : "softirq");
+		return -EIO;
+	}
+	return 0;
 }
 
 int rinx_tb_batch(const char *tool, const char *netns, struct rinx_tb_buf *b,

@@ -102,6 +102,9 @@ struct rinx_testbed_opts {
 				 * racks must not be ina=switch */
 	int mtu;		/* MTU of every veth, RINX_TB_MTU_MIN..
 				 * RINX_TB_MTU_MAX; 0: RINX_TB_MTU */
+	int softirq;		/* NAPI of every veth in the softirq of the
+				 * CPU that scheduled it; 0: threaded NAPI
+				 * (a kernel thread per interface) */
 	const struct rinx_sw_link_set *link;	/* every switch port; NULL:
 						 * a perfect link */
 	/* A topology testbed (tools/testbed/topo.c, "topology testbeds") instead
@@ -141,6 +144,9 @@ enum {
  * commands of b on stdin. Without RINX_TB_FORCE the tool stops at the
  * first failing command and names it on stderr (unless RINX_TB_QUIET).
  * 0, or -EIO when a command failed. */
+/* Threaded NAPI (1) or softirq NAPI (0) on every interface of netns but
+ * lo; 0 or -errno (said). */
+int rinx_tb_napi(const char *netns, int threaded);
 int rinx_tb_batch(const char *tool, const char *netns, struct rinx_tb_buf *b,
 		  int flags);
 
