@@ -18,9 +18,7 @@
 # host, hellos and the frames XDP hands up (slow path) included. A trainer
 # with a socket on queue 0 only never sees them (they end as drop_no_xsk)
 # and the job does not even open. A second run, not pinned, spreads the
-# frames over the queues of every CPU. Both take the MTU's blocks (`--block
-# mtu`; the spec's mtu=9000 would make jumbo blocks the default). The links
-# carry an MTU of 9,000: a
+# frames over the queues of every CPU. The links carry an MTU of 9,000: a
 # third run, pinned again, takes jumbo blocks (`--block jumbo`, frames of
 # 8,288 bytes), whose slow-path frames reach the trainer as chains of
 # several descriptors on queue $q.
@@ -154,7 +152,7 @@ name="pinned to CPU $cpu (queue $q), float32"
 echo "# $name, sizes $SIZES"
 out=$(timeout -k 5 $BENCH_LIMIT taskset -c "$cpu" "$rinxctl" bench \
 	--spec "$spec" --verify --iters 3 --warmup 1 --dtype float32 \
-	--block mtu --sizes "$SIZES" --timeout $TIMEOUT_MS 2>&1)
+	--sizes "$SIZES" --timeout $TIMEOUT_MS 2>&1)
 rc=$?
 echo "$out" | diag
 ok $rc "$name: bench --verify exit status ($rc)"
@@ -201,7 +199,7 @@ fi
 name="not pinned, int32"
 echo "# $name, sizes $SIZES"
 out=$(timeout -k 5 $BENCH_LIMIT "$rinxctl" bench --spec "$spec" --verify \
-	--iters 3 --warmup 1 --dtype int32 --block mtu --sizes "$SIZES" \
+	--iters 3 --warmup 1 --dtype int32 --sizes "$SIZES" \
 	--timeout $TIMEOUT_MS 2>&1)
 rc=$?
 echo "$out" | diag

@@ -1142,8 +1142,7 @@ static int opt_plan(const char *v, void *field, char *why, size_t len)
 }
 
 static const struct opt_choice bench_blocks[] = {
-	{ "auto", 0, 0 },
-	{ "mtu", RINX_BLOCK_MTU, 0 },
+	{ "mtu", 0, 0 },
 	{ "jumbo", RINX_BLOCK_JUMBO, 0 },
 	{ "largest", RINX_BLOCK_LARGEST, 0 },
 	{ NULL, 0, 0 },
@@ -1205,13 +1204,11 @@ const struct opt bench_opt_table[] = {
 	  .max = INT_MAX,
 	  .help = "blocks in flight per origin (default 128/ranks, 8..64)" },
 	{ OPT_ENUM, "block", 'B', "B", B_AT(block), .choices = bench_blocks,
-	  .def = "auto",
-	  .help = "values per block: {} (default: jumbo where the spec's\n"
-		  "mtu= carries them, the spec gives no link rates and the\n"
-		  "plan runs them, else the MTU's), mtu (768, 352 below an\n"
-		  "IP MTU of 3154), jumbo (2048 in 8288-byte frames: refused\n"
-		  "where an MTU is below 8274 or the plan aggregates) or\n"
-		  "largest (jumbo where allowed, else the MTU's)" },
+	  .def = "mtu",
+	  .help = "values per block: {} (default: 768, 352 below an IP MTU\n"
+		  "of 3154), jumbo (2048 in 8288-byte frames: refused where\n"
+		  "an MTU is below 8274 or the plan aggregates) or largest\n"
+		  "(jumbo where allowed, else the MTU's)" },
 	{ OPT_INT, "jobs", 'N', "N", B_AT(jobs), .min = 1,
 	  .max = BENCH_MAX_JOBS,
 	  .range = "1..32 (and at most the spec's jobs= slots of a node)",

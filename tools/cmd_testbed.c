@@ -198,11 +198,9 @@ static const struct opt up_opts[] = {
 		  "port, no MAC rewrite at the uplink" },
 	{ OPT_INT, "mtu", 0, "N", UP_AT(o.mtu), .min = RINX_TB_MTU_MIN,
 	  .max = RINX_TB_MTU_MAX,
-	  .help = "MTU of every link, 1490..9000 (default 3400), also\n"
-		  "the spec's mtu=; rinx frames follow it: 3,168 bytes\n"
-		  "from 3154 up, else 1,504 (a 1,500-byte Ethernet); from\n"
-		  "8274 up a ring takes jumbo blocks (8,288-byte frames) by\n"
-		  "default where links are unlimited (bench --block)" },
+	  .help = "MTU of every link, 1490..9000 (default 3400); rinx\n"
+		  "frames follow it: 3,168 bytes from 3154 up, else\n"
+		  "1,504 (a 1,500-byte Ethernet)" },
 	{ OPT_STR, "spec", 0, "FILE", UP_AT(o.spec_out),
 	  .help = "where to write the spec (default " RINX_TB_SPEC_DIR
 		  "/PREFIX.spec)" },

@@ -46,12 +46,7 @@ struct rinx_comm_opts {
 				   same on every rank; NULL = the spec's
 				   plan= (default rina) */
 	int block_values;	/* values per block (frame), the same on
-				   every rank: 0 = automatic: jumbo blocks
-				   where the spec says the network carries
-				   them (mtu= of at least 8,274), gives no
-				   link rates and the plan runs them, else
-				   the MTU's (docs/rinx.md, "Jumbo blocks");
-				   RINX_BLOCK_MTU: the MTU's (768, or 352
+				   every rank: 0 = the MTU's (768, or 352
 				   below an IP MTU of 3,154);
 				   RINX_BLOCK_JUMBO (2048, frames of 8,288
 				   bytes): jumbo blocks, refused at open
@@ -64,7 +59,6 @@ struct rinx_comm_opts {
 /* rinx_comm_opts.block_values */
 #define RINX_BLOCK_JUMBO	2048
 #define RINX_BLOCK_LARGEST	(-1)
-#define RINX_BLOCK_MTU		(-2)
 
 struct rinx_comm_stats {
 	uint64_t ops;		/* allreduce calls completed */

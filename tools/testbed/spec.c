@@ -79,9 +79,6 @@ void build_spec(const struct rinx_testbed_opts *o,
 	if (o->jobs)
 		s->jobs = o->jobs;
 	s->mode = o->mode;
-	/* --mtu: every link of the testbed has it, which the spec says
-	 * (mtu=; the automatic block size reads it, docs/rinx.md) */
-	s->mtu = o->mtu;
 	snprintf(s->pin, sizeof(s->pin), "%s/%s",
 		 o->pin ? o->pin : RINX_TB_PIN_ROOT, o->prefix);
 	s->nracks = o->racks;

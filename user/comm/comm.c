@@ -562,15 +562,7 @@ static int if_mtu(const char *ifname)
  * ranks that come to different sizes fail at the open barrier), the plan
  * runs them and the AF_XDP sockets take frames of several buffers. Asked
  * for (RINX_BLOCK_JUMBO): refused otherwise; RINX_BLOCK_LARGEST: the MTU's
- * size then; RINX_BLOCK_MTU: the MTU's size. Automatic (0): jumbo blocks
- * where the spec, which every rank reads alike, says the network carries
- * them (mtu=), gives no link rates and names a plan that runs them, then
- * as RINX_BLOCK_LARGEST. On unlimited links the cores decide, and a third
- * of the frames per byte pays (ring, MTU 9,000, 4 and 8 hosts: 1.2-1.3x
- * the busbw at 0.8-1.0x the CPU per collective); where links are rated the
- * testbed's bursts of jumbo frames crossed the ports' mark threshold more
- * often (0.69 of the link against 0.83), so the MTU's size stays there
- * (docs/rinx.md, "Jumbo blocks"). */
+ * size then. */
 static int choose_block(struct rinx_comm *c, int want)
 {
 	const int need = RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO);
@@ -580,19 +572,12 @@ static int choose_block(struct rinx_comm *c, int want)
 
 	c->bslots = 1;
 	c->wblocks = c->window;
-	if (want == RINX_BLOCK_MTU)
+	if (!want)
 		return 0;
-	if (!want) {
-		if (c->spec.mtu < need || rinx_spec_min_link(&c->spec) ||
-		    c->spec.scale_mbit > 0 || plan_no_jumbo(c, buf, sizeof(buf)))
-			return 0;
-		want = RINX_BLOCK_LARGEST;
-	}
 	if (want != RINX_BLOCK_JUMBO && want != RINX_BLOCK_LARGEST)
-		return rinx_c_cerr(c, -EINVAL, "block_values %d: 0 (automatic), "
-				   "%d (the MTU's), %d (jumbo) or %d (the "
-				   "largest allowed)", want, RINX_BLOCK_MTU,
-				   RINX_BLOCK_JUMBO, RINX_BLOCK_LARGEST);
+		return rinx_c_cerr(c, -EINVAL, "block_values %d: 0 (the MTU's), "
+				   "%d (jumbo) or %d (the largest allowed)",
+				   want, RINX_BLOCK_JUMBO, RINX_BLOCK_LARGEST);
 	why = plan_no_jumbo(c, buf, sizeof(buf));
 	if (!why && c->n > 1) {
 		mtu = if_mtu(c->self->ifname);

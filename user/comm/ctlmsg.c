@@ -111,11 +111,10 @@ int rinx_c_open_barrier(struct rinx_comm *c)
 			pthread_mutex_unlock(&c->x->lock);
 			return rinx_c_cerr(c, -EMSGSIZE, "rank %d runs blocks of %d "
 					   "values, rank %d of %d: jumbo blocks "
-					   "need every rank to run them (an MTU "
-					   "of %d or more, mtu= in the spec); "
-					   "block mtu (RINX_BLOCK_MTU) keeps the "
-					   "MTU's on every rank", c->rank,
-					   c->bval, c->clash_bval - 1,
+					   "need every rank to ask for them "
+					   "(block_values) and an MTU of at least "
+					   "%d everywhere (mtu= in the spec)",
+					   c->rank, c->bval, c->clash_bval - 1,
 					   c->clash_bval_n,
 					   RINX_IP_MTU(RINX_BLOCK_VALUES_JUMBO));
 		}

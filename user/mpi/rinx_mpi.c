@@ -207,21 +207,19 @@ static uint64_t env_unum(const char *name, int bits, int *set)
 	return x;
 }
 
-/* RINX_BLOCK: auto (default), mtu, jumbo or largest, as rinx_comm_opts'
+/* RINX_BLOCK: mtu (default), jumbo or largest, as rinx_comm_opts'
  * block_values takes them. */
 static int env_block(void)
 {
 	const char *v = getenv("RINX_BLOCK");
 
-	if (!v || !*v || !strcmp(v, "auto"))
+	if (!v || !*v || !strcmp(v, "mtu"))
 		return 0;
-	if (!strcmp(v, "mtu"))
-		return RINX_BLOCK_MTU;
 	if (!strcmp(v, "jumbo"))
 		return RINX_BLOCK_JUMBO;
 	if (!strcmp(v, "largest"))
 		return RINX_BLOCK_LARGEST;
-	say("RINX_BLOCK=%s is not auto, mtu, jumbo or largest", v);
+	say("RINX_BLOCK=%s is not mtu, jumbo or largest", v);
 	g.conf_err = 1;
 	return 0;
 }

@@ -220,7 +220,7 @@ def _read_spec(path):
 
 # Comm(block=): the values per block every rank asks for
 # (rinx_comm_opts.block_values)
-BLOCKS = {"auto": 0, "mtu": -2, "jumbo": 2048, "largest": -1}
+BLOCKS = {"mtu": 0, "jumbo": 2048, "largest": -1}
 
 
 def _block_values(block):
@@ -228,11 +228,9 @@ def _block_values(block):
         return 0
     if block not in BLOCKS:
         raise _config_error(
-            "rinx.Comm", "block %r is not one of %s (auto: jumbo blocks "
-            "where the spec's mtu= carries them and it gives no link rates, "
-            "mtu: the MTU's blocks, jumbo: 2048 values in 8,288-byte "
-            "frames, refused where they cannot run, largest: jumbo where "
-            "they can)"
+            "rinx.Comm", "block %r is not one of %s (mtu: the MTU's blocks, "
+            "jumbo: 2048 values in 8,288-byte frames, refused where they "
+            "cannot run, largest: jumbo where they can)"
             % (block, ", ".join(BLOCKS)))
     return BLOCKS[block]
 
@@ -273,12 +271,10 @@ class Comm:
     token (a 64-bit secret: frames with another one are refused;
     docs/security.md). It returns once every rank has opened it (or raises
     TimeoutError naming the ranks that did not). timeout_ms bounds each
-    allreduce (0: librinx's default, 10 s). block: "auto" (None: jumbo
-    blocks where the spec's mtu= carries them, it gives no link rates and
-    the plan runs them, else the MTU's), "mtu" (the MTU's blocks), "jumbo"
-    (2,048 values a frame; the open fails where they cannot run: an MTU
-    below 8,274, a plan that aggregates) or "largest" (jumbo where they
-    can run); block_values is what it runs.
+    allreduce (0: librinx's default, 10 s). block: "mtu" (None: the MTU's
+    blocks), "jumbo" (2,048 values a frame; the open fails where they
+    cannot run: an MTU below 8,274, a plan that aggregates) or "largest"
+    (jumbo where they can run); block_values is what it runs.
     """
 
     def __init__(self, spec, rank, job=None, token=0, plan=None,
@@ -341,8 +337,7 @@ class Comm:
         """Opens the communicator the environment describes, as torchrun
         and the rinx launchers set it: RANK, WORLD_SIZE, RINX_SPEC, RINX_JOB,
         RINX_TOKEN (default 0), RINX_PLAN (default: the spec's),
-        RINX_BLOCK (auto, mtu, jumbo or largest; default auto) and
-        RINX_TIMEOUT_MS
+        RINX_BLOCK (mtu, jumbo or largest; default mtu) and RINX_TIMEOUT_MS
         (default 0: librinx's). Keyword arguments win."""
         spec = kw.pop("spec", None) or os.environ.get("RINX_SPEC")
         if not spec:

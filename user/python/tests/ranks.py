@@ -180,7 +180,7 @@ def phase_config(spec, job):
     raises("ConfigError from librinx: job 0", rinx.ConfigError,
            lambda: rinx.Comm(spec, RANK, job=0), "rinx_comm_open",
            "job id 0")
-    raises("ConfigError: a block size that is not auto, mtu, jumbo or largest",
+    raises("ConfigError: a block size that is not mtu, jumbo or largest",
            rinx.ConfigError, lambda: rinx.Comm(spec, RANK, job=job,
                                                block="huge"),
            "'huge'", "not one of")
