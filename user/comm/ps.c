@@ -528,13 +528,12 @@ RINX_API int rinx_ps_open(struct rinx_comm *c, const struct rinx_ps_opts *o,
 		return rinx_c_cerr(c, -EBUSY, "rinx_ps_open: the communicator "
 				   "is busy (a collective, or a store open)");
 	/* the host program's store takes frames of one slot (bpf/ps.bpf.h):
-	 * a communicator of jumbo blocks (asked for, or the default on a
-	 * ring plan where the spec's mtu= allows them) cannot serve one */
+	 * a communicator opened for jumbo blocks cannot serve one */
 	if (c->bslots > 1)
 		return rinx_c_cerr(c, -EOPNOTSUPP, "rinx_ps_open: this "
 				   "communicator runs jumbo blocks (%d values), "
 				   "a store blocks of %d: open it with plan ps or "
-				   "block_values RINX_BLOCK_MTU", c->bval,
+				   "the MTU's blocks (block_values 0)", c->bval,
 				   RINX_BLOCK_VALUES);
 	if ((o->count + c->bval - 1) / c->bval > RINX_PS_MAX_BLOCKS)
 		return rinx_c_cerr(c, -E2BIG, "rinx_ps_open: %zu values need "
