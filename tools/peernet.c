@@ -527,17 +527,6 @@ int peernet_up(struct peernet *pn, const struct rinx_spec *s,
 		ret = make_hosts(pn, s, err, errlen);
 	if (!ret)
 		ret = shape(pn, ports, nports, err, errlen);
-	/* threaded NAPI where a veth polls by NAPI (GRO on), as the rinx
-	 * testbed's default (RINX_PEER_NAPI=softirq: not) */
-	for (i = 0; !ret && i < s->nhosts + pn->nsw; i++) {
-		const char *e = getenv("RINX_PEER_NAPI");
-
-		ret = rinx_tb_napi(i < s->nhosts ? pn->spec.hosts[i].netns :
-				   pn->sw_ns[i - s->nhosts],
-				   !(e && !strcmp(e, "softirq")));
-		if (ret)
-			bad(err, errlen, ret, "cannot set the NAPI mode");
-	}
 	if (!ret)
 		return 0;
 fail:

@@ -140,13 +140,13 @@ enum {
 	RINX_TB_FORCE = 1 << 1,	/* go on past failing commands */
 };
 
+/* Threaded NAPI (1) or softirq NAPI (0) on every interface of netns but
+ * lo; 0 or -errno (said). */
+int rinx_tb_napi(const char *netns, int threaded);
 /* Runs `tool [-n netns] [-force] -batch -` (tool: ip or tc) with the
  * commands of b on stdin. Without RINX_TB_FORCE the tool stops at the
  * first failing command and names it on stderr (unless RINX_TB_QUIET).
  * 0, or -EIO when a command failed. */
-/* Threaded NAPI (1) or softirq NAPI (0) on every interface of netns but
- * lo; 0 or -errno (said). */
-int rinx_tb_napi(const char *netns, int threaded);
 int rinx_tb_batch(const char *tool, const char *netns, struct rinx_tb_buf *b,
 		  int flags);
 
