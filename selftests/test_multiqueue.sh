@@ -122,9 +122,9 @@ rc17=$?
 [ $rc0 -eq 2 ] && [ $rc17 -eq 2 ] && [ -z "$(P=${P}x ours)" ]
 ok $? "testbed up --queues 0 and 17 refused as usage errors ($rc0, $rc17), nothing made"
 
-# softirq NAPI: a frame a veth's NAPI redirects lands on the queue of the
-# core it ran on, and with the default threaded NAPI that core is the
-# scheduler's choice, not the pinned trainers'
+# softirq NAPI (the default, said here): a frame a veth's NAPI redirects
+# lands on the queue of the core it ran on; with threaded NAPI that core
+# is the scheduler's choice, not the pinned trainers'
 out=$("$rinxctl" testbed up --prefix "$P" --hosts $HOSTS --queues $Q \
 	--mtu 9000 --napi softirq 2>&1)
 rc=$?

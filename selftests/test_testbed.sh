@@ -35,8 +35,11 @@ echo "1..64"
 for mode in native generic; do
 	echo "# mode $mode, prefix $P"
 	spec=/run/rinx-testbed/$P.spec
+	napi=
+	[ $mode = native ] && napi="--napi threaded"
+	# shellcheck disable=SC2086
 	out=$("$rinxctl" testbed up --prefix "$P" --racks 2 --per-rack 2 \
-		--mode $mode 2>&1)
+		--mode $mode $napi 2>&1)
 	ok $? "$mode: testbed up"
 	echo "$out" | diag
 	echo "$out" | grep -q "^spec: $spec\$"
@@ -57,8 +60,8 @@ for mode in native generic; do
 	ok $xdp "$mode: rinx_switch in $mode mode on every switch port"
 	ip -n "${P}h3" link show dev eth0 | grep -q 'prog/xdp.*name rinx_host'
 	ok $? "$mode: host program on eth0"
-	# threaded NAPI (testbed up --napi, default): a kernel thread per
-	# veth; generic XDP polls by no NAPI, so there is none to set
+	# threaded NAPI (testbed up --napi threaded, native mode here): a
+	# kernel thread per veth; generic XDP polls by no NAPI
 	if [ $mode = native ]; then
 		napi=0
 		for end in h3:eth0 h0:eth0 t0:p0 t0:uplink t1:p3 sp:t1; do

@@ -120,8 +120,8 @@ const struct opt_choice testbed_xdp_modes[] = {
 };
 
 static const struct opt_choice testbed_napi_modes[] = {
-	{ "threaded", 0, 0 },
-	{ "softirq", 1, 0 },
+	{ "softirq", 0, 0 },
+	{ "threaded", 1, 0 },
 	{ NULL, 0, 0 },
 };
 
@@ -183,14 +183,14 @@ static const struct opt up_opts[] = {
 	  .help = "rx and tx queues of every host's eth0 and its switch\n"
 		  "port, 1..16 (default 1): a multi-queue NIC, frames\n"
 		  "spread over the queues by the sending CPU" },
-	{ OPT_ENUM, "napi", 0, "MODE", UP_AT(o.softirq),
-	  .choices = testbed_napi_modes, .def = "threaded",
-	  .help = "how every veth is polled: {} (default: a kernel\n"
-		  "thread per interface, which the scheduler places on\n"
-		  "any core, as separate hosts process frames at once) or\n"
-		  "softirq (in the softirq of the core that scheduled it:\n"
-		  "the frames of every host and switch follow one another\n"
-		  "on one core)" },
+	{ OPT_ENUM, "napi", 0, "MODE", UP_AT(o.threaded_napi),
+	  .choices = testbed_napi_modes, .def = "softirq",
+	  .help = "how every veth is polled: {} (default: in the softirq\n"
+		  "of the core that scheduled it, so the frames of every\n"
+		  "host and switch follow one another on one core) or\n"
+		  "threaded (a kernel thread per interface, placed by the\n"
+		  "scheduler on any core, as separate hosts process frames\n"
+		  "at once; docs/rinx.md, \"Testbed NAPI\")" },
 	{ OPT_FLAG, "plain", 0, UP_AT(o.plain),
 	  .help = "plain switches, as real ones without rinx support: no\n"
 		  "aggregation (ina switch refused), group MACs flooded\n"

@@ -170,15 +170,15 @@ static int make_nodes(const struct rinx_testbed_opts *o,
 	if (!err)
 		err = hosts_up(s, o->no_nodes);
 	/* once the programs are on (a veth polls by NAPI only then): the
-	 * hosts' and switches' frames processed at once on both cores, or
-	 * one after another on the core that scheduled them */
-	for (i = 0; i < s->nhosts && !err; i++)
-		err = rinx_tb_napi(s->hosts[i].netns, !o->softirq);
-	for (i = 0; i <= s->nracks && !err; i++) {
+	 * hosts' and switches' frames processed at once on both cores,
+	 * instead of one after another on the core that scheduled them */
+	for (i = 0; o->threaded_napi && i < s->nhosts && !err; i++)
+		err = rinx_tb_napi(s->hosts[i].netns, 1);
+	for (i = 0; o->threaded_napi && i <= s->nracks && !err; i++) {
 		if (i == s->nracks && s->nracks == 1)
 			break;
 		switch_layout(s, o->prefix, i, sw);
-		err = rinx_tb_napi(sw->ns, !o->softirq);
+		err = rinx_tb_napi(sw->ns, 1);
 	}
 	if (!err)
 		err = torctl_up(s);

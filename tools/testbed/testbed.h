@@ -102,9 +102,10 @@ struct rinx_testbed_opts {
 				 * racks must not be ina=switch */
 	int mtu;		/* MTU of every veth, RINX_TB_MTU_MIN..
 				 * RINX_TB_MTU_MAX; 0: RINX_TB_MTU */
-	int softirq;		/* NAPI of every veth in the softirq of the
-				 * CPU that scheduled it; 0: threaded NAPI
-				 * (a kernel thread per interface) */
+	int threaded_napi;	/* every veth with an XDP program polled by
+				 * a kernel thread of its own (threaded
+				 * NAPI); 0: in the softirq of the CPU that
+				 * scheduled it (the kernel's default) */
 	const struct rinx_sw_link_set *link;	/* every switch port; NULL:
 						 * a perfect link */
 	/* A topology testbed (tools/testbed/topo.c, "topology testbeds") instead
