@@ -50,9 +50,11 @@ python=/usr/bin/python3
 run=$root/tools/train/run.sh
 P=${RINX_TEST_NS:-}${RINX_NS_PREFIX:-rxZ}$$	# unique: runs can overlap
 EPOCHS=4
-MIN_ACC=0.70		# 4 epochs (BSP: ~89%); one that learns nothing: ~10%
+MIN_ACC=0.60		# 4 epochs (BSP: ~89%); one that learns nothing: ~10%
 # (the PS modes at momentum 0.7, which learns faster in the first epochs
-# on the TCP PS: 80-83% after 4, against 73-82% at the default 0.9)
+# on the TCP PS: 80-83% after 4, against 73-82% at the default 0.9; a CI
+# run on a busy machine saw ASP at 68.83% with rank 0 73 steps ahead of
+# the slowest, which asynchronous training allows: 0.70 was no bound)
 n=0
 fail=0
 logs=
