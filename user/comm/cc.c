@@ -247,16 +247,16 @@ static int pacer_holds(const struct rinx_req *r, __u32 next, __u64 now)
  * marked (10-25% before). The tree plans were not measured. */
 static __u64 cc_cutters(const struct rinx_comm *c, const struct rinx_req *r)
 {
-	int i, tor = 0;
+	int ri;
 	__u64 k;
 
 	if (c->spec.plan != RINX_PLAN_RINA || !r->nb || !c->self)
 		return 1;
-	for (i = 0; i < c->spec.nracks; i++)
-		if (c->spec.racks[i].id == c->self->rack)
-			tor = c->spec.racks[i].ina == RINX_INA_SWITCH;
+	ri = rinx_spec_rack_index(&c->spec, c->self->rack);
+	if (ri < 0 || c->spec.racks[ri].ina != RINX_INA_SWITCH)
+		return 1;
 	k = (__u64)c->n * r->nown / r->nb;
-	return tor && k > 1 ? k : 1;
+	return k > 1 ? k : 1;
 }
 
 /* DCQCN's recovery on a clean interval: halfway back to the target for

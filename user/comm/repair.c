@@ -118,6 +118,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 	__u32 hik[RINX_MAX_CLASSES];	/* per class: one past its last
 					 * own block finished, in the scan */
 	int n = 0, tail;
+	__u32 end;
 
 	if (claimed > r->nown)
 		claimed = r->nown;
@@ -156,9 +157,11 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			rtt_sample(c, now - r->sent_at[hi - 1]);
 		r->sampled = hi;
 	}
+	/* the tail: every own block claimed, one of them finished here;
+	 * before it, the blocks up to the last one finished here */
 	tail = claimed >= r->nown && r->first_fin;
-	for (j = r->head; j < (tail ? r->stamped : hi ? hi - 1 : 0) &&
-	     n < REPAIR_MAX; j++) {
+	end = tail ? r->stamped : hi ? hi - 1 : 0;
+	for (j = r->head; j < end && n < REPAIR_MAX; j++) {
 		__u32 b = r->own[j];
 
 		/* none of its class finished after it (at the tail: none

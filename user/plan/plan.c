@@ -102,16 +102,6 @@ const char *rinx_plan_name(int kind, int nps, char *buf, size_t len)
 	return buf;
 }
 
-static int rack_index(const struct rinx_spec *s, int rack_id)
-{
-	int i;
-
-	for (i = 0; i < s->nracks; i++)
-		if (s->racks[i].id == rack_id)
-			return i;
-	return -1;
-}
-
 static int rack_hosts(const struct rinx_spec *s, int ri)
 {
 	int r, n = 0;
@@ -185,7 +175,7 @@ int rinx_plan_agent_of(const struct rinx_spec *s, int rank)
 
 	if (!h)
 		return -1;
-	ri = rack_index(s, h->rack);
+	ri = rinx_spec_rack_index(s, h->rack);
 	if (ri < 0 || s->racks[ri].ina == RINX_INA_NONE)
 		return -1;
 	return rack_agent(s, h->rack) == rank ? ri : -1;
@@ -216,7 +206,7 @@ static __u64 rack_bits(const struct rinx_spec *s, int ri)
 	int r;
 
 	for (r = 0; r < s->nhosts; r++)
-		if (rack_index(s, rinx_spec_rank(s, r)->rack) == ri)
+		if (rinx_spec_rack_index(s, rinx_spec_rank(s, r)->rack) == ri)
 			m |= 1ull << r;
 	return m;
 }
@@ -262,7 +252,7 @@ static int build_nodes(struct rinx_plan *p, const struct rinx_spec *s)
 			return -EINVAL;
 		memcpy(n->mac, h->mac, 6);
 		n->ip = h->ip;
-		ri = rack_index(s, h->rack);
+		ri = rinx_spec_rack_index(s, h->rack);
 		n->rack = ri < 0 ? RINX_NO_RACK : (__u8)h->rack;
 	}
 	for (i = 0; i < s->nracks; i++) {
@@ -299,7 +289,7 @@ static int rack_order(const struct rinx_spec *s, int *ord)
 			if (rinx_spec_rank(s, r)->rack == s->racks[i].id)
 				ord[n++] = r;
 	for (r = 0; r < s->nhosts; r++)
-		if (rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
+		if (rinx_spec_rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
 			ord[n++] = r;
 	return n;
 }
@@ -423,7 +413,7 @@ static int build_ring(struct bld *b)
 				p->member[m++] = r;
 	}
 	for (r = 0; r < s->nhosts; r++)
-		if (rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
+		if (rinx_spec_rack_index(s, rinx_spec_rank(s, r)->rack) < 0)
 			p->member[m++] = r;
 	p->nmembers = m;
 	return rinx_plan_ring(s, p, b->hop, b->start_to, b->start_type);
@@ -522,7 +512,7 @@ static int pick_servers(const struct rinx_spec *s, int want, int *srv)
 			int seen = 0;
 
 			for (i = 0; i < n; i++) {
-				int ri = rack_index(s, rinx_spec_rank(s, ord[i])->rack);
+				int ri = rinx_spec_rack_index(s, rinx_spec_rank(s, ord[i])->rack);
 
 				if ((ri < 0 ? s->nracks : ri) != gi)
 					continue;
@@ -970,7 +960,7 @@ static int node_rack(const struct load *d, int v)
 	if (v < d->n) {
 		const struct rinx_spec_host *h = rinx_spec_rank(d->s, v);
 
-		return h ? rack_index(d->s, h->rack) : -1;
+		return h ? rinx_spec_rack_index(d->s, h->rack) : -1;
 	}
 	for (i = 0; i < d->s->nracks; i++)
 		if (rinx_plan_agg_node(d->s, i) == v)

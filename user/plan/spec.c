@@ -492,3 +492,13 @@ const struct rinx_spec_host *rinx_spec_rank(const struct rinx_spec *s,
 			return &s->hosts[i];
 	return NULL;
 }
+
+int rinx_spec_rack_index(const struct rinx_spec *s, int rack_id)
+{
+	int i;
+
+	for (i = 0; i < s->nracks; i++)
+		if (s->racks[i].id == rack_id)
+			return i;
+	return -1;
+}

@@ -112,6 +112,8 @@ const struct rinx_spec_host *rinx_spec_host(const struct rinx_spec *s,
 					    const char *name);
 const struct rinx_spec_host *rinx_spec_rank(const struct rinx_spec *s,
 					    int rank);
+/* The index in s->racks of the rack with id rack_id, or -1. */
+int rinx_spec_rack_index(const struct rinx_spec *s, int rack_id);
 int rinx_parse_mac(const char *str, __u8 mac[6]);
 
 /* Kernel memory of the block slots a host of spec s pins (share, result,
