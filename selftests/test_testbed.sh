@@ -27,16 +27,18 @@ P=${RINX_TEST_NS:-}rxtb$$		# unique: runs can overlap
 n=0
 fail=0
 
-needs_root ip ping
+needs_root ip ping pgrep chrt
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..64"
+echo "1..66"
 for mode in native generic; do
 	echo "# mode $mode, prefix $P"
 	spec=/run/rinx-testbed/$P.spec
 	napi=
 	[ $mode = native ] && napi="--napi threaded"
+	# the NAPI threads there before (of other runs' testbeds)
+	napi_before=$(pgrep '^napi/' | sort)
 	# shellcheck disable=SC2086
 	out=$("$rinxctl" testbed up --prefix "$P" --racks 2 --per-rack 2 \
 		--mode $mode $napi 2>&1)
@@ -70,8 +72,25 @@ for mode in native generic; do
 			[ "$v" = 1 ] || { echo "# $end: threaded '$v'"; napi=1; }
 		done
 		ok $napi "$mode: threaded NAPI on the hosts' eth0 and the switch ports"
+		# each of its threads at real-time priority (SCHED_FIFO 50):
+		# 12 new threads (4 hosts, 2 x 3 ToR ports, 2 spine ports), a
+		# concurrent run's threaded testbed may add more, set alike
+		new=$(comm -13 <(echo "$napi_before") <(pgrep '^napi/' | sort))
+		fifo=0 other=0
+		for t in $new; do
+			if chrt -p "$t" 2>/dev/null | grep -q 'SCHED_FIFO' &&
+			   chrt -p "$t" | grep -q 'priority: 50$'; then
+				fifo=$((fifo + 1))
+			else
+				other=$((other + 1))
+				chrt -p "$t" 2>&1 | diag
+			fi
+		done
+		[ $fifo -ge 12 ] && [ $other = 0 ]
+		ok $? "$mode: its NAPI threads run SCHED_FIFO 50 ($fifo new, $other not)"
 	else
 		ok 0 "$mode: threaded NAPI # SKIP generic XDP polls by no NAPI"
+		ok 0 "$mode: NAPI threads' priority # SKIP generic XDP polls by no NAPI"
 	fi
 
 	pings=0

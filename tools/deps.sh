@@ -8,7 +8,7 @@
 #                   NumPy, scikit-learn's bundled digits data set)
 set -e
 case "${1:-build}" in
-build) pkgs="make gcc clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev pkg-config iproute2 iputils-ping linux-libc-dev" ;;
+build) pkgs="make gcc clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev pkg-config iproute2 iputils-ping linux-libc-dev procps util-linux" ;;
 peers) pkgs="openmpi-bin libopenmpi-dev python3-torch util-linux" ;;
 plot)  pkgs="gnuplot-nox" ;;
 python) pkgs="python3 python3-torch python3-numpy python3-sklearn" ;;

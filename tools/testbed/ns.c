@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
 #include <linux/sockios.h>
 #include "tools/testbed/tb.h"
 
@@ -58,12 +60,174 @@ void rinx_tb_free(struct rinx_tb_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/*
+ * The kernel threads that poll an interface by NAPI: a dump of the
+ * netdev generic netlink family's NAPI instances of its ifindex, in the
+ * caller's network namespace. The numbers are the kernel's UAPI
+ * (include/uapi/linux/netdev.h), not in every distribution's headers.
+ */
+#define NETDEV_FAMILY		"netdev"
+#define NETDEV_CMD_NAPI_GET	11
+#define NETDEV_A_NAPI_IFINDEX	1
+#define NETDEV_A_NAPI_ID	2
+#define NETDEV_A_NAPI_PID	4
+#define NAPI_MAX		16	/* threads looked up per interface */
+
+struct nlbuf {
+	struct nlmsghdr nh;
+	struct genlmsghdr gh;
+	char attrs[64];
+};
+
+static void nl_put(struct nlbuf *m, __u16 type, const void *data,
+		     __u16 len)
+{
+	struct nlattr *a = (struct nlattr *)((char *)m + NLMSG_ALIGN(m->nh.nlmsg_len));
+
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + len;
+	memcpy((char *)a + NLA_HDRLEN, data, len);
+	m->nh.nlmsg_len = NLMSG_ALIGN(m->nh.nlmsg_len) + NLA_ALIGN(a->nla_len);
+}
+
+/* Sends m, then calls fn on every attribute of every answer until the
+ * dump's end: 0, or -errno (the kernel's error, or a malformed answer). */
+static int nl_talk(int fd, struct nlbuf *m,
+		   void (*fn)(const struct nlattr *a, void *arg, int first),
+		   void *arg)
+{
+	static char buf[16384];
+	int done = 0;
+
+	if (send(fd, m, m->nh.nlmsg_len, 0) < 0)
+		return -errno;
+	while (!done) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *h;
+
+		if (n < 0)
+			return -errno;
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			struct nlattr *a;
+			int left, first = 1;
+
+			if (h->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				return e->error;
+			}
+			left = h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN);
+			a = (struct nlattr *)((char *)NLMSG_DATA(h) + GENL_HDRLEN);
+			while (left >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
+			       a->nla_len <= left) {
+				fn(a, arg, first);
+				first = 0;
+				left -= NLA_ALIGN(a->nla_len);
+				a = (struct nlattr *)((char *)a +
+						      NLA_ALIGN(a->nla_len));
+			}
+			if (!(h->nlmsg_flags & NLM_F_MULTI))
+				done = 1;
+		}
+	}
+	return 0;
+}
+
+static void family_id(const struct nlattr *a, void *arg, int first)
+{
+	(void)first;
+	if (a->nla_type == CTRL_ATTR_FAMILY_ID &&
+	    a->nla_len >= NLA_HDRLEN + sizeof(__u16))
+		memcpy(arg, (const char *)a + NLA_HDRLEN, sizeof(__u16));
+}
+
+struct napi_ids {
+	int n;
+	__u32 id[NAPI_MAX], pid[NAPI_MAX];
+};
+
+static void napi_attr(const struct nlattr *a, void *arg, int first)
+{
+	struct napi_ids *t = arg;
+	__u32 v;
+
+	if (first && t->n < NAPI_MAX) {
+		t->id[t->n] = t->pid[t->n] = 0;
+		t->n++;
+	}
+	if (!t->n || a->nla_len < NLA_HDRLEN + sizeof(v))
+		return;
+	memcpy(&v, (const char *)a + NLA_HDRLEN, sizeof(v));
+	if (a->nla_type == NETDEV_A_NAPI_ID)
+		t->id[t->n - 1] = v;
+	else if (a->nla_type == NETDEV_A_NAPI_PID)
+		t->pid[t->n - 1] = v;
+}
+
+/* The NAPI threads of interface `ifname` (in this namespace) run as the
+ * kernel runs threaded interrupt handlers: SCHED_FIFO at priority 50.
+ * Each thread is named napi/IFNAME-ID: a pid whose name says otherwise is
+ * left alone. 0, or -errno. */
+static int napi_fifo(int fd, __u16 fam, const char *ifname)
+{
+	struct sched_param sp = { .sched_priority = 50 };
+	struct nlbuf m;
+	struct napi_ids t = { 0 };
+	__u32 ifindex = if_nametoindex(ifname);
+	int i, err, set = 0;
+
+	if (!ifindex)
+		return -ENODEV;
+	memset(&m, 0, sizeof(m));
+	m.nh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	m.nh.nlmsg_type = fam;
+	m.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	m.gh.cmd = NETDEV_CMD_NAPI_GET;
+	m.gh.version = 1;
+	nl_put(&m, NETDEV_A_NAPI_IFINDEX, &ifindex, sizeof(ifindex));
+	err = nl_talk(fd, &m, napi_attr, &t);
+	if (err)
+		return err;
+	for (i = 0; i < t.n; i++) {
+		char path[64], comm[64], want[64];
+		int cfd;
+		ssize_t n;
+
+		if (!t.pid[i])
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/comm", t.pid[i]);
+		cfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		n = read(cfd, comm, sizeof(comm) - 1);
+		close(cfd);
+		comm[n > 0 ? n : 0] = 0;
+		/* the kernel cuts a thread's name at 15 characters */
+		snprintf(want, 16, "napi/%s-%u", ifname, t.id[i]);
+		if (strncmp(comm, want, strlen(want)))
+			continue;
+		if (sched_setscheduler(t.pid[i], SCHED_FIFO, &sp))
+			return -errno;
+		set++;
+	}
+	return set ? 0 : -ESRCH;
+}
+
 /* Every interface of namespace netns but lo polled by a kernel thread of
  * its own (threaded NAPI: /sys/class/net/IF/threaded) or in the softirq
  * of the CPU that scheduled it; once their XDP programs are attached (a
  * veth has no NAPI before). In a child: it enters the namespace and
  * mounts a sysfs of it in a mount namespace of its own, as `ip netns
- * exec` does (the caller's /sys shows the namespace it was mounted in). */
+ * exec` does (the caller's /sys shows the namespace it was mounted in).
+ * The threads run at real-time priority: on a host, NAPI runs in softirq,
+ * ahead of every user thread; at the default priority a thread got a fair
+ * share of the 2 cores beside some 40 trainers' and switches' threads,
+ * a switch port's 256-frame ring overflowed while its thread waited, and
+ * the losses took the repair into multi-second stalls (Rina, 2 racks x 8,
+ * an agent rack: 1 of 30 runs past 4 s; with the priority, 0 of 150). */
 int rinx_tb_napi(const char *netns, int threaded)
 {
 	int st, err;
@@ -75,7 +239,8 @@ int rinx_tb_napi(const char *netns, int threaded)
 	if (!pid) {
 		char path[320];
 		struct dirent *e;
-		int old, fd, bad = 0;
+		int old, fd, bad = 0, nl = -1;
+		__u16 fam = 0;
 		DIR *d;
 
 		if (rinx_netns_enter(netns, &old) || unshare(CLONE_NEWNS) ||
@@ -83,6 +248,24 @@ int rinx_tb_napi(const char *netns, int threaded)
 		    umount2("/sys", MNT_DETACH) ||
 		    mount("sysfs", "/sys", "sysfs", 0, NULL))
 			_exit(2);
+		if (threaded) {
+			struct nlbuf m;
+
+			nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+				    NETLINK_GENERIC);
+			if (nl < 0)
+				_exit(3);
+			memset(&m, 0, sizeof(m));
+			m.nh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+			m.nh.nlmsg_type = GENL_ID_CTRL;
+			m.nh.nlmsg_flags = NLM_F_REQUEST;
+			m.gh.cmd = CTRL_CMD_GETFAMILY;
+			m.gh.version = 1;
+			nl_put(&m, CTRL_ATTR_FAMILY_NAME, NETDEV_FAMILY,
+				 sizeof(NETDEV_FAMILY));
+			if (nl_talk(nl, &m, family_id, &fam) || !fam)
+				_exit(3);
+		}
 		d = opendir("/sys/class/net");
 		if (!d)
 			_exit(2);
@@ -94,9 +277,14 @@ int rinx_tb_napi(const char *netns, int threaded)
 			fd = open(path, O_WRONLY | O_CLOEXEC);
 			/* a veth polls by NAPI only with an XDP program (or
 			 * GRO) on it; one without has nothing to set */
-			if (fd < 0 || (write(fd, threaded ? "1" : "0", 1) != 1 &&
-				       errno != EOPNOTSUPP))
+			if (fd < 0)
 				bad = 1;
+			else if (write(fd, threaded ? "1" : "0", 1) == 1) {
+				if (threaded && napi_fifo(nl, fam, e->d_name))
+					bad = 3;
+			} else if (errno != EOPNOTSUPP) {
+				bad = 1;
+			}
 			if (fd >= 0)
 				close(fd);
 		}
@@ -108,8 +296,11 @@ int rinx_tb_napi(const char *netns, int threaded)
 	if (err < 0)
 		return -errno;
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		pr_warn("namespace %s: cannot set %s NAPI on its interfaces\n",
-			netns, threaded ? "threaded" : "softirq");
+		pr_warn("namespace %s: cannot set %s NAPI on its interfaces%s\n",
+			netns, threaded ? "threaded" : "softirq",
+			WIFEXITED(st) && WEXITSTATUS(st) == 3 ?
+			" (its threads' priority: no netdev netlink family, "
+			"or no thread found)" : "");
 		return -EIO;
 	}
 	return 0;
