@@ -227,7 +227,7 @@ static int napi_fifo(int fd, __u16 fam, const char *ifname)
  * share of the 2 cores beside some 40 trainers' and switches' threads,
  * a switch port's 256-frame ring overflowed while its thread waited, and
  * the losses took the repair into multi-second stalls (Rina, 2 racks x 8,
- * an agent rack: 1 of 30 runs past 4 s; with the priority, 0 of 150). */
+ * an agent rack: 8 of 60 runs timed out; with the priority, 0 of 150). */
 int rinx_tb_napi(const char *netns, int threaded)
 {
 	int st, err;
