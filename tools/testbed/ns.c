@@ -79,10 +79,10 @@ struct nlbuf {
 	char attrs[64];
 };
 
-static void nl_put(struct nlbuf *m, __u16 type, const void *data,
-		     __u16 len)
+static void nl_put(struct nlbuf *m, __u16 type, const void *data, __u16 len)
 {
-	struct nlattr *a = (struct nlattr *)((char *)m + NLMSG_ALIGN(m->nh.nlmsg_len));
+	struct nlattr *a = (struct nlattr *)((char *)m +
+					     NLMSG_ALIGN(m->nh.nlmsg_len));
 
 	a->nla_type = type;
 	a->nla_len = NLA_HDRLEN + len;
@@ -249,11 +249,13 @@ int rinx_tb_napi(const char *netns, int threaded)
 		    mount("sysfs", "/sys", "sysfs", 0, NULL))
 			_exit(2);
 		if (threaded) {
+			struct timeval tv = { .tv_sec = 2 };	/* no answer */
 			struct nlbuf m;
 
 			nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
 				    NETLINK_GENERIC);
-			if (nl < 0)
+			if (nl < 0 || setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO,
+						 &tv, sizeof(tv)))
 				_exit(3);
 			memset(&m, 0, sizeof(m));
 			m.nh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
