@@ -31,7 +31,7 @@ needs_root ip ping pgrep chrt
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..66"
+echo "1..68"
 for mode in native generic; do
 	echo "# mode $mode, prefix $P"
 	spec=/run/rinx-testbed/$P.spec
@@ -88,10 +88,15 @@ for mode in native generic; do
 		done
 		[ $fifo -ge 12 ] && [ $other = 0 ]
 		ok $? "$mode: its NAPI threads run SCHED_FIFO 50 ($fifo new, $other not)"
+		want="napi: threaded on 4 of 4 hosts, 4 of them at SCHED_FIFO 50"
 	else
 		ok 0 "$mode: threaded NAPI # SKIP generic XDP polls by no NAPI"
 		ok 0 "$mode: NAPI threads' priority # SKIP generic XDP polls by no NAPI"
+		want="napi: softirq"
 	fi
+	got=$("$rinxctl" testbed show "$P" 2>&1 | grep '^napi: ')
+	[ "$got" = "$want" ]
+	ok $? "$mode: show says how the hosts are polled ($got)"
 
 	pings=0
 	for pair in 0:10.71.1.2 3:10.71.0.1 0:10.71.0.2 2:10.71.0.2; do

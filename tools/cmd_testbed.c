@@ -296,7 +296,9 @@ static const struct opt testbed_help[] = {
 "down: host programs off, namespaces deleted, pins and spec removed.\n"
 "  Succeeds when nothing is left. --all: every testbed with a spec in\n"
 "  " RINX_TB_SPEC_DIR ".\n"
-"show: racks (INA kind; for ina=switch the ToR aggregator's name, MAC, IP\n"
+"show: how the hosts' interfaces are polled (napi: softirq, or threaded and\n"
+"  how many threads at SCHED_FIFO 50), racks (INA kind; for ina=switch the\n"
+"  ToR aggregator's name, MAC, IP\n"
 "  and its non-zero counters), hosts (rank, namespace, interface, MAC, IP,\n"
 "  host program state), the counters of every switch and, per switch port,\n"
 "  its link settings and what they did since they were set: frames and\n"
@@ -717,6 +719,35 @@ static void show_rack(const struct rinx_spec *s,
 
 static void show_links(const struct rinx_spec *s);
 
+/* How the hosts' interfaces are polled (testbed up --napi): in softirq,
+ * or by threads, and how many of those run at the testbed's priority. */
+static void show_napi(const struct rinx_spec *s)
+{
+	int i, n = 0, threads = 0, fifo = 0, f, k;
+
+	for (i = 0; i < s->nhosts; i++) {
+		if (!s->hosts[i].netns[0])
+			continue;
+		k = rinx_tb_napi_state(s->hosts[i].netns, s->hosts[i].ifname,
+				       &f);
+		if (k < 0) {
+			printf("napi: unknown (%s: %s)\n", s->hosts[i].name,
+			       strerror(-k));
+			return;
+		}
+		n++;
+		threads += k > 0;
+		fifo += k > 0 && f == k;
+	}
+	if (!n)
+		return;
+	if (!threads)
+		printf("napi: softirq\n");
+	else
+		printf("napi: threaded on %d of %d hosts, %d of them at "
+		       "SCHED_FIFO %d\n", threads, n, fifo, RINX_TB_NAPI_PRIO);
+}
+
 static int testbed_show(int argc, char **argv)
 {
 	char path[RINX_PATH_MAX], prefix[64], ns[64], ifname[16], ip[16];
@@ -755,6 +786,8 @@ static int testbed_show(int argc, char **argv)
 		printf("slowest link: %u Mbit/s\n", rinx_spec_min_link(s));
 	else
 		printf("slowest link: unlimited\n");
+	if (strcmp(prefix, "-"))
+		show_napi(s);
 	for (r = 0; r < s->nracks; r++)
 		show_rack(s, &s->racks[r]);
 	printf("%-4s %-6s %-4s %-20s %-6s %-17s %-15s %-4s %s\n", "rank",

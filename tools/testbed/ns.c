@@ -167,17 +167,38 @@ static void napi_attr(const struct nlattr *a, void *arg, int first)
 		t->pid[t->n - 1] = v;
 }
 
-/* The NAPI threads of interface `ifname` (in this namespace) run as the
- * kernel runs threaded interrupt handlers: SCHED_FIFO at priority 50.
- * Each thread is named napi/IFNAME-ID: a pid whose name says otherwise is
- * left alone. 0, or -errno. */
-static int napi_fifo(int fd, __u16 fam, const char *ifname)
+/* The netdev family's id on netlink socket fd (timing out after 2 s):
+ * 0, or -errno. */
+static int netdev_family(int fd, __u16 *fam)
 {
-	struct sched_param sp = { .sched_priority = 50 };
+	struct timeval tv = { .tv_sec = 2 };	/* no answer */
+	struct nlbuf m;
+	int err;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	memset(&m, 0, sizeof(m));
+	m.nh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	m.nh.nlmsg_type = GENL_ID_CTRL;
+	m.nh.nlmsg_flags = NLM_F_REQUEST;
+	m.gh.cmd = CTRL_CMD_GETFAMILY;
+	m.gh.version = 1;
+	nl_put(&m, CTRL_ATTR_FAMILY_NAME, NETDEV_FAMILY, sizeof(NETDEV_FAMILY));
+	*fam = 0;
+	err = nl_talk(fd, &m, family_id, fam);
+	return err ? err : *fam ? 0 : -ENOENT;
+}
+
+/* The pids of the NAPI threads of interface `ifname` (in this namespace)
+ * into pid[NAPI_MAX]: how many (0: it polls in softirq), or -errno. Each
+ * thread is named napi/IFNAME-ID: a pid whose name says otherwise is not
+ * taken. */
+static int napi_threads(int fd, __u16 fam, const char *ifname, __u32 *pid)
+{
 	struct nlbuf m;
 	struct napi_ids t = { 0 };
 	__u32 ifindex = if_nametoindex(ifname);
-	int i, err, set = 0;
+	int i, err, n = 0;
 
 	if (!ifindex)
 		return -ENODEV;
@@ -194,7 +215,7 @@ static int napi_fifo(int fd, __u16 fam, const char *ifname)
 	for (i = 0; i < t.n; i++) {
 		char path[64], comm[64], want[64];
 		int cfd;
-		ssize_t n;
+		ssize_t len;
 
 		if (!t.pid[i])
 			continue;
@@ -202,18 +223,59 @@ static int napi_fifo(int fd, __u16 fam, const char *ifname)
 		cfd = open(path, O_RDONLY | O_CLOEXEC);
 		if (cfd < 0)
 			continue;
-		n = read(cfd, comm, sizeof(comm) - 1);
+		len = read(cfd, comm, sizeof(comm) - 1);
 		close(cfd);
-		comm[n > 0 ? n : 0] = 0;
+		comm[len > 0 ? len : 0] = 0;
 		/* the kernel cuts a thread's name at 15 characters */
 		snprintf(want, 16, "napi/%s-%u", ifname, t.id[i]);
-		if (strncmp(comm, want, strlen(want)))
-			continue;
-		if (sched_setscheduler(t.pid[i], SCHED_FIFO, &sp))
-			return -errno;
-		set++;
+		if (!strncmp(comm, want, strlen(want)))
+			pid[n++] = t.pid[i];
 	}
-	return set ? 0 : -ESRCH;
+	return n;
+}
+
+/* The NAPI threads of interface `ifname` (in this namespace) run as the
+ * kernel runs threaded interrupt handlers: SCHED_FIFO at RINX_TB_NAPI_PRIO.
+ * 0, or -errno (-ESRCH: no thread found). */
+static int napi_fifo(int fd, __u16 fam, const char *ifname)
+{
+	struct sched_param sp = { .sched_priority = RINX_TB_NAPI_PRIO };
+	__u32 pid[NAPI_MAX];
+	int i, n = napi_threads(fd, fam, ifname, pid);
+
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++)
+		if (sched_setscheduler(pid[i], SCHED_FIFO, &sp))
+			return -errno;
+	return n ? 0 : -ESRCH;
+}
+
+int rinx_tb_napi_state(const char *netns, const char *ifname, int *fifo)
+{
+	__u32 pid[NAPI_MAX];
+	int old, fd, n, i;
+	__u16 fam;
+
+	*fifo = 0;
+	if (rinx_netns_enter(netns, &old))
+		return -ENOENT;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	n = fd < 0 ? -errno : netdev_family(fd, &fam);
+	if (!n)
+		n = napi_threads(fd, fam, ifname, pid);
+	for (i = 0; i < n; i++) {
+		struct sched_param sp;
+
+		if (sched_getscheduler(pid[i]) == SCHED_FIFO &&
+		    !sched_getparam(pid[i], &sp) &&
+		    sp.sched_priority == RINX_TB_NAPI_PRIO)
+			(*fifo)++;
+	}
+	if (fd >= 0)
+		close(fd);
+	rinx_netns_leave(old);
+	return n;
 }
 
 /* Every interface of namespace netns but lo polled by a kernel thread of
@@ -222,7 +284,7 @@ static int napi_fifo(int fd, __u16 fam, const char *ifname)
  * veth has no NAPI before). In a child: it enters the namespace and
  * mounts a sysfs of it in a mount namespace of its own, as `ip netns
  * exec` does (the caller's /sys shows the namespace it was mounted in).
- * The threads run at real-time priority: on a host, NAPI runs in softirq,
+ * The threads run at real-time priority (napi_fifo): on a host, NAPI runs in softirq,
  * ahead of every user thread; at the default priority a thread got a fair
  * share of the 2 cores beside some 40 trainers' and switches' threads,
  * a switch port's 256-frame ring overflowed while its thread waited, and
@@ -249,23 +311,9 @@ int rinx_tb_napi(const char *netns, int threaded)
 		    mount("sysfs", "/sys", "sysfs", 0, NULL))
 			_exit(2);
 		if (threaded) {
-			struct timeval tv = { .tv_sec = 2 };	/* no answer */
-			struct nlbuf m;
-
 			nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
 				    NETLINK_GENERIC);
-			if (nl < 0 || setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO,
-						 &tv, sizeof(tv)))
-				_exit(3);
-			memset(&m, 0, sizeof(m));
-			m.nh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
-			m.nh.nlmsg_type = GENL_ID_CTRL;
-			m.nh.nlmsg_flags = NLM_F_REQUEST;
-			m.gh.cmd = CTRL_CMD_GETFAMILY;
-			m.gh.version = 1;
-			nl_put(&m, CTRL_ATTR_FAMILY_NAME, NETDEV_FAMILY,
-				 sizeof(NETDEV_FAMILY));
-			if (nl_talk(nl, &m, family_id, &fam) || !fam)
+			if (nl < 0 || netdev_family(nl, &fam))
 				_exit(3);
 		}
 		d = opendir("/sys/class/net");

@@ -144,6 +144,13 @@ enum {
 /* Threaded NAPI (1) or softirq NAPI (0) on every interface of netns but
  * lo; 0 or -errno (said). */
 int rinx_tb_napi(const char *netns, int threaded);
+/* Threaded NAPI's threads run SCHED_FIFO at this priority (as threaded
+ * interrupt handlers do). */
+#define RINX_TB_NAPI_PRIO	50
+/* Interface ifname of namespace netns: how many NAPI threads poll it (0:
+ * it polls in softirq), *fifo of them at SCHED_FIFO RINX_TB_NAPI_PRIO; or
+ * -errno (the namespace, or no netdev netlink family). */
+int rinx_tb_napi_state(const char *netns, const char *ifname, int *fifo);
 /* Runs `tool [-n netns] [-force] -batch -` (tool: ip or tc) with the
  * commands of b on stdin. Without RINX_TB_FORCE the tool stops at the
  * first failing command and names it on stderr (unless RINX_TB_QUIET).
