@@ -284,12 +284,13 @@ int rinx_tb_napi_state(const char *netns, const char *ifname, int *fifo)
  * veth has no NAPI before). In a child: it enters the namespace and
  * mounts a sysfs of it in a mount namespace of its own, as `ip netns
  * exec` does (the caller's /sys shows the namespace it was mounted in).
- * The threads run at real-time priority (napi_fifo): on a host, NAPI runs in softirq,
- * ahead of every user thread; at the default priority a thread got a fair
- * share of the 2 cores beside some 40 trainers' and switches' threads,
- * a switch port's 256-frame ring overflowed while its thread waited, and
- * the losses took the repair into multi-second stalls (Rina, 2 racks x 8,
- * an agent rack: 8 of 60 runs timed out; with the priority, 0 of 150). */
+ * The threads run at real-time priority (napi_fifo): on a host, NAPI
+ * runs in softirq, ahead of every user thread. At the default priority a
+ * thread got a fair share of the 2 cores beside 16 trainers and 35 other
+ * NAPI threads, a switch port's 256-frame ring overflowed while its
+ * thread waited, and the losses took the repair into multi-second stalls
+ * (Rina, 2 racks x 8, an agent rack: 8 of 60 runs timed out; with the
+ * priority, 0 of 150). */
 int rinx_tb_napi(const char *netns, int threaded)
 {
 	int st, err;
