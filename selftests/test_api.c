@@ -584,6 +584,25 @@ static void sc_two(struct ctx *x)
 	}
 	check(x, 0, rinx_comm_size(a) == NR && rinx_comm_size(b) == NR,
 	      "sizes %d %d", rinx_comm_size(a), rinx_comm_size(b));
+	{
+		/* job J again while A holds it: refused with a message, and
+		 * A (used below) left whole */
+		struct rinx_comm_opts o = {
+			.sz = sizeof(o), .spec = spec_path, .rank = x->rank,
+			.job = x->job, .token = 0x7e57a91u ^ x->job,
+			.timeout_ms = OP_TIMEOUT,
+		};
+		struct rinx_comm *a2 = NULL;
+		const char *m;
+
+		err = rinx_comm_open(&o, &a2);
+		m = rinx_comm_error(NULL);
+		check(x, 4, err == -EBUSY && !a2 && m &&
+		      strstr(m, "is open in this process already"),
+		      "job %u opened again: %d, %s", x->job, err, m ? m : "");
+		if (a2)
+			rinx_comm_close(a2);
+	}
 	for (i = 0; i < 4; i++) {
 		enum rinx_dtype dt = i % 3 ? RINX_INT32 : RINX_FLOAT32;
 
@@ -949,11 +968,12 @@ static const struct scenario scenarios[] = {
 		"rinx_test polled to completion: int32 correct",
 		"rinx_wait(req, 0): 0 or -ETIMEDOUT with req valid; waiting again completes correctly",
 	}, 0 },
-	{ "two communicators", sc_two, NR, 4, {
+	{ "two communicators", sc_two, NR, 5, {
 		"two communicators (jobs J, J+1: slots 1, 2) open in one process",
 		"used alternately (float32, int32, int32, float32): every sum correct",
 		"both in flight at once, polled alternately with rinx_test: both correct",
 		"both in flight, rinx_wait_any to the end: each index once, both correct; no request: -EINVAL",
+		"job J opened again while its communicator is open: -EBUSY with a message, no comm (the first one then sums correctly)",
 	}, 0 },
 	{ "rounds", sc_rounds, NR, 3, {
 		"1 MiB float32 with a 64-block window (6 rounds): within the bound",

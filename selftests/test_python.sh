@@ -27,7 +27,9 @@
 # parameters compared across ranks (SHA-256 all-gathered) after every step,
 # final accuracies within 0.5 percentage points, the hook used for every
 # bucket; OSP's staleness bound (one stage-2 sum in flight) and a
-# correction per step.
+# correction per step; then DDP on the backend "rinx" in the same
+# processes, its group beside the hook's open job (RINX_JOB) on a job id
+# of its own, parameters compared after every step.
 #
 #   selftests/test_python.sh [builddir]
 #
@@ -57,8 +59,8 @@ up=0
 needs_python __init__.py
 trap cleanup_logs EXIT
 trap 'exit 1' INT TERM
-# the ranks' checks; 7 of the binding's and the training's own; 6 verdicts
-plan $((BINDING_CHECKS + 7 + 6))
+# the ranks' checks; 7 of the binding's and the training's own; 7 verdicts
+plan $((BINDING_CHECKS + 7 + 7))
 logs=$(mktemp -d)
 
 # jobs J, J+1, J+2 (binding), J+3 (training): four ids, each in a slot
@@ -108,11 +110,14 @@ ddig=$(grep -E $'^\\[rank [0-9]\\] digest\t' "$logs/binding.out" |
 [ "$ndig" -eq 20 ] && [ "$ddig" -eq 5 ]
 ok $? "binding: float32 results bit-identical on every rank ($ndig digests, $ddig distinct, want 20 and 5)"
 
-# ---- DDP: Gloo, then the rinx hook ----
+# ---- DDP: Gloo, the rinx hook, OSP, then DDP on the backend "rinx" in
+# the same processes: RINX_JOB is the hook's job, open on every node, so
+# the backend's group must take an id of its own ----
 t0=$SECONDS
 RINX_JOB=$((job + 3)) timeout -k 5 300 "$run" --spec "$spec" --build "$build" \
 	--time 240 --logs "$logs/train" \
-	-- --backend gloo,rinx,osp --epochs $EPOCHS --check step >"$logs/train.out" 2>&1
+	-- --backend gloo,rinx,osp,rinx-backend --epochs $EPOCHS --check step \
+	>"$logs/train.out" 2>&1
 rc=$?
 grep -vE '^\[rank [1-9]\]' "$logs/train.out" | diag
 echo "# training: $((SECONDS - t0)) s"
@@ -148,6 +153,14 @@ print("%d\trinx hook: %d allreduces over %d steps (%.2f buckets per step), "
 print("%d\tsame data and steps: %d epochs, %d steps each" % (
       not (g["steps"] == x["steps"] and g["epochs"] == x["epochs"]),
       x["epochs"], x["steps"]))
+b = r.get("rinx-backend", {})
+print("%d\trinx-backend beside the open hook (RINX_JOB set): %d of %d steps "
+      "with parameters compared, accuracy %.2f%%" % (
+      not (b.get("checks_passed", 0) == b.get("steps", -1) > 0 and
+           b.get("check") == "step" and
+           (b.get("accuracy") or 0) >= float(os.environ["MIN_ACC"])),
+      b.get("checks_passed", 0), b.get("steps", 0),
+      (b.get("accuracy") or 0) * 100))
 o = r.get("osp")
 if not o:
     print("1\tosp: no result"); print("1\t-"); sys.exit()
@@ -170,7 +183,7 @@ print("%d\tosp: %d steps, %d corrections, at most %d stage-2 sum in flight, "
 ' 2>&1)
 tap_checks "training: " "$verdict"
 nv=$nchecks
-[ $nv -eq 6 ]
-ok $? "training: results parsed ($nv of 6 verdicts)"
+[ $nv -eq 7 ]
+ok $? "training: results parsed ($nv of 7 verdicts)"
 
 testbed_down_end

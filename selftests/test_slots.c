@@ -4,7 +4,10 @@
  * job table of NJOBS slots created here (no network):
  * - any 32-bit job id takes the lowest free slot (ids equal mod 4, the old
  *   rule's collisions, included);
- * - a job opened again keeps its slot;
+ * - a job opened again while a live process holds its slot is refused
+ *   (-EALREADY, the holder's pid named): two communicators of one job
+ *   on a node would share the slot; installed again from elsewhere (an
+ *   INA ToR's job, pid 0) it keeps its slot;
  * - a full node refuses with -EBUSY and names every job holding it;
  * - a job whose process died holding a slot loses it to the next job,
  *   together with its job entry; a live holder's slot is never taken;
@@ -38,9 +41,12 @@ struct step {
 static const struct step steps[] = {
 	{ "job 1 on an empty node", CLAIM, 1, ME, 0, NULL },
 	{ "job 5 (1 mod 4, the old rule's collision)", CLAIM, 5, ME, 1, NULL },
-	{ "job 1 opened again keeps its slot", CLAIM, 1, ME, 0, NULL },
+	{ "job 1 opened again while its process holds it: refused, the "
+	  "holder named", CLAIM, 1, ME, -EALREADY, "=pid" },
 	{ "job 0xfffffff0 (a large id)", CLAIM, 0xfffffff0u, DEAD, 2, NULL },
 	{ "job 9 held remotely (an INA ToR's)", CLAIM, 9, REMOTE, 3, NULL },
+	{ "job 9 installed again from elsewhere keeps its slot", CLAIM, 9,
+	  REMOTE, 3, NULL },
 	{ "job 0xfffffff0's process is killed", KILL, 0, ME, 0, NULL },
 	{ "job 13 takes the dead job's slot", CLAIM, 13, ME, 2, NULL },
 	{ "job 17 on a full node: refused, holders named", CLAIM, 17, ME,
@@ -67,7 +73,7 @@ int main(void)
 {
 	int fc, fj, i, got, ok;
 	struct rinx_job j;
-	char why[256];
+	char why[256], me[256];
 	__u32 k, dpid = 0;
 
 	tl_needs_root("BPF maps");
@@ -113,8 +119,12 @@ int main(void)
 			k = s->job;
 			bpf_map_update_elem(fj, &k, &j, 0);
 		}
-		ok = got == s->want &&
-		     (!s->holders || !strcmp(why, s->holders));
+		/* "=pid": the claiming process is the holder named */
+		if (s->holders && !strcmp(s->holders, "=pid"))
+			snprintf(me, sizeof(me), "%u", pid);
+		else if (s->holders)
+			snprintf(me, sizeof(me), "%s", s->holders);
+		ok = got == s->want && (!s->holders || !strcmp(why, me));
 		tap_ok(ok, "%s: %d (want %d)%s%s", s->what, got, s->want,
 		       s->holders ? ", holders " : "", s->holders ? why : "");
 	}

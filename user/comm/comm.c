@@ -285,6 +285,12 @@ static int install_tor(struct rinx_comm *c, int ri)
 		goto out;
 	err = rinx_claim_slot(fd_claims, fd_jobs, map_entries(fd_claims),
 			      c->job, getpid(), holders, sizeof(holders));
+	if (err == -EALREADY) {
+		rinx_c_cerr(c, -EBUSY, "job %u is open on the INA ToR %s already "
+			    "(process %s)", c->job, r->name, holders);
+		err = -EBUSY;
+		goto out;
+	}
 	if (err < 0) {
 		rinx_c_cerr(c, err, "the INA ToR %s has no free job slot: "
 			    "jobs %s hold them all", r->name, holders);
@@ -445,6 +451,12 @@ static int install(struct rinx_comm *c)
 	/* the lowest free job slot of this node, whatever the job's id */
 	err = rinx_claim_slot(c->fd_claims, c->fd_jobs, c->njobs, c->job,
 			      getpid(), holders, sizeof(holders));
+	if (err == -EALREADY)
+		return rinx_c_cerr(c, -EBUSY, "job %u is open on node %s already "
+				   "(process %s): one communicator per job and "
+				   "node; close that one, or give this one "
+				   "another job id", c->job, c->self->name,
+				   holders);
 	if (err < 0)
 		return rinx_c_cerr(c, err, "node %s has no free job slot: its %u "
 				   "slots are held by jobs %s (close one, or "
@@ -760,7 +772,17 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		err = rinx_c_xctx_get(c, c->self->ifname, dir, &c->x);
 		if (err)
 			goto fail;
-		rinx_c_xctx_job(c->x, c->job, 1);
+		/* one communicator per job and node: a second one would take
+		 * the first one's slot, tables and rounds, and both hang */
+		if (rinx_c_xctx_job(c->x, c->job, 1)) {
+			err = rinx_c_cerr(c, -EBUSY, "job %u is open in this "
+					  "process already: one communicator "
+					  "per job and node; close that one, or "
+					  "give this one another job id",
+					  c->job);
+			goto fail;
+		}
+		c->xjob = 1;
 	}
 	err = choose_block(c, o->sz >= offsetof(struct rinx_comm_opts,
 						 block_values) +
@@ -807,7 +829,10 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 	rinx_c_ps_detach(c);
 	rinx_c_req_release(c->spare);
 	c->spare = NULL;
-	if (c->fd_jobs >= 0 && c->jobent.token == c->token && c->job) {
+	/* only a slot this communicator claimed: a refused open of a job
+	 * open elsewhere on the node must leave that one's entry */
+	if (c->fd_jobs >= 0 && c->slot_held && c->jobent.token == c->token &&
+	    c->job) {
 		struct rinx_job cur;
 
 		key = c->job;
@@ -843,7 +868,8 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 	if (c->fd_aggs >= 0)
 		close(c->fd_aggs);
 	if (c->x) {
-		rinx_c_xctx_job(c->x, c->job, 0);
+		if (c->xjob)
+			rinx_c_xctx_job(c->x, c->job, 0);
 		rinx_c_xctx_put(c->x);
 	}
 	if (c->cursors)

@@ -168,6 +168,7 @@ struct rinx_comm {
 	__u32 job, slot, window;
 	__u32 njobs;		/* job slots of this node (spec jobs=) */
 	int slot_held;		/* slot claimed (released at close) */
+	int xjob;		/* the job registered in x (released at close) */
 	__u64 token;		/* 64 bits on the wire (rinx_hdr.token) */
 	int qbits;
 	int bval;		/* values per block (frame): the MTU's, or
@@ -428,7 +429,10 @@ int rinx_c_ring_set(struct rinx_comm *c);
 void rinx_c_ring_put(struct rinx_comm *c);
 /* Moves the frames of c's ring into its context's pending frames. */
 void rinx_c_ring_rx(struct rinx_comm *c);
-void rinx_c_xctx_job(struct xctx *x, __u32 job, int add);
+/* Adds (add) or removes job among the context's jobs; adding one that is
+ * there already (a communicator of it is open in this process): -EALREADY,
+ * nothing changed. */
+int rinx_c_xctx_job(struct xctx *x, __u32 job, int add);
 int rinx_c_xctx_has_job(const struct xctx *x, __u32 job);
 void rinx_c_x_reclaim(struct xctx *x);
 void rinx_c_x_refill(struct xctx *x);

@@ -43,19 +43,22 @@
 #define XDP_PKT_CONTD	(1 << 0)
 #endif
 
-void rinx_c_xctx_job(struct xctx *x, __u32 job, int add)
+int rinx_c_xctx_job(struct xctx *x, __u32 job, int add)
 {
-	int i;
+	int i, ret = 0;
 
 	pthread_mutex_lock(&x->lock);
 	for (i = 0; i < x->njobs; i++)
 		if (x->jobs[i] == job)
 			break;
-	if (add && i == x->njobs && x->njobs < RINX_MAX_JOBS)
+	if (add && i < x->njobs)
+		ret = -EALREADY;	/* a communicator of it is open here */
+	else if (add && x->njobs < RINX_MAX_JOBS)
 		x->jobs[x->njobs++] = job;
 	else if (!add && i < x->njobs)
 		x->jobs[i] = x->jobs[--x->njobs];
 	pthread_mutex_unlock(&x->lock);
+	return ret;
 }
 
 int rinx_c_xctx_has_job(const struct xctx *x, __u32 job)

@@ -66,9 +66,18 @@ int rinx_claim_slot(int fd_claims, int fd_jobs, __u32 njobs, __u32 job,
 		if (!me.start)
 			return -ESRCH;
 	}
-	/* this job's own slot first: a job opened again keeps its slot */
+	/* this job's own slot first. A job installed again from elsewhere
+	 * (pid 0: an INA ToR's control plane) keeps it, as does a job whose
+	 * holder died; one that a live process holds is open on this node
+	 * already: a second communicator of it would share the slot's
+	 * tables, cursor and rounds with the first, and both would hang */
 	for (slot = 0; slot < njobs; slot++)
 		if (!bpf_map_lookup_elem(fd_claims, &slot, &h) && h.job == job) {
+			if (pid && h.pid && !holder_gone(&h)) {
+				if (why && len)
+					snprintf(why, len, "%u", h.pid);
+				return -EALREADY;
+			}
 			if (bpf_map_update_elem(fd_claims, &slot, &me, BPF_EXIST))
 				break;	/* released meanwhile: claim afresh */
 			return slot;

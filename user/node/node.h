@@ -47,7 +47,10 @@ void rinx_size_tables(struct bpf_map *jobs, struct bpf_map *claims,
 /* Job slots (user/node/claim.c): the lowest free slot of a node's claims map
  * for job, held by process pid (0: a job installed from elsewhere), or
  * -EBUSY with the holders' job ids in why. A slot whose holder died is
- * taken over, its job entry in fd_jobs deleted. */
+ * taken over, its job entry in fd_jobs deleted. The job's own slot if it
+ * holds one: kept where pid or its holder's is 0 (installed again) or the
+ * holder died, else -EALREADY with the live holder's pid in why (the job
+ * is open on this node already). */
 int rinx_claim_slot(int fd_claims, int fd_jobs, __u32 njobs, __u32 job,
 		    __u32 pid, char *why, size_t len);
 void rinx_claim_release(int fd_claims, __u32 slot, __u32 job);

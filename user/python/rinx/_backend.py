@@ -10,7 +10,9 @@ the backend opens on the same store. The job id and token come from
 RINX_JOB / RINX_TOKEN or, when those are not set, rank 0 draws them at
 random and hands them to the others through the rendezvous store, so every
 rank of one process group agrees on them and two process groups do not
-share a job.
+share a job. A group whose RINX_JOB is open in the process already (a
+rinx.Comm, an earlier group) draws its id the same way: a node runs one
+communicator of a job.
 
 Two transports, one group: each keeps the order of its own collectives, and
 barrier() first waits for the rinx allreduces already started, so a barrier
@@ -26,7 +28,7 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroupGloo, \
     _create_work_from_future
 
-from . import Comm, _config_error, _env_int, _read_spec
+from . import Comm, _config_error, _env_int, _read_spec, _open_comms
 
 try:
     # pybind11 trampoline: a Python subclass's wait/get_future are the
@@ -122,6 +124,14 @@ def _agree_ids(store, rank, timeout):
     RINX_TOKEN where set, else rank 0's random draw through the store."""
     job = _env_int("RINX_JOB", False)
     token = _env_int("RINX_TOKEN", False)
+    # RINX_JOB names one job, and a node runs one communicator of a job:
+    # where one of it is open in this process already (Comm.from_env, an
+    # earlier rinx group), this group draws an id of its own as without
+    # RINX_JOB (every rank makes its groups in the same order, so all
+    # ranks decide alike)
+    if job is not None and any(c.job == job and not c.closed
+                               for c in list(_open_comms)):
+        job = None
     if job is not None and token is not None:
         return job, token
     if rank == 0:
