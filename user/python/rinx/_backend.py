@@ -121,7 +121,8 @@ def _work(fut, frame):
 
 def _agree_ids(store, rank, timeout):
     """(job, token) every rank of this process group uses: RINX_JOB and
-    RINX_TOKEN where set, else rank 0's random draw through the store."""
+    RINX_TOKEN where set (RINX_JOB unless a communicator of it is open in
+    this process), else rank 0's random draw through the store."""
     job = _env_int("RINX_JOB", False)
     token = _env_int("RINX_TOKEN", False)
     # RINX_JOB names one job, and a node runs one communicator of a job:
