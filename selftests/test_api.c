@@ -598,7 +598,7 @@ static void sc_two(struct ctx *x)
 		err = rinx_comm_open(&o, &a2);
 		m = rinx_comm_error(NULL);
 		check(x, 4, err == -EBUSY && !a2 && m &&
-		      strstr(m, "is open in this process already"),
+		      strstr(m, "is open on node"),
 		      "job %u opened again: %d, %s", x->job, err, m ? m : "");
 		if (a2)
 			rinx_comm_close(a2);

@@ -772,17 +772,10 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 		err = rinx_c_xctx_get(c, c->self->ifname, dir, &c->x);
 		if (err)
 			goto fail;
-		/* one communicator per job and node: a second one would take
-		 * the first one's slot, tables and rounds, and both hang */
-		if (rinx_c_xctx_job(c->x, c->job, 1)) {
-			err = rinx_c_cerr(c, -EBUSY, "job %u is open in this "
-					  "process already: one communicator "
-					  "per job and node; close that one, or "
-					  "give this one another job id",
-					  c->job);
-			goto fail;
-		}
-		c->xjob = 1;
+		/* registered here, unregistered at close; a job that another
+		 * communicator of this process runs is refused by its node's
+		 * claim (install), and stays registered for that one */
+		c->xjob = !rinx_c_xctx_job(c->x, c->job, 1);
 	}
 	err = choose_block(c, o->sz >= offsetof(struct rinx_comm_opts,
 						 block_values) +

@@ -431,7 +431,7 @@ void rinx_c_ring_put(struct rinx_comm *c);
 void rinx_c_ring_rx(struct rinx_comm *c);
 /* Adds (add) or removes job among the context's jobs; adding one that is
  * there already (a communicator of it is open in this process): -EALREADY,
- * nothing changed. */
+ * nothing changed (the open is then refused by the node's claim). */
 int rinx_c_xctx_job(struct xctx *x, __u32 job, int add);
 int rinx_c_xctx_has_job(const struct xctx *x, __u32 job);
 void rinx_c_x_reclaim(struct xctx *x);
