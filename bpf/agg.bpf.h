@@ -301,6 +301,112 @@ static __always_inline int rinx_agg_get_final(struct rinx_agg *a,
 	return ok;
 }
 
+/* The partial sum a slot of round `round` sent on (its node forwards the
+ * block: agg+fwd), into f, for the node it went to, which lost it; 0 if
+ * the slot does not hold it (not complete, another round, or the finished
+ * block kept over it from the gather), f untouched. */
+static __always_inline int rinx_agg_get_sent(struct rinx_agg *a,
+					     struct rinx_frame *f,
+					     __u32 round, const int nv)
+{
+	int ok = 0;
+
+	bpf_spin_lock(&a->lock);
+	if (a->round == round && a->done && !a->final && !a->pend &&
+	    agg_same_shape(a, f)) {
+		/* marked as the sum left (a->ce), not as the ask came */
+		f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
+		rinx_agg_out(a, f, nv);
+		ok = 1;
+	}
+	bpf_spin_unlock(&a->lock);
+	return ok;
+}
+
+/*
+ * Pulls: a contributor's lost block asked for by the aggregator. A
+ * contributor sends its blocks in block order (a worker its shares, as its
+ * cursor claims them; an aggregator before this one its sums, as its slots
+ * complete, which they do in the order of its slowest worker). So when one
+ * of its blocks reaches this aggregator while the slot of its block
+ * RINX_PULL_BEHIND blocks earlier (rounded up to whole class patterns, so
+ * the same class and path) still lacks it this round, that one was lost on
+ * the way (RINX_PULL_BEHIND: uapi/rinx.h). The frame, consumed here, goes back as an RNACK for it, and the
+ * contributor answers in XDP: a worker from its share, an aggregator from
+ * its slot's sum (rinx_agg_get_sent). Only the contributor that lost it
+ * sends again, one link's round trip after the loss shows; without the
+ * pull every worker of every rack timed the block out and sent its share
+ * again. The distance absorbs reordering (the testbed's faults reorder by
+ * a frame; two CPUs sending a node's frames by a few). A pull that was not
+ * needed costs one frame each way and a dropped duplicate. Not for pools
+ * (a slot holds any block) nor coverage sums (not one sender's blocks); a
+ * round's last block may be short, and its number is not a full block's:
+ * it pulls nothing; a share sent again (RINX_F_RESEND) is out of order.
+ */
+/* The block frame f may pull for, or -1. */
+static __always_inline __s64 rinx_pull_block(const struct rinx_hdr *h,
+					     const struct rinx_job *job,
+					     const struct rinx_hop *hop)
+{
+	__u32 block = bpf_ntohl(h->block), plen = job->plen, d;
+
+	if ((hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) || !plen ||
+	    plen > RINX_CMAP_MAX || (h->flags & RINX_F_RESEND))
+		return -1;
+	d = (RINX_PULL_BEHIND + plen - 1) / plen * plen;
+	if (block < d || block + 1 >= bpf_ntohl(h->nblocks))
+		return -1;
+	return block - d;
+}
+
+/* Does slot a lack contributor bits b in round `round` (not done, and
+ * nothing of the round in it, or not b)? Read without the lock: a stale
+ * read costs a pull not needed, or one not made (the timers repair). */
+static __always_inline int rinx_agg_lacks(const struct rinx_agg *a,
+					  __u32 round, __u64 b)
+{
+	__u32 r = *(const volatile __u32 *)&a->round;
+
+	if (r != round)
+		return (__s32)(r - round) < 0;
+	return !(*(const volatile __u64 *)&a->seen & b) &&
+	       !*(const volatile __u8 *)&a->done;
+}
+
+/* Frame f becomes the RNACK for block pb (same class, round and size). */
+static __always_inline void rinx_pull_frame(struct rinx_frame *f, __u32 pb)
+{
+	f->h->type = RINX_T_RNACK;
+	f->h->block = bpf_htonl(pb);
+	f->h->flags = 0;
+	f->h->step = 0;
+	f->h->cover = 0;
+	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
+}
+
+/*
+ * A NACK for a block an aggregator has not finished (it holds no finished
+ * copy to answer with). A worker's timer asks its aggregator before it
+ * sends its share again (user/comm/repair.c), so the aggregator, which
+ * knows what its slot lacks, decides: if the slot lacks the asker's share
+ * this round, the NACK goes back as a pull of it (f rewritten, 1); else
+ * another's loss holds the block, whose own timer asks, and this worker's
+ * share is not sent again (0, f untouched). Per-block aggregations only
+ * (hop: the class's aggregation here).
+ */
+static __always_inline int rinx_agg_nack(struct rinx_frame *f,
+					 const struct rinx_hop *hop,
+					 const struct rinx_agg *a, __u32 round,
+					 __u32 block, __u32 who)
+{
+	if (!rinx_is_agg(hop) ||
+	    (hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) || who >= 64 ||
+	    !((hop->mask >> who) & 1) || !rinx_agg_lacks(a, round, 1ULL << who))
+		return 0;
+	rinx_pull_frame(f, block);
+	return 1;
+}
+
 /* Addresses, sender and step of a frame leaving node self for node next. */
 static __always_inline void rinx_readdress(struct rinx_frame *f,
 					   const struct rinx_node *self,

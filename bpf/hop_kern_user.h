@@ -50,6 +50,11 @@
  *				(XDP adds it; the slow path completes a slot
  *				that waits for the trainer's share): an enum
  *				rinx_agg_ret
+ *	env_pull(x, hop, round, sender)
+ *				a frame the slot consumed: 1 if it became
+ *				an RNACK for the sender's block that the
+ *				slot RINX_PULL_BEHIND blocks earlier lacks
+ *				(XDP; the slow path consumes nothing)
  *	env_keep_final(x, idx, round, nv)
  *				the finished block into the aggregator slot
  *				(0, or -1: no slot)
@@ -349,8 +354,13 @@ static __always_inline int hop_agg(struct hop_env *x,
 		return env_drop(x, RINX_STAT_DROP_AGG_DUP);
 	if (ret == RINX_AGG_STALE)
 		return env_drop(x, RINX_STAT_DROP_AGG_STALE);
-	if (ret == RINX_AGG_CONSUMED)
+	if (ret == RINX_AGG_CONSUMED) {
+		/* the sender's earlier block, lost on the way: asked for in
+		 * this frame (bpf/agg.bpf.h, pulls) */
+		if (env_pull(x, hop, round, sender))
+			return env_send(x, sender, RINX_STAT_AGG_PULL);
 		return env_done(x, RINX_STAT_AGG_ADD);
+	}
 	/* sent on again: a retransmission repairs a loss further on */
 	what = ret == RINX_AGG_RESEND || ret == RINX_AGG_FINAL ?
 	       RINX_STAT_AGG_REEMIT : RINX_STAT_AGG_DONE;

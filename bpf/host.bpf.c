@@ -258,10 +258,35 @@ static __always_inline int recycle(struct xdp_md *ctx, struct rinx_frame *f,
 	return forward(f, job, job->slot, to);
 }
 
+/* A NACK for a block not finished here, at an aggregating host: a pull
+ * if its slot lacks the asker's share (rinx_agg_nack). */
+static __always_inline int nack_agg(struct rinx_frame *f,
+				    struct rinx_job *job, __u32 round,
+				    __u32 block, __u32 who, const int nv)
+{
+	__u32 k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f->h->klass),
+				 RINX_T_CONTRIB), idx;
+	struct rinx_hop *hop;
+	struct rinx_agg *a;
+	int ret;
+
+	if (nv > RINX_BLOCK_VALUES)
+		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
+	hop = bpf_map_lookup_elem(&hops, &k);
+	idx = job->slot * rinx_window + block;
+	a = bpf_map_lookup_elem(&aggs, &idx);
+	if (!hop || !a || !rinx_agg_nack(f, hop, a, round, block, who))
+		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
+	ret = forward(f, job, job->slot, who);
+	return ret == XDP_TX ? rinx_count(RINX_STAT_NACK_PULL, ret) : ret;
+}
+
 /* NACK: the asker (the frame's sender) misses the finished block; answer
- * with the stored result if this node has it for that round. Any node that
- * keeps the block may answer: results stay until the next round's gather,
- * which cannot come before the asker has finished this one. */
+ * with the stored result if this node has it for that round (else an
+ * aggregator that lacks the asker's share asks for it, nack_agg). Any
+ * node that keeps the block may answer: results stay until the next
+ * round's gather, which cannot come before the asker has finished this
+ * one. */
 static __always_inline int nack(struct xdp_md *ctx, struct rinx_frame *f,
 				struct rinx_job *job, __u32 round, __u32 block,
 				const int nv)
@@ -279,7 +304,7 @@ static __always_inline int nack(struct xdp_md *ctx, struct rinx_frame *f,
 	if (!res)
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	if (res->round != round || res->count != bpf_ntohs(f->h->count))
-		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
+		return nack_agg(f, job, round, block, who, nv);
 	if (slots_to_frame(ctx, f, res, HOP_RESULT, idx, nv))
 		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
 	f->h->type = RINX_T_GATHER;
@@ -291,8 +316,15 @@ static __always_inline int nack(struct xdp_md *ctx, struct rinx_frame *f,
  * that this host sends it: send it again, as it left. At an add and
  * forward hop that is the kept partial sum; at the class's origin its
  * share, once the pacer let the block's pattern round start here (the
- * trainer's timers resend what it never sent). The loss costs this one
- * hop, not the block's whole path from its origin. */
+ * trainer's timers resend what it never sent); a worker's share the same
+ * way when its aggregator pulls it (bpf/agg.bpf.h), and an aggregator's
+ * partial sum when the next one pulls it (rnack_sum). The loss costs this
+ * one hop, not the block's whole path from its origin. */
+static __always_inline int rnack_sum(struct rinx_frame *f,
+				     struct rinx_job *job, __u32 round,
+				     __u32 block, __u32 klass, __u32 who,
+				     const int nv);
+
 static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 				 struct rinx_job *job, __u32 round, __u32 block,
 				 __u32 klass, const int nv)
@@ -301,7 +333,7 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 	struct rinx_cursor *cur;
 	struct rinx_hop *hop;
 	__u32 idx, who, bad, k, slot = job->slot;
-	__u8 step = 0;
+	__u8 step = 0, type = RINX_T_REDUCE;
 	int ret, map = HOP_PARTIAL;
 
 	bad = rinx_check_asker(f, job, &who);
@@ -320,8 +352,13 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 		else
 			src = NULL;
 	} else if (job->start_to[klass & (RINX_MAX_CLASSES - 1)] == who &&
-		   job->start_type[klass & (RINX_MAX_CLASSES - 1)] ==
-		   RINX_T_REDUCE) {
+		   (job->start_type[klass & (RINX_MAX_CLASSES - 1)] ==
+		    RINX_T_REDUCE ||
+		    job->start_type[klass & (RINX_MAX_CLASSES - 1)] ==
+		    RINX_T_CONTRIB)) {
+		/* a ring origin's reduce, or a worker's share its
+		 * aggregator pulls (bpf/agg.bpf.h) */
+		type = job->start_type[klass & (RINX_MAX_CLASSES - 1)];
 		cur = bpf_map_lookup_elem(&cursors, &slot);
 		src = bpf_map_lookup_elem(&share, &idx);
 		map = HOP_SHARE;
@@ -329,6 +366,8 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 		    src->round != round ||
 		    (block / job->plen) * job->nown >= cur->next)
 			src = NULL;
+	} else {
+		return rnack_sum(f, job, round, block, klass, who, nv);
 	}
 	if (!src || src->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
@@ -340,10 +379,42 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 	 * copy that met the rewrite holds values of both rounds */
 	if (*(const volatile __u32 *)&src->round != round)
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	f->h->type = RINX_T_REDUCE;
+	f->h->type = type;
 	f->h->step = step;
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
 	ret = forward(f, job, slot, who);
+	return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) : ret;
+}
+
+/* RNACK at an aggregating host (agent) from the node its partial sum
+ * goes to: that node's slot lacks it (it pulled, bpf/agg.bpf.h): send it
+ * again from the slot, which keeps it until the round moves on. */
+static __always_inline int rnack_sum(struct rinx_frame *f,
+				     struct rinx_job *job, __u32 round,
+				     __u32 block, __u32 klass, __u32 who,
+				     const int nv)
+{
+	__u32 k = RINX_HOP_INDEX(job->slot, klass, RINX_T_CONTRIB), idx;
+	struct rinx_hop *hop;
+	struct rinx_agg *a;
+	int ret;
+
+	/* aggregator slots hold one slot's values */
+	if (nv > RINX_BLOCK_VALUES)
+		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
+	hop = bpf_map_lookup_elem(&hops, &k);
+	if (!hop || hop->action != RINX_A_AGG_FWD || hop->to != who ||
+	    (hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)))
+		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
+	idx = job->slot * rinx_window + block;
+	a = bpf_map_lookup_elem(&aggs, &idx);
+	if (!a)
+		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
+	if (!rinx_agg_get_sent(a, f, round, nv))
+		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
+	f->h->type = RINX_T_REDUCE;
+	f->h->step = hop->out_step;
+	ret = forward(f, job, job->slot, who);
 	return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) : ret;
 }
 
@@ -534,6 +605,24 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
 	return ret;
+}
+
+static __always_inline int env_pull(struct hop_env *x,
+				    const struct rinx_hop *hop, __u32 round,
+				    __u32 sender)
+{
+	__s64 pb = rinx_pull_block(x->f->h, x->job, hop);
+	struct rinx_agg *a;
+	__u32 idx;
+
+	if (pb < 0)
+		return 0;
+	idx = x->job->slot * rinx_window + (__u32)pb;
+	a = bpf_map_lookup_elem(&aggs, &idx);
+	if (!a || !rinx_agg_lacks(a, round, 1ULL << (sender & 63)))
+		return 0;
+	rinx_pull_frame(x->f, (__u32)pb);
+	return 1;
 }
 
 static __always_inline int env_keep_final(struct hop_env *x, __u32 idx,

@@ -126,6 +126,83 @@ static __always_inline int ina_round_ok(struct rinx_job *job, __u32 round)
 	return 1;
 }
 
+/* RNACK from the node this ToR's partial sum of a block goes to, which
+ * lacks it (it pulled, bpf/agg.bpf.h): sent again from the slot. */
+static __always_inline int ina_rnack(struct rinx_frame *f,
+				     struct rinx_job *job, __u32 round,
+				     __u32 block, const int nv)
+{
+	__u32 k, idx, who, bad;
+	struct rinx_hop *hop;
+	struct rinx_agg *a;
+	int ret;
+
+	bad = rinx_check_asker(f, job, &who);
+	if (bad)
+		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
+				  RINX_INA_ABORTED : RINX_INA_DROP);
+	k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f->h->klass), RINX_T_CONTRIB);
+	hop = bpf_map_lookup_elem(&hops, &k);
+	if (!hop || hop->action != RINX_A_AGG_FWD || hop->to != who ||
+	    (hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)))
+		return rinx_count(RINX_STAT_RNACK_MISS, RINX_INA_DROP);
+	idx = job->slot * ina_window + block;
+	a = bpf_map_lookup_elem(&aggs, &idx);
+	if (!a)
+		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
+	if (!rinx_agg_get_sent(a, f, round, nv))
+		return rinx_count(RINX_STAT_RNACK_MISS, RINX_INA_DROP);
+	f->h->type = RINX_T_REDUCE;
+	f->h->step = hop->out_step;
+	ret = ina_out(f, job, who);
+	return ret == RINX_INA_UNICAST ? rinx_count(RINX_STAT_RREPAIR, ret) :
+					 ret;
+}
+
+/* A NACK for a block this ToR has not finished: a pull if its slot lacks
+ * the asker's share (rinx_agg_nack). */
+static __always_inline int ina_nack_agg(struct rinx_frame *f,
+					struct rinx_job *job,
+					struct rinx_agg *a, __u32 round,
+					__u32 block, __u32 who)
+{
+	__u32 k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f->h->klass),
+				 RINX_T_CONTRIB);
+	struct rinx_hop *hop = bpf_map_lookup_elem(&hops, &k);
+	int ret;
+
+	if (!hop || !rinx_agg_nack(f, hop, a, round, block, who))
+		return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
+	ret = ina_out(f, job, who);
+	return ret == RINX_INA_UNICAST ? rinx_count(RINX_STAT_NACK_PULL, ret) :
+					 ret;
+}
+
+/* A contribution the slot consumed (counted as added, or as the pull it
+ * became): the sender's earlier block that a slot still lacks is asked
+ * for in it (bpf/agg.bpf.h, pulls). */
+static __always_inline int ina_pull(struct rinx_frame *f,
+				    struct rinx_job *job,
+				    const struct rinx_hop *hop, __u32 round,
+				    __u32 sender)
+{
+	__s64 pb = rinx_pull_block(f->h, job, hop);
+	struct rinx_agg *a;
+	__u32 idx;
+	int ret;
+
+	if (pb < 0)
+		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
+	idx = job->slot * ina_window + (__u32)pb;
+	a = bpf_map_lookup_elem(&aggs, &idx);
+	if (!a || !rinx_agg_lacks(a, round, 1ULL << (sender & 63)))
+		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
+	rinx_pull_frame(f, (__u32)pb);
+	ret = ina_out(f, job, sender);
+	return ret == RINX_INA_UNICAST ? rinx_count(RINX_STAT_AGG_PULL, ret) :
+					 ret;
+}
+
 /* A frame of a known job whose token matched, of nv values (a constant in
  * each of the two copies of this code, parse.bpf.h). */
 static __always_inline int ina_block(struct rinx_frame *fp,
@@ -154,12 +231,15 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 		if (!a)
 			return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 		if (!rinx_agg_get_final(a, &f, round, nv))
-			return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
+			return ina_nack_agg(&f, job, a, round, block,
+					    sender);
 		f.h->type = RINX_T_GATHER;
 		ret = ina_out(&f, job, sender);
 		return ret == RINX_INA_UNICAST ?
 		       rinx_count(RINX_STAT_REPAIR, ret) : ret;
 	}
+	if (type == RINX_T_RNACK)
+		return ina_rnack(&f, job, round, block, nv);
 	k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f.h->klass), type);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	if (!hop)
@@ -238,7 +318,7 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 	if (ret == RINX_AGG_NEED_SELF)	/* a ToR has no share of its own */
 		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 	if (ret == RINX_AGG_CONSUMED)
-		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
+		return ina_pull(&f, job, hop, round, sender);
 	f.h->step = hop->out_step;
 	if (hop->action == RINX_A_AGG_FWD) {
 		/* the sum covers every contributor of the slot, for a
@@ -278,7 +358,8 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 		return rinx_count(RINX_STAT_DROP_VERSION, RINX_INA_DROP);
 	type = f.h->type;
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB && type != RINX_T_NACK)
+	    type != RINX_T_CONTRIB && type != RINX_T_NACK &&
+	    type != RINX_T_RNACK)
 		return rinx_count(RINX_STAT_DROP_TYPE, RINX_INA_DROP);
 	jid = bpf_ntohl(f.h->job);
 	job = bpf_map_lookup_elem(&jobs, &jid);
@@ -287,7 +368,7 @@ static __always_inline int rinx_ina_frame(struct xdp_md *ctx)
 	if (bpf_be64_to_cpu(f.h->token) != job->token)
 		return rinx_count(RINX_STAT_DROP_TOKEN, RINX_INA_DROP);
 	/* what the aggregator is to sum takes its capacity; requests for
-	 * a finished block (NACK) and gathers it only sends on do not */
+	 * a block (NACK, RNACK) and gathers it only sends on do not */
 	if ((type == RINX_T_REDUCE || type == RINX_T_CONTRIB) &&
 	    !ina_cap_admit(ctx))
 		return RINX_INA_CAP_DROP;

@@ -74,7 +74,7 @@
 #include "switch.skel.h"
 #include "selftests/lib/testlib.h"
 
-#define WINDOW		12
+#define WINDOW		24
 #define PORT		47321
 #define NSLOTS		RINX_DEFAULT_JOBS
 #define NENT		(NSLOTS * WINDOW)
@@ -106,6 +106,13 @@
 #define FLEN		RINX_FRAME_MAX
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+#define PULL_ROUND	800000
+#define PULL_CHECKS	(2 * 15 + 2 * 2)
+#define WK_SLOT		4	/* worker 1 of the agent's plan, at the agent's
+				 * program (another job slot of it) */
+#define WK_TOR_SLOT	5	/* worker 1 of the ToR's plan, likewise */
+#define WK_JOB		0x00a99004
 
 /* ---- placements ---------------------------------------------------------- */
 
@@ -1614,7 +1621,7 @@ static int case_checks(bool sw, const struct tcase *c)
  * the empty program and the timed runs (1 + 1 a place) */
 static int plan_checks(void)
 {
-	int n = 2 + 2 + 1 + 3 * 2 + 1 + 2, ci, i;
+	int n = 2 + 2 + 1 + 3 * 2 + 1 + 2 + PULL_CHECKS, ci, i;
 
 	for (i = 0; i < 2; i++)
 		for (ci = 0; ci < ncases; ci++) {
@@ -1667,6 +1674,19 @@ static void run_case(struct place *p, const struct tcase *c, __u32 base)
 		free(m);
 		free(own);
 		return;
+	}
+	/* these cases are not about pulls (run_pulls): the slot a pull
+	 * would look at holds a round far ahead, so none is made */
+	{
+		__u32 plen = x.pl->plen;
+		__u32 d = (RINX_PULL_BEHIND + plen - 1) / plen * plen;
+		struct rinx_agg ahead = { .round = base + 1000 };
+		__u32 pidx = x.slot * WINDOW + c->block - d;
+
+		if (c->block >= d &&
+		    bpf_map_update_elem(p->aggs, &pidx, &ahead, BPF_ANY))
+			tap_diag("  %s: %s: the pull's slot: %s", p->name,
+				 c->name, strerror(errno));
 	}
 	for (x.si = 0; x.si < c->n; x.si++)
 		run_step(&x);
@@ -2244,6 +2264,351 @@ static void run_with_socket(struct place *p)
 	close(sk);
 }
 
+/* ---- pulls (bpf/agg.bpf.h) ------------------------------------------------
+ *
+ * A contributor's block that reaches the aggregator while the slot of its
+ * block d earlier (RINX_PULL_BEHIND rounded up to whole class patterns)
+ * lacks it this round turns into an RNACK for that block, back to it; the
+ * contributor answers from its share (a worker) or from its slot's sum (an
+ * aggregator forwarding the block). Each step is one frame, checked as
+ * above: action, whole output frame, exact counter deltas.
+ */
+static int pull_run(const struct place *p, __u32 *ret, __u64 *d)
+{
+	struct counters c0, c1;
+	__u32 size = 0;
+	int err, i;
+
+	if (read_counters(p, &c0))
+		return -EIO;
+	err = run_once(p->prog, fin, fout, ret, &size, NULL);
+	if (!err && read_counters(p, &c1))
+		err = -EIO;
+	if (err)
+		return err;
+	for (i = 0; i < RINX_STAT_MAX; i++)
+		d[i] = c1.st[i] - c0.st[i];
+	return size == FLEN ? 0 : -EMSGSIZE;
+}
+
+/* The frame in fin through p: action want, output fwant (a drop: fin as
+ * it was), RX and the stats s1 and s2 (-1: none) +1, every other +0. */
+static void pull_step(const struct place *p, int want, int s1, int s2,
+		      const char *what)
+{
+	__u64 d[RINX_STAT_MAX];
+	__u32 ret = 0;
+	bool ok;
+	int err = pull_run(p, &ret, d), i;
+
+	if (want == XDP_DROP)
+		memcpy(fwant, fin, FLEN);
+	ok = !err && ret == (__u32)want && !memcmp(fout, fwant, FLEN);
+	for (i = 0; !err && i < RINX_STAT_MAX; i++) {
+		__u64 w = i == RINX_STAT_RX || i == s1 || i == s2;
+
+		if (d[i] != w) {
+			tap_diag("  %s: +%llu, want +%llu", stat_name(i),
+				 (unsigned long long)d[i],
+				 (unsigned long long)w);
+			ok = false;
+		}
+	}
+	if (!check(NULL, ok, "%s: pull: %s", p->name, what)) {
+		if (err)
+			tap_diag("  test run: %s", strerror(-err));
+		else if (ret != (__u32)want)
+			tap_diag("  action %u, want %d", ret, want);
+		else
+			diag_frame(fout, fwant, FLEN);
+	}
+}
+
+/* Worker `from`'s share of block b into the aggregator, round r. */
+static void pull_contrib(const struct place *p, __u16 from, __u32 b,
+			 __u32 r, __u8 flags)
+{
+	build(p, &p->plan, fin, JOB_ID, RINX_T_CONTRIB, 0, from, from, r, b,
+	      3, flags);
+	gen_vals(vals(fin), V_RAND);
+}
+
+/* fwant: fin asking `to` for block pb (the pull). */
+static void want_pull(const struct place *p, __u16 to, __u32 pb)
+{
+	memcpy(fwant, fin, FLEN);
+	hdr(fwant)->type = RINX_T_RNACK;
+	hdr(fwant)->block = htonl(pb);
+	hdr(fwant)->flags = 0;
+	hdr(fwant)->step = 0;
+	hdr(fwant)->cover = 0;
+	fwant[OFF_IP + 1] = RINX_ECN_ECT0;
+	readdress(p, fwant, to);
+}
+
+static int put_slot(const struct place *p, __u32 b, const struct rinx_agg *a)
+{
+	__u32 idx = JOB_SLOT * WINDOW + b;
+
+	return bpf_map_update_elem(p->aggs, &idx, a, BPF_ANY) ? -errno : 0;
+}
+
+/* The n-th block of class k from block `from` on. */
+static __u32 pull_blk(const struct rinx_plan *pl, int k, __u32 from, int n)
+{
+	__u32 b;
+
+	for (b = from; b < WINDOW - 1; b++)
+		if (pl->cmap[b % pl->plen] == k && n-- == 0)
+			return b;
+	tap_diag("  no block of class %d past %u in the window", k, from);
+	return WINDOW - 2;
+}
+
+static void run_pulls_at(struct place *p)
+{
+	const struct rinx_plan *pl = &p->plan;
+	__u32 plen = pl->plen, b, r;
+	__u32 d = (RINX_PULL_BEHIND + plen - 1) / plen * plen;
+	int tx = p->sw ? XDP_REDIRECT : XDP_TX, err = 0;
+	struct rinx_agg z = {}, a = {};
+	const struct rinx_hop *h;
+	__u16 to;
+	int k;
+
+	r = PULL_ROUND + (p->sw ? 100 : 0);
+	for (b = 0; b < WINDOW; b++)
+		err |= put_slot(p, b, &z);
+	err |= put_job(p, pl, JOB_ID, JOB_SLOT, p->self, r);
+	if (err || d + 5 >= WINDOW - 1)
+		tap_diag("  %s: pull set-up failed (err %d, distance %u of "
+			 "%u blocks)", p->name, err, d, WINDOW);
+
+	pull_contrib(p, 1, d, r, 0);
+	want_pull(p, 1, 0);
+	pull_step(p, tx, RINX_STAT_AGG_PULL, -1,
+		  "worker 1's block d came, slot 0 has nothing of the round: "
+		  "the frame asks worker 1 for block 0");
+	pull_contrib(p, 1, 1, r, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_AGG_ADD, -1,
+		  "worker 1's block 1 (before d): added, nothing asked");
+	pull_contrib(p, 1, d + 1, r, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_AGG_ADD, -1,
+		  "worker 1's block d + 1, slot 1 has worker 1: nothing asked");
+	pull_contrib(p, 2, d + 1, r, 0);
+	want_pull(p, 2, 1);
+	pull_step(p, tx, RINX_STAT_AGG_PULL, -1,
+		  "worker 2's block d + 1, slot 1 lacks worker 2: asked for "
+		  "block 1");
+	a = z;
+	a.round = r;
+	a.done = 1;
+	err = put_slot(p, 2, &a);
+	pull_contrib(p, 1, d + 2, r, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_AGG_ADD, -1,
+		  "slot 2 done without worker 1's bit: nothing asked");
+	a.round = r + 1;
+	a.done = 0;
+	a.seen = 1ULL << 2;
+	err |= put_slot(p, 3, &a);
+	pull_contrib(p, 1, d + 3, r, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_AGG_ADD, -1,
+		  "slot 3 holds a newer round: nothing asked");
+	pull_contrib(p, 1, d + 4, r, RINX_F_RESEND);
+	pull_step(p, XDP_DROP, RINX_STAT_AGG_ADD, -1,
+		  "a share sent again (out of order): nothing asked");
+	pull_contrib(p, 1, WINDOW - 1, r, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_AGG_ADD, -1,
+		  "the round's last block (maybe short): nothing asked");
+	/* a worker's NACK for a block not finished here (its timer asks
+	 * before it sends the share again): a pull if the slot lacks its
+	 * share (rinx_agg_nack); blocks past d + 4 */
+	k = pl->cmap[(d + 5) % plen];
+	b = pull_blk(pl, k, d + 5, 0);
+	build(p, pl, fin, JOB_ID, RINX_T_NACK, 0, 1, 1, r, b, 0, 0);
+	want_pull(p, 1, b);
+	pull_step(p, tx, RINX_STAT_NACK_PULL, -1,
+		  "worker 1's NACK, the slot lacks its share: asked for it");
+	a = z;
+	a.round = r;
+	a.seen = 1ULL << 1;
+	err |= put_slot(p, b, &a);
+	pull_step(p, XDP_DROP, RINX_STAT_NACK_MISS, -1,
+		  "worker 1's NACK, the slot has its share, lacks worker 2's: "
+		  "nothing (worker 2's timer asks)");
+	build(p, pl, fin, JOB_ID, RINX_T_NACK, 0, 3, 3, r, b, 0, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_NACK_MISS, -1,
+		  "a NACK of node 3, no contributor here: nothing");
+	a.seen = pl->hops[k][RINX_T_CONTRIB - 1].mask;
+	a.done = 1;
+	err |= put_slot(p, b, &a);
+	build(p, pl, fin, JOB_ID, RINX_T_NACK, 0, 1, 1, r, b, 0, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_NACK_MISS, -1,
+		  "worker 1's NACK, the slot's sum left, the finished block "
+		  "not back: nothing");
+	if (err)
+		tap_diag("  %s: slot writes failed", p->name);
+
+	/* the answer of an aggregator that sent block 6's sum on (class
+	 * cmap[0], which starts here: agg+fwd) */
+	k = pl->cmap[6 % plen];
+	h = &pl->hops[k][RINX_T_CONTRIB - 1];
+	to = h->to;
+	a = z;
+	a.round = r;
+	a.done = 1;
+	a.seen = h->mask;
+	a.exp = 5;
+	a.flags = RINX_F_NONFINITE;
+	a.ce = 1;
+	a.shape = RINX_SHAPE(WINDOW, RINX_BLOCK_VALUES);
+	a.dtype = RINX_W_FIXED;
+	gen_vals(a.v, V_RAND);
+	err = put_slot(p, 6, &a);
+	build(p, pl, fin, JOB_ID, RINX_T_RNACK, 0, to, to, r, 6, 0, 0);
+	memcpy(fwant, fin, FLEN);
+	memcpy(vals(fwant), a.v, RINX_BLOCK_BYTES);
+	hdr(fwant)->exp = htons(5);
+	hdr(fwant)->flags = RINX_F_NONFINITE;
+	hdr(fwant)->type = RINX_T_REDUCE;
+	hdr(fwant)->step = h->out_step;
+	hdr(fwant)->cover = htobe64(h->mask);
+	fwant[OFF_IP + 1] = RINX_ECN_CE;
+	readdress(p, fwant, to);
+	pull_step(p, h->action == RINX_A_AGG_FWD ? tx : XDP_DROP,
+		  h->action == RINX_A_AGG_FWD ? RINX_STAT_RREPAIR :
+		  RINX_STAT_RNACK_MISS, -1,
+		  "RNACK from the node the sum went to: the slot's sum again, "
+		  "marked as it left");
+	build(p, pl, fin, JOB_ID, RINX_T_RNACK, 0, 4, 4, r, 6, 0, 0);
+	pull_step(p, to == 4 ? tx : XDP_DROP,
+		  to == 4 ? RINX_STAT_RREPAIR : RINX_STAT_RNACK_MISS, -1,
+		  "RNACK from a node the sum does not go to: refused");
+	a.final = 1;
+	err |= put_slot(p, 6, &a);
+	build(p, pl, fin, JOB_ID, RINX_T_RNACK, 0, to, to, r, 6, 0, 0);
+	pull_step(p, XDP_DROP, RINX_STAT_RNACK_MISS, -1,
+		  "RNACK once the slot keeps the finished block: refused");
+	if (err || h->action != RINX_A_AGG_FWD || to == 4)
+		tap_diag("  %s: class %d's hop is not the agg+fwd to a node "
+			 "other than 4 the test expects", p->name, k);
+}
+
+/* Worker 1's answer to its aggregator's pull, at a host program (the
+ * agent place's, another job slot): its share of the block as it left, if
+ * its cursor claimed it. */
+static void run_pull_worker(struct place *p, const struct place *of,
+			    __u32 slot)
+{
+	struct rinx_plan *q = calloc(1, sizeof(*q));
+	struct rinx_cursor cur = {};
+	struct rinx_slot sh = {};
+	struct rinx_job j = {};
+	__u32 id = WK_JOB + slot, r = PULL_ROUND + 7, idx, i, agg;
+	int err, k, cfd = fd_of(p->hs->maps.cursors);
+	const struct rinx_node *me, *them;
+	char what[160];
+
+	err = q ? rinx_plan_build(q, &of->spec, 1) : -ENOMEM;
+	err = err ?: put_plan(p, q, slot, false);
+	if (err) {
+		for (i = 0; i < 2; i++)
+			check(NULL, 0, "%s: pull: worker 1 of the %s's plan: "
+			      "set-up: %s", p->name, of->name,
+			      strerror(-err));
+		free(q);
+		return;
+	}
+	agg = (__u32)q->start_to[q->cmap[1]];
+	j = (struct rinx_job){
+		.token = JOB_TOKEN, .slot = slot, .round = r,
+		.nblocks = WINDOW, .last_count = RINX_BLOCK_VALUES,
+		.nclasses = (__u16)q->nclasses, .nnodes = (__u16)q->nnodes,
+		.self = 1, .qbits = QBITS, .dtype = RINX_W_FIXED,
+		.window = WINDOW, .plen = (__u16)q->plen,
+		.bval = RINX_BLOCK_VALUES,
+	};
+	memcpy(j.cmap, q->cmap, sizeof(j.cmap));
+	for (k = 0; k < RINX_MAX_CLASSES; k++) {
+		j.start_to[k] = q->start_to[k] >= 0 ? q->start_to[k] :
+						      RINX_NO_SEND;
+		j.start_type[k] = q->start_to[k] >= 0 ? q->start_type[k] : 0;
+	}
+	for (i = 0; i < (__u32)q->plen; i++)
+		if (j.start_to[q->cmap[i]] != RINX_NO_SEND)
+			j.own[j.nown++] = (__u8)i;
+	cur.round = r;
+	cur.next = 2 * j.nown;	/* blocks of the first two patterns */
+	sh.round = r;
+	sh.exp = -2;
+	sh.flags = 0;
+	sh.count = RINX_BLOCK_VALUES;
+	gen_vals(sh.v, V_RAND);
+	idx = slot * WINDOW + 1;
+	err = bpf_map_update_elem(p->jobs, &id, &j, BPF_ANY) ||
+	      bpf_map_update_elem(cfd, &slot, &cur, BPF_ANY) ||
+	      bpf_map_update_elem(p->share, &idx, &sh, BPF_ANY);
+	idx = slot * WINDOW + 3 * q->plen;
+	err = err || bpf_map_update_elem(p->share, &idx, &sh, BPF_ANY);
+	if (err || agg >= RINX_MAX_NODES || j.nown != q->plen ||
+	    q->start_type[q->cmap[1]] != RINX_T_CONTRIB)
+		tap_diag("  worker set-up: err %d, aggregator %u, %u own of "
+			 "%u", err, agg, j.nown, q->plen);
+	me = &q->nodes[1];
+	them = &q->nodes[agg < RINX_MAX_NODES ? agg : 0];
+
+	/* block 1: claimed; its share answers */
+	tf_frame(fin, me->mac, them, me, 0, PORT);
+	{
+		struct rinx_hdr *h = hdr(fin);
+
+		h->type = RINX_T_RNACK;
+		h->job = htonl(id);
+		h->token = htobe64(JOB_TOKEN);
+		h->round = htonl(r);
+		h->block = htonl(1);
+		h->nblocks = htonl(WINDOW);
+		h->sender = htons((__u16)agg);
+		h->count = htons(RINX_BLOCK_VALUES);
+		h->klass = htons(q->cmap[1]);
+		h->dtype = htons(RINX_W_FIXED);
+	}
+	memcpy(fwant, fin, FLEN);
+	memcpy(vals(fwant), sh.v, RINX_BLOCK_BYTES);
+	hdr(fwant)->type = RINX_T_CONTRIB;
+	hdr(fwant)->exp = htons((__u16)sh.exp);
+	hdr(fwant)->flags = 0;
+	hdr(fwant)->step = 0;
+	fwant[OFF_IP + 1] = RINX_ECN_ECT0;
+	memcpy(fwant, them->mac, 6);
+	memcpy(fwant + 6, me->mac, 6);
+	memcpy(fwant + OFF_IP + 12, &me->ip, 4);
+	memcpy(fwant + OFF_IP + 16, &them->ip, 4);
+	ip_fix_csum(fwant + OFF_IP);
+	put16(fwant + OFF_UDP + 6, 0);
+	hdr(fwant)->sender = htons(1);
+	snprintf(what, sizeof(what), "worker 1 of the %s's plan: its "
+		 "aggregator's RNACK for a claimed block: the share again",
+		 of->name);
+	pull_step(p, XDP_TX, RINX_STAT_RREPAIR, -1, what);
+	/* block 3 plen: written, not claimed (its pacer has not let it go;
+	 * the trainer's timers send it) */
+	hdr(fin)->block = htonl(3 * q->plen);
+	hdr(fin)->klass = htons(q->cmap[0]);
+	snprintf(what, sizeof(what), "worker 1 of the %s's plan: an RNACK "
+		 "for a block not claimed yet: refused", of->name);
+	pull_step(p, XDP_DROP, RINX_STAT_RNACK_MISS, -1, what);
+	free(q);
+}
+
+static void run_pulls(void)
+{
+	run_pulls_at(&places[0]);
+	run_pulls_at(&places[1]);
+	run_pull_worker(&places[0], &places[0], WK_SLOT);
+	run_pull_worker(&places[0], &places[1], WK_TOR_SLOT);
+}
+
 int main(void)
 {
 	int i, ci, efd;
@@ -2282,6 +2647,7 @@ int main(void)
 		}
 	}
 	run_with_socket(&places[0]);
+	run_pulls();
 	if (dup_rewritten)
 		tap_diag("%d dropped duplicates into a finished slot were "
 			 "rewritten with the stored sum first (a 3 KiB copy "

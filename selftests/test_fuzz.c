@@ -307,7 +307,7 @@ static const struct rinx_hop tor_tab[][RINX_HOP_TYPES] = {
 };
 
 static const struct jobcfg tor_job = {
-	0x70770001, 0x11aa22bb11aa22bbULL, 3, 77, 9, 500, 5, 64, 50, 24,
+	0x70770001, 0x11aa22bb11aa22bbULL, 3, 77, 12, 500, 5, 64, 50, 24,
 	RINX_W_FIXED, 0,
 	tor_cmap, sizeof(tor_cmap), tor_tab, false, 0,
 };
@@ -502,6 +502,11 @@ static int build_frame(__u8 *buf, const struct jobcfg *j)
 		if (!below(24)) {
 			type = RINX_T_NACK;
 			from = (__u16)below(RINX_MAX_NODES);
+		} else if (h.action == RINX_A_AGG_FWD && !below(16)) {
+			/* the node the sum went to asks for it again (it
+			 * pulled: bpf/agg.bpf.h) */
+			type = RINX_T_RNACK;
+			from = below(8) ? h.to : (__u16)below(RINX_MAX_NODES);
 		}
 	}
 	if (!j->tab && type == RINX_T_REDUCE && !below(12)) {
@@ -1039,7 +1044,7 @@ enum cov {
 	C_REEMIT_FWD, C_REEMIT_FIN, C_STALE, C_MCAST_FWD, C_MCAST_END,
 	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_POOL_DONE, C_POOL_PASS,
 	C_POOL_FLUSH, C_POOL_RESEND, C_OVERLAP, C_MEMBER, C_AHEAD,
-	C_SHAPE_FRAME, C_SHAPE, C_MAX,
+	C_SHAPE_FRAME, C_SHAPE, C_RNACK_SUM, C_PULL, C_NACK_PULL, C_MAX,
 };
 
 static const char *cov_name[C_MAX] = {
@@ -1059,6 +1064,9 @@ static const char *cov_name[C_MAX] = {
 	"non-member refused", "round too far ahead refused",
 	"size or dtype unfit for a round",
 	"size or dtype not the slot's round's",
+	"RNACK answered with the sum sent on",
+	"contribution asking for its earlier block (pull)",
+	"NACK answered with a pull",
 };
 
 /* C_* bits that only a host or only a ToR can reach */
@@ -1206,6 +1214,84 @@ static bool asker_ok(const __u8 *b, const struct jobcfg *j)
 	       get32(b + OFF_IP + 12) == node_ip(j->slot, who);
 }
 
+/* RNACK at an aggregator from the node its partial sum of the block went
+ * to (hop h, the class's contribution hop): the slot's sum again, if the
+ * slot sent it this round and holds it still. true: wantf is the answer. */
+static bool m_sum_again(const struct mslot *a, const struct rinx_hop *h,
+			const __u8 *b, const struct jobcfg *j, __u32 round)
+{
+	__u16 who = get16(b + H_SENDER);
+
+	if (h->action != RINX_A_AGG_FWD || h->to != who ||
+	    (h->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) ||
+	    a->round != round || !a->done || a->final || a->pend ||
+	    !m_same_shape(a, b))
+		return false;
+	m_slot_to_frame(a, wantf);
+	put_cover(wantf, a->seen);
+	wantf[OFF_IP + 1] = (wantf[OFF_IP + 1] & ~RINX_ECN_MASK) |
+			    (a->ce ? RINX_ECN_CE : RINX_ECN_ECT0);
+	wantf[H_TYPE] = RINX_T_REDUCE;
+	wantf[H_STEP] = h->out_step;
+	m_readdress(wantf, j->slot, j->self, who);
+	return true;
+}
+
+/* The pull rule (bpf/agg.bpf.h): the block frame b (of job j, hop h) asks
+ * its sender for, or -1. */
+static long m_pull_block(const __u8 *b, const struct jobcfg *j,
+			 const struct rinx_hop *h)
+{
+	__u32 plen = j->cmap ? j->plen :
+		     j->nclasses < RINX_CMAP_MAX ? j->nclasses : 0;
+	__u32 block = get32(b + H_BLOCK), d;
+
+	if ((h->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) || !plen ||
+	    (b[H_FLAGS] & RINX_F_RESEND))
+		return -1;
+	d = (RINX_PULL_BEHIND + plen - 1) / plen * plen;
+	if (block < d || block + 1 >= get32(b + H_NBLOCKS))
+		return -1;
+	return (long)(block - d);
+}
+
+static bool m_lacks(const struct mslot *a, __u32 round, __u64 bit)
+{
+	if (a->round != round)
+		return (__s32)(a->round - round) < 0;
+	return !(a->seen & bit) && !a->done;
+}
+
+
+/* wantf: frame b going back to `who` as the pull (RNACK) of block pb. */
+static void m_pull_frame(const __u8 *b, const struct jobcfg *j, __u32 pb,
+			 __u16 who)
+{
+	wantf[H_TYPE] = RINX_T_RNACK;
+	put32(wantf + H_BLOCK, pb);
+	wantf[H_FLAGS] = 0;
+	wantf[H_STEP] = 0;
+	put_cover(wantf, 0);
+	wantf[OFF_IP + 1] = (b[OFF_IP + 1] & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
+	m_readdress(wantf, j->slot, j->self, who);
+}
+
+/* A NACK at an aggregator without the finished block (rinx_agg_nack):
+ * true if it goes back as a pull of the asker's share (wantf). */
+static bool m_agg_nack(const __u8 *b, const struct jobcfg *j,
+		       const struct rinx_hop *h, const struct mslot *a,
+		       __u32 round, __u32 block)
+{
+	__u16 who = get16(b + H_SENDER);
+
+	if ((h->action != RINX_A_AGG_FWD && h->action != RINX_A_AGG_FINISH) ||
+	    (h->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) || who >= 64 ||
+	    !(h->mask >> who & 1) || !m_lacks(a, round, 1ULL << who))
+		return false;
+	m_pull_frame(b, j, block, who);
+	return true;
+}
+
 /* Coverage of one m_agg_add outcome r under hop h (frame type). */
 static void cov_add(int r, bool reset, const struct rinx_hop *h, __u32 type,
 		    __u16 self)
@@ -1312,7 +1398,16 @@ static void host_agg(struct pred *p, const struct jobcfg *j,
 		return;
 	}
 	if (r == M_CONSUMED) {
+		long pb = m_pull_block(wantf, j, h);
+
 		p->stat = RINX_STAT_AGG_ADD;
+		if (pb >= 0 && m_lacks(&host_slots[j->slot * WINDOW + pb],
+				       p->round, 1ULL << (sender & 63))) {
+			m_pull_frame(wantf, j, (__u32)pb, (__u16)sender);
+			p->stat = RINX_STAT_AGG_PULL;
+			p->act = XDP_TX;
+			cov[C_PULL]++;
+		}
 		return;
 	}
 	p->stat = r == M_COMPLETE ? RINX_STAT_AGG_DONE : RINX_STAT_AGG_REEMIT;
@@ -1416,11 +1511,25 @@ static struct pred host_model(const __u8 *b, int len)
 		else
 			p.stat = r->round == round && r->count == cnt ?
 				 RINX_STAT_REPAIR : RINX_STAT_NACK_MISS;
+		/* an aggregation asks for what its slot lacks */
+		if (p.stat == RINX_STAT_NACK_MISS && nv <= RINX_BLOCK_VALUES) {
+			h = job_hop(j, get16(b + H_KLASS), RINX_T_CONTRIB);
+			memcpy(wantf, b, len);
+			if (m_agg_nack(b, j, &h,
+				       &host_slots[j->slot * WINDOW + block],
+				       round, block)) {
+				p.stat = RINX_STAT_NACK_PULL;
+				p.want = true;
+				p.act = XDP_TX;
+				cov[C_NACK_PULL]++;
+			}
+		}
 		return p;
 	}
 	/* RNACK: answered from the kept partial sum by the add and forward
 	 * hop that sends the asker the class's reduce (the test's nodes
-	 * start nothing, so no share answers) */
+	 * start nothing, so no share answers), or by an aggregation that
+	 * sends it its sum, from the slot */
 	if (type == RINX_T_RNACK) {
 		const struct rinx_slot *k;
 
@@ -1428,6 +1537,18 @@ static struct pred host_model(const __u8 *b, int len)
 		k = &part_model[j->slot * WINDOW + block * jslots(j)];
 		if (!asker_ok(b, j)) {
 			p.stat = RINX_STAT_DROP_SENDER;
+		} else if (round == j->round && h.action != RINX_A_ADD_FWD &&
+			   nv <= RINX_BLOCK_VALUES) {
+			h = job_hop(j, get16(b + H_KLASS), RINX_T_CONTRIB);
+			if (m_sum_again(&host_slots[j->slot * WINDOW + block],
+					&h, b, j, round)) {
+				p.stat = RINX_STAT_RREPAIR;
+				p.want = true;
+				p.act = XDP_TX;
+				cov[C_RNACK_SUM]++;
+			} else {
+				p.stat = RINX_STAT_RNACK_MISS;
+			}
 		} else if (round != j->round || h.action != RINX_A_ADD_FWD ||
 			   h.to != get16(b + H_SENDER) || k->round != round ||
 			   k->count != cnt) {
@@ -1549,10 +1670,10 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"POOL_FLUSH", "POOL_RESEND", "AGG_OVERLAP", "DROP_MEMBER",
 	"DROP_AHEAD", "DROP_SHAPE", "RREPAIR", "RNACK_MISS", "DROP_DUP",
 	"PS_PUSH", "PS_DUP", "PS_PULL", "PS_STALE", "PS_RANGE", "PS_LEAVE",
-	"SLOW_PS",
+	"SLOW_PS", "AGG_PULL", "NACK_PULL",
 };
 
-_Static_assert(RINX_STAT_SLOW_PS == 53 && RINX_STAT_MAX == 54,
+_Static_assert(RINX_STAT_NACK_PULL == 55 && RINX_STAT_MAX == 56,
 	       "host_stat_name follows enum rinx_stat");
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {
@@ -2749,7 +2870,8 @@ static struct pred tor_model(const __u8 *b, int len)
 	}
 	type = b[H_TYPE];
 	if (type != RINX_T_REDUCE && type != RINX_T_GATHER &&
-	    type != RINX_T_CONTRIB && type != RINX_T_NACK) {
+	    type != RINX_T_CONTRIB && type != RINX_T_NACK &&
+	    type != RINX_T_RNACK) {
 		p.stat = RINX_STAT_DROP_TYPE;
 		return p;
 	}
@@ -2784,6 +2906,26 @@ static struct pred tor_model(const __u8 *b, int len)
 			cov[C_NACK_REPAIR]++;
 		} else {
 			p.stat = RINX_STAT_NACK_MISS;
+			h = job_hop(j, get16(b + H_KLASS), RINX_T_CONTRIB);
+			if (m_agg_nack(b, j, &h, a, round, block)) {
+				p.stat = RINX_STAT_NACK_PULL;
+				p.act = V_UNICAST;
+				cov[C_NACK_PULL]++;
+			}
+		}
+		return p;
+	}
+	if (type == RINX_T_RNACK) {
+		/* the sum this ToR sent on, again, for the node it went to */
+		h = job_hop(j, get16(b + H_KLASS), RINX_T_CONTRIB);
+		if (!asker_ok(b, j)) {
+			p.stat = RINX_STAT_DROP_SENDER;
+		} else if (m_sum_again(a, &h, b, j, round)) {
+			p.stat = RINX_STAT_RREPAIR;
+			p.act = V_UNICAST;
+			cov[C_RNACK_SUM]++;
+		} else {
+			p.stat = RINX_STAT_RNACK_MISS;
 		}
 		return p;
 	}
@@ -2864,9 +3006,21 @@ static struct pred tor_model(const __u8 *b, int len)
 		p.stat = RINX_STAT_DROP_AGG_DUP;
 		return p;
 	}
-	if (r == M_STALE || r == M_CONSUMED || r == M_NEED_SELF) {
+	if (r == M_CONSUMED) {
+		long pb = m_pull_block(b, j, &h);
+
+		p.stat = RINX_STAT_AGG_ADD;
+		if (pb >= 0 && m_lacks(&tor_slots[j->slot * WINDOW + pb], round,
+				       1ULL << (sender & 63))) {
+			m_pull_frame(b, j, (__u32)pb, (__u16)sender);
+			p.stat = RINX_STAT_AGG_PULL;
+			p.act = V_UNICAST;
+			cov[C_PULL]++;
+		}
+		return p;
+	}
+	if (r == M_STALE || r == M_NEED_SELF) {
 		p.stat = r == M_STALE ? RINX_STAT_DROP_AGG_STALE :
-			 r == M_CONSUMED ? RINX_STAT_AGG_ADD :
 			 RINX_STAT_ABORTED;
 		p.act = r == M_NEED_SELF ? V_ABORTED : V_DROP;
 		return p;

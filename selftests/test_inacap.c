@@ -92,9 +92,10 @@ static const struct cap_case cases[] = {
 	{ "full queue idle since long: drained, summed", CAP, 10000,
 	  IDLE_LONG, RINX_T_CONTRIB, 1, 0, DST_AGG, XDP_REDIRECT,
 	  RINX_SW_INA_FWD, -1, WIRE, 1, 0 },
-	{ "full queue: a NACK takes no capacity", CAP, 10000, IDLE_NO,
-	  RINX_T_NACK, 1, 0, DST_AGG, XDP_DROP, RINX_SW_INA_DROP, -1, 10000,
-	  0, 0 },
+	{ "full queue: a NACK takes no capacity (answered: a pull of the "
+	  "asker's share, which its slot lacks)", CAP, 10000, IDLE_NO,
+	  RINX_T_NACK, 1, 0, DST_AGG, XDP_REDIRECT, RINX_SW_INA_FWD, -1,
+	  10000, 0, 0 },
 	{ "full queue: a wrong token takes no capacity", CAP, 10000, IDLE_NO,
 	  RINX_T_CONTRIB, 1, 1, DST_AGG, XDP_DROP, RINX_SW_INA_DROP, -1,
 	  10000, 0, 0 },
@@ -141,6 +142,8 @@ static int tables(struct switch_bpf *skel, __u32 out)
 		err = put(bpf_map__fd(skel->maps.nodes), &n, &nd);
 	}
 	err = err ?: put(bpf_map__fd(skel->maps.ports), &out, &dv);
+	err = err ?: put(bpf_map__fd(skel->maps.macs), &mk, &p);
+	mk = tl_mac_key(M_W0);	/* the answer to a NACK of node 0 */
 	return err ?: put(bpf_map__fd(skel->maps.macs), &mk, &p);
 }
 

@@ -86,7 +86,10 @@ aggs() {
 	timeout 60 "$rinxctl" testbed show "$P" 2>/dev/null |
 		awk '$2 == "counters:" { a = 0; d = 0
 			for (i = 3; i <= NF; i++) {
-				if ($i ~ /^agg_add=/) { sub(/^agg_add=/, "", $i); a = $i }
+				# a contribution whose frame went back as a pull
+				# was added too
+				if ($i ~ /^agg_add=/) { sub(/^agg_add=/, "", $i); a += $i }
+				if ($i ~ /^agg_pull=/) { sub(/^agg_pull=/, "", $i); a += $i }
 				if ($i ~ /^agg_done=/) { sub(/^agg_done=/, "", $i); d = $i }
 			}
 			print $1, a, d }'

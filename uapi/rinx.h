@@ -239,6 +239,11 @@ enum rinx_wire_dtype {
  * passes the share on unaggregated, and clears the flag (docs/rinx.md) */
 #define RINX_F_RESEND	0x80
 
+/* An aggregator asks a contributor for a block of its that its slot still
+ * lacks once the contributor's block this many blocks later (rounded up to
+ * whole class patterns) arrived: a pull (RNACK), bpf/agg.bpf.h. */
+#define RINX_PULL_BEHIND	4
+
 struct rinx_hdr {
 	__be32 magic;
 	__u8 version;
@@ -674,6 +679,14 @@ enum rinx_stat {
 	RINX_STAT_PS_LEAVE,	/* ... a worker left */
 	RINX_STAT_SLOW_PS,	/* to AF_XDP: the server's answer to this
 				 * host's trainer */
+	RINX_STAT_AGG_PULL,	/* aggregator: a contribution added (as
+				 * AGG_ADD) whose frame went back as an
+				 * RNACK for the contributor's block
+				 * RINX_PULL_BEHIND earlier that the slot
+				 * lacks */
+	RINX_STAT_NACK_PULL,	/* aggregator: a NACK for a block whose slot
+				 * lacks the asker's share, sent back as the
+				 * RNACK for it */
 	RINX_STAT_MAX,
 };
 

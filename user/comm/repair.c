@@ -109,6 +109,22 @@ __u64 rinx_c_stall_wait(const struct rinx_req *r, __u64 now)
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step);
 
+static int hole_nackable(const struct rinx_hop *g);
+
+/* Is own block b's first repair a NACK to its aggregator: a class that
+ * starts with this rank's share to an aggregator that also sends it the
+ * finished block? (Not a pool's: its slots hold any block, it cannot tell
+ * whose share a block lacks; ps-ina's finished blocks come from the
+ * server anyway.) */
+static int agg_asks(const struct rinx_comm *c, __u32 b)
+{
+	int k = class_of(c, b);
+	const struct rinx_hop *g = &c->plan.hops[k][RINX_T_GATHER - 1];
+
+	return c->plan.start_type[k] == RINX_T_CONTRIB &&
+	       c->plan.start_to[k] == g->from && hole_nackable(g);
+}
+
 void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
@@ -196,6 +212,17 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			if (c->keep && (c->own_ring >> class_of(c, b) & 1) &&
 			    (g->action == RINX_A_STORE_FWD ||
 			     g->action == RINX_A_STORE_END) && r->resent[j] < 2) {
+				if (send_nack(r, b, g->from, g->step))
+					break;
+				c->st.nacks++;
+			} else if (!r->resent[j] && agg_asks(c, b)) {
+				/* the block's aggregator, where its finished
+				 * block also comes from: asked first. It
+				 * answers with the block, or, if its slot
+				 * lacks this share, with a pull that the host
+				 * program answers (bpf/agg.bpf.h); if the
+				 * slot has it, another's loss holds the block
+				 * and this share is not sent again */
 				if (send_nack(r, b, g->from, g->step))
 					break;
 				c->st.nacks++;

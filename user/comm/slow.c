@@ -396,6 +396,13 @@ static inline int env_agg_slot(struct hop_env *x, const struct rinx_hop *hop,
 	return self_complete(x->c, hop, idx, round, sh, cov, x->f);
 }
 
+/* Nothing reaches the handler consumed: no pull from here. */
+static inline int env_pull(struct hop_env *x, const struct rinx_hop *hop,
+			   __u32 round, __u32 sender)
+{
+	return 0;
+}
+
 static inline int env_keep_final(struct hop_env *x, __u32 idx, __u32 round,
 				 int nv)
 {

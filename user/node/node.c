@@ -88,6 +88,8 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_PS_RANGE] = "ps_range",
 	[RINX_STAT_PS_LEAVE] = "ps_leave",
 	[RINX_STAT_SLOW_PS] = "slow_ps",
+	[RINX_STAT_AGG_PULL] = "agg_pull",
+	[RINX_STAT_NACK_PULL] = "nack_pull",
 };
 
 const char *rinx_stat_name(int stat)
