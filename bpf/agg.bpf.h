@@ -388,23 +388,43 @@ static __always_inline void rinx_pull_frame(struct rinx_frame *f, __u32 pb)
  * A NACK for a block an aggregator has not finished (it holds no finished
  * copy to answer with). A worker's timer asks its aggregator before it
  * sends its share again (user/comm/repair.c), so the aggregator, which
- * knows what its slot lacks, decides: if the slot lacks the asker's share
- * this round, the NACK goes back as a pull of it (f rewritten, 1); else
- * another's loss holds the block, whose own timer asks, and this worker's
- * share is not sent again (0, f untouched). Per-block aggregations only
- * (hop: the class's aggregation here).
+ * knows what its slot lacks, decides (hop: the class's aggregation here):
+ *  - the slot lacks the asker's share this round: the NACK goes back as a
+ *    pull of it (RINX_NACK_PULL, *to = the asker);
+ *  - the slot's partial sum left (agg+fwd) and the finished block has not
+ *    come back: the sum is sent on again (RINX_NACK_SUM, *to = hop->to),
+ *    as a share sent again into the finished slot would send it: a loss
+ *    past this node is repaired (the next aggregator adds what it lacked,
+ *    or, finished, sends the finished block on again);
+ *  - else another worker's loss holds the block (its own timer asks), and
+ *    this worker's share is not sent again (RINX_NACK_MISS, f untouched).
+ * Per-block aggregations only (not pools, nor coverage sums).
  */
+enum { RINX_NACK_MISS, RINX_NACK_PULL, RINX_NACK_SUM };
+
 static __always_inline int rinx_agg_nack(struct rinx_frame *f,
 					 const struct rinx_hop *hop,
-					 const struct rinx_agg *a, __u32 round,
-					 __u32 block, __u32 who)
+					 struct rinx_agg *a, __u32 round,
+					 __u32 block, __u32 who, __u16 *to,
+					 const int nv)
 {
 	if (!rinx_is_agg(hop) ||
 	    (hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) || who >= 64 ||
-	    !((hop->mask >> who) & 1) || !rinx_agg_lacks(a, round, 1ULL << who))
-		return 0;
-	rinx_pull_frame(f, block);
-	return 1;
+	    !((hop->mask >> who) & 1))
+		return RINX_NACK_MISS;
+	if (rinx_agg_lacks(a, round, 1ULL << who)) {
+		rinx_pull_frame(f, block);
+		*to = (__u16)who;
+		return RINX_NACK_PULL;
+	}
+	if (hop->action == RINX_A_AGG_FWD &&
+	    rinx_agg_get_sent(a, f, round, nv)) {
+		f->h->type = RINX_T_REDUCE;
+		f->h->step = hop->out_step;
+		*to = hop->to;
+		return RINX_NACK_SUM;
+	}
+	return RINX_NACK_MISS;
 }
 
 /* Addresses, sender and step of a frame leaving node self for node next. */

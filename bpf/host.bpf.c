@@ -258,8 +258,8 @@ static __always_inline int recycle(struct xdp_md *ctx, struct rinx_frame *f,
 	return forward(f, job, job->slot, to);
 }
 
-/* A NACK for a block not finished here, at an aggregating host: a pull
- * if its slot lacks the asker's share (rinx_agg_nack). */
+/* A NACK for a block not finished here, at an aggregating host: what its
+ * slot holds decides (rinx_agg_nack). */
 static __always_inline int nack_agg(struct rinx_frame *f,
 				    struct rinx_job *job, __u32 round,
 				    __u32 block, __u32 who, const int nv)
@@ -268,17 +268,23 @@ static __always_inline int nack_agg(struct rinx_frame *f,
 				 RINX_T_CONTRIB), idx;
 	struct rinx_hop *hop;
 	struct rinx_agg *a;
-	int ret;
+	__u16 to = 0;
+	int ret, what;
 
 	if (nv > RINX_BLOCK_VALUES)
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
 	hop = bpf_map_lookup_elem(&hops, &k);
 	idx = job->slot * rinx_window + block;
 	a = bpf_map_lookup_elem(&aggs, &idx);
-	if (!hop || !a || !rinx_agg_nack(f, hop, a, round, block, who))
+	if (!hop || !a)
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
-	ret = forward(f, job, job->slot, who);
-	return ret == XDP_TX ? rinx_count(RINX_STAT_NACK_PULL, ret) : ret;
+	what = rinx_agg_nack(f, hop, a, round, block, who, &to, nv);
+	if (what == RINX_NACK_MISS)
+		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
+	ret = forward(f, job, job->slot, to);
+	return ret != XDP_TX ? ret :
+	       rinx_count(what == RINX_NACK_PULL ? RINX_STAT_NACK_PULL :
+			  RINX_STAT_NACK_SUM, ret);
 }
 
 /* NACK: the asker (the frame's sender) misses the finished block; answer

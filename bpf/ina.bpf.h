@@ -159,23 +159,28 @@ static __always_inline int ina_rnack(struct rinx_frame *f,
 					 ret;
 }
 
-/* A NACK for a block this ToR has not finished: a pull if its slot lacks
- * the asker's share (rinx_agg_nack). */
+/* A NACK for a block this ToR has not finished: what its slot holds
+ * decides (rinx_agg_nack). */
 static __always_inline int ina_nack_agg(struct rinx_frame *f,
 					struct rinx_job *job,
 					struct rinx_agg *a, __u32 round,
-					__u32 block, __u32 who)
+					__u32 block, __u32 who, const int nv)
 {
 	__u32 k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f->h->klass),
 				 RINX_T_CONTRIB);
 	struct rinx_hop *hop = bpf_map_lookup_elem(&hops, &k);
-	int ret;
+	__u16 to = 0;
+	int ret, what;
 
-	if (!hop || !rinx_agg_nack(f, hop, a, round, block, who))
+	if (!hop)
 		return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
-	ret = ina_out(f, job, who);
-	return ret == RINX_INA_UNICAST ? rinx_count(RINX_STAT_NACK_PULL, ret) :
-					 ret;
+	what = rinx_agg_nack(f, hop, a, round, block, who, &to, nv);
+	if (what == RINX_NACK_MISS)
+		return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
+	ret = ina_out(f, job, to);
+	return ret != RINX_INA_UNICAST ? ret :
+	       rinx_count(what == RINX_NACK_PULL ? RINX_STAT_NACK_PULL :
+			  RINX_STAT_NACK_SUM, ret);
 }
 
 /* A contribution the slot consumed (counted as added, or as the pull it
@@ -232,7 +237,7 @@ static __always_inline int ina_block(struct rinx_frame *fp,
 			return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
 		if (!rinx_agg_get_final(a, &f, round, nv))
 			return ina_nack_agg(&f, job, a, round, block,
-					    sender);
+					    sender, nv);
 		f.h->type = RINX_T_GATHER;
 		ret = ina_out(&f, job, sender);
 		return ret == RINX_INA_UNICAST ?

@@ -2439,13 +2439,31 @@ static void run_pulls_at(struct place *p)
 	build(p, pl, fin, JOB_ID, RINX_T_NACK, 0, 3, 3, r, b, 0, 0);
 	pull_step(p, XDP_DROP, RINX_STAT_NACK_MISS, -1,
 		  "a NACK of node 3, no contributor here: nothing");
-	a.seen = pl->hops[k][RINX_T_CONTRIB - 1].mask;
+	/* the slot's sum left (agg+fwd): sent on again */
+	k = pl->cmap[6 % plen];
+	b = pull_blk(pl, k, d + 5, 1);
+	h = &pl->hops[k][RINX_T_CONTRIB - 1];
+	a.seen = h->mask;
 	a.done = 1;
+	a.exp = 4;
+	a.shape = RINX_SHAPE(WINDOW, RINX_BLOCK_VALUES);
+	a.dtype = RINX_W_FIXED;
+	gen_vals(a.v, V_RAND);
 	err |= put_slot(p, b, &a);
 	build(p, pl, fin, JOB_ID, RINX_T_NACK, 0, 1, 1, r, b, 0, 0);
-	pull_step(p, XDP_DROP, RINX_STAT_NACK_MISS, -1,
+	memcpy(fwant, fin, FLEN);
+	memcpy(vals(fwant), a.v, RINX_BLOCK_BYTES);
+	hdr(fwant)->exp = htons(4);
+	hdr(fwant)->type = RINX_T_REDUCE;
+	hdr(fwant)->step = h->out_step;
+	hdr(fwant)->cover = htobe64(h->mask);
+	fwant[OFF_IP + 1] = RINX_ECN_ECT0;
+	readdress(p, fwant, h->to);
+	pull_step(p, h->action == RINX_A_AGG_FWD ? tx : XDP_DROP,
+		  h->action == RINX_A_AGG_FWD ? RINX_STAT_NACK_SUM :
+		  RINX_STAT_NACK_MISS, -1,
 		  "worker 1's NACK, the slot's sum left, the finished block "
-		  "not back: nothing");
+		  "not back: the sum sent on again");
 	if (err)
 		tap_diag("  %s: slot writes failed", p->name);
 

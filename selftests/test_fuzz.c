@@ -1044,7 +1044,8 @@ enum cov {
 	C_REEMIT_FWD, C_REEMIT_FIN, C_STALE, C_MCAST_FWD, C_MCAST_END,
 	C_MCAST_STALE, C_NACK_REPAIR, C_TRAINER, C_POOL_DONE, C_POOL_PASS,
 	C_POOL_FLUSH, C_POOL_RESEND, C_OVERLAP, C_MEMBER, C_AHEAD,
-	C_SHAPE_FRAME, C_SHAPE, C_RNACK_SUM, C_PULL, C_NACK_PULL, C_MAX,
+	C_SHAPE_FRAME, C_SHAPE, C_RNACK_SUM, C_PULL, C_NACK_PULL, C_NACK_SUM,
+	C_MAX,
 };
 
 static const char *cov_name[C_MAX] = {
@@ -1067,6 +1068,7 @@ static const char *cov_name[C_MAX] = {
 	"RNACK answered with the sum sent on",
 	"contribution asking for its earlier block (pull)",
 	"NACK answered with a pull",
+	"NACK answered: the sum sent on again",
 };
 
 /* C_* bits that only a host or only a ToR can reach */
@@ -1277,19 +1279,34 @@ static void m_pull_frame(const __u8 *b, const struct jobcfg *j, __u32 pb,
 }
 
 /* A NACK at an aggregator without the finished block (rinx_agg_nack):
- * true if it goes back as a pull of the asker's share (wantf). */
-static bool m_agg_nack(const __u8 *b, const struct jobcfg *j,
-		       const struct rinx_hop *h, const struct mslot *a,
-		       __u32 round, __u32 block)
+ * 0 nothing, 1 a pull of the asker's share, 2 the partial sum sent on
+ * again; wantf is what leaves. */
+static int m_agg_nack(const __u8 *b, const struct jobcfg *j,
+		      const struct rinx_hop *h, const struct mslot *a,
+		      __u32 round, __u32 block)
 {
 	__u16 who = get16(b + H_SENDER);
 
 	if ((h->action != RINX_A_AGG_FWD && h->action != RINX_A_AGG_FINISH) ||
 	    (h->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) || who >= 64 ||
-	    !(h->mask >> who & 1) || !m_lacks(a, round, 1ULL << who))
-		return false;
-	m_pull_frame(b, j, block, who);
-	return true;
+	    !(h->mask >> who & 1))
+		return 0;
+	if (m_lacks(a, round, 1ULL << who)) {
+		m_pull_frame(b, j, block, who);
+		return 1;
+	}
+	if (h->action == RINX_A_AGG_FWD && a->round == round && a->done &&
+	    !a->final && !a->pend && m_same_shape(a, b)) {
+		m_slot_to_frame(a, wantf);
+		put_cover(wantf, a->seen);
+		wantf[OFF_IP + 1] = (wantf[OFF_IP + 1] & ~RINX_ECN_MASK) |
+				    (a->ce ? RINX_ECN_CE : RINX_ECN_ECT0);
+		wantf[H_TYPE] = RINX_T_REDUCE;
+		wantf[H_STEP] = h->out_step;
+		m_readdress(wantf, j->slot, j->self, h->to);
+		return 2;
+	}
+	return 0;
 }
 
 /* Coverage of one m_agg_add outcome r under hop h (frame type). */
@@ -1513,15 +1530,19 @@ static struct pred host_model(const __u8 *b, int len)
 				 RINX_STAT_REPAIR : RINX_STAT_NACK_MISS;
 		/* an aggregation asks for what its slot lacks */
 		if (p.stat == RINX_STAT_NACK_MISS && nv <= RINX_BLOCK_VALUES) {
+			int w;
+
 			h = job_hop(j, get16(b + H_KLASS), RINX_T_CONTRIB);
 			memcpy(wantf, b, len);
-			if (m_agg_nack(b, j, &h,
+			w = m_agg_nack(b, j, &h,
 				       &host_slots[j->slot * WINDOW + block],
-				       round, block)) {
-				p.stat = RINX_STAT_NACK_PULL;
+				       round, block);
+			if (w) {
+				p.stat = w == 1 ? RINX_STAT_NACK_PULL :
+						  RINX_STAT_NACK_SUM;
 				p.want = true;
 				p.act = XDP_TX;
-				cov[C_NACK_PULL]++;
+				cov[w == 1 ? C_NACK_PULL : C_NACK_SUM]++;
 			}
 		}
 		return p;
@@ -1670,10 +1691,10 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"POOL_FLUSH", "POOL_RESEND", "AGG_OVERLAP", "DROP_MEMBER",
 	"DROP_AHEAD", "DROP_SHAPE", "RREPAIR", "RNACK_MISS", "DROP_DUP",
 	"PS_PUSH", "PS_DUP", "PS_PULL", "PS_STALE", "PS_RANGE", "PS_LEAVE",
-	"SLOW_PS", "AGG_PULL", "NACK_PULL",
+	"SLOW_PS", "AGG_PULL", "NACK_PULL", "NACK_SUM",
 };
 
-_Static_assert(RINX_STAT_NACK_PULL == 55 && RINX_STAT_MAX == 56,
+_Static_assert(RINX_STAT_NACK_SUM == 56 && RINX_STAT_MAX == 57,
 	       "host_stat_name follows enum rinx_stat");
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {
@@ -2905,12 +2926,16 @@ static struct pred tor_model(const __u8 *b, int len)
 			p.act = V_UNICAST;
 			cov[C_NACK_REPAIR]++;
 		} else {
+			int w;
+
 			p.stat = RINX_STAT_NACK_MISS;
 			h = job_hop(j, get16(b + H_KLASS), RINX_T_CONTRIB);
-			if (m_agg_nack(b, j, &h, a, round, block)) {
-				p.stat = RINX_STAT_NACK_PULL;
+			w = m_agg_nack(b, j, &h, a, round, block);
+			if (w) {
+				p.stat = w == 1 ? RINX_STAT_NACK_PULL :
+						  RINX_STAT_NACK_SUM;
 				p.act = V_UNICAST;
-				cov[C_NACK_PULL]++;
+				cov[w == 1 ? C_NACK_PULL : C_NACK_SUM]++;
 			}
 		}
 		return p;

@@ -687,6 +687,10 @@ enum rinx_stat {
 	RINX_STAT_NACK_PULL,	/* aggregator: a NACK for a block whose slot
 				 * lacks the asker's share, sent back as the
 				 * RNACK for it */
+	RINX_STAT_NACK_SUM,	/* aggregator (agg+fwd): a NACK for a block
+				 * whose partial sum left and whose finished
+				 * block has not come back: the sum sent on
+				 * again */
 	RINX_STAT_MAX,
 };
 

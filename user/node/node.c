@@ -90,6 +90,7 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_SLOW_PS] = "slow_ps",
 	[RINX_STAT_AGG_PULL] = "agg_pull",
 	[RINX_STAT_NACK_PULL] = "nack_pull",
+	[RINX_STAT_NACK_SUM] = "nack_sum",
 };
 
 const char *rinx_stat_name(int stat)
