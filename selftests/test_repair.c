@@ -24,6 +24,10 @@
  * every missing block asked at once when the node its gather comes from
  * sends a frame of the next round (it finished this one).
  *
+ * Then own blocks at a round's tail (rinx_c_own_timers): sent again on
+ * their timer alone, or first asked of an aggregator that also sends the
+ * finished block.
+ *
  * Then the hellos of closing: a closing peer's BYE answered with STAY by a
  * rank still in its collective, and when a closing rank's linger ends.
  */
@@ -412,8 +416,10 @@ static void run_resend_paced(void)
  */
 #define OWN_N	10
 
+static int own_type, own_step;	/* the last frame own_sent saw */
+
 /* the frames sent since the last look; *block: the last one's block (-2:
- * not a contribution of round 1 to W1), unchanged if none */
+ * not a contribution or NACK of round 1 to node 0), unchanged if none */
 static int own_sent(struct stopped *t, int *block)
 {
 	__u8 buf[FRAME_SIZE];
@@ -423,11 +429,14 @@ static int own_sent(struct stopped *t, int *block)
 
 	while ((len = recv(t->wire[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
 		rinx_c_frame_at(buf, &f);
-		if (f.h->type == RINX_T_CONTRIB && ntohl(f.h->round) == 1 &&
+		if ((f.h->type == RINX_T_CONTRIB ||
+		     f.h->type == RINX_T_NACK) && ntohl(f.h->round) == 1 &&
 		    !memcmp(f.ip + 16, &t->c->plan.nodes[0].ip, 4))
 			*block = (int)ntohl(f.h->block);
 		else
 			*block = -2;
+		own_type = f.h->type;
+		own_step = f.h->step;
 		n++;
 	}
 	t->x->nfree += t->x->nsent;
@@ -437,9 +446,11 @@ static int own_sent(struct stopped *t, int *block)
 
 /* claimed of OWN_N own blocks, `fin` of them finished (the first ones);
  * returns the frames sent from t0 to t0 + until (100 us steps), the first
- * at *first (ns after t0) and the block of the last in *block. */
-static int own_run(__u32 claimed, __u32 fin, __u64 until, __u64 *first,
-		   int *block)
+ * at *first (ns after t0) and the block of the last in *block. With
+ * `agg`, node 0, where this worker's class 3 starts (its aggregator),
+ * also sends it the finished blocks (a gather ending here, step 1). */
+static int own_run_agg(__u32 claimed, __u32 fin, __u64 until, __u64 *first,
+		       int *block, int agg)
 {
 	struct stopped t;
 	__u64 t0 = 1000 * MS, now;
@@ -458,6 +469,10 @@ static int own_run(__u32 claimed, __u32 fin, __u64 until, __u64 *first,
 	t.c->plan.nodes[0].ip = htonl(0x0a000201);
 	t.c->plan.start_to[3] = 0;
 	t.c->plan.start_type[3] = RINX_T_CONTRIB;
+	if (agg)
+		t.c->plan.hops[3][RINX_T_GATHER - 1] = (struct rinx_hop){
+			.action = RINX_A_STORE_END, .from = 0, .step = 1,
+			.to = 3, .rack = RINX_NO_RACK };
 	t.c->srtt = 1 * MS;
 	t.c->rttvar = 250 * US;
 	t.c->keep = 0;
@@ -488,6 +503,12 @@ static int own_run(__u32 claimed, __u32 fin, __u64 until, __u64 *first,
 	return n;
 }
 
+static int own_run(__u32 claimed, __u32 fin, __u64 until, __u64 *first,
+		   int *block)
+{
+	return own_run_agg(claimed, fin, until, first, block, 0);
+}
+
 static void run_own_tail(void)
 {
 	__u64 first;
@@ -512,6 +533,22 @@ static void run_own_tail(void)
 	tap_ok(n == 0, "own blocks at the round's tail, nothing of the round "
 	       "finished here yet: none sent again in a second (%d frames)",
 	       n);
+	/* a worker whose aggregator also sends it the finished block asks
+	 * it first (it answers with the block, a pull of the share, or the
+	 * sum sent on again: bpf/agg.bpf.h) */
+	n = own_run_agg(OWN_N, OWN_N - 1, 5 * MS, &first, &block, 1);
+	tap_ok(n == 1 && block == 39 && own_type == RINX_T_NACK &&
+	       own_step == 1 && first >= 2 * MS && first <= 2100 * US,
+	       "own blocks at the round's tail, the aggregator also sends the "
+	       "finished block: at the timer, 2 ms, a NACK to it with the "
+	       "gather's step, not the share (%d frames, the first at %llu "
+	       "us, block %d, type %d, step %d)", n,
+	       (unsigned long long)(first / US), block, own_type, own_step);
+	n = own_run_agg(OWN_N, OWN_N - 1, 6100 * US, &first, &block, 1);
+	tap_ok(n == 2 && block == 39 && own_type == RINX_T_CONTRIB,
+	       "... and after twice the timer more, at 6 ms, the share itself "
+	       "(%d frames by 6.1 ms, block %d, type %d)", n, block,
+	       own_type);
 }
 
 /*
@@ -859,7 +896,8 @@ int main(void)
 	size_t i;
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
-		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4);
+		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4 +
+		 2);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
