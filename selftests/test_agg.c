@@ -409,18 +409,23 @@ static void build(const struct place *p, const struct rinx_plan *pl, __u8 *f,
 	h->dtype = htons(RINX_W_FIXED);
 }
 
-/* Expected rewrite of a frame leaving the aggregator for node `to`. */
-static void readdress(const struct place *p, __u8 *f, __u16 to)
+/* Expected rewrite of a frame leaving node self (id self_id) for next. */
+static void readdress_nodes(__u8 *f, const struct rinx_node *self,
+			    const struct rinx_node *next, __u16 self_id)
 {
-	const struct rinx_node *self = &p->node[p->self], *next = &p->node[to];
-
 	memcpy(f, next->mac, 6);
 	memcpy(f + 6, self->mac, 6);
 	memcpy(f + OFF_IP + 12, &self->ip, 4);
 	memcpy(f + OFF_IP + 16, &next->ip, 4);
 	ip_fix_csum(f + OFF_IP);
 	put16(f + OFF_UDP + 6, 0);
-	hdr(f)->sender = htons(p->self);
+	hdr(f)->sender = htons(self_id);
+}
+
+/* Expected rewrite of a frame leaving the aggregator for node `to`. */
+static void readdress(const struct place *p, __u8 *f, __u16 to)
+{
+	readdress_nodes(f, &p->node[p->self], &p->node[to], p->self);
 }
 
 static void to_group(__u8 *f, __u8 rack, bool onward)
@@ -2598,13 +2603,7 @@ static void run_pull_worker(struct place *p, const struct place *of,
 	hdr(fwant)->flags = 0;
 	hdr(fwant)->step = 0;
 	fwant[OFF_IP + 1] = RINX_ECN_ECT0;
-	memcpy(fwant, them->mac, 6);
-	memcpy(fwant + 6, me->mac, 6);
-	memcpy(fwant + OFF_IP + 12, &me->ip, 4);
-	memcpy(fwant + OFF_IP + 16, &them->ip, 4);
-	ip_fix_csum(fwant + OFF_IP);
-	put16(fwant + OFF_UDP + 6, 0);
-	hdr(fwant)->sender = htons(1);
+	readdress_nodes(fwant, me, them, 1);
 	snprintf(what, sizeof(what), "worker 1 of the %s's plan: its "
 		 "aggregator's RNACK for a claimed block: the share again",
 		 of->name);

@@ -1216,18 +1216,14 @@ static bool asker_ok(const __u8 *b, const struct jobcfg *j)
 	       get32(b + OFF_IP + 12) == node_ip(j->slot, who);
 }
 
-/* RNACK at an aggregator from the node its partial sum of the block went
- * to (hop h, the class's contribution hop): the slot's sum again, if the
- * slot sent it this round and holds it still. true: wantf is the answer. */
-static bool m_sum_again(const struct mslot *a, const struct rinx_hop *h,
-			const __u8 *b, const struct jobcfg *j, __u32 round)
+/* The partial sum slot a sent on (hop h, agg+fwd), again, if the slot
+ * sent it in round `round` and holds it still (rinx_agg_get_sent): wantf
+ * becomes that reduce, to h->to. */
+static bool m_sum_out(const struct mslot *a, const struct rinx_hop *h,
+		      const __u8 *b, const struct jobcfg *j, __u32 round)
 {
-	__u16 who = get16(b + H_SENDER);
-
-	if (h->action != RINX_A_AGG_FWD || h->to != who ||
-	    (h->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) ||
-	    a->round != round || !a->done || a->final || a->pend ||
-	    !m_same_shape(a, b))
+	if (h->action != RINX_A_AGG_FWD || a->round != round || !a->done ||
+	    a->final || a->pend || !m_same_shape(a, b))
 		return false;
 	m_slot_to_frame(a, wantf);
 	put_cover(wantf, a->seen);
@@ -1235,8 +1231,19 @@ static bool m_sum_again(const struct mslot *a, const struct rinx_hop *h,
 			    (a->ce ? RINX_ECN_CE : RINX_ECN_ECT0);
 	wantf[H_TYPE] = RINX_T_REDUCE;
 	wantf[H_STEP] = h->out_step;
-	m_readdress(wantf, j->slot, j->self, who);
+	m_readdress(wantf, j->slot, j->self, h->to);
 	return true;
+}
+
+/* RNACK at an aggregator from the node its partial sum of the block went
+ * to (hop h, the class's contribution hop): the slot's sum again, if the
+ * slot sent it this round and holds it still. true: wantf is the answer. */
+static bool m_sum_again(const struct mslot *a, const struct rinx_hop *h,
+			const __u8 *b, const struct jobcfg *j, __u32 round)
+{
+	return h->to == get16(b + H_SENDER) &&
+	       !(h->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) &&
+	       m_sum_out(a, h, b, j, round);
 }
 
 /* The pull rule (bpf/agg.bpf.h): the block frame b (of job j, hop h) asks
@@ -1295,17 +1302,8 @@ static int m_agg_nack(const __u8 *b, const struct jobcfg *j,
 		m_pull_frame(b, j, block, who);
 		return 1;
 	}
-	if (h->action == RINX_A_AGG_FWD && a->round == round && a->done &&
-	    !a->final && !a->pend && m_same_shape(a, b)) {
-		m_slot_to_frame(a, wantf);
-		put_cover(wantf, a->seen);
-		wantf[OFF_IP + 1] = (wantf[OFF_IP + 1] & ~RINX_ECN_MASK) |
-				    (a->ce ? RINX_ECN_CE : RINX_ECN_ECT0);
-		wantf[H_TYPE] = RINX_T_REDUCE;
-		wantf[H_STEP] = h->out_step;
-		m_readdress(wantf, j->slot, j->self, h->to);
+	if (m_sum_out(a, h, b, j, round))
 		return 2;
-	}
 	return 0;
 }
 
