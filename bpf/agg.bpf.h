@@ -330,18 +330,21 @@ static __always_inline int rinx_agg_get_sent(struct rinx_agg *a,
  * complete, which they do in the order of its slowest worker). So when one
  * of its blocks reaches this aggregator while the slot of its block
  * RINX_PULL_BEHIND blocks earlier (rounded up to whole class patterns, so
- * the same class and path) still lacks it this round, that one was lost on
- * the way (RINX_PULL_BEHIND: uapi/rinx.h). The frame, consumed here, goes back as an RNACK for it, and the
- * contributor answers in XDP: a worker from its share, an aggregator from
- * its slot's sum (rinx_agg_get_sent). Only the contributor that lost it
- * sends again, one link's round trip after the loss shows; without the
- * pull every worker of every rack timed the block out and sent its share
- * again. The distance absorbs reordering (the testbed's faults reorder by
- * a frame; two CPUs sending a node's frames by a few). A pull that was not
- * needed costs one frame each way and a dropped duplicate. Not for pools
- * (a slot holds any block) nor coverage sums (not one sender's blocks); a
- * round's last block may be short, and its number is not a full block's:
- * it pulls nothing; a share sent again (RINX_F_RESEND) is out of order.
+ * the same class and path; RINX_PULL_BEHIND: uapi/rinx.h) still lacks it
+ * this round, that one was lost on the way. The frame, consumed here, goes
+ * back as an RNACK for it, and the contributor answers in XDP: a worker
+ * from its share, an aggregator from its slot's sum (rinx_agg_get_sent).
+ * Only the contributor that lost it sends again, one link's round trip
+ * after the loss shows; without the pull every worker of every rack timed
+ * the block out and sent its share again. The distance absorbs reordering
+ * by a few frames (two CPUs sending a node's frames); a frame held back
+ * longer (the testbed's reorder fault sends it in place of the port's next
+ * one so drawn) is repaired as if lost. A pull that was not needed costs
+ * one frame each way and a dropped duplicate. Not for pools (a slot
+ * holds any block) nor coverage sums (not one sender's blocks). A round's
+ * last block may be short, and the RNACK keeps the frame's value count,
+ * which the answer must match: it pulls nothing; nor does a share sent
+ * again (RINX_F_RESEND), which is out of order.
  */
 /* The block frame f may pull for, or -1. */
 static __always_inline __s64 rinx_pull_block(const struct rinx_hdr *h,

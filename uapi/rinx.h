@@ -679,10 +679,11 @@ enum rinx_stat {
 	RINX_STAT_PS_LEAVE,	/* ... a worker left */
 	RINX_STAT_SLOW_PS,	/* to AF_XDP: the server's answer to this
 				 * host's trainer */
-	RINX_STAT_AGG_PULL,	/* aggregator: a contribution added (as
-				 * AGG_ADD) whose frame went back as an
-				 * RNACK for the contributor's block
-				 * RINX_PULL_BEHIND earlier that the slot
+	RINX_STAT_AGG_PULL,	/* aggregator: a contribution added (counted
+				 * here, not in AGG_ADD) whose frame went
+				 * back as an RNACK for the contributor's
+				 * block RINX_PULL_BEHIND (rounded up to the
+				 * class pattern) earlier, which the slot
 				 * lacks */
 	RINX_STAT_NACK_PULL,	/* aggregator: a NACK for a block whose slot
 				 * lacks the asker's share, sent back as the
