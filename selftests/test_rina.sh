@@ -296,15 +296,16 @@ check_hosts() {		# no drop (but drop_job) and no abort on any host
 }
 
 # resent WHO: does the aggregator WHO show that something was resent to it
-# (a retransmission or resend counter above 0)? Then a duplicate
-# contribution is the expected outcome of the resend, not a fault.
+# (a retransmission, resend, NACK or pull counter above 0)? Then a
+# duplicate contribution is the expected outcome of the resend, not a
+# fault.
 resent() {
 	local k
 
 	for k in "${!SW[@]}" "${!C[@]}"; do
 		[ "${k% *}" = "$1" ] || continue
 		case ${k#* } in
-		*resend* | *retrans* | nack*)
+		*resend* | *retrans* | nack* | *pull*)
 			[ "${SW[$k]:-${C[$k]:-0}}" -gt 0 ] 2>/dev/null &&
 				return 0 ;;
 		esac
@@ -321,13 +322,16 @@ dup_ok() {
 }
 
 # repaired: did any node repair a loss (or a stall it took for one)? Then
-# a block may reach a rack twice (re-sent sums are idempotent, counted).
+# a block may reach a rack twice (re-sent sums are idempotent, counted):
+# a NACK answered or not, a sum sent on again (for a duplicate share or a
+# worker's NACK, bpf/agg.bpf.h), a pull.
 repaired() {
 	local k
 
 	for k in "${!SW[@]}" "${!C[@]}"; do
 		case ${k#* } in
-		repair | nack_miss | agg_reemit | agg_resend)
+		repair | nack_miss | agg_reemit | agg_resend | agg_pull | \
+		nack_pull | nack_sum)
 			[ "${SW[$k]:-${C[$k]:-0}}" -gt 0 ] 2>/dev/null &&
 				return 0 ;;
 		esac
