@@ -264,21 +264,11 @@ static __always_inline int nack_agg(struct rinx_frame *f,
 				    struct rinx_job *job, __u32 round,
 				    __u32 block, __u32 who, const int nv)
 {
-	__u32 k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f->h->klass),
-				 RINX_T_CONTRIB), idx;
-	struct rinx_hop *hop;
-	struct rinx_agg *a;
+	struct rinx_agg *a = rinx_agg_slot(job, rinx_window, block);
 	__u16 to = 0;
 	int ret, what;
 
-	if (nv > RINX_BLOCK_VALUES)
-		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
-	hop = bpf_map_lookup_elem(&hops, &k);
-	idx = job->slot * rinx_window + block;
-	a = bpf_map_lookup_elem(&aggs, &idx);
-	if (!hop || !a)
-		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
-	what = rinx_agg_nack(f, hop, a, round, block, who, &to, nv);
+	what = rinx_agg_nack_at(f, job, a, round, block, who, &to, nv);
 	if (what == RINX_NACK_MISS)
 		return rinx_count(RINX_STAT_NACK_MISS, XDP_DROP);
 	ret = forward(f, job, job->slot, to);
@@ -324,13 +314,8 @@ static __always_inline int nack(struct xdp_md *ctx, struct rinx_frame *f,
  * share, once the pacer let the block's pattern round start here (the
  * trainer's timers resend what it never sent); a worker's share the same
  * way when its aggregator pulls it (bpf/agg.bpf.h), and an aggregator's
- * partial sum when the next one pulls it (rnack_sum). The loss costs this
+ * partial sum when the next one pulls it (rinx_agg_rnack). The loss costs this
  * one hop, not the block's whole path from its origin. */
-static __always_inline int rnack_sum(struct rinx_frame *f,
-				     struct rinx_job *job, __u32 round,
-				     __u32 block, __u32 klass, __u32 who,
-				     const int nv);
-
 static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 				 struct rinx_job *job, __u32 round, __u32 block,
 				 __u32 klass, const int nv)
@@ -373,7 +358,14 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 		    (block / job->plen) * job->nown >= cur->next)
 			src = NULL;
 	} else {
-		return rnack_sum(f, job, round, block, klass, who, nv);
+		/* an aggregation's partial sum, for the next one that
+		 * pulled it (rinx_agg_rnack) */
+		if (!rinx_agg_rnack(f, job, rinx_window, round, block, who,
+				    nv))
+			return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
+		ret = forward(f, job, slot, who);
+		return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) :
+				       ret;
 	}
 	if (!src || src->count != bpf_ntohs(f->h->count))
 		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
@@ -389,38 +381,6 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 	f->h->step = step;
 	f->ip->tos = (f->ip->tos & ~RINX_ECN_MASK) | RINX_ECN_ECT0;
 	ret = forward(f, job, slot, who);
-	return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) : ret;
-}
-
-/* RNACK at an aggregating host (agent) from the node its partial sum
- * goes to: that node's slot lacks it (it pulled, bpf/agg.bpf.h): send it
- * again from the slot, which keeps it until the round moves on. */
-static __always_inline int rnack_sum(struct rinx_frame *f,
-				     struct rinx_job *job, __u32 round,
-				     __u32 block, __u32 klass, __u32 who,
-				     const int nv)
-{
-	__u32 k = RINX_HOP_INDEX(job->slot, klass, RINX_T_CONTRIB), idx;
-	struct rinx_hop *hop;
-	struct rinx_agg *a;
-	int ret;
-
-	/* aggregator slots hold one slot's values */
-	if (nv > RINX_BLOCK_VALUES)
-		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	hop = bpf_map_lookup_elem(&hops, &k);
-	if (!hop || hop->action != RINX_A_AGG_FWD || hop->to != who ||
-	    (hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)))
-		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	idx = job->slot * rinx_window + block;
-	a = bpf_map_lookup_elem(&aggs, &idx);
-	if (!a)
-		return rinx_count(RINX_STAT_ABORTED, XDP_ABORTED);
-	if (!rinx_agg_get_sent(a, f, round, nv))
-		return rinx_count(RINX_STAT_RNACK_MISS, XDP_DROP);
-	f->h->type = RINX_T_REDUCE;
-	f->h->step = hop->out_step;
-	ret = forward(f, job, job->slot, who);
 	return ret == XDP_TX ? rinx_count(RINX_STAT_RREPAIR, ret) : ret;
 }
 
@@ -617,18 +577,7 @@ static __always_inline int env_pull(struct hop_env *x,
 				    const struct rinx_hop *hop, __u32 round,
 				    __u32 sender)
 {
-	__s64 pb = rinx_pull_block(x->f->h, x->job, hop);
-	struct rinx_agg *a;
-	__u32 idx;
-
-	if (pb < 0)
-		return 0;
-	idx = x->job->slot * rinx_window + (__u32)pb;
-	a = bpf_map_lookup_elem(&aggs, &idx);
-	if (!a || !rinx_agg_lacks(a, round, 1ULL << (sender & 63)))
-		return 0;
-	rinx_pull_frame(x->f, (__u32)pb);
-	return 1;
+	return rinx_agg_pull(x->f, x->job, hop, rinx_window, round, sender);
 }
 
 static __always_inline int env_keep_final(struct hop_env *x, __u32 idx,

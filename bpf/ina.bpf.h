@@ -132,49 +132,31 @@ static __always_inline int ina_rnack(struct rinx_frame *f,
 				     struct rinx_job *job, __u32 round,
 				     __u32 block, const int nv)
 {
-	__u32 k, idx, who, bad;
-	struct rinx_hop *hop;
-	struct rinx_agg *a;
+	__u32 who, bad;
 	int ret;
 
 	bad = rinx_check_asker(f, job, &who);
 	if (bad)
 		return rinx_count(bad, bad == RINX_STAT_ABORTED ?
 				  RINX_INA_ABORTED : RINX_INA_DROP);
-	k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f->h->klass), RINX_T_CONTRIB);
-	hop = bpf_map_lookup_elem(&hops, &k);
-	if (!hop || hop->action != RINX_A_AGG_FWD || hop->to != who ||
-	    (hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)))
+	if (!rinx_agg_rnack(f, job, ina_window, round, block, who, nv))
 		return rinx_count(RINX_STAT_RNACK_MISS, RINX_INA_DROP);
-	idx = job->slot * ina_window + block;
-	a = bpf_map_lookup_elem(&aggs, &idx);
-	if (!a)
-		return rinx_count(RINX_STAT_ABORTED, RINX_INA_ABORTED);
-	if (!rinx_agg_get_sent(a, f, round, nv))
-		return rinx_count(RINX_STAT_RNACK_MISS, RINX_INA_DROP);
-	f->h->type = RINX_T_REDUCE;
-	f->h->step = hop->out_step;
 	ret = ina_out(f, job, who);
 	return ret == RINX_INA_UNICAST ? rinx_count(RINX_STAT_RREPAIR, ret) :
 					 ret;
 }
 
-/* A NACK for a block this ToR has not finished: what its slot holds
- * decides (rinx_agg_nack). */
+/* A NACK for a block this ToR has not finished (slot a): what its slot
+ * holds decides (rinx_agg_nack). */
 static __always_inline int ina_nack_agg(struct rinx_frame *f,
 					struct rinx_job *job,
 					struct rinx_agg *a, __u32 round,
 					__u32 block, __u32 who, const int nv)
 {
-	__u32 k = RINX_HOP_INDEX(job->slot, bpf_ntohs(f->h->klass),
-				 RINX_T_CONTRIB);
-	struct rinx_hop *hop = bpf_map_lookup_elem(&hops, &k);
 	__u16 to = 0;
 	int ret, what;
 
-	if (!hop)
-		return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
-	what = rinx_agg_nack(f, hop, a, round, block, who, &to, nv);
+	what = rinx_agg_nack_at(f, job, a, round, block, who, &to, nv);
 	if (what == RINX_NACK_MISS)
 		return rinx_count(RINX_STAT_NACK_MISS, RINX_INA_DROP);
 	ret = ina_out(f, job, to);
@@ -191,18 +173,10 @@ static __always_inline int ina_pull(struct rinx_frame *f,
 				    const struct rinx_hop *hop, __u32 round,
 				    __u32 sender)
 {
-	__s64 pb = rinx_pull_block(f->h, job, hop);
-	struct rinx_agg *a;
-	__u32 idx;
 	int ret;
 
-	if (pb < 0)
+	if (!rinx_agg_pull(f, job, hop, ina_window, round, sender))
 		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
-	idx = job->slot * ina_window + (__u32)pb;
-	a = bpf_map_lookup_elem(&aggs, &idx);
-	if (!a || !rinx_agg_lacks(a, round, 1ULL << (sender & 63)))
-		return rinx_count(RINX_STAT_AGG_ADD, RINX_INA_DROP);
-	rinx_pull_frame(f, (__u32)pb);
 	ret = ina_out(f, job, sender);
 	return ret == RINX_INA_UNICAST ? rinx_count(RINX_STAT_AGG_PULL, ret) :
 					 ret;

@@ -125,4 +125,83 @@ static __always_inline __u32 rinx_check_asker(struct rinx_frame *f,
 	return f->ip->saddr == n->ip ? 0 : RINX_STAT_DROP_SENDER;
 }
 
+/* ---- an aggregator's repairs (bpf/agg.bpf.h) on this program's maps;
+ * window: its blocks per job slot. The host program and an INA ToR
+ * differ only in how they send the frame and count. ---- */
+
+/* The class's aggregation hop here, or NULL. */
+static __always_inline struct rinx_hop *rinx_agg_hop(const struct rinx_job *job,
+						     __u32 klass)
+{
+	__u32 k = RINX_HOP_INDEX(job->slot, klass, RINX_T_CONTRIB);
+
+	return bpf_map_lookup_elem(&hops, &k);
+}
+
+/* The aggregator slot of block, or NULL. */
+static __always_inline struct rinx_agg *
+rinx_agg_slot(const struct rinx_job *job, __u32 window, __u32 block)
+{
+	__u32 idx = job->slot * window + block;
+
+	return bpf_map_lookup_elem(&aggs, &idx);
+}
+
+/* A contribution its slot consumed: 1 if frame f became the pull of the
+ * sender's earlier block that a slot lacks (rinx_pull_block). */
+static __always_inline int rinx_agg_pull(struct rinx_frame *f,
+					 const struct rinx_job *job,
+					 const struct rinx_hop *hop,
+					 __u32 window, __u32 round,
+					 __u32 sender)
+{
+	__s64 pb = rinx_pull_block(f->h, job, hop);
+	struct rinx_agg *a;
+
+	if (pb < 0)
+		return 0;
+	a = rinx_agg_slot(job, window, (__u32)pb);
+	if (!a || !rinx_agg_lacks(a, round, 1ULL << (sender & 63)))
+		return 0;
+	rinx_pull_frame(f, (__u32)pb);
+	return 1;
+}
+
+/* An RNACK from `who`, the node this aggregation (agg+fwd) sends the
+ * block's partial sum to: 1 if frame f became that sum again (it lacks
+ * it: it pulled), the reduce to send back to `who`. */
+static __always_inline int rinx_agg_rnack(struct rinx_frame *f,
+					  const struct rinx_job *job,
+					  __u32 window, __u32 round,
+					  __u32 block, __u32 who, const int nv)
+{
+	struct rinx_hop *hop = rinx_agg_hop(job, bpf_ntohs(f->h->klass));
+	struct rinx_agg *a = rinx_agg_slot(job, window, block);
+
+	/* aggregator slots hold one slot's values */
+	if (nv > RINX_BLOCK_VALUES || !hop || !a ||
+	    hop->action != RINX_A_AGG_FWD || hop->to != who ||
+	    (hop->flags & (RINX_HOP_POOL | RINX_HOP_COVER)) ||
+	    !rinx_agg_get_sent(a, f, round, nv))
+		return 0;
+	f->h->type = RINX_T_REDUCE;
+	f->h->step = hop->out_step;
+	return 1;
+}
+
+/* A NACK of `who` for a block this aggregator has not finished (its
+ * slot a): rinx_agg_nack's verdict, *to where f goes. */
+static __always_inline int rinx_agg_nack_at(struct rinx_frame *f,
+					    const struct rinx_job *job,
+					    struct rinx_agg *a, __u32 round,
+					    __u32 block, __u32 who, __u16 *to,
+					    const int nv)
+{
+	struct rinx_hop *hop = rinx_agg_hop(job, bpf_ntohs(f->h->klass));
+
+	if (nv > RINX_BLOCK_VALUES || !hop || !a)
+		return RINX_NACK_MISS;
+	return rinx_agg_nack(f, hop, a, round, block, who, to, nv);
+}
+
 #endif
