@@ -30,6 +30,13 @@
  *
  * Then the hellos of closing: a closing peer's BYE answered with STAY by a
  * rank still in its collective, and when a closing rank's linger ends.
+ *
+ * Then tail notices (rinx_c_tail_notices): the notice a rank sends when it
+ * passed on a class's last block of the round (its reduce, or the finished
+ * block), once per class and round, to the node that block went to; and
+ * at the receiving end, the reduce's and the finished block's tails asked
+ * for after a hole's wait instead of a tail's, and a DONE taken as the
+ * word that every missing block of its sender is to be asked for at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -859,6 +866,274 @@ static void run_close(void)
 	stopped_free(&t);
 }
 
+/*
+ * Tail notices, from W4 of the ring of 4 (rank 3; SNB 40 blocks, classes
+ * 0-3 in turn, so the classes' last blocks are 36-39). Class 0 finishes
+ * here and its finished block goes on to W1 (node 0); classes 1 and 2 are
+ * added and forwarded to W1; class 3 starts here, its first hop W1 too.
+ */
+struct tail_seen {
+	int n;			/* frames */
+	int tail[SNB][3];	/* TAIL hellos to W1 per block, by count */
+	int done;		/* DONE hellos to W1 (or W3, dest_ok) */
+	int nack[SNB], rnack[SNB];	/* asks of W3 (node 2) */
+	int other;
+};
+
+static void tail_read(struct stopped *t, struct tail_seen *s)
+{
+	__u8 buf[FRAME_SIZE];
+	struct frame f;
+	ssize_t len;
+
+	while ((len = recv(t->wire[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		__u32 b, cnt;
+		int to0, to2;
+
+		rinx_c_frame_at(buf, &f);
+		b = ntohl(f.h->block);
+		cnt = ntohs(f.h->count);
+		to0 = !memcmp(f.ip + 16, &t->c->plan.nodes[0].ip, 4);
+		to2 = !memcmp(f.ip + 16, &t->c->plan.nodes[2].ip, 4);
+		s->n++;
+		if (f.h->type == RINX_T_HELLO && f.h->step == RINX_HELLO_TAIL &&
+		    to0 && ntohl(f.h->round) == t->c->round && b < SNB &&
+		    cnt >= 1 && cnt <= 2)
+			s->tail[b][cnt]++;
+		else if (f.h->type == RINX_T_HELLO &&
+			 f.h->step == RINX_HELLO_DONE && to0 &&
+			 ntohl(f.h->round) == t->c->round)
+			s->done++;
+		else if (f.h->type == RINX_T_NACK && to2 && b < SNB)
+			s->nack[b]++;
+		else if (f.h->type == RINX_T_RNACK && to2 && b < SNB)
+			s->rnack[b]++;
+		else
+			s->other++;
+	}
+	t->x->nfree += t->x->nsent;
+	t->x->nsent = 0;
+}
+
+static int tail_init(struct stopped *t, __u64 t0)
+{
+	__u32 k;
+
+	if (stopped_init(t, t0) ||
+	    !(t->r->ghole_at = calloc(SNB, sizeof(*t->r->ghole_at))) ||
+	    !(t->r->gasked = calloc(SNB, sizeof(*t->r->gasked))))
+		return -1;
+	t->c->plan.nodes[0].ip = htonl(0x0a000201);
+	t->c->plan.nodes[2].ip = htonl(0x0a000203);
+	for (k = 0; k < 4; k++)
+		t->c->ownidx[k] = k == 3 ? 0 : -1;
+	t->c->jobent.nown = 1;
+	t->c->plan.start_to[3] = 0;
+	t->c->plan.start_type[3] = RINX_T_REDUCE;
+	t->c->keep = 1;
+	t->c->srtt = 4 * MS;
+	rinx_c_reduce_init(t->r);
+	return 0;
+}
+
+static void run_tail_send(void)
+{
+	struct stopped t;
+	struct tail_seen s;
+	__u32 b;
+	int bad = 0;
+
+	memset(&s, 0, sizeof(s));
+	if (tail_init(&t, 1000 * MS)) {
+		for (b = 0; b < 6; b++)
+			tap_ok(0, "tail notices: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	/* classes 1 and 2 passed every block here; class 0's last block
+	 * has not finished, class 3's last own block is not claimed */
+	t.c->cursors[0].next = 9;
+	rinx_c_tail_notices(t.r);
+	tail_read(&t, &s);
+	for (b = 0; b < SNB; b++)
+		if (s.tail[b][1] != (b == 37 || b == 38) || s.tail[b][2])
+			bad++;
+	tap_ok(t.r->lastb[0] == 36 && t.r->lastb[3] == 39 && !bad &&
+	       !s.other && s.n == 2, "tail notices: the reduce of the "
+	       "classes added and forwarded here (37, 38) told to the next "
+	       "hop once each, nothing of a class whose last block did not "
+	       "pass (%d frames, %d wrong, lastb %u..%u)", s.n, bad,
+	       t.r->lastb[0], t.r->lastb[3]);
+	memset(&s, 0, sizeof(s));
+	rinx_c_tail_notices(t.r);
+	tail_read(&t, &s);
+	tap_ok(s.n == 0, "tail notices: once per class and round (%d frames "
+	       "the second time)", s.n);
+	/* class 3's last own block claimed (sent), class 0's finished */
+	t.c->cursors[0].next = 10;
+	t.c->result[36].round = 1;
+	rinx_c_tail_notices(t.r);
+	tail_read(&t, &s);
+	tap_ok(s.n == 2 && s.tail[39][1] == 1 && s.tail[36][2] == 1 &&
+	       !s.other, "tail notices: the origin's last block once sent, "
+	       "the finished block of the class that finishes here, each "
+	       "told to the node it went to (%d frames: 39 reduce %d, 36 "
+	       "finished %d)", s.n, s.tail[39][1], s.tail[36][2]);
+	/* a finished block passed on by a gather hop, and the round done */
+	t.c->plan.hops[1][RINX_T_GATHER - 1] = (struct rinx_hop){
+		.action = RINX_A_STORE_FWD, .from = 2, .to = 0, .step = 1 };
+	t.c->result[37].round = 1;
+	memset(&s, 0, sizeof(s));
+	rinx_c_tail_notices(t.r);
+	rinx_c_round_done(t.r);
+	tail_read(&t, &s);
+	tap_ok(s.n == 2 && s.tail[37][2] == 1 && s.done == 1 && !s.other,
+	       "tail notices: a gather hop's finished block told on; DONE "
+	       "once to W1, the one node this rank sends finished blocks "
+	       "(%d frames: 37 finished %d, DONE %d)", s.n, s.tail[37][2],
+	       s.done);
+	/* the next round, the hops not keeping sums: no reduce notice (the
+	 * next hop would not ask); the finished block's still */
+	t.c->round = 2;
+	t.c->keep = 0;
+	rinx_c_reduce_init(t.r);
+	for (b = 0; b < SNB; b++) {
+		t.c->partial[b].round = 2;
+		t.c->result[b].round = 0;
+	}
+	t.c->result[36].round = 2;
+	memset(&s, 0, sizeof(s));
+	rinx_c_tail_notices(t.r);
+	tail_read(&t, &s);
+	tap_ok(s.n == 1 && s.tail[36][2] == 1 && !s.other,
+	       "tail notices: hops not keeping sums: no reduce notice, the "
+	       "finished block's still (%d frames)", s.n);
+	/* nobody to tell: a finished block's hop to a switch (no host) */
+	t.c->round = 3;
+	rinx_c_reduce_init(t.r);
+	t.c->plan.hops[0][RINX_T_REDUCE - 1].to = 9;
+	t.c->n = 4;
+	t.c->result[36].round = 3;
+	memset(&s, 0, sizeof(s));
+	rinx_c_tail_notices(t.r);
+	tail_read(&t, &s);
+	tap_ok(s.n == 0 && (t.r->tsent[1] & 1), "tail notices: none to a "
+	       "node without a host, and none again (%d frames)", s.n);
+	stopped_free(&t);
+}
+
+/* A hello of this job's kind `step` for round `round`, block b, count
+ * `cnt`, from W3 (node 2), through the slow path. */
+static int tail_from(struct stopped *t, __u8 step, __u32 round, __u32 b,
+		     __u16 cnt)
+{
+	__u8 buf[RINX_FRAME_MIN];
+	struct frame f;
+
+	memset(buf, 0, sizeof(buf));
+	rinx_c_frame_at(buf, &f);
+	f.h->magic = htonl(RINX_MAGIC);
+	f.h->version = RINX_VERSION;
+	f.h->type = RINX_T_HELLO;
+	f.h->step = step;
+	f.h->round = htonl(round);
+	f.h->block = htonl(b);
+	f.h->count = htons(cnt);
+	f.h->sender = htons(2);
+	memcpy(f.ip + 12, &t->c->plan.nodes[2].ip, 4);
+	t->c->active = t->r;
+	t->r->round_open = 1;
+	return rinx_c_slow_frame(t->c, buf, RINX_FRAME_MIN);
+}
+
+/*
+ * Heard: class 1's reduce comes from W3 and its last block, 37, has not
+ * passed here (the blocks before it did); class 3's finished blocks come
+ * from W3 too, and 31 and 39 are missing (35 and the rest finished). The
+ * reduce's tail waits 2 ms after its class last passed, the finished
+ * block's the stall timer: neither is asked in 1.5 ms without a notice.
+ * A notice makes them holes: 37's RNACK after the hole's 300 us, 31 and
+ * 39's NACKs after a quarter of srtt (1 ms).
+ */
+static void run_tail_heard(void)
+{
+	struct stopped t;
+	struct tail_seen s;
+	__u64 t0 = 1000 * MS, now, at37 = 0, at39 = 0;
+	__u32 b;
+	int ret[4];
+
+	memset(&s, 0, sizeof(s));
+	if (tail_init(&t, t0)) {
+		for (b = 0; b < 4; b++)
+			tap_ok(0, "tail notices heard: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	t.r->rmine = 1u << 1;
+	t.c->plan.hops[3][RINX_T_GATHER - 1] = (struct rinx_hop){
+		.action = RINX_A_STORE_FWD, .from = 2, .to = 0, .step = 0 };
+	t.c->partial[37].round = 0;
+	for (b = 3; b < SNB; b += 4)
+		t.c->result[b].round = b != 31 && b != 39;
+	t.c->result[35].round = 0;	/* 35 too: 31 is not a hole yet */
+	for (b = 0; b < 4; b++)
+		t.r->rpass_t[b] = t0;
+	for (now = t0; now <= t0 + 1500 * US; now += 50 * US) {
+		rinx_c_reduce_holes(t.r, now);
+		rinx_c_gather_holes(t.r, now);
+	}
+	tail_read(&t, &s);
+	tap_ok(s.n == 0, "tail notices heard: without one, neither class's "
+	       "tail asked within 1.5 ms (%d frames)", s.n);
+	/* notices of another round, or of a block past the round: nothing */
+	ret[0] = tail_from(&t, RINX_HELLO_TAIL, 2, 37, 1);
+	ret[1] = tail_from(&t, RINX_HELLO_TAIL, 1, SNB, 2);
+	ret[2] = tail_from(&t, RINX_HELLO_TAIL, 1, 37, 1);
+	ret[3] = tail_from(&t, RINX_HELLO_TAIL, 1, 39, 2);
+	t0 = now;
+	for (; now <= t0 + 3 * MS; now += 50 * US) {
+		rinx_c_reduce_holes(t.r, now);
+		rinx_c_gather_holes(t.r, now);
+		b = (__u32)s.rnack[37];
+		tail_read(&t, &s);
+		if (!b && s.rnack[37])
+			at37 = now - t0;
+		if (!at39 && s.nack[39])
+			at39 = now - t0;
+	}
+	tap_ok(ret[0] == RINX_SP_FREE && ret[1] == RINX_SP_FREE &&
+	       ret[2] == RINX_SP_FREE && ret[3] == RINX_SP_FREE &&
+	       s.rnack[37] >= 1 && at37 >= 300 * US && at37 <= 500 * US,
+	       "tail notices heard: the reduce's last block asked of the hop "
+	       "before after a hole's wait (RNACK for 37 at %llu us, want "
+	       "300-500)", (unsigned long long)(at37 / US));
+	tap_ok(s.nack[39] >= 1 && s.nack[31] >= 1 && at39 >= 1 * MS &&
+	       at39 <= 1300 * US, "tail notices heard: the finished block's "
+	       "last one and the hole before it asked after a hole's wait "
+	       "(NACK for 39 at %llu us, want 1000-1300; 31 asked %d times)",
+	       (unsigned long long)(at39 / US), s.nack[31]);
+	b = 0;
+	for (now = 0; now < SNB; now++)
+		if ((s.nack[now] && now != 31 && now != 39 && now != 35) ||
+		    (s.rnack[now] && now != 37))
+			b++;
+	{
+		__u64 before = t.r->ahead;
+
+		ret[0] = tail_from(&t, RINX_HELLO_DONE, 2, 0, 1);
+		ret[1] = t.r->ahead == before;
+		ret[2] = tail_from(&t, RINX_HELLO_DONE, 1, 0, 1);
+		tap_ok(!b && !s.other && ret[0] == RINX_SP_FREE && ret[1] &&
+		       ret[2] == RINX_SP_FREE && (t.r->ahead & 4),
+		       "tail notices heard: nothing else asked (%d blocks, %d "
+		       "other frames); a DONE of this round marks W3 as done "
+		       "with it (ahead %#llx), of another round not",
+		       (int)b, s.other, (unsigned long long)t.r->ahead);
+	}
+	stopped_free(&t);
+}
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -897,7 +1172,7 @@ int main(void)
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
 		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4 +
-		 2);
+		 2 + 6 + 4);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
@@ -907,5 +1182,7 @@ int main(void)
 	run_own_tail();
 	run_gather_holes();
 	run_close();
+	run_tail_send();
+	run_tail_heard();
 	return tap_done();
 }

@@ -131,6 +131,15 @@ enum rinx_hello {
 	RINX_HELLO_STAY = 11,	/* answer to BYE from a rank still in the
 				 * job's last collective: it may need the
 				 * closing rank's hops and stored blocks */
+	RINX_HELLO_TAIL = 12,	/* the sender passed on to the receiver block
+				 * `block`, the last of its class in round
+				 * `round` (count 1: its reduce, 2: the
+				 * finished block): the receiver asks for it
+				 * and for the class's blocks before it that
+				 * it lacks (a loss at a round's tail) */
+	RINX_HELLO_DONE = 13,	/* the sender finished round `round`: it
+				 * passed on every finished block it sends
+				 * the receiver, and holds them all */
 };
 
 /* RINX_T_PS frames (docs/rinx.md, "Parameter server"). The store is the

@@ -677,6 +677,7 @@ static int progress(struct rinx_req *r, int *moved)
 		rinx_c_own_timers(r, t);
 		rinx_c_reduce_holes(r, t);
 		rinx_c_gather_holes(r, t);
+		rinx_c_tail_notices(r);
 		/* a hole: the next block in order is missing for a while
 		 * though a later one of its class finished here - ask for
 		 * the holes now, before the round drains (RACK's reasoning
@@ -720,6 +721,8 @@ static int progress(struct rinx_req *r, int *moved)
 		}
 	}
 	if (r->cursor == r->nb) {
+		/* before the round's number moves on */
+		rinx_c_round_done(r);
 		if (round_close(r)) {
 			pthread_mutex_unlock(&x->lock);
 			return 1;

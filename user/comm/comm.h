@@ -155,6 +155,13 @@ struct rinx_req {
 	__u64 *ghole_at;
 	__u8 *gasked;
 	__u64 gscan_t;
+	/* tail notices (rinx_c_tail_notices): per class, its last block in
+	 * the round (nb: none), and one past the last block a peer said it
+	 * passed on to here finished (0: none); the classes whose notice
+	 * went out, [0] for the reduce, [1] for the finished block */
+	__u32 lastb[RINX_MAX_CLASSES];
+	__u32 gtail[RINX_MAX_CLASSES];
+	__u64 tsent[2];
 	__u64 ahead;		/* nodes (below 64) seen in the next round:
 				 * they finished this one (slow.c) */
 	__u64 t0;
@@ -522,5 +529,8 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall);
 void rinx_c_reduce_peers(struct rinx_comm *c);
 void rinx_c_reduce_init(struct rinx_req *r);
 void rinx_c_reduce_holes(struct rinx_req *r, __u64 now);
+void rinx_c_tail_notices(struct rinx_req *r);
+void rinx_c_tail_heard(struct rinx_req *r, __u32 b, int stage);
+void rinx_c_round_done(struct rinx_req *r);
 
 #endif

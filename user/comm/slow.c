@@ -503,6 +503,20 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 		return ctl_hello(c, f, from) ? RINX_SP_SEND : RINX_SP_FREE;
 	if (f->h->step == RINX_HELLO_FETCH || f->h->step == RINX_HELLO_BLOCK)
 		return fetch_hello(c, r, f, len, from);
+	/* the node before passed on a class's last block of this round, or
+	 * finished the round (rinx_c_tail_notices); of another round, or
+	 * with no round open here, it says nothing */
+	if (f->h->step == RINX_HELLO_TAIL || f->h->step == RINX_HELLO_DONE) {
+		__u32 b = ntohl(f->h->block), stage = ntohs(f->h->count);
+
+		if (!r || !r->round_open || ntohl(f->h->round) != c->round)
+			return RINX_SP_FREE;
+		if (f->h->step == RINX_HELLO_DONE)
+			r->ahead |= from < 64 ? 1ull << from : 0;
+		else if (b < r->nb && (stage == 1 || stage == 2))
+			rinx_c_tail_heard(r, b, (int)stage);
+		return RINX_SP_FREE;
+	}
 	if (f->h->step == RINX_HELLO_BYE) {
 		__u32 k = ntohl(f->h->block);
 
