@@ -211,7 +211,11 @@ static __noinline int fault_reorder(struct xdp_md *ctx,
 				    struct rinx_sw_link *f, __u32 port)
 {
 	struct sw_held *h = bpf_map_lookup_elem(&held, &port);
-	__u64 now = bpf_ktime_get_ns(), len, hl;
+	/* the coarse clock (a tick, 1-10 ms) is enough for a hold limit of
+	 * tens of ms, and the fine one cost more than the rest of a lossy
+	 * port: it is read for every frame (the slot nearly always holds
+	 * one) */
+	__u64 now = bpf_ktime_get_coarse_ns(), len, hl;
 	__u32 cur, nxt;
 	int draw;
 

@@ -75,7 +75,8 @@
  *    buffer and the current frame is held instead (two buffers per slot,
  *    so no copy between them). A held frame thus leaves behind every frame
  *    sent meanwhile, at the next draw; one older than the port's hold limit
- *    is dropped (counted lost) when the next frame for the port comes.
+ *    (by the coarse clock, a tick of 1-10 ms) is dropped (counted lost)
+ *    when the next frame for the port comes.
  * Counters: RINX_SW_* in sw_stats, and per port in the `links` value.
  */
 #include "bpf/ina.bpf.h"

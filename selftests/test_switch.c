@@ -1170,12 +1170,13 @@ static void fault_tests(struct switch_bpf *skel, int if_a, int if_b,
 	       moved_only(r, RINX_SW_FWD, 1, RINX_SW_FAULT_REORDER, 1, -1),
 	       "fault: reorder: third frame (100 B) grows to carry the second "
 	       "(%u B out)", r->out_len);
-	/* No more draws, 1 ms hold limit: after 5 ms the held third frame
-	 * is lost when the next one comes. */
+	/* No more draws, 1 ms hold limit: after 25 ms the held third frame
+	 * is lost when the next one comes (the port's clock is the coarse
+	 * one, a tick of 1-10 ms). */
 	f.reorder_ppm = 0;
 	f.hold_ms = 1;
 	err = set_fault(skel, port, &f);
-	usleep(5000);
+	usleep(25000);
 	err = err ?: frun(skel, if_b, 60, 7, 1, 0, ncpu, r);
 	tap_ok(!err && r->retval == XDP_REDIRECT && same_frame(r, 60, 7) &&
 	       moved_only(r, RINX_SW_FWD, 1, -1),
