@@ -275,7 +275,7 @@ static int round_open(struct rinx_req *r)
 	memset(r->ghole_at, 0, r->nb * sizeof(*r->ghole_at));
 	memset(r->gasked, 0, r->nb);
 	r->gscan_t = 0;
-	r->ahead = 0;
+	r->ahead = r->ahead_fresh = 0;
 	rinx_c_reduce_init(r);
 	r->round_open = 1;
 	return 0;

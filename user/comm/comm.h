@@ -164,6 +164,7 @@ struct rinx_req {
 	__u64 tsent[2];
 	__u64 ahead;		/* nodes (below 64) seen in the next round:
 				 * they finished this one (slow.c) */
+	__u64 ahead_fresh;	/* ... since the last look at the holes */
 	__u64 t0;
 	int err;
 };

@@ -368,9 +368,13 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
 	 * (those it hands up set r->ahead in the slow path) */
 	if (c->cursors &&
 	    __atomic_load_n(&c->cursors[c->slot].ahead_round,
-			    __ATOMIC_ACQUIRE) == c->round + 1)
-		r->ahead |= __atomic_load_n(&c->cursors[c->slot].ahead,
-					    __ATOMIC_RELAXED);
+			    __ATOMIC_ACQUIRE) == c->round + 1) {
+		__u64 a = __atomic_load_n(&c->cursors[c->slot].ahead,
+					  __ATOMIC_RELAXED);
+
+		r->ahead_fresh |= a & ~r->ahead;
+		r->ahead |= a;
+	}
 	class_ends(r, hi);
 	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
 		/* a class's last block passed on to here (a tail notice)
@@ -405,7 +409,10 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
 			if (!done)
 				continue;
 		}
-		wait = done && !r->gasked[b] ? 0 :
+		/* a hole asked of that node before it finished the round
+		 * (it lacked the block then) is asked again at once */
+		wait = done && (!r->gasked[b] ||
+				(r->ahead_fresh >> g->from & 1)) ? 0 :
 		       hole_wait_at(r, b, hi[k] > first || done ||
 				    b < r->gtail[k]);
 		if (now - r->ghole_at[b] < wait << (r->gasked[b] < 6 ?
@@ -419,6 +426,7 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
 			r->gasked[b]++;
 		n++;
 	}
+	r->ahead_fresh = 0;
 	if (n)
 		rinx_c_x_kick(c->x);
 	return n;

@@ -511,8 +511,11 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 
 		if (!r || !r->round_open || ntohl(f->h->round) != c->round)
 			return RINX_SP_FREE;
-		if (f->h->step == RINX_HELLO_DONE)
-			r->ahead |= from < 64 ? 1ull << from : 0;
+		if (f->h->step == RINX_HELLO_DONE && from < 64 &&
+		    !(r->ahead >> from & 1)) {
+			r->ahead |= 1ull << from;
+			r->ahead_fresh |= 1ull << from;
+		}
 		else if (b < r->nb && (stage == 1 || stage == 2))
 			rinx_c_tail_heard(r, b, (int)stage);
 		return RINX_SP_FREE;
@@ -606,8 +609,11 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		/* its sender runs the next round: it finished this one and
 		 * holds every block of it (rinx_c_gather_holes asks it) */
 		if (r && r->round_open && round == c->round + 1 &&
-		    ntohs(f.h->sender) < 64)
+		    ntohs(f.h->sender) < 64 &&
+		    !(r->ahead >> ntohs(f.h->sender) & 1)) {
 			r->ahead |= 1ull << ntohs(f.h->sender);
+			r->ahead_fresh |= 1ull << ntohs(f.h->sender);
+		}
 		return RINX_SP_KEEP;
 	}
 	env.c = c;
