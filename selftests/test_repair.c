@@ -934,6 +934,11 @@ static int tail_init(struct stopped *t, __u64 t0)
 	t->c->plan.start_type[3] = RINX_T_REDUCE;
 	t->c->keep = 1;
 	t->c->srtt = 4 * MS;
+	/* as rinx_plan_next_hosts finds them: W1 takes the reduce of
+	 * classes 1-3 from here and class 0's finished block */
+	for (k = 1; k < 4; k++)
+		t->c->tail_rto[k] = 1;
+	t->c->tail_gto[0] = 1;
 	rinx_c_reduce_init(t->r);
 	return 0;
 }
@@ -984,6 +989,8 @@ static void run_tail_send(void)
 	/* a finished block passed on by a gather hop, and the round done */
 	t.c->plan.hops[1][RINX_T_GATHER - 1] = (struct rinx_hop){
 		.action = RINX_A_STORE_FWD, .from = 2, .to = 0, .step = 1 };
+	t.c->tail_gto[1] = 1;
+	t.r->tleft[1][1] = 1;
 	t.c->result[37].round = 1;
 	memset(&s, 0, sizeof(s));
 	rinx_c_tail_notices(t.r);
@@ -1010,24 +1017,27 @@ static void run_tail_send(void)
 	tap_ok(s.n == 1 && s.tail[36][2] == 1 && !s.other,
 	       "tail notices: hops not keeping sums: no reduce notice, the "
 	       "finished block's still (%d frames)", s.n);
-	/* nobody to tell: a finished block's hop to a switch (no host) */
+	/* a multicast's receivers: every one told, once */
 	t.c->round = 3;
+	t.c->tail_gto[0] = 1 | 2;
+	t.c->plan.nodes[1].ip = htonl(0x0a000202);
 	rinx_c_reduce_init(t.r);
-	t.c->plan.hops[0][RINX_T_REDUCE - 1].to = 9;
-	t.c->n = 4;
 	t.c->result[36].round = 3;
 	memset(&s, 0, sizeof(s));
 	rinx_c_tail_notices(t.r);
+	rinx_c_tail_notices(t.r);
 	tail_read(&t, &s);
-	tap_ok(s.n == 0 && (t.r->tsent[1] & 1), "tail notices: none to a "
-	       "node without a host, and none again (%d frames)", s.n);
+	tap_ok(s.n == 2 && s.tail[36][2] == 1 && s.other == 1 &&
+	       !t.r->tleft[1][0], "tail notices: a finished block passed on "
+	       "to two hosts (a rack's multicast) told to each, once (%d "
+	       "frames)", s.n);
 	stopped_free(&t);
 }
 
 /* A hello of this job's kind `step` for round `round`, block b, count
  * `cnt`, from W3 (node 2), through the slow path. */
-static int tail_from(struct stopped *t, __u8 step, __u32 round, __u32 b,
-		     __u16 cnt)
+static int tail_from_node(struct stopped *t, __u8 step, __u32 round,
+			  __u32 b, __u16 cnt, __u16 node)
 {
 	__u8 buf[RINX_FRAME_MIN];
 	struct frame f;
@@ -1041,11 +1051,17 @@ static int tail_from(struct stopped *t, __u8 step, __u32 round, __u32 b,
 	f.h->round = htonl(round);
 	f.h->block = htonl(b);
 	f.h->count = htons(cnt);
-	f.h->sender = htons(2);
-	memcpy(f.ip + 12, &t->c->plan.nodes[2].ip, 4);
+	f.h->sender = htons(node);
+	memcpy(f.ip + 12, &t->c->plan.nodes[node].ip, 4);
 	t->c->active = t->r;
 	t->r->round_open = 1;
 	return rinx_c_slow_frame(t->c, buf, RINX_FRAME_MIN);
+}
+
+static int tail_from(struct stopped *t, __u8 step, __u32 round, __u32 b,
+		     __u16 cnt)
+{
+	return tail_from_node(t, step, round, b, cnt, 2);
 }
 
 /*
@@ -1088,7 +1104,19 @@ static void run_tail_heard(void)
 	tail_read(&t, &s);
 	tap_ok(s.n == 0, "tail notices heard: without one, neither class's "
 	       "tail asked within 1.5 ms (%d frames)", s.n);
-	/* notices of another round, or of a block past the round: nothing */
+	/* notices of another round, or of a block past the round, or from
+	 * a node the class does not come from: nothing */
+	t.c->plan.nodes[1].ip = htonl(0x0a000202);
+	ret[0] = tail_from_node(&t, RINX_HELLO_TAIL, 1, 37, 1, 1) |
+		 tail_from_node(&t, RINX_HELLO_TAIL, 1, 39, 2, 1);
+	for (now = t0; now <= t0 + 1500 * US; now += 50 * US) {
+		rinx_c_reduce_holes(t.r, now);
+		rinx_c_gather_holes(t.r, now);
+	}
+	tail_read(&t, &s);
+	tap_ok(ret[0] == RINX_SP_FREE && s.n == 0, "tail notices heard: "
+	       "one from a node the classes do not come from asks nothing "
+	       "(%d frames)", s.n);
 	ret[0] = tail_from(&t, RINX_HELLO_TAIL, 2, 37, 1);
 	ret[1] = tail_from(&t, RINX_HELLO_TAIL, 1, SNB, 2);
 	ret[2] = tail_from(&t, RINX_HELLO_TAIL, 1, 37, 1);
@@ -1136,6 +1164,80 @@ static void run_tail_heard(void)
 	stopped_free(&t);
 }
 
+/*
+ * The receivers of tail notices from the plans themselves
+ * (rinx_plan_next_hosts): on a ring of 4 (ranks in order, class k from
+ * rank k), rank 1 passes every class's reduce and finished block to rank
+ * 2, except the reduce of the class that finishes at rank 1 (class 2)
+ * and the finished block of the class whose gather ends there (class
+ * 3, whose reduce rank 2 adds and finishes: rank 1 started it). With an
+ * agent rack of 3 (ranks 0-2, agent 0) and two plain ranks, the agent
+ * multicasts every finished block into its rack: ranks 1 and 2 get it
+ * from the agent for every class.
+ */
+static void run_next_hosts(void)
+{
+	struct rinx_spec *s = calloc(1, sizeof(*s));
+	__u64 red[RINX_MAX_CLASSES], gat[RINX_MAX_CLASSES];
+	int r, k, bad = 0, err;
+
+	if (!s) {
+		tap_ok(0, "next hosts: out of memory");
+		tap_ok(0, "next hosts: out of memory");
+		return;
+	}
+	rinx_spec_init(s);
+	s->nhosts = 4;
+	for (r = 0; r < 4; r++) {
+		snprintf(s->hosts[r].name, sizeof(s->hosts[r].name), "h%d", r);
+		s->hosts[r].rank = r;
+		s->hosts[r].rack = RINX_NO_RACK;
+		s->hosts[r].ip = htonl(0x0a000201 + r);
+	}
+	s->plan = RINX_PLAN_RING;
+	rinx_plan_spec(s);
+	err = rinx_plan_next_hosts(s, 1, red, gat);
+	for (k = 0; k < 4; k++)
+		if (red[k] != (k == 2 ? 0 : 4ull) ||
+		    gat[k] != (k == 3 ? 0 : 4ull))
+			bad++;
+	tap_ok(!err && !bad, "next hosts: a ring of 4: rank 1 passes the "
+	       "reduce and the finished block to rank 2, but the reduce "
+	       "finishing at 1 and the gather ending at 2 (%d, %d wrong: "
+	       "%#llx %#llx %#llx %#llx / %#llx %#llx %#llx %#llx)", err, bad,
+	       (unsigned long long)red[0], (unsigned long long)red[1],
+	       (unsigned long long)red[2], (unsigned long long)red[3],
+	       (unsigned long long)gat[0], (unsigned long long)gat[1],
+	       (unsigned long long)gat[2], (unsigned long long)gat[3]);
+	rinx_spec_init(s);
+	s->nhosts = 5;
+	for (r = 0; r < 5; r++) {
+		snprintf(s->hosts[r].name, sizeof(s->hosts[r].name), "h%d", r);
+		s->hosts[r].rank = r;
+		s->hosts[r].rack = r < 3 ? 1 : 2;
+		s->hosts[r].ip = htonl(0x0a000201 + r);
+	}
+	s->nracks = 2;
+	s->racks[0].id = 1;
+	s->racks[0].ina = RINX_INA_AGENT;
+	snprintf(s->racks[0].name, sizeof(s->racks[0].name), "a");
+	s->racks[1].id = 2;
+	s->racks[1].ina = RINX_INA_NONE;
+	snprintf(s->racks[1].name, sizeof(s->racks[1].name), "p");
+	s->plan = RINX_PLAN_RINA;
+	rinx_plan_spec(s);
+	err = rinx_plan_next_hosts(s, 0, red, gat);
+	bad = 0;
+	for (k = 0; k < 3; k++)
+		if ((gat[k] & 6) != 6)
+			bad++;
+	tap_ok(!err && !bad, "next hosts: an agent passes every finished "
+	       "block to its rack's workers (%d, %d classes without: %#llx "
+	       "%#llx %#llx)", err, bad, (unsigned long long)gat[0],
+	       (unsigned long long)gat[1], (unsigned long long)gat[2]);
+	free(s);
+}
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -1174,7 +1276,7 @@ int main(void)
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
 		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4 +
-		 2 + 6 + 4);
+		 2 + 6 + 5 + 2);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
@@ -1186,5 +1288,6 @@ int main(void)
 	run_close();
 	run_tail_send();
 	run_tail_heard();
+	run_next_hosts();
 	return tap_done();
 }

@@ -157,11 +157,11 @@ struct rinx_req {
 	__u64 gscan_t;
 	/* tail notices (rinx_c_tail_notices): per class, its last block in
 	 * the round (nb: none), and one past the last block a peer said it
-	 * passed on to here finished (0: none); the classes whose notice
-	 * went out, [0] for the reduce, [1] for the finished block */
+	 * passed on to here finished (0: none); the hosts still to tell,
+	 * [0] of the reduce, [1] of the finished block */
 	__u32 lastb[RINX_MAX_CLASSES];
 	__u32 gtail[RINX_MAX_CLASSES];
-	__u64 tsent[2];
+	__u64 tleft[2][RINX_MAX_CLASSES];
 	__u64 ahead;		/* nodes (below 64) seen in the next round:
 				 * they finished this one (slow.c) */
 	__u64 ahead_fresh;	/* ... since the last look at the holes */
@@ -211,6 +211,10 @@ struct rinx_comm {
 	 * the ones it asks with RNACKs (repair.c) */
 	__u64 rnack_ok;
 	__u64 own_ring;		/* own classes whose first hop asks so */
+	/* per class, the hosts this rank passes the reduce (an add hop's)
+	 * and the finished block on to: its tail notices' receivers */
+	__u64 tail_rto[RINX_MAX_CLASSES];
+	__u64 tail_gto[RINX_MAX_CLASSES];
 	int keep;		/* this round's ring hops keep partial sums
 				 * (RINX_JOB_KEEP): always on links of known
 				 * rate (rated), else after a lossy round */
@@ -531,7 +535,7 @@ void rinx_c_reduce_peers(struct rinx_comm *c);
 void rinx_c_reduce_init(struct rinx_req *r);
 void rinx_c_reduce_holes(struct rinx_req *r, __u64 now);
 void rinx_c_tail_notices(struct rinx_req *r);
-void rinx_c_tail_heard(struct rinx_req *r, __u32 b, int stage);
+void rinx_c_tail_heard(struct rinx_req *r, __u32 b, int stage, int from);
 void rinx_c_round_done(struct rinx_req *r);
 
 #endif

@@ -573,6 +573,10 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 	__u32 k;
 
 	c->rnack_ok = c->own_ring = 0;
+	/* the receivers of this rank's tail notices (none if the plan
+	 * cannot be built: the notices only save waits) */
+	(void)rinx_plan_next_hosts(&c->spec, c->rank, c->tail_rto,
+				   c->tail_gto);
 	/* links of known rate: the network is the bottleneck, and a loss is
 	 * worth a copy per hop in every round (rinx_job.flags, set by
 	 * plan_job); elsewhere the ranks keep partial sums in the rounds
@@ -714,7 +718,10 @@ void rinx_c_reduce_init(struct rinx_req *r)
 		if (r->lastb[k] == r->nb)
 			r->lastb[k] = b - 1;
 	}
-	r->tsent[0] = r->tsent[1] = 0;
+	for (k = 0; k < RINX_MAX_CLASSES; k++) {
+		r->tleft[0][k] = k < (__u32)c->plan.nclasses ? c->tail_rto[k] : 0;
+		r->tleft[1][k] = k < (__u32)c->plan.nclasses ? c->tail_gto[k] : 0;
+	}
 	r->rfirst = 0;
 	r->rscan_t = 0;
 	r->fetch_some = 0;	/* fetch_block's, for the round before */
@@ -901,7 +908,9 @@ out:
  * timer, 2-10 ms, for a finished block). The node before knows when it
  * passed that block on: its trainer tells the next node so in a small
  * hello (RINX_HELLO_TAIL; one per class and round, for the reduce and for
- * the finished block), and the next node takes the notice as it takes a
+ * the finished block, to each host that takes that stage from it: an
+ * agent's multicast reaches its rack's workers, rinx_plan_next_hosts),
+ * and the next node takes the notice as it takes a
  * later block of the class: the block and any of its class before it
  * still missing there are holes, asked for after a hole's wait (RNACK for
  * the reduce, NACK for the finished block). And a rank that finished a
@@ -913,15 +922,22 @@ out:
  * class) took 20-33 ms against 2-3 fault-free, nearly all of it waiting
  * for such losses (docs/benchmark.md, "Tail notices").
  */
-static int tail_send(struct rinx_req *r, int to, __u32 b, int stage)
+/* Notice of block b's stage (1: its reduce, 2: finished) to the hosts
+ * `to`; 0 or -1 (no room to send: again at the next call). A host told
+ * already is taken out of *to. */
+static int tail_send(struct rinx_req *r, __u64 *to, __u32 b, int stage)
 {
 	struct rinx_comm *c = r->c;
+	int i;
 
-	if (to < 0 || to >= c->n || to == c->rank)
-		return 0;	/* no host there: nobody to tell */
-	if (rinx_c_send_ctl(c, to, RINX_T_HELLO, RINX_HELLO_TAIL, c->round, b,
-			    r->nb, (__u16)stage))
-		return -1;
+	for (i = 0; i < c->n && i < 64; i++) {
+		if (!(*to >> i & 1))
+			continue;
+		if (rinx_c_send_ctl(c, i, RINX_T_HELLO, RINX_HELLO_TAIL,
+				    c->round, b, r->nb, (__u16)stage))
+			return -1;
+		*to &= ~(1ull << i);
+	}
 	return 0;
 }
 
@@ -936,47 +952,33 @@ void rinx_c_tail_notices(struct rinx_req *r)
 
 	for (k = 0; k < ncl; k++) {
 		const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
-		const struct rinx_hop *g = &c->plan.hops[k][RINX_T_GATHER - 1];
 		__u32 b = r->lastb[k];
 
 		if (b >= r->nb)
 			continue;
-		/* the reduce: the next hop asks again only while the hops
-		 * keep their sums (the same on every rank, c->keep) */
-		if (!(r->tsent[0] >> k & 1)) {
-			int to = -1, due = 1;
-			long oi;
+		/* the reduce, passed on by an add hop or sent by its origin:
+		 * the next hop asks again only while the hops keep their
+		 * sums (the same on every rank, c->keep) */
+		if (r->tleft[0][k] && c->keep) {
+			long oi = own_index(c, b);
+			int due = h->action == RINX_A_ADD_FWD ?
+				  __atomic_load_n(&c->partial[blk_idx(c, b)].round,
+						  __ATOMIC_ACQUIRE) == c->round :
+				  c->plan.start_type[k] == RINX_T_REDUCE &&
+				  oi >= 0 && (__u32)oi < claimed;
 
-			if (c->keep && h->action == RINX_A_ADD_FWD) {
-				to = h->to;
-				due = __atomic_load_n(
-					&c->partial[blk_idx(c, b)].round,
-					__ATOMIC_ACQUIRE) == c->round;
-			} else if (c->keep &&
-				   c->plan.start_type[k] == RINX_T_REDUCE) {
-				/* the class's origin: claimed is sent */
-				oi = own_index(c, b);
-				to = c->plan.start_to[k];
-				due = oi >= 0 && (__u32)oi < claimed;
-			}
 			if (due) {
-				if (tail_send(r, to, b, 1))
+				if (tail_send(r, &r->tleft[0][k], b, 1))
 					break;
-				r->tsent[0] |= 1ull << k;
 				sent++;
 			}
 		}
-		/* the finished block, where this node sends it on */
-		if (!(r->tsent[1] >> k & 1) &&
+		/* the finished block, where this node passes it on */
+		if (r->tleft[1][k] &&
 		    __atomic_load_n(&c->result[blk_idx(c, b)].round,
 				    __ATOMIC_ACQUIRE) == c->round) {
-			int to = h->action == RINX_A_ADD_FINISH ? h->to :
-				 g->action == RINX_A_STORE_FWD ||
-				 g->action == RINX_A_MCAST_FWD ? g->to : -1;
-
-			if (tail_send(r, to, b, 2))
+			if (tail_send(r, &r->tleft[1][k], b, 2))
 				break;
-			r->tsent[1] |= 1ull << k;
 			sent++;
 		}
 	}
@@ -984,46 +986,44 @@ void rinx_c_tail_notices(struct rinx_req *r)
 		rinx_c_x_kick(c->x);
 }
 
-/* A tail notice for block b of this round (stage 1: its reduce, 2: the
- * finished block) from the node before. */
-void rinx_c_tail_heard(struct rinx_req *r, __u32 b, int stage)
+/* A tail notice from node `from` for block b of this round (stage 1:
+ * its reduce, 2: the finished block): taken from the node this rank gets
+ * that stage of b's class from, and only while it asks it for that. */
+void rinx_c_tail_heard(struct rinx_req *r, __u32 b, int stage, int from)
 {
 	struct rinx_comm *c = r->c;
 	__u32 k = (__u32)class_of(c, b) % RINX_MAX_CLASSES;
+	const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
+	const struct rinx_hop *g = &c->plan.hops[k][RINX_T_GATHER - 1];
 
-	if (stage == 1 && (r->rmine >> k & 1)) {
+	if (stage == 1 && (r->rmine >> k & 1) && h->from == from) {
 		/* as a later block passed: b is a hole of the reduce, whose
 		 * clock starts when rinx_c_reduce_holes sees it */
 		if (r->rhi[k] < b + 1)
 			r->rhi[k] = b + 1;
-	} else if (stage == 2 && r->gtail[k] < b + 1) {
+	} else if (stage == 2 && g->from == from && hole_nackable(g) &&
+		   r->gtail[k] < b + 1) {
 		r->gtail[k] = b + 1;
 	}
 }
 
-/* This rank finished the round: DONE to every host it sends finished
- * blocks (called before the round closes). */
+/* This rank finished the round: DONE to every host it passes finished
+ * blocks on to (called before the round closes). */
 void rinx_c_round_done(struct rinx_req *r)
 {
 	struct rinx_comm *c = r->c;
-	__u64 told = 0;
+	__u64 to = 0;
 	__u32 k;
+	int i, sent = 0;
 
-	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
-		const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
-		const struct rinx_hop *g = &c->plan.hops[k][RINX_T_GATHER - 1];
-		int to = h->action == RINX_A_ADD_FINISH ? h->to :
-			 g->action == RINX_A_STORE_FWD ||
-			 g->action == RINX_A_MCAST_FWD ? g->to : -1;
-
-		if (to < 0 || to >= c->n || to >= 64 || to == c->rank ||
-		    (told >> to & 1))
-			continue;
-		/* a DONE lost costs what it saved, no more: not sent again */
-		if (!rinx_c_send_ctl(c, to, RINX_T_HELLO, RINX_HELLO_DONE,
+	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++)
+		to |= c->tail_gto[k];
+	/* a DONE lost costs what it saved, no more: not sent again */
+	for (i = 0; i < c->n && i < 64; i++)
+		if ((to >> i & 1) &&
+		    !rinx_c_send_ctl(c, i, RINX_T_HELLO, RINX_HELLO_DONE,
 				     c->round, 0, r->nb, 1))
-			told |= 1ull << to;
-	}
-	if (told)
+			sent++;
+	if (sent)
 		rinx_c_x_kick(c->x);
 }

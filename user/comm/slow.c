@@ -517,7 +517,7 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 			r->ahead_fresh |= 1ull << from;
 		}
 		else if (b < r->nb && (stage == 1 || stage == 2))
-			rinx_c_tail_heard(r, b, (int)stage);
+			rinx_c_tail_heard(r, b, (int)stage, from);
 		return RINX_SP_FREE;
 	}
 	if (f->h->step == RINX_HELLO_BYE) {

@@ -703,6 +703,45 @@ int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s_in,
 	return err;
 }
 
+int rinx_plan_next_hosts(const struct rinx_spec *s_in, int self,
+			 __u64 reduce[RINX_MAX_CLASSES],
+			 __u64 gather[RINX_MAX_CLASSES])
+{
+	struct rinx_spec *s = malloc(sizeof(*s));
+	struct bld *b = malloc(sizeof(*b));
+	struct rinx_plan *p = malloc(sizeof(*p));
+	int err = -ENOMEM, r, k;
+
+	memset(reduce, 0, RINX_MAX_CLASSES * sizeof(*reduce));
+	memset(gather, 0, RINX_MAX_CLASSES * sizeof(*gather));
+	if (s && b && p) {
+		*s = *s_in;
+		err = build_all(b, s, p);
+		if (!err && (self < 0 || self >= p->nnodes))
+			err = -EINVAL;
+	}
+	for (r = 0; !err && r < s->nhosts && r < 64; r++) {
+		if (r == self)
+			continue;
+		for (k = 0; k < p->nclasses && k < RINX_MAX_CLASSES; k++) {
+			const struct rinx_hop *h =
+				&b->hop[r][k][RINX_T_REDUCE - 1];
+			const struct rinx_hop *g =
+				&b->hop[r][k][RINX_T_GATHER - 1];
+
+			if ((h->action == RINX_A_ADD_FWD ||
+			     h->action == RINX_A_ADD_FINISH) && h->from == self)
+				reduce[k] |= 1ull << r;
+			if (g->action && g->from == self)
+				gather[k] |= 1ull << r;
+		}
+	}
+	free(s);
+	free(b);
+	free(p);
+	return err;
+}
+
 static const char *action_name(int a)
 {
 	switch (a) {

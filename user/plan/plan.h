@@ -81,6 +81,14 @@ void rinx_plan_spec(struct rinx_spec *s);
 /* Builds the plan of node `self` for the cluster of spec s (any mix of INA
  * and plain racks; no racks at all is a plain ring in rank order). */
 int rinx_plan_build(struct rinx_plan *p, const struct rinx_spec *s, int self);
+/* The hosts (below 64, as bits) that node `self` passes blocks of each
+ * class on to: reduce[k], those whose add and forward (or add and
+ * finish) hop of class k takes the reduce from self; gather[k], those
+ * whose gather hop of class k takes the finished block from self (a
+ * multicast's rack too). For tail notices (user/comm/repair.c). */
+int rinx_plan_next_hosts(const struct rinx_spec *s, int self,
+			 __u64 reduce[RINX_MAX_CLASSES],
+			 __u64 gather[RINX_MAX_CLASSES]);
 /* Node id of the i-th switch rack's aggregator, -1 if rack i is not one. */
 int rinx_plan_agg_node(const struct rinx_spec *s, int rack_index);
 /* The agent (lowest rank) of the i-th rack of the spec, -1 if empty. */
