@@ -940,6 +940,7 @@ static int tail_init(struct stopped *t, __u64 t0)
 		t->c->tail_rto[k] = 1;
 	t->c->tail_gto[0] = 1;
 	rinx_c_reduce_init(t->r);
+	t->c->st.nacks = 1;	/* it repairs: notices go out */
 	return 0;
 }
 
@@ -958,8 +959,18 @@ static void run_tail_send(void)
 		return;
 	}
 	/* classes 1 and 2 passed every block here; class 0's last block
-	 * has not finished, class 3's last own block is not claimed */
+	 * has not finished, class 3's last own block is not claimed. A
+	 * rank that asked for nothing in this round or the one before
+	 * sends no notice */
 	t.c->cursors[0].next = 9;
+	t.c->st.nacks = 0;
+	rinx_c_tail_notices(t.r);
+	rinx_c_round_done(t.r);
+	tail_read(&t, &s);
+	tap_ok(s.n == 0, "tail notices: none from a rank that repaired "
+	       "nothing in this round or the one before (%d frames)", s.n);
+	t.c->st.nacks = 1;
+	memset(&s, 0, sizeof(s));
 	rinx_c_tail_notices(t.r);
 	tail_read(&t, &s);
 	for (b = 0; b < SNB; b++)
@@ -1006,6 +1017,7 @@ static void run_tail_send(void)
 	t.c->round = 2;
 	t.c->keep = 0;
 	rinx_c_reduce_init(t.r);
+	t.c->st.nacks++;
 	for (b = 0; b < SNB; b++) {
 		t.c->partial[b].round = 2;
 		t.c->result[b].round = 0;
@@ -1022,6 +1034,7 @@ static void run_tail_send(void)
 	t.c->tail_gto[0] = 1 | 2;
 	t.c->plan.nodes[1].ip = htonl(0x0a000202);
 	rinx_c_reduce_init(t.r);
+	t.c->st.nacks++;
 	t.c->result[36].round = 3;
 	memset(&s, 0, sizeof(s));
 	rinx_c_tail_notices(t.r);
@@ -1276,7 +1289,7 @@ int main(void)
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
 		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4 +
-		 2 + 6 + 5 + 2);
+		 2 + 7 + 5 + 2);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)

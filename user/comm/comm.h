@@ -215,6 +215,9 @@ struct rinx_comm {
 	 * and the finished block on to: its tail notices' receivers */
 	__u64 tail_rto[RINX_MAX_CLASSES];
 	__u64 tail_gto[RINX_MAX_CLASSES];
+	/* NACKs and resends so far when the round before and this one
+	 * opened: notices go out only while this rank repairs */
+	__u64 asks_before, asks_open;
 	int keep;		/* this round's ring hops keep partial sums
 				 * (RINX_JOB_KEEP): always on links of known
 				 * rate (rated), else after a lossy round */
