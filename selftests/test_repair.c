@@ -789,7 +789,10 @@ static void run_gather_holes(void)
  * block); one that is not answers nothing; a closing rank takes a STAY
  * as the word to stay, and answers a BYE with "I heard yours".
  */
-static int hello_from(struct stopped *t, __u8 step, __u32 k, __u8 *buf)
+/* A hello of kind `step` (round, block k, count) from node `node` into
+ * buf, through the slow path. */
+static int hello_at(struct stopped *t, __u8 *buf, __u8 step, __u32 round,
+		    __u32 k, __u16 cnt, __u16 node)
 {
 	struct frame f;
 
@@ -799,10 +802,17 @@ static int hello_from(struct stopped *t, __u8 step, __u32 k, __u8 *buf)
 	f.h->version = RINX_VERSION;
 	f.h->type = RINX_T_HELLO;
 	f.h->step = step;
+	f.h->round = htonl(round);
 	f.h->block = htonl(k);
-	f.h->sender = htons(2);
-	memcpy(f.ip + 12, &t->c->plan.nodes[2].ip, 4);
+	f.h->count = htons(cnt);
+	f.h->sender = htons(node);
+	memcpy(f.ip + 12, &t->c->plan.nodes[node].ip, 4);
 	return rinx_c_slow_frame(t->c, buf, RINX_FRAME_MIN);
+}
+
+static int hello_from(struct stopped *t, __u8 step, __u32 k, __u8 *buf)
+{
+	return hello_at(t, buf, step, 0, k, 0, 2);
 }
 
 static void run_close(void)
@@ -1053,22 +1063,10 @@ static int tail_from_node(struct stopped *t, __u8 step, __u32 round,
 			  __u32 b, __u16 cnt, __u16 node)
 {
 	__u8 buf[RINX_FRAME_MIN];
-	struct frame f;
 
-	memset(buf, 0, sizeof(buf));
-	rinx_c_frame_at(buf, &f);
-	f.h->magic = htonl(RINX_MAGIC);
-	f.h->version = RINX_VERSION;
-	f.h->type = RINX_T_HELLO;
-	f.h->step = step;
-	f.h->round = htonl(round);
-	f.h->block = htonl(b);
-	f.h->count = htons(cnt);
-	f.h->sender = htons(node);
-	memcpy(f.ip + 12, &t->c->plan.nodes[node].ip, 4);
 	t->c->active = t->r;
 	t->r->round_open = 1;
-	return rinx_c_slow_frame(t->c, buf, RINX_FRAME_MIN);
+	return hello_at(t, buf, step, round, b, cnt, node);
 }
 
 static int tail_from(struct stopped *t, __u8 step, __u32 round, __u32 b,
