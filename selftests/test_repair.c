@@ -1057,8 +1057,8 @@ static void run_tail_send(void)
 	stopped_free(&t);
 }
 
-/* A hello of this job's kind `step` for round `round`, block b, count
- * `cnt`, from W3 (node 2), through the slow path. */
+/* A hello of kind `step` for round `round`, block b, count `cnt`, from
+ * node `node` (tail_from: W3, node 2), with this rank's round open. */
 static int tail_from_node(struct stopped *t, __u8 step, __u32 round,
 			  __u32 b, __u16 cnt, __u16 node)
 {
