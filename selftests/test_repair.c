@@ -1165,12 +1165,20 @@ static void run_tail_heard(void)
 		ret[0] = tail_from(&t, RINX_HELLO_DONE, 2, 0, 1);
 		ret[1] = t.r->ahead == before;
 		ret[2] = tail_from(&t, RINX_HELLO_DONE, 1, 0, 1);
+		/* its copy is no notice of block 0's reduce */
+		t.c->plan.hops[0][RINX_T_REDUCE - 1].from = 2;
+		t.r->rmine |= 1;
+		t.r->rhi[0] = 0;
+		ret[3] = tail_from(&t, RINX_HELLO_DONE, 1, 0, 1);
 		tap_ok(!b && !s.other && ret[0] == RINX_SP_FREE && ret[1] &&
-		       ret[2] == RINX_SP_FREE && (t.r->ahead & 4),
+		       ret[2] == RINX_SP_FREE && (t.r->ahead & 4) &&
+		       ret[3] == RINX_SP_FREE && !t.r->rhi[0],
 		       "tail notices heard: nothing else asked (%d blocks, %d "
 		       "other frames); a DONE of this round marks W3 as done "
-		       "with it (ahead %#llx), of another round not",
-		       (int)b, s.other, (unsigned long long)t.r->ahead);
+		       "with it (ahead %#llx), of another round not, and a "
+		       "copy of it is no tail notice (rhi %u)",
+		       (int)b, s.other, (unsigned long long)t.r->ahead,
+		       t.r->rhi[0]);
 	}
 	stopped_free(&t);
 }

@@ -922,9 +922,9 @@ out:
  * collective starts). Under 1% drop + dup + reorder on unlimited links, a
  * ring of 8's last round of a 4 MiB collective (86 blocks, about 11 per
  * class) took 20-33 ms against 2-3 fault-free, nearly all of it waiting
- * for such losses (docs/benchmark.md, "Tail notices").
- */
-/* Whether this rank has asked for a block (NACK, RNACK) or sent one again
+ * for such losses (docs/benchmark.md, "Measured: tail notices").
+ *
+ * Whether this rank has asked for a block (NACK, RNACK) or sent one again
  * in this round or the one before: a sign of loss. A fault-free round
  * sends no notices (each costs a frame at both ends: with them in every
  * round a fault-free ring of 8 on 2 cores used 4-5% more CPU); under

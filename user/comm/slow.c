@@ -511,13 +511,14 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 
 		if (!r || !r->round_open || ntohl(f->h->round) != c->round)
 			return RINX_SP_FREE;
-		if (f->h->step == RINX_HELLO_DONE && from < 64 &&
-		    !(r->ahead >> from & 1)) {
-			r->ahead |= 1ull << from;
-			r->ahead_fresh |= 1ull << from;
-		}
-		else if (b < r->nb && (stage == 1 || stage == 2))
+		if (f->h->step == RINX_HELLO_DONE) {
+			if (from < 64 && !(r->ahead >> from & 1)) {
+				r->ahead |= 1ull << from;
+				r->ahead_fresh |= 1ull << from;
+			}
+		} else if (b < r->nb && (stage == 1 || stage == 2)) {
 			rinx_c_tail_heard(r, b, (int)stage, from);
+		}
 		return RINX_SP_FREE;
 	}
 	if (f->h->step == RINX_HELLO_BYE) {
