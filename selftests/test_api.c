@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -938,6 +939,82 @@ static void sc_close_lossy(struct ctx *x)
 		na(x, 1);
 }
 
+/* The repair trace (RINX_TRACE=DIR) under 10% loss: an allreduce of 700
+ * blocks (11 rounds of the testbed's window), then the rank's own file
+ * read back. Every line is "time_ns
+ * rank event round ...", times not going back, the rank its own; every
+ * round has its open and its close; the asks, resends and repairs that
+ * rinx_comm_stats counts are the trace's nack + rnack + fetch, resend,
+ * and hole + stall lines, one for one. */
+static void sc_trace(struct ctx *x)
+{
+	const char *tmp = getenv("TMPDIR");
+	size_t count = 700 * (size_t)BV;
+	unsigned long long t, last = 0;
+	unsigned rd, opens = 0, closes = 0, lines = 0;
+	unsigned asks = 0, resends = 0, repairs = 0, bad = 0;
+	struct rinx_comm_stats st;
+	struct rinx_comm *c;
+	char dir[256], path[320], ev[32], line[256];
+	int rank;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/rinx-test-trace.%u",
+		 tmp && *tmp ? tmp : "/tmp", x->job);
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		check(x, 0, 0, "mkdir %s: %s", dir, strerror(errno));
+		return;
+	}
+	setenv("RINX_TRACE", dir, 1);
+	if (open_comm(x, x->job, OP_TIMEOUT, &c, 0, 0))
+		return;
+	unsetenv("RINX_TRACE");
+	reduce_check(x, c, 0, RINX_FLOAT32, 77, count, 0, "float32, traced");
+	memset(&st, 0, sizeof(st));
+	rinx_comm_stats(c, &st);
+	rinx_comm_close(c);
+	snprintf(path, sizeof(path), "%s/rinx-trace.%u.%d", dir, x->job,
+		 x->rank);
+	f = fopen(path, "r");
+	if (!check(x, 1, f != NULL, "%s: %s", path, strerror(errno)))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		if (sscanf(line, "%llu %d %31s %u", &t, &rank, ev, &rd) != 4 ||
+		    rank != x->rank || t < last) {
+			bad++;
+			continue;
+		}
+		last = t;
+		if (!strcmp(ev, "open"))
+			opens++;
+		else if (!strcmp(ev, "close"))
+			closes++;
+		else if (!strcmp(ev, "nack") || !strcmp(ev, "rnack") ||
+			 !strcmp(ev, "fetch"))
+			asks++;
+		else if (!strcmp(ev, "resend"))
+			resends++;
+		else if (!strcmp(ev, "hole") || !strcmp(ev, "stall"))
+			repairs++;
+	}
+	fclose(f);
+	unlink(path);
+	rmdir(dir);	/* the last rank's removes it */
+	check(x, 1, lines && !bad && opens == st.rounds &&
+	      closes == st.rounds, "%u lines, %u malformed or out of order; "
+	      "%u opens and %u closes for %llu rounds", lines, bad, opens,
+	      closes, (unsigned long long)st.rounds);
+	check(x, 2, asks + resends + repairs > 0 && asks == st.nacks &&
+	      resends == st.retransmits && repairs == st.repairs,
+	      "traced %u asks, %u resends, %u repairs (none: the loss not "
+	      "met); "
+	      "counted %llu, %llu, %llu", asks, resends, repairs,
+	      (unsigned long long)st.nacks,
+	      (unsigned long long)st.retransmits,
+	      (unsigned long long)st.repairs);
+}
+
 struct scenario {
 	const char *name;
 	void (*fn)(struct ctx *x);
@@ -1006,6 +1083,11 @@ static const struct scenario scenarios[] = {
 	{ "staggered open", sc_stagger, NR, 1, {
 		"no init barrier, ranks open 0.3 s apart and call allreduce at once: correct",
 	}, 0 },
+	{ "trace", sc_trace, NR, 3, {
+		"RINX_TRACE under 10% loss: a float32 allreduce of 700 blocks (11 rounds) within the bound",
+		"its trace: one line per event, times in order, each round opened and closed",
+		"its asks, resends and repairs (some: the loss is met) are the ones rinx_comm_stats counts, one line each",
+	}, 100000 },
 	{ "close under loss", sc_close_lossy, NR, 2, {
 		"10% loss on every port, each rank closes as soon as its allreduce returns (16 jobs in a row): every sum correct, none times out",
 		"... and the loss was met: some rank repaired, NACKed or resent blocks",

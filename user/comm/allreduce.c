@@ -278,6 +278,7 @@ static int round_open(struct rinx_req *r)
 	r->ahead = r->ahead_fresh = 0;
 	rinx_c_reduce_init(r);
 	r->round_open = 1;
+	RINX_TRACE(c, "open %u nb=%u keep=%d", c->round, r->nb, c->keep);
 	return 0;
 }
 
@@ -692,6 +693,7 @@ static int progress(struct rinx_req *r, int *moved)
 			   rinx_c_cursor_hole(r)) {
 			/* (the wait starts when the round got going here at
 			 * the earliest: see rinx_c_own_timers) */
+			RINX_TRACE(c, "hole %u cursor=%u", c->round, r->cursor);
 			rinx_c_repair(r, !r->holes, 0);
 			c->st.repairs++;
 			r->holes++;
@@ -713,6 +715,9 @@ static int progress(struct rinx_req *r, int *moved)
 			r->last_progress = t;
 			r->rto = r->rto_base = rinx_c_stall_wait(r, t);
 		} else if (t - r->last_progress > r->rto) {
+			RINX_TRACE(c, "stall %u cursor=%u wait_us=%llu",
+				   c->round, r->cursor,
+				   (unsigned long long)r->rto / 1000);
 			rinx_c_repair(r, r->rto <= r->rto_base, 1);
 			c->st.repairs++;
 			r->last_progress = t;
@@ -722,6 +727,7 @@ static int progress(struct rinx_req *r, int *moved)
 	}
 	if (r->cursor == r->nb) {
 		/* before the round's number moves on */
+		RINX_TRACE(c, "close %u", c->round);
 		rinx_c_round_done(r);
 		if (round_close(r)) {
 			pthread_mutex_unlock(&x->lock);

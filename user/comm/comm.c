@@ -633,6 +633,8 @@ static int choose_block(struct rinx_comm *c, int want)
 	return 0;
 }
 
+static void trace_open(struct rinx_comm *c);
+
 RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 			    struct rinx_comm **out)
 {
@@ -687,6 +689,7 @@ RINX_API int rinx_comm_open(const struct rinx_comm_opts *o,
 	c->rank = c->self->rank;
 	c->n = c->spec.nhosts;
 	c->job = o->job;
+	trace_open(c);
 	c->token = o->token;
 	c->qbits = rinx_qbits(c->n);
 	/* a single rank sends nothing; others take the MTU's (open below) */
@@ -805,6 +808,40 @@ fail:
 	return err;
 }
 
+/* RINX_TRACE=DIR in the environment: every communicator writes its
+ * repair events to DIR/rinx-trace.JOB.RANK (appended; docs/rinx.md,
+ * "Tracing repairs"). A directory that cannot take it leaves the trace
+ * off, with a warning. */
+static void trace_open(struct rinx_comm *c)
+{
+	const char *dir = getenv("RINX_TRACE");
+	char path[512];
+
+	if (!dir || !*dir)
+		return;
+	snprintf(path, sizeof(path), "%s/rinx-trace.%u.%d", dir, c->job,
+		 c->rank);
+	c->trace = fopen(path, "a");
+	if (!c->trace)
+		pr_warn("RINX_TRACE: cannot open %s: %s: no trace", path,
+			strerror(errno));
+}
+
+void rinx_c_trace(struct rinx_comm *c, const char *fmt, ...)
+{
+	struct timespec ts;
+	va_list ap;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fprintf(c->trace, "%llu %d ",
+		(unsigned long long)ts.tv_sec * 1000000000ull +
+		(unsigned long long)ts.tv_nsec, c->rank);
+	va_start(ap, fmt);
+	vfprintf(c->trace, fmt, ap);
+	va_end(ap);
+	fputc('\n', c->trace);
+}
+
 RINX_API void rinx_comm_close(struct rinx_comm *c)
 {
 	__u32 key;
@@ -865,6 +902,8 @@ RINX_API void rinx_comm_close(struct rinx_comm *c)
 			rinx_c_xctx_job(c->x, c->job, 0);
 		rinx_c_xctx_put(c->x);
 	}
+	if (c->trace)
+		fclose(c->trace);
 	if (c->cursors)
 		munmap(c->cursors, c->cursor_bytes);
 	if (c->share)

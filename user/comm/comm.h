@@ -17,6 +17,7 @@
 #define RINX_COMM_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <linux/types.h>
@@ -298,6 +299,7 @@ struct rinx_comm {
 		double ceiling;
 	} cc;
 	struct rinx_comm_stats st;
+	FILE *trace;		/* repair events (RINX_TRACE), or NULL */
 	char err[320];
 };
 
@@ -430,6 +432,16 @@ static inline int block_count(const struct rinx_req *r, __u32 b)
 /* comm.c */
 int rinx_c_cerr(struct rinx_comm *c, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* One line of c's repair trace: the monotonic time in ns, the rank, then
+ * the event (docs/rinx.md, "Tracing repairs"). Call through RINX_TRACE,
+ * which costs one test when the trace is off. */
+void rinx_c_trace(struct rinx_comm *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define RINX_TRACE(c, ...)						\
+	do {								\
+		if ((c)->trace)						\
+			rinx_c_trace((c), __VA_ARGS__);			\
+	} while (0)
 int rinx_c_ina_replan(struct rinx_comm *c, __u32 down);
 /* Does rack ri's ToR still hold the job (0)? By a message to its daemon. */
 int rinx_c_tor_query(struct rinx_comm *c, int ri);

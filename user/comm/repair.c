@@ -229,6 +229,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			} else {
 				if (rinx_c_send_block(r, b, 1))
 					break;
+				RINX_TRACE(c, "resend %u b=%u", c->round, b);
 				c->st.retransmits++;
 			}
 		}
@@ -241,6 +242,7 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 
 static int send_nack(struct rinx_req *r, __u32 b, int to, int step)
 {
+	RINX_TRACE(r->c, "nack %u b=%u to=%d", r->c->round, b, to);
 	return rinx_c_send_ctl(r->c, to, RINX_T_NACK, step, r->c->round, b, r->nb,
 			       block_count(r, b));
 }
@@ -456,6 +458,7 @@ static void fetch_block(struct rinx_req *r, __u32 b)
 	if (rinx_c_send_ctl(c, to, RINX_T_HELLO, RINX_HELLO_FETCH, c->round,
 			    b, r->nb, block_count(r, b)))
 		return;
+	RINX_TRACE(c, "fetch %u b=%u to=%d", c->round, b, to);
 	r->fetch_some = 1;
 	c->st.nacks++;
 }
@@ -516,8 +519,10 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		 * a block that one of them lost */
 		if (oi >= 0 && (!nackable || !first) && oi < claimed &&
 		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
-		    c->x->nfree > 0 && !rinx_c_send_block(r, b, 1))
+		    c->x->nfree > 0 && !rinx_c_send_block(r, b, 1)) {
+			RINX_TRACE(c, "resend %u b=%u", c->round, b);
 			c->st.retransmits++;
+		}
 	}
 	r->fetches++;
 	rinx_c_x_kick(c->x);
@@ -758,6 +763,7 @@ static int rnack_due(struct rinx_req *r, __u32 b, __u32 k, __u64 since,
 	if (rinx_c_send_ctl(c, h->from, RINX_T_RNACK, h->step, c->round, b,
 			    r->nb, block_count(r, b)))
 		return -1;
+	RINX_TRACE(c, "rnack %u b=%u to=%d", c->round, b, h->from);
 	c->st.nacks++;
 	c->rnacks++;
 	r->rhole_at[b] = now;
@@ -948,6 +954,8 @@ static int tail_send(struct rinx_req *r, __u64 *to, __u32 b, int stage)
 		if (rinx_c_send_ctl(c, i, RINX_T_HELLO, RINX_HELLO_TAIL,
 				    c->round, b, r->nb, (__u16)stage))
 			return -1;
+		RINX_TRACE(c, "tail %u b=%u stage=%d to=%d", c->round, b, stage,
+			   i);
 		*to &= ~(1ull << i);
 	}
 	return 0;
@@ -1010,6 +1018,8 @@ void rinx_c_tail_heard(struct rinx_req *r, __u32 b, int stage, int from)
 	const struct rinx_hop *h = &c->plan.hops[k][RINX_T_REDUCE - 1];
 	const struct rinx_hop *g = &c->plan.hops[k][RINX_T_GATHER - 1];
 
+	RINX_TRACE(c, "heard %u b=%u stage=%d from=%d", c->round, b, stage,
+		   from);
 	if (stage == 1 && (r->rmine >> k & 1) && h->from == from) {
 		/* as a later block passed: b is a hole of the reduce, whose
 		 * clock starts when rinx_c_reduce_holes sees it */
@@ -1038,8 +1048,10 @@ void rinx_c_round_done(struct rinx_req *r)
 	for (i = 0; i < c->n && i < 64; i++)
 		if ((to >> i & 1) &&
 		    !rinx_c_send_ctl(c, i, RINX_T_HELLO, RINX_HELLO_DONE,
-				     c->round, 0, r->nb, 1))
+				     c->round, 0, r->nb, 1)) {
+			RINX_TRACE(c, "done %u to=%d", c->round, i);
 			sent++;
+		}
 	if (sent)
 		rinx_c_x_kick(c->x);
 }

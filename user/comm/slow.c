@@ -512,6 +512,7 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 		if (!r || !r->round_open || ntohl(f->h->round) != c->round)
 			return RINX_SP_FREE;
 		if (f->h->step == RINX_HELLO_DONE) {
+			RINX_TRACE(c, "done-heard %u from=%d", c->round, from);
 			if (from < 64 && !(r->ahead >> from & 1)) {
 				r->ahead |= 1ull << from;
 				r->ahead_fresh |= 1ull << from;
