@@ -821,7 +821,7 @@ static void trace_open(struct rinx_comm *c)
 		return;
 	snprintf(path, sizeof(path), "%s/rinx-trace.%u.%d", dir, c->job,
 		 c->rank);
-	c->trace = fopen(path, "a");
+	c->trace = fopen(path, "ae");	/* not inherited by an exec */
 	if (!c->trace)
 		pr_warn("RINX_TRACE: cannot open %s: %s: no trace", path,
 			strerror(errno));
