@@ -325,6 +325,7 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 	struct rinx_hop *hop;
 	__u32 idx, who, bad, k, slot = job->slot;
 	__u8 step = 0, type = RINX_T_REDUCE;
+	__u8 start = job->start_type[klass & (RINX_MAX_CLASSES - 1)];
 	int ret, map = HOP_PARTIAL;
 
 	bad = rinx_check_asker(f, job, &who);
@@ -343,13 +344,10 @@ static __always_inline int rnack(struct xdp_md *ctx, struct rinx_frame *f,
 		else
 			src = NULL;
 	} else if (job->start_to[klass & (RINX_MAX_CLASSES - 1)] == who &&
-		   (job->start_type[klass & (RINX_MAX_CLASSES - 1)] ==
-		    RINX_T_REDUCE ||
-		    job->start_type[klass & (RINX_MAX_CLASSES - 1)] ==
-		    RINX_T_CONTRIB)) {
+		   (start == RINX_T_REDUCE || start == RINX_T_CONTRIB)) {
 		/* a ring origin's reduce, or a worker's share its
 		 * aggregator pulls (bpf/agg.bpf.h) */
-		type = job->start_type[klass & (RINX_MAX_CLASSES - 1)];
+		type = start;
 		cur = bpf_map_lookup_elem(&cursors, &slot);
 		src = bpf_map_lookup_elem(&share, &idx);
 		map = HOP_SHARE;

@@ -553,4 +553,13 @@ void rinx_c_tail_notices(struct rinx_req *r);
 void rinx_c_tail_heard(struct rinx_req *r, __u32 b, int stage, int from);
 void rinx_c_round_done(struct rinx_req *r);
 
+/* Nodes (bits below 64) found done with the round r runs: they hold
+ * every block of it (rinx_c_gather_holes asks them); those not known
+ * before are fresh until the next look at the holes. */
+static inline void rinx_c_ahead(struct rinx_req *r, __u64 nodes)
+{
+	r->ahead_fresh |= nodes & ~r->ahead;
+	r->ahead |= nodes;
+}
+
 #endif

@@ -204,25 +204,22 @@ void rinx_c_own_timers(struct rinx_req *r, __u64 now)
 			const struct rinx_hop *g =
 				&c->plan.hops[class_of(c, b)][RINX_T_GATHER - 1];
 
-			/* a ring whose reduce is repaired hop by hop (its
-			 * hops drop what they passed on already): the block
-			 * finished and its gather back here was lost: ask
-			 * the node before for it, twice, before sending it
-			 * again */
-			if (c->keep && (c->own_ring >> class_of(c, b) & 1) &&
-			    (g->action == RINX_A_STORE_FWD ||
-			     g->action == RINX_A_STORE_END) && r->resent[j] < 2) {
-				if (send_nack(r, b, g->from, g->step))
-					break;
-				c->st.nacks++;
-			} else if (!r->resent[j] && agg_asks(c, b)) {
-				/* the block's aggregator, where its finished
-				 * block also comes from: asked first. It
-				 * answers with the block, or, if its slot
-				 * lacks this share, with a pull that the host
-				 * program answers (bpf/agg.bpf.h); if the
-				 * slot has it, another's loss holds the block
-				 * and this share is not sent again */
+			/* Asked for before it is sent again:
+			 * - a ring whose reduce is repaired hop by hop (its
+			 *   hops drop what they passed on already): the block
+			 *   finished and its gather back here was lost: the
+			 *   node before is asked, twice;
+			 * - the block's aggregator, where its finished block
+			 *   also comes from, once. It answers with the block,
+			 *   or, if its slot lacks this share, with a pull
+			 *   that the host program answers (bpf/agg.bpf.h); if
+			 *   the slot has it, another's loss holds the block
+			 *   and this share is not sent again */
+			if ((c->keep && (c->own_ring >> class_of(c, b) & 1) &&
+			     (g->action == RINX_A_STORE_FWD ||
+			      g->action == RINX_A_STORE_END) &&
+			     r->resent[j] < 2) ||
+			    (!r->resent[j] && agg_asks(c, b))) {
 				if (send_nack(r, b, g->from, g->step))
 					break;
 				c->st.nacks++;
@@ -371,11 +368,8 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
 	if (c->cursors &&
 	    __atomic_load_n(&c->cursors[c->slot].ahead_round,
 			    __ATOMIC_ACQUIRE) == c->round + 1) {
-		__u64 a = __atomic_load_n(&c->cursors[c->slot].ahead,
-					  __ATOMIC_RELAXED);
-
-		r->ahead_fresh |= a & ~r->ahead;
-		r->ahead |= a;
+		rinx_c_ahead(r, __atomic_load_n(&c->cursors[c->slot].ahead,
+						__ATOMIC_RELAXED));
 	}
 	class_ends(r, hi);
 	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++) {
@@ -713,10 +707,15 @@ void rinx_c_reduce_init(struct rinx_req *r)
 		r->rlo[k] = 0;
 		r->rpass_t[k] = now_ns();	/* the round opens */
 	}
-	/* each class's last block in the round: among the last plen */
+	/* the tail notices: each class's last block in the round (among
+	 * the last plen), none heard, every receiver still to tell */
 	for (k = 0; k < RINX_MAX_CLASSES; k++) {
+		int in = k < (__u32)c->plan.nclasses;
+
 		r->lastb[k] = r->nb;
 		r->gtail[k] = 0;
+		r->tleft[0][k] = in ? c->tail_rto[k] : 0;
+		r->tleft[1][k] = in ? c->tail_gto[k] : 0;
 	}
 	for (b = r->nb; b > 0 && b + (__u32)c->plan.plen > r->nb; b--) {
 		k = (__u32)class_of(c, b - 1) % RINX_MAX_CLASSES;
@@ -725,10 +724,6 @@ void rinx_c_reduce_init(struct rinx_req *r)
 	}
 	c->asks_before = c->asks_open;
 	c->asks_open = c->st.nacks + c->st.retransmits;
-	for (k = 0; k < RINX_MAX_CLASSES; k++) {
-		r->tleft[0][k] = k < (__u32)c->plan.nclasses ? c->tail_rto[k] : 0;
-		r->tleft[1][k] = k < (__u32)c->plan.nclasses ? c->tail_gto[k] : 0;
-	}
 	r->rfirst = 0;
 	r->rscan_t = 0;
 	r->fetch_some = 0;	/* fetch_block's, for the round before */
@@ -940,10 +935,11 @@ static int tails_on(const struct rinx_comm *c)
 	return c->st.nacks + c->st.retransmits > c->asks_before;
 }
 
-/* Notice of block b's stage (1: its reduce, 2: finished) to the hosts
- * `to`; 0 or -1 (no room to send: again at the next call). A host told
- * already is taken out of *to. */
-static int tail_send(struct rinx_req *r, __u64 *to, __u32 b, int stage)
+/* Hello `kind` of this round (block b, count cnt) to the hosts `to`; 0,
+ * or -1 (no room to send: the rest at the next call). A host told is
+ * taken out of *to. */
+static int hello_to(struct rinx_req *r, __u64 *to, int kind, __u32 b,
+		    int cnt)
 {
 	struct rinx_comm *c = r->c;
 	int i;
@@ -951,11 +947,14 @@ static int tail_send(struct rinx_req *r, __u64 *to, __u32 b, int stage)
 	for (i = 0; i < c->n && i < 64; i++) {
 		if (!(*to >> i & 1))
 			continue;
-		if (rinx_c_send_ctl(c, i, RINX_T_HELLO, RINX_HELLO_TAIL,
-				    c->round, b, r->nb, (__u16)stage))
+		if (rinx_c_send_ctl(c, i, RINX_T_HELLO, kind, c->round, b,
+				    r->nb, (__u16)cnt))
 			return -1;
-		RINX_TRACE(c, "tail %u b=%u stage=%d to=%d", c->round, b, stage,
-			   i);
+		if (kind == RINX_HELLO_TAIL)
+			RINX_TRACE(c, "tail %u b=%u stage=%d to=%d", c->round,
+				   b, cnt, i);
+		else
+			RINX_TRACE(c, "done %u to=%d", c->round, i);
 		*to &= ~(1ull << i);
 	}
 	return 0;
@@ -990,7 +989,8 @@ void rinx_c_tail_notices(struct rinx_req *r)
 				  oi >= 0 && (__u32)oi < claimed;
 
 			if (due) {
-				if (tail_send(r, &r->tleft[0][k], b, 1))
+				if (hello_to(r, &r->tleft[0][k],
+					     RINX_HELLO_TAIL, b, 1))
 					break;
 				sent++;
 			}
@@ -999,7 +999,8 @@ void rinx_c_tail_notices(struct rinx_req *r)
 		if (r->tleft[1][k] &&
 		    __atomic_load_n(&c->result[blk_idx(c, b)].round,
 				    __ATOMIC_ACQUIRE) == c->round) {
-			if (tail_send(r, &r->tleft[1][k], b, 2))
+			if (hello_to(r, &r->tleft[1][k], RINX_HELLO_TAIL,
+				     b, 2))
 				break;
 			sent++;
 		}
@@ -1038,20 +1039,14 @@ void rinx_c_round_done(struct rinx_req *r)
 	struct rinx_comm *c = r->c;
 	__u64 to = 0;
 	__u32 k;
-	int i, sent = 0;
 
 	if (!tails_on(c))
 		return;
 	for (k = 0; k < (__u32)c->plan.nclasses && k < RINX_MAX_CLASSES; k++)
 		to |= c->tail_gto[k];
 	/* a DONE lost costs what it saved, no more: not sent again */
-	for (i = 0; i < c->n && i < 64; i++)
-		if ((to >> i & 1) &&
-		    !rinx_c_send_ctl(c, i, RINX_T_HELLO, RINX_HELLO_DONE,
-				     c->round, 0, r->nb, 1)) {
-			RINX_TRACE(c, "done %u to=%d", c->round, i);
-			sent++;
-		}
-	if (sent)
+	if (to) {
+		(void)hello_to(r, &to, RINX_HELLO_DONE, 0, 1);
 		rinx_c_x_kick(c->x);
+	}
 }

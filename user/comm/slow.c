@@ -513,10 +513,8 @@ static int slow_hello(struct rinx_comm *c, struct rinx_req *r,
 			return RINX_SP_FREE;
 		if (f->h->step == RINX_HELLO_DONE) {
 			RINX_TRACE(c, "done-heard %u from=%d", c->round, from);
-			if (from < 64 && !(r->ahead >> from & 1)) {
-				r->ahead |= 1ull << from;
-				r->ahead_fresh |= 1ull << from;
-			}
+			if (from < 64)
+				rinx_c_ahead(r, 1ull << from);
 		} else if (b < r->nb && (stage == 1 || stage == 2)) {
 			rinx_c_tail_heard(r, b, (int)stage, from);
 		}
@@ -611,11 +609,8 @@ int rinx_c_slow_frame(struct rinx_comm *c, __u8 *p, __u32 len)
 		/* its sender runs the next round: it finished this one and
 		 * holds every block of it (rinx_c_gather_holes asks it) */
 		if (r && r->round_open && round == c->round + 1 &&
-		    ntohs(f.h->sender) < 64 &&
-		    !(r->ahead >> ntohs(f.h->sender) & 1)) {
-			r->ahead |= 1ull << ntohs(f.h->sender);
-			r->ahead_fresh |= 1ull << ntohs(f.h->sender);
-		}
+		    ntohs(f.h->sender) < 64)
+			rinx_c_ahead(r, 1ull << ntohs(f.h->sender));
 		return RINX_SP_KEEP;
 	}
 	env.c = c;
