@@ -37,6 +37,11 @@
  * at the receiving end, the reduce's and the finished block's tails asked
  * for after a hole's wait instead of a tail's, and a DONE taken as the
  * word that every missing block of its sender is to be asked for at once.
+ *
+ * Then which asks count as losses (rinx_c_count_ask, rinx_c_keep_round):
+ * only those for blocks past the round's first window mark a ring's next
+ * rounds to keep partial sums, RNACKs never; the tail notices' gate opens
+ * on those too, and on any ask in a round wholly in its first window.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -777,6 +782,18 @@ static void run_gather_holes(void)
 	tap_ok(!stray && !other, "holes one by one: no block past its "
 	       "class's last finished one asked (%d blocks, %d other frames)",
 	       stray, other);
+	/* the first window is blocks 0-7 (2 in flight x 4 classes): only
+	 * the asks for blocks 13 and 23 are losses */
+	for (b = 0, k = 0, stray = 0; b < SNB; b++) {
+		k += n[b];
+		stray += b >= 8 ? n[b] : 0;
+	}
+	tap_ok(t.c->st.nacks == (__u64)k && t.c->late_asks == (__u64)stray &&
+	       stray == n[13] + n[23] && k > stray && !t.c->late_rnacks,
+	       "holes one by one: every NACK counted, those past the first "
+	       "window as losses (%llu NACKs, %d sent; %llu late, %d past "
+	       "the window)", (unsigned long long)t.c->st.nacks, k,
+	       (unsigned long long)t.c->late_asks, stray);
 	run_ahead(&t, now, at, n);
 	run_ahead_cursor(&t, now + 100 * MS);
 	stopped_free(&t);
@@ -950,7 +967,7 @@ static int tail_init(struct stopped *t, __u64 t0)
 		t->c->tail_rto[k] = 1;
 	t->c->tail_gto[0] = 1;
 	rinx_c_reduce_init(t->r);
-	t->c->st.nacks = 1;	/* it repairs: notices go out */
+	t->c->tail_asks = 1;	/* it repairs: notices go out */
 	return 0;
 }
 
@@ -973,13 +990,13 @@ static void run_tail_send(void)
 	 * rank that asked for nothing in this round or the one before
 	 * sends no notice */
 	t.c->cursors[0].next = 9;
-	t.c->st.nacks = 0;
+	t.c->tail_asks = 0;
 	rinx_c_tail_notices(t.r);
 	rinx_c_round_done(t.r);
 	tail_read(&t, &s);
 	tap_ok(s.n == 0, "tail notices: none from a rank that repaired "
 	       "nothing in this round or the one before (%d frames)", s.n);
-	t.c->st.nacks = 1;
+	t.c->tail_asks = 1;
 	memset(&s, 0, sizeof(s));
 	rinx_c_tail_notices(t.r);
 	tail_read(&t, &s);
@@ -1027,7 +1044,7 @@ static void run_tail_send(void)
 	t.c->round = 2;
 	t.c->keep = 0;
 	rinx_c_reduce_init(t.r);
-	t.c->st.nacks++;
+	t.c->tail_asks++;
 	for (b = 0; b < SNB; b++) {
 		t.c->partial[b].round = 2;
 		t.c->result[b].round = 0;
@@ -1044,7 +1061,7 @@ static void run_tail_send(void)
 	t.c->tail_gto[0] = 1 | 2;
 	t.c->plan.nodes[1].ip = htonl(0x0a000202);
 	rinx_c_reduce_init(t.r);
-	t.c->st.nacks++;
+	t.c->tail_asks++;
 	t.c->result[36].round = 3;
 	memset(&s, 0, sizeof(s));
 	rinx_c_tail_notices(t.r);
@@ -1257,6 +1274,110 @@ static void run_next_hosts(void)
 	free(s);
 }
 
+/*
+ * Which asks mark a ring's rounds lossy (rinx_c_keep_round: partial sums
+ * kept for the next rounds) and which open the tail notices' gate: the
+ * asks past the round's first window (blocks 0-7 here: 2 in flight x 4
+ * classes), more than a fiftieth of the window (64 blocks: more than 1);
+ * never RNACKs; for the gate, any ask in a round that lies wholly in its
+ * first window.
+ */
+struct kcase {
+	const char *name;
+	__u32 nb;		/* the round's blocks */
+	int what;		/* RINX_ASK_* */
+	__u32 b, n;		/* n asks for block b */
+	int rated;		/* links of known rate */
+	__u32 lossy_left;	/* expected */
+	int keep, gate;		/* the next round keeps sums; notices */
+};
+
+static const struct kcase keep_cases[] = {
+	{ "first-window NACKs are no loss", SNB, RINX_ASK_NACK, 3, 20, 0, 0,
+	  0, 0 },
+	{ "first-window resends are no loss", SNB, RINX_ASK_RESEND, 7, 20, 0,
+	  0, 0, 0 },
+	{ "one NACK past the window is not more than a fiftieth", SNB,
+	  RINX_ASK_NACK, 8, 1, 0, 0, 0, 1 },
+	{ "two NACKs past the window mark the next rounds", SNB,
+	  RINX_ASK_NACK, 8, 2, 0, 8, 0, 1 },
+	{ "two resends past the window mark them", SNB, RINX_ASK_RESEND, 39,
+	  2, 0, 8, 0, 1 },
+	{ "RNACKs past the window are no loss, but repairs", SNB,
+	  RINX_ASK_RNACK, 20, 20, 0, 0, 0, 1 },
+	{ "a round wholly in its first window: asks open the gate only",
+	  8, RINX_ASK_NACK, 3, 20, 0, 0, 0, 1 },
+	{ "links of known rate keep sums whatever was asked", SNB,
+	  RINX_ASK_NACK, 3, 1, 1, 0, 1, 0 },
+};
+
+static void run_keep(const struct kcase *k)
+{
+	struct stopped t;
+	__u32 i;
+	__u64 nacks, resends;
+	int gate;
+
+	if (stopped_init(&t, 1000 * MS)) {
+		tap_ok(0, "losses: %s: setup failed", k->name);
+		stopped_free(&t);
+		return;
+	}
+	t.c->adapt_keep = 1;
+	t.c->rated = k->rated;
+	t.r->nb = k->nb;
+	/* the round opens (as rinx_c_reduce_init keeps the gate's count) */
+	rinx_c_keep_round(t.c);
+	rinx_c_reduce_init(t.r);
+	for (i = 0; i < k->n; i++)
+		rinx_c_count_ask(t.r, k->b, k->what);
+	nacks = t.c->st.nacks;
+	resends = t.c->st.retransmits;
+	gate = t.c->tail_asks > t.c->asks_open;
+	/* the next round opens: the results carry what the round marked */
+	t.c->keep_next = 0;
+	rinx_c_keep_round(t.c);
+	tap_ok(t.c->lossy_left == k->lossy_left && t.c->keep == k->keep &&
+	       gate == k->gate &&
+	       nacks == (k->what == RINX_ASK_RESEND ? 0 : k->n) &&
+	       resends == (k->what == RINX_ASK_RESEND ? k->n : 0) &&
+	       t.c->rnacks == (k->what == RINX_ASK_RNACK ? k->n : 0),
+	       "losses: %s (marks %u rounds, keeps %d, notices %d; %llu "
+	       "NACKs, %llu resends)", k->name, t.c->lossy_left, t.c->keep,
+	       gate, (unsigned long long)nacks, (unsigned long long)resends);
+	stopped_free(&t);
+}
+
+/* A marked rank's next rounds: it marks its shares for LOSSY_ROUNDS
+ * rounds, one fewer per clean round; every rank keeps sums in a round
+ * whose results carried the mark, and only then. */
+static void run_keep_rounds(void)
+{
+	struct stopped t;
+	int ok = 1, r;
+
+	if (stopped_init(&t, 1000 * MS)) {
+		tap_ok(0, "losses: marked rounds: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	t.c->adapt_keep = 1;
+	rinx_c_keep_round(t.c);
+	rinx_c_count_ask(t.r, 30, RINX_ASK_NACK);
+	rinx_c_count_ask(t.r, 31, RINX_ASK_NACK);
+	for (r = 0; r < 10; r++) {
+		t.c->keep_next = r % 2;
+		rinx_c_keep_round(t.c);
+		ok &= t.c->lossy_left == (r < 8 ? 8u - (__u32)r : 0u);
+		ok &= t.c->keep == r % 2;
+		ok &= !!(t.c->jobent.flags & RINX_JOB_KEEP) == r % 2;
+	}
+	tap_ok(ok, "losses: a mark lasts 8 rounds, one fewer per clean "
+	       "round; sums kept in a round whose results carried one (%u "
+	       "left)", t.c->lossy_left);
+	stopped_free(&t);
+}
+
 int main(void)
 {
 	/* hole: srtt / 4 within 1 ms .. 2 x the own block timer (srtt + 4
@@ -1295,7 +1416,8 @@ int main(void)
 
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
 		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4 +
-		 2 + 7 + 5 + 2);
+		 2 + 7 + 5 + 2 + 1 +
+		 (int)(sizeof(keep_cases) / sizeof(keep_cases[0])) + 1);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
@@ -1308,5 +1430,8 @@ int main(void)
 	run_tail_send();
 	run_tail_heard();
 	run_next_hosts();
+	for (i = 0; i < sizeof(keep_cases) / sizeof(keep_cases[0]); i++)
+		run_keep(&keep_cases[i]);
+	run_keep_rounds();
 	return tap_done();
 }

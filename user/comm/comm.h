@@ -216,8 +216,8 @@ struct rinx_comm {
 	 * and the finished block on to: its tail notices' receivers */
 	__u64 tail_rto[RINX_MAX_CLASSES];
 	__u64 tail_gto[RINX_MAX_CLASSES];
-	/* NACKs and resends so far when the round before and this one
-	 * opened: notices go out only while this rank repairs */
+	/* tail_asks when the round before and this one opened: notices go
+	 * out only while this rank repairs */
 	__u64 asks_before, asks_open;
 	int keep;		/* this round's ring hops keep partial sums
 				 * (RINX_JOB_KEEP): always on links of known
@@ -227,9 +227,13 @@ struct rinx_comm {
 	int keep_next;		/* a result of the round had RINX_F_LOSSY */
 	__u32 lossy_left;	/* rounds this rank still marks its shares
 				 * RINX_F_LOSSY after it saw a loss */
-	__u64 loss_seen;	/* resends + NACKs + repairs when the round
+	__u64 loss_seen;	/* late_asks - late_rnacks when the round
 				 * opened */
 	__u64 rnacks;		/* of st.nacks, the RNACKs */
+	/* of st.nacks and st.retransmits, those for blocks past their
+	 * round's first window (rinx_c_count_ask), the RNACKs of them,
+	 * and those that open the tail notices' gate */
+	__u64 late_asks, late_rnacks, tail_asks;
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */
@@ -541,6 +545,9 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now);
 void rinx_c_own_timers(struct rinx_req *r, __u64 now);
 void rinx_c_keep_round(struct rinx_comm *c);
 __u64 rinx_c_rto_stall(const struct rinx_comm *c);
+/* an ask for block b of the open round, counted (repair.c) */
+enum { RINX_ASK_NACK, RINX_ASK_RESEND, RINX_ASK_RNACK };
+void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what);
 __u64 rinx_c_stall_wait(const struct rinx_req *r, __u64 now);
 int rinx_c_cursor_hole(const struct rinx_req *r);
 __u64 rinx_c_hole_wait(const struct rinx_req *r);
