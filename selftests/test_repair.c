@@ -1279,8 +1279,8 @@ static void run_next_hosts(void)
  * kept for the next rounds) and which open the tail notices' gate: the
  * asks past the round's first window (blocks 0-7 here: 2 in flight x 4
  * classes), more than a fiftieth of the window (64 blocks: more than 1);
- * never RNACKs; for the gate, any ask in a round that lies wholly in its
- * first window.
+ * never RNACKs, nor a stall's asks for blocks not seen missing; for the
+ * gate, any other ask in a round that lies wholly in its first window.
  */
 struct kcase {
 	const char *name;
@@ -1307,6 +1307,12 @@ static const struct kcase keep_cases[] = {
 	  RINX_ASK_RNACK, 20, 20, 0, 0, 0, 1 },
 	{ "a round wholly in its first window: asks open the gate only",
 	  8, RINX_ASK_NACK, 3, 20, 0, 0, 0, 1 },
+	{ "a stall's NACKs past their class's last finished block are no "
+	  "loss", SNB, RINX_ASK_NACK | RINX_ASK_PROBE, 20, 20, 0, 0, 0, 0 },
+	{ "... nor its resends", SNB, RINX_ASK_RESEND | RINX_ASK_PROBE, 39, 20,
+	  0, 0, 0, 0 },
+	{ "... even in a round wholly in its first window", 8,
+	  RINX_ASK_NACK | RINX_ASK_PROBE, 3, 20, 0, 0, 0, 0 },
 	{ "links of known rate keep sums whatever was asked", SNB,
 	  RINX_ASK_NACK, 3, 1, 1, 0, 1, 0 },
 };
@@ -1316,7 +1322,7 @@ static void run_keep(const struct kcase *k)
 	struct stopped t;
 	__u32 i;
 	__u64 nacks, resends;
-	int gate;
+	int gate, what = k->what & ~RINX_ASK_PROBE;
 
 	if (stopped_init(&t, 1000 * MS)) {
 		tap_ok(0, "losses: %s: setup failed", k->name);
@@ -1339,9 +1345,9 @@ static void run_keep(const struct kcase *k)
 	rinx_c_keep_round(t.c);
 	tap_ok(t.c->lossy_left == k->lossy_left && t.c->keep == k->keep &&
 	       gate == k->gate &&
-	       nacks == (k->what == RINX_ASK_RESEND ? 0 : k->n) &&
-	       resends == (k->what == RINX_ASK_RESEND ? k->n : 0) &&
-	       t.c->rnacks == (k->what == RINX_ASK_RNACK ? k->n : 0),
+	       nacks == (what == RINX_ASK_RESEND ? 0 : k->n) &&
+	       resends == (what == RINX_ASK_RESEND ? k->n : 0) &&
+	       t.c->rnacks == (what == RINX_ASK_RNACK ? k->n : 0),
 	       "losses: %s (marks %u rounds, keeps %d, notices %d; %llu "
 	       "NACKs, %llu resends)", k->name, t.c->lossy_left, t.c->keep,
 	       gate, (unsigned long long)nacks, (unsigned long long)resends);
@@ -1375,6 +1381,48 @@ static void run_keep_rounds(void)
 	tap_ok(ok, "losses: a mark lasts 8 rounds, one fewer per clean "
 	       "round; sums kept in a round whose results carried one (%u "
 	       "left)", t.c->lossy_left);
+	stopped_free(&t);
+}
+
+/* A stall's repair (rinx_c_repair): every class finished its blocks up to
+ * 20-23 but class 1's block 13 (a hole past the first window), and nothing
+ * from 24 on. It asks for 13 and for the next 2 blocks of every class: only
+ * 13 is evidence of a loss. */
+static void run_stall_asks(void)
+{
+	static __u64 at[SNB][GASKS];
+	struct stopped t;
+	int n[SNB] = { 0 }, other = 0, b, k, asked = 0;
+
+	memset(at, 0, sizeof(at));
+	if (stopped_init(&t, 1000 * MS) ||
+	    !(t.r->ghole_at = calloc(SNB, sizeof(*t.r->ghole_at))) ||
+	    !(t.r->gasked = calloc(SNB, sizeof(*t.r->gasked)))) {
+		tap_ok(0, "losses: a stall's repair: setup failed");
+		stopped_free(&t);
+		return;
+	}
+	t.c->plan.nodes[2].ip = htonl(0x0a000203);
+	for (k = 0; k < 4; k++) {
+		t.c->plan.hops[k][RINX_T_GATHER - 1] = (struct rinx_hop){
+			.action = RINX_A_STORE_FWD, .from = 2, .to = 0,
+			.step = k == 2 ? 2 : 0 };
+		t.c->ownidx[k] = -1;
+	}
+	for (b = 0; b < SNB; b++)
+		t.c->result[b].round = b < 24 && b != 13;
+	rinx_c_repair(t.r, 0, 1);
+	gather_asks(&t, 1000 * MS, at, n, &other);
+	for (b = 0; b < SNB; b++)
+		asked += n[b];
+	tap_ok(n[13] == 1 && n[24] == 1 && n[28] == 1 && asked == 9 &&
+	       !other && t.c->st.nacks == 9 && t.c->late_asks == 1 &&
+	       t.c->tail_asks == 1,
+	       "losses: a stall's repair asks for the hole and 2 blocks of "
+	       "every class after it; the hole alone is a loss (%d asked, "
+	       "%llu NACKs counted, %llu losses)", asked,
+	       (unsigned long long)t.c->st.nacks,
+	       (unsigned long long)t.c->late_asks);
 	stopped_free(&t);
 }
 
@@ -1417,7 +1465,7 @@ int main(void)
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0])) * 2 +
 		 (int)(sizeof(stall_cases) / sizeof(stall_cases[0])) + 6 + 9 + 5 + 4 +
 		 2 + 7 + 5 + 2 + 1 +
-		 (int)(sizeof(keep_cases) / sizeof(keep_cases[0])) + 1);
+		 (int)(sizeof(keep_cases) / sizeof(keep_cases[0])) + 2);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run(&cases[i]);
 	for (i = 0; i < sizeof(stall_cases) / sizeof(stall_cases[0]); i++)
@@ -1433,5 +1481,6 @@ int main(void)
 	for (i = 0; i < sizeof(keep_cases) / sizeof(keep_cases[0]); i++)
 		run_keep(&keep_cases[i]);
 	run_keep_rounds();
+	run_stall_asks();
 	return tap_done();
 }

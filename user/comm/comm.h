@@ -545,8 +545,9 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now);
 void rinx_c_own_timers(struct rinx_req *r, __u64 now);
 void rinx_c_keep_round(struct rinx_comm *c);
 __u64 rinx_c_rto_stall(const struct rinx_comm *c);
-/* an ask for block b of the open round, counted (repair.c) */
-enum { RINX_ASK_NACK, RINX_ASK_RESEND, RINX_ASK_RNACK };
+/* an ask for block b of the open round, counted (repair.c); PROBE ORed
+ * in: not seen missing, no evidence of a loss */
+enum { RINX_ASK_NACK, RINX_ASK_RESEND, RINX_ASK_RNACK, RINX_ASK_PROBE = 8 };
 void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what);
 __u64 rinx_c_stall_wait(const struct rinx_req *r, __u64 now);
 int rinx_c_cursor_hole(const struct rinx_req *r);

@@ -123,19 +123,25 @@ static int hole_nackable(const struct rinx_hop *g);
  * up to 149 first-window blocks in one round (and its peers answered them
  * as duplicates), against at most 7 past it; under 1% drop + dup + reorder
  * every round of 640 blocks had a rank asking for 27-175 past it.
+ * RINX_ASK_PROBE ORed into `what`: a stall's ask for a block past the
+ * last of its class finished here, which may simply not be done yet:
+ * counted in the stats only.
  */
 void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what)
 {
 	struct rinx_comm *c = r->c;
 	__u64 first = (__u64)c->inflight * (__u64)c->plan.plen;
-	int late = b >= first;
+	int late = b >= first, probe = what & RINX_ASK_PROBE;
 
+	what &= ~RINX_ASK_PROBE;
 	if (what == RINX_ASK_RESEND)
 		c->st.retransmits++;
 	else
 		c->st.nacks++;
 	if (what == RINX_ASK_RNACK)
 		c->rnacks++;
+	if (probe)
+		return;
 	c->late_asks += late;
 	if (what == RINX_ASK_RNACK)
 		c->late_rnacks += late;
@@ -473,7 +479,7 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
  * repair (answered by its trainer: the FETCH of rinx_c_fetch_round;
  * an answer is stored while r->fetch_some is set, until the round closes
  * here, and the round's other frames keep flowing meanwhile). */
-static void fetch_block(struct rinx_req *r, __u32 b)
+static void fetch_block(struct rinx_req *r, __u32 b, int probe)
 {
 	struct rinx_comm *c = r->c;
 	int to;
@@ -487,7 +493,7 @@ static void fetch_block(struct rinx_req *r, __u32 b)
 		return;
 	RINX_TRACE(c, "fetch %u b=%u to=%d", c->round, b, to);
 	r->fetch_some = 1;
-	rinx_c_count_ask(r, b, RINX_ASK_NACK);
+	rinx_c_count_ask(r, b, RINX_ASK_NACK | probe);
 }
 
 /* A frame was lost (or a peer is slow): ask the node this one gets the
@@ -512,6 +518,7 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		__u32 last = hi[klass] > r->cursor ? hi[klass] : r->cursor;
 		const struct rinx_hop *g = &c->plan.hops[klass][RINX_T_GATHER - 1];
 		long oi = own_index(c, b);
+		int probe;
 
 		/* where the finished block arrives by a gather, its sender
 		 * (a ring member, an agent, an INA ToR) keeps it until this
@@ -532,12 +539,15 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		if (b >= last && ahead[klass % RINX_MAX_CLASSES]++ >= REPAIR_AHEAD)
 			continue;
 		n++;
+		/* past the last of its class finished here: perhaps not
+		 * done yet, no evidence of a loss */
+		probe = b >= last ? RINX_ASK_PROBE : 0;
 		/* a hole's NACK has its own clock (rinx_c_gather_holes) */
 		if (nackable && (stall || !r->ghole_at) &&
 		    !send_nack(r, b, g->from, g->step))
-			rinx_c_count_ask(r, b, RINX_ASK_NACK);
+			rinx_c_count_ask(r, b, RINX_ASK_NACK | probe);
 		if (stall && !first && g->from >= c->n)
-			fetch_block(r, b);
+			fetch_block(r, b, probe);
 		/* own blocks: only those already claimed (sent once). Where a
 		 * NACK can bring the block, it is sent again only when the
 		 * last repair brought nothing (it was lost before finishing,
@@ -548,7 +558,7 @@ void rinx_c_repair(struct rinx_req *r, int first, int stall)
 		    xsk_prod_nb_free(&c->x->tx, 1) >= 1 &&
 		    c->x->nfree > 0 && !rinx_c_send_block(r, b, 1)) {
 			RINX_TRACE(c, "resend %u b=%u", c->round, b);
-			rinx_c_count_ask(r, b, RINX_ASK_RESEND);
+			rinx_c_count_ask(r, b, RINX_ASK_RESEND | probe);
 		}
 	}
 	r->fetches++;
