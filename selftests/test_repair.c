@@ -1278,43 +1278,52 @@ static void run_next_hosts(void)
  * Which asks mark a ring's rounds lossy (rinx_c_keep_round: partial sums
  * kept for the next rounds) and which open the tail notices' gate: the
  * asks past the round's first window (blocks 0-7 here: 2 in flight x 4
- * classes), more than a fiftieth of the window (64 blocks: more than 1);
- * never RNACKs, nor a stall's asks for blocks not seen missing; for the
- * gate, any other ask in a round that lies wholly in its first window.
+ * classes), more than a fiftieth of the window (64 blocks: more than 1),
+ * of at least 3 classes (all of a plan with fewer); never RNACKs, nor a
+ * stall's asks for blocks not seen missing; for the gate, any other ask
+ * in a round that lies wholly in its first window. The n asks are for
+ * blocks b, b + stride, b + 2 stride, ...
  */
 struct kcase {
 	const char *name;
 	__u32 nb;		/* the round's blocks */
 	int what;		/* RINX_ASK_* */
-	__u32 b, n;		/* n asks for block b */
+	__u32 b, n, stride;
+	int ncl;		/* the plan's classes (0: 4) */
 	int rated;		/* links of known rate */
 	__u32 lossy_left;	/* expected */
 	int keep, gate;		/* the next round keeps sums; notices */
 };
 
 static const struct kcase keep_cases[] = {
-	{ "first-window NACKs are no loss", SNB, RINX_ASK_NACK, 3, 20, 0, 0,
-	  0, 0 },
-	{ "first-window resends are no loss", SNB, RINX_ASK_RESEND, 7, 20, 0,
-	  0, 0, 0 },
+	{ "first-window NACKs are no loss", SNB, RINX_ASK_NACK, 0, 8, 1, 0,
+	  0, 0, 0, 0 },
+	{ "first-window resends are no loss", SNB, RINX_ASK_RESEND, 0, 8, 1,
+	  0, 0, 0, 0, 0 },
 	{ "one NACK past the window is not more than a fiftieth", SNB,
-	  RINX_ASK_NACK, 8, 1, 0, 0, 0, 1 },
-	{ "two NACKs past the window mark the next rounds", SNB,
-	  RINX_ASK_NACK, 8, 2, 0, 8, 0, 1 },
-	{ "two resends past the window mark them", SNB, RINX_ASK_RESEND, 39,
+	  RINX_ASK_NACK, 8, 1, 1, 0, 0, 0, 0, 1 },
+	{ "NACKs of three classes past the window mark the next rounds",
+	  SNB, RINX_ASK_NACK, 8, 3, 1, 0, 0, 8, 0, 1 },
+	{ "resends of three classes mark them", SNB, RINX_ASK_RESEND, 20, 3,
+	  1, 0, 0, 8, 0, 1 },
+	{ "16 NACKs of two classes do not (a late peer's stream)", SNB,
+	  RINX_ASK_NACK, 8, 16, 2, 0, 0, 0, 0, 1 },
+	{ "... nor 8 of one", SNB, RINX_ASK_NACK, 9, 8, 4, 0, 0, 0, 0, 1 },
+	{ "a plan of two classes: both suffice", SNB, RINX_ASK_NACK, 8, 2, 1,
 	  2, 0, 8, 0, 1 },
 	{ "RNACKs past the window are no loss, but repairs", SNB,
-	  RINX_ASK_RNACK, 20, 20, 0, 0, 0, 1 },
+	  RINX_ASK_RNACK, 8, 20, 1, 0, 0, 0, 0, 1 },
 	{ "a round wholly in its first window: asks open the gate only",
-	  8, RINX_ASK_NACK, 3, 20, 0, 0, 0, 1 },
+	  8, RINX_ASK_NACK, 0, 8, 1, 0, 0, 0, 0, 1 },
 	{ "a stall's NACKs past their class's last finished block are no "
-	  "loss", SNB, RINX_ASK_NACK | RINX_ASK_PROBE, 20, 20, 0, 0, 0, 0 },
-	{ "... nor its resends", SNB, RINX_ASK_RESEND | RINX_ASK_PROBE, 39, 20,
-	  0, 0, 0, 0 },
+	  "loss", SNB, RINX_ASK_NACK | RINX_ASK_PROBE, 8, 20, 1, 0, 0, 0, 0,
+	  0 },
+	{ "... nor its resends", SNB, RINX_ASK_RESEND | RINX_ASK_PROBE, 8, 20,
+	  1, 0, 0, 0, 0, 0 },
 	{ "... even in a round wholly in its first window", 8,
-	  RINX_ASK_NACK | RINX_ASK_PROBE, 3, 20, 0, 0, 0, 0 },
+	  RINX_ASK_NACK | RINX_ASK_PROBE, 0, 8, 1, 0, 0, 0, 0, 0 },
 	{ "links of known rate keep sums whatever was asked", SNB,
-	  RINX_ASK_NACK, 3, 1, 1, 0, 1, 0 },
+	  RINX_ASK_NACK, 3, 1, 1, 0, 1, 0, 1, 0 },
 };
 
 static void run_keep(const struct kcase *k)
@@ -1332,11 +1341,15 @@ static void run_keep(const struct kcase *k)
 	t.c->adapt_keep = 1;
 	t.c->rated = k->rated;
 	t.r->nb = k->nb;
+	if (k->ncl) {	/* classes 0 .. ncl - 1 in turn */
+		t.c->plan.nclasses = k->ncl;
+		t.c->plan.plen = k->ncl;
+	}
 	/* the round opens (as rinx_c_reduce_init keeps the gate's count) */
 	rinx_c_keep_round(t.c);
 	rinx_c_reduce_init(t.r);
 	for (i = 0; i < k->n; i++)
-		rinx_c_count_ask(t.r, k->b, k->what);
+		rinx_c_count_ask(t.r, k->b + i * k->stride, k->what);
 	nacks = t.c->st.nacks;
 	resends = t.c->st.retransmits;
 	gate = t.c->tail_asks > t.c->asks_open;
@@ -1369,6 +1382,7 @@ static void run_keep_rounds(void)
 	}
 	t.c->adapt_keep = 1;
 	rinx_c_keep_round(t.c);
+	rinx_c_count_ask(t.r, 29, RINX_ASK_NACK);
 	rinx_c_count_ask(t.r, 30, RINX_ASK_NACK);
 	rinx_c_count_ask(t.r, 31, RINX_ASK_NACK);
 	for (r = 0; r < 10; r++) {

@@ -234,6 +234,8 @@ struct rinx_comm {
 	 * round's first window (rinx_c_count_ask), the RNACKs of them,
 	 * and those that open the tail notices' gate */
 	__u64 late_asks, late_rnacks, tail_asks;
+	__u64 loss_cls;		/* the classes of the losses since the
+				 * round opened (bit k: class k % 64) */
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */

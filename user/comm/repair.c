@@ -145,6 +145,8 @@ void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what)
 	c->late_asks += late;
 	if (what == RINX_ASK_RNACK)
 		c->late_rnacks += late;
+	else if (late)
+		c->loss_cls |= 1ull << (class_of(c, b) % 64);
 	/* a round wholly in its first window (a short last round, a small
 	 * tensor) has no other sign of loss for its tail notices */
 	c->tail_asks += late || r->nb <= first;
@@ -693,6 +695,8 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 }
 
 #define LOSSY_ROUNDS	8	/* rounds a rank marks its shares after a loss */
+#define LOSSY_CLASSES	3	/* ... of at least this many classes (all of
+				 * a plan with fewer) */
 
 /* What says frames were lost: own blocks sent again, finished blocks asked
  * for, past the first window of their round (rinx_c_count_ask). Not the
@@ -712,19 +716,26 @@ static __u64 losses(const struct rinx_comm *c)
  * same results, so all ranks decide alike. A hop keeping partial sums
  * costs a block copy, so unlimited links pay for it only while losses
  * last: a rank that lost more than a fiftieth of a window's blocks in a
- * round (losses) marks its shares for the next LOSSY_ROUNDS rounds (in
- * convert, user/comm/allreduce.c). A ring of 8 with rounds of 640 blocks
- * asked for at most 7 fault-free; under 1% drop + dup + reorder, in every
- * such round some rank asked for 27 or more. */
+ * round (losses), of at least LOSSY_CLASSES classes, marks its shares for
+ * the next LOSSY_ROUNDS rounds (in convert, user/comm/allreduce.c). Loss
+ * strikes every class; a late peer delays the blocks of one or two (the
+ * stream it passes on): a ring of 8 with rounds of 640 blocks asked
+ * fault-free for up to 34 blocks in a round, always of one or two
+ * classes; under 1% drop + dup + reorder, in every such round some rank
+ * asked for 27 or more, of 5-7 classes. */
 void rinx_c_keep_round(struct rinx_comm *c)
 {
 	__u64 l = losses(c);
+	int ncl = c->plan.nclasses < LOSSY_CLASSES ? c->plan.nclasses :
+						    LOSSY_CLASSES;
 
-	if (l - c->loss_seen > c->window / 50 && c->adapt_keep)
+	if (l - c->loss_seen > c->window / 50 &&
+	    __builtin_popcountll(c->loss_cls) >= ncl && c->adapt_keep)
 		c->lossy_left = LOSSY_ROUNDS;
 	else if (c->lossy_left)
 		c->lossy_left--;
 	c->loss_seen = l;
+	c->loss_cls = 0;
 	c->keep = c->rated || (c->adapt_keep && c->keep_next);
 	c->keep_next = 0;
 	if (c->keep)
