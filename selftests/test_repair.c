@@ -788,12 +788,13 @@ static void run_gather_holes(void)
 		k += n[b];
 		stray += b >= 8 ? n[b] : 0;
 	}
-	tap_ok(t.c->st.nacks == (__u64)k && t.c->late_asks == (__u64)stray &&
-	       stray == n[13] + n[23] && k > stray && !t.c->late_rnacks,
+	tap_ok(t.c->st.nacks == (__u64)k && t.c->loss_runs == 2 &&
+	       stray == n[13] + n[23] && k > stray,
 	       "holes one by one: every NACK counted, those past the first "
-	       "window as losses (%llu NACKs, %d sent; %llu late, %d past "
-	       "the window)", (unsigned long long)t.c->st.nacks, k,
-	       (unsigned long long)t.c->late_asks, stray);
+	       "window as losses, once per block (%llu NACKs, %d sent; "
+	       "%llu losses, %d asks past the window)",
+	       (unsigned long long)t.c->st.nacks, k,
+	       (unsigned long long)t.c->loss_runs, stray);
 	run_ahead(&t, now, at, n);
 	run_ahead_cursor(&t, now + 100 * MS);
 	stopped_free(&t);
@@ -1278,18 +1279,17 @@ static void run_next_hosts(void)
  * Which asks mark a ring's rounds lossy (rinx_c_keep_round: partial sums
  * kept for the next rounds) and which open the tail notices' gate: the
  * asks past the round's first window (blocks 0-7 here: 2 in flight x 4
- * classes), more than a fiftieth of the window (64 blocks: more than 1),
- * of at least 3 classes (all of a plan with fewer); never RNACKs, nor a
- * stall's asks for blocks not seen missing; for the gate, any other ask
- * in a round that lies wholly in its first window. The n asks are for
- * blocks b, b + stride, b + 2 stride, ...
+ * classes), once per run of a class's blocks asked in a row, more than a
+ * fortieth of the window (400 blocks here: more than 10 runs); never
+ * RNACKs, nor a stall's asks for blocks not seen missing; for the gate,
+ * any other ask, and in a round that lies wholly in its first window
+ * those too. The n asks are for blocks b, b + stride, b + 2 stride, ...
  */
 struct kcase {
 	const char *name;
 	__u32 nb;		/* the round's blocks */
 	int what;		/* RINX_ASK_* */
 	__u32 b, n, stride;
-	int ncl;		/* the plan's classes (0: 4) */
 	int rated;		/* links of known rate */
 	__u32 lossy_left;	/* expected */
 	int keep, gate;		/* the next round keeps sums; notices */
@@ -1297,33 +1297,31 @@ struct kcase {
 
 static const struct kcase keep_cases[] = {
 	{ "first-window NACKs are no loss", SNB, RINX_ASK_NACK, 0, 8, 1, 0,
-	  0, 0, 0, 0 },
+	  0, 0, 0 },
 	{ "first-window resends are no loss", SNB, RINX_ASK_RESEND, 0, 8, 1,
-	  0, 0, 0, 0, 0 },
-	{ "one NACK past the window is not more than a fiftieth", SNB,
-	  RINX_ASK_NACK, 8, 1, 1, 0, 0, 0, 0, 1 },
-	{ "NACKs of three classes past the window mark the next rounds",
-	  SNB, RINX_ASK_NACK, 8, 3, 1, 0, 0, 8, 0, 1 },
-	{ "resends of three classes mark them", SNB, RINX_ASK_RESEND, 20, 3,
-	  1, 0, 0, 8, 0, 1 },
-	{ "16 NACKs of two classes do not (a late peer's stream)", SNB,
-	  RINX_ASK_NACK, 8, 16, 2, 0, 0, 0, 0, 1 },
-	{ "... nor 8 of one", SNB, RINX_ASK_NACK, 9, 8, 4, 0, 0, 0, 0, 1 },
-	{ "a plan of two classes: both suffice", SNB, RINX_ASK_NACK, 8, 2, 1,
-	  2, 0, 8, 0, 1 },
+	  0, 0, 0, 0 },
+	{ "ten blocks apart past the window are not more than a fortieth",
+	  SNB, RINX_ASK_NACK, 8, 10, 8, 0, 0, 0, 1 },
+	{ "eleven blocks apart mark the next rounds", SNB, RINX_ASK_NACK, 8,
+	  11, 8, 0, 8, 0, 1 },
+	{ "eleven resends apart mark them", SNB, RINX_ASK_RESEND, 9, 11, 8, 0,
+	  8, 0, 1 },
+	{ "40 blocks in two runs do not (a late peer's streams of two "
+	  "classes)", SNB, RINX_ASK_NACK, 8, 40, 2, 0, 0, 0, 1 },
+	{ "one block asked 20 times is one run", SNB, RINX_ASK_NACK, 8, 20,
+	  0, 0, 0, 0, 1 },
 	{ "RNACKs past the window are no loss, but repairs", SNB,
-	  RINX_ASK_RNACK, 8, 20, 1, 0, 0, 0, 0, 1 },
+	  RINX_ASK_RNACK, 8, 20, 8, 0, 0, 0, 1 },
 	{ "a round wholly in its first window: asks open the gate only",
-	  8, RINX_ASK_NACK, 0, 8, 1, 0, 0, 0, 0, 1 },
+	  8, RINX_ASK_NACK, 0, 8, 1, 0, 0, 0, 1 },
 	{ "a stall's NACKs past their class's last finished block are no "
-	  "loss", SNB, RINX_ASK_NACK | RINX_ASK_PROBE, 8, 20, 1, 0, 0, 0, 0,
-	  0 },
+	  "loss", SNB, RINX_ASK_NACK | RINX_ASK_PROBE, 8, 20, 8, 0, 0, 0, 0 },
 	{ "... nor its resends", SNB, RINX_ASK_RESEND | RINX_ASK_PROBE, 8, 20,
-	  1, 0, 0, 0, 0, 0 },
+	  8, 0, 0, 0, 0 },
 	{ "... even in a round wholly in its first window", 8,
-	  RINX_ASK_NACK | RINX_ASK_PROBE, 0, 8, 1, 0, 0, 0, 0, 0 },
+	  RINX_ASK_NACK | RINX_ASK_PROBE, 0, 8, 1, 0, 0, 0, 0 },
 	{ "links of known rate keep sums whatever was asked", SNB,
-	  RINX_ASK_NACK, 3, 1, 1, 0, 1, 0, 1, 0 },
+	  RINX_ASK_NACK, 3, 1, 1, 1, 0, 1, 0 },
 };
 
 static void run_keep(const struct kcase *k)
@@ -1341,10 +1339,7 @@ static void run_keep(const struct kcase *k)
 	t.c->adapt_keep = 1;
 	t.c->rated = k->rated;
 	t.r->nb = k->nb;
-	if (k->ncl) {	/* classes 0 .. ncl - 1 in turn */
-		t.c->plan.nclasses = k->ncl;
-		t.c->plan.plen = k->ncl;
-	}
+	t.c->window = 400;
 	/* the round opens (as rinx_c_reduce_init keeps the gate's count) */
 	rinx_c_keep_round(t.c);
 	rinx_c_reduce_init(t.r);
@@ -1430,13 +1425,13 @@ static void run_stall_asks(void)
 	for (b = 0; b < SNB; b++)
 		asked += n[b];
 	tap_ok(n[13] == 1 && n[24] == 1 && n[28] == 1 && asked == 9 &&
-	       !other && t.c->st.nacks == 9 && t.c->late_asks == 1 &&
+	       !other && t.c->st.nacks == 9 && t.c->loss_runs == 1 &&
 	       t.c->tail_asks == 1,
 	       "losses: a stall's repair asks for the hole and 2 blocks of "
 	       "every class after it; the hole alone is a loss (%d asked, "
 	       "%llu NACKs counted, %llu losses)", asked,
 	       (unsigned long long)t.c->st.nacks,
-	       (unsigned long long)t.c->late_asks);
+	       (unsigned long long)t.c->loss_runs);
 	stopped_free(&t);
 }
 

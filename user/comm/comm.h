@@ -37,6 +37,7 @@
 #define NUM_BIG		MAX_PENDING
 #define AREA_BYTES	(UMEM_BYTES + (__u64)NUM_BIG * BIG_SIZE)
 #define RING_SIZE	2048
+#define RINX_NO_BLOCK	0xffffffffu	/* no block (struct rinx_req's lask) */
 #define MAX_PENDING	NUM_FRAMES
 #define XQ_MAX		RINX_RX_QUEUES_MAX	/* receive queues served (the
 					 * xsks map's size) */
@@ -162,6 +163,9 @@ struct rinx_req {
 	 * [0] of the reduce, [1] of the finished block */
 	__u32 lastb[RINX_MAX_CLASSES];
 	__u32 gtail[RINX_MAX_CLASSES];
+	/* per class, the last block past the first window asked for (NACK,
+	 * resend) in the round, RINX_NO_BLOCK: none (rinx_c_count_ask) */
+	__u32 lask[RINX_MAX_CLASSES];
 	__u64 tleft[2][RINX_MAX_CLASSES];
 	__u64 ahead;		/* nodes (below 64) seen in the next round:
 				 * they finished this one (slow.c) */
@@ -227,15 +231,12 @@ struct rinx_comm {
 	int keep_next;		/* a result of the round had RINX_F_LOSSY */
 	__u32 lossy_left;	/* rounds this rank still marks its shares
 				 * RINX_F_LOSSY after it saw a loss */
-	__u64 loss_seen;	/* late_asks - late_rnacks when the round
-				 * opened */
+	__u64 loss_seen;	/* loss_runs when the round before opened */
 	__u64 rnacks;		/* of st.nacks, the RNACKs */
-	/* of st.nacks and st.retransmits, those for blocks past their
-	 * round's first window (rinx_c_count_ask), the RNACKs of them,
-	 * and those that open the tail notices' gate */
-	__u64 late_asks, late_rnacks, tail_asks;
-	__u64 loss_cls;		/* the classes of the losses since the
-				 * round opened (bit k: class k % 64) */
+	/* of st.nacks and st.retransmits (rinx_c_count_ask): the runs of
+	 * a class's blocks asked for past their round's first window, the
+	 * evidence of loss; and the asks that open the tail notices' gate */
+	__u64 loss_runs, tail_asks;
 	struct rinx_job jobent;
 	int ownidx[RINX_CMAP_MAX];	/* pattern position -> index among
 					 * the own positions, -1: not own */

@@ -113,16 +113,25 @@ static int hole_nackable(const struct rinx_hop *g);
 
 /*
  * An ask for block b (a NACK, a resend of an own block, an RNACK), counted
- * in the stats, and in c->late_asks when b lies past the round's first
- * window: only those are evidence of a loss (rinx_c_keep_round, the tail
- * notices). The first window leaves every origin at once, before every
- * peer on its path has opened the round; a late peer keeps those frames in
- * its slow path and passes them on one by one from its trainer, while the
- * first of them, once around, let the origins send past the window through
- * host programs: on a fault-free ring of 8 sharing 2 cores a rank asked for
- * up to 149 first-window blocks in one round (and its peers answered them
- * as duplicates), against at most 7 past it; under 1% drop + dup + reorder
- * every round of 640 blocks had a rank asking for 27-175 past it.
+ * in the stats, and as evidence of loss (rinx_c_keep_round, the tail
+ * notices) only past the round's first window, and only once per run of
+ * its class's blocks asked in a row (c->loss_runs).
+ *
+ * The first window leaves every origin at once, before every peer on its
+ * path has opened the round. A late peer keeps those frames in its slow
+ * path and passes them on from its trainer, while the first of them, once
+ * around, let the origins send past the window in XDP: on a fault-free
+ * ring of 8 sharing 2 cores a rank asked for up to 149 first-window
+ * blocks in one round (its peers answered them as duplicates). A rank that
+ * opens a round later in a collective, its slow path holding every frame
+ * that came before, delays the blocks after them too: there a rank asked
+ * for up to 227 blocks past the first window in one round, of five
+ * classes, but in runs of a class's blocks (225, 233, ..., 457 of class 1),
+ * at most 12 runs per rank and round. A loss strikes single blocks: under
+ * 1% drop + dup + reorder in every round of 640 blocks but one, some rank
+ * asked for 18-80 runs (docs/benchmark.md, "Measured: losses counted past
+ * the first window").
+ *
  * RINX_ASK_PROBE ORed into `what`: a stall's ask for a block past the
  * last of its class finished here, which may simply not be done yet:
  * counted in the stats only.
@@ -131,6 +140,7 @@ void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what)
 {
 	struct rinx_comm *c = r->c;
 	__u64 first = (__u64)c->inflight * (__u64)c->plan.plen;
+	__u32 k = (__u32)class_of(c, b) % RINX_MAX_CLASSES, plen = c->plan.plen;
 	int late = b >= first, probe = what & RINX_ASK_PROBE;
 
 	what &= ~RINX_ASK_PROBE;
@@ -142,14 +152,20 @@ void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what)
 		c->rnacks++;
 	if (probe)
 		return;
-	c->late_asks += late;
-	if (what == RINX_ASK_RNACK)
-		c->late_rnacks += late;
-	else if (late)
-		c->loss_cls |= 1ull << (class_of(c, b) % 64);
 	/* a round wholly in its first window (a short last round, a small
 	 * tensor) has no other sign of loss for its tail notices */
 	c->tail_asks += late || r->nb <= first;
+	if (!late || what == RINX_ASK_RNACK)
+		return;
+	/* the same block again, or the next of its class: the same run */
+	if (r->lask[k] != RINX_NO_BLOCK &&
+	    (b == r->lask[k] || b == r->lask[k] + plen)) {
+		if (b > r->lask[k])
+			r->lask[k] = b;
+		return;
+	}
+	r->lask[k] = b;
+	c->loss_runs++;
 }
 
 /* Is own block b's first repair a NACK to its aggregator: a class that
@@ -695,19 +711,18 @@ void rinx_c_reduce_peers(struct rinx_comm *c)
 }
 
 #define LOSSY_ROUNDS	8	/* rounds a rank marks its shares after a loss */
-#define LOSSY_CLASSES	3	/* ... of at least this many classes (all of
-				 * a plan with fewer) */
 
-/* What says frames were lost: own blocks sent again, finished blocks asked
- * for, past the first window of their round (rinx_c_count_ask). Not the
- * RNACKs (asked only while the hops keep sums: a hole taken for a loss
- * would keep them on for good), and not the first window's asks: a peer
- * that opened the round late holds those frames in its slow path, and the
- * asks for them made a fault-free ring keep sums in nearly every round
- * (docs/benchmark.md, "Measured: losses counted past the first window"). */
+/* What says frames were lost: runs of blocks asked for (finished blocks,
+ * own blocks sent again) past the first window of their round
+ * (rinx_c_count_ask). Not the RNACKs (asked only while the hops keep sums:
+ * a hole taken for a loss would keep them on for good), nor a stall's
+ * asks for blocks not seen missing, nor the first window's asks, nor more
+ * than one per run: a peer that opened the round late holds frames in its
+ * slow path, and the asks for them made a fault-free ring keep sums in
+ * nearly every round. */
 static __u64 losses(const struct rinx_comm *c)
 {
-	return c->late_asks - c->late_rnacks;
+	return c->loss_runs;
 }
 
 /* Whether the ring hops keep partial sums in the round being opened (r is
@@ -715,27 +730,18 @@ static __u64 losses(const struct rinx_comm *c)
  * the round before carried RINX_F_LOSSY, which every rank read from the
  * same results, so all ranks decide alike. A hop keeping partial sums
  * costs a block copy, so unlimited links pay for it only while losses
- * last: a rank that lost more than a fiftieth of a window's blocks in a
- * round (losses), of at least LOSSY_CLASSES classes, marks its shares for
- * the next LOSSY_ROUNDS rounds (in convert, user/comm/allreduce.c). Loss
- * strikes every class; a late peer delays the blocks of one or two (the
- * stream it passes on): a ring of 8 with rounds of 640 blocks asked
- * fault-free for up to 34 blocks in a round, always of one or two
- * classes; under 1% drop + dup + reorder, in every such round some rank
- * asked for 27 or more, of 5-7 classes. */
+ * last: a rank that lost more than a fortieth of a window's blocks in a
+ * round (losses: 16 runs of 640 blocks) marks its shares for the next
+ * LOSSY_ROUNDS rounds (in convert, user/comm/allreduce.c). */
 void rinx_c_keep_round(struct rinx_comm *c)
 {
 	__u64 l = losses(c);
-	int ncl = c->plan.nclasses < LOSSY_CLASSES ? c->plan.nclasses :
-						    LOSSY_CLASSES;
 
-	if (l - c->loss_seen > c->window / 50 &&
-	    __builtin_popcountll(c->loss_cls) >= ncl && c->adapt_keep)
+	if (l - c->loss_seen > c->window / 40 && c->adapt_keep)
 		c->lossy_left = LOSSY_ROUNDS;
 	else if (c->lossy_left)
 		c->lossy_left--;
 	c->loss_seen = l;
-	c->loss_cls = 0;
 	c->keep = c->rated || (c->adapt_keep && c->keep_next);
 	c->keep_next = 0;
 	if (c->keep)
@@ -771,6 +777,7 @@ void rinx_c_reduce_init(struct rinx_req *r)
 		int in = k < (__u32)c->plan.nclasses;
 
 		r->lastb[k] = r->nb;
+		r->lask[k] = RINX_NO_BLOCK;
 		r->gtail[k] = 0;
 		r->tleft[0][k] = in ? c->tail_rto[k] : 0;
 		r->tleft[1][k] = in ? c->tail_gto[k] : 0;
