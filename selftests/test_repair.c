@@ -39,9 +39,11 @@
  * word that every missing block of its sender is to be asked for at once.
  *
  * Then which asks count as losses (rinx_c_count_ask, rinx_c_keep_round):
- * only those for blocks past the round's first window mark a ring's next
- * rounds to keep partial sums, RNACKs never; the tail notices' gate opens
- * on those too, and on any ask in a round wholly in its first window.
+ * only those for blocks past the round's first window, once per run of a
+ * class's blocks asked in a row, mark a ring's next rounds to keep partial
+ * sums; RNACKs and a stall's asks for blocks not seen missing never; the
+ * tail notices' gate opens on the asks past the first window, and on any
+ * ask in a round wholly in it.
  */
 #include <stdlib.h>
 #include <string.h>

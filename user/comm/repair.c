@@ -992,9 +992,10 @@ out:
  * Whether this rank has asked for a block (NACK, RNACK) or sent one again
  * in this round or the one before, past the round's first window or in
  * a round that lies wholly in it (rinx_c_count_ask): a sign of loss. A
- * fault-free round sends no notices (each costs a frame at both ends: with them in every
- * round a fault-free ring of 8 on 2 cores used 4-5% more CPU); under
- * loss nearly every rank repairs something every round. */
+ * fault-free round sends no notices (each costs a frame at both ends:
+ * with them in every round a fault-free ring of 8 on 2 cores used 4-5%
+ * more CPU); under loss nearly every rank repairs something every
+ * round. */
 static int tails_on(const struct rinx_comm *c)
 {
 	return c->tail_asks > c->asks_before;
