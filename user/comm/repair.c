@@ -772,7 +772,8 @@ void rinx_c_reduce_init(struct rinx_req *r)
 		r->rpass_t[k] = now_ns();	/* the round opens */
 	}
 	/* the tail notices: each class's last block in the round (among
-	 * the last plen), none heard, every receiver still to tell */
+	 * the last plen), none heard, every receiver still to tell; and no
+	 * run of asks yet (rinx_c_count_ask) */
 	for (k = 0; k < RINX_MAX_CLASSES; k++) {
 		int in = k < (__u32)c->plan.nclasses;
 
