@@ -238,7 +238,7 @@ static int round_open(struct rinx_req *r)
 		r->conv = n;
 		r->reuse = 0;
 	}
-	first = (__u32)c->inflight * c->plan.plen;
+	first = (__u32)rinx_c_window_blocks(c);
 	if (first < CONV_CHUNK)
 		first = CONV_CHUNK;
 	/* Only where links have known rates (c->rated): there the first

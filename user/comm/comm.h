@@ -232,7 +232,6 @@ struct rinx_comm {
 	__u32 lossy_left;	/* rounds this rank still marks its shares
 				 * RINX_F_LOSSY after it saw a loss */
 	__u64 loss_seen;	/* loss_runs when the round before opened */
-	__u64 rnacks;		/* of st.nacks, the RNACKs */
 	/* of st.nacks and st.retransmits (rinx_c_count_ask): the runs of
 	 * a class's blocks asked for past their round's first window, the
 	 * evidence of loss; and the asks that open the tail notices' gate */
@@ -390,6 +389,14 @@ static inline int rinx_c_frame_values(__u32 len)
 static inline __u32 blk_idx(const struct rinx_comm *c, __u32 b)
 {
 	return c->slot * c->window + b * c->bslots;
+}
+
+/* The blocks of one window of the round: c->inflight of every position
+ * of the class pattern (a round's first window leaves its origins at
+ * once, before every peer has opened the round). */
+static inline __u64 rinx_c_window_blocks(const struct rinx_comm *c)
+{
+	return (__u64)c->inflight * (__u64)c->plan.plen;
 }
 
 /* Class of block b in the plan. */

@@ -139,7 +139,7 @@ static int hole_nackable(const struct rinx_hop *g);
 void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what)
 {
 	struct rinx_comm *c = r->c;
-	__u64 first = (__u64)c->inflight * (__u64)c->plan.plen;
+	__u64 first = rinx_c_window_blocks(c);
 	__u32 k = (__u32)class_of(c, b) % RINX_MAX_CLASSES, plen = c->plan.plen;
 	int late = b >= first, probe = what & RINX_ASK_PROBE;
 
@@ -148,8 +148,6 @@ void rinx_c_count_ask(struct rinx_req *r, __u32 b, int what)
 		c->st.retransmits++;
 	else
 		c->st.nacks++;
-	if (what == RINX_ASK_RNACK)
-		c->rnacks++;
 	if (probe)
 		return;
 	/* a round wholly in its first window (a short last round, a small
@@ -367,7 +365,7 @@ static __u64 hole_wait_at(const struct rinx_req *r, __u32 b, int proven)
 	if (t < HOLE_MIN_NS)
 		t = HOLE_MIN_NS;
 	if (t > most ||
-	    (!proven && (__u64)b < (__u64)c->inflight * (__u64)c->plan.plen))
+	    (!proven && (__u64)b < rinx_c_window_blocks(c)))
 		t = most;
 	/* a gather lost upstream leaves every rank after it a hole: the
 	 * later in the gather, the longer a rank waits (the first one's
@@ -414,7 +412,7 @@ int rinx_c_gather_holes(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
 	__u32 hi[RINX_MAX_CLASSES], top = 0, b, k, reads = 0;
-	__u64 first = (__u64)c->inflight * (__u64)c->plan.plen;
+	__u64 first = rinx_c_window_blocks(c);
 	int n = 0;
 
 	if (!r->ghole_at || !r->gasked || now - r->gscan_t < HOLE_MIN_NS / 8)
@@ -949,7 +947,7 @@ void rinx_c_reduce_holes(struct rinx_req *r, __u64 now)
 		b = r->rhi[k] > lo ? next_of(c, r, r->rhi[k], k) : lo;
 		if (b >= r->nb)
 			continue;
-		if ((__u64)b + (__u64)c->inflight * c->plan.plen < r->nb)
+		if ((__u64)b + rinx_c_window_blocks(c) < r->nb)
 			got = reduce_stopped(r, b, k, tail, hole, now,
 					     REPAIR_MAX - n);
 		else
