@@ -30,6 +30,7 @@
  */
 #include "bpf/tables.bpf.h"
 #include "bpf/frags.bpf.h"
+#include "bpf/fair_kern_user.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -128,6 +129,15 @@ struct {
 	__type(key, __u32);
 	__array(values, struct slot_ring);
 } rings SEC(".maps");
+
+/* job slot -> its contributions to this host's aggregators in the last
+ * two epochs; RINX_MAX_JOBS: the node's (bpf/fair_kern_user.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RINX_MAX_JOBS + 1);
+	__type(key, __u32);
+	__type(value, struct rinx_fair);
+} fairs SEC(".maps");
 
 /* The frame is copied into the ring and dropped: no socket can take it,
  * since a socket only receives from the queue it is bound to. */
@@ -553,6 +563,9 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 {
 	struct rinx_agg *a = bpf_map_lookup_elem(&aggs, &idx);
 	struct rinx_slot *sh = NULL;
+	struct rinx_fair *fj, *fn;
+	__u32 e = (__u32)(bpf_ktime_get_coarse_ns() >> RINX_FAIR_SHIFT);
+	__u32 node = RINX_MAX_JOBS;
 	int ret, reset;
 
 	if (nv > RINX_BLOCK_VALUES)	/* refused before (hop_block) */
@@ -564,10 +577,23 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 	}
 	if (!a)
 		return RINX_AGG_NO_SLOT;
+	fj = bpf_map_lookup_elem(&fairs, &x->job->slot);
+	fn = bpf_map_lookup_elem(&fairs, &node);
+	if (fj && fn)
+		rinx_fair_note(fj, fn, e, nv, env_ce(x));
 	ret = rinx_agg_add(a, x->f, round, cov, hop->mask,
 			   hop->action == RINX_A_AGG_FINISH, sh, &reset, nv);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
+	/* a job below its fair share of this aggregator's contributions:
+	 * its marked sum may leave unmarked (the frame is readdressed
+	 * after this, which fixes the checksum, or only stored here) */
+	if (ret == RINX_AGG_COMPLETE && fj && fn && env_ce(x) &&
+	    rinx_fair_unmark(fj, fn, e, bpf_get_prandom_u32())) {
+		x->f->ip->tos = (x->f->ip->tos & ~RINX_ECN_MASK) |
+				RINX_ECN_ECT0;
+		rinx_count(RINX_STAT_FAIR_UNMARK, 0);
+	}
 	return ret;
 }
 

@@ -43,6 +43,12 @@
  * update). The slow-path cases run with an empty XSKMAP (counted drop) and
  * again with a socket in it (redirect, RINX_STAT_SLOW_SELF).
  *
+ * The fair marks (bpf/fair_kern_user.h): the counting and the decision
+ * in user space with chosen epochs and draws, then the host program
+ * completing a star block with the `fairs` map set for the job and the
+ * node (a job below, at and above its share, alone, stale counts): the
+ * sum's ECN field as it leaves, its checksum, and fair_unmark.
+ *
  * Then two threads pinned to CPU 0 and 1 contribute distinct workers to the
  * same blocks over many rounds (the spin lock), and the cost of one run is
  * measured with distinct frames (one run per syscall; repeat > 1 re-runs the
@@ -68,6 +74,7 @@
 
 #include "uapi/rinx.h"
 #include "bpf/switch_kern_user.h"
+#include "bpf/fair_kern_user.h"
 #include "user/ctl.h"
 #include "user/plan/plan.h"
 #include "host.skel.h"
@@ -109,6 +116,7 @@
 
 #define PULL_ROUND	800000
 #define PULL_CHECKS	(2 * 15 + 2 * 2)
+#define FAIR_CHECKS	(11 + 8)	/* fair_unit, then fair_cases */
 #define WK_SLOT		4	/* worker 1 of the agent's plan, at the agent's
 				 * program (another job slot of it) */
 #define WK_TOR_SLOT	5	/* worker 1 of the ToR's plan, likewise */
@@ -1626,7 +1634,7 @@ static int case_checks(bool sw, const struct tcase *c)
  * the empty program and the timed runs (1 + 1 a place) */
 static int plan_checks(void)
 {
-	int n = 2 + 2 + 1 + 3 * 2 + 1 + 2 + PULL_CHECKS, ci, i;
+	int n = 2 + 2 + 1 + 3 * 2 + 1 + 2 + PULL_CHECKS + FAIR_CHECKS, ci, i;
 
 	for (i = 0; i < 2; i++)
 		for (ci = 0; ci < ncases; ci++) {
@@ -2626,6 +2634,198 @@ static void run_pulls(void)
 	run_pull_worker(&places[0], &places[1], WK_TOR_SLOT);
 }
 
+/* ---- fair marks at an aggregator host (bpf/fair_kern_user.h) ------------ */
+
+/* The counting and the decision in user space, epochs and draws chosen. */
+static void fair_unit(void)
+{
+	struct rinx_fair a = {}, b = {}, c = {}, n = {};
+
+	rinx_fair_note(&a, &n, 10, 768, 0);
+	rinx_fair_note(&a, &n, 10, 768, 1);
+	rinx_fair_note(&a, &n, 10, 768, 0);
+	rinx_fair_note(&b, &n, 10, 768, 0);
+	check(NULL, n.tag[0] == 10 && n.vals[0] == 4 * 768 && n.jobs[0] == 2 &&
+	      n.marks[0] == 1 && a.vals[0] == 3 * 768 && b.vals[0] == 768,
+	      "fair: two jobs' contributions in epoch 10 counted (node %u "
+	      "values, %u jobs, %u marked; jobs %u and %u values)",
+	      n.vals[0], n.jobs[0], n.marks[0], a.vals[0], b.vals[0]);
+	check(NULL, rinx_fair_unmark(&b, &n, 11, 255) &&
+	      !rinx_fair_unmark(&a, &n, 11, 0),
+	      "fair: in epoch 11, the job at half its share has its marks "
+	      "taken whatever the draw, the one above never");
+	check(NULL, !rinx_fair_unmark(&b, &n, 10, 0) &&
+	      !rinx_fair_unmark(&b, &n, 12, 0),
+	      "fair: only the epoch just before counts (none in 10 for 10, "
+	      "none in 11 for 12)");
+	c.tag[0] = 2;
+	c.vals[0] = 5 * 768;
+	check(NULL, rinx_fair_unmark(&c, &n, 11, 255),
+	      "fair: a job whose counts are of an older epoch contributed "
+	      "nothing in 10: below its share");
+	rinx_fair_note(&a, &n, 12, 768, 0);
+	check(NULL, n.tag[0] == 12 && n.vals[0] == 768 && n.jobs[0] == 1 &&
+	      n.marks[0] == 0 && a.vals[0] == 768 && b.tag[0] == 10,
+	      "fair: epoch 12 starts the counts of its parity again (node "
+	      "%u values, %u jobs)", n.vals[0], n.jobs[0]);
+	check(NULL, !rinx_fair_unmark(&a, &n, 13, 0),
+	      "fair: a job alone in its epoch keeps its marks");
+	/* 950 of 2,000 values, two jobs: 5% below the share; taken with
+	 * probability 4 x 0.05 = 0.2, draws below 51.2 of 256 */
+	memset(&n, 0, sizeof(n));
+	memset(&a, 0, sizeof(a));
+	n.tag[1] = a.tag[1] = 21;
+	n.vals[1] = 2000;
+	n.jobs[1] = 2;
+	a.vals[1] = 950;
+	check(NULL, rinx_fair_unmark(&a, &n, 22, 50) &&
+	      !rinx_fair_unmark(&a, &n, 22, 51) &&
+	      !rinx_fair_unmark(&a, &n, 22, 255),
+	      "fair: 5%% below the share, a mark is taken for draws 0..50 "
+	      "of 256 (RINX_FAIR_GAIN %d)", RINX_FAIR_GAIN);
+	a.vals[1] = 1000;
+	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0),
+	      "fair: at the share exactly: no mark taken");
+	a.vals[1] = 0;
+	n.jobs[1] = 4;
+	check(NULL, rinx_fair_unmark(&a, &n, 22, 255),
+	      "fair: four jobs, this one nothing: every mark taken");
+	a.vals[1] = 375;
+	check(NULL, rinx_fair_unmark(&a, &n, 22, 255) &&
+	      rinx_fair_unmark(&a, &n, 22, 0),
+	      "fair: four jobs, this one at 0.75 of its share: every draw "
+	      "takes the mark (gain %d)", RINX_FAIR_GAIN);
+	a.vals[1] = 700;
+	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0),
+	      "fair: four jobs, this one at 1.4 of its share: never");
+}
+
+/* The host program completing a star block (class 1: agg+finish, unicast
+ * to node 3) with the fairs map set for its job slot and the node: the
+ * sum's mark as it leaves, and fair_unmark. */
+struct fcase {
+	const char *what;
+	__u32 job_vals;		/* the job slot's values in the epoch before */
+	bool job_in;		/* ... counted there (else an older epoch) */
+	__u32 node_vals, jobs;	/* the node's */
+	bool ce_in, want_ce;
+};
+
+static const struct fcase fair_cases[] = {
+	{ "a quarter of its share, marked: leaves unmarked",
+	  12500, true, 100000, 2, true, false },
+	{ "nothing in the last epoch, another job did: unmarked",
+	  0, false, 100000, 2, true, false },
+	{ "half its share among four jobs: unmarked",
+	  12500, true, 100000, 4, true, false },
+	{ "at its share: keeps the mark", 50000, true, 100000, 2, true, true },
+	{ "above its share: keeps the mark", 70000, true, 100000, 2, true,
+	  true },
+	{ "alone: keeps the mark", 100000, true, 100000, 1, true, true },
+	{ "the node's counts of an older epoch: keeps the mark",
+	  12500, false, 0, 0, true, true },
+	{ "below its share, not marked: nothing to take",
+	  12500, true, 100000, 2, false, false },
+};
+
+_Static_assert(ARRAY_SIZE(fair_cases) == 8, "FAIR_CHECKS");
+
+static int fair_put(int fd, __u32 key, __u32 e, __u32 vals, __u32 jobs,
+		    bool in)
+{
+	struct rinx_fair f = {};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		__u32 ep = e - 1 + i;	/* the epoch before, and this one */
+
+		f.tag[ep & 1] = in ? ep : 0;
+		f.vals[ep & 1] = vals;
+		f.jobs[ep & 1] = jobs;
+		f.marks[ep & 1] = 1;
+	}
+	return bpf_map_update_elem(fd, &key, &f, BPF_ANY) ? -errno : 0;
+}
+
+static void run_fair(struct place *p)
+{
+	const struct rinx_hop *h = &p->star.hops[1][RINX_T_CONTRIB - 1];
+	int fd = fd_of(p->hs->maps.fairs), err, i;
+	__u32 b = 1, idx = STAR_SLOT * WINDOW + b;	/* class 1 */
+
+	fair_unit();
+	for (i = 0; i < (int)ARRAY_SIZE(fair_cases); i++) {
+		const struct fcase *c = &fair_cases[i];
+		__u32 r = 7000 + i, ret = 0, size = 0, e;
+		struct counters c0, c1;
+		struct rinx_slot sh = {};
+		struct rinx_agg a = {};
+		struct timespec ts;
+		__u8 tos;
+		bool ok;
+
+		sh.round = r;
+		sh.exp = 4;
+		sh.count = RINX_BLOCK_VALUES;
+		gen_vals(sh.v, V_RAND);
+		a.round = r;
+		a.seen = h->mask & ~(1ULL << 1);
+		a.exp = 4;
+		a.shape = RINX_SHAPE(WINDOW, RINX_BLOCK_VALUES);
+		a.dtype = RINX_W_FIXED;
+		gen_vals(a.v, V_RAND);
+		build(p, &p->star, fin, STAR_JOB_ID, RINX_T_CONTRIB, 0, 1, 1,
+		      r, b, 4, 0);
+		gen_vals(vals(fin), V_RAND);
+		fin[OFF_IP + 1] = c->ce_in ? RINX_ECN_CE : RINX_ECN_ECT0;
+		ip_fix_csum(fin + OFF_IP);
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		e = (__u32)(((__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec) >>
+			    RINX_FAIR_SHIFT);
+		err = bpf_map_update_elem(p->share, &idx, &sh, BPF_ANY) ?
+		      -errno : 0;
+		err = err ?: (bpf_map_update_elem(p->aggs, &idx, &a, BPF_ANY) ?
+			      -errno : 0);
+		err = err ?: put_job(p, &p->star, STAR_JOB_ID, STAR_SLOT,
+				     p->self, r);
+		err = err ?: fair_put(fd, STAR_SLOT, e, c->job_vals, 0,
+				      c->job_in);
+		err = err ?: fair_put(fd, RINX_MAX_JOBS, e, c->node_vals,
+				      c->jobs, c->jobs > 0);
+		err = err ?: read_counters(p, &c0);
+		err = err ?: run_once(p->prog, fin, fout, &ret, &size, NULL);
+		err = err ?: read_counters(p, &c1);
+		tos = fout[OFF_IP + 1] & RINX_ECN_MASK;
+		ok = !err && ret == XDP_TX &&
+		     tos == (c->want_ce ? RINX_ECN_CE : RINX_ECN_ECT0) &&
+		     csum16(fout + OFF_IP, 20) == 0 &&
+		     c1.st[RINX_STAT_FAIR_UNMARK] - c0.st[RINX_STAT_FAIR_UNMARK] ==
+		     (__u64)(c->ce_in && !c->want_ce) &&
+		     c1.st[RINX_STAT_AGG_DONE] - c0.st[RINX_STAT_AGG_DONE] == 1;
+		if (!check(NULL, ok, "%s: fair: %s", p->name, c->what)) {
+			int k;
+
+			for (k = 0; !err && k < RINX_STAT_MAX; k++)
+				if (c1.st[k] != c0.st[k])
+					tap_diag("  %s +%llu", stat_name(k),
+						 (unsigned long long)(c1.st[k] -
+						 c0.st[k]));
+			if (err)
+				tap_diag("  %s", strerror(-err));
+			else
+				tap_diag("  action %u, ECN %u, IP checksum "
+					 "%s, fair_unmark +%llu, agg_done "
+					 "+%llu", ret, tos,
+					 csum16(fout + OFF_IP, 20) ? "bad" :
+					 "ok",
+					 (unsigned long long)(c1.st[RINX_STAT_FAIR_UNMARK] -
+					 c0.st[RINX_STAT_FAIR_UNMARK]),
+					 (unsigned long long)(c1.st[RINX_STAT_AGG_DONE] -
+					 c0.st[RINX_STAT_AGG_DONE]));
+		}
+	}
+}
+
 int main(void)
 {
 	int i, ci, efd;
@@ -2665,6 +2865,7 @@ int main(void)
 	}
 	run_with_socket(&places[0]);
 	run_pulls();
+	run_fair(&places[0]);
 	if (dup_rewritten)
 		tap_diag("%d dropped duplicates into a finished slot were "
 			 "rewritten with the stored sum first (a 3 KiB copy "

@@ -1689,10 +1689,10 @@ static const char *host_stat_name[RINX_STAT_MAX] = {
 	"POOL_FLUSH", "POOL_RESEND", "AGG_OVERLAP", "DROP_MEMBER",
 	"DROP_AHEAD", "DROP_SHAPE", "RREPAIR", "RNACK_MISS", "DROP_DUP",
 	"PS_PUSH", "PS_DUP", "PS_PULL", "PS_STALE", "PS_RANGE", "PS_LEAVE",
-	"SLOW_PS", "AGG_PULL", "NACK_PULL", "NACK_SUM",
+	"SLOW_PS", "AGG_PULL", "NACK_PULL", "NACK_SUM", "FAIR_UNMARK",
 };
 
-_Static_assert(RINX_STAT_NACK_SUM == 56 && RINX_STAT_MAX == 57,
+_Static_assert(RINX_STAT_FAIR_UNMARK == 57 && RINX_STAT_MAX == 58,
 	       "host_stat_name follows enum rinx_stat");
 
 static const char *sw_stat_name[RINX_SW_STAT_MAX] = {

@@ -701,6 +701,10 @@ enum rinx_stat {
 				 * whose partial sum left and whose finished
 				 * block has not come back: the sum sent on
 				 * again */
+	RINX_STAT_FAIR_UNMARK,	/* aggregator: a marked sum of a job below
+				 * its fair share of the aggregator's
+				 * contributions left unmarked
+				 * (bpf/fair_kern_user.h) */
 	RINX_STAT_MAX,
 };
 

@@ -91,6 +91,7 @@ static const char *const stat_names[RINX_STAT_MAX] = {
 	[RINX_STAT_AGG_PULL] = "agg_pull",
 	[RINX_STAT_NACK_PULL] = "nack_pull",
 	[RINX_STAT_NACK_SUM] = "nack_sum",
+	[RINX_STAT_FAIR_UNMARK] = "fair_unmark",
 };
 
 const char *rinx_stat_name(int stat)
