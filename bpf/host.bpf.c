@@ -580,7 +580,7 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 	fj = bpf_map_lookup_elem(&fairs, &x->job->slot);
 	fn = bpf_map_lookup_elem(&fairs, &node);
 	if (fj && fn)
-		rinx_fair_note(fj, fn, e, nv, env_ce(x));
+		rinx_fair_note(fj, fn, e, nv);
 	ret = rinx_agg_add(a, x->f, round, cov, hop->mask,
 			   hop->action == RINX_A_AGG_FINISH, sh, &reset, nv);
 	if (reset)

@@ -2641,15 +2641,15 @@ static void fair_unit(void)
 {
 	struct rinx_fair a = {}, b = {}, c = {}, n = {};
 
-	rinx_fair_note(&a, &n, 10, 768, 0);
-	rinx_fair_note(&a, &n, 10, 768, 1);
-	rinx_fair_note(&a, &n, 10, 768, 0);
-	rinx_fair_note(&b, &n, 10, 768, 0);
+	rinx_fair_note(&a, &n, 10, 768);
+	rinx_fair_note(&a, &n, 10, 768);
+	rinx_fair_note(&a, &n, 10, 768);
+	rinx_fair_note(&b, &n, 10, 768);
 	check(NULL, n.tag[0] == 10 && n.vals[0] == 4 * 768 && n.jobs[0] == 2 &&
-	      n.marks[0] == 1 && a.vals[0] == 3 * 768 && b.vals[0] == 768,
+	      a.vals[0] == 3 * 768 && b.vals[0] == 768,
 	      "fair: two jobs' contributions in epoch 10 counted (node %u "
-	      "values, %u jobs, %u marked; jobs %u and %u values)",
-	      n.vals[0], n.jobs[0], n.marks[0], a.vals[0], b.vals[0]);
+	      "values, %u jobs; jobs %u and %u values)",
+	      n.vals[0], n.jobs[0], a.vals[0], b.vals[0]);
 	check(NULL, rinx_fair_unmark(&b, &n, 11, 255) &&
 	      !rinx_fair_unmark(&a, &n, 11, 0),
 	      "fair: in epoch 11, the job at half its share has its marks "
@@ -2663,9 +2663,9 @@ static void fair_unit(void)
 	check(NULL, rinx_fair_unmark(&c, &n, 11, 255),
 	      "fair: a job whose counts are of an older epoch contributed "
 	      "nothing in 10: below its share");
-	rinx_fair_note(&a, &n, 12, 768, 0);
+	rinx_fair_note(&a, &n, 12, 768);
 	check(NULL, n.tag[0] == 12 && n.vals[0] == 768 && n.jobs[0] == 1 &&
-	      n.marks[0] == 0 && a.vals[0] == 768 && b.tag[0] == 10,
+	      a.vals[0] == 768 && b.tag[0] == 10,
 	      "fair: epoch 12 starts the counts of its parity again (node "
 	      "%u values, %u jobs)", n.vals[0], n.jobs[0]);
 	check(NULL, !rinx_fair_unmark(&a, &n, 13, 0),
@@ -2742,7 +2742,6 @@ static int fair_put(int fd, __u32 key, __u32 e, __u32 vals, __u32 jobs,
 		f.tag[ep & 1] = in ? ep : 0;
 		f.vals[ep & 1] = vals;
 		f.jobs[ep & 1] = jobs;
-		f.marks[ep & 1] = 1;
 	}
 	return bpf_map_update_elem(fd, &key, &f, BPF_ANY) ? -errno : 0;
 }
