@@ -18,13 +18,21 @@
  * are counted, and the node counts the jobs that contributed. A marked
  * sum that completes in epoch e leaves unmarked when, in epoch e - 1, at
  * least two jobs contributed and its job contributed x < f, the fair
- * share (the node's values over its jobs): with probability
- * RINX_FAIR_GAIN (f - x) / f, at most 1. A job at or above its share
+ * share (the node's values over its jobs): with probability g (f - x) /
+ * f, at most 1, g = RINX_FAIR_GAIN at a server, RINX_FAIR_GAIN_RACK at a
+ * rack's agent. A job at or above its share
  * keeps every mark; a job alone, or beside TCP (not counted), too: one
  * job's behaviour does not change. Taking every mark of a job below its
  * share let the jobs below it at once grow unchecked (four ps-ina jobs
  * overran their server's port); taking marks in proportion (gain 1)
- * left two agent-Rina jobs apart (docs/benchmark.md).
+ * left two agent-Rina jobs apart, and so did gain 4 once the trainers cut
+ * less deep for shared aggregators' marks (below; docs/benchmark.md).
+ *
+ * A rack agent's sum that completes in epoch e after at least two jobs
+ * contributed in e - 1 leaves flagged RINX_F_SHARED: its marks are a
+ * queue the jobs share, and the trainers cut at most a fifth for them
+ * (user/comm/cc.c), where cuts of up to half, the jobs cutting at once,
+ * left the port idle. A server's sums are not flagged (host.bpf.c).
  *
  * Counts are approximate: the epoch's reset of a count may race with an
  * add on another CPU and lose it. The host program reads the coarse
@@ -36,7 +44,11 @@
 #define RINX_FAIR_KERN_USER_H
 
 #define RINX_FAIR_SHIFT		23	/* epochs of 8.4 ms */
-#define RINX_FAIR_GAIN		4	/* (f - x) / f times this */
+/* (f - x) / f times this: at a server, whose port takes every worker of
+ * every job (four ps-ina jobs with 8 resent 1.52-1.87 of their blocks,
+ * against 0.41-0.50 with 4), and at a rack's agent */
+#define RINX_FAIR_GAIN		4
+#define RINX_FAIR_GAIN_RACK	8
 
 /* One job slot's counts, or (at index RINX_MAX_JOBS) the node's. */
 struct rinx_fair {
@@ -68,11 +80,11 @@ static inline void rinx_fair_note(struct rinx_fair *job,
 
 /* 1: in the epoch before e another job contributed, and this one
  * contributed x, less than its fair share f: a marked sum of it
- * completing in e leaves unmarked with probability RINX_FAIR_GAIN (f - x)
- * / f (at most 1), drawn by r (uniform in 0..255). */
+ * completing in e leaves unmarked with probability gain (f - x) / f (at
+ * most 1), drawn by r (uniform in 0..255). */
 static inline int rinx_fair_unmark(const struct rinx_fair *job,
 				   const struct rinx_fair *node, __u32 e,
-				   __u32 r)
+				   __u32 r, __u32 gain)
 {
 	__u32 p = e - 1, i = p & 1;
 	__u64 mine, all;
@@ -83,7 +95,16 @@ static inline int rinx_fair_unmark(const struct rinx_fair *job,
 	all = node->vals[i];
 	if (mine >= all)
 		return 0;
-	return (r & 255) < ((all - mine) << 8) * RINX_FAIR_GAIN / all;
+	return (r & 255) < ((all - mine) << 8) * gain / all;
+}
+
+/* 1: at least two jobs contributed in the epoch before e: a sum
+ * completing in e is flagged RINX_F_SHARED. */
+static inline int rinx_fair_shared(const struct rinx_fair *node, __u32 e)
+{
+	__u32 p = e - 1, i = p & 1;
+
+	return node->tag[i] == p && node->jobs[i] >= 2;
 }
 
 #endif /* RINX_FAIR_KERN_USER_H */

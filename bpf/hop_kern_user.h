@@ -118,6 +118,8 @@ static __always_inline int hop_finished(struct hop_env *x, struct rinx_slot *r,
 	if (env_ce(x)) {
 		__sync_fetch_and_add(&cur->marked, 1);
 		env_count(x, RINX_STAT_ECN_CE);
+		if (x->f->h->flags & RINX_F_SHARED)
+			__sync_fetch_and_add(&cur->shared, 1);
 	}
 	return 0;
 }

@@ -566,6 +566,9 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 	struct rinx_fair *fj, *fn;
 	__u32 e = (__u32)(bpf_ktime_get_coarse_ns() >> RINX_FAIR_SHIFT);
 	__u32 node = RINX_MAX_JOBS;
+	/* a rack's agent (its sum goes to its rack), not a server or a
+	 * tree's root (to every host) or a tree node (to its parent) */
+	int agent = hop->rack != RINX_NO_RACK && hop->rack != RINX_GROUP_EVERY;
 	int ret, reset;
 
 	if (nv > RINX_BLOCK_VALUES)	/* refused before (hop_block) */
@@ -589,11 +592,19 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 	 * its marked sum may leave unmarked (the frame is readdressed
 	 * after this, which fixes the checksum, or only stored here) */
 	if (ret == RINX_AGG_COMPLETE && fj && fn && env_ce(x) &&
-	    rinx_fair_unmark(fj, fn, e, bpf_get_prandom_u32())) {
+	    rinx_fair_unmark(fj, fn, e, bpf_get_prandom_u32(),
+			     agent ? RINX_FAIR_GAIN_RACK : RINX_FAIR_GAIN)) {
 		x->f->ip->tos = (x->f->ip->tos & ~RINX_ECN_MASK) |
 				RINX_ECN_ECT0;
 		rinx_count(RINX_STAT_FAIR_UNMARK, 0);
 	}
+	/* jobs share this agent's rack aggregation: the trainers cut less
+	 * deep for the marks on its sums (user/comm/cc.c). Not a server's
+	 * or a tree root's: its port takes every worker of every job, and
+	 * four ps-ina jobs cutting at most a fifth overran it */
+	if (ret == RINX_AGG_COMPLETE && fn && agent &&
+	    rinx_fair_shared(fn, e))
+		x->f->h->flags |= RINX_F_SHARED;
 	return ret;
 }
 

@@ -47,7 +47,8 @@
  * in user space with chosen epochs and draws, then the host program
  * completing a star block with the `fairs` map set for the job and the
  * node (a job below, at and above its share, alone, stale counts): the
- * sum's ECN field as it leaves, its checksum, and fair_unmark.
+ * sum's ECN field as it leaves, RINX_F_SHARED, its checksum, and
+ * fair_unmark.
  *
  * Then two threads pinned to CPU 0 and 1 contribute distinct workers to the
  * same blocks over many rounds (the spin lock), and the cost of one run is
@@ -116,7 +117,7 @@
 
 #define PULL_ROUND	800000
 #define PULL_CHECKS	(2 * 15 + 2 * 2)
-#define FAIR_CHECKS	(11 + 8)	/* fair_unit, then fair_cases */
+#define FAIR_CHECKS	(11 + 2 * 8)	/* fair_unit, fair_cases twice */
 #define WK_SLOT		4	/* worker 1 of the agent's plan, at the agent's
 				 * program (another job slot of it) */
 #define WK_TOR_SLOT	5	/* worker 1 of the ToR's plan, likewise */
@@ -2640,6 +2641,7 @@ static void run_pulls(void)
 static void fair_unit(void)
 {
 	struct rinx_fair a = {}, b = {}, c = {}, n = {};
+	__u32 thr;
 
 	rinx_fair_note(&a, &n, 10, 768);
 	rinx_fair_note(&a, &n, 10, 768);
@@ -2650,17 +2652,17 @@ static void fair_unit(void)
 	      "fair: two jobs' contributions in epoch 10 counted (node %u "
 	      "values, %u jobs; jobs %u and %u values)",
 	      n.vals[0], n.jobs[0], a.vals[0], b.vals[0]);
-	check(NULL, rinx_fair_unmark(&b, &n, 11, 255) &&
-	      !rinx_fair_unmark(&a, &n, 11, 0),
+	check(NULL, rinx_fair_unmark(&b, &n, 11, 255, RINX_FAIR_GAIN) &&
+	      !rinx_fair_unmark(&a, &n, 11, 0, RINX_FAIR_GAIN) && rinx_fair_shared(&n, 11),
 	      "fair: in epoch 11, the job at half its share has its marks "
-	      "taken whatever the draw, the one above never");
-	check(NULL, !rinx_fair_unmark(&b, &n, 10, 0) &&
-	      !rinx_fair_unmark(&b, &n, 12, 0),
+	      "taken whatever the draw, the one above never; sums shared");
+	check(NULL, !rinx_fair_unmark(&b, &n, 10, 0, RINX_FAIR_GAIN) &&
+	      !rinx_fair_unmark(&b, &n, 12, 0, RINX_FAIR_GAIN),
 	      "fair: only the epoch just before counts (none in 10 for 10, "
 	      "none in 11 for 12)");
 	c.tag[0] = 2;
 	c.vals[0] = 5 * 768;
-	check(NULL, rinx_fair_unmark(&c, &n, 11, 255),
+	check(NULL, rinx_fair_unmark(&c, &n, 11, 255, RINX_FAIR_GAIN),
 	      "fair: a job whose counts are of an older epoch contributed "
 	      "nothing in 10: below its share");
 	rinx_fair_note(&a, &n, 12, 768);
@@ -2668,35 +2670,40 @@ static void fair_unit(void)
 	      a.vals[0] == 768 && b.tag[0] == 10,
 	      "fair: epoch 12 starts the counts of its parity again (node "
 	      "%u values, %u jobs)", n.vals[0], n.jobs[0]);
-	check(NULL, !rinx_fair_unmark(&a, &n, 13, 0),
-	      "fair: a job alone in its epoch keeps its marks");
-	/* 950 of 2,000 values, two jobs: 5% below the share; taken with
-	 * probability 4 x 0.05 = 0.2, draws below 51.2 of 256 */
+	check(NULL, !rinx_fair_unmark(&a, &n, 13, 0, RINX_FAIR_GAIN) &&
+	      !rinx_fair_shared(&n, 13),
+	      "fair: a job alone in its epoch keeps its marks, its sums not "
+	      "shared");
+	/* 970 of 2,000 values, two jobs: 3% below the share; taken with
+	 * probability RINX_FAIR_GAIN x 0.03, draws below 7.68 x the gain of
+	 * 256 */
 	memset(&n, 0, sizeof(n));
 	memset(&a, 0, sizeof(a));
 	n.tag[1] = a.tag[1] = 21;
 	n.vals[1] = 2000;
 	n.jobs[1] = 2;
-	a.vals[1] = 950;
-	check(NULL, rinx_fair_unmark(&a, &n, 22, 50) &&
-	      !rinx_fair_unmark(&a, &n, 22, 51) &&
-	      !rinx_fair_unmark(&a, &n, 22, 255),
-	      "fair: 5%% below the share, a mark is taken for draws 0..50 "
-	      "of 256 (RINX_FAIR_GAIN %d)", RINX_FAIR_GAIN);
+	a.vals[1] = 970;
+	thr = (__u32)(768 * RINX_FAIR_GAIN / 100);	/* 7.68 x gain, down */
+	check(NULL, thr >= 1 && thr < 255 &&
+	      rinx_fair_unmark(&a, &n, 22, thr - 1, RINX_FAIR_GAIN) &&
+	      !rinx_fair_unmark(&a, &n, 22, thr, RINX_FAIR_GAIN) &&
+	      !rinx_fair_unmark(&a, &n, 22, 255, RINX_FAIR_GAIN),
+	      "fair: 3%% below the share, a mark is taken for draws 0..%u "
+	      "of 256 (RINX_FAIR_GAIN %d)", thr - 1, RINX_FAIR_GAIN);
 	a.vals[1] = 1000;
-	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0),
+	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0, RINX_FAIR_GAIN),
 	      "fair: at the share exactly: no mark taken");
 	a.vals[1] = 0;
 	n.jobs[1] = 4;
-	check(NULL, rinx_fair_unmark(&a, &n, 22, 255),
+	check(NULL, rinx_fair_unmark(&a, &n, 22, 255, RINX_FAIR_GAIN),
 	      "fair: four jobs, this one nothing: every mark taken");
 	a.vals[1] = 375;
-	check(NULL, rinx_fair_unmark(&a, &n, 22, 255) &&
-	      rinx_fair_unmark(&a, &n, 22, 0),
+	check(NULL, rinx_fair_unmark(&a, &n, 22, 255, RINX_FAIR_GAIN) &&
+	      rinx_fair_unmark(&a, &n, 22, 0, RINX_FAIR_GAIN),
 	      "fair: four jobs, this one at 0.75 of its share: every draw "
 	      "takes the mark (gain %d)", RINX_FAIR_GAIN);
 	a.vals[1] = 700;
-	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0),
+	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0, RINX_FAIR_GAIN),
 	      "fair: four jobs, this one at 1.4 of its share: never");
 }
 
@@ -2746,16 +2753,31 @@ static int fair_put(int fd, __u32 key, __u32 e, __u32 vals, __u32 jobs,
 	return bpf_map_update_elem(fd, &key, &f, BPF_ANY) ? -errno : 0;
 }
 
-static void run_fair(struct place *p)
+/* The cases through one aggregation: the star's class 1 (a server's:
+ * agg+finish, unicast, no rack) or a Rina class at the agent (a rack's:
+ * its sums flagged RINX_F_SHARED when jobs share it). */
+static void run_fair_at(struct place *p, const struct rinx_plan *pl,
+			__u32 slot, __u32 job, __u32 base)
 {
-	const struct rinx_hop *h = &p->star.hops[1][RINX_T_CONTRIB - 1];
-	int fd = fd_of(p->hs->maps.fairs), err, i;
-	__u32 b = 1, idx = STAR_SLOT * WINDOW + b;	/* class 1 */
+	const struct rinx_hop *h = NULL;
+	int fd = fd_of(p->hs->maps.fairs), err, i, k = -1;
+	__u32 b, idx;
+	bool rack;
 
-	fair_unit();
+	for (b = 0; b < WINDOW - 1 && k < 0; b++) {
+		h = &pl->hops[pl->cmap[b % pl->plen]][RINX_T_CONTRIB - 1];
+		if ((h->action == RINX_A_AGG_FINISH ||
+		     h->action == RINX_A_AGG_FWD) && (h->mask & 2) &&
+		    (pl == &p->star ? b == 1 : h->rack != RINX_NO_RACK))
+			k = pl->cmap[b % pl->plen];
+	}
+	b--;
+	idx = slot * WINDOW + b;
+	rack = h->rack != RINX_NO_RACK && h->rack != RINX_GROUP_EVERY;
 	for (i = 0; i < (int)ARRAY_SIZE(fair_cases); i++) {
 		const struct fcase *c = &fair_cases[i];
-		__u32 r = 7000 + i, ret = 0, size = 0, e;
+		__u32 r = base + i, ret = 0, size = 0, e;
+		bool want_sh = rack && c->jobs >= 2;
 		struct counters c0, c1;
 		struct rinx_slot sh = {};
 		struct rinx_agg a = {};
@@ -2773,22 +2795,20 @@ static void run_fair(struct place *p)
 		a.shape = RINX_SHAPE(WINDOW, RINX_BLOCK_VALUES);
 		a.dtype = RINX_W_FIXED;
 		gen_vals(a.v, V_RAND);
-		build(p, &p->star, fin, STAR_JOB_ID, RINX_T_CONTRIB, 0, 1, 1,
-		      r, b, 4, 0);
+		build(p, pl, fin, job, RINX_T_CONTRIB, 0, 1, 1, r, b, 4, 0);
 		gen_vals(vals(fin), V_RAND);
 		fin[OFF_IP + 1] = c->ce_in ? RINX_ECN_CE : RINX_ECN_ECT0;
 		ip_fix_csum(fin + OFF_IP);
 		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 		e = (__u32)(((__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec) >>
 			    RINX_FAIR_SHIFT);
-		err = bpf_map_update_elem(p->share, &idx, &sh, BPF_ANY) ?
-		      -errno : 0;
+		err = k < 0 ? -ENOENT : 0;
+		err = err ?: (bpf_map_update_elem(p->share, &idx, &sh,
+						  BPF_ANY) ? -errno : 0);
 		err = err ?: (bpf_map_update_elem(p->aggs, &idx, &a, BPF_ANY) ?
 			      -errno : 0);
-		err = err ?: put_job(p, &p->star, STAR_JOB_ID, STAR_SLOT,
-				     p->self, r);
-		err = err ?: fair_put(fd, STAR_SLOT, e, c->job_vals, 0,
-				      c->job_in);
+		err = err ?: put_job(p, pl, job, slot, p->self, r);
+		err = err ?: fair_put(fd, slot, e, c->job_vals, 0, c->job_in);
 		err = err ?: fair_put(fd, RINX_MAX_JOBS, e, c->node_vals,
 				      c->jobs, c->jobs > 0);
 		err = err ?: read_counters(p, &c0);
@@ -2798,31 +2818,35 @@ static void run_fair(struct place *p)
 		ok = !err && ret == XDP_TX &&
 		     tos == (c->want_ce ? RINX_ECN_CE : RINX_ECN_ECT0) &&
 		     csum16(fout + OFF_IP, 20) == 0 &&
+		     !(hdr(fout)->flags & RINX_F_SHARED) == !want_sh &&
 		     c1.st[RINX_STAT_FAIR_UNMARK] - c0.st[RINX_STAT_FAIR_UNMARK] ==
 		     (__u64)(c->ce_in && !c->want_ce) &&
 		     c1.st[RINX_STAT_AGG_DONE] - c0.st[RINX_STAT_AGG_DONE] == 1;
-		if (!check(NULL, ok, "%s: fair: %s", p->name, c->what)) {
-			int k;
+		if (!check(NULL, ok, "%s: fair, %s (%s): %s%s", p->name,
+			   rack ? "a rack's agent" : "a server",
+			   rack ? "Rina" : "star", c->what,
+			   want_sh ? ", flagged shared" : "")) {
+			int j;
 
-			for (k = 0; !err && k < RINX_STAT_MAX; k++)
-				if (c1.st[k] != c0.st[k])
-					tap_diag("  %s +%llu", stat_name(k),
-						 (unsigned long long)(c1.st[k] -
-						 c0.st[k]));
+			for (j = 0; !err && j < RINX_STAT_MAX; j++)
+				if (c1.st[j] != c0.st[j])
+					tap_diag("  %s +%llu", stat_name(j),
+						 (unsigned long long)(c1.st[j] -
+						 c0.st[j]));
 			if (err)
 				tap_diag("  %s", strerror(-err));
 			else
-				tap_diag("  action %u, ECN %u, IP checksum "
-					 "%s, fair_unmark +%llu, agg_done "
-					 "+%llu", ret, tos,
-					 csum16(fout + OFF_IP, 20) ? "bad" :
-					 "ok",
-					 (unsigned long long)(c1.st[RINX_STAT_FAIR_UNMARK] -
-					 c0.st[RINX_STAT_FAIR_UNMARK]),
-					 (unsigned long long)(c1.st[RINX_STAT_AGG_DONE] -
-					 c0.st[RINX_STAT_AGG_DONE]));
+				tap_diag("  action %u, ECN %u, flags 0x%x",
+					 ret, tos, hdr(fout)->flags);
 		}
 	}
+}
+
+static void run_fair(struct place *p)
+{
+	fair_unit();
+	run_fair_at(p, &p->star, STAR_SLOT, STAR_JOB_ID, 7000);
+	run_fair_at(p, &p->plan, JOB_SLOT, JOB_ID, 8000);
 }
 
 int main(void)

@@ -46,6 +46,10 @@ struct ccase {
 	int topo;		/* a topology plan: cuts by alpha alone */
 };
 
+/* Of the interval's marked blocks, those flagged RINX_F_SHARED (a rack
+ * agent's sums that other jobs share): set for shared_cases only. */
+static __u64 dsh;
+
 /* A case of another plan than the ring: RINX_PLAN_*, the job's ranks and
  * the INA kind of the rank's rack (enum rinx_ina) */
 struct pcase {
@@ -78,8 +82,12 @@ static double alpha_after(const struct ccase *k)
  * fraction where that is more (a queue that stands now) */
 static double depth(const struct ccase *k)
 {
-	return !k->topo && k->ceiling > 0 && frac(k) > alpha_after(k) ?
-	       frac(k) : alpha_after(k);
+	double d = !k->topo && k->ceiling > 0 && frac(k) > alpha_after(k) ?
+		   frac(k) : alpha_after(k);
+
+	/* most marks on sums of an aggregator that jobs share: a fifth at
+	 * most (CC_SHARED_SEV 0.4) */
+	return k->dm && 2 * dsh >= k->dm && d > 0.4 ? 0.4 : d;
 }
 
 /* Whether the additive step in time applies: an update (1 ms, 8 blocks
@@ -134,10 +142,12 @@ static void run(const struct ccase *k, int plan, int n, int ina,
 	}
 	cur[3].stored = 100000 + k->stored_round;
 	cur[3].marked = 500 + k->dm;
+	cur[3].shared = 200 + dsh;
 	cur[3].next = k->next;
 	c->cc.t = T0;
 	c->cc.stored = cur[3].stored - k->ds;
 	c->cc.marked = cur[3].marked - k->dm;
+	c->cc.shared = cur[3].shared - dsh;
 	c->cc.claimed = k->next - k->sent;
 	c->cc.round = c->round;
 	c->cc.stored0 = 100000;
@@ -632,18 +642,39 @@ int main(void)
 		    800, 800, 100, 100, 0, 1, 0, 0, .top = 2000 },
 		  RINX_PLAN_PSINA, 4, RINX_INA_SWITCH },
 	};
+	/* marks on a rack agent's sums that other jobs share
+	 * (RINX_F_SHARED, 45, 44 and 20 of them): a cut of a fifth at most
+	 * when half of the marked or more are */
+	static const struct ccase shared_cases[] = {
+		{ "shared aggregators' marks cut a fifth at most", 1000,
+		  1000, 2000, 0.1, 0, 0, 1500000, 100, 90, 2, 800, 100, 100,
+		  12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
+		{ "fewer than half the marks shared: the whole depth", 1000,
+		  1000, 2000, 0.1, 0, 0, 1500000, 100, 90, 2, 800, 100, 100,
+		  12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
+		{ "shared marks shallower than a fifth: as they are", 1000,
+		  1000, 2000, 0.1, 0, 0, 1500000, 100, 20, 2, 800, 100, 100,
+		  12, 0, 1, 0, 0, 0, 0, NOT_SET, 0 },
+	};
+	static const __u64 shared_dsh[] = { 45, 44, 20 };
 	size_t i;
 
 	/* sharing: one job alone, two checks for each of 7 cases and of 2
 	 * Rina cases; 5 charges */
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0]) +
-		       sizeof(pcases) / sizeof(pcases[0])) * 5 + 1 + 2 * 7 +
-		 2 * 2 + 5);
+		       sizeof(pcases) / sizeof(pcases[0]) +
+		       sizeof(shared_cases) / sizeof(shared_cases[0])) * 5 +
+		 1 + 2 * 7 + 2 * 2 + 5);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check(&cases[i], RINX_PLAN_RING, 0, RINX_INA_NONE);
 	for (i = 0; i < sizeof(pcases) / sizeof(pcases[0]); i++)
 		check(&pcases[i].k, pcases[i].plan, pcases[i].n,
 		      pcases[i].ina);
+	for (i = 0; i < sizeof(shared_cases) / sizeof(shared_cases[0]); i++) {
+		dsh = shared_dsh[i];
+		check(&shared_cases[i], RINX_PLAN_RINA, 8, RINX_INA_AGENT);
+	}
+	dsh = 0;
 	sharing();
 	charge();
 	return tap_done();

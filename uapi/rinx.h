@@ -243,6 +243,12 @@ enum rinx_wire_dtype {
  * round's results alike and the ranks keep partial sums for hop-by-hop
  * repair (RINX_JOB_KEEP) in the next round, without a message. */
 #define RINX_F_LOSSY	0x08
+/* rinx_hdr.flags and the stored block: the rack agent that completed the
+ * sum had contributions of at least two jobs in its last epoch
+ * (bpf/fair_kern_user.h): a mark on it is a queue the job shares with
+ * other rinx jobs, which the agent's fair marks divide. The trainer cuts
+ * at most a fifth for such marks (CC_SHARED_SEV, user/comm/cc.c). */
+#define RINX_F_SHARED	0x10
 /* rinx_hdr.flags only: a worker's share sent again (its timer fired) to a
  * pool aggregator (ps-ina's ToR), which flushes the block's partial sum or
  * passes the share on unaggregated, and clears the flag (docs/rinx.md) */
@@ -456,6 +462,9 @@ struct rinx_cursor {
 	__u32 ahead_round;
 	__u32 pad;
 	__u64 ahead;
+	/* Written by the host program: of the marked blocks stored, those
+	 * flagged RINX_F_SHARED. */
+	__u64 shared;
 };
 
 /* Own blocks that may leave at once after an idle spell of the pacer when
@@ -729,7 +738,7 @@ _Static_assert(sizeof(struct rinx_node) == 12, "node");
 _Static_assert(sizeof(struct rinx_job) == 64 + 2 * RINX_CMAP_MAX +
 	       3 * RINX_MAX_CLASSES, "job (bval in what was padding)");
 _Static_assert(__builtin_offsetof(struct rinx_job, slot) == 8, "job.slot");
-_Static_assert(sizeof(struct rinx_cursor) == 56, "cursor");
+_Static_assert(sizeof(struct rinx_cursor) == 64, "cursor");
 _Static_assert(sizeof(struct rinx_claim) == 16, "claim");
 _Static_assert(sizeof(struct rinx_ring_frame) == 3176, "ring frame");
 _Static_assert(__builtin_offsetof(struct rinx_cursor, next_ns) == 16, "next_ns");

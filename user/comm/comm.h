@@ -285,6 +285,7 @@ struct rinx_comm {
 	struct cc {
 		__u64 t;		/* last update */
 		__u64 stored, marked;	/* cursor counts at t */
+		__u64 shared;		/* cursor shared at t */
 		__u32 claimed;		/* cursor next at t */
 		double rate;		/* own blocks per second; 0: unpaced */
 		double alpha;		/* smoothed fraction of marked blocks */
