@@ -45,10 +45,11 @@
  *
  * The fair marks (bpf/fair_kern_user.h): the counting and the decision
  * in user space with chosen epochs and draws, then the host program
- * completing a star block with the `fairs` map set for the job and the
- * node (a job below, at and above its share, alone, stale counts): the
- * sum's ECN field as it leaves, RINX_F_SHARED, its checksum, and
- * fair_unmark.
+ * completing a server's block (the star's class 1) and a rack agent's (a
+ * Rina class) with the `fairs` map set for the job and the node (a job
+ * below, at and above its share, alone, stale counts): the sum's ECN
+ * field as it leaves, RINX_F_SHARED (a rack agent's sums only), its
+ * checksum, and fair_unmark.
  *
  * Then two threads pinned to CPU 0 and 1 contribute distinct workers to the
  * same blocks over many rounds (the spin lock), and the cost of one run is
