@@ -107,4 +107,21 @@ static inline int rinx_fair_shared(const struct rinx_fair *node, __u32 e)
 	return node->tag[i] == p && node->jobs[i] >= 2;
 }
 
+/* The flags of a sum completing in epoch e with RINX_F_JOBS raised to
+ * the jobs that contributed in the epoch before (at most
+ * RINX_F_JOBS_MAX; kept where the sum carries more already). */
+static inline __u8 rinx_fair_jobs(const struct rinx_fair *node, __u32 e,
+				  __u8 flags)
+{
+	__u32 p = e - 1, i = p & 1, n, v;
+
+	n = node->tag[i] == p ? node->jobs[i] : 0;
+	if (n > RINX_F_JOBS_MAX)
+		n = RINX_F_JOBS_MAX;
+	v = n ? n - 1 : 0;
+	if (v <= (__u32)(flags & RINX_F_JOBS) >> RINX_F_JOBS_SHIFT)
+		return flags;
+	return (flags & ~RINX_F_JOBS) | v << RINX_F_JOBS_SHIFT;
+}
+
 #endif /* RINX_FAIR_KERN_USER_H */

@@ -106,6 +106,7 @@ static __always_inline int hop_finished(struct hop_env *x, struct rinx_slot *r,
 					struct rinx_cursor **curp)
 {
 	struct rinx_cursor *cur;
+	__u32 jobs;
 
 	*curp = NULL;
 	if (hop_write(x, r, HOP_RESULT, idx, round, nv))
@@ -115,6 +116,11 @@ static __always_inline int hop_finished(struct hop_env *x, struct rinx_slot *r,
 	if (!cur)
 		return 0;
 	__sync_fetch_and_add(&cur->stored, 1);
+	/* the jobs sharing the aggregator of its sum (RINX_F_JOBS): a
+	 * bit each, taken by the trainer; written only when new */
+	jobs = 1u << ((x->f->h->flags & RINX_F_JOBS) >> RINX_F_JOBS_SHIFT);
+	if (!(cur->jobs & jobs))
+		__sync_fetch_and_or(&cur->jobs, jobs);
 	if (env_ce(x)) {
 		__sync_fetch_and_add(&cur->marked, 1);
 		env_count(x, RINX_STAT_ECN_CE);

@@ -605,6 +605,9 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 	if (ret == RINX_AGG_COMPLETE && fn && agent &&
 	    rinx_fair_shared(fn, e))
 		x->f->h->flags |= RINX_F_SHARED;
+	/* and how many jobs share it: the trainers' ceilings divide */
+	if (ret == RINX_AGG_COMPLETE && fn)
+		x->f->h->flags = rinx_fair_jobs(fn, e, x->f->h->flags);
 	return ret;
 }
 

@@ -48,8 +48,8 @@
  * completing a server's block (the star's class 1) and a rack agent's (a
  * Rina class) with the `fairs` map set for the job and the node (a job
  * below, at and above its share, alone, stale counts): the sum's ECN
- * field as it leaves, RINX_F_SHARED (a rack agent's sums only), its
- * checksum, and fair_unmark.
+ * field as it leaves, RINX_F_SHARED (a rack agent's sums only), the
+ * node's jobs in RINX_F_JOBS (every sum), its checksum, and fair_unmark.
  *
  * Then two threads pinned to CPU 0 and 1 contribute distinct workers to the
  * same blocks over many rounds (the spin lock), and the cost of one run is
@@ -118,7 +118,7 @@
 
 #define PULL_ROUND	800000
 #define PULL_CHECKS	(2 * 15 + 2 * 2)
-#define FAIR_CHECKS	(11 + 2 * 8)	/* fair_unit, fair_cases twice */
+#define FAIR_CHECKS	(13 + 2 * 10)	/* fair_unit, fair_cases twice */
 #define WK_SLOT		4	/* worker 1 of the agent's plan, at the agent's
 				 * program (another job slot of it) */
 #define WK_TOR_SLOT	5	/* worker 1 of the ToR's plan, likewise */
@@ -2706,6 +2706,20 @@ static void fair_unit(void)
 	a.vals[1] = 700;
 	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0, RINX_FAIR_GAIN),
 	      "fair: four jobs, this one at 1.4 of its share: never");
+	/* the jobs a sum carries (RINX_F_JOBS: jobs - 1, four at most),
+	 * the larger of what it had and the node's count */
+	n.jobs[1] = 3;
+	check(NULL, rinx_fair_jobs(&n, 22, RINX_F_NAN) ==
+		    (RINX_F_NAN | 2 << RINX_F_JOBS_SHIFT) &&
+	      rinx_fair_jobs(&n, 22, 3 << RINX_F_JOBS_SHIFT) ==
+		    3 << RINX_F_JOBS_SHIFT &&
+	      rinx_fair_jobs(&n, 23, RINX_F_SHARED) == RINX_F_SHARED,
+	      "fair: three jobs in the epoch before: a sum leaves with "
+	      "RINX_F_JOBS 2, keeps a larger one, and none of a stale epoch");
+	n.jobs[1] = 9;
+	check(NULL, rinx_fair_jobs(&n, 22, 0) == 3 << RINX_F_JOBS_SHIFT &&
+	      (n.jobs[1] = 1, rinx_fair_jobs(&n, 22, 0) == 0),
+	      "fair: nine jobs: RINX_F_JOBS 3 (four or more); one job: 0");
 }
 
 /* The host program completing a star block (class 1: agg+finish, unicast
@@ -2734,9 +2748,13 @@ static const struct fcase fair_cases[] = {
 	  12500, false, 0, 0, true, true },
 	{ "below its share, not marked: nothing to take",
 	  12500, true, 100000, 2, false, false },
+	{ "three jobs, above its share: keeps the mark",
+	  40000, true, 100000, 3, true, true },
+	{ "six jobs, not marked: nothing to take",
+	  20000, true, 100000, 6, false, false },
 };
 
-_Static_assert(ARRAY_SIZE(fair_cases) == 8, "FAIR_CHECKS");
+_Static_assert(ARRAY_SIZE(fair_cases) == 10, "FAIR_CHECKS");
 
 static int fair_put(int fd, __u32 key, __u32 e, __u32 vals, __u32 jobs,
 		    bool in)
@@ -2779,6 +2797,8 @@ static void run_fair_at(struct place *p, const struct rinx_plan *pl,
 		const struct fcase *c = &fair_cases[i];
 		__u32 r = base + i, ret = 0, size = 0, e;
 		bool want_sh = rack && c->jobs >= 2;
+		/* RINX_F_JOBS: jobs - 1, four at most, on every sum */
+		__u32 want_j = c->jobs > 4 ? 3 : c->jobs ? c->jobs - 1 : 0;
 		struct counters c0, c1;
 		struct rinx_slot sh = {};
 		struct rinx_agg a = {};
@@ -2820,13 +2840,15 @@ static void run_fair_at(struct place *p, const struct rinx_plan *pl,
 		     tos == (c->want_ce ? RINX_ECN_CE : RINX_ECN_ECT0) &&
 		     csum16(fout + OFF_IP, 20) == 0 &&
 		     !(hdr(fout)->flags & RINX_F_SHARED) == !want_sh &&
+		     (__u32)(hdr(fout)->flags & RINX_F_JOBS) >>
+		     RINX_F_JOBS_SHIFT == want_j &&
 		     c1.st[RINX_STAT_FAIR_UNMARK] - c0.st[RINX_STAT_FAIR_UNMARK] ==
 		     (__u64)(c->ce_in && !c->want_ce) &&
 		     c1.st[RINX_STAT_AGG_DONE] - c0.st[RINX_STAT_AGG_DONE] == 1;
-		if (!check(NULL, ok, "%s: fair, %s (%s): %s%s", p->name,
-			   rack ? "a rack's agent" : "a server",
+		if (!check(NULL, ok, "%s: fair, %s (%s): %s%s, jobs field %u",
+			   p->name, rack ? "a rack's agent" : "a server",
 			   rack ? "Rina" : "star", c->what,
-			   want_sh ? ", flagged shared" : "")) {
+			   want_sh ? ", flagged shared" : "", want_j)) {
 			int j;
 
 			for (j = 0; !err && j < RINX_STAT_MAX; j++)

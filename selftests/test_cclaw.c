@@ -12,7 +12,8 @@
  * model of it (share_run below): each job's rate must converge to about
  * its share of the port, and one job alone must stay at its ceiling. A
  * Rina job (its ranks each adding to every block) must get its share
- * beside a job of one rank.
+ * beside a job of one rank. Then the jobs an aggregator host says share
+ * it (RINX_F_JOBS): the ceiling divided, the state scaled with it.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -453,6 +454,146 @@ static void charge(void)
 	}
 }
 
+/*
+ * The jobs sharing the aggregator host of a rank's sums (RINX_F_JOBS, the
+ * bits the host program sets in the cursor): the ceiling divides by the
+ * most of them in the interval, and the rate, target and top follow by
+ * the same factor. Differential: one ps-ina interval with the jobs going
+ * from a to b ends as the same interval run with b jobs known before it
+ * and the state scaled by a / b (a reference that takes no new count).
+ */
+struct jout {
+	double rate, target, top, ceiling;
+	int jobs;
+	__u32 gap;
+	__u64 cuts, pace_ceiling;
+};
+
+static void jobs_run(int jobs, double full, __u32 bits, double scale,
+		     __u64 dm, struct jout *o)
+{
+	struct rinx_comm *c = calloc(1, sizeof(*c));
+	struct rinx_req *r = calloc(1, sizeof(*r));
+	struct rinx_cursor *cur = calloc(RINX_MAX_JOBS, sizeof(*cur));
+
+	memset(o, 0, sizeof(*o));
+	if (!c || !r || !cur) {
+		free(c);
+		free(r);
+		free(cur);
+		o->jobs = -1;
+		return;
+	}
+	c->cursors = cur;
+	c->slot = 3;
+	c->round = 7;
+	c->spec.plan = RINX_PLAN_PSINA;
+	c->n = 8;
+	r->c = c;
+	r->nb = 800;
+	r->nown = 100;
+	cur[3].stored = 100000 + 100;
+	cur[3].marked = 500 + dm;
+	cur[3].next = 13;
+	cur[3].jobs = bits;
+	c->cc.t = T0;
+	c->cc.stored = cur[3].stored - 100;
+	c->cc.marked = 500;
+	c->cc.claimed = 1;		/* 12 own blocks sent: used */
+	c->cc.round = c->round;
+	c->cc.stored0 = 100000;
+	c->cc.full = full;
+	c->cc.jobs = jobs;
+	c->cc.ceiling = full / jobs;
+	/* unpaced where no ceiling is known */
+	c->cc.rate = full ? 900 * scale : 0;
+	c->cc.target = full ? 1000 * scale : 0;
+	c->cc.top = full ? 1100 * scale : 0;
+	c->cc.alpha = 0.3;
+	c->cc.ai = 50;
+	c->cc.calm = 2;
+	rinx_c_cc_update(r, T0 + 3 * MS / 2);
+	o->rate = c->cc.rate;
+	o->target = c->cc.target;
+	o->top = c->cc.top;
+	o->ceiling = c->cc.ceiling;
+	o->jobs = c->cc.jobs;
+	o->gap = cur[3].gap_ns;
+	o->cuts = c->st.cc_cuts;
+	o->pace_ceiling = c->st.pace_ceiling;
+	free(c);
+	free(r);
+	free(cur);
+}
+
+static int near(double a, double b)
+{
+	return fabs(a - b) <= 1e-9 * (fabs(b) > 1 ? fabs(b) : 1);
+}
+
+#define JOBS_CHECKS	(6 * 2 + 2)
+
+static void jobs(void)
+{
+	static const struct {
+		const char *name;
+		int before;	/* jobs the rank knew */
+		__u32 bits;	/* the cursor's at the update */
+		int after;
+		double full;	/* the ceiling of a job alone; 0: none */
+		__u64 dm;
+	} jc[] = {
+		{ "a job alone learns of four", 1, 1u << 3, 4, 4000, 0 },
+		{ "alone again after four", 4, 1u << 0, 1, 4000, 0 },
+		{ "sums of two and of four jobs: the larger", 1,
+		  1u << 1 | 1u << 3, 4, 4000, 0 },
+		{ "no bits (nothing stored flagged): as before", 2, 0, 2, 4000,
+		  0 },
+		{ "three jobs, a marked interval: the cut from the share", 1,
+		  1u << 2, 3, 4000, 60 },
+		{ "no ceiling (unknown link rates): unpaced still", 1, 1u << 3,
+		  4, 0, 0 },
+	};
+	struct jout o, ref;
+	size_t i;
+
+	for (i = 0; i < sizeof(jc) / sizeof(jc[0]); i++) {
+		double scale = jc[i].full ?
+			       (double)jc[i].before / jc[i].after : 1;
+
+		jobs_run(jc[i].before, jc[i].full, jc[i].bits, 1, jc[i].dm,
+			 &o);
+		jobs_run(jc[i].after, jc[i].full, 0, scale, jc[i].dm, &ref);
+		tap_ok(o.jobs == jc[i].after && ref.jobs == jc[i].after &&
+		       (!jc[i].full ||
+			near(o.ceiling, jc[i].full / jc[i].after)),
+		       "jobs: %s: %d jobs, ceiling %.1f (want %d, %.1f)",
+		       jc[i].name, o.jobs, o.ceiling, jc[i].after,
+		       jc[i].full / jc[i].after);
+		tap_ok(near(o.rate, ref.rate) && near(o.target, ref.target) &&
+		       near(o.top, ref.top) && o.gap == ref.gap &&
+		       o.cuts == ref.cuts && (jc[i].full ? o.rate > 0 :
+					      o.rate == 0 && o.gap == 0),
+		       "jobs: %s: rate %.1f target %.1f top %.1f gap %u "
+		       "cuts %llu, as the state scaled by %.2f (%.1f %.1f "
+		       "%.1f %u %llu)", jc[i].name, o.rate, o.target, o.top,
+		       o.gap, (unsigned long long)o.cuts, scale, ref.rate,
+		       ref.target, ref.top, ref.gap,
+		       (unsigned long long)ref.cuts);
+	}
+	/* absolute: a job alone at 900 of 4000 learning of four jobs paces
+	 * at most at a quarter of its ceiling, and says so */
+	jobs_run(1, 4000, 1u << 3, 1, 0, &o);
+	tap_ok(o.rate <= 1000 + 1e-9 && o.rate > 200 &&
+	       o.pace_ceiling == 1000,
+	       "jobs: four jobs: rate %.1f within the ceiling of 1000 "
+	       "(stats %llu)", o.rate, (unsigned long long)o.pace_ceiling);
+	jobs_run(4, 4000, 1u << 0, 1, 0, &o);
+	tap_ok(o.rate > 1000 && o.pace_ceiling == 4000,
+	       "jobs: alone again: rate %.1f above a quarter of the ceiling "
+	       "(stats %llu)", o.rate, (unsigned long long)o.pace_ceiling);
+}
+
 /* Works out what the law gives for case k of plan `plan` (RINX_PLAN_*),
  * a job of n ranks and a rack of INA kind `ina`, and runs it. */
 static void check(const struct ccase *k, int plan, int n, int ina)
@@ -664,7 +805,7 @@ int main(void)
 	tap_plan((int)(sizeof(cases) / sizeof(cases[0]) +
 		       sizeof(pcases) / sizeof(pcases[0]) +
 		       sizeof(shared_cases) / sizeof(shared_cases[0])) * 5 +
-		 1 + 2 * 7 + 2 * 2 + 5);
+		 1 + 2 * 7 + 2 * 2 + 5 + JOBS_CHECKS);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check(&cases[i], RINX_PLAN_RING, 0, RINX_INA_NONE);
 	for (i = 0; i < sizeof(pcases) / sizeof(pcases[0]); i++)
@@ -677,5 +818,6 @@ int main(void)
 	dsh = 0;
 	sharing();
 	charge();
+	jobs();
 	return tap_done();
 }

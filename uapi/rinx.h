@@ -249,6 +249,15 @@ enum rinx_wire_dtype {
  * other rinx jobs, which the agent's fair marks divide. The trainer cuts
  * at most a fifth for such marks (CC_SHARED_SEV, user/comm/cc.c). */
 #define RINX_F_SHARED	0x10
+/* rinx_hdr.flags and the stored block: the jobs that contributed to the
+ * aggregator host (an agent, a server, a tree node) that completed the
+ * sum, in its last epoch (bpf/fair_kern_user.h): the field holds jobs - 1,
+ * 0 to 3 (3: four or more; 0 also where no aggregator host counted).
+ * Where two aggregators' fields meet, the larger stays. The trainer paces
+ * at most at its ceiling over that many (user/comm/cc.c). */
+#define RINX_F_JOBS		0x60
+#define RINX_F_JOBS_SHIFT	5
+#define RINX_F_JOBS_MAX		4
 /* rinx_hdr.flags only: a worker's share sent again (its timer fired) to a
  * pool aggregator (ps-ina's ToR), which flushes the block's partial sum or
  * passes the share on unaggregated, and clears the flag (docs/rinx.md) */
@@ -460,7 +469,10 @@ struct rinx_cursor {
 	 * opened that round (hop_next_ready): each finished the round before
 	 * it, so it holds every block of that round for this rank's NACKs. */
 	__u32 ahead_round;
-	__u32 pad;
+	/* Written by the host program: bit k set when a block stored had an
+	 * aggregator host shared by k + 1 jobs (RINX_F_JOBS); the trainer
+	 * takes and clears it. */
+	__u32 jobs;
 	__u64 ahead;
 	/* Written by the host program: of the marked blocks stored, those
 	 * flagged RINX_F_SHARED. */

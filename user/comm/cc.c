@@ -135,12 +135,20 @@ static double cc_floor(double ceil)
  * at once; four workers' bursts into an aggregator's port (about 60 KB)
  * stay under the testbed's mark threshold (120 KB at 1 Gbit/s). */
 #define CC_BURST_NS	150000ull
+/* ... times the jobs that share the rank's aggregator (cc.jobs): each
+ * paces at its share of the ceiling, a gap of hundreds of us, and a
+ * trainer among 32 on 2 cores woke late often enough that a burst of two
+ * gaps lost the rest: four ps-ina jobs paced at a quarter each finished a
+ * collective in 1.39-1.66 s, with this burst in 1.28-1.31 (one job alone:
+ * 0.33). The same blocks leave at once as from one job alone at its
+ * ceiling. */
 
 static void set_pace(struct rinx_comm *c, double rate)
 {
 	struct rinx_cursor *cur = &c->cursors[c->slot];
 	__u32 gap = rate ? (__u32)(1e9 / rate) : 0;
-	__u32 burst = gap ? (__u32)(CC_BURST_NS / gap) : 0;
+	__u64 k = c->cc.jobs > 1 ? (__u64)c->cc.jobs : 1;
+	__u32 burst = gap ? (__u32)(CC_BURST_NS * k / gap) : 0;
 
 	__atomic_store_n(&cur->burst, burst ? burst : 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&cur->gap_ns, gap, __ATOMIC_RELAXED);
@@ -202,10 +210,12 @@ void rinx_c_cc_init(struct rinx_comm *c)
 	memset(cc, 0, sizeof(*cc));
 	if (ceil <= 0)
 		return;
+	cc->jobs = 1;
 	cc->ceiling = cc->rate = cc->target = cc->top = CC_CEIL_UTIL * ceil;
 	/* the pacer's gap (ns) fits 32 bits */
 	if (cc->rate < 1)
 		cc->ceiling = cc->rate = cc->target = cc->top = 1;
+	cc->full = cc->ceiling;
 	set_pace(c, cc->rate);
 	c->st.pace_rate = (uint64_t)cc->rate;
 	c->st.pace_ceiling = (uint64_t)cc->ceiling;
@@ -285,6 +295,34 @@ static void cc_recover(struct cc *cc)
 	cc->rate = (cc->rate + cc->target) / 2;
 }
 
+/* k jobs (1 to RINX_F_JOBS_MAX) share the aggregator host of this rank's
+ * sums lately (RINX_F_JOBS, bpf/fair_kern_user.h): the ceiling is the
+ * job's share of the rate that fills the plan's busiest link, the port
+ * into that aggregator, and the rate, its target and top follow by the
+ * same factor, up or down, as an explicit rate would: each job of k at
+ * its ceiling left the port at k times its rate, where k ps-ina jobs
+ * tail-dropped at their server's port until their cuts caught up, and
+ * the rates that cuts had divided came back by additive steps when a
+ * job left. Marks still cut below it (a port shared with TCP or a ring
+ * job, or an aggregator that is not the busiest link). Rack plans at
+ * known link rates only, as the ceiling. */
+static void cc_jobs(struct rinx_comm *c, int k)
+{
+	struct cc *cc = &c->cc;
+	double s = (double)(cc->jobs > 0 ? cc->jobs : 1) / k;
+
+	if (k == cc->jobs)
+		return;
+	cc->jobs = k;
+	if (cc->full <= 0)
+		return;
+	cc->ceiling = cc->full / k;
+	cc->rate *= s;
+	cc->target *= s;
+	cc->top *= s;
+	c->st.pace_ceiling = (uint64_t)cc->ceiling;
+}
+
 void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 {
 	struct rinx_comm *c = r->c;
@@ -301,6 +339,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	__u32 sent = next >= cc->claimed ? next - cc->claimed : next;
 	__u64 hold = c->srtt > CC_HOLD_NS ? c->srtt : CC_HOLD_NS;
 	double dt = (double)(now - cc->t) * 1e-9, f, sev;
+	__u32 jobs;
 	int behind, again, used, rack, own, cut = 0;
 
 	if (cc->rate > 0 && CC_HOLD_GAPS * 1e9 / cc->rate > hold)
@@ -315,6 +354,7 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 		cc->held++;
 	if (!cc->t || now - cc->t > 100 * CC_INTERVAL_NS) {
 		/* first call, or after an idle spell: a fresh interval */
+		__atomic_exchange_n(&cur->jobs, 0, __ATOMIC_RELAXED);
 		cc->held = 0;
 		cc->t = now;
 		cc->stored = stored;
@@ -325,6 +365,10 @@ void rinx_c_cc_update(struct rinx_req *r, __u64 now)
 	}
 	if (now - cc->t < CC_INTERVAL_NS || ds < CC_MIN_STORED)
 		return;
+	/* the most jobs an aggregator of the interval's sums had */
+	jobs = __atomic_exchange_n(&cur->jobs, 0, __ATOMIC_RELAXED);
+	if (jobs)
+		cc_jobs(c, 32 - __builtin_clz(jobs));
 	/* Behind: this rank's own blocks left slower than the job's blocks
 	 * finished here (every block's result is stored at every rank). The
 	 * collective ends with its slowest origin: a rank that fell behind

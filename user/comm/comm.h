@@ -304,6 +304,10 @@ struct rinx_comm {
 		/* the highest rate: CC_CEIL_UTIL of the one at which the
 		 * plan fills the spec's busiest link; 0: none known */
 		double ceiling;
+		/* the ceiling of a job alone, and the jobs it is divided
+		 * among (RINX_F_JOBS of the sums stored, 1 to 4) */
+		double full;
+		int jobs;
 	} cc;
 	struct rinx_comm_stats st;
 	FILE *trace;		/* repair events (RINX_TRACE), or NULL */
