@@ -611,7 +611,7 @@ static void check(const struct ccase *k, int plan, int n, int ina)
 		if (gaps > hold)
 			hold = gaps;
 		/* Rina: the ranks whose cuts each slow every block */
-		if (plan == RINX_PLAN_RINA && ina == RINX_INA_SWITCH &&
+		if (plan == RINX_PLAN_RINA && ina != RINX_INA_NONE &&
 		    (__u64)n * k->nown / k->nb > 1)
 			hold *= (__u64)n * k->nown / k->nb;
 		again = k->cut_ago && !k->calm &&
@@ -751,10 +751,9 @@ int main(void)
 		  0.1, 0, 0, 1500000, 100, 0, 1, 800, 100, 100, 12, 0, 0, -1,
 		  -1, .ready = DUE },
 	};
-	/* Rina, a rack whose ToR sums: every rank of 4 adds to every block
-	 * (own 800 of 800), so its hold is 4 times 4 ms; Rina as a ring's
-	 * rank of 4 (own 200), an agent rack's member and a ps-ina rank keep
-	 * 4 ms */
+	/* Rina, a rack whose ToR or agent sums: every rank of 4 adds to
+	 * every block (own 800 of 800), so its hold is 4 times 4 ms; Rina as
+	 * a ring's rank of 4 (own 200) and a ps-ina rank keep 4 ms */
 	static const struct pcase pcases[] = {
 		{ { "Rina, 4 ranks adding to every block: no cut in 10 ms",
 		    2000, 2000, 5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 3,
@@ -768,9 +767,13 @@ int main(void)
 		    2000, 2000, 5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 1,
 		    800, 200, 100, 25, 0, 1, 0, 0, .top = 2000 },
 		  RINX_PLAN_RINA, 4, RINX_INA_NONE },
-		{ { "Rina, an agent rack's member: a cut in 10 ms", 2000, 2000,
-		    5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 3, 800, 800, 100,
-		    100, 0, 1, 0, 0, .top = 2000 },
+		{ { "Rina, an agent rack's member: no cut in 10 ms", 2000,
+		    2000, 5000, 0.5, 0, 10 * MS, 1500000, 100, 50, 3, 800, 800,
+		    100, 100, 0, 0, -1, -1, .top = 2000 },
+		  RINX_PLAN_RINA, 4, RINX_INA_AGENT },
+		{ { "Rina, an agent rack's member: a cut after 17 ms", 2000,
+		    2000, 5000, 0.5, 0, 17 * MS, 1500000, 100, 50, 3, 800, 800,
+		    100, 100, 0, 1, 0, 0, .top = 2000 },
 		  RINX_PLAN_RINA, 4, RINX_INA_AGENT },
 		/* a Rina agent starts no block (own 0 of 800): unpaced, its
 		 * marks cut nothing */

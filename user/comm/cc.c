@@ -237,8 +237,8 @@ static int pacer_holds(const struct rinx_req *r, __u32 next, __u64 now)
 
 /* How many times its hold a rank waits between cuts: the ranks whose cuts
  * each slow every block of the round. Where every rank adds to every
- * block (Rina, a member of a rack whose ToR sums: its own blocks are all
- * the round's), a block finishes at the pace of the job's slowest rank,
+ * block (Rina, a member of a rack whose ToR or agent sums: its own blocks
+ * are all the round's), a block finishes at the pace of the job's slowest rank,
  * and each rank's cut slows the whole job until it recovers: k ranks
  * cutting on the same marks, each at most once per hold at its own time,
  * cut the job k times as often as one sender would. In a ring a rank's
@@ -250,14 +250,17 @@ static int pacer_holds(const struct rinx_req *r, __u32 next, __u64 now)
  * three of its four ranks waited with their window full for the fourth
  * in 16% of the time, and it got 0.28 of the port against the ring's
  * 0.72; with the longer hold it gets an even share at 1 Gbit/s and more
- * than the ring at 400 Mbit/s (docs/benchmark.md). Not where one port
- * takes a stream from every contributor: a parameter server's (a ps-ina
- * share sent again passes its rack's pool unaggregated) or an agent
- * host's, whose link carries every member's contribution. With holds 8 times as long there,
- * two and four ps-ina jobs on 2 racks x 4 had 46-63% of their blocks
- * marked and resent 10,000-21,000 blocks per collective (10-18% and
- * 380-1,050 before) at 52-65% of the busbw, and agent Rina jobs 48-63%
- * marked (10-25% before). The tree plans were not measured. */
+ * than the ring at 400 Mbit/s (docs/benchmark.md). A member of an
+ * agent rack as well: one agent-Rina job beside a TCP flow on 2 racks x
+ * 2 got 0.04 of the port with the plain hold (TCP 0.88-0.90), 0.37 with
+ * this one (TCP 0.32-0.46; alone it puts 0.44 there). Jobs that share
+ * the agent pace at their share of the ceiling (cc_jobs), so its marks
+ * are few: two and four such jobs were level with and without it (0.025
+ * and 0.013 GB/s each). Not a parameter server's workers (ps-ina, tree
+ * plans): with holds 8 times as long, two and four ps-ina jobs on 2 racks
+ * x 4 had 46-63% of their blocks marked and resent 10,000-21,000 blocks
+ * per collective (10-18% and 380-1,050 before) at 52-65% of the busbw
+ * (measured before cc_jobs). */
 static __u64 cc_cutters(const struct rinx_comm *c, const struct rinx_req *r)
 {
 	int ri;
@@ -266,7 +269,7 @@ static __u64 cc_cutters(const struct rinx_comm *c, const struct rinx_req *r)
 	if (c->spec.plan != RINX_PLAN_RINA || !r->nb || !c->self)
 		return 1;
 	ri = rinx_spec_rack_index(&c->spec, c->self->rack);
-	if (ri < 0 || c->spec.racks[ri].ina != RINX_INA_SWITCH)
+	if (ri < 0 || c->spec.racks[ri].ina == RINX_INA_NONE)
 		return 1;
 	k = (__u64)c->n * r->nown / r->nb;
 	return k > 1 ? k : 1;
