@@ -470,7 +470,7 @@ struct jout {
 };
 
 static void jobs_run(int jobs, double full, __u32 bits, double scale,
-		     __u64 dm, struct jout *o)
+		     __u64 dm, int plan, struct jout *o)
 {
 	struct rinx_comm *c = calloc(1, sizeof(*c));
 	struct rinx_req *r = calloc(1, sizeof(*r));
@@ -487,7 +487,7 @@ static void jobs_run(int jobs, double full, __u32 bits, double scale,
 	c->cursors = cur;
 	c->slot = 3;
 	c->round = 7;
-	c->spec.plan = RINX_PLAN_PSINA;
+	c->spec.plan = plan;
 	c->n = 8;
 	r->c = c;
 	r->nb = 800;
@@ -531,7 +531,7 @@ static int near(double a, double b)
 	return fabs(a - b) <= 1e-9 * (fabs(b) > 1 ? fabs(b) : 1);
 }
 
-#define JOBS_CHECKS	(6 * 2 + 2)
+#define JOBS_CHECKS	(6 * 2 + 3)
 
 static void jobs(void)
 {
@@ -562,8 +562,9 @@ static void jobs(void)
 			       (double)jc[i].before / jc[i].after : 1;
 
 		jobs_run(jc[i].before, jc[i].full, jc[i].bits, 1, jc[i].dm,
-			 &o);
-		jobs_run(jc[i].after, jc[i].full, 0, scale, jc[i].dm, &ref);
+			 RINX_PLAN_PSINA, &o);
+		jobs_run(jc[i].after, jc[i].full, 0, scale, jc[i].dm,
+			 RINX_PLAN_PSINA, &ref);
 		tap_ok(o.jobs == jc[i].after && ref.jobs == jc[i].after &&
 		       (!jc[i].full ||
 			near(o.ceiling, jc[i].full / jc[i].after)),
@@ -583,15 +584,20 @@ static void jobs(void)
 	}
 	/* absolute: a job alone at 900 of 4000 learning of four jobs paces
 	 * at most at a quarter of its ceiling, and says so */
-	jobs_run(1, 4000, 1u << 3, 1, 0, &o);
+	jobs_run(1, 4000, 1u << 3, 1, 0, RINX_PLAN_PSINA, &o);
 	tap_ok(o.rate <= 1000 + 1e-9 && o.rate > 200 &&
 	       o.pace_ceiling == 1000,
 	       "jobs: four jobs: rate %.1f within the ceiling of 1000 "
 	       "(stats %llu)", o.rate, (unsigned long long)o.pace_ceiling);
-	jobs_run(4, 4000, 1u << 0, 1, 0, &o);
+	jobs_run(4, 4000, 1u << 0, 1, 0, RINX_PLAN_PSINA, &o);
 	tap_ok(o.rate > 1000 && o.pace_ceiling == 4000,
 	       "jobs: alone again: rate %.1f above a quarter of the ceiling "
 	       "(stats %llu)", o.rate, (unsigned long long)o.pace_ceiling);
+	/* a topology plan's ceiling is its own link: not divided */
+	jobs_run(1, 4000, 1u << 3, 1, 0, RINX_PLAN_TOPO, &o);
+	tap_ok(o.jobs == 1 && near(o.ceiling, 4000) && o.rate >= 900,
+	       "jobs: a topology plan keeps its ceiling of 4000 (%.1f, rate "
+	       "%.1f, %d jobs)", o.ceiling, o.rate, o.jobs);
 }
 
 /* Works out what the law gives for case k of plan `plan` (RINX_PLAN_*),

@@ -308,13 +308,15 @@ static void cc_recover(struct cc *cc)
  * the rates that cuts had divided came back by additive steps when a
  * job left. Marks still cut below it (a port shared with TCP or a ring
  * job, or an aggregator that is not the busiest link). Rack plans at
- * known link rates only, as the ceiling. */
+ * known link rates only (a topology plan's ceiling is its own link). */
 static void cc_jobs(struct rinx_comm *c, int k)
 {
 	struct cc *cc = &c->cc;
 	double s = (double)(cc->jobs > 0 ? cc->jobs : 1) / k;
 
-	if (k == cc->jobs)
+	/* a topology plan's ceiling is the rank's own link, not the port
+	 * into an aggregator */
+	if (k == cc->jobs || c->spec.plan == RINX_PLAN_TOPO)
 		return;
 	cc->jobs = k;
 	if (cc->full <= 0)
