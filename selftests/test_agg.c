@@ -1408,9 +1408,19 @@ static void run_step(struct stepctx *x)
 		}
 	}
 
-	/* the run */
+	/* the run; the node's fair counts cleared, so that what other
+	 * steps and scenarios contributed in the last epoch neither flags
+	 * the sum's jobs (RINX_F_JOBS) nor takes its mark: the fair cases
+	 * (run_fair) set them */
 	err = p->sw ? 0 : put_job(p, pl, x->job, x->slot, p->self,
 				  x->base + s->jo);
+	if (!p->sw && !err) {
+		struct rinx_fair none = {};
+		__u32 node = RINX_MAX_JOBS;
+
+		err = bpf_map_update_elem(fd_of(p->hs->maps.fairs), &node,
+					  &none, BPF_ANY) ? -errno : 0;
+	}
 	if (!p->sw && !err)
 		err = bpf_map_lookup_elem(p->result, &idx, &r0) ? -errno : 0;
 	err = err ?: read_counters(p, &c0);
