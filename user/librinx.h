@@ -86,7 +86,9 @@ struct rinx_comm_stats {
 	uint64_t cc_cuts;	/* rate decreases */
 	uint64_t pace_rate;	/* own blocks per second now; 0: unpaced */
 	uint64_t pace_ceiling;	/* the most it may be: the plan's share of
-				 * the spec's busiest link; 0: none known */
+				 * the spec's busiest link, over the jobs
+				 * sharing its aggregator host now; 0: none
+				 * known */
 };
 
 int rinx_comm_open(const struct rinx_comm_opts *opts, struct rinx_comm **out);
