@@ -39,7 +39,8 @@
 # --verify`), Gloo every element of its own.
 #
 #   tools/share-bench.sh [-m MODE] [-l RATE] [-s SIZE] [-n ITERS] [-c CC]
-#                        [-p PLAN] [-k K] [-i INA] [-P PREFIX] [BUILDDIR]
+#                        [-r MS] [-p PLAN] [-k K] [-i INA] [-P PREFIX]
+#                        [BUILDDIR]
 #
 #   -m   tcp (default), rina, gloo or jobs
 #   -l   port rate in Mbit/s (default 1000)
@@ -47,6 +48,8 @@
 #   -n   collectives per run (default 20)
 #   -c   tcp: the TCP sender's congestion control (TCP_CONGESTION; default
 #        cubic), with ECN on (net.ipv4.tcp_ecn=1) at both ends
+#   -r   tcp: the TCP flow's least retransmission timeout in ms at both
+#        ends (the route's rto_min; default the kernel's, 200 ms)
 #   -p   the rinx plan (default ring)
 #   -k   jobs: how many (default 2)
 #   -i   jobs: the racks' INA kind, switch (default) or agent; tcp: the
@@ -58,9 +61,9 @@
 
 set -u
 rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
-ina_set=
+ina_set= rto=
 p=rxM$(printf %04x $((RANDOM % 65536)))
-while getopts m:l:s:n:c:p:k:i:P: o; do
+while getopts m:l:s:n:c:r:p:k:i:P: o; do
 	case $o in
 	m) mode=$OPTARG ;;
 	k) k=$OPTARG ;;
@@ -69,9 +72,10 @@ while getopts m:l:s:n:c:p:k:i:P: o; do
 	s) size=$OPTARG ;;
 	n) iters=$OPTARG ;;
 	c) cc=$OPTARG ;;
+	r) rto=$OPTARG ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '41,57p' "$0"; exit 2 ;;
+	*) sed -n '41,60p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -112,6 +116,13 @@ esac
 	>"$tmp/up" 2>&1 || { cat "$tmp/up" >&2; exit 1; }
 for h in h0 h3; do
 	ip netns exec "$p$h" sysctl -qw net.ipv4.tcp_ecn=1
+	if [ -n "$rto" ]; then
+		# the host's one route (its subnet), with the least RTO
+		# shellcheck disable=SC2046	# the route's words
+		ip netns exec "$p$h" ip route change $(ip netns exec "$p$h" \
+			ip route show | head -1) rto_min "${rto}ms" ||
+			{ echo "share-bench: cannot set rto_min" >&2; exit 1; }
+	fi
 done
 dst=$(awk '/^host name=h3 /{for (i = 1; i <= NF; i++) if ($i ~ /^ip=/) print substr($i, 4)}' "$spec")
 
@@ -246,7 +257,7 @@ share() {	# share NAME MBIT: NAME's load on the port (MBIT: its busbw)
 
 case $mode in
 tcp)
-	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on); rinx $plan, $size x $iters, verified"
+	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on${rto:+, rto_min $rto ms}); rinx $plan, $size x $iters, verified"
 	t_alone=$(tcp 10)
 	echo "tcp alone:  $t_alone Mbit/s"
 	r_alone=$(bench)
