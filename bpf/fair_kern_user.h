@@ -38,7 +38,9 @@
  * add on another CPU and lose it. The host program reads the coarse
  * clock (a tick of 1-10 ms is within an epoch); epoch 0 (the first 8 ms
  * after boot) looks like no epoch. The trainer's slow path, which
- * completes a slot that waited for its own share, keeps the slot's mark.
+ * completes a slot that waited for its own share, keeps the slot's mark
+ * and stamps no jobs (its sums count as one job's; the trainer takes the
+ * most jobs among an interval's sums).
  */
 #ifndef RINX_FAIR_KERN_USER_H
 #define RINX_FAIR_KERN_USER_H
@@ -78,6 +80,16 @@ static inline void rinx_fair_note(struct rinx_fair *job,
 	__sync_fetch_and_add(&node->vals[i], nv);
 }
 
+/* The jobs that contributed in the epoch before e (0: none counted in
+ * it). */
+static inline __u32 rinx_fair_prev_jobs(const struct rinx_fair *node,
+					__u32 e)
+{
+	__u32 p = e - 1, i = p & 1;
+
+	return node->tag[i] == p ? node->jobs[i] : 0;
+}
+
 /* 1: in the epoch before e another job contributed, and this one
  * contributed x, less than its fair share f: a marked sum of it
  * completing in e leaves unmarked with probability gain (f - x) / f (at
@@ -86,36 +98,27 @@ static inline int rinx_fair_unmark(const struct rinx_fair *job,
 				   const struct rinx_fair *node, __u32 e,
 				   __u32 r, __u32 gain)
 {
-	__u32 p = e - 1, i = p & 1;
+	__u32 n = rinx_fair_prev_jobs(node, e), p = e - 1, i = p & 1;
 	__u64 mine, all;
 
-	if (node->tag[i] != p || node->jobs[i] < 2)
+	if (n < 2)
 		return 0;
-	mine = job->tag[i] == p ? (__u64)job->vals[i] * node->jobs[i] : 0;
+	mine = job->tag[i] == p ? (__u64)job->vals[i] * n : 0;
 	all = node->vals[i];
 	if (mine >= all)
 		return 0;
 	return (r & 255) < ((all - mine) << 8) * gain / all;
 }
 
-/* 1: at least two jobs contributed in the epoch before e: a sum
- * completing in e is flagged RINX_F_SHARED. */
-static inline int rinx_fair_shared(const struct rinx_fair *node, __u32 e)
+/* A sum's flags with RINX_F_JOBS raised to n jobs (at most
+ * RINX_F_JOBS_MAX; kept where the sum carries more already). A sum
+ * completing in epoch e after n >= 2 jobs contributed in e - 1
+ * (rinx_fair_prev_jobs) is also flagged RINX_F_SHARED at a rack's
+ * agent (host.bpf.c). */
+static inline __u8 rinx_fair_jobs(__u8 flags, __u32 n)
 {
-	__u32 p = e - 1, i = p & 1;
+	__u32 v;
 
-	return node->tag[i] == p && node->jobs[i] >= 2;
-}
-
-/* The flags of a sum completing in epoch e with RINX_F_JOBS raised to
- * the jobs that contributed in the epoch before (at most
- * RINX_F_JOBS_MAX; kept where the sum carries more already). */
-static inline __u8 rinx_fair_jobs(const struct rinx_fair *node, __u32 e,
-				  __u8 flags)
-{
-	__u32 p = e - 1, i = p & 1, n, v;
-
-	n = node->tag[i] == p ? node->jobs[i] : 0;
 	if (n > RINX_F_JOBS_MAX)
 		n = RINX_F_JOBS_MAX;
 	v = n ? n - 1 : 0;

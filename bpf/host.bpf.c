@@ -598,16 +598,19 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 				RINX_ECN_ECT0;
 		rinx_count(RINX_STAT_FAIR_UNMARK, 0);
 	}
-	/* jobs share this agent's rack aggregation: the trainers cut less
-	 * deep for the marks on its sums (user/comm/cc.c). Not a server's
-	 * or a tree root's: its port takes every worker of every job, and
-	 * four ps-ina jobs cutting at most a fifth overran it */
-	if (ret == RINX_AGG_COMPLETE && fn && agent &&
-	    rinx_fair_shared(fn, e))
-		x->f->h->flags |= RINX_F_SHARED;
-	/* and how many jobs share it: the trainers' ceilings divide */
-	if (ret == RINX_AGG_COMPLETE && fn)
-		x->f->h->flags = rinx_fair_jobs(fn, e, x->f->h->flags);
+	if (ret == RINX_AGG_COMPLETE && fn) {
+		__u32 n = rinx_fair_prev_jobs(fn, e);
+
+		/* jobs share this agent's rack aggregation: the trainers
+		 * cut less deep for the marks on its sums (user/comm/cc.c).
+		 * Not a server's or a tree root's: its port takes every
+		 * worker of every job, and four ps-ina jobs cutting at most
+		 * a fifth overran it */
+		if (agent && n >= 2)
+			x->f->h->flags |= RINX_F_SHARED;
+		/* and how many: the trainers' ceilings divide */
+		x->f->h->flags = rinx_fair_jobs(x->f->h->flags, n);
+	}
 	return ret;
 }
 
