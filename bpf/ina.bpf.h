@@ -19,12 +19,15 @@
 #define RINX_INA_BPF_H
 
 #include "bpf/tables.bpf.h"
-#include "bpf/ina_cap.bpf.h"
 
-/* Set by the loader: this ToR's aggregator identity and knobs. */
+/* Set by the loader: this ToR's aggregator identity and knobs. The rinx
+ * port before the ports' queues (bpf/sw_link.bpf.h), which class rinx
+ * frames by it. */
 const volatile __u8 ina_mac[6] = { 0 };
 const volatile __u16 ina_port_be = bpf_htons(RINX_DEFAULT_PORT);
 const volatile __u32 ina_window = RINX_DEFAULT_WINDOW;
+
+#include "bpf/ina_cap.bpf.h"
 
 enum rinx_ina_verdict {
 	RINX_INA_NOT_MINE,	/* not for the aggregator: switch it */

@@ -90,19 +90,23 @@ static __always_inline int drawn(__u32 ppm)
 enum { Q_DROP = -1, Q_OK = 0, Q_MARK = 1 };
 
 /*
- * The port's virtual queue takes a frame of len bytes at time now: drains
- * the backlog for the time since the last frame, then tail-drops (Q_DROP)
- * or admits it, Q_MARK when the backlog it makes is above the threshold.
+ * The port's virtual queue takes a frame of len bytes of class cls (1: a
+ * rinx frame, only looked at with set.share) at time now: drains the
+ * backlog for the time since the last frame, then tail-drops (Q_DROP) or
+ * admits it, Q_MARK when the backlog it makes is above the threshold.
+ * With set.share the port has two classes, each with its own backlog,
+ * buffer and threshold (the port's), drained together by rinx_sw_drain2.
  * Without a rate there is no queue: every frame is admitted. No helper
  * may be called under the lock: now and len come from the caller, and
  * rate (the port's rate_mbit, read once: the control plane may change it
  * meanwhile, and a zero now must not meet a non-zero rate).
  */
 static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
-				       __u64 rate, __u64 now)
+				       __u64 rate, __u64 now, int cls)
 {
 	__u64 wire = ((__u64)len + RINX_SW_WIRE_EXTRA) * RINX_SW_Q_UNIT;
-	__u64 q, dt, d;
+	__u64 q, q1, dt, d;
+	__u32 share;
 	int ret = Q_OK;
 
 	if (!rate) {
@@ -111,18 +115,40 @@ static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
 		return Q_OK;
 	}
 	bpf_spin_lock(&l->lock);
+	share = l->set.share;
+	if (share > RINX_SW_SHARE_MAX)
+		share = RINX_SW_SHARE_MAX;
 	q = l->backlog;
+	q1 = share ? l->backlog_rinx : 0;
 	/* a last_ns ahead of now (set by a test) means no drain yet */
 	dt = now > l->last_ns ? now - l->last_ns : 0;
 	if (dt > SW_DRAIN_MAX_NS) {
 		q = 0;
+		q1 = 0;
+	} else if (share) {
+		rinx_sw_drain2(&q, &q1, dt * rate, share);
 	} else {
 		d = dt * rate;
 		q = q > d ? q - d : 0;
 	}
 	if (now > l->last_ns)
 		l->last_ns = now;
-	if (q + wire > (__u64)l->set.buffer * RINX_SW_Q_UNIT) {
+	if (share && cls) {
+		/* the rinx class: its own queue, the port's sizes */
+		if (q1 + wire > (__u64)l->set.buffer * RINX_SW_Q_UNIT) {
+			l->n_qdrop++;
+			ret = Q_DROP;
+		} else {
+			q1 += wire;
+			l->n_frames++;
+			l->n_bytes += len;
+			l->n_rinx += len;
+			if (q1 / RINX_SW_Q_UNIT > l->peak)
+				l->peak = q1 / RINX_SW_Q_UNIT;
+			if (q1 > (__u64)l->set.ecn * RINX_SW_Q_UNIT)
+				ret = Q_MARK;
+		}
+	} else if (q + wire > (__u64)l->set.buffer * RINX_SW_Q_UNIT) {
 		l->n_qdrop++;
 		ret = Q_DROP;
 	} else {
@@ -135,8 +161,24 @@ static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
 			ret = Q_MARK;
 	}
 	l->backlog = q;
+	l->backlog_rinx = q1;
 	bpf_spin_unlock(&l->lock);
 	return ret;
+}
+
+/* A rinx frame for a port's classes: IPv4 without options, UDP to the
+ * rinx port (as a switch's rule on the UDP port would class it). */
+static __always_inline int rinx_frame(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip + 1);
+
+	return (void *)(udp + 1) <= data_end &&
+	       eth->h_proto == bpf_htons(ETH_P_IP) && ip->ihl == 5 &&
+	       ip->protocol == IPPROTO_UDP && udp->dest == ina_port_be;
 }
 
 /*
@@ -187,7 +229,8 @@ static __always_inline int link_admit(struct xdp_md *ctx,
 	rate = l->set.rate_mbit;
 	/* the clock only for a queue: reading it costs more than the rest
 	 * of an unlimited port */
-	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0);
+	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0,
+			rate && l->set.share && rinx_frame(ctx));
 	if (q == Q_DROP)
 		return count(RINX_SW_QUEUE_DROP, XDP_DROP);
 	if (q == Q_MARK) {

@@ -100,6 +100,36 @@ struct rinx_sw_bcast_key {
 #define RINX_SW_ECN_OFF		0xffffffffU
 #define RINX_SW_BUFFER_MAX	(1U << 30)
 #define RINX_SW_RATE_MAX	1000000U	/* Mbit/s */
+#define RINX_SW_SHARE_MAX	99U		/* percent */
+
+/*
+ * Two classes of a port drained for cap (the rate times the time since
+ * the last frame, RINX_SW_Q_UNIT units): q[1] at share percent of the
+ * rate and q[0] at the rest while both have a backlog; a class that
+ * empties gives the rest of the time to the other (work-conserving, as a
+ * switch's weighted round robin over two queues, taken as a fluid). No
+ * arrival falls in the time, so the exact drain has one breakpoint at
+ * most: where the class that empties first empties.
+ */
+static __inline void rinx_sw_drain2(__u64 *q0, __u64 *q1, __u64 cap,
+				    __u32 share)
+{
+	__u64 c1 = cap / 100 * share + cap % 100 * share / 100;
+	__u64 c0 = cap - c1, a = *q0, b = *q1, x;
+
+	if (a <= c0) {
+		x = c1 + (c0 - a);
+		*q0 = 0;
+		*q1 = b > x ? b - x : 0;
+	} else if (b <= c1) {
+		x = c0 + (c1 - b);
+		*q1 = 0;
+		*q0 = a > x ? a - x : 0;
+	} else {
+		*q0 = a - c0;
+		*q1 = b - c1;
+	}
+}
 
 /* Settings of one switch port, written by the control plane. */
 struct rinx_sw_link_set {
@@ -112,7 +142,13 @@ struct rinx_sw_link_set {
 	__u32 buffer;		/* bytes the queue holds */
 	__u32 ecn;		/* CE on ECT frames above this backlog
 				 * (bytes); RINX_SW_ECN_OFF: never */
-	__u32 resv;
+	__u32 share;		/* 0: one queue for every frame; 1..99: two
+				 * classes, rinx frames (UDP to the rinx
+				 * port) and the rest, each with its own
+				 * backlog, buffer and threshold, rinx's
+				 * draining at this percent of the rate
+				 * while both have a backlog (as a switch's
+				 * weighted classes); rinx_sw_drain2 */
 };
 
 /*
@@ -130,12 +166,16 @@ struct rinx_sw_link {
 				 * settings */
 	/* the virtual queue (under lock) */
 	__u64 backlog;		/* 1/RINX_SW_Q_UNIT bytes, wire overhead
-				 * included */
+				 * included; with set.share, of the class
+				 * of other frames */
+	__u64 backlog_rinx;	/* with set.share: the rinx class's */
 	__u64 last_ns;		/* time the backlog was last drained to */
 	__u64 peak;		/* highest backlog, bytes */
 	__u64 n_frames;		/* frames admitted: they leave */
 	__u64 n_bytes;		/* their bytes (without wire overhead) */
 	__u64 n_qdrop;		/* tail drops: queue full */
+	__u64 n_rinx;		/* with set.share: bytes of rinx frames
+				 * admitted (without wire overhead) */
 	/* atomic adds */
 	__u64 n_mark;		/* admitted above the threshold with CE */
 	__u64 n_nect;		/* admitted above the threshold, not ECT */
@@ -166,6 +206,6 @@ _Static_assert(sizeof(struct rinx_sw_bcast_key) == 12, "sw bcast key");
 _Static_assert(sizeof(struct rinx_sw_link_set) == 32, "sw link settings");
 _Static_assert(__builtin_offsetof(struct rinx_sw_link, set) == 8,
 	       "sw link: settings after the lock");
-_Static_assert(sizeof(struct rinx_sw_link) == 160, "sw link");
+_Static_assert(sizeof(struct rinx_sw_link) == 176, "sw link");
 
 #endif /* RINX_SWITCH_KERN_USER_H */

@@ -45,6 +45,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
@@ -717,7 +718,7 @@ static int live_dup(struct switch_bpf *skel, int if_b, int ncpu,
 
 /* ---- the port's virtual queue ---- */
 
-enum { F_ECT0, F_ECT1, F_NECT, F_CE, F_ARP };
+enum { F_ECT0, F_ECT1, F_NECT, F_CE, F_ARP, F_RINX };
 enum { T_FUTURE, T_PAST };	/* last update: ahead of now (no drain),
 				 * 20 ms ago (drained for at least that) */
 
@@ -736,49 +737,90 @@ struct q_case {
 	__u64 frames, qdrop, mark, nect;
 	__s64 after;			/* backlog after, bytes; -1: exact
 					 * drain computed from last_ns */
+	/* two classes (set.share): the rinx class's backlog before and
+	 * after (-1: both drained as the fluid model says), its bytes */
+	__u32 share;
+	__u64 backlog_rinx;
+	__s64 after_rinx;
+	__u64 rinx_bytes;
 };
 
 static const struct q_case q_cases[] = {
 	{ "queue: below the buffer: admitted, unmarked", 1000, 100000, 50000,
-	  0, 0, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, Q_WIRE },
+	  0, 0, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: fills the buffer to the byte: admitted", 1000, 100000,
 	  RINX_SW_ECN_OFF, 0, 100000 - Q_WIRE, T_FUTURE, F_ECT0, XDP_REDIRECT,
-	  0, 1, 0, 0, 0, 100000 },
+	  0, 1, 0, 0, 0, 100000, 0, 0, 0, 0 },
 	{ "queue: one byte over the buffer: tail drop", 1000, 100000,
 	  RINX_SW_ECN_OFF, 0, 100000 - Q_WIRE + 1, T_FUTURE, F_ECT0, XDP_DROP,
-	  0, 0, 1, 0, 0, 100000 - Q_WIRE + 1 },
+	  0, 0, 1, 0, 0, 100000 - Q_WIRE + 1, 0, 0, 0, 0 },
 	{ "queue: ECT(0) above the threshold: CE, checksum valid", 1000,
 	  100000, 50000, 0, 50000, T_FUTURE, F_ECT0, XDP_REDIRECT, 1, 1, 0, 1,
-	  0, 50000 + Q_WIRE },
+	  0, 50000 + Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: ECT(1) above the threshold: CE, checksum valid", 1000,
 	  100000, 50000, 0, 50000, T_FUTURE, F_ECT1, XDP_REDIRECT, 1, 1, 0, 1,
-	  0, 50000 + Q_WIRE },
+	  0, 50000 + Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: CE above the threshold: left as is, counted a mark", 1000,
 	  100000, 50000, 0, 50000, T_FUTURE, F_CE, XDP_REDIRECT, 0, 1, 0, 1,
-	  0, 50000 + Q_WIRE },
+	  0, 50000 + Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: not-ECT IPv4 above the threshold: unmarked, counted", 1000,
 	  100000, 50000, 0, 50000, T_FUTURE, F_NECT, XDP_REDIRECT, 0, 1, 0, 0,
-	  1, 50000 + Q_WIRE },
+	  1, 50000 + Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: ARP above the threshold: unmarked, counted", 1000, 100000,
 	  50000, 0, 50000, T_FUTURE, F_ARP, XDP_REDIRECT, 0, 1, 0, 0, 1,
-	  50000 + Q_WIRE },
+	  50000 + Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: ECT reaching the threshold exactly: unmarked", 1000, 100000,
 	  50000, 0, 50000 - Q_WIRE, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0,
-	  0, 50000 },
+	  0, 50000, 0, 0, 0, 0 },
 	{ "queue: ecn off: a full queue marks nothing", 1000, 100000,
 	  RINX_SW_ECN_OFF, 0, 90000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0,
-	  0, 0, 90000 + Q_WIRE },
+	  0, 0, 90000 + Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: no rate: no queue, the backlog is not looked at", 0, 1000,
-	  10, 0, 5000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, 5000 },
+	  10, 0, 5000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, 5000, 0, 0, 0, 0 },
 	{ "queue: full, 20 ms idle at 1 Gbit/s: drained, admitted", 1000,
 	  100000, 50000, 0, 100000, T_PAST, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0,
-	  0, Q_WIRE },
+	  0, Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: 20 ms idle at 1 Mbit/s: drained by exactly the time", 1,
 	  4000000, 3000000, 0, 2000000, T_PAST, F_ECT0, XDP_REDIRECT, 0, 1, 0,
-	  0, 0, -1 },
+	  0, 0, -1, 0, 0, 0, 0 },
 	{ "queue: loss comes first: a dropped frame is not queued", 1000,
 	  100000, 50000, RINX_TB_PPM, 50000, T_FUTURE, F_ECT0, XDP_DROP, 0, 0,
-	  0, 0, 0, 50000 },
+	  0, 0, 0, 50000, 0, 0, 0, 0 },
+	/* two classes: the frame meets its own class's backlog only */
+	{ "classes: rinx frame, the other class full: admitted, unmarked",
+	  1000, 100000, 50000, 0, 100000, T_FUTURE, F_RINX, XDP_REDIRECT, 0,
+	  1, 0, 0, 0, 100000, .share = 50, .backlog_rinx = 1000,
+	  .after_rinx = 1000 + Q_WIRE, .rinx_bytes = Q_LEN },
+	{ "classes: rinx frame over its class's threshold: CE", 1000, 100000,
+	  50000, 0, 0, T_FUTURE, F_RINX, XDP_REDIRECT, 1, 1, 0, 1, 0, 0,
+	  .share = 50, .backlog_rinx = 50000, .after_rinx = 50000 + Q_WIRE,
+	  .rinx_bytes = Q_LEN },
+	{ "classes: rinx frame, its class full: tail drop", 1000, 100000,
+	  50000, 0, 0, T_FUTURE, F_RINX, XDP_DROP, 0, 0, 1, 0, 0, 0,
+	  .share = 50, .backlog_rinx = 100000 - Q_WIRE + 1,
+	  .after_rinx = 100000 - Q_WIRE + 1 },
+	{ "classes: other frame, the rinx class full: admitted, unmarked",
+	  1000, 100000, 50000, 0, 1000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1,
+	  0, 0, 0, 1000 + Q_WIRE, .share = 50, .backlog_rinx = 100000,
+	  .after_rinx = 100000 },
+	{ "classes: other frame over its class's threshold: CE", 1000, 100000,
+	  50000, 0, 50000, T_FUTURE, F_ECT0, XDP_REDIRECT, 1, 1, 0, 1, 0,
+	  50000 + Q_WIRE, .share = 30, .backlog_rinx = 0, .after_rinx = 0 },
+	{ "classes: other frame, its class full: tail drop", 1000, 100000,
+	  50000, 0, 100000 - Q_WIRE + 1, T_FUTURE, F_ECT0, XDP_DROP, 0, 0, 1,
+	  0, 0, 100000 - Q_WIRE + 1, .share = 70, .backlog_rinx = 0,
+	  .after_rinx = 0 },
+	{ "classes off: a rinx frame meets the one queue", 1000, 100000,
+	  50000, 0, 100000 - Q_WIRE + 1, T_FUTURE, F_RINX, XDP_DROP, 0, 0, 1,
+	  0, 0, 100000 - Q_WIRE + 1, .backlog_rinx = 5000, .after_rinx = 0 },
+	{ "classes: both drained at 1 Mbit/s for 20 ms as the fluid model",
+	  1, 4000000, 3000000, 0, 1500000, T_PAST, F_RINX, XDP_REDIRECT, 0,
+	  1, 0, 0, 0, -1, .share = 60, .backlog_rinx = 2000000,
+	  .after_rinx = -1, .rinx_bytes = Q_LEN },
+	{ "classes: a class short of its share empties, the other takes the "
+	  "rest", 1, 4000000, 3000000, 0, 400, T_PAST, F_ECT0, XDP_REDIRECT,
+	  0, 1, 0, 0, 0, -1, .share = 25, .backlog_rinx = 2000000,
+	  .after_rinx = -2 },
 };
 
 #define NQ_CASES	((int)(sizeof(q_cases) / sizeof(q_cases[0])))
@@ -808,7 +850,7 @@ static __u16 ip_sum(const __u8 *ip)
 static void q_frame(__u8 *b, int kind)
 {
 	static const __u8 ecn[] = { [F_ECT0] = 2, [F_ECT1] = 1, [F_NECT] = 0,
-				    [F_CE] = 3 };
+				    [F_CE] = 3, [F_RINX] = 2 };
 	__u16 sum;
 	int i;
 
@@ -829,8 +871,45 @@ static void q_frame(__u8 *b, int kind)
 	b[22] = 64, b[23] = 17;
 	b[26] = 10, b[27] = 71, b[29] = 1;
 	b[30] = 10, b[31] = 71, b[33] = 2;
+	/* UDP to the rinx port (the switch's default) or one beside it */
+	b[36] = (RINX_DEFAULT_PORT + (kind != F_RINX)) >> 8;
+	b[37] = (RINX_DEFAULT_PORT + (kind != F_RINX)) & 0xff;
 	sum = ~ip_sum(b + 14);
 	b[24] = sum >> 8, b[25] = sum & 0xff;
+}
+
+/*
+ * The reference for two classes drained for cap units at share percent:
+ * the fluid served in many small steps, each step's capacity split by the
+ * weights among the classes that still wait and what a class cannot use
+ * handed to the other. Independent of rinx_sw_drain2's closed form.
+ */
+static void fluid2(double q[2], double cap, unsigned int share)
+{
+	const int steps = 4096;
+	double w[2] = { (100.0 - share) / 100, share / 100.0 };
+	int i, c;
+
+	for (i = 0; i < steps; i++) {
+		double d = cap / steps, give[2], spare = 0;
+
+		for (c = 0; c < 2; c++) {
+			give[c] = q[0] > 0 && q[1] > 0 ? d * w[c] :
+				  q[c] > 0 ? d : 0;
+			if (give[c] > q[c]) {
+				spare += give[c] - q[c];
+				give[c] = q[c];
+			}
+		}
+		for (c = 0; c < 2; c++)
+			q[c] -= give[c];
+		for (c = 0; c < 2; c++) {
+			double t = spare < q[c] ? spare : q[c];
+
+			q[c] -= t;
+			spare -= t;
+		}
+	}
 }
 
 static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
@@ -851,6 +930,8 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 	v.set.drop_ppm = c->drop;
 	v.set.hold_ms = 50;
 	v.backlog = c->backlog * RINX_SW_Q_UNIT;
+	v.set.share = c->share;
+	v.backlog_rinx = c->backlog_rinx * RINX_SW_Q_UNIT;
 	v.last_ns = c->time == T_FUTURE ? mono_ns() + 3600000000000ULL :
 					  mono_ns() - 20000000ULL;
 	v.peak = 7;	/* below any backlog here: must rise to it */
@@ -900,6 +981,56 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 			 (unsigned long long)w.n_drop);
 		ok = 0;
 	}
+	if (w.n_rinx != c->rinx_bytes) {
+		tap_diag("%s: rinx class bytes %llu, want %llu", c->desc,
+			 (unsigned long long)w.n_rinx,
+			 (unsigned long long)c->rinx_bytes);
+		ok = 0;
+	}
+	/* two classes drained: the fluid reference for the time the
+	 * program's own clock says elapsed, then the frame in its class */
+	if (c->share && c->after < 0) {
+		__u64 dt = w.last_ns - v.last_ns, want[2];
+		double q[2] = { (double)v.backlog, (double)v.backlog_rinx };
+		int k;
+
+		fluid2(q, (double)dt * c->rate, c->share);
+		for (k = 0; k < 2; k++) {
+			want[k] = (__u64)(q[k] + 0.5);
+			if (k == (c->frame == F_RINX) &&
+			    c->verdict == XDP_REDIRECT)
+				want[k] += Q_WIRE * RINX_SW_Q_UNIT;
+		}
+		/* the drain the case is for: -1 both classes partly
+		 * drained, -2 the other class emptied and the rinx class
+		 * partly drained */
+		if (dt < 20000000ULL || q[1] <= 0 ||
+		    q[1] >= v.backlog_rinx ||
+		    (c->after_rinx == -1 ? q[0] <= 0 || q[0] >= v.backlog :
+					   q[0] != 0)) {
+			tap_diag("%s: %llu ns: not the drain asked (%.0f, "
+				 "%.0f)", c->desc, (unsigned long long)dt,
+				 q[0], q[1]);
+			ok = 0;
+		}
+		if (llabs((long long)(w.backlog - want[0])) > 2 ||
+		    llabs((long long)(w.backlog_rinx - want[1])) > 2) {
+			tap_diag("%s: backlogs %llu, %llu, want %llu, %llu "
+				 "(1/%llu B)", c->desc,
+				 (unsigned long long)w.backlog,
+				 (unsigned long long)w.backlog_rinx,
+				 (unsigned long long)want[0],
+				 (unsigned long long)want[1], RINX_SW_Q_UNIT);
+			ok = 0;
+		}
+		return tap_ok(ok, "%s", c->desc);
+	}
+	if (w.backlog_rinx != (__u64)c->after_rinx * RINX_SW_Q_UNIT) {
+		tap_diag("%s: rinx class backlog %llu/%llu B, want %lld",
+			 c->desc, (unsigned long long)w.backlog_rinx,
+			 RINX_SW_Q_UNIT, (long long)c->after_rinx);
+		ok = 0;
+	}
 	/* the drain: what the program's own clock says elapsed, at the
 	 * rate, from the backlog set, floored at 0, then the frame */
 	if (c->after >= 0) {
@@ -922,6 +1053,9 @@ static int q_run(struct switch_bpf *skel, const struct q_case *c, int if_a,
 			 RINX_SW_Q_UNIT);
 		ok = 0;
 	}
+	/* the peak: of the class the frame joined */
+	if (c->share && c->frame == F_RINX)
+		exp_after = (__u64)c->after_rinx * RINX_SW_Q_UNIT;
 	if (c->rate && c->frames &&
 	    w.peak != (exp_after / RINX_SW_Q_UNIT > 7 ?
 		       exp_after / RINX_SW_Q_UNIT : 7)) {
@@ -1767,9 +1901,55 @@ static void t_egress(void)
 		tap_ok(0, "group egress: no ToR");
 }
 
+/* rinx_sw_drain2 against the fluid reference: every share, backlogs and
+ * times from empty to far past either class's share, and the largest
+ * drain the program can ask (SW_DRAIN_MAX_NS at the highest rate). */
+static void drain2_random(void)
+{
+	unsigned int seed = 20261129, share, i, bad = 0, n = 0;
+	__u64 big = (1ULL << 43) * RINX_SW_RATE_MAX;
+
+	for (share = 1; share <= RINX_SW_SHARE_MAX; share++) {
+		for (i = 0; i < 200; i++, n++) {
+			__u64 q0 = (__u64)rand_r(&seed) % 4000000,
+			      q1 = (__u64)rand_r(&seed) % 4000000,
+			      cap = (__u64)rand_r(&seed) % 8000000, a, b;
+			double q[2];
+
+			if (i % 5 == 0)
+				q0 = 0;		/* one class empty */
+			if (i == 199)		/* the largest drain */
+				cap = big, q0 = big / 3, q1 = big / 2;
+			q[0] = (double)q0, q[1] = (double)q1;
+			a = q0, b = q1;
+			rinx_sw_drain2(&a, &b, cap, share);
+			fluid2(q, (double)cap, share);
+			/* 1 unit of rounding, or the double's own near 2^62 */
+			if (fabs((double)a - q[0]) > 2 + q[0] * 1e-9 ||
+			    fabs((double)b - q[1]) > 2 + q[1] * 1e-9 ||
+			    a + b + cap < q0 + q1 ||
+			    (a + b && q0 + q1 - a - b != cap)) {
+				if (!bad++)
+					tap_diag("drain2 share %u: %llu, %llu "
+						 "for %llu: %llu, %llu, want "
+						 "%.0f, %.0f", share,
+						 (unsigned long long)q0,
+						 (unsigned long long)q1,
+						 (unsigned long long)cap,
+						 (unsigned long long)a,
+						 (unsigned long long)b, q[0],
+						 q[1]);
+			}
+		}
+	}
+	tap_ok(!bad, "classes: rinx_sw_drain2 as the fluid model in %u cases "
+	       "(%u off), and work-conserving", n, bad);
+}
+
 static void t_queue(void)
 {
 	queue_tests(skels[0], if_a, if_b, ncpu);
+	drain2_random();
 }
 
 static void t_fault(void)
@@ -1786,7 +1966,7 @@ static struct tl_subtest subtests[] = {
 	{ "cases", NCASES, t_cases },
 	{ "ina", ARRAY_SIZE(ina_cases), t_ina },
 	{ "egress", 1, t_egress },
-	{ "queue", NQ_CASES + 1, t_queue },
+	{ "queue", NQ_CASES + 2, t_queue },
 	{ "fault", NFAULT_TESTS, t_fault },
 	{ "topo", 1 + NTOPO_CASES + 2, t_topo },	/* load, cases, INA */
 };

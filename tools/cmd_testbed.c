@@ -155,6 +155,13 @@ static const struct opt link_opts[] = {
 	  .help = "mark threshold: CE on ECT frames queued above it\n"
 		  "(default 4 x K: 120000 at 1000 Mbit/s, 379472 at\n"
 		  "10000; 4 x for the bursts of software switches)" },
+	LINK_INT("share", "PCT", share, 0, RINX_SW_SHARE_MAX, RINX_TB_F_SHARE,
+		 "two classes in the port's queue: rinx frames (UDP\n"
+		 "to the rinx port) and the rest, each its own backlog\n"
+		 "with --buffer and --ecn, rinx's served at PCT percent\n"
+		 "of the rate while both wait, either at all of it\n"
+		 "alone (a switch's weighted classes; 0: one queue,\n"
+		 "the default)"),
 	{ OPT_REFUSE, "burst", 0, "BYTES", .help = "is gone: a port has a "
 	  "queue now, not a token bucket; use --buffer BYTES (and --ecn "
 	  "BYTES for the mark threshold)" },
@@ -379,10 +386,13 @@ static void show_rate(const struct rinx_sw_link_set *f)
 	printf("rate %u Mbit/s, buffer %u B, ", r,
 	       f->buffer ? f->buffer : rinx_testbed_buffer_default(r));
 	if (f->ecn == RINX_SW_ECN_OFF)
-		printf("ecn off\n");
+		printf("ecn off");
 	else
-		printf("ecn %u B\n", f->ecn ? f->ecn :
+		printf("ecn %u B", f->ecn ? f->ecn :
 		       rinx_testbed_ecn_default(r));
+	if (f->share)
+		printf(", rinx frames' class %u%%", f->share);
+	printf("\n");
 }
 
 /* What getopt cannot see alone: options that exclude or must match each
@@ -857,7 +867,7 @@ static void show_links(const struct rinx_spec *s)
 {
 	struct rinx_tb_port_link *pl;
 	int i, n, max = 4 * RINX_MAX_NODES;
-	char ecn[16], util[16];
+	char ecn[16], util[16], rinx[24];
 
 	pl = calloc(max, sizeof(*pl));
 	if (!pl)
@@ -869,13 +879,20 @@ static void show_links(const struct rinx_spec *s)
 		return;
 	}
 	qsort(pl, n, sizeof(*pl), port_cmp);
-	printf("links (rate Mbit/s, buffer and ecn B, faults ppm, hold ms; "
-	       "then since set: sent, drops, marks, peak B, utilization):%s\n",
+	printf("links (rate Mbit/s, buffer and ecn B, rinx class %%, faults "
+	       "ppm, hold ms; then since set: sent, rinx's bytes, drops, "
+	       "marks, peak B, utilization):%s\n",
 	       n ? "" : " (none pinned)");
 	for (i = 0; i < n; i++) {
 		const struct rinx_sw_link *v = &pl[i].v;
 		double dt = (pl[i].now_ns - v->set_ns) / 1e9;
 
+		/* counted by class only with two classes */
+		if (v->set.share && v->set.rate_mbit)
+			snprintf(rinx, sizeof(rinx), "%llu",
+				 (unsigned long long)v->n_rinx);
+		else
+			snprintf(rinx, sizeof(rinx), "-");
 		if (v->set.ecn == RINX_SW_ECN_OFF)
 			snprintf(ecn, sizeof(ecn), "off");
 		else
@@ -886,16 +903,17 @@ static void show_links(const struct rinx_spec *s)
 				 v->n_bytes * 8 / (v->set.rate_mbit * 1e6 * dt));
 		else
 			snprintf(util, sizeof(util), "-");
-		printf("  %-20s %-8s rate=%u buffer=%u ecn=%s drop=%u dup=%u "
-		       "reorder=%u hold=%u  for=%.1fs frames=%llu bytes=%llu "
+		printf("  %-20s %-8s rate=%u buffer=%u ecn=%s share=%u "
+		       "drop=%u dup=%u reorder=%u hold=%u  for=%.1fs "
+		       "frames=%llu bytes=%llu rinx_bytes=%s "
 		       "tail_drops=%llu marks=%llu not_ect=%llu peak=%llu "
 		       "util=%s dropped=%llu duplicated=%llu held=%llu "
 		       "reordered=%llu lost=%llu skipped=%llu\n", pl[i].ns,
 		       pl[i].ifname, v->set.rate_mbit, v->set.buffer, ecn,
-		       v->set.drop_ppm, v->set.dup_ppm, v->set.reorder_ppm,
-		       v->set.hold_ms, dt,
+		       v->set.share, v->set.drop_ppm, v->set.dup_ppm,
+		       v->set.reorder_ppm, v->set.hold_ms, dt,
 		       (unsigned long long)v->n_frames,
-		       (unsigned long long)v->n_bytes,
+		       (unsigned long long)v->n_bytes, rinx,
 		       (unsigned long long)v->n_qdrop,
 		       (unsigned long long)v->n_mark,
 		       (unsigned long long)v->n_nect,
@@ -921,7 +939,7 @@ static int testbed_fault(int argc, char **argv)
 	if (!t.what || (t.all && t.port) || !t.link.mask) {
 		fprintf(stderr, "rinxctl testbed fault: want PREFIX|SPEC, "
 			"--port NS:IF or --all, and at least one of --drop "
-			"--dup --reorder --hold --rate --buffer --ecn\n");
+			"--dup --reorder --hold --rate --buffer --ecn --share\n");
 		return RINX_EXIT_USAGE;
 	}
 	ret = rinx_testbed_fault_set(t.what, t.port, &t.link.set, t.link.mask,

@@ -39,8 +39,8 @@
 # --verify`), Gloo every element of its own.
 #
 #   tools/share-bench.sh [-m MODE] [-l RATE] [-s SIZE] [-n ITERS] [-c CC]
-#                        [-r MS] [-p PLAN] [-k K] [-i INA] [-P PREFIX]
-#                        [BUILDDIR]
+#                        [-r MS] [-w PCT] [-p PLAN] [-k K] [-i INA]
+#                        [-P PREFIX] [BUILDDIR]
 #
 #   -m   tcp (default), rina, gloo or jobs
 #   -l   port rate in Mbit/s (default 1000)
@@ -50,6 +50,9 @@
 #        cubic), with ECN on (net.ipv4.tcp_ecn=1) at both ends
 #   -r   tcp: the TCP flow's least retransmission timeout in ms at both
 #        ends (the route's rto_min; default the kernel's, 200 ms)
+#   -w   two classes in every port's queue, rinx frames served at PCT
+#        percent of the port while the rest waits too (`testbed up
+#        --share PCT`; default: one queue for every frame)
 #   -p   the rinx plan (default ring)
 #   -k   jobs: how many (default 2)
 #   -i   jobs: the racks' INA kind, switch (default) or agent; tcp: the
@@ -61,9 +64,9 @@
 
 set -u
 rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
-ina_set= rto=
+ina_set= rto= share=
 p=rxM$(printf %04x $((RANDOM % 65536)))
-while getopts m:l:s:n:c:r:p:k:i:P: o; do
+while getopts m:l:s:n:c:r:w:p:k:i:P: o; do
 	case $o in
 	m) mode=$OPTARG ;;
 	k) k=$OPTARG ;;
@@ -73,9 +76,10 @@ while getopts m:l:s:n:c:r:p:k:i:P: o; do
 	n) iters=$OPTARG ;;
 	c) cc=$OPTARG ;;
 	r) rto=$OPTARG ;;
+	w) share=$OPTARG ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '41,60p' "$0"; exit 2 ;;
+	*) sed -n '41,63p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -113,6 +117,7 @@ jobs) shape="--racks 2 --per-rack 4 --ina $ina" ;;
 esac
 # shellcheck disable=SC2086
 "$rinxctl" testbed up --prefix "$p" $shape --rate "$rate" \
+	${share:+--share "$share"} \
 	>"$tmp/up" 2>&1 || { cat "$tmp/up" >&2; exit 1; }
 for h in h0 h3; do
 	ip netns exec "$p$h" sysctl -qw net.ipv4.tcp_ecn=1
@@ -257,7 +262,7 @@ share() {	# share NAME MBIT: NAME's load on the port (MBIT: its busbw)
 
 case $mode in
 tcp)
-	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s; TCP h0 -> h3 ($cc, ECN on${rto:+, rto_min $rto ms}); rinx $plan, $size x $iters, verified"
+	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s${share:+ (rinx class $share%)}; TCP h0 -> h3 ($cc, ECN on${rto:+, rto_min $rto ms}); rinx $plan, $size x $iters, verified"
 	t_alone=$(tcp 10)
 	echo "tcp alone:  $t_alone Mbit/s"
 	r_alone=$(bench)
@@ -287,7 +292,7 @@ tcp)
 	[ "$r_both" != failed ] && [ "$r_alone" != failed ]
 	;;
 rina|gloo)
-	echo "# share-bench: testbed $p, 2 racks x 2 (ToRs INA), ports at $rate Mbit/s; rinx $plan (job 1) beside $mode, $size x $iters, verified"
+	echo "# share-bench: testbed $p, 2 racks x 2 (ToRs INA), ports at $rate Mbit/s${share:+ (rinx class $share%)}; rinx $plan (job 1) beside $mode, $size x $iters, verified"
 	if [ "$mode" = rina ]; then
 		other() { bench rina 2; }
 	else
@@ -312,7 +317,7 @@ rina|gloo)
 		[ "$o_alone" != failed ] && [ "$o_both" != failed ]
 	;;
 jobs)
-	echo "# share-bench: testbed $p, 2 racks x 4 (ina $ina), ports at $rate Mbit/s; $k jobs of $plan in $k processes, $size x $iters, verified"
+	echo "# share-bench: testbed $p, 2 racks x 4 (ina $ina), ports at $rate Mbit/s${share:+ (rinx class $share%)}; $k jobs of $plan in $k processes, $size x $iters, verified"
 	one=$(bench "$plan" 1)
 	echo "one job alone: $one Mbit/s (busbw)"
 	for i in $(seq 1 "$k"); do

@@ -115,7 +115,8 @@ static void link_defaults(struct rinx_sw_link_set *f)
 		f->buffer = rinx_testbed_buffer_default(f->rate_mbit);
 	if (f->rate_mbit && !f->ecn)
 		f->ecn = rinx_testbed_ecn_default(f->rate_mbit);
-	f->resv = 0;
+	if (f->share > RINX_SW_SHARE_MAX)
+		f->share = RINX_SW_SHARE_MAX;
 }
 
 /* A fresh link value: settings f (defaults filled), queue empty, counters
@@ -268,6 +269,8 @@ static int link_update(int fd, __u32 ifindex, const struct rinx_sw_link_set *f,
 		n.ecn = f->ecn;
 	if (mask & RINX_TB_F_HOLD)
 		n.hold_ms = f->hold_ms;
+	if (mask & RINX_TB_F_SHARE)
+		n.share = f->share;
 	link_fresh(&v, &n);
 	return bpf_map_update_elem(fd, &ifindex, &v, BPF_EXIST | BPF_F_LOCK) ?
 	       -errno : 0;

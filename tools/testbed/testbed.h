@@ -71,7 +71,8 @@ enum {
 	RINX_TB_F_BUFFER = 1 << 4,
 	RINX_TB_F_ECN = 1 << 5,
 	RINX_TB_F_HOLD = 1 << 6,
-	RINX_TB_F_ALL = (1 << 7) - 1,
+	RINX_TB_F_SHARE = 1 << 7,
+	RINX_TB_F_ALL = (1 << 8) - 1,
 };
 
 /* One switch port: its settings, queue and counters; now_ns is the
