@@ -58,7 +58,9 @@
  *    when it is held or copied. A duplicate is not charged to the queue.
  *    Two CPUs may send to one port at once: the queue is updated under the
  *    bpf_spin_lock of the port's `links` value (one queue per port, not
- *    per CPU: a per-CPU queue would split the rate);
+ *    per CPU: a per-CPU queue would split the rate). With set.share the
+ *    port has two classes, rinx frames and the rest, each with its own
+ *    backlog, drained together as weighted classes (rinx_sw_drain2);
  *  - frames sent to one port (unicast, INA output, self-addressed) get all
  *    of it here in rinx_switch;
  *  - copies of a flood or group broadcast get drop and queue in the devmap

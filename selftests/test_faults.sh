@@ -3,7 +3,7 @@
 #
 # End to end: link faults and port queues of the testbed's XDP switch
 # (`rinxctl testbed up --drop/--dup/--reorder`, `testbed fault --rate
-# --buffer --ecn`, `testbed show`) on a 2-host testbed, checked against
+# --buffer --ecn --share`, `testbed show`) on a 2-host testbed, checked against
 # ping, the hosts' own counters and the switch's counters. Only counters
 # are compared, never times.
 #
@@ -51,7 +51,7 @@ needs_root ip tc ping awk
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..26"
+echo "1..27"
 out=$("$rinxctl" testbed up --prefix "$P" --hosts 2 --drop 200000 2>&1)
 ok $? "testbed up --hosts 2 --drop 200000"
 echo "$out" | diag
@@ -170,6 +170,17 @@ ok $? "non-ECT pings above the threshold are not marked, counted not_ect"
 	grep -q '^host name=h1 .* link=5$' "$spec" &&
 	[ "$(grep -c 'link=' "$spec")" = 1 ]
 ok $? "fault --port t0:p1 --rate 5 --buffer 20000 --ecn off: that port only, counters afresh, spec link=5, h1 paced at 5Mbit"
+# Two classes: UDP to the rinx port in one, the rest in the other.
+"$rinxctl" testbed fault "$P" --port t0:p1 --share 50 >/dev/null 2>&1
+pay=$(printf '%0100d' 0)	# 100 B: frames of 142 B
+for dport in 47001 47001 47001 47002 47002 47002; do
+	ip netns exec "${P}h0" bash -c "echo -n $pay >/dev/udp/10.71.0.2/$dport" 2>/dev/null
+done
+[ "$(port p1 share)" = 50 ] && [ "$(port p1 rate)" = 5 ] &&
+	[ "$(port p1 frames)" = 6 ] && [ "$(port p1 bytes)" = $((6 * 142)) ] &&
+	[ "$(port p1 rinx_bytes)" = $((3 * 142)) ] && [ "$(port p0 rinx_bytes)" = - ]
+ok $? "fault --share 50: 3 datagrams to the rinx port in its class (rinx_bytes $(port p1 rinx_bytes)), 3 to another port not"
+"$rinxctl" testbed fault "$P" --port t0:p1 --share 0 >/dev/null 2>&1
 # A flood's copies take the queue of their port too (devmap program).
 ip netns exec "${P}h0" ping -q -b -c 3 -i 0.2 -W 1 10.71.255.255 >/dev/null 2>&1
 [ "$(port p1 frames)" = 3 ] && [ "$(port p1 bytes)" = $((3 * 98)) ]

@@ -39,7 +39,7 @@
 # --verify`), Gloo every element of its own.
 #
 #   tools/share-bench.sh [-m MODE] [-l RATE] [-s SIZE] [-n ITERS] [-c CC]
-#                        [-r MS] [-w PCT] [-p PLAN] [-k K] [-i INA]
+#                        [-r MS] [-t] [-w PCT] [-p PLAN] [-k K] [-i INA]
 #                        [-P PREFIX] [BUILDDIR]
 #
 #   -m   tcp (default), rina, gloo or jobs
@@ -50,6 +50,9 @@
 #        cubic), with ECN on (net.ipv4.tcp_ecn=1) at both ends
 #   -r   tcp: the TCP flow's least retransmission timeout in ms at both
 #        ends (the route's rto_min; default the kernel's, 200 ms)
+#   -t   tcp: the TCP flow paced by the kernel (SO_MAX_PACING_RATE set
+#        above the port's rate: the flow leaves at about its window per
+#        round trip instead of in bursts; default: not paced)
 #   -w   two classes in every port's queue, rinx frames served at PCT
 #        percent of the port while the rest waits too (`testbed up
 #        --share PCT`; default: one queue for every frame)
@@ -64,9 +67,9 @@
 
 set -u
 rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
-ina_set= rto= share=
+ina_set= rto= share= paced=
 p=rxM$(printf %04x $((RANDOM % 65536)))
-while getopts m:l:s:n:c:r:w:p:k:i:P: o; do
+while getopts m:l:s:n:c:r:tw:p:k:i:P: o; do
 	case $o in
 	m) mode=$OPTARG ;;
 	k) k=$OPTARG ;;
@@ -77,9 +80,10 @@ while getopts m:l:s:n:c:r:w:p:k:i:P: o; do
 	c) cc=$OPTARG ;;
 	r) rto=$OPTARG ;;
 	w) share=$OPTARG ;;
+	t) paced=1 ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '41,63p' "$0"; exit 2 ;;
+	*) sed -n '41,66p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -177,6 +181,11 @@ for _ in range(200):
     c = socket.socket()
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
                  sys.argv[4].encode())
+    if sys.argv[5]:
+        # SO_MAX_PACING_RATE (47) below ~0 turns on the kernel pacing
+        # of the flow (no fq qdisc here); the cap, 10 Gbit/s in bytes/s,
+        # is above any port of the testbed
+        c.setsockopt(socket.SOL_SOCKET, 47, 1250000000)
     c.settimeout(30)
     try:
         c.connect((sys.argv[1], int(sys.argv[2])))
@@ -189,7 +198,7 @@ else:
 buf = bytes(1 << 20); end = time.monotonic() + float(sys.argv[3])
 while time.monotonic() < end: c.sendall(buf)
 c.close()
-' "$dst" "$port" "$1" "$cc" || echo "share-bench: TCP sender failed (congestion control $cc?)" >&2
+' "$dst" "$port" "$1" "$cc" "$paced" || echo "share-bench: TCP sender failed (congestion control $cc?)" >&2
 	wait "$rx"
 	cat "$tmp/rx"
 }
@@ -262,7 +271,7 @@ share() {	# share NAME MBIT: NAME's load on the port (MBIT: its busbw)
 
 case $mode in
 tcp)
-	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s${share:+ (rinx class $share%)}; TCP h0 -> h3 ($cc, ECN on${rto:+, rto_min $rto ms}); rinx $plan, $size x $iters, verified"
+	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s${share:+ (rinx class $share%)}; TCP h0 -> h3 ($cc, ECN on${rto:+, rto_min $rto ms}${paced:+, paced}); rinx $plan, $size x $iters, verified"
 	t_alone=$(tcp 10)
 	echo "tcp alone:  $t_alone Mbit/s"
 	r_alone=$(bench)
