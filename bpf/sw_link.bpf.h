@@ -105,7 +105,7 @@ static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
 				       __u64 rate, __u64 now, int cls)
 {
 	__u64 wire = ((__u64)len + RINX_SW_WIRE_EXTRA) * RINX_SW_Q_UNIT;
-	__u64 q, q1, dt, d;
+	__u64 q, q1, qc, dt, d;
 	__u32 share;
 	int ret = Q_OK;
 
@@ -133,42 +133,37 @@ static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
 	}
 	if (now > l->last_ns)
 		l->last_ns = now;
-	if (share && cls) {
-		/* the rinx class: its own queue, the port's sizes */
-		if (q1 + wire > (__u64)l->set.buffer * RINX_SW_Q_UNIT) {
-			l->n_qdrop++;
-			ret = Q_DROP;
-		} else {
-			q1 += wire;
-			l->n_frames++;
-			l->n_bytes += len;
-			l->n_rinx += len;
-			if (q1 / RINX_SW_Q_UNIT > l->peak)
-				l->peak = q1 / RINX_SW_Q_UNIT;
-			if (q1 > (__u64)l->set.ecn * RINX_SW_Q_UNIT)
-				ret = Q_MARK;
-		}
-	} else if (q + wire > (__u64)l->set.buffer * RINX_SW_Q_UNIT) {
+	/* the frame's class: the rinx class's own queue, the port's sizes */
+	cls = share && cls;
+	qc = cls ? q1 : q;
+	if (qc + wire > (__u64)l->set.buffer * RINX_SW_Q_UNIT) {
 		l->n_qdrop++;
 		ret = Q_DROP;
 	} else {
-		q += wire;
+		qc += wire;
 		l->n_frames++;
 		l->n_bytes += len;
-		if (q / RINX_SW_Q_UNIT > l->peak)
-			l->peak = q / RINX_SW_Q_UNIT;
-		if (q > (__u64)l->set.ecn * RINX_SW_Q_UNIT)
+		if (cls)
+			l->n_rinx += len;
+		if (qc / RINX_SW_Q_UNIT > l->peak)
+			l->peak = qc / RINX_SW_Q_UNIT;
+		if (qc > (__u64)l->set.ecn * RINX_SW_Q_UNIT)
 			ret = Q_MARK;
 	}
+	if (cls)
+		q1 = qc;
+	else
+		q = qc;
 	l->backlog = q;
 	l->backlog_rinx = q1;
 	bpf_spin_unlock(&l->lock);
 	return ret;
 }
 
-/* A rinx frame for a port's classes: IPv4 without options, UDP to the
- * rinx port (as a switch's rule on the UDP port would class it). */
-static __always_inline int rinx_frame(struct xdp_md *ctx)
+/* The UDP header of a frame to the rinx port (IPv4 without options), or
+ * NULL: a rinx frame for a port's classes (as a switch's rule on the UDP
+ * port would class it), and the start of frame_class's parse. */
+static __always_inline struct udphdr *rinx_udp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -176,9 +171,11 @@ static __always_inline int rinx_frame(struct xdp_md *ctx)
 	struct iphdr *ip = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(ip + 1);
 
-	return (void *)(udp + 1) <= data_end &&
-	       eth->h_proto == bpf_htons(ETH_P_IP) && ip->ihl == 5 &&
-	       ip->protocol == IPPROTO_UDP && udp->dest == ina_port_be;
+	if ((void *)(udp + 1) > data_end ||
+	    eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 ||
+	    ip->protocol != IPPROTO_UDP || udp->dest != ina_port_be)
+		return NULL;
+	return udp;
 }
 
 /*
@@ -230,7 +227,7 @@ static __always_inline int link_admit(struct xdp_md *ctx,
 	/* the clock only for a queue: reading it costs more than the rest
 	 * of an unlimited port */
 	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0,
-			rate && l->set.share && rinx_frame(ctx));
+			rate && l->set.share && rinx_udp(ctx));
 	if (q == Q_DROP)
 		return count(RINX_SW_QUEUE_DROP, XDP_DROP);
 	if (q == Q_MARK) {

@@ -274,16 +274,14 @@ static __always_inline int own_group(const struct ethhdr *eth)
  * one: IPv4 without options, UDP to the rinx port, magic and version. */
 static __always_inline int frame_class(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	struct udphdr *udp = (void *)(ip + 1);
-	struct rinx_hdr *h = (void *)(udp + 1);
+	struct udphdr *udp = rinx_udp(ctx);
+	struct rinx_hdr *h;
 
+	if (!udp)
+		return -1;
+	h = (void *)(udp + 1);
 	if ((void *)(h + 1) > data_end ||
-	    eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 ||
-	    ip->protocol != IPPROTO_UDP || udp->dest != ina_port_be ||
 	    h->magic != bpf_htonl(RINX_MAGIC) || h->version != RINX_VERSION)
 		return -1;
 	return bpf_ntohs(h->klass);
