@@ -57,7 +57,8 @@
 #        percent of the port while the rest waits too (`testbed up
 #        --share PCT`; default: one queue for every frame)
 #   -p   the rinx plan (default ring)
-#   -k   jobs: how many (default 2)
+#   -k   jobs: how many (default 2); tcp: that many rinx jobs beside the
+#        flow at once (ids 1, 5, 9, ...; their busbw summed; default one)
 #   -i   jobs: the racks' INA kind, switch (default) or agent; tcp: the
 #        racks' INA kind (default: none)
 #   -P   the testbed's prefix (default rxM and 4 random hex digits)
@@ -67,12 +68,12 @@
 
 set -u
 rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
-ina_set= rto= share= paced=
+ina_set= rto= share= paced= k_set=
 p=rxM$(printf %04x $((RANDOM % 65536)))
 while getopts m:l:s:n:c:r:tw:p:k:i:P: o; do
 	case $o in
 	m) mode=$OPTARG ;;
-	k) k=$OPTARG ;;
+	k) k=$OPTARG k_set=1 ;;
 	i) ina=$OPTARG ina_set=1 ;;
 	l) rate=$OPTARG ;;
 	s) size=$OPTARG ;;
@@ -271,7 +272,7 @@ share() {	# share NAME MBIT: NAME's load on the port (MBIT: its busbw)
 
 case $mode in
 tcp)
-	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s${share:+ (rinx class $share%)}; TCP h0 -> h3 ($cc, ECN on${rto:+, rto_min $rto ms}${paced:+, paced}); rinx $plan, $size x $iters, verified"
+	echo "# share-bench: testbed $p, 2 racks x 2${ina_set:+ (ToRs INA: $ina)}, ports at $rate Mbit/s${share:+ (rinx class $share%)}; TCP h0 -> h3 ($cc, ECN on${rto:+, rto_min $rto ms}${paced:+, paced}); rinx $plan${k_set:+ x $k jobs}, $size x $iters, verified"
 	t_alone=$(tcp 10)
 	echo "tcp alone:  $t_alone Mbit/s"
 	r_alone=$(bench)
@@ -287,11 +288,25 @@ tcp)
 	pids+=("$tp")
 	sleep 2
 	now >"$tmp/from"
-	r_both=$(bench)
+	if [ -n "$k_set" ] && [ "$k" -gt 1 ]; then
+		# k jobs at once: their loads on the port add up
+		jp=()
+		for i in $(seq 1 "$k"); do
+			{ bench "$plan" $((4 * i - 3)); echo; } >"$tmp/job$i" &
+			jp+=($!)
+		done
+		wait "${jp[@]}"
+		r_both=$(cat "$tmp"/job* | awk '$1 == "failed" { f = 1 }
+			{ s += $1 } END { if (f) print "failed"
+					  else printf "%.1f", s }')
+		echo "jobs beside tcp: $(cat "$tmp"/job* | tr '\n' ' ')(Mbit/s busbw each)"
+	else
+		r_both=$(bench)
+	fi
 	now >"$tmp/to"
 	wait "$tp"
 	t_both=$(cat "$tmp/both_tcp")
-	echo "together:   tcp $t_both Mbit/s, rinx $r_both Mbit/s (busbw)"
+	echo "together:   tcp $t_both Mbit/s, rinx $r_both Mbit/s (busbw${k_set:+, $k jobs summed})"
 	# a Rina job with INA ToRs puts its algbw on the port (mode rina)
 	awk -v t="$t_both" -v r="$r_both" -v l="$rate" \
 	    -v a="$([ "$plan" = rina ] && [ -n "$ina_set" ] && echo 1)" 'BEGIN {
