@@ -17,6 +17,9 @@
 #   spine hop take it too); each job runs again and again until the three
 #   were seen open at once, and verifies every element of every size in
 #   every run; the TCP receiver counted bytes while they ran.
+# - classes: every port with two classes (`testbed fault --share 50`),
+#   the ring beside the TCP flow again: verified, and rack 0's uplink
+#   carried frames of both classes.
 # - jobs: four jobs of one plan in one process (`bench --jobs 4`, every
 #   job's ToR slots and pool in use at once), for the ring, Rina and
 #   ps-ina, int32 bit-exact.
@@ -42,7 +45,7 @@ port=5301
 needs_root ip timeout awk python3
 trap cleanup_groups EXIT
 trap 'exit 1' INT TERM
-plan 10
+plan 12
 
 sizes=1048576,4194304
 
@@ -175,6 +178,33 @@ got=$(cat "$tmp/tcp" 2>/dev/null)
 ok $? "the TCP flow beside them moved data (${got:-no} bytes)"
 [ "${got:-0}" -gt 0 ] || diag <"$tmp/tcp.out"
 pids=()
+
+# Two classes on every port (testbed fault --share): the ring beside TCP
+# again, rinx frames in one class and TCP in the other on rack 0's uplink.
+"$rinxctl" testbed fault "$P" --all --share 50 >"$tmp/fault" 2>&1
+ok $? "testbed fault --all --share 50: two classes on every port"
+rm -f "$tmp/stop" "$tmp/tcp"
+port=$((port + 1))
+tcp_start
+out=$(timeout 120 "$rinxctl" bench --spec "$spec" --plan ring \
+	--sizes 1M,4M --iters 6 --job 21 --dtype int32 --verify 2>&1)
+rc=$?
+why=$(verified_sizes "$out" $sizes)
+touch "$tmp/stop"
+wait "${pids[1]}"
+wait "${pids[0]}"
+pids=()
+got=$(cat "$tmp/tcp" 2>/dev/null)
+read -r bytes rinx < <("$rinxctl" testbed show "$P" 2>/dev/null |
+	awk -v ns="${P}t0" '$1 == ns && $2 == "uplink" {
+		for (i = 3; i <= NF; i++) { split($i, a, "=")
+			if (a[1] == "bytes") b = a[2]
+			if (a[1] == "rinx_bytes") r = a[2] }
+		print b, r }')
+[ $rc -eq 0 ] && [ -z "$why" ] && [ "${got:-0}" -gt 0 ] &&
+	[ "${rinx:-0}" -gt 0 ] 2>/dev/null && [ "${bytes:-0}" -gt "$rinx" ]
+ok $? "ring beside TCP, two classes: every element verified, int32 bit-exact (exit $rc ${why:-}); rack 0's uplink carried both (rinx ${rinx:-?} of ${bytes:-?} B), TCP ${got:-no} B"
+[ $rc -eq 0 ] || echo "$out" | tail -n 5 | diag
 
 for pl in ring rina ps-ina; do
 	out=$(timeout 240 "$rinxctl" bench --spec "$spec" --plan "$pl" \

@@ -84,7 +84,7 @@ while getopts m:l:s:n:c:r:tw:p:k:i:P: o; do
 	t) paced=1 ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '41,66p' "$0"; exit 2 ;;
+	*) sed -n '41,67p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
