@@ -51,7 +51,7 @@ needs_root ip tc ping awk
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..27"
+echo "1..28"
 out=$("$rinxctl" testbed up --prefix "$P" --hosts 2 --drop 200000 2>&1)
 ok $? "testbed up --hosts 2 --drop 200000"
 echo "$out" | diag
@@ -189,6 +189,11 @@ ok $? "3 broadcast pings: 3 flooded copies through p1's queue ($(port p1 frames)
 [ $? = 2 ] && "$rinxctl" testbed fault "$P" --burst 1 2>&1 |
 	grep -q -- '--burst is gone.*--buffer'
 ok $? "--burst is refused with a pointer to --buffer"
+"$rinxctl" testbed up --prefix "${P}s" --hosts 2 --share 50 >/dev/null 2>&1
+[ $? = 2 ] && "$rinxctl" testbed up --prefix "${P}s" --hosts 2 \
+	--share 50 2>&1 | grep -q -- '--share needs --rate' &&
+	! ip netns list | grep -q "^${P}s"
+ok $? "up --share without --rate is refused, nothing made"
 "$rinxctl" testbed fault "$P" --rate 0 >/dev/null 2>&1
 before=$(sw queue_drop)
 got=$(received 100 -l 100 -s 3000)

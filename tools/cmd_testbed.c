@@ -411,6 +411,13 @@ static int up_check(struct tb_up_args *a)
 			"their own rates: use --scale, not --rate\n");
 		return RINX_EXIT_USAGE;
 	}
+	/* a port without a rate has no queue, so nothing to class */
+	if (a->link.set.share && !o->topo && !o->gen &&
+	    !a->link.set.rate_mbit) {
+		fprintf(stderr, "rinxctl testbed: --share needs --rate: a "
+			"port without a rate has no queue to class\n");
+		return RINX_EXIT_USAGE;
+	}
 	if (o->plain && (o->topo || o->gen)) {
 		fprintf(stderr, "rinxctl testbed: --plain is for racks, not "
 			"--topo or --gen\n");
