@@ -738,7 +738,9 @@ struct q_case {
 	__s64 after;			/* backlog after, bytes; -1: exact
 					 * drain computed from last_ns */
 	/* two classes (set.share): the rinx class's backlog before and
-	 * after (-1: both drained as the fluid model says), its bytes */
+	 * after, bytes (-1: both classes partly drained, -2: the other
+	 * class emptied, each as the fluid model says), its bytes
+	 * admitted */
 	__u32 share;
 	__u64 backlog_rinx;
 	__s64 after_rinx;
@@ -747,7 +749,8 @@ struct q_case {
 
 static const struct q_case q_cases[] = {
 	{ "queue: below the buffer: admitted, unmarked", 1000, 100000, 50000,
-	  0, 0, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, Q_WIRE, 0, 0, 0, 0 },
+	  0, 0, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, Q_WIRE, 0, 0,
+	  0, 0 },
 	{ "queue: fills the buffer to the byte: admitted", 1000, 100000,
 	  RINX_SW_ECN_OFF, 0, 100000 - Q_WIRE, T_FUTURE, F_ECT0, XDP_REDIRECT,
 	  0, 1, 0, 0, 0, 100000, 0, 0, 0, 0 },
@@ -776,7 +779,8 @@ static const struct q_case q_cases[] = {
 	  RINX_SW_ECN_OFF, 0, 90000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0,
 	  0, 0, 90000 + Q_WIRE, 0, 0, 0, 0 },
 	{ "queue: no rate: no queue, the backlog is not looked at", 0, 1000,
-	  10, 0, 5000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, 5000, 0, 0, 0, 0 },
+	  10, 0, 5000, T_FUTURE, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0, 0, 5000, 0,
+	  0, 0, 0 },
 	{ "queue: full, 20 ms idle at 1 Gbit/s: drained, admitted", 1000,
 	  100000, 50000, 0, 100000, T_PAST, F_ECT0, XDP_REDIRECT, 0, 1, 0, 0,
 	  0, Q_WIRE, 0, 0, 0, 0 },

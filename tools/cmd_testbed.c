@@ -946,7 +946,8 @@ static int testbed_fault(int argc, char **argv)
 	if (!t.what || (t.all && t.port) || !t.link.mask) {
 		fprintf(stderr, "rinxctl testbed fault: want PREFIX|SPEC, "
 			"--port NS:IF or --all, and at least one of --drop "
-			"--dup --reorder --hold --rate --buffer --ecn --share\n");
+			"--dup --reorder --hold --rate --buffer --ecn "
+			"--share\n");
 		return RINX_EXIT_USAGE;
 	}
 	ret = rinx_testbed_fault_set(t.what, t.port, &t.link.set, t.link.mask,
