@@ -90,15 +90,16 @@ static inline __u32 rinx_fair_prev_jobs(const struct rinx_fair *node,
 	return node->tag[i] == p ? node->jobs[i] : 0;
 }
 
-/* 1: in the epoch before e another job contributed, and this one
- * contributed x, less than its fair share f: a marked sum of it
+/* 1: in the epoch before e another job contributed (n jobs in all,
+ * rinx_fair_prev_jobs: the caller reads it once for every use), and this
+ * one contributed x, less than its fair share f: a marked sum of it
  * completing in e leaves unmarked with probability gain (f - x) / f (at
  * most 1), drawn by r (uniform in 0..255). */
 static inline int rinx_fair_unmark(const struct rinx_fair *job,
 				   const struct rinx_fair *node, __u32 e,
-				   __u32 r, __u32 gain)
+				   __u32 n, __u32 r, __u32 gain)
 {
-	__u32 n = rinx_fair_prev_jobs(node, e), p = e - 1, i = p & 1;
+	__u32 p = e - 1, i = p & 1;
 	__u64 mine, all;
 
 	if (n < 2)

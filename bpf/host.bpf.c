@@ -588,19 +588,23 @@ static __always_inline int env_agg_slot(struct hop_env *x,
 			   hop->action == RINX_A_AGG_FINISH, sh, &reset, nv);
 	if (reset)
 		rinx_count(RINX_STAT_AGG_RESET, 0);
-	/* a job below its fair share of this aggregator's contributions:
-	 * its marked sum may leave unmarked (the frame is readdressed
-	 * after this, which fixes the checksum, or only stored here) */
-	if (ret == RINX_AGG_COMPLETE && fj && fn && env_ce(x) &&
-	    rinx_fair_unmark(fj, fn, e, bpf_get_prandom_u32(),
-			     agent ? RINX_FAIR_GAIN_RACK : RINX_FAIR_GAIN)) {
-		x->f->ip->tos = (x->f->ip->tos & ~RINX_ECN_MASK) |
-				RINX_ECN_ECT0;
-		rinx_count(RINX_STAT_FAIR_UNMARK, 0);
-	}
 	if (ret == RINX_AGG_COMPLETE && fn) {
+		/* the jobs that contributed here in the epoch before, read
+		 * once for the three uses below */
 		__u32 n = rinx_fair_prev_jobs(fn, e);
 
+		/* a job below its fair share of this aggregator's
+		 * contributions: its marked sum may leave unmarked (the
+		 * frame is readdressed after this, which fixes the
+		 * checksum, or only stored here) */
+		if (fj && env_ce(x) &&
+		    rinx_fair_unmark(fj, fn, e, n, bpf_get_prandom_u32(),
+				     agent ? RINX_FAIR_GAIN_RACK :
+					     RINX_FAIR_GAIN)) {
+			x->f->ip->tos = (x->f->ip->tos & ~RINX_ECN_MASK) |
+					RINX_ECN_ECT0;
+			rinx_count(RINX_STAT_FAIR_UNMARK, 0);
+		}
 		/* jobs share this agent's rack aggregation: the trainers
 		 * cut less deep for the marks on its sums (user/comm/cc.c).
 		 * Not a server's or a tree root's: its port takes every

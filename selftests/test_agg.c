@@ -2648,6 +2648,15 @@ static void run_pulls(void)
 
 /* ---- fair marks at an aggregator host (bpf/fair_kern_user.h) ------------ */
 
+/* rinx_fair_unmark as the host program calls it: the node's jobs of the
+ * epoch before e read first. */
+static int fair_unmark(const struct rinx_fair *job,
+		       const struct rinx_fair *node, __u32 e, __u32 r)
+{
+	return rinx_fair_unmark(job, node, e, rinx_fair_prev_jobs(node, e),
+				r, RINX_FAIR_GAIN);
+}
+
 /* The counting and the decision in user space, epochs and draws chosen. */
 static void fair_unit(void)
 {
@@ -2663,18 +2672,18 @@ static void fair_unit(void)
 	      "fair: two jobs' contributions in epoch 10 counted (node %u "
 	      "values, %u jobs; jobs %u and %u values)",
 	      n.vals[0], n.jobs[0], a.vals[0], b.vals[0]);
-	check(NULL, rinx_fair_unmark(&b, &n, 11, 255, RINX_FAIR_GAIN) &&
-	      !rinx_fair_unmark(&a, &n, 11, 0, RINX_FAIR_GAIN) &&
+	check(NULL, fair_unmark(&b, &n, 11, 255) &&
+	      !fair_unmark(&a, &n, 11, 0) &&
 	      rinx_fair_prev_jobs(&n, 11) == 2,
 	      "fair: in epoch 11, the job at half its share has its marks "
 	      "taken whatever the draw, the one above never; sums shared");
-	check(NULL, !rinx_fair_unmark(&b, &n, 10, 0, RINX_FAIR_GAIN) &&
-	      !rinx_fair_unmark(&b, &n, 12, 0, RINX_FAIR_GAIN),
+	check(NULL, !fair_unmark(&b, &n, 10, 0) &&
+	      !fair_unmark(&b, &n, 12, 0),
 	      "fair: only the epoch just before counts (none in 10 for 10, "
 	      "none in 11 for 12)");
 	c.tag[0] = 2;
 	c.vals[0] = 5 * 768;
-	check(NULL, rinx_fair_unmark(&c, &n, 11, 255, RINX_FAIR_GAIN),
+	check(NULL, fair_unmark(&c, &n, 11, 255),
 	      "fair: a job whose counts are of an older epoch contributed "
 	      "nothing in 10: below its share");
 	rinx_fair_note(&a, &n, 12, 768);
@@ -2682,7 +2691,7 @@ static void fair_unit(void)
 	      a.vals[0] == 768 && b.tag[0] == 10,
 	      "fair: epoch 12 starts the counts of its parity again (node "
 	      "%u values, %u jobs)", n.vals[0], n.jobs[0]);
-	check(NULL, !rinx_fair_unmark(&a, &n, 13, 0, RINX_FAIR_GAIN) &&
+	check(NULL, !fair_unmark(&a, &n, 13, 0) &&
 	      rinx_fair_prev_jobs(&n, 13) < 2,
 	      "fair: a job alone in its epoch keeps its marks, its sums not "
 	      "shared");
@@ -2697,25 +2706,25 @@ static void fair_unit(void)
 	a.vals[1] = 970;
 	thr = (__u32)(768 * RINX_FAIR_GAIN / 100);	/* 7.68 x gain, down */
 	check(NULL, thr >= 1 && thr < 255 &&
-	      rinx_fair_unmark(&a, &n, 22, thr - 1, RINX_FAIR_GAIN) &&
-	      !rinx_fair_unmark(&a, &n, 22, thr, RINX_FAIR_GAIN) &&
-	      !rinx_fair_unmark(&a, &n, 22, 255, RINX_FAIR_GAIN),
+	      fair_unmark(&a, &n, 22, thr - 1) &&
+	      !fair_unmark(&a, &n, 22, thr) &&
+	      !fair_unmark(&a, &n, 22, 255),
 	      "fair: 3%% below the share, a mark is taken for draws 0..%u "
 	      "of 256 (RINX_FAIR_GAIN %d)", thr - 1, RINX_FAIR_GAIN);
 	a.vals[1] = 1000;
-	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0, RINX_FAIR_GAIN),
+	check(NULL, !fair_unmark(&a, &n, 22, 0),
 	      "fair: at the share exactly: no mark taken");
 	a.vals[1] = 0;
 	n.jobs[1] = 4;
-	check(NULL, rinx_fair_unmark(&a, &n, 22, 255, RINX_FAIR_GAIN),
+	check(NULL, fair_unmark(&a, &n, 22, 255),
 	      "fair: four jobs, this one nothing: every mark taken");
 	a.vals[1] = 375;
-	check(NULL, rinx_fair_unmark(&a, &n, 22, 255, RINX_FAIR_GAIN) &&
-	      rinx_fair_unmark(&a, &n, 22, 0, RINX_FAIR_GAIN),
+	check(NULL, fair_unmark(&a, &n, 22, 255) &&
+	      fair_unmark(&a, &n, 22, 0),
 	      "fair: four jobs, this one at 0.75 of its share: every draw "
 	      "takes the mark (gain %d)", RINX_FAIR_GAIN);
 	a.vals[1] = 700;
-	check(NULL, !rinx_fair_unmark(&a, &n, 22, 0, RINX_FAIR_GAIN),
+	check(NULL, !fair_unmark(&a, &n, 22, 0),
 	      "fair: four jobs, this one at 1.4 of its share: never");
 	/* the jobs a sum carries (RINX_F_JOBS: jobs - 1, four at most),
 	 * the larger of what it had and the node's count */
