@@ -49,7 +49,8 @@ static __always_inline int ina_cap_admit(struct xdp_md *ctx)
 		return 1;
 	len = bpf_xdp_get_buff_len(ctx);
 	rate = l->set.rate_mbit;
-	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0, 0);
+	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0, 0,
+			NULL);
 	if (q == Q_DROP)
 		return 0;
 	if (q == Q_MARK) {

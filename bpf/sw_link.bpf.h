@@ -100,14 +100,28 @@ enum { Q_DROP = -1, Q_OK = 0, Q_MARK = 1 };
  * may be called under the lock: now and len come from the caller, and
  * rate (the port's rate_mbit, read once: the control plane may change it
  * meanwhile, and a zero now must not meet a non-zero rate).
+ *
+ * dep (NULL: not asked) gets 0, or for an admitted frame that is not
+ * rinx's on a port with set.real the time it leaves the virtual queue:
+ * its class's backlog, itself included, over the rate its class drains
+ * at now (the port's; with two classes the rest of rinx's share while
+ * rinx's class has a backlog). A later change of the other class's
+ * backlog does not move it: a frame may leave a little later than the
+ * fluid would have let it, never earlier. A frame with at most
+ * RINX_SW_REAL_MIN_NS of backlog ahead of it gets 0 (it leaves at once)
+ * unless one held before it is still due.
  */
 static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
-				       __u64 rate, __u64 now, int cls)
+				       __u64 rate, __u64 now, int cls,
+				       __u64 *dep)
 {
 	__u64 wire = ((__u64)len + RINX_SW_WIRE_EXTRA) * RINX_SW_Q_UNIT;
-	__u64 q, q1, qc, dt, d;
+	__u64 q, q1, qc, dt, d, r;
 	__u32 share;
-	int ret = Q_OK;
+	int ret = Q_OK, rinx = cls;
+
+	if (dep)
+		*dep = 0;
 
 	if (!rate) {
 		__sync_fetch_and_add(&l->n_frames, 1);
@@ -149,6 +163,16 @@ static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
 			l->peak = qc / RINX_SW_Q_UNIT;
 		if (qc > (__u64)l->set.ecn * RINX_SW_Q_UNIT)
 			ret = Q_MARK;
+		if (dep && !rinx && l->set.real) {
+			r = share && q1 ? rate - rate * share / 100 : rate;
+			r = r ? r : 1;
+			/* the wait for what is ahead of it */
+			if ((qc - wire) / r > RINX_SW_REAL_MIN_NS ||
+			    l->real_due > now) {
+				*dep = now + qc / r;
+				l->real_due = *dep;
+			}
+		}
 	}
 	if (cls)
 		q1 = qc;
@@ -211,12 +235,16 @@ static __always_inline int ecn_set_ce(struct xdp_md *ctx)
 }
 
 /* Drop and queue: XDP_DROP (counted) or XDP_PASS (the frame leaves,
- * marked if the queue says so). */
+ * marked if the queue says so); *dep as queue_admit's (dep NULL: the
+ * frame cannot be held). */
 static __always_inline int link_admit(struct xdp_md *ctx,
-				      struct rinx_sw_link *l)
+				      struct rinx_sw_link *l, __u64 *dep)
 {
 	__u32 len, rate;
 	int q;
+
+	if (dep)
+		*dep = 0;
 
 	if (drawn(l->set.drop_ppm)) {
 		__sync_fetch_and_add(&l->n_drop, 1);
@@ -227,7 +255,8 @@ static __always_inline int link_admit(struct xdp_md *ctx,
 	/* the clock only for a queue: reading it costs more than the rest
 	 * of an unlimited port */
 	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0,
-			rate && l->set.share && rinx_udp(ctx));
+			rate && (l->set.share || (dep && l->set.real)) &&
+			rinx_udp(ctx), dep);
 	if (q == Q_DROP)
 		return count(RINX_SW_QUEUE_DROP, XDP_DROP);
 	if (q == Q_MARK) {

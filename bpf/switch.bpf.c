@@ -200,6 +200,64 @@ struct {
 	__type(value, __u64);
 } neigh SEC(".maps");
 
+/* The testbed's queue process (set.real): its AF_XDP sockets, one per
+ * port of this switch it serves, at the slots `xsk_slot` gives for the
+ * ports' ifindexes (both written by the process). */
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, RINX_SW_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RINX_SW_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsk_slot SEC(".maps");
+
+/*
+ * A frame admitted to port's real queue (set.real) to the queue process,
+ * to leave port at dep: XDP_REDIRECT, or -1 when no process serves the
+ * ingress port's queue (the frame unchanged, to be sent at once).
+ */
+static __always_inline int real_hold(struct xdp_md *ctx,
+				     struct rinx_sw_link *f, __u32 port,
+				     __u64 dep)
+{
+	__u32 in = ctx->ingress_ifindex, *slot;
+	struct rinx_sw_real_hdr *h;
+	void *data, *data_end;
+
+	slot = bpf_map_lookup_elem(&xsk_slot, &in);
+	/* the process binds queue 0 of every port, frames of its size */
+	if (!slot || ctx->rx_queue_index ||
+	    bpf_xdp_get_buff_len(ctx) > RINX_SW_REAL_MAX ||
+	    !bpf_map_lookup_elem(&xsks, slot))
+		goto none;
+	if (bpf_xdp_adjust_head(ctx, -(int)sizeof(*h)))
+		goto none;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	h = data;
+	if ((void *)(h + 1) > data_end) {
+		bpf_xdp_adjust_head(ctx, sizeof(*h));
+		goto none;
+	}
+	h->dep_ns = dep;
+	h->egress = port;
+	h->magic = RINX_SW_REAL_MAGIC;
+	if (bpf_redirect_map(&xsks, *slot, 0) == XDP_REDIRECT) {
+		__sync_fetch_and_add(&f->n_real, 1);
+		return count(RINX_SW_REAL_HELD, XDP_REDIRECT);
+	}
+	bpf_xdp_adjust_head(ctx, sizeof(*h));
+none:
+	count(RINX_SW_REAL_NONE, 0);
+	return -1;
+}
+
 /*
  * Sends the frame to port through `ports` and the port's link; stat is the
  * counter of a frame that leaves.
@@ -207,6 +265,7 @@ struct {
 static __noinline int sw_send(struct xdp_md *ctx, __u32 port, __u32 stat)
 {
 	struct rinx_sw_link *f;
+	__u64 dep;
 	void *dup;
 
 	/* Flags 0: a port missing from the devmap gives XDP_ABORTED. */
@@ -215,8 +274,18 @@ static __noinline int sw_send(struct xdp_md *ctx, __u32 port, __u32 stat)
 	f = bpf_map_lookup_elem(&links, &port);
 	if (!f)
 		return count(stat, XDP_REDIRECT);
-	if (link_admit(ctx, f) == XDP_DROP)
+	if (link_admit(ctx, f, &dep) == XDP_DROP)
 		return XDP_DROP;
+	/* held: the process sends it, past the wire's faults; else the
+	 * redirect above stands */
+	if (dep) {
+		if (real_hold(ctx, f, port, dep) == XDP_REDIRECT) {
+			count(stat, 0);
+			return XDP_REDIRECT;
+		}
+		/* a failed redirect into xsks forgets the one to ports */
+		bpf_redirect_map(&ports, port, 0);
+	}
 	if (f->set.reorder_ppm && fault_reorder(ctx, f, port) == XDP_DROP)
 		return XDP_DROP;
 	if (drawn(f->set.dup_ppm)) {
@@ -255,7 +324,7 @@ static __always_inline int egress_link(struct xdp_md *ctx,
 		if (bpf_map_lookup_elem(&macs, &key))
 			return XDP_PASS;
 	}
-	return link_admit(ctx, f);
+	return link_admit(ctx, f, NULL);
 }
 
 /* 03:72:78:<sw_rack>:00:0x with x = 0 or 1: 0 hosts, 1 all; else -1. */

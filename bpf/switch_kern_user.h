@@ -50,6 +50,10 @@ enum rinx_sw_stat {
 				 * capacity's buffer: tail drop (`ina_cap`) */
 	RINX_SW_CAP_MARK,	/* a frame for the aggregator queued above
 				 * its capacity's mark threshold: CE */
+	RINX_SW_REAL_HELD,	/* handed to the testbed's queue process to
+				 * leave at its departure time (set.real) */
+	RINX_SW_REAL_NONE,	/* to be held, but no queue process took
+				 * its ingress port: sent at once */
 	RINX_SW_STAT_MAX,
 };
 
@@ -149,6 +153,13 @@ struct rinx_sw_link_set {
 				 * draining at this percent of the rate
 				 * while both have a backlog (as a switch's
 				 * weighted classes); rinx_sw_drain2 */
+	__u32 real;		/* 1: the frames that are not rinx's wait in
+				 * a real queue for the time this port's
+				 * virtual queue lets them leave (the
+				 * testbed's queue process,
+				 * tools/testbed/queue.c); 0: they leave at
+				 * once */
+	__u32 resv;
 };
 
 /*
@@ -176,6 +187,8 @@ struct rinx_sw_link {
 	__u64 n_qdrop;		/* tail drops: queue full */
 	__u64 n_rinx;		/* with set.share: bytes of rinx frames
 				 * admitted (without wire overhead) */
+	__u64 real_due;		/* with set.real: when the last frame held
+				 * for the real queue is due */
 	/* atomic adds */
 	__u64 n_mark;		/* admitted above the threshold with CE */
 	__u64 n_nect;		/* admitted above the threshold, not ECT */
@@ -185,6 +198,8 @@ struct rinx_sw_link {
 	__u64 n_reorder;	/* sent in a later frame's place */
 	__u64 n_lost;		/* held too long: lost */
 	__u64 n_skip;		/* dup or reorder drawn but not possible */
+	__u64 n_real;		/* with set.real: frames handed to the real
+				 * queue's process */
 };
 
 /*
@@ -200,12 +215,39 @@ struct rinx_sw_link {
  */
 #define RINX_SW_CAP_KEY		0
 
+/*
+ * A frame the switch hands to the testbed's queue process (set.real):
+ * through the XSKMAP `xsks`, at the socket the process bound to the port
+ * the frame came in by (`xsk_slot`), with this header in front of it.
+ * The process sends the frame (without the header) from its socket on
+ * port `egress` at dep_ns (CLOCK_MONOTONIC): when the port's virtual
+ * queue would have sent its last bit, at the drain rate of the frame's
+ * class when it was admitted.
+ */
+struct rinx_sw_real_hdr {
+	__u64 dep_ns;
+	__u32 egress;		/* ifindex */
+	__u32 magic;		/* RINX_SW_REAL_MAGIC */
+};
+
+#define RINX_SW_REAL_MAGIC	0x72786871U	/* "rxhq" */
+/* A frame with this little backlog ahead of it (ns at its class's rate)
+ * leaves at once, unless frames held before it are still due (they keep
+ * their order): the process wakes up about this late (tens of
+ * microseconds), and every frame through it costs CPU. */
+#define RINX_SW_REAL_MIN_NS	20000ULL
+/* The process's frames are 4,096 bytes with the kernel's 256 of headroom:
+ * a larger frame is sent at once (counted RINX_SW_REAL_NONE). */
+#define RINX_SW_REAL_FRAME	4096
+#define RINX_SW_REAL_MAX	(RINX_SW_REAL_FRAME - 256 - 16)
+
 _Static_assert(sizeof(struct rinx_sw_port) == 8, "sw port");
 _Static_assert(sizeof(struct rinx_sw_flow_key) == 16, "sw flow key");
 _Static_assert(sizeof(struct rinx_sw_bcast_key) == 12, "sw bcast key");
-_Static_assert(sizeof(struct rinx_sw_link_set) == 32, "sw link settings");
+_Static_assert(sizeof(struct rinx_sw_link_set) == 40, "sw link settings");
+_Static_assert(sizeof(struct rinx_sw_real_hdr) == 16, "sw real queue hdr");
 _Static_assert(__builtin_offsetof(struct rinx_sw_link, set) == 8,
 	       "sw link: settings after the lock");
-_Static_assert(sizeof(struct rinx_sw_link) == 176, "sw link");
+_Static_assert(sizeof(struct rinx_sw_link) == 200, "sw link");
 
 #endif /* RINX_SWITCH_KERN_USER_H */

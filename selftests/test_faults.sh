@@ -3,9 +3,10 @@
 #
 # End to end: link faults and port queues of the testbed's XDP switch
 # (`rinxctl testbed up --drop/--dup/--reorder`, `testbed fault --rate
-# --buffer --ecn --share`, `testbed show`) on a 2-host testbed, checked against
-# ping, the hosts' own counters and the switch's counters. Only counters
-# are compared, never times.
+# --buffer --ecn --share --queue`, `testbed show`) on a 2-host testbed,
+# checked against ping, the hosts' own counters and the switch's counters.
+# Only counters are compared, and once a lower bound on a time that only a
+# queue holding frames can meet (the real queue's).
 #
 #   <P>h0 eth0 -- p0 <P>t0 p1 -- eth0 <P>h1
 #   10.71.0.1      ToR           10.71.0.2
@@ -51,7 +52,7 @@ needs_root ip tc ping awk
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-echo "1..28"
+echo "1..34"
 out=$("$rinxctl" testbed up --prefix "$P" --hosts 2 --drop 200000 2>&1)
 ok $? "testbed up --hosts 2 --drop 200000"
 echo "$out" | diag
@@ -201,6 +202,78 @@ got=$(received 100 -l 100 -s 3000)
 	[ "$(grep -c 'link=' "$spec")" = 0 ] && [ "$(tbf h1)" = none ]
 ok $? "rate 0: the same burst passes whole ($got of 100), links gone from the spec, h1 unpaced"
 
+# Real queues: frames that are not rinx's wait in the queue process until
+# their port's queue would send them. 100 datagrams of 1,000 B (frames of
+# 1,042 B, 1,066 on the wire) sent at once to p1 at 10 Mbit/s leave it one
+# every 853 us: their last arrives at least 99 x 853 us = 84 ms after the
+# first; the virtual queue lets them all through at once. A lower bound
+# the machine's speed cannot break: only a queue that holds them meets it.
+# burst: "COUNT SPREAD_MS" of the datagrams h1 received
+burst() {
+	ip netns exec "${P}h1" timeout 20 python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+# SO_RCVBUFFORCE: room for the whole burst at once
+s.setsockopt(socket.SOL_SOCKET, 33, 1 << 22)
+s.bind(("0.0.0.0", 9999)); s.settimeout(10); t = []
+try:
+    while len(t) < 100:
+        s.recv(2048); t.append(time.monotonic()); s.settimeout(2)
+except socket.timeout:
+    pass
+print(len(t), int((t[-1] - t[0]) * 1000) if t else 0)
+' >"$P.burst" &
+	local rx=$!
+	sleep 0.5
+	ip netns exec "${P}h0" python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(100): s.sendto(bytes(1000), ("10.71.0.2", 9999))
+'
+	wait "$rx"
+	cat "$P.burst"
+	rm -f "$P.burst"
+}
+"$rinxctl" testbed fault "$P" --port t0:p1 --rate 10 --buffer 200000 \
+	--ecn off --queue real >/dev/null 2>&1 &&
+	"$rinxctl" testbed show "$P" | grep -q '^real queue: pid [0-9]*, 2 ports'
+ok $? "fault --port t0:p1 --queue real: the queue process serves the ToR's 2 ports"
+held=$(sw real_held)
+read -r got spread <<<"$(burst)"
+echo "# real: $got datagrams over $spread ms; held $(( $(sw real_held) - held ))"
+[ "${got:-0}" = 100 ] && [ "${spread:-0}" -ge 84 ] &&
+	[ $(( $(sw real_held) - held )) -ge 99 ] && [ "$(port p1 tail_drops)" = 0 ]
+ok $? "queue real: 100 datagrams through 10 Mbit/s all delivered, spread over ${spread:-?} ms (>= 84), 99 or more held"
+"$rinxctl" testbed fault "$P" --port t0:p1 --queue virtual >/dev/null 2>&1
+held=$(sw real_held)
+read -r got spread <<<"$(burst)"
+echo "# virtual: $got datagrams over $spread ms"
+[ "${got:-0}" = 100 ] && [ "$(sw real_held)" = "$held" ] &&
+	[ "$(port p1 queue)" = virtual ]
+ok $? "queue virtual again: the burst passes, none held"
+"$rinxctl" testbed fault "$P" --port t0:p1 --queue real >/dev/null 2>&1
+qpid=$("$rinxctl" testbed show "$P" | sed -n 's/^real queue: pid \([0-9]*\),.*/\1/p')
+kill -9 "${qpid:-0}" 2>/dev/null
+sleep 0.2
+none=$(sw real_none)
+read -r got spread <<<"$(burst)"
+echo "# process $qpid killed: $got datagrams over $spread ms;" \
+	"real_none $none -> $(sw real_none)"
+[ -n "$qpid" ] && [ "${got:-0}" = 100 ] &&
+	[ $(( $(sw real_none) - none )) -ge 99 ] &&
+	"$rinxctl" testbed show "$P" | grep -q '^real queue: not running'
+ok $? "queue process killed: the frames leave at once (counted real_none), nothing lost"
+"$rinxctl" testbed fault "$P" --port t0:p1 --queue real >/dev/null 2>&1
+qpid=$("$rinxctl" testbed show "$P" | sed -n 's/^real queue: pid \([0-9]*\),.*/\1/p')
+[ -n "$qpid" ]
+ok $? "fault --queue real starts the process again"
+"$rinxctl" testbed fault "$P" --port t0:p1 --rate 0 --queue virtual >/dev/null 2>&1
+"$rinxctl" testbed up --prefix "${P}s" --hosts 2 --queue real >/dev/null 2>&1
+[ $? = 2 ] && "$rinxctl" testbed up --prefix "${P}s" --hosts 2 \
+	--queue real 2>&1 | grep -q -- '--queue real needs --rate' &&
+	! ip netns list | grep -q "^${P}s"
+ok $? "up --queue real without --rate is refused, nothing made"
+
 # Link rates in a spec of real hosts: parsed, checked, the slowest shown.
 tmp=$(mktemp -d)
 cat >"$tmp/ok.spec" <<EOF
@@ -222,8 +295,12 @@ rm -rf "$tmp"
 "$rinxctl" testbed show "$P" 2>&1 | diag
 "$rinxctl" testbed down "$P" 2>&1 | diag
 ok "${PIPESTATUS[0]}" "testbed down"
-[ -z "$(ours)" ] && [ ! -e "/run/rinx/$P" ]
-ok $? "namespaces and fault pins removed"
+# the queue process: gone, or a zombie its new parent has yet to reap
+st=$(ps -o stat= -p "${qpid:-0}" 2>/dev/null)
+case $st in "" | Z*) qgone=1 ;; *) qgone=0 ;; esac
+[ -z "$(ours)" ] && [ ! -e "/run/rinx/$P" ] && [ -n "$qpid" ] &&
+	[ "$qgone" = 1 ]
+ok $? "namespaces, fault pins and the queue process removed"
 
 if [ $fail -ne 0 ]; then
 	echo "# $fail of $n failed"

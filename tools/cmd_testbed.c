@@ -125,6 +125,12 @@ static const struct opt_choice testbed_napi_modes[] = {
 	{ NULL, 0, 0 },
 };
 
+static const struct opt_choice testbed_queue_kinds[] = {
+	{ "virtual", 0, 0 },
+	{ "real", 1, 0 },
+	{ NULL, 0, 0 },
+};
+
 #define LINK_INT(n, meta, m, lo, hi, b, h) { OPT_INT, n, 0, meta, \
 	OPT_AT(struct tb_link, set.m), .min = lo, .max = hi, \
 	.bits_off = offsetof(struct tb_link, mask), .bit = b, .help = h }
@@ -162,6 +168,16 @@ static const struct opt link_opts[] = {
 		 "of the rate while both wait, either at all of it\n"
 		 "alone (a switch's weighted classes; 0: one queue,\n"
 		 "the default)"),
+	{ OPT_ENUM, "queue", 0, "KIND", OPT_AT(struct tb_link, set.real),
+	  .choices = testbed_queue_kinds,
+	  .bits_off = offsetof(struct tb_link, mask), .bit = RINX_TB_F_REAL,
+	  .help = "virtual (the default: every frame leaves at once)\n"
+		  "or real: frames that are not rinx's wait in a real\n"
+		  "queue until the port's queue would send them, held\n"
+		  "by the testbed's queue process (started when a port\n"
+		  "gets it, stopped by down) as a switch's buffer holds\n"
+		  "them, so TCP sees the delay of the queue it is in;\n"
+		  "rinx frames still leave at once" },
 	{ OPT_REFUSE, "burst", 0, "BYTES", .help = "is gone: a port has a "
 	  "queue now, not a token bucket; use --buffer BYTES (and --ecn "
 	  "BYTES for the mark threshold)" },
@@ -292,6 +308,7 @@ static const struct opt testbed_help[] = {
 "       rinxctl testbed fault PREFIX|SPEC [--port NS:IF | --all] LINK\n"
 "       rinxctl testbed ina-off PREFIX|SPEC RACK\n"
 "       rinxctl testbed plan PREFIX|SPEC [topo:NAME]\n"
+"       rinxctl testbed queue PREFIX|SPEC\n"
 "\n"
 "up: build the emulated cluster: one network namespace per host, one per\n"
 "rack's ToR switch and a spine when there are several racks, joined by\n"
@@ -311,7 +328,9 @@ static const struct opt testbed_help[] = {
 "  its link settings and what they did since they were set: frames and\n"
 "  bytes sent, tail drops, ECN marks, frames above the mark threshold that\n"
 "  were not ECT, the peak backlog, utilization (bytes x 8 / (rate x time\n"
-"  since set), Ethernet overhead not counted) and the faults injected.\n"
+"  since set), Ethernet overhead not counted), the faults injected and\n"
+"  the frames that waited in the real queue; then the real queue's\n"
+"  process, if it runs: frames held and sent, dropped, and how late.\n"
 "plan: a topology testbed changes plan: the planner NAME (rinxctl sim\n"
 "  --list) plans on the testbed's topology, its reduce routes (per class;\n"
 "  a ring's hops, topo:ring, per pair of neighbours in any class) replace\n"
@@ -320,13 +339,20 @@ static const struct opt testbed_help[] = {
 "  the spec's plan= (without NAME: the spec's plan again). Ranks that run\n"
 "  another plan than the routes' still get exact sums, on the routes of\n"
 "  the pairs, shortest paths and the spanning tree.\n"
+"queue: the testbed's real queue in the foreground (up and fault start it\n"
+"  in the background for --queue real, down stops it): holds the frames\n"
+"  the switches hand it, those of ports with --queue real that are not\n"
+"  rinx's, until their port's queue would send them, then sends them from\n"
+"  the port. Its counters are in show. It leaves on SIGTERM or when the\n"
+"  testbed is gone.\n"
 "ina-off: rack RACK's ToR loses its aggregator (it goes on switching);\n"
 "  running jobs fall back to ring members for that rack at their next\n"
 "  collective.\n"
 "fault: change the links of a running testbed. Each switch port acts as\n"
 "  the egress port of a switch (XDP: tc never sees these frames): injected\n"
 "  loss, then a queue, then reordering and duplication. The queue is\n"
-"  virtual (XDP cannot hold frames, so none is delayed): the port keeps the\n"
+"  virtual (XDP cannot hold frames, so none is delayed, unless --queue\n"
+"  real hands those that are not rinx's to a process): the port keeps the\n"
 "  backlog its rate would leave, tail-drops what does not fit the buffer\n"
 "  and sets CE on IPv4 ECT frames queued above the mark threshold, for\n"
 "  every frame alike (rinx, TCP, ARP). Options not given keep their value;\n"
@@ -349,6 +375,7 @@ static const struct opts_cmd show_cmd = TESTBED_CMD("show", show_opts, 1);
 static const struct opts_cmd fault_cmd = TESTBED_CMD("fault", fault_opts, 1);
 static const struct opts_cmd ina_off_cmd = TESTBED_CMD("ina-off", no_opts, 2);
 static const struct opts_cmd plan_cmd = TESTBED_CMD("plan", no_opts, 2);
+static const struct opts_cmd queue_cmd = TESTBED_CMD("queue", no_opts, 1);
 
 static const char *ina_str(int ina)
 {
@@ -416,6 +443,16 @@ static int up_check(struct tb_up_args *a)
 	    !a->link.set.rate_mbit) {
 		fprintf(stderr, "rinxctl testbed: --share needs --rate: a "
 			"port without a rate has no queue to class\n");
+		return RINX_EXIT_USAGE;
+	}
+	if (a->link.set.real && (o->topo || o->gen)) {
+		fprintf(stderr, "rinxctl testbed: --queue real is for racks, "
+			"not --topo or --gen\n");
+		return RINX_EXIT_USAGE;
+	}
+	if (a->link.set.real && !a->link.set.rate_mbit) {
+		fprintf(stderr, "rinxctl testbed: --queue real needs --rate: "
+			"a port without a rate has no queue to wait in\n");
 		return RINX_EXIT_USAGE;
 	}
 	if (o->plain && (o->topo || o->gen)) {
@@ -535,6 +572,17 @@ static int testbed_up(int argc, char **argv)
 		fprintf(stderr, "rinxctl testbed up: %s\n", strerror(-ret));
 		free(s);
 		return ret == -EEXIST ? RINX_EXIT_CONFIG : rinx_exit_code(ret);
+	}
+	if (a.link.set.real) {
+		ret = rinx_testbed_queue_start(spec_path);
+		if (ret) {
+			fprintf(stderr, "rinxctl testbed up: the real queue's "
+				"process: %s (the testbed is up, its ports' "
+				"queues virtual until it runs: testbed fault "
+				"--queue real)\n", strerror(-ret));
+			free(s);
+			return rinx_exit_code(ret);
+		}
 	}
 	up_print(&a, s, spec_path);
 	free(s);
@@ -735,6 +783,7 @@ static void show_rack(const struct rinx_spec *s,
 }
 
 static void show_links(const struct rinx_spec *s);
+static void show_queue(const char *prefix);
 
 /* How the hosts' interfaces are polled (testbed up --napi): in softirq,
  * or by threads, and how many of those run at the testbed's priority. */
@@ -857,6 +906,7 @@ static int testbed_show(int argc, char **argv)
 			show_switch(ns, "t0", "spine");
 		}
 		show_links(s);
+		show_queue(prefix);
 	}
 	free(s);
 	return 0;
@@ -868,6 +918,24 @@ static int port_cmp(const void *a, const void *b)
 	int c = strcmp(x->ns, y->ns);
 
 	return c ? c : strcmp(x->ifname, y->ifname);
+}
+
+/* The real queue's process, if it runs. */
+static void show_queue(const char *prefix)
+{
+	struct rinx_tb_queue_stats q;
+
+	if (rinx_testbed_queue_read(prefix, &q)) {
+		printf("real queue: not running\n");
+		return;
+	}
+	printf("real queue: pid %d, %d ports: held=%llu sent=%llu "
+	       "dropped_full=%llu dropped_bad=%llu late_mean_us=%.1f "
+	       "late_max_us=%.1f\n", q.pid, q.ports,
+	       (unsigned long long)q.held, (unsigned long long)q.sent,
+	       (unsigned long long)q.full, (unsigned long long)q.bad,
+	       q.sent ? q.late_sum_ns / 1e3 / q.sent : 0.0,
+	       q.late_max_ns / 1e3);
 }
 
 static void show_links(const struct rinx_spec *s)
@@ -911,13 +979,15 @@ static void show_links(const struct rinx_spec *s)
 		else
 			snprintf(util, sizeof(util), "-");
 		printf("  %-20s %-8s rate=%u buffer=%u ecn=%s share=%u "
-		       "drop=%u dup=%u reorder=%u hold=%u  for=%.1fs "
+		       "queue=%s drop=%u dup=%u reorder=%u hold=%u  for=%.1fs "
 		       "frames=%llu bytes=%llu rinx_bytes=%s "
 		       "tail_drops=%llu marks=%llu not_ect=%llu peak=%llu "
 		       "util=%s dropped=%llu duplicated=%llu held=%llu "
-		       "reordered=%llu lost=%llu skipped=%llu\n", pl[i].ns,
+		       "reordered=%llu lost=%llu skipped=%llu real_held=%llu\n",
+		       pl[i].ns,
 		       pl[i].ifname, v->set.rate_mbit, v->set.buffer, ecn,
-		       v->set.share, v->set.drop_ppm, v->set.dup_ppm,
+		       v->set.share, v->set.real ? "real" : "virtual",
+		       v->set.drop_ppm, v->set.dup_ppm,
 		       v->set.reorder_ppm, v->set.hold_ms, dt,
 		       (unsigned long long)v->n_frames,
 		       (unsigned long long)v->n_bytes, rinx,
@@ -930,7 +1000,8 @@ static void show_links(const struct rinx_spec *s)
 		       (unsigned long long)v->n_hold,
 		       (unsigned long long)v->n_reorder,
 		       (unsigned long long)v->n_lost,
-		       (unsigned long long)v->n_skip);
+		       (unsigned long long)v->n_skip,
+		       (unsigned long long)v->n_real);
 	}
 	free(pl);
 }
@@ -947,11 +1018,13 @@ static int testbed_fault(int argc, char **argv)
 		fprintf(stderr, "rinxctl testbed fault: want PREFIX|SPEC, "
 			"--port NS:IF or --all, and at least one of --drop "
 			"--dup --reorder --hold --rate --buffer --ecn "
-			"--share\n");
+			"--share --queue\n");
 		return RINX_EXIT_USAGE;
 	}
 	ret = rinx_testbed_fault_set(t.what, t.port, &t.link.set, t.link.mask,
 				     &n);
+	if (!ret && t.link.set.real)
+		ret = rinx_testbed_queue_start(t.what);
 	if (ret) {
 		fprintf(stderr, "rinxctl testbed fault: %s\n",
 			strerror(-ret));
@@ -1020,6 +1093,27 @@ static int testbed_plan(int argc, char **argv)
 	return 0;
 }
 
+static int testbed_queue(int argc, char **argv)
+{
+	int ret, i;
+
+	ret = opts_parse(&queue_cmd, argc, argv, NULL, &i);
+	if (ret)
+		return opts_exit(ret);
+	if (i != 1 || argc != 2) {
+		fprintf(stderr, "usage: rinxctl testbed queue PREFIX|SPEC\n");
+		return RINX_EXIT_USAGE;
+	}
+	ret = rinx_testbed_queue_run(argv[1]);
+	if (ret) {
+		fprintf(stderr, "rinxctl testbed queue: %s\n", strerror(-ret));
+		return ret == -ENOENT || ret == -EINVAL ||
+		       ret == -EOPNOTSUPP ? RINX_EXIT_CONFIG :
+					    rinx_exit_code(ret);
+	}
+	return 0;
+}
+
 int cmd_testbed(int argc, char **argv)
 {
 	const char *act = argc > 1 ? argv[1] : "";
@@ -1037,6 +1131,8 @@ int cmd_testbed(int argc, char **argv)
 		return testbed_ina_off(argc - 1, argv + 1);
 	if (!strcmp(act, "plan"))
 		return testbed_plan(argc - 1, argv + 1);
+	if (!strcmp(act, "queue"))
+		return testbed_queue(argc - 1, argv + 1);
 	if (!strcmp(act, "-h") || !strcmp(act, "--help")) {
 		opts_help(stdout, &up_cmd);
 		return 0;

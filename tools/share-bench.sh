@@ -39,8 +39,8 @@
 # --verify`), Gloo every element of its own.
 #
 #   tools/share-bench.sh [-m MODE] [-l RATE] [-s SIZE] [-n ITERS] [-c CC]
-#                        [-r MS] [-t] [-w PCT] [-p PLAN] [-k K] [-i INA]
-#                        [-P PREFIX] [BUILDDIR]
+#                        [-r MS] [-t] [-w PCT] [-q] [-p PLAN] [-k K]
+#                        [-i INA] [-P PREFIX] [BUILDDIR]
 #
 #   -m   tcp (default), rina, gloo or jobs
 #   -l   port rate in Mbit/s (default 1000)
@@ -56,6 +56,9 @@
 #   -w   two classes in every port's queue, rinx frames served at PCT
 #        percent of the port while the rest waits too (`testbed up
 #        --share PCT`; default: one queue for every frame)
+#   -q   real queues: frames that are not rinx's wait at every port until
+#        its queue would send them (`testbed up --queue real`; default:
+#        virtual, every frame leaves at once)
 #   -p   the rinx plan (default ring)
 #   -k   jobs: how many (default 2); tcp: that many rinx jobs beside the
 #        flow at once (ids 1, 5, 9, ...; their busbw summed; default one)
@@ -68,9 +71,9 @@
 
 set -u
 rate=1000 size=16M iters=20 cc=cubic plan=ring mode=tcp k=2 ina=switch
-ina_set= rto= share= paced= k_set=
+ina_set= rto= share= paced= k_set= real=
 p=rxM$(printf %04x $((RANDOM % 65536)))
-while getopts m:l:s:n:c:r:tw:p:k:i:P: o; do
+while getopts m:l:s:n:c:r:tw:qp:k:i:P: o; do
 	case $o in
 	m) mode=$OPTARG ;;
 	k) k=$OPTARG k_set=1 ;;
@@ -82,9 +85,10 @@ while getopts m:l:s:n:c:r:tw:p:k:i:P: o; do
 	r) rto=$OPTARG ;;
 	w) share=$OPTARG ;;
 	t) paced=1 ;;
+	q) real=1 ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '41,67p' "$0"; exit 2 ;;
+	*) sed -n '41,70p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -122,7 +126,7 @@ jobs) shape="--racks 2 --per-rack 4 --ina $ina" ;;
 esac
 # shellcheck disable=SC2086
 "$rinxctl" testbed up --prefix "$p" $shape --rate "$rate" \
-	${share:+--share "$share"} \
+	${share:+--share "$share"} ${real:+--queue real} \
 	>"$tmp/up" 2>&1 || { cat "$tmp/up" >&2; exit 1; }
 for h in h0 h3; do
 	ip netns exec "$p$h" sysctl -qw net.ipv4.tcp_ecn=1

@@ -117,6 +117,7 @@ static void link_defaults(struct rinx_sw_link_set *f)
 		f->ecn = rinx_testbed_ecn_default(f->rate_mbit);
 	if (f->share > RINX_SW_SHARE_MAX)
 		f->share = RINX_SW_SHARE_MAX;
+	f->real = !!f->real;
 }
 
 /* A fresh link value: settings f (defaults filled), queue empty, counters
@@ -178,11 +179,17 @@ int link_port_init(struct switch_bpf *skel, const char *ns,
 	return err;
 }
 
+/* A switch's maps the control plane opens later: the ports' links, and
+ * the real queue's sockets and their slots (tools/testbed/queue.c). */
+static const char *const link_pins[] = { "links", "xsks", "xsk_slot" };
+
 int link_pin(const struct rinx_spec *s, const char *ns,
 	     struct switch_bpf *skel)
 {
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
-	int err;
+	struct bpf_map *pins[] = { skel->maps.links, skel->maps.xsks,
+				   skel->maps.xsk_slot };
+	int err, i;
 
 	if (bpf_map__value_size(skel->maps.links) !=
 	    sizeof(struct rinx_sw_link)) {
@@ -197,14 +204,21 @@ int link_pin(const struct rinx_spec *s, const char *ns,
 	link_pin_dir(s, ns, dir, sizeof(dir));
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	snprintf(path, sizeof(path), "%s/links", dir);
-	unlink(path);
-	if (bpf_obj_pin(bpf_map__fd(skel->maps.links), path)) {
-		err = -errno;
-		pr_warn("switch %s: cannot pin %s: %s\n", ns, path,
-			strerror(errno));
-		rmdir(dir);
-		return err;
+	for (i = 0; i < (int)NELEM(pins); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, link_pins[i]);
+		unlink(path);
+		if (bpf_obj_pin(bpf_map__fd(pins[i]), path)) {
+			err = -errno;
+			pr_warn("switch %s: cannot pin %s: %s\n", ns, path,
+				strerror(errno));
+			while (i-- > 0) {
+				snprintf(path, sizeof(path), "%s/%s", dir,
+					 link_pins[i]);
+				unlink(path);
+			}
+			rmdir(dir);
+			return err;
+		}
 	}
 	return 0;
 }
@@ -212,10 +226,13 @@ int link_pin(const struct rinx_spec *s, const char *ns,
 void link_unpin(const struct rinx_spec *s, const char *ns)
 {
 	char dir[RINX_PATH_MAX], path[RINX_PATH_MAX + 16];
+	int i;
 
 	link_pin_dir(s, ns, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/links", dir);
-	unlink(path);
+	for (i = 0; i < (int)NELEM(link_pins); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, link_pins[i]);
+		unlink(path);
+	}
 	/* a topology switch's (tt_pins) */
 	snprintf(path, sizeof(path), "%s/flows", dir);
 	unlink(path);
@@ -271,6 +288,8 @@ static int link_update(int fd, __u32 ifindex, const struct rinx_sw_link_set *f,
 		n.hold_ms = f->hold_ms;
 	if (mask & RINX_TB_F_SHARE)
 		n.share = f->share;
+	if (mask & RINX_TB_F_REAL)
+		n.real = f->real;
 	link_fresh(&v, &n);
 	return bpf_map_update_elem(fd, &ifindex, &v, BPF_EXIST | BPF_F_LOCK) ?
 	       -errno : 0;

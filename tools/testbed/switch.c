@@ -34,6 +34,8 @@ static const char *const sw_stat_names[RINX_SW_STAT_MAX] = {
 	[RINX_SW_CLASS_GROUP] = "class_group",
 	[RINX_SW_CAP_DROP] = "cap_drop",
 	[RINX_SW_CAP_MARK] = "cap_mark",
+	[RINX_SW_REAL_HELD] = "real_held",
+	[RINX_SW_REAL_NONE] = "real_none",
 };
 
 const char *rinx_sw_stat_name(int stat)

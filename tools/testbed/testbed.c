@@ -90,6 +90,8 @@ int teardown(const struct rinx_spec *s, const char *prefix,
 	struct rinx_tb_buf b = {};
 	int i, n, err = 0;
 
+	/* its sockets first: they hold the switches' ports */
+	rinx_testbed_queue_stop(prefix);
 	if (s) {
 		/* Unpinning the link detaches the host program. */
 		for (i = 0; i < s->nhosts; i++)

@@ -72,7 +72,8 @@ enum {
 	RINX_TB_F_ECN = 1 << 5,
 	RINX_TB_F_HOLD = 1 << 6,
 	RINX_TB_F_SHARE = 1 << 7,
-	RINX_TB_F_ALL = (1 << 8) - 1,
+	RINX_TB_F_REAL = 1 << 8,
+	RINX_TB_F_ALL = (1 << 9) - 1,
 };
 
 /* One switch port: its settings, queue and counters; now_ns is the
@@ -219,6 +220,31 @@ int rinx_testbed_fault_set(const char *what, const char *port,
  * returns how many or -errno. */
 int rinx_testbed_link_get(const struct rinx_spec *s,
 			  struct rinx_tb_port_link *out, int max);
+
+/* The real queue (tools/testbed/queue.c): the process that holds the
+ * frames of ports with set.real until they are due. Its counters, from
+ * the file it rewrites every second. */
+struct rinx_tb_queue_stats {
+	int pid, ports;
+	__u64 held;		/* frames taken in */
+	__u64 sent;		/* frames sent at their time */
+	__u64 full;		/* dropped: the egress port's frames all held */
+	__u64 bad;		/* dropped: no header, or an unknown port */
+	__u64 late_max_ns;	/* sends after their time: the latest */
+	__u64 late_sum_ns;	/* ... and all, summed */
+};
+
+void rinx_testbed_queue_path(const char *prefix, char *buf, size_t len);
+/* Serves testbed what's real queues until SIGTERM or the testbed is gone
+ * (rinxctl testbed queue): 0 or -errno. */
+int rinx_testbed_queue_run(const char *what);
+/* Starts the process in the background unless it runs (testbed up and
+ * fault with --queue real): 0 once it serves, or -errno. */
+int rinx_testbed_queue_start(const char *what);
+void rinx_testbed_queue_stop(const char *prefix);
+/* 0 and its counters if it runs; -ESRCH or -ENOENT if not. */
+int rinx_testbed_queue_read(const char *prefix,
+			    struct rinx_tb_queue_stats *st);
 
 /* The INA ToR's control-plane daemon (tools/testbed/torctl.c), which a
  * testbed ToR runs in its namespace: applies requests on ip:port to the
