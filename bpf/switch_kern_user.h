@@ -235,7 +235,7 @@ struct rinx_sw_real_hdr {
  * leaves at once, unless frames held before it are still due (they keep
  * their order): the process wakes up about this late (tens of
  * microseconds), and every frame through it costs CPU. */
-#define RINX_SW_REAL_MIN_NS	20000ULL
+#define RINX_SW_REAL_MIN_NS	60000ULL
 /* The process's frames are 4,096 bytes with the kernel's 256 of headroom:
  * a larger frame is sent at once (counted RINX_SW_REAL_NONE). */
 #define RINX_SW_REAL_FRAME	4096

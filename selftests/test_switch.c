@@ -1205,6 +1205,123 @@ static void queue_concurrent(struct switch_bpf *skel, int if_a, int if_b,
 	       2 * CONC_RUNS);
 }
 
+/*
+ * Real queues (set.real): when a frame is due, and which frames are to be
+ * held. No queue process serves the test's ports, so a frame to be held
+ * leaves at once and counts real_none; its time is in the port's
+ * real_due. The backlog does not drain (last update ahead of now).
+ */
+struct real_case {
+	const char *desc;
+	__u32 share, real;
+	int frame;			/* F_* */
+	__u64 backlog, backlog_rinx;	/* bytes before the frame */
+	int due_ahead;			/* a held frame still due */
+	__u32 rate;			/* its class's drain rate, 0: not held */
+};
+
+static const struct real_case real_cases[] = {
+	{ "real: a frame behind 100 KB: due when the rate has sent both",
+	  0, 1, F_ECT0, 100000, 0, 0, 1000 },
+	{ "real: ARP behind 100 KB: held too", 0, 1, F_ARP, 100000, 0, 0,
+	  1000 },
+	{ "real: a rinx frame behind 100 KB: never held", 0, 1, F_RINX,
+	  100000, 0, 0, 0 },
+	{ "real: nothing ahead: leaves at once", 0, 1, F_ECT0, 0, 0, 0, 0 },
+	{ "real: 7.5 KB ahead (60 us at 1 Gbit/s): leaves at once", 0, 1,
+	  F_ECT0, 7500, 0, 0, 0 },
+	{ "real: 7.5 KB + 1 B ahead: held", 0, 1, F_ECT0, 7501, 0,
+	  0, 1000 },
+	{ "real: nothing ahead, a frame before it still due: held (order)",
+	  0, 1, F_ECT0, 0, 0, 1, 1000 },
+	{ "real: classes 50%, rinx's class waits: at half the rate", 50, 1,
+	  F_ECT0, 100000, 50000, 0, 500 },
+	{ "real: classes 30%, rinx's class waits: at 70% of the rate", 30, 1,
+	  F_ECT0, 100000, 50000, 0, 700 },
+	{ "real: classes 50%, rinx's class empty: at the whole rate", 50, 1,
+	  F_ECT0, 100000, 0, 0, 1000 },
+	{ "real: classes 50%, a rinx frame: never held", 50, 1, F_RINX, 0,
+	  100000, 0, 0 },
+	{ "real off: a frame behind 100 KB leaves at once", 0, 0, F_ECT0,
+	  100000, 0, 0, 0 },
+};
+
+#define NREAL_CASES	((int)(sizeof(real_cases) / sizeof(real_cases[0])))
+
+static void real_run(struct switch_bpf *skel, const struct real_case *c,
+		     int if_a, int if_b)
+{
+	__u64 before[RINX_SW_STAT_MAX], after[RINX_SW_STAT_MAX], t0, t1, due;
+	int fd = bpf_map__fd(skel->maps.links), sfd, err, ok = 1;
+	__u8 in[Q_LEN], out[Q_LEN + 64];
+	struct rinx_sw_link v = {}, w;
+	__u32 port = if_a;
+	struct tl_run r;
+
+	v.set.rate_mbit = 1000;
+	v.set.buffer = 1000000;
+	v.set.ecn = RINX_SW_ECN_OFF;
+	v.set.hold_ms = 50;
+	v.set.share = c->share;
+	v.set.real = c->real;
+	v.backlog = c->backlog * RINX_SW_Q_UNIT;
+	v.backlog_rinx = c->backlog_rinx * RINX_SW_Q_UNIT;
+	v.last_ns = mono_ns() + 3600000000000ULL;
+	v.real_due = c->due_ahead ? v.last_ns : 0;
+	q_frame(in, c->frame);
+	sfd = bpf_map__fd(skel->maps.sw_stats);
+	if (bpf_map_update_elem(fd, &port, &v, BPF_ANY) ||
+	    tl_percpu_sum(sfd, RINX_SW_STAT_MAX, before)) {
+		tap_ok(0, "%s: set up: %s", c->desc, strerror(errno));
+		return;
+	}
+	t0 = mono_ns();
+	err = tl_xdp_run(bpf_program__fd(skel->progs.rinx_switch), in, Q_LEN,
+			 if_b, out, sizeof(out), &r);
+	t1 = mono_ns();
+	if (err || tl_percpu_sum(sfd, RINX_SW_STAT_MAX, after) ||
+	    bpf_map_lookup_elem(fd, &port, &w)) {
+		tap_ok(0, "%s: run: %s", c->desc, strerror(err ? -err : errno));
+		return;
+	}
+	/* sent at once in any case: no process took the frame */
+	if (r.ret != XDP_REDIRECT || r.len != Q_LEN ||
+	    after[RINX_SW_FWD] - before[RINX_SW_FWD] != 1 ||
+	    after[RINX_SW_REAL_HELD] != before[RINX_SW_REAL_HELD] ||
+	    w.n_real) {
+		tap_diag("%s: verdict %u, %u B, fwd +%llu, handed %llu", c->desc,
+			 r.ret, r.len, (unsigned long long)(after[RINX_SW_FWD] -
+							    before[RINX_SW_FWD]),
+			 (unsigned long long)w.n_real);
+		ok = 0;
+	}
+	if (after[RINX_SW_REAL_NONE] - before[RINX_SW_REAL_NONE] !=
+	    (c->rate ? 1U : 0U)) {
+		tap_diag("%s: real_none +%llu", c->desc, (unsigned long long)
+			 (after[RINX_SW_REAL_NONE] - before[RINX_SW_REAL_NONE]));
+		ok = 0;
+	}
+	if (!c->rate) {
+		if (w.real_due != v.real_due) {
+			tap_diag("%s: real_due %llu moved", c->desc,
+				 (unsigned long long)w.real_due);
+			ok = 0;
+		}
+		tap_ok(ok, "%s", c->desc);
+		return;
+	}
+	/* its class's backlog, itself included, at its class's rate: the
+	 * bytes x 8 / Mbit/s in us, x 1000 in ns, from a now in [t0, t1] */
+	due = (c->backlog + Q_WIRE) * 8 * 1000 / c->rate;
+	if (w.real_due < t0 + due || w.real_due > t1 + due) {
+		tap_diag("%s: due %lld ns after the run's start, want %llu",
+			 c->desc, (long long)(w.real_due - t0),
+			 (unsigned long long)due);
+		ok = 0;
+	}
+	tap_ok(ok, "%s", c->desc);
+}
+
 static void queue_tests(struct switch_bpf *skel, int if_a, int if_b,
 			int ncpu)
 {
@@ -1213,6 +1330,8 @@ static void queue_tests(struct switch_bpf *skel, int if_a, int if_b,
 
 	for (i = 0; i < NQ_CASES; i++)
 		q_run(skel, &q_cases[i], if_a, if_b, ncpu);
+	for (i = 0; i < NREAL_CASES; i++)
+		real_run(skel, &real_cases[i], if_a, if_b);
 	queue_concurrent(skel, if_a, if_b, ncpu);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.links), &port);
 }
@@ -1970,7 +2089,7 @@ static struct tl_subtest subtests[] = {
 	{ "cases", NCASES, t_cases },
 	{ "ina", ARRAY_SIZE(ina_cases), t_ina },
 	{ "egress", 1, t_egress },
-	{ "queue", NQ_CASES + 2, t_queue },
+	{ "queue", NQ_CASES + NREAL_CASES + 2, t_queue },
 	{ "fault", NFAULT_TESTS, t_fault },
 	{ "topo", 1 + NTOPO_CASES + 2, t_topo },	/* load, cases, INA */
 };
