@@ -91,7 +91,7 @@ enum { Q_DROP = -1, Q_OK = 0, Q_MARK = 1 };
 
 /*
  * The port's virtual queue takes a frame of len bytes of class cls (1: a
- * rinx frame, only looked at with set.share) at time now: drains the
+ * rinx frame; its bytes counted in n_rinx) at time now: drains the
  * backlog for the time since the last frame, then tail-drops (Q_DROP) or
  * admits it, Q_MARK when the backlog it makes is above the threshold.
  * With set.share the port has two classes, each with its own backlog,
@@ -157,7 +157,7 @@ static __always_inline int queue_admit(struct rinx_sw_link *l, __u32 len,
 		qc += wire;
 		l->n_frames++;
 		l->n_bytes += len;
-		if (cls)
+		if (rinx)
 			l->n_rinx += len;
 		if (qc / RINX_SW_Q_UNIT > l->peak)
 			l->peak = qc / RINX_SW_Q_UNIT;
@@ -255,8 +255,7 @@ static __always_inline int link_admit(struct xdp_md *ctx,
 	/* the clock only for a queue: reading it costs more than the rest
 	 * of an unlimited port */
 	q = queue_admit(l, len, rate, rate ? bpf_ktime_get_ns() : 0,
-			rate && (l->set.share || (dep && l->set.real)) &&
-			rinx_udp(ctx), dep);
+			rate && rinx_udp(ctx), dep);
 	if (q == Q_DROP)
 		return count(RINX_SW_QUEUE_DROP, XDP_DROP);
 	if (q == Q_MARK) {

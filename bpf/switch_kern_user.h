@@ -185,7 +185,7 @@ struct rinx_sw_link {
 	__u64 n_frames;		/* frames admitted: they leave */
 	__u64 n_bytes;		/* their bytes (without wire overhead) */
 	__u64 n_qdrop;		/* tail drops: queue full */
-	__u64 n_rinx;		/* with set.share: bytes of rinx frames
+	__u64 n_rinx;		/* with a rate: bytes of rinx frames
 				 * admitted (without wire overhead) */
 	__u64 real_due;		/* with set.real: when the last frame held
 				 * for the real queue is due */

@@ -962,8 +962,8 @@ static void show_links(const struct rinx_spec *s)
 		const struct rinx_sw_link *v = &pl[i].v;
 		double dt = (pl[i].now_ns - v->set_ns) / 1e9;
 
-		/* counted by class only with two classes */
-		if (v->set.share && v->set.rate_mbit)
+		/* counted by class on a port with a queue */
+		if (v->set.rate_mbit)
 			snprintf(rinx, sizeof(rinx), "%llu",
 				 (unsigned long long)v->n_rinx);
 		else

@@ -20,7 +20,12 @@
 #       rinx's from its busbw (on a ring every link carries busbw; the
 #       warm-up collective counts in the time, not in busbw). With -i the
 #       ToRs aggregate (-p rina: a Rina job; its share is its algbw, as
-#       in mode rina).
+#       in mode rina). Then the port's own count of the same: the bytes
+#       rack 0's uplink sent (its `links` entry read every 50 ms while the
+#       rinx run lasts), rinx frames' and the rest, over what RATE carries
+#       in the time; the medians over the 50 ms in which rinx sent more
+#       than a tenth of the port (its setup and the gaps between
+#       collectives left out).
 # rina  the ring job beside a Rina job (both ToRs INA) on the same four
 #       hosts, each in its own processes; gloo: beside a Gloo allreduce
 #       (a ring over TCP, the same hosts in the same order). Each side
@@ -208,6 +213,32 @@ c.close()
 	cat "$tmp/rx"
 }
 
+# usample STOPFILE: rack 0's uplink counters every 50 ms until STOPFILE
+# exists, a line each: CLOCK_MONOTONIC seconds, bytes sent, of them rinx
+# frames' (n_bytes and n_rinx of its `links` entry, struct rinx_sw_link:
+# offsets 96 and 112)
+usample() {
+	local ifx
+
+	ifx=$(ip netns exec "${p}t0" cat /sys/class/net/uplink/ifindex)
+	python3 -c '
+import json, os, struct, subprocess, sys, time
+path, ifx, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+key = [str(b) for b in struct.pack("<I", ifx)]
+while not os.path.exists(stop):
+    out = subprocess.run(["bpftool", "-j", "map", "lookup", "pinned", path,
+                          "key"] + key, capture_output=True, text=True).stdout
+    try:
+        v = bytes(int(x, 16) for x in json.loads(out)["value"])
+        print("%.4f %d %d" % (time.monotonic(),
+              struct.unpack_from("<Q", v, 96)[0],
+              struct.unpack_from("<Q", v, 112)[0]), flush=True)
+    except (ValueError, KeyError, struct.error):
+        pass
+    time.sleep(0.05)
+' "/run/rinx/$p/sw-${p}t0/links" "$ifx" "$1"
+}
+
 # bench [PLAN [JOB]]: a rinx job; prints its busbw in Mbit/s, or "failed"
 bench() {
 	local out
@@ -292,6 +323,11 @@ tcp)
 	pids+=("$tp")
 	sleep 2
 	now >"$tmp/from"
+	# the uplink's counters while the rinx run lasts
+	rm -f "$tmp/ustop"
+	usample "$tmp/ustop" >"$tmp/usamples" &
+	up_s=$!
+	pids+=("$up_s")
 	if [ -n "$k_set" ] && [ "$k" -gt 1 ]; then
 		# k jobs at once: their loads on the port add up
 		jp=()
@@ -307,6 +343,8 @@ tcp)
 	else
 		r_both=$(bench)
 	fi
+	touch "$tmp/ustop"
+	wait "$up_s"
 	now >"$tmp/to"
 	wait "$tp"
 	t_both=$(cat "$tmp/both_tcp")
@@ -317,6 +355,22 @@ tcp)
 		if (a) r = r * 2 / 3
 		printf "shares of the %d Mbit/s port: tcp %.2f, rinx %.2f%s\n",
 		       l, t / l, r / l, a ? " (algbw)" : "" }'
+	# what the port itself counted: its frames' bytes in each 50 ms of
+	# the rinx run in which rinx sent (over a tenth of the port: its
+	# setup, the gaps between collectives and the edges left out),
+	# rinx frames' and the rest (TCP's data and anything else leaving
+	# rack 0; TCP's ACKs come the other way); the medians of those
+	awk -v l="$rate" 'NF == 3 && p {
+		d = ($1 - t) * l * 1e6 / 8; r = ($3 - pr) / d
+		if (d > 0 && r > 0.1) { n++; rs[n] = r; os[n] = ($2 - pb) / d - r }
+	} NF == 3 { p = 1; t = $1; pb = $2; pr = $3 }
+	function med(a, n,   i, j, x) {
+		for (i = 2; i <= n; i++) { x = a[i]
+			for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]
+			a[j + 1] = x }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+	END { if (n) printf "uplink counters, median of %d x 50 ms with rinx sending: tcp and the rest %.2f, rinx %.2f of the port\n",
+		n, med(os, n), med(rs, n) }' "$tmp/usamples"
 	[ "$r_both" != failed ] && [ "$r_alone" != failed ]
 	;;
 rina|gloo)
