@@ -72,7 +72,6 @@ struct qport {
 	int nfree;
 	struct qent fifo[QP_FRAMES];	/* held for this port, in order */
 	unsigned int head, tail;
-	int kick;			/* sends on the TX ring to start */
 };
 
 struct qsw {
@@ -364,6 +363,13 @@ static int q_rx(struct qstate *q, struct qport *p)
 	return n;
 }
 
+/* Frames on p's TX ring the kernel has not taken yet. */
+static __u32 q_unsent(const struct qport *p)
+{
+	return p->tx.cached_prod - __atomic_load_n(p->tx.consumer,
+						   __ATOMIC_ACQUIRE);
+}
+
 /* p's frames due by now onto its TX ring, started; sent ones freed. */
 static void q_tx(struct qstate *q, struct qport *p, __u64 now)
 {
@@ -384,20 +390,19 @@ static void q_tx(struct qstate *q, struct qport *p, __u64 now)
 		d->options = 0;
 		xsk_ring_prod__submit(&p->tx, 1);
 		p->head++;
-		p->kick++;
 		q->st.sent++;
 		q->st.late_sum_ns += now - x->dep;
 		if (now - x->dep > q->st.late_max_ns)
 			q->st.late_max_ns = now - x->dep;
 	}
-	/* copy mode sends at most 32 frames a call */
-	for (k = 0; p->kick > 0 && k < QP_RING / 32 + 1; k++) {
+	/* copy mode sends at most 32 frames a call; what the kernel has not
+	 * taken from the ring yet (the next port's ring was full) is
+	 * started again on the next pass */
+	for (k = 0; q_unsent(p) && k < QP_RING / 32 + 1; k++)
 		if (sendto(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT,
 			   NULL, 0) < 0 && errno != EAGAIN && errno != EBUSY &&
 		    errno != ENOBUFS)
 			break;
-		p->kick = p->kick > 32 ? p->kick - 32 : 0;
-	}
 	n = xsk_ring_cons__peek(&p->cq, QP_RING, &idx);
 	for (i = 0; i < n && p->nfree < QP_FRAMES; i++)
 		p->freel[p->nfree++] = *xsk_ring_cons__comp_addr(&p->cq,
@@ -491,6 +496,9 @@ int rinx_testbed_queue_run(const char *what)
 			if (p->head != p->tail &&
 			    p->fifo[p->head % QP_FRAMES].dep < next)
 				next = p->fifo[p->head % QP_FRAMES].dep;
+			/* the ring to start again soon */
+			if (q_unsent(p) && now + 50000 < next)
+				next = now + 50000;
 		}
 		if (now - last >= 1000000000ULL) {
 			last = now;
