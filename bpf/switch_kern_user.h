@@ -187,8 +187,8 @@ struct rinx_sw_link {
 	__u64 n_qdrop;		/* tail drops: queue full */
 	__u64 n_rinx;		/* with a rate: bytes of rinx frames
 				 * admitted (without wire overhead) */
-	__u64 real_due;		/* with set.real: when the last frame held
-				 * for the real queue is due */
+	__u64 real_due;		/* with set.real: when the last frame
+				 * held for the real queue is due */
 	/* atomic adds */
 	__u64 n_mark;		/* admitted above the threshold with CE */
 	__u64 n_nect;		/* admitted above the threshold, not ECT */

@@ -1221,7 +1221,7 @@ struct real_case {
 	int frame;			/* F_* */
 	__u64 backlog, backlog_rinx;	/* bytes before the frame */
 	int due_ahead;			/* a held frame still due */
-	__u32 rate;			/* its class's drain rate, 0: not held */
+	__u32 rate;			/* its class's rate, 0: not held */
 };
 
 static const struct real_case real_cases[] = {
@@ -1293,16 +1293,18 @@ static void real_run(struct switch_bpf *skel, const struct real_case *c,
 	    after[RINX_SW_FWD] - before[RINX_SW_FWD] != 1 ||
 	    after[RINX_SW_REAL_HELD] != before[RINX_SW_REAL_HELD] ||
 	    w.n_real) {
-		tap_diag("%s: verdict %u, %u B, fwd +%llu, handed %llu", c->desc,
-			 r.ret, r.len, (unsigned long long)(after[RINX_SW_FWD] -
-							    before[RINX_SW_FWD]),
+		tap_diag("%s: verdict %u, %u B, fwd +%llu, handed %llu",
+			 c->desc, r.ret, r.len,
+			 (unsigned long long)(after[RINX_SW_FWD] -
+					      before[RINX_SW_FWD]),
 			 (unsigned long long)w.n_real);
 		ok = 0;
 	}
 	if (after[RINX_SW_REAL_NONE] - before[RINX_SW_REAL_NONE] !=
 	    (c->rate ? 1U : 0U)) {
-		tap_diag("%s: real_none +%llu", c->desc, (unsigned long long)
-			 (after[RINX_SW_REAL_NONE] - before[RINX_SW_REAL_NONE]));
+		tap_diag("%s: real_none +%llu", c->desc,
+			 (unsigned long long)(after[RINX_SW_REAL_NONE] -
+					      before[RINX_SW_REAL_NONE]));
 		ok = 0;
 	}
 	if (!c->rate) {

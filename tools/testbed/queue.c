@@ -50,8 +50,9 @@
 #define QP_FRAMES	2048	/* UMEM frames per port */
 #define QP_FSIZE	RINX_SW_REAL_FRAME
 #define QP_RX		512	/* of them on the fill ring */
-#define QP_RING		1024	/* fill, rx, tx, completion ring sizes */
-#define QP_MAX		(2 * RINX_TB_MAX_RACKS * (RINX_TB_MAX_PER_RACK + 2))
+#define QP_RING		1024	/* fill, rx, tx, completion rings */
+#define QP_MAX		(2 * RINX_TB_MAX_RACKS * \
+			 (RINX_TB_MAX_PER_RACK + 2))
 #define QP_BATCH	64
 
 struct qent {
@@ -60,7 +61,7 @@ struct qent {
 };
 
 struct qport {
-	int sw;				/* switch index (its namespace) */
+	int sw;				/* its switch's index */
 	__u32 ifindex;
 	char ifname[IFNAMSIZ];
 	void *area;

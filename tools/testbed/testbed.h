@@ -228,7 +228,8 @@ struct rinx_tb_queue_stats {
 	int pid, ports;
 	__u64 held;		/* frames taken in */
 	__u64 sent;		/* frames sent at their time */
-	__u64 full;		/* dropped: the egress port's frames all held */
+	__u64 full;		/* dropped: the egress port's frames all
+				 * in use */
 	__u64 bad;		/* dropped: no header, or an unknown port */
 	__u64 late_max_ns;	/* sends after their time: the latest */
 	__u64 late_sum_ns;	/* ... and all, summed */
