@@ -396,13 +396,12 @@ static void q_tx(struct qstate *q, struct qport *p, __u64 now)
 		if (now - x->dep > q->st.late_max_ns)
 			q->st.late_max_ns = now - x->dep;
 	}
-	/* copy mode sends at most 32 frames a call; what the kernel has not
-	 * taken from the ring yet (the next port's ring was full) is
-	 * started again on the next pass */
+	/* copy mode sends at most 32 frames a call (EAGAIN: more to go);
+	 * what the kernel could not take yet (the next port's ring full:
+	 * EBUSY, ENOBUFS) is started again on the next pass */
 	for (k = 0; q_unsent(p) && k < QP_RING / 32 + 1; k++)
 		if (sendto(xsk_socket__fd(p->xsk), NULL, 0, MSG_DONTWAIT,
-			   NULL, 0) < 0 && errno != EAGAIN && errno != EBUSY &&
-		    errno != ENOBUFS)
+			   NULL, 0) < 0 && errno != EAGAIN)
 			break;
 	n = xsk_ring_cons__peek(&p->cq, QP_RING, &idx);
 	for (i = 0; i < n && p->nfree < QP_FRAMES; i++)
