@@ -249,5 +249,9 @@ _Static_assert(sizeof(struct rinx_sw_real_hdr) == 16, "sw real queue hdr");
 _Static_assert(__builtin_offsetof(struct rinx_sw_link, set) == 8,
 	       "sw link: settings after the lock");
 _Static_assert(sizeof(struct rinx_sw_link) == 200, "sw link");
+/* tools/share-bench.sh reads these two from the pinned map */
+_Static_assert(__builtin_offsetof(struct rinx_sw_link, n_bytes) == 96 &&
+	       __builtin_offsetof(struct rinx_sw_link, n_rinx) == 112,
+	       "sw link: the counters share-bench reads");
 
 #endif /* RINX_SWITCH_KERN_USER_H */

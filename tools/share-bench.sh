@@ -93,7 +93,7 @@ while getopts m:l:s:n:c:r:tw:qp:k:i:P: o; do
 	q) real=1 ;;
 	p) plan=$OPTARG ;;
 	P) p=$OPTARG ;;
-	*) sed -n '41,70p' "$0"; exit 2 ;;
+	*) sed -n '46,75p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
