@@ -235,16 +235,13 @@ static __always_inline int ecn_set_ce(struct xdp_md *ctx)
 }
 
 /* Drop and queue: XDP_DROP (counted) or XDP_PASS (the frame leaves,
- * marked if the queue says so); *dep as queue_admit's (dep NULL: the
- * frame cannot be held). */
+ * marked if the queue says so); on XDP_PASS *dep as queue_admit's (dep
+ * NULL: the frame cannot be held). */
 static __always_inline int link_admit(struct xdp_md *ctx,
 				      struct rinx_sw_link *l, __u64 *dep)
 {
 	__u32 len, rate;
 	int q;
-
-	if (dep)
-		*dep = 0;
 
 	if (drawn(l->set.drop_ppm)) {
 		__sync_fetch_and_add(&l->n_drop, 1);
